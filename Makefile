@@ -1,0 +1,58 @@
+# ReasonLab: `make up` installs what is missing and starts the embedded platform; `make test` runs every test.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
+HOME_DIR ?= .reasonlab
+PORT ?= 8000
+
+.PHONY: up test venv lint pytest frontend-deps frontend-build frontend-test e2e chromium clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first, by exact version: pip takes the CPU build on this disk instead of a CUDA download
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+venv: $(STAMP)
+
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	@touch $@
+
+frontend-deps: frontend/node_modules/.package-lock.json
+
+backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/node_modules/.package-lock.json
+	cd frontend && npm run build
+
+frontend-build: backend/static/index.html
+
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+
+up: venv frontend-build
+	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT)
+
+lint: venv
+	$(VENV)/bin/ruff check backend worker tests bench
+	$(VENV)/bin/ruff format --check backend worker tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+pytest: venv
+	$(VENV)/bin/pytest -q
+
+frontend-test: frontend-deps
+	cd frontend && npm run typecheck && npm run test
+
+e2e: venv frontend-build chromium
+	cd frontend && npm run e2e
+
+test: lint pytest frontend-test e2e
+
+clean:
+	rm -rf $(VENV) frontend/node_modules backend/static .reasonlab test-output

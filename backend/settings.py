@@ -1,0 +1,83 @@
+"""ReasonLab's settings: one pydantic-settings class, environment prefix ``REASONLAB_``.
+
+Embedded mode (the default) keeps everything under one home folder (``./.reasonlab``): a SQLite database,
+Celery's filesystem broker, MLflow's sqlite store and the artifact root. Server mode (compose, scale-out)
+points the URLs at Postgres, Redis and an MLflow server and refuses placeholder secrets.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRETS = {"", "change-me", "changeme", "secret", "reasonlab-embedded-secret"}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REASONLAB_", env_file=None, extra="ignore")
+
+    mode: Literal["embedded", "server"] = "embedded"
+    home: Path = Field(Path(".reasonlab"), description="embedded mode's folder for everything")
+
+    database_url: str = Field("", description="default: sqlite under home")
+    broker_url: str = Field("", description="default: Celery filesystem broker under home")
+    mlflow_tracking_uri: str = Field("", description="default: sqlite MLflow store under home")
+    artifact_root: str = Field("", description="checkpoints and artifacts; default: home/artifacts")
+
+    api_url: str = Field("http://127.0.0.1:8000", description="where workers and the CLI reach the API")
+    secret_key: str = Field("reasonlab-embedded-secret", description="JWT signing key")
+    worker_token: str = Field("", description="shared token workers authenticate with")
+    jwt_ttl_seconds: int = 12 * 3600
+
+    heartbeat_interval: float = Field(5.0, gt=0, description="seconds between worker heartbeats")
+    heartbeat_timeout: float = Field(60.0, gt=0, description="a running run silent this long is reaped")
+    reaper_interval: float = Field(5.0, gt=0)
+    dispatch_interval: float = Field(1.0, gt=0, description="outbox poll period")
+    default_max_attempts: int = Field(3, ge=1)
+    max_metric_batch: int = 10_000
+    max_runs_per_experiment: int = 10_000
+    run_background_loops: bool = Field(True, description="dispatcher and reaper inside the API process")
+    static_dir: Path | None = Field(None, description="built dashboard to serve at /")
+
+    @model_validator(mode="after")
+    def _resolve_defaults(self) -> Settings:
+        home = self.home.expanduser().resolve()
+        self.home = home
+        if not self.database_url:
+            self.database_url = f"sqlite:///{home / 'reasonlab.db'}"
+        if not self.broker_url:
+            self.broker_url = "filesystem://"
+        if not self.mlflow_tracking_uri:
+            self.mlflow_tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
+        if not self.artifact_root:
+            self.artifact_root = str(home / "artifacts")
+        if self.mode == "server":
+            if self.secret_key.strip().lower() in PLACEHOLDER_SECRETS or len(self.secret_key) < 16:
+                raise ValueError(
+                    "REASONLAB_SECRET_KEY is a placeholder or shorter than 16 characters: "
+                    "set a real secret in server mode"
+                )
+            if self.worker_token.strip().lower() in PLACEHOLDER_SECRETS or len(self.worker_token) < 16:
+                raise ValueError(
+                    "REASONLAB_WORKER_TOKEN is a placeholder or shorter than 16 characters: "
+                    "set a real token in server mode"
+                )
+        return self
+
+    @property
+    def broker_folder(self) -> Path:
+        """The filesystem broker's exchange folder (embedded mode)."""
+        return self.home / "broker"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,37 @@
+"""The base every experiment spec derives from.
+
+Every field of every spec has a default, so ``{}`` is a valid spec of any kind and runs a small
+CPU-sized experiment. Specs forbid unknown fields so a typo is a 422, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StrictModel(BaseModel):
+    """A pydantic model that refuses unknown fields (a typo in a spec must be an error)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Resources(StrictModel):
+    """Where a run wants to execute. ``gpus > 0`` sends it to the ``gpu`` queue, else to ``cpu``."""
+
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="auto = cuda when the worker has one, else cpu"
+    )
+    gpus: int = Field(0, ge=0, le=64, description="GPUs the run needs; > 0 routes it to the gpu queue")
+
+    @property
+    def queue(self) -> str:
+        return "gpu" if self.gpus > 0 else "cpu"
+
+
+class SpecBase(StrictModel):
+    """Fields every kind's spec has."""
+
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of every random stream of the run")
+    resources: Resources = Field(default_factory=Resources)
