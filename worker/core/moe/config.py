@@ -1,0 +1,48 @@
+"""Configuration of the sparse mixture-of-experts layer (SMoE paper, section 2.1 and appendix A.2.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACTIVATIONS = ("gelu", "relu", "swiglu")
+DISPATCHES = ("sorted", "grouped_mm", "dense")
+
+
+@dataclass
+class MoEConfig:
+    d_model: int
+    # E: the SMoE paper trains on SRAVEN with 8 parallel homogeneous experts (section 2.1).
+    num_experts: int = 8
+    # k in 1..E; the paper's experiment sweeps it. The module's `top_k` attribute may be changed later.
+    top_k: int = 2
+    # Width of each expert's 2-layer MLP; 256 is the SRAVEN reference's MLP width (REFERENCE.md).
+    expert_hidden: int = 256
+    # "gelu" | "relu": the paper's 2-matrix MLP with biases (Listing 1, MlpBlock);
+    # "swiglu": 3 matrices, no biases, silu(x W_gate) * (x W_up) W_down, as Mixtral's experts.
+    activation: str = "gelu"
+    # Weight of the Switch Transformer load-balancing loss (Fedus et al. 2021, eq. 4); the paper uses none.
+    load_balance_coef: float = 0.0
+    # Std of gaussian noise added to the router logits in training mode only; the paper uses none.
+    router_noise: float = 0.0
+    # "sorted": sort (token, expert) pairs by expert, one GEMM pair per expert on its contiguous slice;
+    # "grouped_mm": the same order, one torch grouped GEMM per projection (falls back to "sorted" with a
+    # warning where the kernel cannot run); "dense": Listing 1 literally (reference, E times the work).
+    dispatch: str = "sorted"
+
+    def __post_init__(self) -> None:
+        if self.d_model < 1 or self.expert_hidden < 1:
+            raise ValueError(
+                f"d_model and expert_hidden must be >= 1, got {self.d_model}, {self.expert_hidden}"
+            )
+        if self.num_experts < 1:
+            raise ValueError(f"num_experts must be >= 1, got {self.num_experts}")
+        if not 1 <= self.top_k <= self.num_experts:
+            raise ValueError(f"top_k must be in 1..{self.num_experts}, got {self.top_k}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch must be one of {DISPATCHES}, got {self.dispatch!r}")
+        if self.load_balance_coef < 0 or self.router_noise < 0:
+            raise ValueError(
+                f"load_balance_coef and router_noise must be >= 0, got {self.load_balance_coef}, {self.router_noise}"
+            )

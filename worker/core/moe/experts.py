@@ -1,0 +1,138 @@
+"""E expert MLPs stored as stacked parameters, and three ways to run them on rows.
+
+SMoE paper (004), section 2.1 and appendix A.2.1, Listing 1 `MlpBlock`: each expert is a 2-layer MLP,
+Dense(hidden) -> gelu -> Dense(d_model), both Dense layers with bias (flax's default). Flax `nn.gelu` is
+`jax.nn.gelu` with `approximate=True`, so "gelu" here is the tanh approximation. Listing 1's dropout is not
+part of this layer (MoEConfig has no dropout; the paper does not give a rate).
+
+"swiglu" is Mixtral's expert (no biases): down(silu(x W_gate) * (x W_up)), for comparison with
+HuggingFace's MixtralSparseMoeBlock at equal expert function.
+
+Parameters are [E, in, out] so one expert's projection is `x @ w[e]` (rows x [n, in]).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+# flax `lecun_normal` = variance_scaling(1, "fan_in", "truncated_normal"): a normal truncated at +-2 std,
+# rescaled by this constant (the std of a unit normal truncated to [-2, 2]) so the variance is 1 / fan_in.
+_TRUNCATED_NORMAL_STD = 0.87962566103423978
+
+
+def lecun_normal_(weight: Tensor, fan_in: int) -> Tensor:
+    """In-place flax `nn.Dense` default kernel init (Listing 1 uses flax defaults): variance 1 / fan_in."""
+    std = math.sqrt(1.0 / fan_in) / _TRUNCATED_NORMAL_STD
+    return nn.init.trunc_normal_(weight, mean=0.0, std=std, a=-2.0 * std, b=2.0 * std)
+
+
+class Experts(nn.Module):
+    """E homogeneous expert MLPs d_model -> expert_hidden -> d_model with stacked weights.
+
+    gelu/relu: w1 [E, d, h], b1 [E, h], w2 [E, h, d], b2 [E, d] (biases zero-initialised, as flax).
+    swiglu:    w_gate [E, d, h], w_up [E, d, h], w_down [E, h, d].
+    """
+
+    def __init__(self, num_experts: int, d_model: int, hidden: int, activation: str) -> None:
+        super().__init__()
+        assert activation in ("gelu", "relu", "swiglu"), f"unknown activation {activation!r}"
+        self.num_experts, self.d_model, self.hidden, self.activation = (
+            num_experts,
+            d_model,
+            hidden,
+            activation,
+        )
+        E, d, h = num_experts, d_model, hidden
+        if activation == "swiglu":
+            self.w_gate = nn.Parameter(torch.empty(E, d, h))
+            self.w_up = nn.Parameter(torch.empty(E, d, h))
+            self.w_down = nn.Parameter(torch.empty(E, h, d))
+        else:
+            self.w1 = nn.Parameter(torch.empty(E, d, h))
+            self.b1 = nn.Parameter(torch.empty(E, h))
+            self.w2 = nn.Parameter(torch.empty(E, h, d))
+            self.b2 = nn.Parameter(torch.empty(E, d))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if name.startswith("b"):
+                nn.init.zeros_(p)
+            else:
+                lecun_normal_(p, fan_in=p.shape[1])
+
+    def _act(self, h: Tensor) -> Tensor:
+        if self.activation == "gelu":
+            return F.gelu(h, approximate="tanh")
+        return F.relu(h)
+
+    def forward_one(self, x: Tensor, e: int) -> Tensor:
+        """Expert e on every row of x [n, d] -> [n, d]. Used by the dense reference (Listing 1)."""
+        if self.activation == "swiglu":
+            return (F.silu(x @ self.w_gate[e]) * (x @ self.w_up[e])) @ self.w_down[e]
+        return self._act(x @ self.w1[e] + self.b1[e]) @ self.w2[e] + self.b2[e]
+
+    def forward_sorted(self, xs: Tensor, counts: list[int]) -> Tensor:
+        """Rows xs [S, d] sorted by expert, counts[e] rows for expert e -> [S, d]: one GEMM pair per expert.
+
+        `unbind` (not `w[e]` in the loop) so backward stacks the E weight gradients once instead of
+        materialising and summing E full-size zero-padded [E, ., .] gradients.
+        """
+        chunks = xs.split(counts)  # E views [counts[e], d], contiguous rows
+        outs: list[Tensor] = []
+        if self.activation == "swiglu":
+            for x_e, wg, wu, wd in zip(
+                chunks, self.w_gate.unbind(0), self.w_up.unbind(0), self.w_down.unbind(0)
+            ):
+                if x_e.shape[0] == 0:
+                    continue
+                outs.append((F.silu(x_e @ wg) * (x_e @ wu)) @ wd)
+        else:
+            for x_e, w1, b1, w2, b2 in zip(
+                chunks, self.w1.unbind(0), self.b1.unbind(0), self.w2.unbind(0), self.b2.unbind(0)
+            ):
+                if x_e.shape[0] == 0:
+                    continue
+                outs.append(torch.addmm(b2, self._act(torch.addmm(b1, x_e, w1)), w2))
+        return torch.cat(outs) if outs else xs.new_zeros(xs.shape)
+
+    def forward_grouped(self, xs: Tensor, counts: Tensor) -> Tensor:
+        """Same contract as `forward_sorted`, one `grouped_mm` per projection (counts: [E] long tensor).
+
+        Requires `grouped_mm_unavailable_reason` to be None for these tensors.
+        """
+        offs = torch.cumsum(counts, dim=0).to(torch.int32)  # [E], end row of each expert's slice
+        if self.activation == "swiglu":
+            h = F.silu(_grouped_mm(xs, self.w_gate, offs)) * _grouped_mm(xs, self.w_up, offs)
+            return _grouped_mm(h, self.w_down, offs)
+        # grouped_mm takes no bias on CPU: add each row's expert bias, gathered by the row's expert id.
+        expert_of_row = torch.repeat_interleave(torch.arange(self.num_experts, device=xs.device), counts)
+        h = self._act(_grouped_mm(xs, self.w1, offs) + self.b1[expert_of_row])
+        return _grouped_mm(h, self.w2, offs) + self.b2[expert_of_row]
+
+
+def _grouped_mm(x: Tensor, w: Tensor, offs: Tensor) -> Tensor:
+    if hasattr(F, "grouped_mm"):
+        return F.grouped_mm(x, w, offs=offs)
+    return torch._grouped_mm(x, w, offs=offs)
+
+
+def grouped_mm_unavailable_reason(x: Tensor, experts: Experts) -> str | None:
+    """Why torch's grouped GEMM cannot run on these tensors, or None when it can."""
+    if not (hasattr(F, "grouped_mm") or hasattr(torch, "_grouped_mm")):
+        return f"torch {torch.__version__} has neither torch.nn.functional.grouped_mm nor torch._grouped_mm"
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return f"grouped_mm supports float32/bfloat16/float16 only, got {x.dtype}"
+    if x.device.type == "cuda" and torch.cuda.get_device_capability(x.device) < (8, 0):
+        return f"grouped_mm needs a CUDA device of compute capability >= 8.0, got {torch.cuda.get_device_capability(x.device)}"
+    if x.device.type not in ("cuda", "cpu"):
+        return f"grouped_mm is used on cuda and cpu only, got {x.device.type}"
+    # The kernel needs every row stride to be a multiple of 16 bytes.
+    for width in (experts.d_model, experts.hidden):
+        if (width * x.element_size()) % 16 != 0:
+            return f"grouped_mm needs row strides that are multiples of 16 bytes; width {width} of {x.dtype} is not"
+    return None
