@@ -1,0 +1,523 @@
+"""Typed HTTP client for the ReasonLab REST API (docs/api.md): the worker's and the users' SDK.
+
+Every method returns the decoded JSON body (``Json`` dicts and lists, exactly as docs/api.md describes
+them). Every error is an ``ApiError`` subclass, so a caller retries only what is transient::
+
+    try:
+        client.post_metrics(run_id, points)
+    except ApiUnavailable:   # connection refused, timeout, 5xx: try again later
+        ...
+    except Conflict:         # 409: the state does not allow it; retrying will not help
+        ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+Json = dict[str, Any]
+FinishStatus = Literal["succeeded", "failed", "cancelled"]
+
+API_PREFIX = "/api/v1"
+
+
+class ApiError(Exception):
+    """An error answer of the API (or no answer at all, for ``ApiUnavailable``).
+
+    ``status`` is the HTTP status (None when the server was not reached), ``code`` the API's error code
+    (``conflict``, ``invalid``, ...), ``detail`` its message and ``errors`` the validation errors
+    (``[{"loc", "msg", "type"}]`` for a 422).
+    """
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        errors: list[Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.errors: list[Any] = errors or []
+
+    def __str__(self) -> str:
+        where = f"HTTP {self.status}" if self.status is not None else "no response"
+        text = f"{where} {self.code or 'error'}: {self.detail}"
+        if self.errors:
+            text += f" {json.dumps(self.errors, default=str)[:2000]}"
+        return text
+
+
+class Unauthorized(ApiError):
+    """401: no or bad credentials."""
+
+
+class Forbidden(ApiError):
+    """403: the caller's role does not allow the action."""
+
+
+class NotFound(ApiError):
+    """404: no such resource, or not visible to the caller."""
+
+
+class Conflict(ApiError):
+    """409: the resource's state does not allow the action (a claimed attempt, a lost lease)."""
+
+
+class TooLarge(ApiError):
+    """413: a metric batch over the server's limit."""
+
+
+class Invalid(ApiError):
+    """422: validation failed; ``errors`` lists every field path."""
+
+
+class ApiUnavailable(ApiError):
+    """The API could not answer: connection error, timeout, 429 or 5xx. The only retryable error."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    422: Invalid,
+}
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One server-sent event of ``GET /runs/{id}/events``; ``data`` is decoded JSON when it parses."""
+
+    event: str
+    data: Any
+    id: str | None = None
+
+
+def api_base_url(base_url: str) -> str:
+    """``http://host:8000`` and ``http://host:8000/api/v1`` both name the API root."""
+    url = base_url.rstrip("/")
+    return url if url.endswith(API_PREFIX) else url + API_PREFIX
+
+
+def _error_from_response(response: httpx.Response) -> ApiError:
+    status = response.status_code
+    code: str | None = None
+    detail = response.reason_phrase or f"HTTP {status}"
+    errors: list[Any] = []
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        code = body.get("code") if isinstance(body.get("code"), str) else None
+        raw_detail = body.get("detail")
+        if isinstance(raw_detail, list):  # FastAPI's own 422 shape, in case a route bypasses the handler
+            errors = raw_detail
+            detail = "validation error"
+        elif raw_detail is not None:
+            detail = str(raw_detail)
+        if isinstance(body.get("errors"), list):
+            errors = body["errors"]
+    elif response.text:
+        detail = response.text[:500]
+    if status >= 500 or status == 429:
+        return ApiUnavailable(detail, status=status, code=code, errors=errors)
+    cls = _BY_STATUS.get(status, ApiError)
+    return cls(detail, status=status, code=code, errors=errors)
+
+
+def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in params.items() if value is not None}
+
+
+class ReasonLabClient:
+    """A synchronous client of one ReasonLab API. Thread-safe (httpx.Client is).
+
+    ``base_url`` is the server (``http://127.0.0.1:8000``) or the API root (``.../api/v1``); ``token`` a
+    JWT, an API token or the worker token. ``transport`` lets tests plug an ``httpx.MockTransport``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 30.0,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = api_base_url(base_url)
+        self.token = token or None
+        self.timeout = timeout
+        self._transport = transport
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ReasonLabClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """One call; the decoded JSON body (None for an empty body), or an ``ApiError``."""
+        try:
+            response = self._http.request(
+                method,
+                path,
+                json=json_body,
+                params=_drop_none(params or {}),
+                headers=self._headers(),
+            )
+        except httpx.TransportError as exc:  # connect, read, write, pool timeouts and refusals
+            raise ApiUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if response.is_error:
+            raise _error_from_response(response)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ApiError(
+                f"{method} {path}: answer is not JSON", status=response.status_code, code="bad_response"
+            ) from exc
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params)
+
+    def _post(self, path: str, body: Any = None) -> Any:
+        return self.request("POST", path, json_body=body if body is not None else {})
+
+    # -- health and auth --------------------------------------------------------------------------------
+
+    def health(self) -> Json:
+        result: Json = self._get("/health")
+        return result
+
+    def login(self, username: str, password: str) -> Json:
+        """Log in; the client uses the returned JWT from now on."""
+        result: Json = self._post("/auth/login", {"username": username, "password": password})
+        self.token = result["access_token"]
+        return result
+
+    def me(self) -> Json:
+        result: Json = self._get("/auth/me")
+        return result
+
+    def create_token(self, name: str) -> Json:
+        """A new API token ``{"id", "name", "token", "created_at"}``; the token is shown only here."""
+        result: Json = self._post("/auth/tokens", {"name": name})
+        return result
+
+    def list_tokens(self) -> list[Json]:
+        result: list[Json] = self._get("/auth/tokens")
+        return result
+
+    def revoke_token(self, token_id: int) -> None:
+        self.request("DELETE", f"/auth/tokens/{token_id}")
+
+    def list_projects(self) -> list[Json]:
+        result: list[Json] = self._get("/projects")
+        return result
+
+    # -- kinds and experiments --------------------------------------------------------------------------
+
+    def kinds(self) -> list[Json]:
+        result: list[Json] = self._get("/kinds")
+        return result
+
+    @staticmethod
+    def _experiment_body(
+        name: str,
+        kind: str,
+        spec: dict[str, Any] | None,
+        sweep: dict[str, Any] | None,
+        project: str | None,
+        description: str | None,
+        tags: Sequence[str] | None,
+    ) -> Json:
+        body: Json = {"name": name, "kind": kind, "spec": spec or {}}
+        if sweep is not None:
+            body["sweep"] = sweep
+        if project is not None:
+            body["project"] = project
+        if description is not None:
+            body["description"] = description
+        if tags is not None:
+            body["tags"] = list(tags)
+        return body
+
+    def create_experiment(
+        self,
+        name: str,
+        kind: str,
+        spec: dict[str, Any] | None = None,
+        sweep: dict[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Json:
+        """Submit an experiment; the ``ExperimentDetail`` with its runs."""
+        body = self._experiment_body(name, kind, spec, sweep, project, description, tags)
+        result: Json = self._post("/experiments", body)
+        return result
+
+    def preview_experiment(
+        self,
+        name: str,
+        kind: str,
+        spec: dict[str, Any] | None = None,
+        sweep: dict[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Json:
+        """The sweep's expansion ``{"count", "runs": [{"index", "params", "spec"}]}``; stores nothing."""
+        body = self._experiment_body(name, kind, spec, sweep, project, description, tags)
+        result: Json = self._post("/experiments/preview", body)
+        return result
+
+    def list_experiments(
+        self,
+        *,
+        project: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Json:
+        """One page ``{"items", "next_cursor"}``."""
+        result: Json = self._get("/experiments", project=project, kind=kind, limit=limit, cursor=cursor)
+        return result
+
+    def get_experiment(self, experiment_id: int) -> Json:
+        result: Json = self._get(f"/experiments/{experiment_id}")
+        return result
+
+    def get_experiment_results(self, experiment_id: int, kind: str | None = None) -> list[Json]:
+        result: list[Json] = self._get(f"/experiments/{experiment_id}/results", kind=kind)
+        return result
+
+    # -- runs -------------------------------------------------------------------------------------------
+
+    def list_runs(
+        self,
+        *,
+        experiment_id: int | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        project: str | None = None,
+        sort: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Json:
+        """One page ``{"items", "next_cursor"}``; ``sort`` is a column or ``metric:<key>``."""
+        result: Json = self._get(
+            "/runs",
+            experiment_id=experiment_id,
+            status=status,
+            kind=kind,
+            tag=tag,
+            project=project,
+            sort=sort,
+            order=order,
+            limit=limit,
+            cursor=cursor,
+        )
+        return result
+
+    def iter_runs(self, **filters: Any) -> Iterator[Json]:
+        """Every run matching ``filters`` (``list_runs``' keywords), following the cursor."""
+        cursor: str | None = None
+        while True:
+            page = self.list_runs(**filters, cursor=cursor)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def get_run(self, run_id: int) -> Json:
+        result: Json = self._get(f"/runs/{run_id}")
+        return result
+
+    def cancel_run(self, run_id: int) -> Json:
+        result: Json = self._post(f"/runs/{run_id}/cancel")
+        return result
+
+    def retry_run(self, run_id: int) -> Json:
+        result: Json = self._post(f"/runs/{run_id}/retry")
+        return result
+
+    def patch_run(self, run_id: int, *, mlflow_run_id: str) -> Json:
+        result: Json = self.request("PATCH", f"/runs/{run_id}", json_body={"mlflow_run_id": mlflow_run_id})
+        return result
+
+    # -- worker routes ----------------------------------------------------------------------------------
+
+    def claim(self, run_id: int, attempt: int, worker: str) -> Json:
+        """Take the run's ``attempt``; the ``Run`` (now ``running``). ``Conflict`` if it is not
+        ``queued`` with that attempt (a redelivered message, a stale attempt)."""
+        result: Json = self._post(f"/runs/{run_id}/claim", {"attempt": attempt, "worker": worker})
+        return result
+
+    def heartbeat(
+        self,
+        run_id: int,
+        attempt: int,
+        progress: dict[str, Any] | None = None,
+    ) -> Json:
+        """``{"cancel_requested"}``; ``Conflict`` when the attempt no longer owns the run."""
+        body: Json = {"attempt": attempt}
+        if progress is not None:
+            body["progress"] = progress
+        result: Json = self._post(f"/runs/{run_id}/heartbeat", body)
+        return result
+
+    def finish(
+        self,
+        run_id: int,
+        attempt: int,
+        status: FinishStatus,
+        *,
+        error: str | None = None,
+        mlflow_run_id: str | None = None,
+    ) -> Json | None:
+        body: Json = {"attempt": attempt, "status": status}
+        if error is not None:
+            body["error"] = error
+        if mlflow_run_id is not None:
+            body["mlflow_run_id"] = mlflow_run_id
+        result: Json | None = self._post(f"/runs/{run_id}/finish", body)
+        return result
+
+    def post_logs(self, run_id: int, lines: Sequence[str]) -> Json | None:
+        result: Json | None = self._post(f"/runs/{run_id}/logs", {"lines": list(lines)})
+        return result
+
+    def get_logs(self, run_id: int, *, after: int | None = None, limit: int | None = None) -> Json:
+        """``{"items": [{"seq", "time", "line"}], "last_seq"}``; pass ``last_seq`` back as ``after``."""
+        result: Json = self._get(f"/runs/{run_id}/logs", after=after, limit=limit)
+        return result
+
+    # -- metrics and results ----------------------------------------------------------------------------
+
+    def post_metrics(self, run_id: int, points: Sequence[dict[str, Any]]) -> int:
+        """Store ``[{"key", "step", "value", "time"?}]`` (at most 10,000); the number accepted."""
+        result: Json = self._post(f"/runs/{run_id}/metrics", {"points": list(points)})
+        return int(result.get("accepted", len(points))) if isinstance(result, dict) else len(points)
+
+    def get_metrics(
+        self,
+        run_id: int,
+        keys: Sequence[str] | None = None,
+        *,
+        max_points: int | None = None,
+        step_min: int | None = None,
+        step_max: int | None = None,
+    ) -> Json:
+        """``{"run_id", "series": {key: {"total_points", "step_min", "step_max", "buckets"}}}``."""
+        result: Json = self._get(
+            f"/runs/{run_id}/metrics",
+            keys=",".join(keys) if keys else None,
+            max_points=max_points,
+            step_min=step_min,
+            step_max=step_max,
+        )
+        return result
+
+    def metric_keys(self, run_id: int) -> list[str]:
+        result: list[str] = self._get(f"/runs/{run_id}/metric-keys")
+        return result
+
+    def post_results(self, run_id: int, kind: str, payload: dict[str, Any]) -> Json:
+        """Post one result record; validated by the server against ``worker.specs.RESULTS[kind]``."""
+        result: Json = self._post(f"/runs/{run_id}/results", {"kind": kind, "payload": payload})
+        return result
+
+    def get_results(self, run_id: int, kind: str | None = None) -> list[Json]:
+        result: list[Json] = self._get(f"/runs/{run_id}/results", kind=kind)
+        return result
+
+    # -- events -----------------------------------------------------------------------------------------
+
+    def events(self, run_id: int, *, read_timeout: float | None = None) -> Iterator[SseEvent]:
+        """The run's server-sent events (``status``, ``progress``, ``metrics``, ``end``) as they come.
+
+        The stream ends after the ``end`` event or when the server closes it. ``read_timeout`` bounds
+        the silence between events (None: wait forever).
+        """
+        timeout = httpx.Timeout(self.timeout, read=read_timeout)
+        headers = {**self._headers(), "Accept": "text/event-stream"}
+        try:
+            with self._http.stream("GET", f"/runs/{run_id}/events", headers=headers, timeout=timeout) as resp:
+                if resp.is_error:
+                    resp.read()
+                    raise _error_from_response(resp)
+                for event in parse_sse(resp.iter_lines()):
+                    yield event
+                    if event.event == "end":
+                        return
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"GET /runs/{run_id}/events: {type(exc).__name__}: {exc}") from exc
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
+    """Server-sent events from a stream of lines (the text/event-stream format of the HTML standard)."""
+    event = "message"
+    data: list[str] = []
+    event_id: str | None = None
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line:
+            if data:
+                text = "\n".join(data)
+                try:
+                    value: Any = json.loads(text)
+                except ValueError:
+                    value = text
+                yield SseEvent(event=event, data=value, id=event_id)
+            event, data = "message", []
+            continue
+        if line.startswith(":"):  # comment / keep-alive
+            continue
+        field, _, value_text = line.partition(":")
+        value_text = value_text.removeprefix(" ")
+        if field == "event":
+            event = value_text
+        elif field == "data":
+            data.append(value_text)
+        elif field == "id":
+            event_id = value_text
+    if data:
+        text = "\n".join(data)
+        try:
+            tail: Any = json.loads(text)
+        except ValueError:
+            tail = text
+        yield SseEvent(event=event, data=tail, id=event_id)
