@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket } from './buckets';
+
+const b = (step_start: number, step_end: number, min: number, max: number, last: number, count = 1): Bucket => ({
+  step_start, step_end, min, max, last, count,
+});
+
+describe('bucketsToSeries', () => {
+  it('puts the last value at the bucket end step and the band from min to max', () => {
+    const s = bucketsToSeries([b(0, 9, 1, 5, 2, 10), b(10, 19, 0.5, 0.9, 0.6, 10)]);
+    expect(s.line).toEqual([[9, 2], [19, 0.6]]);
+    expect(s.lower).toEqual([[9, 1], [19, 0.5]]);
+    expect(s.width[0]).toEqual([9, 4]);
+    expect(s.width[1]![1]).toBeCloseTo(0.4);
+    expect(s.hasBand).toBe(true);
+  });
+
+  it('keeps a spike that only the max of a coarse bucket remembers', () => {
+    const s = bucketsToSeries([b(0, 999, 0.1, 100, 0.2, 1000)]);
+    const top = s.lower[0]![1] + s.width[0]![1];
+    expect(top).toBe(100);
+    expect(s.line[0]![1]).toBe(0.2);
+  });
+
+  it('draws no band when every bucket holds one point', () => {
+    expect(bucketsToSeries([b(0, 0, 1, 1, 1), b(1, 1, 2, 2, 2)]).hasBand).toBe(false);
+  });
+
+  it('turns non-finite values into gaps instead of breaking the stack', () => {
+    const s = bucketsToSeries([b(0, 0, NaN, NaN, NaN), b(1, 1, 1, Infinity, 1)]);
+    expect(s.line).toEqual([[1, 1]]);
+    expect(s.lower).toEqual([]);
+  });
+});
+
+describe('zoomToStepRange', () => {
+  it('maps dataZoom percentages onto the full step range', () => {
+    expect(zoomToStepRange({ min: 0, max: 1_000_000 }, 10, 20)).toEqual({ min: 100_000, max: 200_000 });
+  });
+  it('asks nothing when the zoom shows (nearly) everything', () => {
+    expect(zoomToStepRange({ min: 0, max: 100 }, 0, 100)).toBeNull();
+    expect(zoomToStepRange({ min: 0, max: 100 }, 2, 98)).toBeNull();
+  });
+  it('asks nothing for an empty range', () => {
+    expect(zoomToStepRange({ min: 5, max: 5 }, 10, 20)).toBeNull();
+  });
+});
+
+describe('mergeZoomed', () => {
+  it('replaces the overview buckets inside the zoomed range with the fine ones', () => {
+    const overview = [b(0, 99, 0, 1, 1), b(100, 199, 0, 1, 1), b(200, 299, 0, 1, 1)];
+    const fine = [b(100, 149, 0, 1, 1), b(150, 199, 0, 1, 1)];
+    const merged = mergeZoomed(overview, fine, { min: 100, max: 199 });
+    expect(merged.map((x) => x.step_start)).toEqual([0, 100, 150, 200]);
+  });
+});

@@ -1,0 +1,56 @@
+// Dotted spec paths ("train.lr") are how sweeps and run params name spec fields (docs/api.md).
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export function isPlainObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function getPath(obj: unknown, path: readonly string[]): unknown {
+  let cur: unknown = obj;
+  for (const part of path) {
+    if (!isPlainObject(cur)) return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+
+/** Returns a copy of `obj` with `value` at `path` (objects on the way are created). */
+export function setPath(obj: JsonObject, path: readonly string[], value: Json | undefined): JsonObject {
+  if (path.length === 0) return isPlainObject(value) ? value : obj;
+  const [head, ...rest] = path as [string, ...string[]];
+  const copy: JsonObject = { ...obj };
+  if (rest.length === 0) {
+    if (value === undefined) delete copy[head];
+    else copy[head] = value;
+    return copy;
+  }
+  const child = isPlainObject(copy[head]) ? (copy[head] as JsonObject) : {};
+  copy[head] = setPath(child, rest, value);
+  return copy;
+}
+
+/** Flattens nested objects to dotted keys; arrays and scalars are leaves. */
+export function flatten(obj: unknown, prefix = ''): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  if (!isPlainObject(obj)) return out;
+  for (const [key, value] of Object.entries(obj)) {
+    const dotted = prefix ? `${prefix}.${key}` : key;
+    if (isPlainObject(value) && Object.keys(value).length > 0) Object.assign(out, flatten(value, dotted));
+    else out[dotted] = value;
+  }
+  return out;
+}
+
+export function formatValue(value: unknown): string {
+  if (value === undefined) return '';
+  if (value === null) return 'null';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return String(value);
+    if (Number.isInteger(value)) return String(value);
+    const abs = Math.abs(value);
+    return abs !== 0 && (abs < 1e-3 || abs >= 1e5) ? value.toExponential(3) : String(Number(value.toPrecision(5)));
+  }
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value);
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { panelsRange, sravenPanels } from './heatmap';
+
+const cell = (run_id: number, attention: string, M: number, top_k: number, ood_acc: number, test_acc = 0.9) => ({
+  run_id,
+  kind: 'sraven_cell',
+  payload: { M, top_k, num_experts: 8, attention, test_acc, ood_acc, per_feature_acc: [], steps: 100 },
+});
+
+describe('sravenPanels', () => {
+  const results = [
+    cell(1, 'softmax', 4, 1, 0.5),
+    cell(2, 'softmax', 4, 2, 0.7),
+    cell(3, 'softmax', 8, 1, 0.6),
+    cell(4, 'softmax', 8, 2, 0.4),
+    cell(5, 'linear', 4, 1, 0.3),
+  ];
+
+  it('makes one panel per attention with rows M and columns top-k, ascending', () => {
+    const panels = sravenPanels(results, 'ood_acc');
+    expect(panels.map((p) => p.attention)).toEqual(['linear', 'softmax']);
+    const softmax = panels[1]!;
+    expect(softmax.rows).toEqual([4, 8]);
+    expect(softmax.cols).toEqual([1, 2]);
+    expect(softmax.cells).toContainEqual({ x: 1, y: 0, value: 0.7, runId: 2, numExperts: 8 });
+  });
+
+  it('marks the best k per row', () => {
+    const softmax = sravenPanels(results, 'ood_acc')[1]!;
+    expect(softmax.bestCol).toEqual([1, 0]); // M=4 best at k=2, M=8 best at k=1
+  });
+
+  it('colours by ID accuracy when asked', () => {
+    const panels = sravenPanels([cell(1, 'a', 4, 1, 0.1, 0.95)], 'test_acc');
+    expect(panels[0]!.cells[0]!.value).toBe(0.95);
+  });
+
+  it('averages seeds of the same cell and links the first run', () => {
+    const panels = sravenPanels([cell(7, 'a', 4, 1, 0.2), cell(3, 'a', 4, 1, 0.4)], 'ood_acc');
+    expect(panels[0]!.cells).toHaveLength(1);
+    expect(panels[0]!.cells[0]!.value).toBeCloseTo(0.3);
+    expect(panels[0]!.cells[0]!.runId).toBe(3);
+  });
+
+  it('leaves a missing cell empty and ignores foreign payloads', () => {
+    const panels = sravenPanels([cell(1, 'a', 4, 1, 0.5), cell(2, 'a', 8, 2, 0.6), { run_id: 9, payload: { loss: 1 } }], 'ood_acc');
+    expect(panels).toHaveLength(1);
+    expect(panels[0]!.cells).toHaveLength(2);
+    expect(panels[0]!.bestCol).toEqual([0, 1]);
+  });
+
+  it('shares one colour range across panels', () => {
+    expect(panelsRange(sravenPanels(results, 'ood_acc'))).toEqual([0.3, 0.7]);
+    expect(panelsRange([])).toEqual([0, 1]);
+  });
+});

@@ -1,0 +1,105 @@
+// Shapes `sraven_cell` results (one per run of a SMoE top-k sweep) into one heatmap panel per attention
+// variant: rows M (SRAVEN's number of features), columns top-k, colour = OOD or ID accuracy.
+export interface SravenCellPayload {
+  M: number;
+  top_k: number;
+  num_experts: number;
+  attention: string;
+  test_acc: number;
+  ood_acc: number;
+  per_feature_acc?: unknown;
+  steps?: number;
+}
+
+export interface CellResult {
+  run_id: number;
+  payload: SravenCellPayload;
+}
+
+export type HeatmapMetric = 'ood_acc' | 'test_acc';
+
+export interface HeatmapCell {
+  /** column index (top-k), row index (M), value, run that produced it */
+  x: number;
+  y: number;
+  value: number;
+  runId: number;
+  numExperts: number;
+}
+
+export interface HeatmapPanel {
+  attention: string;
+  rows: number[]; // M values, ascending
+  cols: number[]; // top-k values, ascending
+  cells: HeatmapCell[];
+  /** per row index, the column index of the best value (the best k for that M); absent if the row is empty */
+  bestCol: (number | null)[];
+}
+
+function isCell(payload: unknown): payload is SravenCellPayload {
+  if (typeof payload !== 'object' || payload === null) return false;
+  const p = payload as Record<string, unknown>;
+  return typeof p.M === 'number' && typeof p.top_k === 'number' && typeof p.attention === 'string';
+}
+
+const ascending = (a: number, b: number) => a - b;
+
+/**
+ * Several runs may produce the same (attention, M, k) cell (seeds): the cell shows their mean and links
+ * to the first run. Panels are sorted by attention name.
+ */
+export function sravenPanels(results: readonly { run_id: number; payload: unknown }[], metric: HeatmapMetric): HeatmapPanel[] {
+  const byAttention = new Map<string, CellResult[]>();
+  for (const r of results) {
+    if (!isCell(r.payload)) continue;
+    const list = byAttention.get(r.payload.attention) ?? [];
+    list.push({ run_id: r.run_id, payload: r.payload });
+    byAttention.set(r.payload.attention, list);
+  }
+  const panels: HeatmapPanel[] = [];
+  for (const attention of [...byAttention.keys()].sort()) {
+    const cellsIn = byAttention.get(attention)!;
+    const rows = [...new Set(cellsIn.map((c) => c.payload.M))].sort(ascending);
+    const cols = [...new Set(cellsIn.map((c) => c.payload.top_k))].sort(ascending);
+    const groups = new Map<string, { sum: number; n: number; runId: number; numExperts: number; x: number; y: number }>();
+    for (const c of cellsIn) {
+      const value = c.payload[metric];
+      if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+      const x = cols.indexOf(c.payload.top_k);
+      const y = rows.indexOf(c.payload.M);
+      const key = `${x},${y}`;
+      const g = groups.get(key);
+      if (g) {
+        g.sum += value;
+        g.n += 1;
+        g.runId = Math.min(g.runId, c.run_id);
+      } else groups.set(key, { sum: value, n: 1, runId: c.run_id, numExperts: c.payload.num_experts, x, y });
+    }
+    const cells: HeatmapCell[] = [...groups.values()].map((g) => ({
+      x: g.x,
+      y: g.y,
+      value: g.sum / g.n,
+      runId: g.runId,
+      numExperts: g.numExperts,
+    }));
+    const bestCol: (number | null)[] = rows.map((_, y) => {
+      let best: HeatmapCell | null = null;
+      for (const c of cells) if (c.y === y && (best === null || c.value > best.value)) best = c;
+      return best ? best.x : null;
+    });
+    panels.push({ attention, rows, cols, cells, bestCol });
+  }
+  return panels;
+}
+
+/** Colour scale bounds shared by all panels so they compare at a glance. */
+export function panelsRange(panels: readonly HeatmapPanel[]): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const p of panels) for (const c of p.cells) {
+    lo = Math.min(lo, c.value);
+    hi = Math.max(hi, c.value);
+  }
+  if (!Number.isFinite(lo)) return [0, 1];
+  return lo === hi ? [lo - 0.5, hi + 0.5] : [lo, hi];
+}

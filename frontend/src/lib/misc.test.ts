@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { flatten, formatValue, getPath, setPath } from './dotted';
+import { addSample, etaSeconds, formatDuration, percent } from './eta';
+import { runLabel, varyingParams } from './labels';
+import { parallelData } from './parallel';
+import type { RunRow } from './runsTable';
+
+describe('dotted paths', () => {
+  it('sets and gets nested values without mutating', () => {
+    const a = { train: { lr: 1 } };
+    const b = setPath(a, ['train', 'lr'], 2);
+    expect(getPath(b, ['train', 'lr'])).toBe(2);
+    expect(a.train.lr).toBe(1);
+    expect(setPath({}, ['x', 'y'], 3)).toEqual({ x: { y: 3 } });
+    expect(setPath({ x: 1, y: 2 }, ['x'], undefined)).toEqual({ y: 2 });
+  });
+  it('flattens objects, keeping arrays and empty objects as leaves', () => {
+    expect(flatten({ a: { b: 1, c: [1] }, d: {} })).toEqual({ 'a.b': 1, 'a.c': [1], d: {} });
+  });
+  it('formats numbers compactly', () => {
+    expect(formatValue(0.000012345)).toBe('1.234e-5');
+    expect(formatValue(0.123456789)).toBe('0.12346');
+    expect(formatValue(null)).toBe('null');
+  });
+});
+
+describe('eta', () => {
+  it('estimates from the recent pace', () => {
+    let s = addSample([], { done: 0, at: 0 });
+    s = addSample(s, { done: 10, at: 10_000 });
+    expect(etaSeconds(s, 100)).toBeCloseTo(90);
+  });
+  it('forgets samples older than the window', () => {
+    let s = addSample([], { done: 0, at: 0 });
+    s = addSample(s, { done: 50, at: 100_000 });
+    expect(s).toHaveLength(1);
+    expect(etaSeconds(s, 100)).toBeNull();
+  });
+  it('formats durations and percentages', () => {
+    expect(formatDuration(75)).toBe('1m 15s');
+    expect(formatDuration(3700)).toBe('1h 01m');
+    expect(percent(5, 20)).toBe(25);
+    expect(percent(5, null)).toBeNull();
+  });
+});
+
+describe('labels', () => {
+  it('names runs by the params that differ', () => {
+    const runs = [{ id: 1, params: { lr: 0.1, seed: 1 } }, { id: 2, params: { lr: 0.01, seed: 1 } }];
+    const keys = varyingParams(runs);
+    expect(keys).toEqual(['lr']);
+    expect(runLabel(runs[0]!, keys)).toBe('#1 lr=0.1');
+  });
+});
+
+describe('parallelData', () => {
+  const r = (id: number, params: Record<string, unknown>, loss?: number): RunRow => ({
+    id, index: id, status: 'succeeded', attempt: 1, params, summary: loss === undefined ? {} : { loss }, created_at: '',
+  });
+  it('has one axis per varying param plus the metric, categorical when not numeric', () => {
+    const d = parallelData([r(1, { lr: 0.1, opt: 'adam', seed: 1 }, 0.5), r(2, { lr: 0.01, opt: 'sgd', seed: 1 }, 0.3), r(3, { lr: 1, opt: 'sgd' })], 'loss');
+    expect(d.axes.map((a) => [a.name, a.type])).toEqual([['lr', 'value'], ['opt', 'category'], ['loss', 'value']]);
+    expect(d.axes[1]!.data).toEqual(['adam', 'sgd']);
+    expect(d.rows).toEqual([[0.1, 'adam', 0.5, 1], [0.01, 'sgd', 0.3, 2]]);
+  });
+});

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { columnsOf, filterAndSort, matchesFilter, statusCounts, type RunRow } from './runsTable';
+
+const run = (id: number, status: string, params: Record<string, unknown>, summary: Record<string, number>): RunRow => ({
+  id, index: id, status, attempt: 1, params, summary, created_at: '2026-01-01T00:00:00Z',
+});
+const runs = [
+  run(1, 'succeeded', { 'train.lr': 0.1, opt: 'adam' }, { loss: 0.5 }),
+  run(2, 'failed', { 'train.lr': 0.01, opt: 'sgd' }, {}),
+  run(3, 'succeeded', { 'train.lr': 0.001, opt: 'adam' }, { loss: 0.2 }),
+  run(4, 'running', { 'train.lr': 0.1, opt: 'sgd' }, { loss: 0.9 }),
+];
+const none = { statuses: new Set<string>(), columns: {} };
+
+describe('filterAndSort', () => {
+  it('filters by status', () => {
+    expect(filterAndSort(runs, { ...none, statuses: new Set(['succeeded']) }, null).map((r) => r.id)).toEqual([1, 3]);
+  });
+  it('filters by param text and by metric comparison', () => {
+    expect(filterAndSort(runs, { ...none, columns: { 'param:opt': 'ad' } }, null).map((r) => r.id)).toEqual([1, 3]);
+    expect(filterAndSort(runs, { ...none, columns: { 'metric:loss': '< 0.6' } }, null).map((r) => r.id)).toEqual([1, 3]);
+  });
+  it('sorts by a final metric with missing values last in both directions', () => {
+    expect(filterAndSort(runs, none, { column: 'metric:loss', desc: false }).map((r) => r.id)).toEqual([3, 1, 4, 2]);
+    expect(filterAndSort(runs, none, { column: 'metric:loss', desc: true }).map((r) => r.id)).toEqual([4, 1, 3, 2]);
+  });
+  it('sorts by a param, ties by id', () => {
+    expect(filterAndSort(runs, none, { column: 'param:train.lr', desc: true }).map((r) => r.id)).toEqual([1, 4, 2, 3]);
+  });
+  it('sorts 10,000 runs quickly', () => {
+    const many = Array.from({ length: 10_000 }, (_, i) => run(i, 'succeeded', { x: Math.random() }, { loss: Math.random() }));
+    const t0 = performance.now();
+    filterAndSort(many, { ...none, columns: { 'metric:loss': '>0.1' } }, { column: 'metric:loss', desc: false });
+    expect(performance.now() - t0).toBeLessThan(500);
+  });
+});
+
+describe('helpers', () => {
+  it('lists param and metric columns', () => {
+    expect(columnsOf(runs)).toEqual({ params: ['opt', 'train.lr'], metrics: ['loss'] });
+  });
+  it('counts statuses', () => {
+    expect(statusCounts(runs)).toEqual({ succeeded: 2, failed: 1, running: 1 });
+  });
+  it('does not match a comparison against a missing value', () => {
+    expect(matchesFilter(undefined, '>1')).toBe(false);
+    expect(matchesFilter(3, '>=3')).toBe(true);
+  });
+});
