@@ -27,6 +27,7 @@ class Kind:
 # kind name -> module implementing it (imported lazily: kinds import torch)
 _MODULES: dict[str, str] = {
     "diagnostic": "worker.kinds.diagnostic",
+    "smoe_sraven": "worker.kinds.smoe_sraven",
 }
 
 
