@@ -1,0 +1,225 @@
+"""Forward+backward time of SparseMoE against its anchors, measured side by side in one run.
+
+    .venv/bin/python bench/moe_layer.py                 # E=8, d=512, h=1024, 8192 tokens, k = 1 2 4 8
+    .venv/bin/python bench/moe_layer.py --quick         # small smoke run (seconds)
+
+Rows per k (all forward + backward to the input and every parameter, median of --repeats after a warm-up):
+  ours gelu        SparseMoE, dispatch="sorted", the paper's 2-matrix GELU expert
+  ours swiglu      SparseMoE, dispatch="sorted", Mixtral's 3-matrix expert
+  ours grouped     SparseMoE gelu, dispatch="grouped_mm" (torch grouped GEMM), where it runs
+  (a) dense        SparseMoE gelu, dispatch="dense": Listing 1, every expert on every routed row, masked
+  (b) hf eager     transformers' MixtralSparseMoeBlock, experts_implementation="eager", weights of ours swiglu
+  (b) hf grouped   the same block with experts_implementation="grouped_mm", where it runs
+  (c) gemm bound   one gelu expert MLP run densely on N*k rows, no routing: the matmul work ours cannot avoid
+Goals at k=2: (a)/ours >= 6, ours swiglu/(b eager) <= 1, ours/(c) <= 1.15.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from worker.core.moe import MoEConfig, SparseMoE
+from worker.core.moe.experts import grouped_mm_unavailable_reason
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_fwd_bwd(step: Callable[[], None], device: torch.device, repeats: int) -> float:
+    """Median milliseconds of `step` (one forward + backward) after one warm-up call."""
+    step()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        _sync(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def moe_step(module: torch.nn.Module, x: Tensor, grad_out: Tensor, returns_aux: bool) -> Callable[[], None]:
+    def step() -> None:
+        for p in module.parameters():
+            p.grad = None
+        x.grad = None
+        out = module(x)
+        y = out[0] if returns_aux else out
+        y.backward(grad_out)
+
+    return step
+
+
+def gemm_bound_step(moe: SparseMoE, rows: Tensor, grad_rows: Tensor) -> Callable[[], None]:
+    """Expert 0's MLP (same function as ours gelu) on all N*k rows at once: no router, sort or combine."""
+    ex = moe.experts
+    w1, b1, w2, b2 = (p[0].detach().clone().requires_grad_(True) for p in (ex.w1, ex.b1, ex.w2, ex.b2))
+
+    def step() -> None:
+        for t in (w1, b1, w2, b2, rows):
+            t.grad = None
+        y = torch.addmm(b2, F.gelu(torch.addmm(b1, rows, w1), approximate="tanh"), w2)  # [N*k, d]
+        y.backward(grad_rows)
+
+    return step
+
+
+def mixtral_block(ours_swiglu: SparseMoE, k: int, implementation: str) -> torch.nn.Module:
+    """transformers' MixtralSparseMoeBlock holding exactly the weights of our swiglu layer."""
+    from transformers import MixtralConfig
+    from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+
+    cfg = ours_swiglu.cfg
+    config = MixtralConfig(
+        hidden_size=cfg.d_model,
+        intermediate_size=cfg.expert_hidden,
+        num_local_experts=cfg.num_experts,
+        num_experts_per_tok=k,
+    )
+    config._experts_implementation = implementation
+    ex = ours_swiglu.experts
+    p = next(ours_swiglu.parameters())
+    block = MixtralSparseMoeBlock(config).to(device=p.device, dtype=p.dtype)
+    with torch.no_grad():
+        block.gate.weight.copy_(ours_swiglu.router.weight)
+        # Mixtral stores gate_up_proj [E, 2h, d] (gate rows first) and down_proj [E, d, h], applied as x @ W.T
+        block.experts.gate_up_proj.copy_(torch.cat([ex.w_gate, ex.w_up], dim=2).transpose(1, 2))
+        block.experts.down_proj.copy_(ex.w_down.transpose(1, 2))
+    return block
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def fmt(v: float | None, ratio: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}x" if ratio else f"{v:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ks", default="1,2,4,8", help="comma-separated experts per token")
+    ap.add_argument("--experts", type=int, default=8)
+    ap.add_argument("--d-model", type=int, default=512)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument(
+        "--dense-max-k", type=int, default=8, help="skip (a) above this k (it costs E times more)"
+    )
+    ap.add_argument("--quick", action="store_true", help="smoke run: 512 tokens, d=64, h=128, 1 repeat")
+    args = ap.parse_args()
+    if args.quick:
+        args.tokens, args.d_model, args.hidden, args.repeats = 512, 64, 128, 1
+
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    ks = [int(k) for k in args.ks.split(",")]
+    E, d, h, N = args.experts, args.d_model, args.hidden, args.tokens
+    hw = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
+    print(
+        f"device {device} ({hw}), {torch.get_num_threads()} threads, dtype {dtype}, torch {torch.__version__}"
+    )
+    print(f"E={E} d={d} h={h} tokens={N} repeats={args.repeats} (median ms of forward+backward)\n")
+
+    torch.manual_seed(0)
+    base = MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h)
+    ours_gelu = SparseMoE(base).to(device, dtype)
+    ours_swiglu = SparseMoE(
+        MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h, activation="swiglu")
+    )
+    ours_swiglu = ours_swiglu.to(device, dtype)
+    ours_grouped = copy.deepcopy(ours_gelu)
+    ours_grouped.cfg = MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h, dispatch="grouped_mm")
+    dense = copy.deepcopy(ours_gelu)
+    dense.cfg = MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h, dispatch="dense")
+
+    x = torch.randn(1, N, d, device=device, dtype=dtype, requires_grad=True)
+    grad_out = torch.randn(1, N, d, device=device, dtype=dtype)
+    grouped_reason = grouped_mm_unavailable_reason(x.view(N, d), ours_gelu.experts)
+    if grouped_reason:
+        print(f"ours grouped: not run ({grouped_reason})")
+
+    cols = ["k", "ours gelu", "ours swiglu", "ours grouped", "(a) dense", "(b) hf eager", "(b) hf grouped"]
+    cols += ["(c) gemm", "(a)/ours", "swiglu/(b eager)", "ours/(c)"]
+    rows: list[list[str]] = []
+    for k in ks:
+        for m in (ours_gelu, ours_swiglu, ours_grouped, dense):
+            m.top_k = k
+        t: dict[str, float | None] = {}
+        t["ours"] = time_fwd_bwd(moe_step(ours_gelu, x, grad_out, True), device, args.repeats)
+        t["swiglu"] = time_fwd_bwd(moe_step(ours_swiglu, x, grad_out, True), device, args.repeats)
+        t["grouped"] = None
+        if grouped_reason is None:
+            t["grouped"] = time_fwd_bwd(moe_step(ours_grouped, x, grad_out, True), device, args.repeats)
+        t["dense"] = None
+        if k <= args.dense_max_k:
+            t["dense"] = time_fwd_bwd(moe_step(dense, x, grad_out, True), device, args.repeats)
+        hf: dict[str, float | None] = {}
+        for impl in ("eager", "grouped_mm"):
+            block = mixtral_block(ours_swiglu, k, impl)
+            try:
+                with torch.no_grad():
+                    err = (block(x) - ours_swiglu(x)[0]).abs().max().item()
+                hf[impl] = time_fwd_bwd(moe_step(block, x, grad_out, False), device, args.repeats)
+                if k == ks[0]:
+                    print(f"(b) hf {impl}: max |hf - ours swiglu| = {err:.2e}")
+            except (RuntimeError, NotImplementedError) as exc:
+                hf[impl] = None
+                print(f"(b) hf {impl} at k={k}: not run ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+            del block
+        rows_x = torch.randn(N * k, d, device=device, dtype=dtype, requires_grad=True)
+        t["gemm"] = time_fwd_bwd(
+            gemm_bound_step(ours_gelu, rows_x, torch.randn_like(rows_x)), device, args.repeats
+        )
+        del rows_x
+        ours = t["ours"]
+        assert ours is not None and t["swiglu"] is not None and t["gemm"] is not None
+        rows.append(
+            [
+                str(k),
+                fmt(ours),
+                fmt(t["swiglu"]),
+                fmt(t["grouped"]),
+                fmt(t["dense"]),
+                fmt(hf["eager"]),
+                fmt(hf["grouped_mm"]),
+                fmt(t["gemm"]),
+                fmt(t["dense"] / ours if t["dense"] else None, ratio=True),
+                fmt(t["swiglu"] / hf["eager"] if hf["eager"] else None, ratio=True),
+                fmt(ours / t["gemm"], ratio=True),
+            ]
+        )
+        print(" | ".join(rows[-1]), flush=True)
+
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    print()
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(cols, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(v.rjust(w) for v, w in zip(r, widths)) + " |")
+
+
+if __name__ == "__main__":
+    main()
