@@ -1,0 +1,25 @@
+"""All queries on users and API tokens."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.models import ApiToken, User
+
+
+def token_by_hash(session: Session, token_hash: str) -> ApiToken | None:
+    return session.scalars(select(ApiToken).where(ApiToken.token_hash == token_hash)).first()
+
+
+def user_by_name(session: Session, username: str) -> User | None:
+    return session.scalars(select(User).where(User.username == username)).first()
+
+
+def tokens_of(session: Session, user_id: int) -> list[ApiToken]:
+    stmt = select(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
+    return list(session.scalars(stmt.order_by(ApiToken.id)))
+
+
+def count_users(session: Session) -> int:
+    return len(session.scalars(select(User.id)).all())

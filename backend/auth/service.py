@@ -1,0 +1,60 @@
+"""Users, logins and API tokens."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from backend.auth import repository
+from backend.auth.security import hash_api_token, hash_password, new_api_token, verify_password
+from backend.db import utcnow
+from backend.errors import Conflict, Invalid, NotFound, Unauthorized
+from backend.models import ApiToken, Membership, User
+from backend.projects import service as projects
+
+
+def create_user(
+    session: Session,
+    username: str,
+    password: str,
+    *,
+    is_admin: bool = False,
+    project: str | None = "default",
+    role: str = "member",
+) -> User:
+    if repository.user_by_name(session, username) is not None:
+        raise Conflict(f"user {username!r} already exists")
+    if len(password) < 8:
+        raise Invalid(
+            "password must have at least 8 characters",
+            [{"loc": ["body", "password"], "msg": "at least 8 characters", "type": "too_short"}],
+        )
+    user = User(username=username, password_hash=hash_password(password), is_admin=is_admin)
+    session.add(user)
+    session.flush()
+    if project is not None:
+        proj = projects.get_or_create_project(session, project)
+        session.add(Membership(project_id=proj.id, user_id=user.id, role="admin" if is_admin else role))
+        session.flush()
+    return user
+
+
+def authenticate(session: Session, username: str, password: str) -> User:
+    user = repository.user_by_name(session, username)
+    if user is None or not verify_password(user.password_hash, password):
+        raise Unauthorized("wrong username or password")
+    return user
+
+
+def create_token(session: Session, user: User, name: str) -> tuple[ApiToken, str]:
+    raw = new_api_token()
+    token = ApiToken(user_id=user.id, name=name, token_hash=hash_api_token(raw), prefix=raw[:8])
+    session.add(token)
+    session.flush()
+    return token, raw
+
+
+def revoke_token(session: Session, user: User, token_id: int) -> None:
+    token = session.get(ApiToken, token_id)
+    if token is None or token.user_id != user.id or token.revoked_at is not None:
+        raise NotFound(f"token {token_id} not found")
+    token.revoked_at = utcnow()

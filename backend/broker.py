@@ -1,0 +1,46 @@
+"""Celery broker configuration shared by the dispatcher (backend) and the workers.
+
+The backend sends tasks by name and never imports worker code; both sides build their Celery app's
+broker settings from this one function so the filesystem broker's folders always agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.settings import Settings
+
+TASK_EXECUTE = "runs.execute"
+QUEUES = ("cpu", "gpu")
+# A message must outlive the longest run before the broker redelivers it (acks_late): 7 days.
+VISIBILITY_TIMEOUT_SECONDS = 7 * 24 * 3600
+
+
+def broker_options(settings: Settings) -> dict[str, Any]:
+    if settings.broker_url.startswith("filesystem://"):
+        folder = settings.broker_folder
+        for sub in ("queue", "processed"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        return {
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "processed_folder": str(folder / "processed"),
+            "store_processed": False,
+        }
+    return {"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS}
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    return {
+        "broker_url": settings.broker_url,
+        "broker_transport_options": broker_options(settings),
+        "broker_connection_retry_on_startup": True,
+        "task_ignore_result": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "task_default_queue": "cpu",
+    }
+
+
+def task_id(run_id: int, attempt: int) -> str:
+    return f"run-{run_id}-attempt-{attempt}"

@@ -1,0 +1,112 @@
+"""FastAPI dependencies as named ``Annotated`` aliases: signatures read like prose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session, sessionmaker
+
+from backend.auth import repository as auth_repo
+from backend.auth.security import TOKEN_PREFIX, hash_api_token, read_jwt, same_secret
+from backend.db import utcnow
+from backend.errors import Unauthorized
+from backend.models import User
+from backend.settings import Settings
+
+
+def get_settings_dep(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request; the route (or service at the boundary) commits."""
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+_bearer = HTTPBearer(auto_error=False, description="JWT, API token (rl_...) or the worker token")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a user (JWT or API token) or a worker (the shared worker token)."""
+
+    user: User | None
+    is_worker: bool = False
+
+    @property
+    def user_id(self) -> int | None:
+        return self.user.id if self.user is not None else None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.user is not None and self.user.is_admin
+
+    @property
+    def name(self) -> str:
+        return self.user.username if self.user is not None else "worker"
+
+
+def resolve_credential(session: Session, settings: Settings, credential: str) -> Principal:
+    if same_secret(credential, settings.worker_token):
+        return Principal(user=None, is_worker=True)
+    if credential.startswith(TOKEN_PREFIX):
+        token = auth_repo.token_by_hash(session, hash_api_token(credential))
+        if token is None or token.revoked_at is not None:
+            raise Unauthorized("invalid or revoked API token")
+        token.last_used_at = utcnow()
+        return Principal(user=token.user)
+    user_id = read_jwt(credential, settings.secret_key)
+    user = session.get(User, user_id) if user_id is not None else None
+    if user is None:
+        raise Unauthorized("invalid or expired token: log in again")
+    return Principal(user=user)
+
+
+def get_principal(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    credential = creds.credentials if creds is not None else request.query_params.get("token")
+    if not credential:
+        raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
+    return resolve_credential(session, settings, credential)
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def get_user(principal: PrincipalDep) -> User:
+    if principal.user is None:
+        raise Unauthorized("this route needs a user credential, not the worker token")
+    return principal.user
+
+
+CurrentUser = Annotated[User, Depends(get_user)]
+
+
+def get_wake(request: Request) -> Callable[[], None]:
+    """Wakes the dispatcher so a committed run is sent at once instead of at the next poll."""
+    dispatcher = getattr(request.app.state, "dispatcher", None)
+    return dispatcher.wake if dispatcher is not None else (lambda: None)
+
+
+WakeDispatcher = Annotated[Callable[[], None], Depends(get_wake)]

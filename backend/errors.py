@@ -1,0 +1,122 @@
+"""The API's error hierarchy, mapped to HTTP in one handler (see docs/api.md, Errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    detail: str
+    code: str
+    errors: list[ErrorItem] = []
+
+
+class ApiError(Exception):
+    status_code = 500
+    code = "error"
+
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+
+
+class Unauthorized(ApiError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(ApiError):
+    status_code = 403
+    code = "forbidden"
+
+
+class NotFound(ApiError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    status_code = 409
+    code = "conflict"
+
+
+class TooLarge(ApiError):
+    status_code = 413
+    code = "too_large"
+
+
+class Invalid(ApiError):
+    status_code = 422
+    code = "invalid"
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "no or bad credentials"},
+    403: {"model": ErrorBody, "description": "role does not allow this"},
+    404: {"model": ErrorBody, "description": "not found or not visible"},
+    409: {"model": ErrorBody, "description": "state does not allow this"},
+    422: {"model": ErrorBody, "description": "validation error, with the field path of every error"},
+}
+
+
+def _clean_loc(loc: Any) -> list[str | int]:
+    return [p if isinstance(p, int) else str(p) for p in loc]
+
+
+def _jsonable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
+
+
+def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        body = {"detail": exc.detail, "code": exc.code, "errors": exc.errors}
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": _clean_loc(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        detail = f"{where}: {first['msg']}" if where else str(first["msg"])
+        return JSONResponse({"detail": detail, "code": "invalid", "errors": errors}, status_code=422)
+
+
+def pydantic_errors(exc: Any, prefix: list[str | int]) -> list[dict[str, Any]]:
+    """A pydantic ValidationError's errors as API error items under ``prefix``."""
+    return [
+        {"loc": prefix + _clean_loc(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False)
+    ]
+
+
+__all__ = [
+    "ERROR_RESPONSES",
+    "ApiError",
+    "Conflict",
+    "ErrorBody",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "TooLarge",
+    "Unauthorized",
+    "_jsonable",
+    "install_handlers",
+    "pydantic_errors",
+]

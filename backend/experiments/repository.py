@@ -1,0 +1,76 @@
+"""All queries on experiments."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from backend.models import Experiment, ExperimentTag, Review, Run, RunTag, Star
+
+
+def status_counts(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    if not experiment_ids:
+        return out
+    stmt = (
+        select(Run.experiment_id, Run.status, func.count())
+        .where(Run.experiment_id.in_(experiment_ids))
+        .group_by(Run.experiment_id, Run.status)
+    )
+    for eid, status, n in session.execute(stmt):
+        out[eid][status] = n
+    return out
+
+
+def tags_of(session: Session, experiment_ids: list[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    if experiment_ids:
+        stmt = select(ExperimentTag).where(ExperimentTag.experiment_id.in_(experiment_ids)).order_by(ExperimentTag.tag)
+        for t in session.scalars(stmt):
+            out[t.experiment_id].append(t.tag)
+    return out
+
+
+def run_tags_of(session: Session, run_ids: list[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    for i in range(0, len(run_ids), 500):
+        stmt = select(RunTag).where(RunTag.run_id.in_(run_ids[i : i + 500])).order_by(RunTag.tag)
+        for t in session.scalars(stmt):
+            out[t.run_id].append(t.tag)
+    return out
+
+
+def review_states(session: Session, experiment_ids: list[int]) -> dict[int, str]:
+    """The latest review's state per experiment."""
+    out: dict[int, str] = {}
+    if experiment_ids:
+        stmt = select(Review).where(Review.experiment_id.in_(experiment_ids)).order_by(Review.id)
+        for r in session.scalars(stmt):
+            out[r.experiment_id] = r.state
+    return out
+
+
+def starred(session: Session, user_id: int | None, experiment_ids: list[int]) -> set[int]:
+    if user_id is None or not experiment_ids:
+        return set()
+    stmt = select(Star.experiment_id).where(Star.user_id == user_id, Star.experiment_id.in_(experiment_ids))
+    return set(session.scalars(stmt))
+
+
+def page(
+    session: Session, project_ids: list[int] | None, kind: str | None, limit: int, before_id: int | None
+) -> list[Experiment]:
+    stmt = select(Experiment)
+    if project_ids is not None:
+        stmt = stmt.where(Experiment.project_id.in_(project_ids))
+    if kind:
+        stmt = stmt.where(Experiment.kind == kind)
+    if before_id is not None:
+        stmt = stmt.where(Experiment.id < before_id)
+    return list(session.scalars(stmt.order_by(Experiment.id.desc()).limit(limit)))
+
+
+def runs_of(session: Session, experiment_id: int) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.experiment_id == experiment_id).order_by(Run.index)))

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from backend import cursor
+from backend.deps import Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
+from backend.errors import NotFound
+from backend.experiments import repository, service
+from backend.experiments.schemas import (
+    ExperimentCreate,
+    ExperimentDetail,
+    ExperimentPage,
+    ExperimentPublic,
+    KindPublic,
+    Preview,
+)
+from backend.models import Experiment
+from backend.projects import repository as projects_repo
+from backend.projects import service as projects
+from backend.runs.schemas import RunPublic
+from worker.specs import KIND_DESCRIPTIONS, SPECS
+
+router = APIRouter(tags=["experiments"])
+kinds_router = APIRouter(tags=["kinds"])
+
+
+@kinds_router.get("/kinds", response_model=list[KindPublic], operation_id="kinds-list")
+def list_kinds(_principal: PrincipalDep) -> list[KindPublic]:
+    return [
+        KindPublic(
+            name=name,
+            description=KIND_DESCRIPTIONS.get(name, ""),
+            spec_schema=cls.model_json_schema(),
+            defaults=cls().model_dump(mode="json"),
+            result_kinds=list(getattr(cls, "result_kinds", ())),
+        )
+        for name, cls in sorted(SPECS.items())
+    ]
+
+
+def present(session: SessionDep, principal: Principal, experiments: list[Experiment]) -> list[ExperimentPublic]:
+    ids = [e.id for e in experiments]
+    counts = repository.status_counts(session, ids)
+    tags = repository.tags_of(session, ids)
+    reviews = repository.review_states(session, ids)
+    stars = repository.starred(session, principal.user_id, ids)
+    return [
+        ExperimentPublic(
+            id=e.id,
+            project_id=e.project_id,
+            project=e.project.name,
+            name=e.name,
+            description=e.description,
+            kind=e.kind,
+            spec=e.spec,
+            sweep=e.sweep,
+            author=e.author.username if e.author else None,
+            created_at=e.created_at,
+            run_count=sum(counts[e.id].values()),
+            status_counts=counts[e.id],
+            tags=tags[e.id],
+            review_state=reviews.get(e.id),
+            starred=e.id in stars,
+        )
+        for e in experiments
+    ]
+
+
+def get_visible(session: SessionDep, principal: Principal, experiment_id: int, minimum: str = "viewer") -> Experiment:
+    experiment = session.get(Experiment, experiment_id)
+    if experiment is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    projects.require_role(session, principal, experiment.project_id, minimum, f"experiment {experiment_id}")
+    return experiment
+
+
+def detail(session: SessionDep, principal: Principal, experiment: Experiment) -> ExperimentDetail:
+    runs = repository.runs_of(session, experiment.id)
+    run_tags = repository.run_tags_of(session, [r.id for r in runs])
+    base = present(session, principal, [experiment])[0]
+    return ExperimentDetail(**base.model_dump(), runs=[RunPublic.of(r, run_tags[r.id]) for r in runs])
+
+
+@router.post(
+    "/experiments",
+    response_model=ExperimentDetail,
+    status_code=status.HTTP_201_CREATED,
+    operation_id="experiments-create",
+)
+def create_experiment(
+    body: ExperimentCreate,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    wake: WakeDispatcher,
+) -> ExperimentDetail:
+    experiment = service.create(session, principal, body, settings)
+    session.commit()  # the outbox: runs are committed queued before anything is sent
+    wake()
+    return detail(session, principal, experiment)
+
+
+@router.post("/experiments/preview", response_model=Preview, operation_id="experiments-preview")
+def preview_experiment(body: ExperimentCreate, _principal: PrincipalDep, settings: SettingsDep) -> Preview:
+    runs = service.resolve(body, settings)
+    return Preview(count=len(runs), runs=runs[:1000])
+
+
+@router.get("/experiments", response_model=ExperimentPage, operation_id="experiments-list")
+def list_experiments(
+    principal: PrincipalDep,
+    session: SessionDep,
+    project: str | None = None,
+    kind: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor_: Annotated[str | None, Query(alias="cursor")] = None,
+) -> ExperimentPage:
+    project_ids: list[int] | None
+    if project is not None:
+        p = projects.resolve_project(session, principal, project)
+        project_ids = [p.id]
+    elif principal.is_admin or principal.is_worker:
+        project_ids = None
+    else:
+        assert principal.user is not None
+        project_ids = projects_repo.visible_project_ids(session, principal.user.id)
+    c = cursor.decode(cursor_)
+    items = repository.page(session, project_ids, kind, limit + 1, int(c["id"]) if c else None)
+    next_cursor = cursor.encode({"id": items[limit - 1].id}) if len(items) > limit else None
+    return ExperimentPage(items=present(session, principal, items[:limit]), next_cursor=next_cursor)
+
+
+@router.get("/experiments/{experiment_id}", response_model=ExperimentDetail, operation_id="experiments-get")
+def get_experiment(experiment_id: int, principal: PrincipalDep, session: SessionDep) -> ExperimentDetail:
+    return detail(session, principal, get_visible(session, principal, experiment_id))

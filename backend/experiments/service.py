@@ -1,0 +1,126 @@
+"""Submitting experiments: validate every resolved run spec, then store the experiment and its runs.
+
+Nothing is stored unless every combination of the sweep validates (one bad combination rejects the
+whole request with 422 naming the combination and the field).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from backend.deps import Principal
+from backend.errors import Invalid, pydantic_errors
+from backend.experiments import sweep as sweeps
+from backend.experiments.schemas import ExperimentCreate, PreviewRun
+from backend.models import Activity, Experiment, ExperimentTag, Run
+from backend.projects import service as projects
+from backend.settings import Settings
+from worker.specs import SPECS, SpecBase
+
+
+def spec_class(kind: str) -> type[SpecBase]:
+    cls = SPECS.get(kind)
+    if cls is None:
+        known = ", ".join(sorted(SPECS))
+        raise Invalid(
+            f"unknown kind {kind!r}; known kinds: {known}",
+            [{"loc": ["body", "kind"], "msg": f"unknown kind {kind!r}; known: {known}", "type": "unknown_kind"}],
+        )
+    return cls
+
+
+def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:
+    """Put a spec error under the sweep combination when a swept parameter caused it, else under spec."""
+    field = [str(p) for p in err["loc"]]
+    dotted = ".".join(field)
+    if swept and any(dotted == p or dotted.startswith(p + ".") or p.startswith(dotted + ".") for p in params):
+        return ["body", "sweep", index, *field]
+    return ["body", "spec", *field]
+
+
+def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
+    """Every run of the request, validated; raises Invalid with every error's field path."""
+    cls = spec_class(body.kind)
+    spec = {k: v for k, v in body.spec.items() if k != "kind"}
+    n = sweeps.count(body.sweep)
+    if n > settings.max_runs_per_experiment:
+        raise Invalid(
+            f"the sweep expands to {n} runs; at most {settings.max_runs_per_experiment} per experiment",
+            [{"loc": ["body", "sweep"], "msg": f"{n} runs exceed the limit", "type": "too_many_runs"}],
+        )
+    swept = body.sweep is not None
+    runs: list[PreviewRun] = []
+    errors: list[dict[str, Any]] = []
+    for index, params in enumerate(sweeps.expand(body.sweep)):
+        try:
+            resolved = sweeps.apply(spec, params)
+            model = cls.model_validate(resolved)
+        except ValueError as exc:  # ValidationError is a ValueError; set_path raises a plain one
+            if isinstance(exc, ValidationError):
+                for e in pydantic_errors(exc, []):
+                    loc = _error_loc(e, index, params, swept)
+                    combo = f"combination {index} {params}: " if swept else ""
+                    errors.append({"loc": loc, "msg": combo + e["msg"], "type": e["type"]})
+            else:
+                errors.append({"loc": ["body", "sweep", index], "msg": f"{params}: {exc}", "type": "path"})
+            if len(errors) >= 50:
+                break
+            continue
+        runs.append(PreviewRun(index=index, params=params, spec=model.model_dump(mode="json")))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise Invalid(f"{where}: {first['msg']}", errors)
+    return runs
+
+
+def create(session: Session, principal: Principal, body: ExperimentCreate, settings: Settings) -> Experiment:
+    project = projects.resolve_project(session, principal, body.project)
+    projects.require_role(session, principal, project.id, "member", f"project {project.name!r}")
+    runs = resolve(body, settings)  # validate everything before anything is stored
+    cls = spec_class(body.kind)
+    base = cls.model_validate({k: v for k, v in body.spec.items() if k != "kind"}) if not body.sweep else None
+    experiment = Experiment(
+        project_id=project.id,
+        name=body.name,
+        description=body.description,
+        kind=body.kind,
+        spec=base.model_dump(mode="json") if base is not None else body.spec,
+        sweep=body.sweep.model_dump(mode="json", exclude_none=True) if body.sweep else None,
+        author_id=principal.user_id,
+    )
+    session.add(experiment)
+    session.flush()
+    for r in runs:
+        queue = cls.model_validate(r.spec).resources.queue
+        session.add(
+            Run(
+                experiment_id=experiment.id,
+                project_id=project.id,
+                kind=body.kind,
+                index=r.index,
+                spec=r.spec,
+                params=r.params,
+                queue=queue,
+                status="queued",
+                attempt=1,
+                max_attempts=settings.default_max_attempts,
+                summary={},
+            )
+        )
+    for tag in sorted(set(body.tags)):
+        session.add(ExperimentTag(experiment_id=experiment.id, tag=tag[:100]))
+    session.add(
+        Activity(
+            project_id=project.id,
+            type="submitted",
+            actor_id=principal.user_id,
+            experiment_id=experiment.id,
+            message=f"submitted {body.kind} experiment {body.name!r} with {len(runs)} run(s)",
+        )
+    )
+    session.flush()
+    return experiment

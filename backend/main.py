@@ -1,0 +1,98 @@
+"""create_app(): the API service (routers under /api/v1, the dashboard at /)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from backend import auth, experiments, health, metrics, projects, results, reviews, runs
+from backend.auth.routes import router as auth_router
+from backend.db import get_engine, session_factory
+from backend.dispatch import Dispatcher
+from backend.errors import ERROR_RESPONSES, install_handlers
+from backend.experiments.routes import kinds_router
+from backend.experiments.routes import router as experiments_router
+from backend.health import router as health_router
+from backend.metrics.routes import router as metrics_router
+from backend.projects.routes import router as projects_router
+from backend.results.routes import router as results_router
+from backend.reviews.routes import router as reviews_router
+from backend.runs.events import router as events_router
+from backend.runs.routes import router as runs_router
+from backend.settings import Settings, get_settings
+
+API_PREFIX = "/api/v1"
+DEFAULT_STATIC = Path(__file__).parent / "static"
+_ = (auth, experiments, health, metrics, projects, results, reviews, runs)
+
+
+def create_app(settings: Settings | None = None, *, background: bool | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = get_engine(settings.database_url)
+    factory = session_factory(engine)
+    run_loops = settings.run_background_loops if background is None else background
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        dispatcher: Dispatcher | None = None
+        if run_loops:
+            dispatcher = Dispatcher(settings, factory)
+            dispatcher.start()
+        app.state.dispatcher = dispatcher
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                dispatcher.stop()
+
+    app = FastAPI(
+        title="ReasonLab",
+        version=health.VERSION,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.session_factory = factory
+    app.state.dispatcher = None
+    install_handlers(app)
+
+    api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
+    for router in (
+        health_router,
+        auth_router,
+        projects_router,
+        kinds_router,
+        experiments_router,
+        runs_router,
+        events_router,
+        metrics_router,
+        results_router,
+        reviews_router,
+    ):
+        api.include_router(router)
+    app.include_router(api)
+    _mount_dashboard(app, settings.static_dir or DEFAULT_STATIC)
+    return app
+
+
+def _mount_dashboard(app: FastAPI, static: Path) -> None:
+    """Serve the built dashboard; unknown non-API paths get index.html (client-side routing)."""
+    index = static / "index.html"
+    if not index.is_file():
+        return
+    if (static / "assets").is_dir():
+        app.mount("/assets", StaticFiles(directory=static / "assets"), name="assets")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    def spa(path: str) -> FileResponse:
+        candidate = (static / path).resolve()
+        if path and candidate.is_file() and static.resolve() in candidate.parents:
+            return FileResponse(candidate)
+        return FileResponse(index)

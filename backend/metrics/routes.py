@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from backend.deps import PrincipalDep, SessionDep, SettingsDep
+from backend.errors import TooLarge
+from backend.metrics import repository, service
+from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
+from backend.runs import service as runs
+
+router = APIRouter(prefix="/runs", tags=["metrics"])
+
+
+@router.post(
+    "/{run_id}/metrics",
+    response_model=Accepted,
+    operation_id="metrics-post",
+    responses={413: {"description": "more than 10,000 points"}},
+)
+def post_metrics(
+    run_id: int, request: Request, body: MetricBatch, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> Accepted:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > 64 * 1024 * 1024:
+        raise TooLarge("metric batch body over 64 MiB")
+    run = runs.get_for_worker(session, principal, run_id)
+    return Accepted(accepted=service.ingest(session, run, body, settings.max_metric_batch))
+
+
+@router.get("/{run_id}/metrics", response_model=MetricsOut, operation_id="metrics-get")
+def get_metrics(
+    run_id: int,
+    principal: PrincipalDep,
+    session: SessionDep,
+    keys: Annotated[str, Query(description="comma-separated keys; empty = all")] = "",
+    max_points: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    step_min: Annotated[int | None, Query(ge=0)] = None,
+    step_max: Annotated[int | None, Query(ge=0)] = None,
+) -> MetricsOut:
+    run = runs.get_visible(session, principal, run_id)
+    key_list = [k for k in (s.strip() for s in keys.split(",")) if k]
+    return MetricsOut(run_id=run.id, series=service.query(session, run, key_list, max_points, step_min, step_max))
+
+
+@router.get("/{run_id}/metric-keys", response_model=list[str], operation_id="metrics-keys")
+def metric_keys(run_id: int, principal: PrincipalDep, session: SessionDep) -> list[str]:
+    return repository.keys(session, runs.get_visible(session, principal, run_id).id)

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class MetricPoint(BaseModel):
+    key: str = Field(min_length=1, max_length=250)
+    step: int = Field(ge=0, le=2**62)
+    value: float
+    time: datetime | None = None
+
+
+class MetricBatch(BaseModel):
+    points: list[MetricPoint]
+
+
+class Accepted(BaseModel):
+    accepted: int
+
+
+class Bucket(BaseModel):
+    step_start: int
+    step_end: int
+    min: float | None
+    max: float | None
+    last: float | None
+    count: int
+
+
+class Series(BaseModel):
+    total_points: int
+    step_min: int | None
+    step_max: int | None
+    buckets: list[Bucket]
+
+
+class MetricsOut(BaseModel):
+    run_id: int
+    series: dict[str, Series]

@@ -1,0 +1,45 @@
+"""All queries on projects and memberships."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.models import Membership, Project, User
+
+
+def by_name(session: Session, name: str) -> Project | None:
+    return session.scalars(select(Project).where(Project.name == name)).first()
+
+
+def role_of(session: Session, project_id: int, user_id: int) -> str | None:
+    m = session.get(Membership, (project_id, user_id))
+    return m.role if m is not None else None
+
+
+def memberships_of(session: Session, user_id: int) -> list[tuple[Project, str]]:
+    stmt = (
+        select(Project, Membership.role)
+        .join(Membership, Membership.project_id == Project.id)
+        .where(Membership.user_id == user_id)
+        .order_by(Project.id)
+    )
+    return [(p, r) for p, r in session.execute(stmt).all()]
+
+
+def all_projects(session: Session) -> list[Project]:
+    return list(session.scalars(select(Project).order_by(Project.id)))
+
+
+def members(session: Session, project_id: int) -> list[tuple[User, str]]:
+    stmt = (
+        select(User, Membership.role)
+        .join(Membership, Membership.user_id == User.id)
+        .where(Membership.project_id == project_id)
+        .order_by(User.id)
+    )
+    return [(u, r) for u, r in session.execute(stmt).all()]
+
+
+def visible_project_ids(session: Session, user_id: int) -> list[int]:
+    return list(session.scalars(select(Membership.project_id).where(Membership.user_id == user_id)))

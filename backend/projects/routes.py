@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from backend.auth import repository as auth_repo
+from backend.deps import PrincipalDep, SessionDep
+from backend.errors import NotFound
+from backend.projects import repository, service
+from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
+
+router = APIRouter(prefix="/projects", tags=["projects"])
+
+
+@router.get("", response_model=list[ProjectPublic], operation_id="projects-list")
+def list_projects(principal: PrincipalDep, session: SessionDep) -> list[ProjectPublic]:
+    return [
+        ProjectPublic(id=p.id, name=p.name, description=p.description, created_at=p.created_at, role=role)
+        for p, role in service.visible_projects(session, principal)
+    ]
+
+
+@router.post("", response_model=ProjectPublic, status_code=status.HTTP_201_CREATED, operation_id="projects-create")
+def create_project(body: ProjectCreate, principal: PrincipalDep, session: SessionDep) -> ProjectPublic:
+    p = service.create_project(session, principal, body.name, body.description)
+    return ProjectPublic(id=p.id, name=p.name, description=p.description, created_at=p.created_at, role="admin")
+
+
+@router.get("/{project_id}/members", response_model=list[MemberPublic], operation_id="projects-members")
+def list_members(project_id: int, principal: PrincipalDep, session: SessionDep) -> list[MemberPublic]:
+    service.require_role(session, principal, project_id, "viewer", f"project {project_id}")
+    return [MemberPublic(user_id=u.id, username=u.username, role=r) for u, r in repository.members(session, project_id)]
+
+
+@router.put("/{project_id}/members", response_model=MemberPublic, operation_id="projects-set_member")
+def set_member(project_id: int, body: MemberSet, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
+    user = auth_repo.user_by_name(session, body.username)
+    if user is None:
+        raise NotFound(f"user {body.username!r} not found")
+    service.set_member(session, principal, project_id, user.id, body.role)
+    return MemberPublic(user_id=user.id, username=user.username, role=body.role)

@@ -1,0 +1,102 @@
+"""Projects, memberships and the role checks every domain uses.
+
+A resource of a project the caller is not a member of answers 404, so its existence is not revealed;
+a member whose role is too low gets 403.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from backend.errors import Conflict, Forbidden, Invalid, NotFound
+from backend.models import ROLES, Membership, Project
+from backend.projects import repository
+
+if TYPE_CHECKING:
+    from backend.deps import Principal
+
+ROLE_RANK = {role: i for i, role in enumerate(ROLES)}  # viewer < member < admin
+DEFAULT_PROJECT = "default"
+
+
+def get_or_create_project(session: Session, name: str, description: str = "") -> Project:
+    project = repository.by_name(session, name)
+    if project is None:
+        project = Project(name=name, description=description)
+        session.add(project)
+        session.flush()
+    return project
+
+
+def create_project(session: Session, principal: Principal, name: str, description: str) -> Project:
+    if not principal.is_admin:
+        raise Forbidden("only a site admin can create projects")
+    if repository.by_name(session, name) is not None:
+        raise Conflict(f"project {name!r} already exists")
+    project = Project(name=name, description=description)
+    session.add(project)
+    session.flush()
+    assert principal.user is not None
+    session.add(Membership(project_id=project.id, user_id=principal.user.id, role="admin"))
+    session.flush()
+    return project
+
+
+def role_in(session: Session, principal: Principal, project_id: int) -> str | None:
+    """The caller's effective role in a project (site admins are admins everywhere; workers read)."""
+    if principal.is_admin:
+        return "admin"
+    if principal.is_worker:
+        return "worker"
+    assert principal.user is not None
+    return repository.role_of(session, project_id, principal.user.id)
+
+
+def require_role(session: Session, principal: Principal, project_id: int, minimum: str, what: str) -> str:
+    """Raise NotFound (not a member) or Forbidden (role too low) unless the caller may act."""
+    role = role_in(session, principal, project_id)
+    if role is None:
+        raise NotFound(f"{what} not found")
+    if role == "worker":
+        if minimum == "viewer":
+            return role
+        raise Forbidden("the worker token may only run runs and read them")
+    if ROLE_RANK[role] < ROLE_RANK[minimum]:
+        raise Forbidden(f"your role in this project is {role}; this needs {minimum}")
+    return role
+
+
+def resolve_project(session: Session, principal: Principal, name: str | None) -> Project:
+    project = repository.by_name(session, name or DEFAULT_PROJECT)
+    if project is None:
+        raise Invalid(
+            f"project {name!r} does not exist",
+            [{"loc": ["body", "project"], "msg": f"project {name!r} does not exist", "type": "not_found"}],
+        )
+    require_role(session, principal, project.id, "viewer", f"project {project.name!r}")
+    return project
+
+
+def visible_projects(session: Session, principal: Principal) -> list[tuple[Project, str]]:
+    if principal.is_admin or principal.is_worker:
+        role = "admin" if principal.is_admin else "viewer"
+        return [(p, role) for p in repository.all_projects(session)]
+    assert principal.user is not None
+    return repository.memberships_of(session, principal.user.id)
+
+
+def set_member(session: Session, principal: Principal, project_id: int, user_id: int, role: str) -> None:
+    require_role(session, principal, project_id, "admin", f"project {project_id}")
+    if role not in ROLE_RANK:
+        raise Invalid(
+            f"role must be one of {', '.join(ROLES)}",
+            [{"loc": ["body", "role"], "msg": f"must be one of {', '.join(ROLES)}", "type": "enum"}],
+        )
+    m = session.get(Membership, (project_id, user_id))
+    if m is None:
+        session.add(Membership(project_id=project_id, user_id=user_id, role=role))
+    else:
+        m.role = role
+    session.flush()

@@ -1,0 +1,89 @@
+"""Server-sent events per run: status, progress and the latest metric steps, until the run ends.
+
+The stream polls the database (portable across SQLite and Postgres, and across API replicas) and
+sends only what changed since the last poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from backend.deps import PrincipalDep, SessionDep
+from backend.metrics import repository as metrics_repo
+from backend.models import FINISHED_STATUSES, Run
+from backend.runs import service
+from backend.runs.schemas import RunPublic
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+POLL_SECONDS = 0.5
+KEEPALIVE_SECONDS = 15.0
+
+
+def _snapshot(factory: sessionmaker[Session], run_id: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+    with factory() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            return None
+        return RunPublic.of(run).model_dump(mode="json"), metrics_repo.latest_steps(session, run_id)
+
+
+def _event(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+async def stream(request: Request, run_id: int) -> AsyncIterator[str]:
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    last_status: tuple[Any, ...] | None = None
+    last_progress: dict[str, Any] | None = None
+    last_steps: dict[str, int] = {}
+    idle = 0.0
+    yield "retry: 2000\n\n"
+    while not await request.is_disconnected():
+        snap = await run_in_threadpool(_snapshot, factory, run_id)
+        if snap is None:
+            yield _event("end", {"status": "deleted"})
+            return
+        run, steps = snap
+        sent = False
+        key = (run["status"], run["attempt"], run["worker"], run["cancel_requested"], run["error"])
+        if key != last_status:
+            last_status = key
+            yield _event("status", run)
+            sent = True
+        if run["progress"] != last_progress:
+            last_progress = run["progress"]
+            yield _event("progress", run["progress"])
+            sent = True
+        changed = {k: s for k, s in steps.items() if last_steps.get(k) != s}
+        if changed:
+            last_steps = steps
+            yield _event("metrics", {"steps": changed})
+            sent = True
+        if run["status"] in FINISHED_STATUSES:
+            yield _event("end", {"status": run["status"]})
+            return
+        idle = 0.0 if sent else idle + POLL_SECONDS
+        if idle >= KEEPALIVE_SECONDS:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(POLL_SECONDS)
+
+
+@router.get(
+    "/{run_id}/events",
+    operation_id="runs-events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "status, progress, metrics, end"}},
+)
+def run_events(run_id: int, request: Request, principal: PrincipalDep, session: SessionDep) -> StreamingResponse:
+    service.get_visible(session, principal, run_id)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(request, run_id), media_type="text/event-stream", headers=headers)

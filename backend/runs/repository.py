@@ -1,0 +1,92 @@
+"""All queries on runs and their logs. Lifecycle transitions are conditional UPDATEs, so two callers
+racing on one run (a redelivered task, a late heartbeat against the reaper) cannot both win."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from backend.db import utcnow
+from backend.models import Run, RunLog, RunTag
+
+
+def transition(session: Session, run_id: int, where: list[Any], values: dict[str, Any]) -> bool:
+    """UPDATE the run only if ``where`` holds; True if it did (one winner under concurrency)."""
+    stmt = update(Run).where(Run.id == run_id, *where).values(updated_at=utcnow(), **values)
+    result = session.execute(stmt.execution_options(synchronize_session=False))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def stale_running(session: Session, older_than: datetime, limit: int = 100) -> list[Run]:
+    stmt = (
+        select(Run)
+        .where(Run.status == "running", or_(Run.heartbeat_at.is_(None), Run.heartbeat_at < older_than))
+        .order_by(Run.id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))
+
+
+def undispatched(session: Session, limit: int = 200) -> list[Run]:
+    stmt = select(Run).where(Run.status == "queued", Run.dispatched.is_(False)).order_by(Run.id).limit(limit)
+    return list(session.scalars(stmt))
+
+
+def filtered(
+    project_ids: list[int] | None,
+    experiment_id: int | None,
+    status: list[str] | None,
+    kind: str | None,
+    tag: str | None,
+) -> Select[tuple[Run]]:
+    stmt = select(Run)
+    if project_ids is not None:
+        stmt = stmt.where(Run.project_id.in_(project_ids))
+    if experiment_id is not None:
+        stmt = stmt.where(Run.experiment_id == experiment_id)
+    if status:
+        stmt = stmt.where(Run.status.in_(status))
+    if kind:
+        stmt = stmt.where(Run.kind == kind)
+    if tag:
+        stmt = stmt.where(Run.id.in_(select(RunTag.run_id).where(RunTag.tag == tag)))
+    return stmt
+
+
+def page_by_id(
+    session: Session, stmt: Select[tuple[Run]], desc: bool, after_id: int | None, limit: int
+) -> list[Run]:
+    """Keyset page on the id (ids grow with creation time, so this is also the created_at order)."""
+    if after_id is not None:
+        stmt = stmt.where(Run.id < after_id if desc else Run.id > after_id)
+    order = Run.id.desc() if desc else Run.id.asc()
+    return list(session.scalars(stmt.order_by(order).limit(limit)))
+
+
+def page_by_value(
+    session: Session, stmt: Select[tuple[Run]], column: Any, desc: bool, offset: int, limit: int
+) -> list[Run]:
+    """Sorted by a nullable value (a final metric, finished_at): NULLs last in both directions."""
+    nulls_last = column.is_(None)
+    order = [nulls_last.asc(), column.desc() if desc else column.asc(), Run.id.asc()]
+    return list(session.scalars(stmt.order_by(*order).offset(offset).limit(limit)))
+
+
+def metric_column(key: str) -> Any:
+    return Run.summary[key].as_float()
+
+
+def logs_after(session: Session, run_id: int, after: int, limit: int) -> list[RunLog]:
+    stmt = select(RunLog).where(RunLog.run_id == run_id, RunLog.id > after).order_by(RunLog.id).limit(limit)
+    return list(session.scalars(stmt))
+
+
+def last_log_seq(session: Session, run_id: int) -> int:
+    return int(session.scalar(select(func.coalesce(func.max(RunLog.id), 0)).where(RunLog.run_id == run_id)) or 0)
+
+
+def owned(run_id: int, attempt: int) -> list[Any]:
+    return [and_(Run.status == "running", Run.attempt == attempt)]

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, status
+
+from backend import cursor
+from backend.deps import PrincipalDep, SessionDep
+from backend.errors import Invalid
+from backend.experiments import repository as experiments_repo
+from backend.models import RUN_STATUSES, Experiment, Run
+from backend.projects import repository as projects_repo
+from backend.projects import service as projects
+from backend.runs import repository, service
+from backend.runs.schemas import (
+    ClaimIn,
+    FinishIn,
+    HeartbeatIn,
+    HeartbeatOut,
+    LogLine,
+    LogsIn,
+    LogsPage,
+    RunPage,
+    RunPatch,
+    RunPublic,
+)
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+
+def _present(session: SessionDep, runs: list[Run]) -> list[RunPublic]:
+    tags = experiments_repo.run_tags_of(session, [r.id for r in runs])
+    return [RunPublic.of(r, tags[r.id]) for r in runs]
+
+
+@router.get("", response_model=RunPage, operation_id="runs-list")
+def list_runs(
+    principal: PrincipalDep,
+    session: SessionDep,
+    experiment_id: int | None = None,
+    status_: Annotated[list[str] | None, Query(alias="status")] = None,
+    kind: str | None = None,
+    tag: str | None = None,
+    project: str | None = None,
+    sort: Annotated[str, Query(pattern=r"^(created_at|finished_at|id|metric:.+)$")] = "created_at",
+    order: Literal["asc", "desc"] = "desc",
+    limit: Annotated[int, Query(ge=1, le=5000)] = 100,
+    cursor_: Annotated[str | None, Query(alias="cursor")] = None,
+) -> RunPage:
+    statuses = [s for v in status_ or [] for s in v.split(",") if s]
+    for s in statuses:
+        if s not in RUN_STATUSES:
+            raise Invalid(
+                f"status {s!r} is not one of {', '.join(RUN_STATUSES)}",
+                [{"loc": ["query", "status"], "msg": f"unknown status {s!r}", "type": "enum"}],
+            )
+    project_ids: list[int] | None
+    if experiment_id is not None:
+        experiment = session.get(Experiment, experiment_id)
+        if experiment is None:
+            return RunPage(items=[], next_cursor=None)
+        projects.require_role(session, principal, experiment.project_id, "viewer", f"experiment {experiment_id}")
+        project_ids = None
+    elif project is not None:
+        project_ids = [projects.resolve_project(session, principal, project).id]
+    elif principal.is_admin or principal.is_worker:
+        project_ids = None
+    else:
+        assert principal.user is not None
+        project_ids = projects_repo.visible_project_ids(session, principal.user.id)
+    stmt = repository.filtered(project_ids, experiment_id, statuses, kind, tag)
+    c = cursor.decode(cursor_)
+    desc = order == "desc"
+    if sort in ("created_at", "id"):
+        runs = repository.page_by_id(session, stmt, desc, int(c["id"]) if c else None, limit + 1)
+        nxt = cursor.encode({"id": runs[limit - 1].id}) if len(runs) > limit else None
+    else:
+        column = Run.finished_at if sort == "finished_at" else repository.metric_column(sort.removeprefix("metric:"))
+        offset = int(c["offset"]) if c else 0
+        runs = repository.page_by_value(session, stmt, column, desc, offset, limit + 1)
+        nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
+    return RunPage(items=_present(session, runs[:limit]), next_cursor=nxt)
+
+
+@router.get("/{run_id}", response_model=RunPublic, operation_id="runs-get")
+def get_run(run_id: int, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+    return _present(session, [service.get_visible(session, principal, run_id)])[0]
+
+
+@router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
+def patch_run(run_id: int, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+    run = service.get_for_worker(session, principal, run_id)
+    if body.mlflow_run_id is not None:
+        run.mlflow_run_id = body.mlflow_run_id
+    session.flush()
+    return _present(session, [run])[0]
+
+
+@router.post("/{run_id}/cancel", response_model=RunPublic, operation_id="runs-cancel")
+def cancel_run(run_id: int, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+    run = service.get_visible(session, principal, run_id, "member")
+    run, revoke = service.cancel(session, principal, run)
+    session.commit()
+    dispatcher = getattr(request.app.state, "dispatcher", None)
+    if revoke and dispatcher is not None:
+        dispatcher.revoke(run.id, run.attempt)
+    return _present(session, [run])[0]
+
+
+@router.post("/{run_id}/retry", response_model=RunPublic, operation_id="runs-retry")
+def retry_run(run_id: int, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+    run = service.retry(session, service.get_visible(session, principal, run_id, "member"))
+    session.commit()
+    dispatcher = getattr(request.app.state, "dispatcher", None)
+    if dispatcher is not None:
+        dispatcher.wake()
+    return _present(session, [run])[0]
+
+
+@router.post("/{run_id}/claim", response_model=RunPublic, operation_id="runs-claim")
+def claim_run(run_id: int, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+    return _present(session, [service.claim(session, service.get_for_worker(session, principal, run_id), body)])[0]
+
+
+@router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")
+def heartbeat(run_id: int, body: HeartbeatIn, principal: PrincipalDep, session: SessionDep) -> HeartbeatOut:
+    run = service.get_for_worker(session, principal, run_id)
+    return HeartbeatOut(cancel_requested=service.heartbeat(session, run, body))
+
+
+@router.post("/{run_id}/finish", response_model=RunPublic, operation_id="runs-finish")
+def finish_run(run_id: int, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+    return _present(session, [service.finish(session, service.get_for_worker(session, principal, run_id), body)])[0]
+
+
+@router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")
+def post_logs(run_id: int, body: LogsIn, principal: PrincipalDep, session: SessionDep) -> None:
+    service.add_logs(session, service.get_for_worker(session, principal, run_id), body.lines)
+
+
+@router.get("/{run_id}/logs", response_model=LogsPage, operation_id="runs-logs")
+def get_logs(
+    run_id: int,
+    principal: PrincipalDep,
+    session: SessionDep,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> LogsPage:
+    run = service.get_visible(session, principal, run_id)
+    items = repository.logs_after(session, run.id, after, limit)
+    last = items[-1].id if items else max(after, 0)
+    return LogsPage(items=[LogLine(seq=i.id, time=i.time, line=i.line) for i in items], last_seq=last)

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from backend.models import Run
+
+
+class Progress(BaseModel):
+    done: int = Field(0, ge=0)
+    total: int = Field(0, ge=0)
+    message: str = Field("", max_length=2000)
+
+
+class RunPublic(BaseModel):
+    id: int
+    experiment_id: int
+    project_id: int
+    kind: str
+    index: int
+    spec: dict[str, Any]
+    params: dict[str, Any]
+    status: str
+    attempt: int
+    max_attempts: int
+    queue: str
+    worker: str | None
+    heartbeat_at: datetime | None
+    progress: Progress
+    error: str | None
+    cancel_requested: bool
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    mlflow_run_id: str | None
+    summary: dict[str, Any]
+    tags: list[str]
+
+    @classmethod
+    def of(cls, run: Run, tags: list[str] | None = None) -> RunPublic:
+        return cls(
+            id=run.id,
+            experiment_id=run.experiment_id,
+            project_id=run.project_id,
+            kind=run.kind,
+            index=run.index,
+            spec=run.spec,
+            params=run.params,
+            status=run.status,
+            attempt=run.attempt,
+            max_attempts=run.max_attempts,
+            queue=run.queue,
+            worker=run.worker,
+            heartbeat_at=run.heartbeat_at,
+            progress=Progress(done=run.progress_done, total=run.progress_total, message=run.progress_message),
+            error=run.error,
+            cancel_requested=run.cancel_requested,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            mlflow_run_id=run.mlflow_run_id,
+            summary={k: v for k, v in (run.summary or {}).items() if k != "_steps"},
+            tags=tags or [],
+        )
+
+
+class RunPage(BaseModel):
+    items: list[RunPublic]
+    next_cursor: str | None
+
+
+class ClaimIn(BaseModel):
+    attempt: int = Field(ge=1)
+    worker: str = Field(min_length=1, max_length=300)
+
+
+class HeartbeatIn(BaseModel):
+    attempt: int = Field(ge=1)
+    progress: Progress | None = None
+
+
+class HeartbeatOut(BaseModel):
+    cancel_requested: bool
+
+
+class FinishIn(BaseModel):
+    attempt: int = Field(ge=1)
+    status: Literal["succeeded", "failed", "cancelled"]
+    error: str | None = Field(None, max_length=1_000_000)
+    mlflow_run_id: str | None = Field(None, max_length=64)
+
+
+class RunPatch(BaseModel):
+    mlflow_run_id: str | None = Field(None, max_length=64)
+
+
+class LogsIn(BaseModel):
+    lines: list[str] = Field(max_length=10_000)
+
+
+class LogLine(BaseModel):
+    seq: int
+    time: datetime
+    line: str
+
+
+class LogsPage(BaseModel):
+    items: list[LogLine]
+    last_seq: int

@@ -1,0 +1,180 @@
+"""The run lifecycle: queued -> running -> succeeded | failed | cancelled (DESIGN.md, Contracts).
+
+Workers claim, heartbeat and finish through these functions (via the API); the reaper returns runs
+whose worker went silent to ``queued`` with attempt+1, or fails them past ``max_attempts``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.orm import Session
+
+from backend.db import utcnow
+from backend.deps import Principal
+from backend.errors import Conflict, NotFound
+from backend.models import FINISHED_STATUSES, Activity, Run, RunLog
+from backend.projects import service as projects
+from backend.runs import repository
+from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn
+
+
+def get_visible(session: Session, principal: Principal, run_id: int, minimum: str = "viewer") -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    projects.require_role(session, principal, run.project_id, minimum, f"run {run_id}")
+    return run
+
+
+def get_for_worker(session: Session, principal: Principal, run_id: int) -> Run:
+    """Worker routes accept the worker token or a member of the run's project."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    if not principal.is_worker:
+        projects.require_role(session, principal, run.project_id, "member", f"run {run_id}")
+    return run
+
+
+def _activity(session: Session, run: Run, type_: str, message: str, actor_id: int | None = None) -> None:
+    session.add(
+        Activity(
+            project_id=run.project_id,
+            type=type_,
+            actor_id=actor_id,
+            experiment_id=run.experiment_id,
+            run_id=run.id,
+            message=message,
+        )
+    )
+
+
+def claim(session: Session, run: Run, body: ClaimIn) -> Run:
+    now = utcnow()
+    ok = repository.transition(
+        session,
+        run.id,
+        [Run.status == "queued", Run.attempt == body.attempt],
+        {
+            "status": "running",
+            "worker": body.worker,
+            "heartbeat_at": now,
+            "started_at": run.started_at or now,
+            "cancel_requested": False,
+        },
+    )
+    if not ok:
+        session.refresh(run)
+        raise Conflict(
+            f"run {run.id} attempt {body.attempt} cannot be claimed: it is {run.status} at attempt {run.attempt}"
+        )
+    session.refresh(run)
+    return run
+
+
+def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
+    values: dict[str, object] = {"heartbeat_at": utcnow()}
+    if body.progress is not None:
+        values |= {
+            "progress_done": body.progress.done,
+            "progress_total": body.progress.total,
+            "progress_message": body.progress.message,
+        }
+    if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
+        session.refresh(run)
+        raise Conflict(f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})")
+    session.refresh(run)
+    return run.cancel_requested
+
+
+def finish(session: Session, run: Run, body: FinishIn) -> Run:
+    values: dict[str, object] = {"status": body.status, "finished_at": utcnow(), "error": body.error}
+    if body.mlflow_run_id:
+        values["mlflow_run_id"] = body.mlflow_run_id
+    if body.status == "succeeded":
+        values["progress_done"] = run.progress_total or run.progress_done
+    if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
+        session.refresh(run)
+        if run.attempt == body.attempt and run.status == body.status:
+            return run  # a retried finish whose first answer was lost: idempotent
+        raise Conflict(f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})")
+    session.refresh(run)
+    verb = {"succeeded": "finished", "failed": "failed", "cancelled": "cancelled"}[body.status]
+    _activity(session, run, verb, f"run {run.id} (#{run.index}) {body.status} at attempt {run.attempt}")
+    return run
+
+
+def cancel(session: Session, principal: Principal, run: Run) -> tuple[Run, bool]:
+    """Cancel a run; returns (run, revoke) where revoke says a queued task should be revoked."""
+    if run.status in FINISHED_STATUSES:
+        raise Conflict(f"run {run.id} is already {run.status}")
+    if repository.transition(
+        session, run.id, [Run.status == "queued"], {"status": "cancelled", "finished_at": utcnow()}
+    ):
+        session.refresh(run)
+        _activity(session, run, "cancelled", f"run {run.id} cancelled while queued", principal.user_id)
+        return run, True
+    repository.transition(session, run.id, [Run.status == "running"], {"cancel_requested": True})
+    session.refresh(run)
+    return run, False
+
+
+def retry(session: Session, run: Run) -> Run:
+    if run.status not in ("failed", "cancelled"):
+        raise Conflict(f"run {run.id} is {run.status}: only failed or cancelled runs can be retried")
+    attempt = run.attempt + 1
+    repository.transition(
+        session,
+        run.id,
+        [Run.status.in_(("failed", "cancelled"))],
+        {
+            "status": "queued",
+            "attempt": attempt,
+            "max_attempts": max(run.max_attempts, attempt),
+            "dispatched": False,
+            "dispatched_at": None,
+            "worker": None,
+            "error": None,
+            "cancel_requested": False,
+            "finished_at": None,
+            "progress_message": "retry requested",
+        },
+    )
+    session.refresh(run)
+    return run
+
+
+def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
+    """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed."""
+    cutoff = utcnow() - timedelta(seconds=timeout_seconds)
+    outcomes: list[tuple[int, str]] = []
+    for run in repository.stale_running(session, cutoff):
+        guard = [Run.status == "running", Run.attempt == run.attempt, Run.heartbeat_at == run.heartbeat_at]
+        if run.attempt < run.max_attempts:
+            values: dict[str, object] = {
+                "status": "queued",
+                "attempt": run.attempt + 1,
+                "dispatched": False,
+                "dispatched_at": None,
+                "worker": None,
+                "progress_message": f"worker {run.worker} lost (no heartbeat for {timeout_seconds:.0f}s): requeued",
+            }
+            if repository.transition(session, run.id, guard, values):
+                outcomes.append((run.id, "requeued"))
+        else:
+            values = {
+                "status": "failed",
+                "finished_at": utcnow(),
+                "error": f"worker {run.worker} lost (no heartbeat for {timeout_seconds:.0f}s) "
+                f"at attempt {run.attempt} of {run.max_attempts}",
+            }
+            if repository.transition(session, run.id, guard, values):
+                _activity(session, run, "failed", f"run {run.id} failed: worker lost at last attempt")
+                outcomes.append((run.id, "failed"))
+    return outcomes
+
+
+def add_logs(session: Session, run: Run, lines: list[str]) -> None:
+    now = utcnow()
+    session.add_all(RunLog(run_id=run.id, time=now, line=line[:10_000]) for line in lines)
