@@ -687,9 +687,10 @@ class TrackedRunContext(RunContext):
         logger.warning("%s (mirror; the run goes on)", message)
         writer.errors.clear()
 
-    def close(self, status: RunStatus) -> None:
+    def close(self, status: RunStatus, *, final: bool = True) -> None:
         """Flush every sink (blocking, with retries up to each sink's deadline), tell them the final
-        status, stop their threads. Raises TrackingError if a required sink lost or refused records."""
+        status (unless ``final`` is False: the run goes on in another attempt), stop their threads.
+        Raises TrackingError if a required sink lost or refused records."""
         if self._closed:
             return
         self._closed = True
@@ -697,7 +698,7 @@ class TrackedRunContext(RunContext):
         for writer in self.writers:
             sink = writer.sink
             ok = writer.close(sink.flush_deadline)
-            if ok and not writer.errors:
+            if ok and not writer.errors and final:
                 try:
                     sink.finish(status)
                 except Exception as exc:

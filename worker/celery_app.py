@@ -1,0 +1,117 @@
+"""The Celery app of ReasonLab's workers, configured from ``backend.settings.Settings``.
+
+Runs are long (minutes to days) and each one owns a GPU, so the settings are the long-job ones
+(DESIGN.md, Modes):
+
+- ``worker_prefetch_multiplier=1``: a worker reserves one message at a time, so a queued run waits for
+  the next free worker instead of sitting behind a busy one.
+- ``task_acks_late=True`` + ``task_reject_on_worker_lost=True``: a message is acknowledged after the run,
+  and a job process that dies returns its message to the queue (the claim makes the redelivery safe: it
+  gets 409 while the attempt is still ``running``; the backend's reaper then requeues the run as attempt
+  + 1 and re-dispatches it).
+- broker ``visibility_timeout`` longer than the longest run (Redis): an unacknowledged message of a
+  running job is not redelivered to a second worker while the first is still working.
+- pool ``prefork``, ``worker_concurrency=1``, ``worker_max_tasks_per_child=1``: every run gets a fresh
+  child process, forked from a parent that never touched CUDA, so CUDA is never forked and GPU memory is
+  fully returned between runs. (The ``solo`` pool would run jobs in the worker process itself, where
+  ``max_tasks_per_child`` has no effect and memory leaks of one run reach the next.) The child exits
+  when the worker parent dies (``executor.Heartbeat``), so a ``kill -9`` of the worker leaves no orphan
+  heartbeating the run: the reaper hands it to the next worker.
+- no result backend: results travel through the REST API, not Celery.
+
+The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it deletes a
+message when a worker takes it (no visibility timeout), so there a lost worker's run is recovered by
+the backend's reaper alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from kombu import Queue
+
+from backend.settings import Settings, get_settings
+
+TASK_EXECUTE = "runs.execute"
+QUEUES = ("cpu", "gpu")
+DEFAULT_VISIBILITY_TIMEOUT = 7 * 24 * 3600  # seconds; longer than any run we expect
+
+
+def filesystem_transport_options(folder: Path) -> dict[str, Any]:
+    """Kombu's filesystem transport with one exchange folder (in = out) plus processed/ and control/."""
+    processed = folder / "processed"
+    control = folder / "control"
+    for path in (folder, processed, control):
+        path.mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(processed),
+        "control_folder": str(control),
+        "store_processed": False,
+    }
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    visibility_timeout = int(getattr(settings, "broker_visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT))
+    transport_options: dict[str, Any] = {"visibility_timeout": visibility_timeout}
+    if settings.broker_url.startswith("filesystem://"):
+        transport_options.update(filesystem_transport_options(settings.broker_folder))
+    return {
+        "broker_url": settings.broker_url,
+        "broker_transport_options": transport_options,
+        "broker_connection_retry_on_startup": True,
+        "result_backend": None,
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "task_acks_on_failure_or_timeout": True,
+        "worker_prefetch_multiplier": 1,
+        "worker_concurrency": 1,
+        "worker_pool": "prefork",
+        "worker_max_tasks_per_child": 1,
+        # On a broker connection loss the running job goes on; its message is redelivered only after the
+        # visibility timeout and then refused by the claim.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "task_queues": [Queue(name) for name in QUEUES],
+        "task_default_queue": "cpu",
+        "task_create_missing_queues": False,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "worker_hijack_root_logger": True,
+        "worker_send_task_events": False,
+        "timezone": "UTC",
+    }
+
+
+def create_celery_app(settings: Settings | None = None) -> Celery:
+    settings = settings or get_settings()
+    app = Celery("reasonlab")
+    app.conf.update(celery_config(settings))
+    app.conf.include = ["worker.tasks"]
+    return app
+
+
+def worker_argv(
+    queues: list[str] | None = None, *, loglevel: str = "INFO", hostname: str | None = None
+) -> list[str]:
+    """Arguments of ``app.worker_main`` for one job slot (used by ``reasonlab worker`` and ``up``)."""
+    chosen = queues or list(QUEUES)
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if unknown:
+        raise ValueError(f"unknown queue(s) {unknown}; queues are {list(QUEUES)}")
+    argv = [
+        "worker",
+        f"--queues={','.join(chosen)}",
+        f"--loglevel={loglevel}",
+        "--pool=prefork",
+        "--concurrency=1",
+    ]
+    if hostname:
+        argv.append(f"--hostname={hostname}")
+    return argv
+
+
+app = create_celery_app()

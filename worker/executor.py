@@ -1,0 +1,350 @@
+"""Execute one attempt of one run: claim, heartbeat, RunContext, the kind, flush, finish.
+
+The executor talks to the platform only through the REST API (the backend is the single writer of the
+database). The claim makes a task idempotent: a redelivered message, or a stale attempt, gets 409 and
+returns without running anything.
+
+    claim ──> heartbeat thread (progress, cancel, lease) ──> MLflow run ──> kind.run(spec, ctx)
+          ──> ctx.close (flush, retries) ──> finish (succeeded | cancelled | failed + traceback)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from backend.settings import Settings
+from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
+from worker.kinds import get_kind
+from worker.tracking import (
+    ApiRunContext,
+    MlflowSink,
+    RunStatus,
+    TrackingError,
+    WriterOptions,
+    mlflow_artifact_location,
+)
+
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["succeeded", "failed", "cancelled", "skipped", "lost"]
+T = TypeVar("T")
+
+CLAIM_DEADLINE = 120.0  # API down at claim time: retry this long, then let the task retry later
+FINISH_DEADLINE = 3600.0  # API down at finish time: keep trying this long (the run's work is done)
+PATCH_DEADLINE = 60.0
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def call_with_retry(
+    call: Callable[[], T],
+    *,
+    what: str,
+    deadline: float,
+    initial: float = 0.5,
+    maximum: float = 10.0,
+) -> T:
+    """``call()``, retried with exponential backoff while the API is unavailable, for up to ``deadline``
+    seconds; other errors (409, 404, ...) are not transient and propagate at once."""
+    end = time.monotonic() + deadline
+    delay = initial
+    while True:
+        try:
+            return call()
+        except ApiUnavailable as exc:
+            if time.monotonic() + delay > end:
+                raise
+            logger.warning("%s: API unavailable (%s); retrying in %.1f s", what, exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, maximum)
+
+
+class Heartbeat:
+    """Background heartbeats of one attempt: reports progress, turns ``cancel_requested`` into the
+    context's stop flag, and a 409 (the attempt no longer owns the run) into ``lease_lost``.
+
+    With ``exit_with_parent`` (a Celery prefork child), the process exits when its parent, the worker,
+    dies: an orphan must not go on heartbeating a run that the reaper should hand to a new worker.
+    """
+
+    def __init__(
+        self,
+        client: ReasonLabClient,
+        run_id: int,
+        attempt: int,
+        interval: float,
+        *,
+        exit_with_parent: bool = False,
+    ) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.attempt = attempt
+        self.interval = interval
+        self.cancel_requested = False
+        self.lease_lost = False
+        self._ctx: ApiRunContext | None = None
+        self._stop = threading.Event()
+        self._parent = os.getppid() if exit_with_parent else None
+        self._thread = threading.Thread(target=self._loop, name="reasonlab-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def attach(self, ctx: ApiRunContext) -> None:
+        """Route stop signals to ``ctx`` (including any that came before it existed)."""
+        self._ctx = ctx
+        self._apply()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.client.timeout + 5)
+
+    def _apply(self) -> None:
+        ctx = self._ctx
+        if ctx is None:
+            return
+        if self.lease_lost:
+            ctx.mark_lease_lost()
+        elif self.cancel_requested:
+            ctx.request_stop("cancel")
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(min(self.interval, 1.0)):
+            if self._parent is not None and os.getppid() != self._parent:
+                logger.critical("run %s: the worker process died; exiting this orphaned job", self.run_id)
+                os._exit(70)
+            if time.monotonic() - last < self.interval:
+                continue
+            last = time.monotonic()
+            if self.beat():
+                return
+
+    def beat(self) -> bool:
+        """One heartbeat; True when the lease is lost (no further heartbeats make sense)."""
+        progress = self._ctx.progress_snapshot() if self._ctx is not None else None
+        try:
+            answer = self.client.heartbeat(self.run_id, self.attempt, progress)
+        except (Conflict, NotFound) as exc:
+            logger.error("run %s attempt %s lost its lease (%s): stopping", self.run_id, self.attempt, exc)
+            self.lease_lost = True
+            self._apply()
+            return True
+        except Exception as exc:  # API down or a transient fault: the next beat tries again
+            logger.warning("run %s: heartbeat failed: %s", self.run_id, exc)
+            return False
+        if answer.get("cancel_requested") and not self.cancel_requested:
+            logger.info("run %s: cancel requested", self.run_id)
+            self.cancel_requested = True
+            self._apply()
+        return False
+
+
+class _RunLogHandler(logging.Handler):
+    """Python logging during the run -> the run's log lines (``POST /runs/{id}/logs``, batched by the
+    context's writer). Records of the tracking threads and HTTP libraries are skipped: logging them
+    would post logs about posting logs."""
+
+    _SKIP_LOGGERS = ("httpx", "httpcore", "urllib3", "mlflow", "alembic", "worker.tracking")
+
+    def __init__(self, ctx: ApiRunContext) -> None:
+        super().__init__(logging.INFO)
+        self.ctx = ctx
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(self._SKIP_LOGGERS) or (record.threadName or "").startswith("reasonlab-"):
+            return
+        try:
+            self.ctx.log(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def capture_logs(ctx: ApiRunContext) -> Iterator[None]:
+    handler = _RunLogHandler(ctx)
+    root = logging.getLogger()
+    worker_logger = logging.getLogger("worker")
+    old_level = worker_logger.level
+    if worker_logger.getEffectiveLevel() > logging.INFO:  # Celery sets the root to WARNING by default
+        worker_logger.setLevel(logging.INFO)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        worker_logger.setLevel(old_level)
+
+
+def start_mlflow(settings: Settings, run: dict[str, Any], attempt: int, worker: str) -> MlflowSink | None:
+    """The run's MLflow mirror: reopened when the run already has one (attempt > 1), else created in the
+    experiment ``reasonlab/experiment-<id>``. None (with a warning) when MLflow is unreachable."""
+    experiment_id = run.get("experiment_id")
+    try:
+        return MlflowSink.start(
+            settings.mlflow_tracking_uri,
+            f"reasonlab/experiment-{experiment_id}",
+            f"run-{run['id']}",
+            tags={
+                "reasonlab.run_id": str(run["id"]),
+                "reasonlab.experiment_id": str(experiment_id),
+                "reasonlab.attempt": str(attempt),
+                "reasonlab.kind": str(run.get("kind")),
+                "reasonlab.worker": worker,
+                **{f"reasonlab.param.{k}": str(v) for k, v in (run.get("params") or {}).items()},
+            },
+            artifact_location=mlflow_artifact_location(
+                settings.mlflow_tracking_uri, Path(settings.artifact_root) / "mlflow"
+            ),
+            existing_run_id=run.get("mlflow_run_id") or None,
+        )
+    except Exception:
+        logger.warning("run %s: MLflow mirror unavailable, running without it", run["id"], exc_info=True)
+        return None
+
+
+def execute(
+    run_id: int,
+    attempt: int | None,
+    settings: Settings,
+    *,
+    client: ReasonLabClient | None = None,
+    use_mlflow: bool = True,
+    exit_with_parent: bool = False,
+    writer_options: WriterOptions | None = None,
+    worker: str | None = None,
+) -> Outcome:
+    """Run ``attempt`` of run ``run_id`` to its end and report it; what happened.
+
+    ``skipped``: the claim was refused (409/404): another delivery has this attempt, or it is stale.
+    ``lost``: the lease was lost mid-run (the reaper gave the run to a new attempt): no finish is sent.
+    Raises ApiUnavailable only when the API could not be reached to claim (nothing ran: retry later).
+    """
+    owns_client = client is None
+    api = client or ReasonLabClient(settings.api_url, settings.worker_token or None)
+    worker = worker or worker_name()
+    try:
+        if attempt is None:  # a message without an attempt runs the run's current one
+            attempt = int(
+                call_with_retry(lambda: api.get_run(run_id), what="get run", deadline=CLAIM_DEADLINE)[
+                    "attempt"
+                ]
+            )
+        claimed_attempt = attempt
+        try:
+            run = call_with_retry(
+                lambda: api.claim(run_id, claimed_attempt, worker), what="claim", deadline=CLAIM_DEADLINE
+            )
+        except (Conflict, NotFound) as exc:
+            logger.info("run %s attempt %s not claimed (%s): nothing to do", run_id, attempt, exc)
+            return "skipped"
+        logger.info("run %s attempt %s claimed by %s", run_id, attempt, worker)
+        return _run_claimed(api, run, attempt, settings, use_mlflow, exit_with_parent, writer_options, worker)
+    finally:
+        if owns_client:
+            api.close()
+
+
+def _run_claimed(
+    api: ReasonLabClient,
+    run: dict[str, Any],
+    attempt: int,
+    settings: Settings,
+    use_mlflow: bool,
+    exit_with_parent: bool,
+    writer_options: WriterOptions | None,
+    worker: str,
+) -> Outcome:
+    run_id = int(run["id"])
+    heartbeat = Heartbeat(
+        api, run_id, attempt, settings.heartbeat_interval, exit_with_parent=exit_with_parent
+    )
+    heartbeat.start()
+    ctx: ApiRunContext | None = None
+    mlflow: MlflowSink | None = None
+    status: RunStatus = "failed"
+    error: str | None = None
+    try:
+        kind = get_kind(run["kind"])
+        spec = kind.spec.model_validate(run["spec"])
+        if use_mlflow:
+            mlflow = start_mlflow(settings, run, attempt, worker)
+            if mlflow is not None and mlflow.run_id != run.get("mlflow_run_id"):
+                mlflow_run_id = mlflow.run_id
+                try:
+                    call_with_retry(
+                        lambda: api.patch_run(run_id, mlflow_run_id=mlflow_run_id),
+                        what="record the MLflow run",
+                        deadline=PATCH_DEADLINE,
+                    )
+                except Exception as exc:
+                    logger.warning("run %s: could not record MLflow run %s: %s", run_id, mlflow_run_id, exc)
+        ctx = ApiRunContext(
+            api,
+            run_id,
+            attempt,
+            seed=spec.seed,
+            device=spec.resources.device,
+            artifact_root=Path(settings.artifact_root),
+            mlflow=mlflow,
+            options=writer_options,
+        )
+        heartbeat.attach(ctx)
+        with capture_logs(ctx):
+            try:
+                logger.info("run %s attempt %s: kind %s on %s", run_id, attempt, run["kind"], ctx.device)
+                kind.run(spec, ctx)
+            except Exception:
+                error = traceback.format_exc()
+                logger.error("run %s attempt %s failed:\n%s", run_id, attempt, error)
+                raise
+        status = "cancelled" if ctx.stop_reason == "cancel" else "succeeded"
+    except Exception:
+        status = "failed"
+        error = error or traceback.format_exc()
+
+    lease_lost = heartbeat.lease_lost
+    if ctx is not None:
+        try:
+            ctx.close(status, final=not lease_lost)  # every point and result persisted before finish
+        except TrackingError as exc:
+            logger.error("run %s: tracking failed: %s", run_id, exc)
+            status = "failed"
+            error = (error + "\n" if error else "") + f"tracking failed: {exc}"
+    elif mlflow is not None and not lease_lost:
+        try:
+            mlflow.finish(status)
+        except Exception as exc:
+            logger.warning("run %s: MLflow status not recorded: %s", run_id, exc)
+    heartbeat.stop()
+    if heartbeat.lease_lost:
+        logger.warning("run %s attempt %s lost its lease: no finish sent", run_id, attempt)
+        return "lost"
+
+    try:
+        call_with_retry(
+            lambda: api.finish(
+                run_id, attempt, status, error=error, mlflow_run_id=mlflow.run_id if mlflow else None
+            ),
+            what="finish",
+            deadline=FINISH_DEADLINE,
+        )
+    except (Conflict, NotFound) as exc:
+        logger.warning(
+            "run %s attempt %s: finish refused (%s); the run moved on without us", run_id, attempt, exc
+        )
+        return "lost"
+    logger.info("run %s attempt %s finished: %s", run_id, attempt, status)
+    return status
