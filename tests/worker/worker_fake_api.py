@@ -1,0 +1,112 @@
+"""An in-memory stand-in for the worker routes of docs/api.md, served through httpx.MockTransport.
+
+It keeps what a worker sent (claims, heartbeats, metrics by (key, step), results, logs, finishes) and
+can misbehave on demand: refuse claims, request a cancel, lose the lease, or be unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import httpx
+
+from worker.client import ReasonLabClient
+
+
+class FakeApi:
+    def __init__(self, run_id: int = 7, spec: dict[str, Any] | None = None, kind: str = "diagnostic") -> None:
+        self.lock = threading.Lock()
+        self.run: dict[str, Any] = {
+            "id": run_id,
+            "experiment_id": 3,
+            "project_id": 1,
+            "kind": kind,
+            "index": 0,
+            "spec": spec or {},
+            "params": {"seed": 0},
+            "status": "queued",
+            "attempt": 1,
+            "max_attempts": 3,
+            "mlflow_run_id": None,
+            "cancel_requested": False,
+        }
+        self.metrics: dict[tuple[str, int], float] = {}
+        self.metric_posts = 0
+        self.results: list[dict[str, Any]] = []
+        self.logs: list[str] = []
+        self.heartbeats: list[dict[str, Any]] = []
+        self.finishes: list[dict[str, Any]] = []
+        self.patches: list[dict[str, Any]] = []
+        self.requests: list[str] = []
+        # misbehaviour
+        self.lease_lost = False
+        self.fail_metric_posts = 0  # the next n metric posts answer 503
+        self.unreachable_metric_posts = 0  # the next n metric posts raise a connection error
+
+    def client(self) -> ReasonLabClient:
+        return ReasonLabClient(
+            "http://api.test", "worker-token", timeout=5, transport=httpx.MockTransport(self)
+        )
+
+    def requeue(self, attempt: int) -> None:
+        """What the reaper or a retry does: back to queued with a new attempt."""
+        with self.lock:
+            self.run.update(status="queued", attempt=attempt, cancel_requested=False)
+            self.lease_lost = False
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/v1")
+        body = json.loads(request.content) if request.content else {}
+        assert request.headers["authorization"] == "Bearer worker-token"
+        with self.lock:
+            self.requests.append(f"{request.method} {path}")
+            run_path = f"/runs/{self.run['id']}"
+            if request.method == "POST" and path == f"{run_path}/claim":
+                if self.run["status"] != "queued" or body["attempt"] != self.run["attempt"]:
+                    return _error(409, "conflict", "the run is not queued with that attempt")
+                self.run.update(status="running", worker=body["worker"])
+                return httpx.Response(200, json=self.run)
+            if request.method == "POST" and path == f"{run_path}/heartbeat":
+                self.heartbeats.append(body)
+                if self.lease_lost or body["attempt"] != self.run["attempt"]:
+                    return _error(409, "conflict", "the attempt no longer owns the run")
+                return httpx.Response(200, json={"cancel_requested": self.run["cancel_requested"]})
+            if request.method == "POST" and path == f"{run_path}/metrics":
+                if self.unreachable_metric_posts:
+                    self.unreachable_metric_posts -= 1
+                    raise httpx.ConnectError("connection refused", request=request)
+                if self.fail_metric_posts:
+                    self.fail_metric_posts -= 1
+                    return _error(503, "unavailable", "the database is restarting")
+                points = body["points"]
+                if len(points) > 10_000:
+                    return _error(413, "too_large", "more than 10,000 points")
+                self.metric_posts += 1
+                for point in points:
+                    self.metrics[(point["key"], point["step"])] = point["value"]
+                return httpx.Response(200, json={"accepted": len(points)})
+            if request.method == "POST" and path == f"{run_path}/results":
+                self.results.append(body)
+                return httpx.Response(201, json={"id": len(self.results), "run_id": self.run["id"], **body})
+            if request.method == "POST" and path == f"{run_path}/logs":
+                self.logs.extend(body["lines"])
+                return httpx.Response(200, json={"accepted": len(body["lines"])})
+            if request.method == "PATCH" and path == run_path:
+                self.patches.append(body)
+                self.run.update(body)
+                return httpx.Response(200, json=self.run)
+            if request.method == "POST" and path == f"{run_path}/finish":
+                if self.run["status"] != "running" or body["attempt"] != self.run["attempt"]:
+                    return _error(409, "conflict", "not running with that attempt")
+                self.finishes.append(body)
+                self.run["status"] = body["status"]
+                return httpx.Response(200, json=self.run)
+            if request.method == "GET" and path == run_path:
+                return httpx.Response(200, json=self.run)
+            return _error(404, "not_found", f"no route {request.method} {path}")
+
+
+def _error(status: int, code: str, detail: str) -> httpx.Response:
+    return httpx.Response(status, json={"detail": detail, "code": code, "errors": []})
