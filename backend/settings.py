@@ -7,6 +7,8 @@ points the URLs at Postgres, Redis and an MLflow server and refuses placeholder 
 
 from __future__ import annotations
 
+import os
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -55,6 +57,8 @@ class Settings(BaseSettings):
             self.mlflow_tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
         if not self.artifact_root:
             self.artifact_root = str(home / "artifacts")
+        if self.mode == "embedded" and self.secret_key in PLACEHOLDER_SECRETS:
+            self.secret_key = _embedded_secret(home)
         if self.mode == "server":
             if self.secret_key.strip().lower() in PLACEHOLDER_SECRETS or len(self.secret_key) < 16:
                 raise ValueError(
@@ -76,6 +80,22 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _embedded_secret(home: Path) -> str:
+    """Embedded mode keeps a random signing key in home/secret.key (mode 600), made on first use."""
+    path = home / "secret.key"
+    if path.is_file():
+        return path.read_text().strip()
+    home.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process of this home made it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(key)
+    return key
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from backend.db import get_engine, session_factory
+from backend.models import Experiment, Run
+from tests.backend.conftest import Api
+
+
+def _counts(api: Api) -> tuple[int, int]:
+    with session_factory(get_engine(api.settings.database_url))() as s:
+        return s.scalar(select(func.count()).select_from(Experiment)) or 0, s.scalar(
+            select(func.count()).select_from(Run)
+        ) or 0
+
+
+def test_empty_spec_is_valid_and_gets_every_default(api: Api) -> None:
+    r = api.submit({})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["run_count"] == 1 and body["status_counts"] == {"queued": 1}
+    run = body["runs"][0]
+    assert run["status"] == "queued" and run["attempt"] == 1 and run["queue"] == "cpu"
+    assert run["spec"]["seed"] == 0 and run["spec"]["train"]["steps"] == 200
+
+
+def test_grid_random_and_seeds_combine(api: Api) -> None:
+    sweep = {
+        "grid": {"train.lr": [0.1, 0.01]},
+        "random": {"n": 2, "seed": 3, "params": {"data.noise": {"dist": "uniform", "low": 0.0, "high": 0.2}}},
+        "seeds": [1, 2],
+    }
+    r = api.submit({"train": {"steps": 5}}, sweep)
+    assert r.status_code == 201, r.text
+    runs = r.json()["runs"]
+    assert len(runs) == 2 * 2 * 2
+    assert {(x["params"]["train.lr"], x["params"]["seed"]) for x in runs} == {(a, b) for a in (0.1, 0.01) for b in (1, 2)}
+    for x in runs:
+        assert x["spec"]["train"]["lr"] == x["params"]["train.lr"]
+        assert x["spec"]["seed"] == x["params"]["seed"]
+        assert 0.0 <= x["spec"]["data"]["noise"] <= 0.2 and x["spec"]["train"]["steps"] == 5
+    # the expansion is reproducible: the preview of the same body gives the same params
+    p = api.client.post(
+        "/api/v1/experiments/preview",
+        json={"name": "x", "kind": "diagnostic", "spec": {"train": {"steps": 5}}, "sweep": sweep},
+        headers=api.h(),
+    )
+    assert p.status_code == 200 and p.json()["count"] == 8
+    assert [q["params"] for q in p.json()["runs"]] == [x["params"] for x in runs]
+
+
+def test_gpu_resources_route_to_the_gpu_queue(api: Api) -> None:
+    r = api.submit({"resources": {"gpus": 1}})
+    assert r.json()["runs"][0]["queue"] == "gpu"
+
+
+def test_unknown_kind_is_422_naming_kind(api: Api) -> None:
+    r = api.submit({}, kind="nope")
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "kind"]
+    assert _counts(api) == (0, 0)
+
+
+def test_wrong_type_and_out_of_range_name_the_field(api: Api) -> None:
+    r = api.submit({"train": {"lr": "fast"}})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "spec", "train", "lr"]
+    r = api.submit({"train": {"steps": -3}})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "spec", "train", "steps"]
+    r = api.submit({"train": {"stepz": 3}})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "spec", "train", "stepz"]
+    assert _counts(api) == (0, 0)
+
+
+def test_malformed_body_is_422(api: Api) -> None:
+    r = api.client.post("/api/v1/experiments", content=b"{not json", headers={**api.h(), "content-type": "application/json"})
+    assert r.status_code == 422
+    r = api.client.post("/api/v1/experiments", json={"kind": "diagnostic", "spec": []}, headers=api.h())
+    assert r.status_code == 422
+    locs = [e["loc"] for e in r.json()["errors"]]
+    assert ["body", "name"] in locs and ["body", "spec"] in locs
+
+
+def test_one_bad_sweep_combination_rejects_everything(api: Api) -> None:
+    r = api.submit({}, {"grid": {"train.lr": [0.1, -1.0, 0.01], "seed": [1, 2]}})
+    assert r.status_code == 422, r.text
+    errs = r.json()["errors"]
+    assert errs[0]["loc"] == ["body", "sweep", 2, "train", "lr"]
+    assert "train.lr" in errs[0]["msg"] and "-1.0" in errs[0]["msg"]
+    assert _counts(api) == (0, 0)
+
+
+def test_cross_field_error_names_the_later_field(api: Api) -> None:
+    r = api.submit({"data": {"n_samples": 16}, "train": {"batch_size": 64}})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "spec", "train"]
+
+
+def test_bad_sweep_definition(api: Api) -> None:
+    r = api.submit({}, {"random": {"n": 2, "params": {"train.lr": {"dist": "loguniform", "low": 0, "high": 1}}}})
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"][:3] == ["body", "sweep", "random"]
+    r = api.submit({}, {"grid": {"train..lr": [1]}})
+    assert r.status_code == 422
+    r = api.submit({}, {"grid": {"train.lr.x": [1]}})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "sweep", 0, "train", "lr"]
+    r = api.submit({"train": {"lr": 0.1}}, {"grid": {"train.lr.x": [1]}})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "sweep", 0]
+    assert "not an object" in r.json()["errors"][0]["msg"]
+    assert _counts(api) == (0, 0)
+
+
+def test_list_and_get_experiments_with_cursor(api: Api) -> None:
+    ids = [api.submit({}, name=f"e{i}").json()["id"] for i in range(5)]
+    page1 = api.client.get("/api/v1/experiments?limit=2", headers=api.h()).json()
+    assert [e["id"] for e in page1["items"]] == ids[::-1][:2]
+    page2 = api.client.get(f"/api/v1/experiments?limit=2&cursor={page1['next_cursor']}", headers=api.h()).json()
+    assert [e["id"] for e in page2["items"]] == ids[::-1][2:4]
+    e = api.client.get(f"/api/v1/experiments/{ids[0]}", headers=api.h()).json()
+    assert e["name"] == "e0" and len(e["runs"]) == 1 and e["author"] == "admin"
+
+
+def test_kinds_list_schemas_and_defaults(api: Api) -> None:
+    kinds = {k["name"]: k for k in api.client.get("/api/v1/kinds", headers=api.h()).json()}
+    assert "diagnostic" in kinds
+    assert kinds["diagnostic"]["defaults"]["train"]["steps"] == 200
+    assert "properties" in kinds["diagnostic"]["spec_schema"]

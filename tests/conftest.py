@@ -1,0 +1,73 @@
+"""Shared fixtures: real Postgres and Redis (a missing service fails, never skips) and embedded mode."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+PG_ADMIN_URL = os.environ.get("REASONLAB_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("REASONLAB_TEST_REDIS", "redis://127.0.0.1:6379")
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    if not _reachable("127.0.0.1", 5432):
+        pytest.fail("PostgreSQL is not reachable on 127.0.0.1:5432: start it (see README, Testing)")
+    return PG_ADMIN_URL
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not _reachable("127.0.0.1", 6379):
+        pytest.fail("Redis is not reachable on 127.0.0.1:6379: start it (see README, Testing)")
+    return REDIS_URL
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh Postgres database for one test, dropped afterwards."""
+    name = f"rl_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        from backend.db import get_engine
+
+        get_engine(url).dispose()
+        get_engine.cache_clear()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    d = tmp_path / "home"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each API test runs embedded (SQLite) and against the machine's real Postgres."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'reasonlab.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
