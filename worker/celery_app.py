@@ -87,10 +87,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 def create_celery_app(settings: Settings | None = None) -> Celery:
-    settings = settings or get_settings()
-    app = Celery("reasonlab")
-    app.conf.update(celery_config(settings))
-    app.conf.include = ["worker.tasks"]
+    """The app; its configuration (and the filesystem broker's folders) is built when first read, so
+    importing this module has no side effect and honours REASONLAB_* set before the worker starts."""
+    app = Celery("reasonlab", include=["worker.tasks"])
+    app.add_defaults(lambda: celery_config(settings or get_settings()))
     return app
 
 

@@ -1,0 +1,65 @@
+"""The Celery app carries the long-job settings of DESIGN.md and registers ``runs.execute``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backend.settings import Settings
+from worker.celery_app import TASK_EXECUTE, create_celery_app, worker_argv
+
+
+def test_long_job_settings(tmp_path: Path) -> None:
+    conf = create_celery_app(Settings(home=tmp_path, broker_url="redis://127.0.0.1:6379/0")).conf
+    assert conf.task_acks_late is True
+    assert conf.task_reject_on_worker_lost is True
+    assert conf.worker_prefetch_multiplier == 1
+    assert conf.worker_max_tasks_per_child == 1
+    assert conf.worker_concurrency == 1
+    assert conf.worker_pool == "prefork"
+    assert conf.task_ignore_result is True
+    assert conf.result_backend is None
+    assert sorted(q.name for q in conf.task_queues) == ["cpu", "gpu"]
+    assert conf.broker_url == "redis://127.0.0.1:6379/0"
+    assert conf.broker_transport_options["visibility_timeout"] >= 7 * 24 * 3600
+    assert "data_folder_in" not in conf.broker_transport_options
+
+
+def test_filesystem_broker_uses_one_folder_under_home(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    options = create_celery_app(settings).conf.broker_transport_options
+    folder = settings.broker_folder
+    assert options["data_folder_in"] == options["data_folder_out"] == str(folder)
+    assert options["processed_folder"] == str(folder / "processed")
+    assert options["control_folder"] == str(folder / "control")
+    assert (folder / "processed").is_dir() and (folder / "control").is_dir()
+
+
+def test_task_is_registered_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REASONLAB_HOME", str(tmp_path))
+    from worker import tasks
+
+    assert tasks.execute.name == TASK_EXECUTE
+    assert TASK_EXECUTE in tasks.app.tasks
+    assert tasks.execute.acks_late is True
+
+
+def test_task_calls_the_executor_with_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker import executor, tasks
+
+    calls: list[tuple[int, int | None, bool]] = []
+
+    def fake_execute(run_id: int, attempt: int | None, settings: Settings, *, exit_with_parent: bool) -> str:
+        calls.append((run_id, attempt, exit_with_parent))
+        return "succeeded"
+
+    monkeypatch.setattr(executor, "execute", fake_execute)
+    assert tasks.execute.apply(args=(4, 2)).get() == "succeeded"
+    assert calls == [(4, 2, False)]  # in the main process: no parent to die with
+
+
+def test_worker_argv_refuses_unknown_queues() -> None:
+    assert "--queues=gpu" in worker_argv(["gpu"])
+    with pytest.raises(ValueError, match="unknown queue"):
+        worker_argv(["tpu"])

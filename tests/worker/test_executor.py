@@ -1,0 +1,131 @@
+"""The executor against an in-memory API (tests/worker/worker_fake_api.py): claim, heartbeat, cancel,
+lease loss, failure with traceback, API outages mid-run, and the MLflow mirror across attempts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.settings import Settings
+from tests.worker.worker_fake_api import FakeApi
+from worker.executor import execute
+from worker.tracking import WriterOptions
+
+FAST = WriterOptions(flush_interval=0.05, backoff_initial=0.01, backoff_max=0.05)
+
+
+def _spec(**train: Any) -> dict[str, Any]:
+    return {
+        "seed": 5,
+        "data": {"n_samples": 64, "n_features": 4},
+        "model": {"hidden": 8, "layers": 1},
+        "train": {"steps": 24, "batch_size": 16, "checkpoint_every": 6, **train},
+    }
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", heartbeat_interval=0.05)
+
+
+def _execute(api: FakeApi, settings: Settings, attempt: int = 1, **kwargs: Any) -> str:
+    kwargs.setdefault("use_mlflow", False)
+    return execute(
+        api.run["id"], attempt, settings, client=api.client(), writer_options=FAST, worker="w:1", **kwargs
+    )
+
+
+def _loss_steps(api: FakeApi) -> list[int]:
+    return sorted(step for key, step in api.metrics if key == "loss")
+
+
+def test_execute_runs_the_kind_and_reports_everything(settings: Settings) -> None:
+    api = FakeApi(spec=_spec())
+    assert _execute(api, settings) == "succeeded"
+    assert _loss_steps(api) == list(range(1, 25))
+    assert [r["kind"] for r in api.results] == ["diagnostic"]
+    assert api.finishes == [{"attempt": 1, "status": "succeeded"}]
+    assert any("final loss" in line for line in api.logs)  # python logging of the kind became log lines
+    ckpt = Path(settings.artifact_root) / "checkpoints" / f"run-{api.run['id']}"
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step-18.pt", "step-24.pt"]
+
+
+def test_second_delivery_of_a_claimed_attempt_does_not_run(settings: Settings) -> None:
+    api = FakeApi(spec=_spec())
+    api.run["status"] = "running"  # another worker has it
+    assert _execute(api, settings) == "skipped"
+    assert api.requests == ["POST /runs/7/claim"]
+
+
+def test_stale_attempt_is_skipped(settings: Settings) -> None:
+    api = FakeApi(spec=_spec())
+    api.run["attempt"] = 2
+    assert _execute(api, settings, attempt=1) == "skipped"
+    assert not api.finishes
+
+
+def test_failure_finishes_failed_with_the_traceback(settings: Settings) -> None:
+    api = FakeApi(spec=_spec(fail_at_step=10))
+    assert _execute(api, settings) == "failed"
+    (finish,) = api.finishes
+    assert finish["status"] == "failed"
+    assert "Traceback" in finish["error"] and "DiagnosticFailure: fail_at_step=10" in finish["error"]
+    assert _loss_steps(api) == list(range(1, 10))
+    assert any("DiagnosticFailure" in line for line in api.logs)
+
+
+def test_invalid_spec_fails_the_run(settings: Settings) -> None:
+    api = FakeApi(spec={"train": {"steps": -1}})
+    assert _execute(api, settings) == "failed"
+    assert "ValidationError" in api.finishes[0]["error"]
+
+
+def test_cancel_requested_stops_the_kind_and_finishes_cancelled(settings: Settings) -> None:
+    api = FakeApi(spec=_spec(steps=100_000, step_delay=0.002))
+    api.run["cancel_requested"] = True  # seen by the first heartbeat
+    assert _execute(api, settings) == "cancelled"
+    assert api.finishes[0]["status"] == "cancelled"
+    assert len(_loss_steps(api)) < 100_000
+
+
+def test_lost_lease_stops_without_finishing(settings: Settings) -> None:
+    api = FakeApi(spec=_spec(steps=100_000, step_delay=0.002))
+    api.lease_lost = True  # the reaper gave the run to another attempt
+    assert _execute(api, settings) == "lost"
+    assert api.finishes == []
+
+
+def test_api_outage_mid_run_loses_no_point(settings: Settings) -> None:
+    api = FakeApi(spec=_spec(steps=60, step_delay=0.002))
+    api.fail_metric_posts = 4
+    api.unreachable_metric_posts = 4
+    assert _execute(api, settings) == "succeeded"
+    assert _loss_steps(api) == list(range(1, 61))
+    assert api.unreachable_metric_posts == 0 and api.fail_metric_posts == 0
+
+
+def test_second_attempt_resumes_and_reuses_the_mlflow_run(settings: Settings) -> None:
+    from mlflow import MlflowClient
+
+    api = FakeApi(spec=_spec(fail_at_step=16))
+    assert _execute(api, settings, use_mlflow=True) == "failed"
+    mlflow_run_id = api.run["mlflow_run_id"]
+    assert api.patches == [{"mlflow_run_id": mlflow_run_id}]
+
+    api.requeue(attempt=2)  # what POST /runs/{id}/retry does
+    assert _execute(api, settings, attempt=2, use_mlflow=True) == "succeeded"
+    assert api.run["mlflow_run_id"] == mlflow_run_id and len(api.patches) == 1
+    assert api.finishes[-1] == {"attempt": 2, "status": "succeeded", "mlflow_run_id": mlflow_run_id}
+    assert api.results[-1]["payload"]["resumed_from_step"] == 12
+    assert _loss_steps(api) == list(range(1, 25))
+
+    mlflow = MlflowClient(tracking_uri=settings.mlflow_tracking_uri)
+    run = mlflow.get_run(mlflow_run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["train.steps"] == "24"
+    assert run.data.tags["reasonlab.attempt"] == "2"
+    assert {m.step for m in mlflow.get_metric_history(mlflow_run_id, "loss")} == set(range(1, 25))
+    experiment = mlflow.get_experiment(run.info.experiment_id)
+    assert experiment.name == "reasonlab/experiment-3"
