@@ -146,7 +146,7 @@ class Metric(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    value: Mapped[float] = mapped_column(Float)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL (a gap)
     time: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 00:18:09.188755
+Create Date: 2026-11-22 00:21:51.788934
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def upgrade() -> None:
     sa.Column('run_id', sa.Integer(), nullable=False),
     sa.Column('key', sa.String(length=250), nullable=False),
     sa.Column('step', sa.BigInteger(), nullable=False),
-    sa.Column('value', sa.Float(), nullable=False),
+    sa.Column('value', sa.Float(), nullable=True),
     sa.Column('time', backend.models.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_metric_run_id_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('run_id', 'key', 'step', name=op.f('pk_metric'))

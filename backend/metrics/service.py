@@ -24,7 +24,9 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     now = utcnow()
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for p in batch.points:  # within one batch the last point of a (key, step) wins
-        latest[(p.key, p.step)] = {"run_id": run.id, "key": p.key, "step": p.step, "value": p.value, "time": p.time or now}
+        latest[(p.key, p.step)] = {
+            "run_id": run.id, "key": p.key, "step": p.step, "value": _finite(p.value), "time": p.time or now
+        }
     repository.upsert(session, list(latest.values()))
     # The run's summary keeps each key's value at its largest step (for sorting by a final metric).
     summary = dict(run.summary or {})
