@@ -71,7 +71,9 @@ class SravenModel(StrictModel):
     num_layers: int = Field(4, ge=1, le=64, description="transformer blocks (reference: 4)")
     num_heads: int = Field(16, ge=1, le=256, description="attention heads (reference: 16)")
     qk_dim: int = Field(64, ge=1, le=8192, description="query/key width summed over heads (reference: 64)")
-    v_dim: int = Field(64, ge=1, le=8192, description="value width summed over heads (reference: 64)")
+    v_dim: int = Field(
+        64, ge=1, le=8192, validate_default=True, description="value width summed over heads (reference: 64)"
+    )
     mlp_hidden: int = Field(
         256, ge=1, le=65536, description="dense FFN width when moe is null (reference: 256)"
     )
