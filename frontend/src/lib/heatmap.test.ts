@@ -49,6 +49,15 @@ describe('sravenPanels', () => {
     expect(panels[0]!.bestCol).toEqual([0, 1]);
   });
 
+  it('puts a dense FFN (top_k null) first and skips cells without OOD accuracy', () => {
+    const dense = { run_id: 8, payload: { M: 4, top_k: null, num_experts: null, attention: 'a', test_acc: 0.8, ood_acc: 0.1 } };
+    const noOod = { run_id: 9, payload: { M: 4, top_k: 2, num_experts: 8, attention: 'a', test_acc: 0.8, ood_acc: null } };
+    const panel = sravenPanels([cell(1, 'a', 4, 1, 0.5), dense, noOod], 'ood_acc')[0]!;
+    expect(panel.cols).toEqual([null, 1, 2]);
+    expect(panel.cells.map((c) => c.runId).sort()).toEqual([1, 8]);
+    expect(sravenPanels([dense, noOod], 'test_acc')[0]!.cells).toHaveLength(2);
+  });
+
   it('shares one colour range across panels', () => {
     expect(panelsRange(sravenPanels(results, 'ood_acc'))).toEqual([0.3, 0.7]);
     expect(panelsRange([])).toEqual([0, 1]);

@@ -2,11 +2,13 @@
 // variant: rows M (SRAVEN's number of features), columns top-k, colour = OOD or ID accuracy.
 export interface SravenCellPayload {
   M: number;
-  top_k: number;
-  num_experts: number;
+  /** null for a dense FFN (no experts): drawn as the "dense" column, left of k = 1 */
+  top_k: number | null;
+  num_experts: number | null;
   attention: string;
   test_acc: number;
-  ood_acc: number;
+  /** null when the run had no OOD split */
+  ood_acc: number | null;
   per_feature_acc?: unknown;
   steps?: number;
 }
@@ -24,13 +26,13 @@ export interface HeatmapCell {
   y: number;
   value: number;
   runId: number;
-  numExperts: number;
+  numExperts: number | null;
 }
 
 export interface HeatmapPanel {
   attention: string;
   rows: number[]; // M values, ascending
-  cols: number[]; // top-k values, ascending
+  cols: (number | null)[]; // top-k values, ascending; null (dense) first
   cells: HeatmapCell[];
   /** per row index, the column index of the best value (the best k for that M); absent if the row is empty */
   bestCol: (number | null)[];
@@ -39,10 +41,15 @@ export interface HeatmapPanel {
 function isCell(payload: unknown): payload is SravenCellPayload {
   if (typeof payload !== 'object' || payload === null) return false;
   const p = payload as Record<string, unknown>;
-  return typeof p.M === 'number' && typeof p.top_k === 'number' && typeof p.attention === 'string';
+  return typeof p.M === 'number' && (typeof p.top_k === 'number' || p.top_k === null) && typeof p.attention === 'string';
 }
 
 const ascending = (a: number, b: number) => a - b;
+const denseFirst = (a: number | null, b: number | null) => (a ?? 0) - (b ?? 0);
+
+export function columnLabel(topK: number | null): string {
+  return topK === null ? 'dense' : String(topK);
+}
 
 /**
  * Several runs may produce the same (attention, M, k) cell (seeds): the cell shows their mean and links
@@ -60,8 +67,8 @@ export function sravenPanels(results: readonly { run_id: number; payload: unknow
   for (const attention of [...byAttention.keys()].sort()) {
     const cellsIn = byAttention.get(attention)!;
     const rows = [...new Set(cellsIn.map((c) => c.payload.M))].sort(ascending);
-    const cols = [...new Set(cellsIn.map((c) => c.payload.top_k))].sort(ascending);
-    const groups = new Map<string, { sum: number; n: number; runId: number; numExperts: number; x: number; y: number }>();
+    const cols = [...new Set(cellsIn.map((c) => c.payload.top_k))].sort(denseFirst);
+    const groups = new Map<string, { sum: number; n: number; runId: number; numExperts: number | null; x: number; y: number }>();
     for (const c of cellsIn) {
       const value = c.payload[metric];
       if (typeof value !== 'number' || !Number.isFinite(value)) continue;

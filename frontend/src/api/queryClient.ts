@@ -1,0 +1,37 @@
+// One QueryClient with the one place errors are reported: a failed query or mutation shows a
+// notification, except 401 (the session ends and the login page says so) and mutations that show their
+// errors on a form (meta.formErrors: the 422 lands on the fields).
+import { notifications } from '@mantine/notifications';
+import { MutationCache, QueryCache, QueryClient } from '@tanstack/react-query';
+import { errorMessage, isApiError } from './errors';
+
+declare module '@tanstack/react-query' {
+  interface Register {
+    mutationMeta: { formErrors?: boolean };
+  }
+}
+
+function report(error: unknown, title: string) {
+  if (isApiError(error, 401)) return;
+  notifications.show({ color: 'red', title, message: errorMessage(error), autoClose: 8000 });
+}
+
+export function makeQueryClient(): QueryClient {
+  return new QueryClient({
+    queryCache: new QueryCache({ onError: (error) => report(error, 'Could not load') }),
+    mutationCache: new MutationCache({
+      onError: (error, _vars, _ctx, mutation) => {
+        if (mutation.meta?.formErrors && isApiError(error, 422)) return;
+        report(error, 'Action failed');
+      },
+    }),
+    defaultOptions: {
+      queries: {
+        staleTime: 10_000,
+        refetchOnWindowFocus: false,
+        // client errors are answers, not glitches: retry only network and server errors
+        retry: (count, error) => !(isApiError(error) && error.status < 500) && count < 2,
+      },
+    },
+  });
+}

@@ -1,0 +1,190 @@
+// A spec form generated from the kind's JSON schema (lib/schemaForm): nested objects as fieldsets,
+// numbers with their range in the description, enums as selects, booleans as switches, nullable
+// values clearable, optional nested configs switched on and off. Every control has a label.
+import { Checkbox, Fieldset, NativeSelect, NumberInput, Stack, Switch, Text, TextInput, Textarea } from '@mantine/core';
+import { memo, useState } from 'react';
+import { getPath, type Json, type JsonObject } from '../../lib/dotted';
+import { fieldDefault, rangeHint, type FormField } from '../../lib/schemaForm';
+
+interface Props {
+  fields: readonly FormField[];
+  value: JsonObject;
+  onChange: (path: string[], value: Json | undefined) => void;
+  /** messages keyed by dotted path */
+  errors: Record<string, string>;
+  disabled?: boolean;
+}
+
+const idOf = (path: readonly string[]) => `spec-${path.join('-')}`;
+
+function describe(field: FormField): string | undefined {
+  const parts = [field.description, field.type === 'number' || field.type === 'integer' ? rangeHint(field) : null];
+  if (field.nullable) parts.push('empty = none');
+  const s = parts.filter(Boolean).join(' · ');
+  return s || undefined;
+}
+
+function NumberField({ field, value, onChange, error, disabled }: FieldProps) {
+  if (field.type !== 'number' && field.type !== 'integer') return null;
+  return (
+    <NumberInput
+      id={idOf(field.path)}
+      name={field.path.join('.')}
+      label={field.label}
+      description={describe(field)}
+      value={typeof value === 'number' ? value : ''}
+      onChange={(v) => {
+        if (v === '' || v === undefined) onChange(field.nullable ? null : undefined);
+        else onChange(typeof v === 'number' ? v : Number(v));
+      }}
+      allowDecimal={field.type === 'number'}
+      clampBehavior="none"
+      // the server is the authority on ranges; the message shows either way
+      error={error}
+      disabled={disabled}
+      placeholder={field.default !== undefined && field.default !== null ? `default ${String(field.default)}` : field.nullable ? 'none' : undefined}
+      decimalScale={field.type === 'integer' ? 0 : undefined}
+      inputMode={field.type === 'integer' ? 'numeric' : 'decimal'}
+    />
+  );
+}
+
+function JsonTextField({ field, value, onChange, error, disabled }: FieldProps) {
+  const [text, setText] = useState(() => JSON.stringify(value ?? null));
+  const [parseError, setParseError] = useState<string | null>(null);
+  return (
+    <Textarea
+      id={idOf(field.path)}
+      label={`${field.label} (JSON)`}
+      description={describe(field)}
+      value={text}
+      autosize
+      minRows={1}
+      ff="monospace"
+      disabled={disabled}
+      error={parseError ?? error}
+      onChange={(e) => {
+        const t = e.currentTarget.value;
+        setText(t);
+        try {
+          onChange(JSON.parse(t) as Json);
+          setParseError(null);
+        } catch {
+          setParseError('not valid JSON');
+        }
+      }}
+    />
+  );
+}
+
+interface FieldProps {
+  field: FormField;
+  value: unknown;
+  onChange: (value: Json | undefined) => void;
+  error?: string;
+  disabled?: boolean;
+}
+
+function Field(props: FieldProps & { errors: Record<string, string>; onChangeAt: Props['onChange'] }) {
+  const { field, value, onChange, error, disabled, errors, onChangeAt } = props;
+  switch (field.type) {
+    case 'number':
+    case 'integer':
+      return <NumberField {...props} />;
+    case 'boolean':
+      return (
+        <Switch
+          id={idOf(field.path)}
+          label={field.label}
+          description={describe(field)}
+          checked={value === true}
+          onChange={(e) => onChange(e.currentTarget.checked)}
+          error={error}
+          disabled={disabled}
+        />
+      );
+    case 'enum': {
+      const options = field.options.map((o) => ({ value: JSON.stringify(o), label: typeof o === 'string' ? o : JSON.stringify(o) }));
+      if (field.nullable) options.unshift({ value: 'null', label: '(none)' });
+      return (
+        <NativeSelect
+          id={idOf(field.path)}
+          label={field.label}
+          description={describe(field)}
+          data={options}
+          value={JSON.stringify(value ?? (field.nullable ? null : field.options[0]))}
+          onChange={(e) => onChange(JSON.parse(e.currentTarget.value) as Json)}
+          error={error}
+          disabled={disabled}
+        />
+      );
+    }
+    case 'string':
+      return (
+        <TextInput
+          id={idOf(field.path)}
+          label={field.label}
+          description={describe(field)}
+          value={typeof value === 'string' ? value : ''}
+          onChange={(e) => onChange(e.currentTarget.value === '' && field.nullable ? null : e.currentTarget.value)}
+          error={error}
+          disabled={disabled}
+        />
+      );
+    case 'object': {
+      const enabled = value !== null && value !== undefined ? true : !field.nullable;
+      return (
+        <Fieldset legend={<Text fw={600} size="sm">{field.label}</Text>} variant="filled" p="sm" aria-label={field.label}>
+          <Stack gap="xs">
+            {field.description && <Text size="xs" c="dimmed">{field.description}</Text>}
+            {field.nullable && (
+              <Checkbox
+                label={`Enable ${field.label.toLowerCase()}`}
+                checked={enabled}
+                disabled={disabled}
+                onChange={(e) => onChange(e.currentTarget.checked ? fieldDefault({ ...field, default: undefined, nullable: false }) : null)}
+              />
+            )}
+            {error && <Text c="red" size="xs">{error}</Text>}
+            {enabled &&
+              field.children.map((c) => (
+                <Field
+                  key={c.path.join('.')}
+                  field={c}
+                  value={getPath({ v: value ?? {} }, ['v', c.path[c.path.length - 1]!])}
+                  onChange={(v) => onChangeAt(c.path, v)}
+                  error={errors[c.path.join('.')]}
+                  errors={errors}
+                  onChangeAt={onChangeAt}
+                  disabled={disabled}
+                />
+              ))}
+          </Stack>
+        </Fieldset>
+      );
+    }
+    default:
+      return <JsonTextField {...props} />;
+  }
+}
+
+function SchemaFormImpl({ fields, value, onChange, errors, disabled }: Props) {
+  return (
+    <Stack gap="sm" data-testid="schema-form">
+      {fields.map((f) => (
+        <Field
+          key={f.path.join('.')}
+          field={f}
+          value={getPath(value, f.path)}
+          onChange={(v) => onChange(f.path, v)}
+          error={errors[f.path.join('.')]}
+          errors={errors}
+          onChangeAt={onChange}
+          disabled={disabled}
+        />
+      ))}
+    </Stack>
+  );
+}
+
+export const SchemaForm = memo(SchemaFormImpl);

@@ -1,0 +1,67 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap } from '../api/client';
+import type { ExperimentCreate, ExperimentDetail } from '../api/types';
+import { FINISHED } from '../lib/runsTable';
+
+/** How often a page with unfinished runs polls for their status. */
+export const LIVE_POLL_MS = 1500;
+
+export function useExperiments(project: string | undefined) {
+  return useQuery({
+    queryKey: ['experiments', 'list', project],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments', { params: { query: { project, limit: 200 } } })),
+    enabled: project !== undefined,
+    refetchInterval: 5000,
+  });
+}
+
+function hasUnfinished(detail: ExperimentDetail | undefined): boolean {
+  return !!detail && detail.runs.some((r) => !FINISHED.has(r.status));
+}
+
+/** An experiment with its runs; polls while any run is queued or running, so statuses move live. */
+export function useExperiment(id: number) {
+  return useQuery({
+    queryKey: ['experiments', id],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id } } })),
+    refetchInterval: (q) => (hasUnfinished(q.state.data) ? LIVE_POLL_MS : false),
+  });
+}
+
+export function useExperimentResults(id: number, kind: string | undefined) {
+  return useQuery({
+    queryKey: ['experiments', id, 'results', kind],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/results', { params: { path: { experiment_id: id }, query: { kind } } })),
+    enabled: kind !== undefined,
+  });
+}
+
+export function usePreview() {
+  return useMutation({
+    meta: { formErrors: true },
+    mutationFn: (body: ExperimentCreate) => unwrap(api.POST('/api/v1/experiments/preview', { body })),
+  });
+}
+
+export function useCreateExperiment() {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { formErrors: true },
+    mutationFn: (body: ExperimentCreate) => unwrap(api.POST('/api/v1/experiments', { body })),
+    onSuccess: (detail) => {
+      qc.setQueryData(['experiments', detail.id], detail);
+      void qc.invalidateQueries({ queryKey: ['experiments', 'list'] });
+    },
+  });
+}
+
+export function useStar(experimentId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (starred: boolean) => {
+      const params = { params: { path: { experiment_id: experimentId } } };
+      return unwrap(starred ? api.PUT('/api/v1/experiments/{experiment_id}/star', params) : api.DELETE('/api/v1/experiments/{experiment_id}/star', params));
+    },
+    onSettled: () => qc.invalidateQueries({ queryKey: ['experiments'] }),
+  });
+}

@@ -1,0 +1,166 @@
+// One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
+// parallel coordinates of the sweep, the grid heatmap for kinds with grid results, and its review.
+import { Alert, Button, Grid, Group, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
+import { useCallback, useMemo, useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import type { ExperimentDetail } from '../api/types';
+import { OverlayChart } from '../components/charts/OverlayChart';
+import { ParallelCoords } from '../components/charts/ParallelCoords';
+import { SravenHeatmap } from '../components/charts/SravenHeatmap';
+import { JsonBlock } from '../components/common/JsonBlock';
+import { QueryState } from '../components/common/QueryState';
+import { StatusCounts } from '../components/common/StatusChip';
+import { timeAgo } from '../components/common/time';
+import { Comments } from '../components/review/Comments';
+import { ReviewBadge, ReviewPanel } from '../components/review/ReviewPanel';
+import { StarButton } from '../components/review/StarButton';
+import { Tags } from '../components/review/Tags';
+import { RunsTable } from '../components/runs/RunsTable';
+import { useExperiment, useExperimentResults } from '../hooks/experiments';
+import { useKinds } from '../hooks/kinds';
+import { useCanWrite } from '../hooks/projects';
+import { useRunAction } from '../hooks/runs';
+import { columnsOf, statusCounts, type RunRow } from '../lib/runsTable';
+
+/** Result kinds drawn as a grid heatmap on the experiment page. */
+const GRID_RESULT_KINDS = ['sraven_cell'];
+
+function preferredMetric(metrics: readonly string[]): string | undefined {
+  return metrics.find((m) => m === 'loss') ?? metrics.find((m) => m.includes('acc')) ?? metrics[0];
+}
+
+function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
+  const navigate = useNavigate();
+  const canWrite = useCanWrite(experiment.project_id);
+  const runs = experiment.runs as unknown as RunRow[];
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const { metrics } = useMemo(() => columnsOf(runs), [runs]);
+  const [metricChoice, setMetric] = useState<string | undefined>();
+  const metric = metricChoice && metrics.includes(metricChoice) ? metricChoice : preferredMetric(metrics);
+  const kinds = useKinds();
+  const gridKind = kinds.data?.find((k) => k.name === experiment.kind)?.result_kinds.find((r) => GRID_RESULT_KINDS.includes(r));
+  const gridResults = useExperimentResults(experiment.id, gridKind);
+  const cancel = useRunAction('cancel');
+  const retry = useRunAction('retry');
+  const selectedRuns = useMemo(() => runs.filter((r) => selected.has(r.id)), [runs, selected]);
+  const cancellable = selectedRuns.filter((r) => r.status === 'queued' || r.status === 'running').map((r) => r.id);
+  const retryable = selectedRuns.filter((r) => r.status === 'failed' || r.status === 'cancelled').map((r) => r.id);
+  const counts = useMemo(() => statusCounts(runs), [runs]);
+  const openRun = useCallback((id: number) => navigate(`/runs/${id}`), [navigate]);
+  const overlayRuns = selectedRuns.length ? selectedRuns : runs.slice(0, 10);
+
+  return (
+    <Stack>
+      <Group justify="space-between" align="flex-start">
+        <Stack gap={4}>
+          <Group gap="xs">
+            <Title order={2} data-testid="experiment-name">{experiment.name}</Title>
+            <StarButton experimentId={experiment.id} starred={experiment.starred} />
+            <ReviewBadge state={experiment.review_state} />
+          </Group>
+          <Text size="sm" c="dimmed">
+            {experiment.kind} · {experiment.run_count} runs · by {experiment.author ?? '—'} · {timeAgo(experiment.created_at)} · project {experiment.project}
+          </Text>
+          <Group gap="xs">
+            <StatusCounts counts={counts} />
+          </Group>
+          <Tags target={{ type: 'experiment', id: experiment.id }} tags={experiment.tags} canWrite={canWrite} />
+        </Stack>
+        <Group>
+          <Button variant="default" component={Link} to={`/compare?runs=${[...selected].join(',')}`} disabled={selected.size < 2}>
+            Compare {selected.size >= 2 ? selected.size : ''} runs
+          </Button>
+          {canWrite && (
+            <>
+              <Button color="red" variant="light" disabled={!cancellable.length} loading={cancel.isPending} onClick={() => cancel.mutate(cancellable)} data-testid="bulk-cancel">
+                Cancel {cancellable.length || ''}
+              </Button>
+              <Button variant="light" disabled={!retryable.length} loading={retry.isPending} onClick={() => retry.mutate(retryable)} data-testid="bulk-retry">
+                Retry {retryable.length || ''}
+              </Button>
+            </>
+          )}
+        </Group>
+      </Group>
+      {experiment.description && <Text>{experiment.description}</Text>}
+
+      <Tabs defaultValue="runs" keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="runs">Runs</Tabs.Tab>
+          <Tabs.Tab value="sweep">Sweep analysis</Tabs.Tab>
+          {gridKind && <Tabs.Tab value="grid">Grid</Tabs.Tab>}
+          <Tabs.Tab value="review">Review</Tabs.Tab>
+          <Tabs.Tab value="spec">Spec</Tabs.Tab>
+        </Tabs.List>
+
+        <Tabs.Panel value="runs" pt="md">
+          <Grid>
+            <Grid.Col span={12}>
+              <RunsTable runs={runs} selected={selected} onSelect={setSelected} />
+            </Grid.Col>
+            <Grid.Col span={12}>
+              <Paper withBorder p="sm">
+                <Group justify="space-between" mb="xs">
+                  <Text fw={600}>{selectedRuns.length ? 'Selected runs' : `First ${overlayRuns.length} runs`}</Text>
+                  <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
+                </Group>
+                {metric ? <OverlayChart runs={overlayRuns} metricKey={metric} /> : <Text c="dimmed">No metrics yet.</Text>}
+              </Paper>
+            </Grid.Col>
+          </Grid>
+        </Tabs.Panel>
+
+        <Tabs.Panel value="sweep" pt="md">
+          <Stack>
+            <NativeSelect label="Colour by final metric" w={260} data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
+            {metric ? <ParallelCoords runs={runs} metric={metric} onOpenRun={openRun} /> : <Text c="dimmed">No metrics yet.</Text>}
+          </Stack>
+        </Tabs.Panel>
+
+        {gridKind && (
+          <Tabs.Panel value="grid" pt="md">
+            <QueryState isPending={gridResults.isPending} error={gridResults.error}>
+              {() => <SravenHeatmap results={gridResults.data ?? []} />}
+            </QueryState>
+          </Tabs.Panel>
+        )}
+
+        <Tabs.Panel value="review" pt="md">
+          <Grid>
+            <Grid.Col span={{ base: 12, md: 5 }}>
+              <Title order={4} mb="xs">Review</Title>
+              <ReviewPanel experimentId={experiment.id} canWrite={canWrite} />
+            </Grid.Col>
+            <Grid.Col span={{ base: 12, md: 7 }}>
+              <Title order={4} mb="xs">Comments</Title>
+              <Comments target={{ type: 'experiment', id: experiment.id }} canWrite={canWrite} />
+            </Grid.Col>
+          </Grid>
+        </Tabs.Panel>
+
+        <Tabs.Panel value="spec" pt="md">
+          <Grid>
+            <Grid.Col span={{ base: 12, md: 6 }}>
+              <Title order={5}>Spec</Title>
+              <JsonBlock value={experiment.spec} yaml />
+            </Grid.Col>
+            <Grid.Col span={{ base: 12, md: 6 }}>
+              <Title order={5}>Sweep</Title>
+              {experiment.sweep ? <JsonBlock value={experiment.sweep} yaml /> : <Alert color="gray">A single run, no sweep.</Alert>}
+            </Grid.Col>
+          </Grid>
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  );
+}
+
+export function ExperimentPage() {
+  const id = Number(useParams().id);
+  const experiment = useExperiment(id);
+  return (
+    <QueryState isPending={experiment.isPending} error={experiment.error}>
+      {() => <ExperimentView experiment={experiment.data!} />}
+    </QueryState>
+  );
+}

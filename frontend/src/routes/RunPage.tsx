@@ -1,0 +1,193 @@
+// One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
+// the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
+import { Alert, Anchor, Button, Code, Grid, Group, Paper, Progress, SimpleGrid, Stack, Tabs, Text, Title } from '@mantine/core';
+import { useEffect, useRef } from 'react';
+import { Link, useParams } from 'react-router';
+import type { Run } from '../api/types';
+import { MetricChart } from '../components/charts/MetricChart';
+import { JsonBlock } from '../components/common/JsonBlock';
+import { QueryState } from '../components/common/QueryState';
+import { StatusChip } from '../components/common/StatusChip';
+import { timeAgo } from '../components/common/time';
+import { KeyValues } from '../components/results/KeyValues';
+import { ResultView } from '../components/results/registry';
+import { Comments } from '../components/review/Comments';
+import { Tags } from '../components/review/Tags';
+import { useMetricKeys } from '../hooks/metrics';
+import { useCanWrite } from '../hooks/projects';
+import { useRunResults } from '../hooks/results';
+import { useRun, useRunAction, useRunEvents, useRunLogs, type LiveState } from '../hooks/runs';
+import { etaSeconds, formatDuration, percent } from '../lib/eta';
+import { durationSeconds, FINISHED } from '../lib/runsTable';
+
+/** Where MLflow's UI is; the embedded mode's `mlflow ui` default unless the build says otherwise. */
+export const MLFLOW_UI = (import.meta.env.VITE_MLFLOW_URL as string | undefined) ?? 'http://127.0.0.1:5000';
+
+function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
+  const p = live.progress ?? run.progress;
+  if (!p || (!p.total && !p.done)) return null;
+  const pct = percent(p.done, p.total);
+  const eta = run.status === 'running' ? etaSeconds(live.samples, p.total) : null;
+  return (
+    <Stack gap={4} data-testid="run-progress">
+      <Progress value={pct ?? 0} animated={run.status === 'running'} size="lg" aria-label="progress" />
+      <Group gap="md">
+        <Text size="sm">
+          {p.done.toLocaleString()}
+          {p.total ? ` / ${p.total.toLocaleString()}` : ''} {pct !== null ? `(${pct.toFixed(0)}%)` : ''}
+        </Text>
+        {run.status === 'running' && <Text size="sm" c="dimmed" data-testid="eta">ETA {formatDuration(eta)}</Text>}
+        {p.message && <Text size="sm" c="dimmed">{p.message}</Text>}
+        {live.connected && <Text size="xs" c="green">● live</Text>}
+      </Group>
+    </Stack>
+  );
+}
+
+function LogsTail({ runId, live }: { runId: number; live: boolean }) {
+  const logs = useRunLogs(runId, live);
+  const ref = useRef<HTMLPreElement>(null);
+  useEffect(() => {
+    if (ref.current) ref.current.scrollTop = ref.current.scrollHeight;
+  }, [logs.data]);
+  const lines = logs.data?.items ?? [];
+  if (!lines.length) return <Text c="dimmed" size="sm">No log lines.</Text>;
+  return (
+    <Code block ref={ref} style={{ maxHeight: 420, overflow: 'auto' }} data-testid="logs">
+      {lines.map((l) => l.line).join('\n')}
+    </Code>
+  );
+}
+
+function RunView({ run }: { run: Run }) {
+  const canWrite = useCanWrite(run.project_id);
+  const live = useRunEvents(run);
+  const unfinished = !FINISHED.has(run.status);
+  const keys = useMetricKeys(run.id, unfinished);
+  const results = useRunResults(run.id, unfinished);
+  const cancel = useRunAction('cancel');
+  const retry = useRunAction('retry');
+  const duration = durationSeconds(run as unknown as Parameters<typeof durationSeconds>[0]);
+  const version = Math.max(0, ...Object.values(live.steps));
+
+  return (
+    <Stack>
+      <Group justify="space-between" align="flex-start">
+        <Stack gap={4}>
+          <Group gap="sm">
+            <Title order={2}>Run #{run.id}</Title>
+            <StatusChip status={run.status} size="md" />
+            {run.cancel_requested && unfinished && <Text size="sm" c="orange">cancel requested</Text>}
+          </Group>
+          <Text size="sm" c="dimmed">
+            <Anchor component={Link} to={`/experiments/${run.experiment_id}`}>experiment {run.experiment_id}</Anchor> · index {run.index} · {run.kind} ·
+            attempt {run.attempt}/{run.max_attempts} · worker {run.worker ?? '—'} · queue {run.queue} · created {timeAgo(run.created_at)} · ran {formatDuration(duration)}
+          </Text>
+          <Tags target={{ type: 'run', id: run.id }} tags={run.tags} canWrite={canWrite} />
+        </Stack>
+        <Group>
+          {run.mlflow_run_id && (
+            <Button component="a" href={`${MLFLOW_UI}/#/runs/${run.mlflow_run_id}`} target="_blank" rel="noreferrer" variant="default">
+              Open in MLflow
+            </Button>
+          )}
+          {canWrite && unfinished && (
+            <Button color="red" variant="light" loading={cancel.isPending} onClick={() => cancel.mutate([run.id])} data-testid="cancel-run">
+              Cancel
+            </Button>
+          )}
+          {canWrite && (run.status === 'failed' || run.status === 'cancelled') && (
+            <Button variant="light" loading={retry.isPending} onClick={() => retry.mutate([run.id])} data-testid="retry-run">
+              Retry
+            </Button>
+          )}
+        </Group>
+      </Group>
+
+      <LiveProgress run={run} live={live} />
+
+      {run.error && (
+        <Alert color="red" title="Error" data-testid="run-error">
+          <Code block style={{ maxHeight: 360, overflow: 'auto', background: 'transparent' }}>
+            {run.error}
+          </Code>
+        </Alert>
+      )}
+
+      <Tabs defaultValue="metrics" keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="metrics">Metrics</Tabs.Tab>
+          <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
+          <Tabs.Tab value="spec">Spec & params</Tabs.Tab>
+          <Tabs.Tab value="logs">Logs</Tabs.Tab>
+          <Tabs.Tab value="comments">Comments</Tabs.Tab>
+        </Tabs.List>
+        <Tabs.Panel value="metrics" pt="md">
+          <QueryState isPending={keys.isPending} error={keys.error}>
+            {() =>
+              keys.data!.length === 0 ? (
+                <Text c="dimmed">No metrics yet.</Text>
+              ) : (
+                <SimpleGrid cols={{ base: 1, lg: keys.data!.length > 1 ? 2 : 1 }}>
+                  {keys.data!.map((k) => (
+                    <Paper key={k} withBorder p="xs">
+                      <MetricChart runId={run.id} metricKey={k} version={live.steps[k] ?? version} />
+                    </Paper>
+                  ))}
+                </SimpleGrid>
+              )
+            }
+          </QueryState>
+        </Tabs.Panel>
+        <Tabs.Panel value="results" pt="md">
+          <QueryState isPending={results.isPending} error={results.error}>
+            {() =>
+              results.data!.length === 0 ? (
+                <Text c="dimmed">No results yet.</Text>
+              ) : (
+                <Stack>
+                  {results.data!.map((r) => (
+                    <Paper key={r.id} withBorder p="sm" data-testid={`result-${r.kind}`}>
+                      <Text fw={600} mb="xs">{r.kind}</Text>
+                      <ResultView kind={r.kind} payload={r.payload as Record<string, unknown>} runId={run.id} />
+                    </Paper>
+                  ))}
+                </Stack>
+              )
+            }
+          </QueryState>
+        </Tabs.Panel>
+        <Tabs.Panel value="spec" pt="md">
+          <Grid>
+            <Grid.Col span={{ base: 12, md: 4 }}>
+              <Title order={5} mb="xs">Sweep params</Title>
+              {Object.keys(run.params).length ? <KeyValues rows={Object.entries(run.params)} /> : <Text c="dimmed">none</Text>}
+              <Title order={5} my="xs">Final metrics</Title>
+              {Object.keys(run.summary).length ? <KeyValues rows={Object.entries(run.summary)} /> : <Text c="dimmed">none</Text>}
+            </Grid.Col>
+            <Grid.Col span={{ base: 12, md: 8 }}>
+              <Title order={5} mb="xs">Resolved spec</Title>
+              <JsonBlock value={run.spec} yaml maxHeight={600} />
+            </Grid.Col>
+          </Grid>
+        </Tabs.Panel>
+        <Tabs.Panel value="logs" pt="md">
+          <LogsTail runId={run.id} live={unfinished} />
+        </Tabs.Panel>
+        <Tabs.Panel value="comments" pt="md">
+          <Comments target={{ type: 'run', id: run.id }} canWrite={canWrite} />
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  );
+}
+
+export function RunPage() {
+  const id = Number(useParams().id);
+  const run = useRun(id);
+  return (
+    <QueryState isPending={run.isPending} error={run.error}>
+      {() => <RunView run={run.data!} />}
+    </QueryState>
+  );
+}
