@@ -17,17 +17,22 @@ VISIBILITY_TIMEOUT_SECONDS = 7 * 24 * 3600
 
 
 def broker_options(settings: Settings) -> dict[str, Any]:
+    """Transport options: the filesystem broker's folders (one exchange folder, in = out, plus
+    processed/ and control/ for broadcast such as revoke), or Redis's visibility timeout."""
+    options: dict[str, Any] = {"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS}
     if settings.broker_url.startswith("filesystem://"):
         folder = settings.broker_folder
-        for sub in ("queue", "processed"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
-        return {
-            "data_folder_in": str(folder / "queue"),
-            "data_folder_out": str(folder / "queue"),
-            "processed_folder": str(folder / "processed"),
-            "store_processed": False,
-        }
-    return {"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS}
+        processed, control = folder / "processed", folder / "control"
+        for path in (folder, processed, control):
+            path.mkdir(parents=True, exist_ok=True)
+        options.update(
+            data_folder_in=str(folder),
+            data_folder_out=str(folder),
+            processed_folder=str(processed),
+            control_folder=str(control),
+            store_processed=False,
+        )
+    return options
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
