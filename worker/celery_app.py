@@ -19,49 +19,37 @@ Runs are long (minutes to days) and each one owns a GPU, so the settings are the
   heartbeating the run: the reaper hands it to the next worker.
 - no result backend: results travel through the REST API, not Celery.
 
-The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it deletes a
+The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it removes a
 message when a worker takes it (no visibility timeout), so there a lost worker's run is recovered by
 the backend's reaper alone.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
+# backend.broker imports backend.settings only: the dispatcher and the workers share its broker options,
+# so the filesystem broker's folders and the visibility timeout always agree on both sides.
+from backend.broker import QUEUES, TASK_EXECUTE, VISIBILITY_TIMEOUT_SECONDS, broker_options
 from backend.settings import Settings, get_settings
 
-TASK_EXECUTE = "runs.execute"
-QUEUES = ("cpu", "gpu")
-DEFAULT_VISIBILITY_TIMEOUT = 7 * 24 * 3600  # seconds; longer than any run we expect
-
-
-def filesystem_transport_options(folder: Path) -> dict[str, Any]:
-    """Kombu's filesystem transport with one exchange folder (in = out) plus processed/ and control/."""
-    processed = folder / "processed"
-    control = folder / "control"
-    for path in (folder, processed, control):
-        path.mkdir(parents=True, exist_ok=True)
-    return {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "processed_folder": str(processed),
-        "control_folder": str(control),
-        "store_processed": False,
-    }
+__all__ = [
+    "QUEUES",
+    "TASK_EXECUTE",
+    "VISIBILITY_TIMEOUT_SECONDS",
+    "app",
+    "celery_config",
+    "create_celery_app",
+]
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
-    visibility_timeout = int(getattr(settings, "broker_visibility_timeout", DEFAULT_VISIBILITY_TIMEOUT))
-    transport_options: dict[str, Any] = {"visibility_timeout": visibility_timeout}
-    if settings.broker_url.startswith("filesystem://"):
-        transport_options.update(filesystem_transport_options(settings.broker_folder))
     return {
         "broker_url": settings.broker_url,
-        "broker_transport_options": transport_options,
+        "broker_transport_options": broker_options(settings),
         "broker_connection_retry_on_startup": True,
         "result_backend": None,
         "task_ignore_result": True,
@@ -75,7 +63,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # On a broker connection loss the running job goes on; its message is redelivered only after the
         # visibility timeout and then refused by the claim.
         "worker_cancel_long_running_tasks_on_connection_loss": False,
-        "task_queues": [Queue(name) for name in QUEUES],
+        # one direct exchange per queue, as Celery makes for send_task(queue=...) on the dispatcher's side
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_default_queue": "cpu",
         "task_create_missing_queues": False,
         "task_serializer": "json",

@@ -47,6 +47,14 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def worker_token(settings: Settings) -> str | None:
+    """REASONLAB_WORKER_TOKEN, or in embedded mode the token ``reasonlab up`` keeps in ``home/worker.token``."""
+    if settings.worker_token:
+        return settings.worker_token
+    path = settings.home / "worker.token"
+    return path.read_text().strip() if path.is_file() else None
+
+
 def call_with_retry(
     call: Callable[[], T],
     *,
@@ -233,7 +241,7 @@ def execute(
     Raises ApiUnavailable only when the API could not be reached to claim (nothing ran: retry later).
     """
     owns_client = client is None
-    api = client or ReasonLabClient(settings.api_url, settings.worker_token or None)
+    api = client or ReasonLabClient(settings.api_url, worker_token(settings))
     worker = worker or worker_name()
     try:
         if attempt is None:  # a message without an attempt runs the run's current one

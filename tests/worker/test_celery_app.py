@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.broker import broker_options
 from backend.settings import Settings
 from worker.celery_app import TASK_EXECUTE, create_celery_app, worker_argv
 
@@ -30,10 +31,23 @@ def test_filesystem_broker_uses_one_folder_under_home(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
     options = create_celery_app(settings).conf.broker_transport_options
     folder = settings.broker_folder
-    assert options["data_folder_in"] == options["data_folder_out"] == str(folder)
-    assert options["processed_folder"] == str(folder / "processed")
-    assert options["control_folder"] == str(folder / "control")
-    assert (folder / "processed").is_dir() and (folder / "control").is_dir()
+    assert options == {
+        **broker_options(settings),
+        "control_folder": str(folder / "control"),
+    }  # as the dispatcher's
+    assert options["data_folder_in"] == options["data_folder_out"]
+    assert Path(options["data_folder_in"]).is_relative_to(folder)
+    assert Path(options["control_folder"]).is_relative_to(folder)  # not ./control of the cwd
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        assert Path(options[key]).is_dir()
+
+
+def test_each_queue_has_its_own_routing_key(tmp_path: Path) -> None:
+    conf = create_celery_app(Settings(home=tmp_path)).conf
+    assert {(q.name, q.exchange.name, q.routing_key) for q in conf.task_queues} == {
+        ("cpu", "cpu", "cpu"),
+        ("gpu", "gpu", "gpu"),
+    }
 
 
 def test_task_is_registered_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
