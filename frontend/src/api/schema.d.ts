@@ -9,6 +9,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Login */
         post: operations["auth-login"];
         delete?: never;
         options?: never;
@@ -23,10 +24,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Me */
         get: operations["auth-me"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Tokens */
+        get: operations["auth-list_tokens"];
+        put?: never;
+        /** Create Token */
+        post: operations["auth-create_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke Token */
+        delete: operations["auth-revoke_token"];
         options?: never;
         head?: never;
         patch?: never;
@@ -39,8 +76,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List Experiments */
         get: operations["experiments-list"];
         put?: never;
+        /** Create Experiment */
         post: operations["experiments-create"];
         delete?: never;
         options?: never;
@@ -55,6 +94,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get Experiment */
         get: operations["experiments-get"];
         put?: never;
         post?: never;
@@ -71,9 +111,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["reviews-experiment-comments"];
+        /** Experiment Comments */
+        get: operations["reviews-experiment_comments"];
         put?: never;
-        post: operations["reviews-experiment-comment"];
+        /** Comment Experiment */
+        post: operations["reviews-comment_experiment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -87,7 +129,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["results-experiment-list"];
+        /** Experiment Results */
+        get: operations["results-list_experiment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -104,7 +147,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put: operations["reviews-put"];
+        /** Review Experiment */
+        put: operations["reviews-review"];
         post?: never;
         delete?: never;
         options?: never;
@@ -119,6 +163,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List Reviews */
         get: operations["reviews-list"];
         put?: never;
         post?: never;
@@ -136,9 +181,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put: operations["experiments-star"];
+        /** Star */
+        put: operations["reviews-star"];
         post?: never;
-        delete: operations["experiments-unstar"];
+        /** Unstar */
+        delete: operations["reviews-unstar"];
         options?: never;
         head?: never;
         patch?: never;
@@ -152,9 +199,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put: operations["tags-experiment-add"];
+        /** Tag Experiment */
+        put: operations["reviews-tag_experiment"];
         post?: never;
-        delete: operations["tags-experiment-remove"];
+        /** Untag Experiment */
+        delete: operations["reviews-untag_experiment"];
         options?: never;
         head?: never;
         patch?: never;
@@ -169,6 +218,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Preview Experiment */
         post: operations["experiments-preview"];
         delete?: never;
         options?: never;
@@ -183,6 +233,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Health */
         get: operations["health-get"];
         put?: never;
         post?: never;
@@ -199,6 +250,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List Kinds */
         get: operations["kinds-list"];
         put?: never;
         post?: never;
@@ -215,9 +267,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List Projects */
         get: operations["projects-list"];
         put?: never;
-        post?: never;
+        /** Create Project */
+        post: operations["projects-create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -231,8 +285,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["projects-activity"];
+        /** Activity */
+        get: operations["reviews-activity"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Members */
+        get: operations["projects-members"];
+        /** Set Member */
+        put: operations["projects-set_member"];
         post?: never;
         delete?: never;
         options?: never;
@@ -247,6 +320,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List Runs */
         get: operations["runs-list"];
         put?: never;
         post?: never;
@@ -263,13 +337,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get Run */
         get: operations["runs-get"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** Patch Run */
+        patch: operations["runs-patch"];
         trace?: never;
     };
     "/api/v1/runs/{run_id}/cancel": {
@@ -281,7 +357,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel Run */
         post: operations["runs-cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim Run */
+        post: operations["runs-claim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -295,9 +389,62 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["reviews-run-comments"];
+        /** Run Comments */
+        get: operations["reviews-run_comments"];
         put?: never;
-        post: operations["reviews-run-comment"];
+        /** Comment Run */
+        post: operations["reviews-comment_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Run Events */
+        get: operations["runs-events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/finish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Finish Run */
+        post: operations["runs-finish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Heartbeat */
+        post: operations["runs-heartbeat"];
         delete?: never;
         options?: never;
         head?: never;
@@ -311,9 +458,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get Logs */
         get: operations["runs-logs"];
         put?: never;
-        post?: never;
+        /** Post Logs */
+        post: operations["runs-post_logs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -327,6 +476,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Metric Keys */
         get: operations["metrics-keys"];
         put?: never;
         post?: never;
@@ -343,9 +493,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get Metrics */
         get: operations["metrics-get"];
         put?: never;
-        post?: never;
+        /** Post Metrics */
+        post: operations["metrics-post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -359,9 +511,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: operations["results-run-list"];
+        /** Run Results */
+        get: operations["results-list_run"];
         put?: never;
-        post?: never;
+        /** Post Result */
+        post: operations["results-post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -377,6 +531,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Retry Run */
         post: operations["runs-retry"];
         delete?: never;
         options?: never;
@@ -392,9 +547,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put: operations["tags-run-add"];
+        /** Tag Run */
+        put: operations["reviews-tag_run"];
         post?: never;
-        delete: operations["tags-run-remove"];
+        /** Untag Run */
+        delete: operations["reviews-untag_run"];
         options?: never;
         head?: never;
         patch?: never;
@@ -404,240 +561,666 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Activity: {
+        /** Accepted */
+        Accepted: {
+            /** Accepted */
+            accepted: number;
+        };
+        /** ActivityPublic */
+        ActivityPublic: {
+            /** Actor */
             actor: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
             created_at: string;
+            /** Experiment Id */
             experiment_id: number | null;
+            /** Id */
             id: number;
+            /** Message */
             message: string;
+            /** Run Id */
             run_id: number | null;
-            /** @enum {string} */
-            type: "submitted" | "finished" | "failed" | "cancelled" | "commented" | "reviewed";
-        };
-        Bucket: {
-            count: number;
-            last: number;
-            max: number;
-            min: number;
-            step_end: number;
-            step_start: number;
-        };
-        Comment: {
-            author: string;
-            body: string;
-            created_at: string;
-            experiment_id: number | null;
-            id: number;
-            run_id: number | null;
-        };
-        CommentCreate: {
-            body: string;
-        };
-        ErrorBody: {
-            code: string;
-            detail: string;
-            errors?: components["schemas"]["ErrorItem"][];
-        };
-        ErrorItem: {
-            loc: (string | number)[];
-            msg: string;
+            /** Type */
             type: string;
         };
-        Experiment: {
-            author: string;
-            created_at: string;
-            description: string | null;
-            id: number;
-            kind: string;
+        /** ApiTokenCreate */
+        ApiTokenCreate: {
+            /**
+             * Name
+             * @default api
+             */
             name: string;
-            project: string;
-            project_id: number;
-            review_state: ("approved" | "changes_requested") | null;
-            run_count: number;
-            spec: {
-                [key: string]: unknown;
-            };
-            starred: boolean;
-            status_counts: {
-                [key: string]: number;
-            };
-            sweep: {
-                [key: string]: unknown;
-            } | null;
-            tags: string[];
         };
-        ExperimentCreate: {
-            description?: string | null;
-            kind: string;
+        /** ApiTokenCreated */
+        ApiTokenCreated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Name */
             name: string;
+            /** Prefix */
+            prefix: string;
+            /**
+             * Token
+             * @description shown once; stored hashed
+             */
+            token: string;
+        };
+        /** ApiTokenPublic */
+        ApiTokenPublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Name */
+            name: string;
+            /** Prefix */
+            prefix: string;
+        };
+        /** Bucket */
+        Bucket: {
+            /** Count */
+            count: number;
+            /** Last */
+            last: number | null;
+            /** Max */
+            max: number | null;
+            /** Min */
+            min: number | null;
+            /** Step End */
+            step_end: number;
+            /** Step Start */
+            step_start: number;
+        };
+        /** ClaimIn */
+        ClaimIn: {
+            /** Attempt */
+            attempt: number;
+            /** Worker */
+            worker: string;
+        };
+        /** CommentIn */
+        CommentIn: {
+            /**
+             * Body
+             * @description markdown
+             */
+            body: string;
+        };
+        /** CommentPublic */
+        CommentPublic: {
+            /** Author */
+            author: string | null;
+            /** Body */
+            body: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Experiment Id */
+            experiment_id: number | null;
+            /** Id */
+            id: number;
+            /** Run Id */
+            run_id: number | null;
+        };
+        /** Distribution */
+        Distribution: {
+            /**
+             * Dist
+             * @enum {string}
+             */
+            dist: "uniform" | "loguniform" | "int_uniform" | "choice";
+            /** High */
+            high?: number | null;
+            /** Low */
+            low?: number | null;
+            /** Values */
+            values?: unknown[] | null;
+        };
+        /** ErrorBody */
+        ErrorBody: {
+            /** Code */
+            code: string;
+            /** Detail */
+            detail: string;
+            /**
+             * Errors
+             * @default []
+             */
+            errors: components["schemas"]["ErrorItem"][];
+        };
+        /** ErrorItem */
+        ErrorItem: {
+            /** Loc */
+            loc: (string | number)[];
+            /** Msg */
+            msg: string;
+            /** Type */
+            type: string;
+        };
+        /** ExperimentCreate */
+        ExperimentCreate: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /** Project */
             project?: string | null;
+            /** Spec */
             spec?: {
                 [key: string]: unknown;
             };
-            sweep?: {
-                [key: string]: unknown;
-            } | null;
+            sweep?: components["schemas"]["Sweep"] | null;
+            /** Tags */
             tags?: string[];
         };
-        ExperimentDetail: components["schemas"]["Experiment"] & {
-            runs: components["schemas"]["Run"][];
+        /** ExperimentDetail */
+        ExperimentDetail: {
+            /** Author */
+            author: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Description */
+            description: string;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /** Project */
+            project: string;
+            /** Project Id */
+            project_id: number;
+            /** Review State */
+            review_state: string | null;
+            /** Run Count */
+            run_count: number;
+            /** Runs */
+            runs: components["schemas"]["RunPublic"][];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Starred */
+            starred: boolean;
+            /** Status Counts */
+            status_counts: {
+                [key: string]: number;
+            };
+            /** Sweep */
+            sweep: {
+                [key: string]: unknown;
+            } | null;
+            /** Tags */
+            tags: string[];
         };
+        /** ExperimentPage */
         ExperimentPage: {
-            items: components["schemas"]["Experiment"][];
+            /** Items */
+            items: components["schemas"]["ExperimentPublic"][];
+            /** Next Cursor */
             next_cursor: string | null;
         };
-        ExperimentResult: {
+        /** ExperimentPublic */
+        ExperimentPublic: {
+            /** Author */
+            author: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
             created_at: string;
+            /** Description */
+            description: string;
+            /** Id */
             id: number;
+            /** Kind */
             kind: string;
-            params: {
+            /** Name */
+            name: string;
+            /** Project */
+            project: string;
+            /** Project Id */
+            project_id: number;
+            /** Review State */
+            review_state: string | null;
+            /** Run Count */
+            run_count: number;
+            /** Spec */
+            spec: {
                 [key: string]: unknown;
             };
-            payload: {
-                [key: string]: unknown;
+            /** Starred */
+            starred: boolean;
+            /** Status Counts */
+            status_counts: {
+                [key: string]: number;
             };
-            run_id: number;
+            /** Sweep */
+            sweep: {
+                [key: string]: unknown;
+            } | null;
+            /** Tags */
+            tags: string[];
         };
+        /** FinishIn */
+        FinishIn: {
+            /** Attempt */
+            attempt: number;
+            /** Error */
+            error?: string | null;
+            /** Mlflow Run Id */
+            mlflow_run_id?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "succeeded" | "failed" | "cancelled";
+        };
+        /** Health */
         Health: {
+            /** Database */
             database: string;
+            /** Status */
             status: string;
+            /** Version */
             version: string;
         };
-        Kind: {
+        /** HeartbeatIn */
+        HeartbeatIn: {
+            /** Attempt */
+            attempt: number;
+            progress?: components["schemas"]["Progress"] | null;
+        };
+        /** HeartbeatOut */
+        HeartbeatOut: {
+            /** Cancel Requested */
+            cancel_requested: boolean;
+        };
+        /** KindPublic */
+        KindPublic: {
+            /** Defaults */
             defaults: {
                 [key: string]: unknown;
             };
+            /** Description */
             description: string;
+            /** Name */
             name: string;
+            /** Result Kinds */
             result_kinds: string[];
+            /** Spec Schema */
             spec_schema: {
                 [key: string]: unknown;
             };
         };
-        LoginRequest: {
+        /** LoginIn */
+        LoginIn: {
+            /** Password */
             password: string;
+            /** Username */
             username: string;
         };
-        LoginResponse: {
-            access_token: string;
-            expires_at: string;
-            token_type: string;
-        };
+        /** LogLine */
         LogLine: {
+            /** Line */
             line: string;
+            /** Seq */
             seq: number;
+            /**
+             * Time
+             * Format: date-time
+             */
             time: string;
         };
-        LogPage: {
+        /** LogsIn */
+        LogsIn: {
+            /** Lines */
+            lines: string[];
+        };
+        /** LogsPage */
+        LogsPage: {
+            /** Items */
             items: components["schemas"]["LogLine"][];
+            /** Last Seq */
             last_seq: number;
         };
-        Me: {
-            id: number;
-            is_admin: boolean;
-            memberships: components["schemas"]["Membership"][];
+        /** MemberPublic */
+        MemberPublic: {
+            /** Role */
+            role: string;
+            /** User Id */
+            user_id: number;
+            /** Username */
             username: string;
         };
-        Membership: {
+        /** MemberSet */
+        MemberSet: {
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "viewer" | "member" | "admin";
+            /** Username */
+            username: string;
+        };
+        /** MembershipPublic */
+        MembershipPublic: {
+            /** Project */
             project: string;
+            /** Project Id */
             project_id: number;
-            /** @enum {string} */
-            role: "admin" | "member" | "viewer";
+            /** Role */
+            role: string;
         };
-        MetricSeries: {
-            buckets: components["schemas"]["Bucket"][];
-            step_max: number | null;
-            step_min: number | null;
-            total_points: number;
+        /** MetricBatch */
+        MetricBatch: {
+            /** Points */
+            points: components["schemas"]["MetricPoint"][];
         };
-        MetricsResponse: {
+        /** MetricPoint */
+        MetricPoint: {
+            /** Key */
+            key: string;
+            /** Step */
+            step: number;
+            /** Time */
+            time?: string | null;
+            /** Value */
+            value: number;
+        };
+        /** MetricsOut */
+        MetricsOut: {
+            /** Run Id */
             run_id: number;
+            /** Series */
             series: {
-                [key: string]: components["schemas"]["MetricSeries"];
+                [key: string]: components["schemas"]["Series"];
             };
         };
+        /** Preview */
         Preview: {
+            /** Count */
             count: number;
+            /** Runs */
             runs: components["schemas"]["PreviewRun"][];
         };
+        /** PreviewRun */
         PreviewRun: {
+            /** Index */
             index: number;
+            /** Params */
             params: {
                 [key: string]: unknown;
             };
+            /** Spec */
             spec: {
                 [key: string]: unknown;
             };
         };
+        /** Progress */
         Progress: {
+            /**
+             * Done
+             * @default 0
+             */
             done: number;
-            message: string | null;
-            total: number | null;
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /**
+             * Total
+             * @default 0
+             */
+            total: number;
         };
-        Project: {
-            description: string | null;
-            id: number;
+        /** ProjectCreate */
+        ProjectCreate: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Name */
             name: string;
         };
-        Result: {
+        /** ProjectPublic */
+        ProjectPublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
             created_at: string;
+            /** Description */
+            description: string;
+            /** Id */
             id: number;
+            /** Name */
+            name: string;
+            /** Role */
+            role: string;
+        };
+        /** RandomSweep */
+        RandomSweep: {
+            /**
+             * N
+             * @description number of random samples
+             */
+            n: number;
+            /** Params */
+            params: {
+                [key: string]: components["schemas"]["Distribution"];
+            };
+            /**
+             * Seed
+             * @description seed of the sampler (the expansion is reproducible)
+             * @default 0
+             */
+            seed: number;
+        };
+        /** ResultIn */
+        ResultIn: {
+            /** Kind */
             kind: string;
+            /** Payload */
             payload: {
                 [key: string]: unknown;
             };
+        };
+        /** ResultPublic */
+        ResultPublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Params */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** Run Id */
             run_id: number;
         };
-        Review: {
-            body: string | null;
+        /** ReviewIn */
+        ReviewIn: {
+            /**
+             * Body
+             * @default
+             */
+            body: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "approved" | "changes_requested";
+        };
+        /** ReviewPublic */
+        ReviewPublic: {
+            /** Body */
+            body: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
             created_at: string;
+            /** Experiment Id */
             experiment_id: number;
+            /** Id */
             id: number;
-            reviewer: string;
-            /** @enum {string} */
-            state: "approved" | "changes_requested";
+            /** Reviewer */
+            reviewer: string | null;
+            /** State */
+            state: string;
         };
-        ReviewPut: {
-            body?: string | null;
-            /** @enum {string} */
-            state: "approved" | "changes_requested";
+        /** RunPage */
+        RunPage: {
+            /** Items */
+            items: components["schemas"]["RunPublic"][];
+            /** Next Cursor */
+            next_cursor: string | null;
         };
-        Run: {
+        /** RunPatch */
+        RunPatch: {
+            /** Mlflow Run Id */
+            mlflow_run_id?: string | null;
+        };
+        /** RunPublic */
+        RunPublic: {
+            /** Attempt */
             attempt: number;
+            /** Cancel Requested */
             cancel_requested: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
             created_at: string;
+            /** Error */
             error: string | null;
+            /** Experiment Id */
             experiment_id: number;
+            /** Finished At */
             finished_at: string | null;
+            /** Heartbeat At */
             heartbeat_at: string | null;
+            /** Id */
             id: number;
+            /** Index */
             index: number;
+            /** Kind */
             kind: string;
+            /** Max Attempts */
             max_attempts: number;
+            /** Mlflow Run Id */
             mlflow_run_id: string | null;
+            /** Params */
             params: {
                 [key: string]: unknown;
             };
-            progress: components["schemas"]["Progress"] | null;
+            progress: components["schemas"]["Progress"];
+            /** Project Id */
             project_id: number;
+            /** Queue */
             queue: string;
+            /** Spec */
             spec: {
                 [key: string]: unknown;
             };
+            /** Started At */
             started_at: string | null;
-            status: components["schemas"]["RunStatus"];
+            /** Status */
+            status: string;
+            /** Summary */
             summary: {
-                [key: string]: number;
+                [key: string]: unknown;
             };
+            /** Tags */
             tags: string[];
+            /** Worker */
             worker: string | null;
         };
-        RunPage: {
-            items: components["schemas"]["Run"][];
-            next_cursor: string | null;
+        /** Series */
+        Series: {
+            /** Buckets */
+            buckets: components["schemas"]["Bucket"][];
+            /** Step Max */
+            step_max: number | null;
+            /** Step Min */
+            step_min: number | null;
+            /** Total Points */
+            total_points: number;
         };
-        /** @enum {string} */
-        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /** Sweep */
+        Sweep: {
+            /** Grid */
+            grid?: {
+                [key: string]: unknown[];
+            };
+            random?: components["schemas"]["RandomSweep"] | null;
+            /** Seeds */
+            seeds?: number[];
+        };
+        /** TokenOut */
+        TokenOut: {
+            /** Access Token */
+            access_token: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /**
+             * Token Type
+             * @default bearer
+             */
+            token_type: string;
+        };
+        /** UserPublic */
+        UserPublic: {
+            /** Id */
+            id: number;
+            /** Is Admin */
+            is_admin: boolean;
+            /** Memberships */
+            memberships: components["schemas"]["MembershipPublic"][];
+            /** Username */
+            username: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -656,21 +1239,57 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["LoginRequest"];
+                "application/json": components["schemas"]["LoginIn"];
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LoginResponse"];
+                    "application/json": components["schemas"]["TokenOut"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -689,17 +1308,252 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Me"];
+                    "application/json": components["schemas"]["UserPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "auth-list_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "auth-create_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiTokenCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenCreated"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "auth-revoke_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -712,10 +1566,10 @@ export interface operations {
     "experiments-list": {
         parameters: {
             query?: {
-                cursor?: string;
-                kind?: string;
+                cursor?: string | null;
+                kind?: string | null;
                 limit?: number;
-                project?: string;
+                project?: string | null;
             };
             header?: never;
             path?: never;
@@ -723,7 +1577,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -732,8 +1586,44 @@ export interface operations {
                     "application/json": components["schemas"]["ExperimentPage"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -756,7 +1646,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -765,8 +1655,44 @@ export interface operations {
                     "application/json": components["schemas"]["ExperimentDetail"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -787,7 +1713,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -796,8 +1722,44 @@ export interface operations {
                     "application/json": components["schemas"]["ExperimentDetail"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -807,7 +1769,7 @@ export interface operations {
             };
         };
     };
-    "reviews-experiment-comments": {
+    "reviews-experiment_comments": {
         parameters: {
             query?: never;
             header?: never;
@@ -818,17 +1780,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Comment"][];
+                    "application/json": components["schemas"]["CommentPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -838,7 +1836,7 @@ export interface operations {
             };
         };
     };
-    "reviews-experiment-comment": {
+    "reviews-comment_experiment": {
         parameters: {
             query?: never;
             header?: never;
@@ -849,21 +1847,57 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CommentCreate"];
+                "application/json": components["schemas"]["CommentIn"];
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Comment"];
+                    "application/json": components["schemas"]["CommentPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -873,10 +1907,10 @@ export interface operations {
             };
         };
     };
-    "results-experiment-list": {
+    "results-list_experiment": {
         parameters: {
             query?: {
-                kind?: string;
+                kind?: string | null;
             };
             header?: never;
             path: {
@@ -886,17 +1920,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExperimentResult"][];
+                    "application/json": components["schemas"]["ResultPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -906,7 +1976,7 @@ export interface operations {
             };
         };
     };
-    "reviews-put": {
+    "reviews-review": {
         parameters: {
             query?: never;
             header?: never;
@@ -917,21 +1987,57 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ReviewPut"];
+                "application/json": components["schemas"]["ReviewIn"];
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Review"];
+                    "application/json": components["schemas"]["ReviewPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -952,17 +2058,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Review"][];
+                    "application/json": components["schemas"]["ReviewPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -972,7 +2114,7 @@ export interface operations {
             };
         };
     };
-    "experiments-star": {
+    "reviews-star": {
         parameters: {
             query?: never;
             header?: never;
@@ -983,19 +2125,51 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
-            200: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1005,7 +2179,7 @@ export interface operations {
             };
         };
     };
-    "experiments-unstar": {
+    "reviews-unstar": {
         parameters: {
             query?: never;
             header?: never;
@@ -1016,19 +2190,51 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
-            200: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1038,7 +2244,7 @@ export interface operations {
             };
         };
     };
-    "tags-experiment-add": {
+    "reviews-tag_experiment": {
         parameters: {
             query?: never;
             header?: never;
@@ -1050,19 +2256,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": string[];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1072,7 +2312,7 @@ export interface operations {
             };
         };
     };
-    "tags-experiment-remove": {
+    "reviews-untag_experiment": {
         parameters: {
             query?: never;
             header?: never;
@@ -1084,19 +2324,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": string[];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1119,7 +2393,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1128,8 +2402,44 @@ export interface operations {
                     "application/json": components["schemas"]["Preview"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1148,7 +2458,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1157,8 +2467,44 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1177,17 +2523,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Kind"][];
+                    "application/json": components["schemas"]["KindPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1206,17 +2588,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"][];
+                    "application/json": components["schemas"]["ProjectPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1226,7 +2644,76 @@ export interface operations {
             };
         };
     };
-    "projects-activity": {
+    "projects-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProjectCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reviews-activity": {
         parameters: {
             query?: {
                 limit?: number;
@@ -1239,17 +2726,191 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Activity"][];
+                    "application/json": components["schemas"]["ActivityPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "projects-members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "projects-set_member": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberSet"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1262,15 +2923,15 @@ export interface operations {
     "runs-list": {
         parameters: {
             query?: {
-                cursor?: string;
-                experiment_id?: number;
-                kind?: string;
+                cursor?: string | null;
+                experiment_id?: number | null;
+                kind?: string | null;
                 limit?: number;
-                order?: string;
-                project?: string;
+                order?: "asc" | "desc";
+                project?: string | null;
                 sort?: string;
-                status?: string;
-                tag?: string;
+                status?: string[] | null;
+                tag?: string | null;
             };
             header?: never;
             path?: never;
@@ -1278,7 +2939,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1287,8 +2948,44 @@ export interface operations {
                     "application/json": components["schemas"]["RunPage"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1309,17 +3006,124 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Run"];
+                    "application/json": components["schemas"]["RunPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1340,17 +3144,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Run"];
+                    "application/json": components["schemas"]["RunPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1360,38 +3200,7 @@ export interface operations {
             };
         };
     };
-    "reviews-run-comments": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                run_id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Comment"][];
-                };
-            };
-            /** @description error */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    "reviews-run-comment": {
+    "runs-claim": {
         parameters: {
             query?: never;
             header?: never;
@@ -1402,21 +3211,404 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CommentCreate"];
+                "application/json": components["schemas"]["ClaimIn"];
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reviews-run_comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommentPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reviews-comment_run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommentIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Comment"];
+                    "application/json": components["schemas"]["CommentPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description status, progress, metrics, end */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-finish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FinishIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatOut"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1440,17 +3632,122 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogPage"];
+                    "application/json": components["schemas"]["LogsPage"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-post_logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogsIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1471,7 +3768,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1480,8 +3777,44 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1494,10 +3827,11 @@ export interface operations {
     "metrics-get": {
         parameters: {
             query?: {
+                /** @description comma-separated keys; empty = all */
                 keys?: string;
                 max_points?: number;
-                step_max?: number;
-                step_min?: number;
+                step_max?: number | null;
+                step_min?: number | null;
             };
             header?: never;
             path: {
@@ -1507,17 +3841,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricsResponse"];
+                    "application/json": components["schemas"]["MetricsOut"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1527,10 +3897,88 @@ export interface operations {
             };
         };
     };
-    "results-run-list": {
+    "metrics-post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetricBatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description more than 10,000 points */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "results-list_run": {
         parameters: {
             query?: {
-                kind?: string;
+                kind?: string | null;
             };
             header?: never;
             path: {
@@ -1540,17 +3988,124 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Result"][];
+                    "application/json": components["schemas"]["ResultPublic"][];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "results-post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResultIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResultPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1571,17 +4126,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Run"];
+                    "application/json": components["schemas"]["RunPublic"];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1591,7 +4182,7 @@ export interface operations {
             };
         };
     };
-    "tags-run-add": {
+    "reviews-tag_run": {
         parameters: {
             query?: never;
             header?: never;
@@ -1603,19 +4194,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": string[];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1625,7 +4250,7 @@ export interface operations {
             };
         };
     };
-    "tags-run-remove": {
+    "reviews-untag_run": {
         parameters: {
             query?: never;
             header?: never;
@@ -1637,19 +4262,53 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Successful Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": string[];
                 };
             };
-            /** @description error */
-            default: {
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

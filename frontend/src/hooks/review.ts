@@ -34,8 +34,13 @@ export function useReviews(experimentId: number) {
 export function useSubmitReview(experimentId: number) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (body: { state: 'approved' | 'changes_requested'; body?: string | null }) =>
-      unwrap(api.PUT('/api/v1/experiments/{experiment_id}/review', { params: { path: { experiment_id: experimentId } }, body })),
+    mutationFn: (review: { state: 'approved' | 'changes_requested'; body?: string | null }) =>
+      unwrap(
+        api.PUT('/api/v1/experiments/{experiment_id}/review', {
+          params: { path: { experiment_id: experimentId } },
+          body: { state: review.state, body: review.body ?? '' },
+        }),
+      ),
     onSuccess: () => qc.invalidateQueries({ queryKey: ['experiments'] }),
   });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket } from './buckets';
 
-const b = (step_start: number, step_end: number, min: number, max: number, last: number, count = 1): Bucket => ({
+const b = (step_start: number, step_end: number, min: number | null, max: number | null, last: number | null, count = 1): Bucket => ({
   step_start, step_end, min, max, last, count,
 });
 
@@ -27,7 +27,7 @@ describe('bucketsToSeries', () => {
   });
 
   it('turns non-finite values into gaps instead of breaking the stack', () => {
-    const s = bucketsToSeries([b(0, 0, NaN, NaN, NaN), b(1, 1, 1, Infinity, 1)]);
+    const s = bucketsToSeries([b(0, 0, NaN, NaN, NaN), b(1, 1, 1, Infinity, 1), b(2, 2, null, null, null)]);
     expect(s.line).toEqual([[1, 1]]);
     expect(s.lower).toEqual([]);
   });

@@ -3,9 +3,10 @@
 export interface Bucket {
   step_start: number;
   step_end: number;
-  min: number;
-  max: number;
-  last: number;
+  /** null where the bucket's values were not finite (NaN, inf are stored, and drawn as gaps) */
+  min: number | null;
+  max: number | null;
+  last: number | null;
   count: number;
 }
 
@@ -21,8 +22,8 @@ export interface BandSeries {
 }
 
 /** Non-finite values (NaN, inf are stored as given) would break a stacked band: they become gaps. */
-function finite(v: number): number | null {
-  return Number.isFinite(v) ? v : null;
+function finite(v: number | null): number | null {
+  return v !== null && Number.isFinite(v) ? v : null;
 }
 
 export function bucketsToSeries(buckets: readonly Bucket[]): BandSeries {

@@ -1,0 +1,175 @@
+// The dashboard end to end, against a real `reasonlab up` (API + worker) on a temporary home, driven in
+// Debian's chromium. Screenshots of every page land in test-output/e2e/.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+
+const RUN_TIMEOUT = 120_000;
+let platform;
+let browser;
+let page;
+const state = {};
+
+async function login(username, password) {
+  await page.goto(`${platform.url}/login`);
+  await page.getByLabel('Username').fill(username);
+  await page.locator('input[name="password"]').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('current-user').filter({ hasText: username }).waitFor();
+}
+
+async function logout() {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Sign in' }).waitFor();
+}
+
+describe('dashboard', { timeout: 600_000 }, () => {
+  before(async () => {
+    platform = await startPlatform();
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    page.on('pageerror', (e) => console.error('page error:', e.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await platform?.stop();
+  });
+
+  it('logs in', async () => {
+    await page.goto(`${platform.url}/`);
+    await page.waitForURL(/\/login/);
+    await screenshot(page, '01-login');
+    await login(platform.admin.username, platform.admin.password);
+    await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
+    await screenshot(page, '02-experiments-empty');
+  });
+
+  it('creates a diagnostic sweep of 3 runs from the form, with a preview', async () => {
+    await page.getByTestId('new-experiment').click();
+    await page.getByTestId('schema-form').waitFor();
+    await page.getByLabel('Name').first().fill('e2e lr sweep');
+    // short, visibly live runs: 40 steps at 0.05 s
+    await page.locator('#spec-train-steps').fill('40');
+    await page.locator('#spec-train-step_delay').fill('0.05');
+    await page.locator('#spec-train-checkpoint_every').fill('10');
+    await page.getByRole('button', { name: '+ grid axis' }).click();
+    await page.getByLabel('grid axis 1 parameter').fill('train.lr');
+    await page.keyboard.press('Escape');
+    await page.getByLabel('grid axis 1 values').fill('0.1, 0.03, 0.01');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByTestId('preview-count').filter({ hasText: '3 runs' }).waitFor();
+    await screenshot(page, '03-new-experiment-preview');
+    await page.getByTestId('submit-experiment').click();
+    await page.waitForURL(/\/experiments\/\d+$/);
+    state.experimentId = Number(new URL(page.url()).pathname.split('/').pop());
+    await page.getByTestId('experiment-name').filter({ hasText: 'e2e lr sweep' }).waitFor();
+    const detail = await platform.api(`/experiments/${state.experimentId}`);
+    assert.equal(detail.runs.length, 3);
+    assert.deepEqual(detail.runs.map((r) => r.params['train.lr']).sort(), [0.01, 0.03, 0.1]);
+  });
+
+  it('shows the runs turn running, then succeeded, without reloading', async () => {
+    const navigations = [];
+    page.on('framenavigated', (f) => f === page.mainFrame() && navigations.push(f.url()));
+    const rows = page.locator('[data-testid="runs-table"] [role="row"][data-run-id]');
+    await rows.first().waitFor();
+    assert.equal(await rows.count(), 3);
+    await page.locator('[role="row"][data-status="running"]').first().waitFor({ timeout: RUN_TIMEOUT });
+    await screenshot(page, '04-experiment-running');
+    await page.waitForFunction(
+      () => document.querySelectorAll('[role="row"][data-status="succeeded"]').length === 3,
+      null,
+      { timeout: RUN_TIMEOUT, polling: 250 },
+    );
+    assert.deepEqual(navigations, [], 'the page never reloaded');
+    await page.getByTestId('overlay-chart').waitFor();
+    await page.waitForTimeout(500);
+    await screenshot(page, '05-experiment-succeeded');
+  });
+
+  it('opens a run and shows a non-empty loss chart', async () => {
+    await page.getByTestId('run-link').first().click();
+    await page.waitForURL(/\/runs\/\d+$/);
+    const chart = page.getByTestId('metric-chart-loss');
+    await chart.waitFor();
+    const points = Number(await chart.getAttribute('data-points'));
+    assert.ok(points > 0, `loss chart has ${points} points`);
+    const canvas = chart.locator('canvas').first();
+    await canvas.waitFor();
+    const box = await canvas.boundingBox();
+    assert.ok(box && box.width > 100 && box.height > 100);
+    await page.waitForTimeout(300);
+    await screenshot(page, '06-run');
+    await page.getByRole('tab', { name: /Results/ }).click();
+    await page.getByTestId('result-diagnostic').waitFor();
+    await screenshot(page, '07-run-results');
+  });
+
+  it('compares two runs with the param diff highlighted', async () => {
+    await page.goto(`${platform.url}/experiments/${state.experimentId}`);
+    await page.getByLabel(/select run \d+/).first().waitFor();
+    const boxes = page.getByLabel(/select run \d+/);
+    await boxes.nth(0).check();
+    await boxes.nth(1).check();
+    await page.getByRole('link', { name: /Compare 2 runs/ }).click();
+    await page.waitForURL(/\/compare\?runs=/);
+    const diff = page.getByTestId('param-diff');
+    await diff.waitFor();
+    const differing = await diff.locator('tr[data-differs="true"] td:first-child').allTextContents();
+    assert.deepEqual(differing, ['train.lr']);
+    await page.getByTestId('overlay-chart').waitFor();
+    await page.waitForTimeout(500);
+    await screenshot(page, '08-compare');
+  });
+
+  it('comments in markdown and approves the experiment', async () => {
+    await page.goto(`${platform.url}/experiments/${state.experimentId}`);
+    await page.getByRole('tab', { name: 'Review' }).click();
+    await page.getByLabel('Comment (markdown)').fill('Loss falls for **every** lr; `0.1` is fastest.');
+    await page.getByRole('button', { name: 'Comment', exact: true }).click();
+    await page.getByTestId('comment').locator('strong', { hasText: 'every' }).waitFor();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByTestId('review-state').filter({ hasText: 'approved' }).first().waitFor();
+    await screenshot(page, '09-review');
+    const reviews = await platform.api(`/experiments/${state.experimentId}/reviews`);
+    assert.equal(reviews.at(-1).state, 'approved');
+    await page.getByRole('link', { name: 'Activity' }).click();
+    await page.getByTestId('activity').waitFor();
+    await page.getByText('reviewed', { exact: true }).first().waitFor();
+    await screenshot(page, '10-activity');
+  });
+
+  it('shows the field error of a bad value and creates nothing', async () => {
+    const before = (await platform.api('/experiments?limit=200')).items.length;
+    await page.goto(`${platform.url}/experiments/new`);
+    await page.getByTestId('schema-form').waitFor();
+    await page.locator('#spec-train-lr').fill('-1');
+    await page.getByTestId('submit-experiment').click();
+    // the server's 422 lands on the field: the input is marked invalid and its message shows
+    await page.locator('#spec-train-lr[aria-invalid="true"]').waitFor();
+    await page.getByText('Input should be greater than 0').first().waitFor();
+    await screenshot(page, '11-new-experiment-field-error');
+    assert.match(page.url(), /\/experiments\/new$/);
+    const afterCount = (await platform.api('/experiments?limit=200')).items.length;
+    assert.equal(afterCount, before, 'nothing was created');
+  });
+
+  it('shows a viewer no submit, cancel or retry buttons', async () => {
+    platform.cli('user', 'create', 'vera', '--password', 'viewer-pass-123', '--role', 'viewer');
+    await logout();
+    await login('vera', 'viewer-pass-123');
+    await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
+    assert.equal(await page.getByTestId('new-experiment').count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'New experiment' }).count(), 0);
+    await screenshot(page, '12-viewer-experiments');
+    await page.goto(`${platform.url}/experiments/new`);
+    await page.getByTestId('schema-form').waitFor();
+    assert.equal(await page.getByTestId('submit-experiment').count(), 0);
+    await screenshot(page, '13-viewer-new-experiment');
+    await page.goto(`${platform.url}/experiments/${state.experimentId}`);
+    await page.getByTestId('runs-table').waitFor();
+    assert.equal(await page.getByTestId('bulk-cancel').count(), 0);
+    assert.equal(await page.getByTestId('bulk-retry').count(), 0);
+  });
+});
