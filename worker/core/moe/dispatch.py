@@ -1,8 +1,8 @@
 """Combining routed experts: y[n] = sum_j routing_weights[n, j] * expert_{selected_experts[n, j]}(x[n]).
 
 Three implementations of the same function (SMoE paper 004, appendix A.2.1, Listing 1 lines 33-53):
-`dense_masked_moe` runs Listing 1 literally (reference); `sorted_moe` and `grouped_moe` run each expert once
-on the rows routed to it, so the cost grows with k and not with E.
+`dense_masked_moe` runs Listing 1 literally (reference); `grouped_moe` (here) and `sorted_moe`
+(sorted_dispatch.py) run each expert once on the rows routed to it, so the cost grows with k and not with E.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from worker.core.moe.experts import Experts
+from worker.core.moe.sorted_dispatch import sort_by_expert
 
 
 def dense_masked_moe(
@@ -33,18 +34,6 @@ def dense_masked_moe(
     return torch.sum(outputs * routing_weights[..., None].to(outputs.dtype), dim=1)  # [N, d]
 
 
-def sort_by_expert(selected_experts: Tensor, num_experts: int) -> tuple[Tensor, Tensor]:
-    """Order the N*k (token, slot) pairs by expert.
-
-    selected_experts [N, k] long. Returns (order [N*k] long: flat pair indices n*k + j grouped by expert,
-    stable so tokens stay in order within an expert; counts [E] long).
-    """
-    flat = selected_experts.reshape(-1)  # [N*k]
-    order = torch.argsort(flat, stable=True)  # [N*k]
-    counts = torch.bincount(flat, minlength=num_experts)  # [E]
-    return order, counts
-
-
 def _combine(ys: Tensor, order: Tensor, routing_weights: Tensor, N: int) -> Tensor:
     """Scale each sorted row by its routing weight and add it back to its token.
 
@@ -56,21 +45,12 @@ def _combine(ys: Tensor, order: Tensor, routing_weights: Tensor, N: int) -> Tens
     return ys.new_zeros(N, ys.shape[1]).index_add(0, token_idx, ys * w_sorted[:, None])
 
 
-def sorted_moe(x: Tensor, experts: Experts, selected_experts: Tensor, routing_weights: Tensor) -> Tensor:
-    """Listing 1's function with each expert run once on its contiguous slice of the routed rows.
-
-    x [N, d]; selected_experts [N, k] long; routing_weights [N, k]. Returns y [N, d].
-    """
-    N = x.shape[0]
-    k = selected_experts.shape[1]
-    order, counts = sort_by_expert(selected_experts, experts.num_experts)
-    xs = x.index_select(0, order // k)  # [S = N*k, d], rows grouped by expert
-    ys = experts.forward_sorted(xs, counts.tolist())  # [S, d]
-    return _combine(ys, order, routing_weights, N)
-
-
 def grouped_moe(x: Tensor, experts: Experts, selected_experts: Tensor, routing_weights: Tensor) -> Tensor:
-    """As `sorted_moe`, with one torch grouped GEMM per projection instead of a loop over experts."""
+    """As `sorted_moe`, with one torch grouped GEMM per projection instead of a loop over experts.
+
+    x [N, d]; selected_experts [N, k] long; routing_weights [N, k]. Returns y [N, d]. Autograd does the
+    backward (grouped_mm has its own derivative).
+    """
     N = x.shape[0]
     k = selected_experts.shape[1]
     order, counts = sort_by_expert(selected_experts, experts.num_experts)

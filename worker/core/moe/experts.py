@@ -76,32 +76,10 @@ class Experts(nn.Module):
             return (F.silu(x @ self.w_gate[e]) * (x @ self.w_up[e])) @ self.w_down[e]
         return self._act(x @ self.w1[e] + self.b1[e]) @ self.w2[e] + self.b2[e]
 
-    def forward_sorted(self, xs: Tensor, counts: list[int]) -> Tensor:
-        """Rows xs [S, d] sorted by expert, counts[e] rows for expert e -> [S, d]: one GEMM pair per expert.
-
-        `unbind` (not `w[e]` in the loop) so backward stacks the E weight gradients once instead of
-        materialising and summing E full-size zero-padded [E, ., .] gradients.
-        """
-        chunks = xs.split(counts)  # E views [counts[e], d], contiguous rows
-        outs: list[Tensor] = []
-        if self.activation == "swiglu":
-            for x_e, wg, wu, wd in zip(
-                chunks, self.w_gate.unbind(0), self.w_up.unbind(0), self.w_down.unbind(0)
-            ):
-                if x_e.shape[0] == 0:
-                    continue
-                outs.append((F.silu(x_e @ wg) * (x_e @ wu)) @ wd)
-        else:
-            for x_e, w1, b1, w2, b2 in zip(
-                chunks, self.w1.unbind(0), self.b1.unbind(0), self.w2.unbind(0), self.b2.unbind(0)
-            ):
-                if x_e.shape[0] == 0:
-                    continue
-                outs.append(torch.addmm(b2, self._act(torch.addmm(b1, x_e, w1)), w2))
-        return torch.cat(outs) if outs else xs.new_zeros(xs.shape)
-
     def forward_grouped(self, xs: Tensor, counts: Tensor) -> Tensor:
-        """Same contract as `forward_sorted`, one `grouped_mm` per projection (counts: [E] long tensor).
+        """Rows xs [S, d] sorted by expert, counts[e] rows for expert e ([E] long) -> [S, d].
+
+        One `grouped_mm` per projection.
 
         Requires `grouped_mm_unavailable_reason` to be None for these tensors.
         """

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from worker.core.moe.config import MoEConfig
-from worker.core.moe.dispatch import dense_masked_moe, grouped_moe, sorted_moe
+from worker.core.moe.dispatch import dense_masked_moe, grouped_moe
 from worker.core.moe.experts import Experts, grouped_mm_unavailable_reason, lecun_normal_
 from worker.core.moe.routing import (
     at_least_fp32,
@@ -18,6 +18,7 @@ from worker.core.moe.routing import (
     tokens_per_expert,
     top_k_softmax,
 )
+from worker.core.moe.sorted_dispatch import sorted_moe
 
 
 @dataclass

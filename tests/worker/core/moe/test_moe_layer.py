@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 
-from worker.core.moe import MoEConfig, SparseMoE, dense_masked_moe
+from worker.core.moe import MoEConfig, SparseMoE, dense_masked_moe, sorted_moe
 from worker.core.moe.experts import grouped_mm_unavailable_reason
 
 D, H, E = 6, 10, 5
@@ -234,3 +234,51 @@ def test_swiglu_equals_huggingface_mixtral_block_with_copied_weights() -> None:
         block.experts.down_proj.copy_(moe.experts.w_down.transpose(1, 2))
     x = _x(torch.float32)
     torch.testing.assert_close(moe(x)[0], block(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "relu", "swiglu"])
+def test_sorted_dispatch_with_an_unused_expert_gives_it_exactly_zero_gradient(activation: str) -> None:
+    moe = _moe(activation, k=2)
+    x = _x().reshape(-1, D)
+    N = x.shape[0]
+    # Hand-made routing that never picks expert 2 (and gives expert 0 a single row).
+    selected = torch.tensor([[1, 3]] * (N - 1) + [[0, 4]])
+    weights = torch.softmax(torch.randn(N, 2, dtype=torch.float64), dim=-1)
+    probe = torch.randn(N, D, dtype=torch.float64)
+    params = list(moe.experts.parameters())
+
+    def grads(fn: object) -> list[torch.Tensor]:
+        xg, wg = x.clone().requires_grad_(True), weights.clone().requires_grad_(True)
+        y = fn(xg, moe.experts, selected, wg)  # type: ignore[operator]
+        return list(torch.autograd.grad((y * probe).sum(), [xg, wg, *params]))
+
+    for a, b in zip(grads(sorted_moe), grads(dense_masked_moe)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    unused = [g[2] for g in grads(sorted_moe)[2:]]
+    assert all(bool((g == 0).all()) for g in unused)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "swiglu"])
+def test_sorted_dispatch_passes_numerical_gradcheck(activation: str) -> None:
+    moe = _moe(activation, k=2)
+    x = _x()[0].clone().requires_grad_(True)  # [4, D]
+    _, aux = moe(x)
+    weights = aux.routing_weights.detach().clone().requires_grad_(True)
+    selected = aux.selected_experts
+    names = [f"experts.{n}" for n, _ in moe.experts.named_parameters()]
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.experts = moe.experts
+
+        def forward(self, xx: torch.Tensor, ww: torch.Tensor) -> torch.Tensor:
+            return sorted_moe(xx, self.experts, selected, ww)
+
+    wrapped = Wrapped()
+
+    def fn(xx: torch.Tensor, ww: torch.Tensor, *ps: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(wrapped, dict(zip(names, ps)), (xx, ww))
+
+    inputs = (x, weights, *(p.detach().clone().requires_grad_(True) for p in moe.experts.parameters()))
+    assert torch.autograd.gradcheck(fn, inputs)
