@@ -1,0 +1,149 @@
+"""A real ReasonLab platform for end-to-end tests: the API under uvicorn and `reasonlab worker`
+processes (a real Celery worker), on Postgres + Redis or embedded (SQLite + filesystem broker)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from backend.bootstrap import ensure_admin, migrate
+from backend.settings import Settings
+from worker.client import ReasonLabClient
+
+WORKER_TOKEN = "wk_integration_token_0123456789abcdef"
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class Platform:
+    def __init__(self, home: Path, database_url: str, broker_url: str, **settings: Any) -> None:
+        self.home = home
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "REASONLAB_HOME": str(home),
+            "REASONLAB_DATABASE_URL": database_url,
+            "REASONLAB_BROKER_URL": broker_url,
+            "REASONLAB_API_URL": self.api_url,
+            "REASONLAB_WORKER_TOKEN": WORKER_TOKEN,
+            "REASONLAB_HEARTBEAT_INTERVAL": "0.5",
+            "REASONLAB_HEARTBEAT_TIMEOUT": "4",
+            "REASONLAB_REAPER_INTERVAL": "0.5",
+            "REASONLAB_DISPATCH_INTERVAL": "0.2",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.env.update({f"REASONLAB_{k.upper()}": str(v) for k, v in settings.items()})
+        self.settings = Settings(
+            home=home, database_url=database_url, broker_url=broker_url, worker_token=WORKER_TOKEN
+        )
+        self.api_proc: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.logs = home / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        migrate(self.settings)
+        creds = ensure_admin(self.settings)
+        assert creds is not None
+        self.token = creds.token
+        self.client = ReasonLabClient(self.api_url, self.token, timeout=30)
+
+    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        log = open(self.logs / log_name, "ab")  # noqa: SIM115 - owned by the process
+        return subprocess.Popen(
+            [sys.executable, "-m", *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def start_api(self) -> None:
+        self.api_proc = self._spawn(
+            ["uvicorn", "backend.main:create_app", "--factory", "--port", str(self.port), "--log-level", "warning"],
+            "api.log",
+        )
+
+        def healthy() -> bool:
+            assert self.api_proc is not None
+            if self.api_proc.poll() is not None:
+                raise AssertionError(f"API exited: {(self.logs / 'api.log').read_text()[-3000:]}")
+            try:
+                return httpx.get(f"{self.api_url}/api/v1/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(healthy, 60, "the API to answer /health")
+
+    def stop_api(self) -> None:
+        if self.api_proc is not None and self.api_proc.poll() is None:
+            self.api_proc.send_signal(signal.SIGTERM)
+            self.api_proc.wait(20)
+        self.api_proc = None
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        n = len(self.workers)
+        proc = self._spawn(["backend.cli", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log")
+        self.workers.append(proc)
+        return proc
+
+    def kill9_worker(self, proc: subprocess.Popen[bytes]) -> None:
+        """kill -9 of the worker: the Celery parent and its job process, no chance to clean up."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(20)
+                except (subprocess.TimeoutExpired, ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        self.stop_api()
+        self.client.close()
+
+    # --- helpers over the API ---
+    def submit(self, spec: dict[str, Any], sweep: dict[str, Any] | None = None, name: str = "e2e") -> dict[str, Any]:
+        result: dict[str, Any] = self.client.create_experiment(name, "diagnostic", spec, sweep)
+        return result
+
+    def wait_finished(self, run_ids: list[int], timeout: float = 240) -> list[dict[str, Any]]:
+        def done() -> list[dict[str, Any]] | None:
+            runs = [self.client.get_run(r) for r in run_ids]
+            return runs if all(r["status"] in FINISHED for r in runs) else None
+
+        try:
+            result: list[dict[str, Any]] = wait_for(done, timeout, f"runs {run_ids} to finish", interval=0.5)
+        except AssertionError:
+            raise AssertionError(self.diagnostics()) from None
+        return result
+
+    def loss_steps(self, run_id: int) -> list[tuple[int, float | None]]:
+        series = self.client.get_metrics(run_id, keys=["loss"], max_points=10_000)["series"]["loss"]
+        return [(b["step_start"], b["last"]) for b in series["buckets"] if b["count"] == 1]
+
+    def diagnostics(self) -> str:
+        parts = []
+        for f in sorted(self.logs.glob("*.log")):
+            parts.append(f"--- {f.name}\n{f.read_text(errors='replace')[-4000:]}")
+        return "\n".join(parts)
