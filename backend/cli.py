@@ -94,14 +94,27 @@ def up(home: str | None, port: int, host: str, n_workers: int) -> None:
     python = sys.executable
     procs: list[subprocess.Popen[bytes]] = [
         subprocess.Popen(
-            [python, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", host, "--port", str(port),
-             "--log-level", "warning"],
+            [
+                python,
+                "-m",
+                "uvicorn",
+                "backend.main:create_app",
+                "--factory",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
             env=env,
         )
     ]
     for i in range(n_workers):
         procs.append(
-            subprocess.Popen([python, "-m", "backend.cli", "worker", "--hostname", f"embedded{i}@%h"], env=env)
+            subprocess.Popen(
+                [python, "-m", "backend.cli", "worker", "--hostname", f"embedded{i}@%h"], env=env
+            )
         )
     stopping = False
 
@@ -162,7 +175,9 @@ def api(host: str, port: int, do_migrate: bool) -> None:
 
 
 @main.command()
-@click.option("--queue", "queues", multiple=True, type=click.Choice(["cpu", "gpu"]), help="queues (default both)")
+@click.option(
+    "--queue", "queues", multiple=True, type=click.Choice(["cpu", "gpu"]), help="queues (default both)"
+)
 @click.option("--hostname", default=None, help="Celery node name")
 @click.option("--loglevel", default="INFO", show_default=True)
 def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None:
@@ -293,8 +308,14 @@ def _experiment_file(path: str, name: str | None, kind: str | None) -> dict[str,
 @client_options
 @friendly_errors
 def submit(
-    spec_file: str, sweep: str | None, name: str | None, kind: str | None, project: str | None, wait: bool,
-    api_url: str | None, token: str | None,
+    spec_file: str,
+    sweep: str | None,
+    name: str | None,
+    kind: str | None,
+    project: str | None,
+    wait: bool,
+    api_url: str | None,
+    token: str | None,
 ) -> None:
     """Submit SPEC_FILE as an experiment (with an optional sweep)."""
     doc = _experiment_file(spec_file, name, kind)
@@ -305,7 +326,11 @@ def submit(
             raise click.ClickException(f"--sweep is neither a file nor valid JSON: {exc}") from exc
     with _client(api_url, token) as client:
         exp = client.create_experiment(
-            doc["name"], doc["kind"], doc.get("spec") or {}, doc.get("sweep"), project=project or doc.get("project")
+            doc["name"],
+            doc["kind"],
+            doc.get("spec") or {},
+            doc.get("sweep"),
+            project=project or doc.get("project"),
         )
         click.echo(f"experiment {exp['id']} ({exp['name']}): {len(exp['runs'])} run(s) queued")
         for r in exp["runs"][:20]:
@@ -336,7 +361,9 @@ def runs() -> None:
 @click.option("--limit", default=50, show_default=True)
 @client_options
 @friendly_errors
-def runs_list(experiment: int | None, status: str | None, limit: int, api_url: str | None, token: str | None) -> None:
+def runs_list(
+    experiment: int | None, status: str | None, limit: int, api_url: str | None, token: str | None
+) -> None:
     with _client(api_url, token) as client:
         page = client.list_runs(experiment_id=experiment, status=status, limit=limit)
     click.echo(f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  params")
@@ -405,9 +432,13 @@ def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None)
 @click.argument("spec_file")
 @click.option("--kind", default=None)
 @click.option("--out", "out_dir", default=None, help="output folder (default runs/<spec name>)")
-@click.option("--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI (default: sqlite in the out folder)")
+@click.option(
+    "--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI (default: sqlite in the out folder)"
+)
 @click.option("--no-mlflow", is_flag=True)
-def run(spec_file: str, kind: str | None, out_dir: str | None, mlflow_uri: str | None, no_mlflow: bool) -> None:
+def run(
+    spec_file: str, kind: str | None, out_dir: str | None, mlflow_uri: str | None, no_mlflow: bool
+) -> None:
     """Run SPEC_FILE here, without a server: tracking to local files and MLflow, with a progress bar."""
     from pydantic import ValidationError
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -417,16 +448,25 @@ def run(spec_file: str, kind: str | None, out_dir: str | None, mlflow_uri: str |
     doc = _experiment_file(spec_file, None, kind)
     out = Path(out_dir or Path("runs") / doc["name"]).resolve()
     uri = None if no_mlflow else (mlflow_uri or f"sqlite:///{out / 'mlflow.db'}")
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns) as bar:
         task = bar.add_task(doc["name"], total=None)
 
         def on_progress(done: int, total: int, message: str) -> None:
-            bar.update(task, completed=done, total=total or None, description=f"{doc['name']} {message}".strip())
+            bar.update(
+                task, completed=done, total=total or None, description=f"{doc['name']} {message}".strip()
+            )
 
         try:
-            outcome = run_local(doc.get("spec") or {}, doc["kind"], out, uri, on_progress, run_name=doc["name"])
+            outcome = run_local(
+                doc.get("spec") or {}, doc["kind"], out, uri, on_progress, run_name=doc["name"]
+            )
         except ValidationError as exc:
             lines = [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
             raise click.ClickException("invalid spec:\n" + "\n".join(lines)) from exc

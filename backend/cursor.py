@@ -24,5 +24,6 @@ def decode(cursor: str | None) -> dict[str, Any] | None:
         return data
     except (ValueError, UnicodeDecodeError) as exc:
         raise Invalid(
-            "invalid cursor", [{"loc": ["query", "cursor"], "msg": "not a cursor from next_cursor", "type": "cursor"}]
+            "invalid cursor",
+            [{"loc": ["query", "cursor"], "msg": "not a cursor from next_cursor", "type": "cursor"}],
         ) from exc

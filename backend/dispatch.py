@@ -36,7 +36,9 @@ def make_celery(settings: Settings) -> Celery:
 
 
 class Dispatcher:
-    def __init__(self, settings: Settings, factory: sessionmaker[Session], celery: Celery | None = None) -> None:
+    def __init__(
+        self, settings: Settings, factory: sessionmaker[Session], celery: Celery | None = None
+    ) -> None:
         self.settings = settings
         self.factory = factory
         self.celery = celery or make_celery(settings)

@@ -89,7 +89,11 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"loc": _clean_loc(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            {
+                "loc": _clean_loc(e.get("loc", ())),
+                "msg": str(e.get("msg", "")),
+                "type": str(e.get("type", "")),
+            }
             for e in exc.errors()
         ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}

@@ -28,7 +28,6 @@ FINISHED_STATUSES = ("succeeded", "failed", "cancelled")
 ROLES = ("viewer", "member", "admin")
 
 
-
 class UTCDateTime(TypeDecorator[datetime]):
     """A timezone-aware UTC datetime on every backend (SQLite hands back naive values otherwise)."""
 
@@ -174,7 +173,9 @@ class Comment(Base):
     experiment_id: Mapped[int | None] = mapped_column(
         ForeignKey("experiments.id", ondelete="CASCADE"), nullable=True, index=True
     )
-    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True, index=True)
+    run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
@@ -185,7 +186,9 @@ class Review(Base):
     __tablename__ = "reviews"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"), index=True)
-    reviewer_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    reviewer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
     state: Mapped[str] = mapped_column(String(32))
     body: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
@@ -194,7 +197,9 @@ class Review(Base):
 
 class ExperimentTag(Base):
     __tablename__ = "experiment_tags"
-    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
     tag: Mapped[str] = mapped_column(String(100), primary_key=True)
 
 
@@ -207,7 +212,9 @@ class RunTag(Base):
 class Star(Base):
     __tablename__ = "stars"
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
-    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
 
 
 class Activity(Base):
@@ -223,4 +230,3 @@ class Activity(Base):
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     actor: Mapped[User | None] = relationship()
-

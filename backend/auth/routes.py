@@ -36,19 +36,29 @@ def me(user: CurrentUser, session: SessionDep) -> UserPublic:
 
 
 @router.post(
-    "/tokens", response_model=ApiTokenCreated, status_code=status.HTTP_201_CREATED, operation_id="auth-create_token"
+    "/tokens",
+    response_model=ApiTokenCreated,
+    status_code=status.HTTP_201_CREATED,
+    operation_id="auth-create_token",
 )
 def create_token(body: ApiTokenCreate, user: CurrentUser, session: SessionDep) -> ApiTokenCreated:
     token, raw = service.create_token(session, user, body.name)
     return ApiTokenCreated(
-        id=token.id, name=token.name, prefix=token.prefix, created_at=token.created_at, last_used_at=None, token=raw
+        id=token.id,
+        name=token.name,
+        prefix=token.prefix,
+        created_at=token.created_at,
+        last_used_at=None,
+        token=raw,
     )
 
 
 @router.get("/tokens", response_model=list[ApiTokenPublic], operation_id="auth-list_tokens")
 def list_tokens(user: CurrentUser, session: SessionDep) -> list[ApiTokenPublic]:
     return [
-        ApiTokenPublic(id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, last_used_at=t.last_used_at)
+        ApiTokenPublic(
+            id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, last_used_at=t.last_used_at
+        )
         for t in repository.tokens_of(session, user.id)
     ]
 

@@ -27,7 +27,11 @@ def status_counts(session: Session, experiment_ids: list[int]) -> dict[int, dict
 def tags_of(session: Session, experiment_ids: list[int]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = defaultdict(list)
     if experiment_ids:
-        stmt = select(ExperimentTag).where(ExperimentTag.experiment_id.in_(experiment_ids)).order_by(ExperimentTag.tag)
+        stmt = (
+            select(ExperimentTag)
+            .where(ExperimentTag.experiment_id.in_(experiment_ids))
+            .order_by(ExperimentTag.tag)
+        )
         for t in session.scalars(stmt):
             out[t.experiment_id].append(t.tag)
     return out

@@ -40,7 +40,9 @@ def list_kinds(_principal: PrincipalDep) -> list[KindPublic]:
     ]
 
 
-def present(session: SessionDep, principal: Principal, experiments: list[Experiment]) -> list[ExperimentPublic]:
+def present(
+    session: SessionDep, principal: Principal, experiments: list[Experiment]
+) -> list[ExperimentPublic]:
     ids = [e.id for e in experiments]
     counts = repository.status_counts(session, ids)
     tags = repository.tags_of(session, ids)
@@ -68,7 +70,9 @@ def present(session: SessionDep, principal: Principal, experiments: list[Experim
     ]
 
 
-def get_visible(session: SessionDep, principal: Principal, experiment_id: int, minimum: str = "viewer") -> Experiment:
+def get_visible(
+    session: SessionDep, principal: Principal, experiment_id: int, minimum: str = "viewer"
+) -> Experiment:
     experiment = session.get(Experiment, experiment_id)
     if experiment is None:
         raise NotFound(f"experiment {experiment_id} not found")

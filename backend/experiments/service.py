@@ -27,7 +27,13 @@ def spec_class(kind: str) -> type[SpecBase]:
         known = ", ".join(sorted(SPECS))
         raise Invalid(
             f"unknown kind {kind!r}; known kinds: {known}",
-            [{"loc": ["body", "kind"], "msg": f"unknown kind {kind!r}; known: {known}", "type": "unknown_kind"}],
+            [
+                {
+                    "loc": ["body", "kind"],
+                    "msg": f"unknown kind {kind!r}; known: {known}",
+                    "type": "unknown_kind",
+                }
+            ],
         )
     return cls
 

@@ -19,20 +19,29 @@ def list_projects(principal: PrincipalDep, session: SessionDep) -> list[ProjectP
     ]
 
 
-@router.post("", response_model=ProjectPublic, status_code=status.HTTP_201_CREATED, operation_id="projects-create")
+@router.post(
+    "", response_model=ProjectPublic, status_code=status.HTTP_201_CREATED, operation_id="projects-create"
+)
 def create_project(body: ProjectCreate, principal: PrincipalDep, session: SessionDep) -> ProjectPublic:
     p = service.create_project(session, principal, body.name, body.description)
-    return ProjectPublic(id=p.id, name=p.name, description=p.description, created_at=p.created_at, role="admin")
+    return ProjectPublic(
+        id=p.id, name=p.name, description=p.description, created_at=p.created_at, role="admin"
+    )
 
 
 @router.get("/{project_id}/members", response_model=list[MemberPublic], operation_id="projects-members")
 def list_members(project_id: int, principal: PrincipalDep, session: SessionDep) -> list[MemberPublic]:
     service.require_role(session, principal, project_id, "viewer", f"project {project_id}")
-    return [MemberPublic(user_id=u.id, username=u.username, role=r) for u, r in repository.members(session, project_id)]
+    return [
+        MemberPublic(user_id=u.id, username=u.username, role=r)
+        for u, r in repository.members(session, project_id)
+    ]
 
 
 @router.put("/{project_id}/members", response_model=MemberPublic, operation_id="projects-set_member")
-def set_member(project_id: int, body: MemberSet, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
+def set_member(
+    project_id: int, body: MemberSet, principal: PrincipalDep, session: SessionDep
+) -> MemberPublic:
     user = auth_repo.user_by_name(session, body.username)
     if user is None:
         raise NotFound(f"user {body.username!r} not found")

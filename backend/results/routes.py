@@ -41,7 +41,12 @@ def post_result(run_id: int, body: ResultIn, principal: PrincipalDep, session: S
     session.add(result)
     session.flush()
     return ResultPublic(
-        id=result.id, run_id=run.id, kind=result.kind, payload=payload, params=run.params, created_at=result.created_at
+        id=result.id,
+        run_id=run.id,
+        kind=result.kind,
+        payload=payload,
+        params=run.params,
+        created_at=result.created_at,
     )
 
 
@@ -54,22 +59,37 @@ def run_results(
     if kind:
         stmt = stmt.where(Result.kind == kind)
     return [
-        ResultPublic(id=r.id, run_id=r.run_id, kind=r.kind, payload=r.payload, params=run.params, created_at=r.created_at)
+        ResultPublic(
+            id=r.id,
+            run_id=r.run_id,
+            kind=r.kind,
+            payload=r.payload,
+            params=run.params,
+            created_at=r.created_at,
+        )
         for r in session.scalars(stmt.order_by(Result.id))
     ]
 
 
 @router.get(
-    "/experiments/{experiment_id}/results", response_model=list[ResultPublic], operation_id="results-list_experiment"
+    "/experiments/{experiment_id}/results",
+    response_model=list[ResultPublic],
+    operation_id="results-list_experiment",
 )
 def experiment_results(
     experiment_id: int, principal: PrincipalDep, session: SessionDep, kind: str | None = None
 ) -> list[ResultPublic]:
     experiment = get_experiment(session, principal, experiment_id)
-    stmt = select(Result, Run.params).join(Run, Run.id == Result.run_id).where(Run.experiment_id == experiment.id)
+    stmt = (
+        select(Result, Run.params)
+        .join(Run, Run.id == Result.run_id)
+        .where(Run.experiment_id == experiment.id)
+    )
     if kind:
         stmt = stmt.where(Result.kind == kind)
     return [
-        ResultPublic(id=r.id, run_id=r.run_id, kind=r.kind, payload=r.payload, params=params, created_at=r.created_at)
+        ResultPublic(
+            id=r.id, run_id=r.run_id, kind=r.kind, payload=r.payload, params=params, created_at=r.created_at
+        )
         for r, params in session.execute(stmt.order_by(Result.id))
     ]

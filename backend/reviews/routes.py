@@ -29,8 +29,14 @@ def _comment(c: Comment) -> CommentPublic:
     )
 
 
-@router.get("/experiments/{experiment_id}/comments", response_model=list[CommentPublic], operation_id="reviews-experiment_comments")
-def experiment_comments(experiment_id: int, principal: PrincipalDep, session: SessionDep) -> list[CommentPublic]:
+@router.get(
+    "/experiments/{experiment_id}/comments",
+    response_model=list[CommentPublic],
+    operation_id="reviews-experiment_comments",
+)
+def experiment_comments(
+    experiment_id: int, principal: PrincipalDep, session: SessionDep
+) -> list[CommentPublic]:
     e = get_experiment(session, principal, experiment_id)
     stmt = select(Comment).where(Comment.experiment_id == e.id, Comment.run_id.is_(None)).order_by(Comment.id)
     return [_comment(c) for c in session.scalars(stmt)]
@@ -49,17 +55,27 @@ def comment_experiment(
     c = Comment(project_id=e.project_id, experiment_id=e.id, author_id=user.id, body=body.body)
     session.add(c)
     session.add(
-        Activity(project_id=e.project_id, type="commented", actor_id=user.id, experiment_id=e.id,
-                 message=f"{user.username} commented on experiment {e.name!r}")
+        Activity(
+            project_id=e.project_id,
+            type="commented",
+            actor_id=user.id,
+            experiment_id=e.id,
+            message=f"{user.username} commented on experiment {e.name!r}",
+        )
     )
     session.flush()
     return _comment(c)
 
 
-@router.get("/runs/{run_id}/comments", response_model=list[CommentPublic], operation_id="reviews-run_comments")
+@router.get(
+    "/runs/{run_id}/comments", response_model=list[CommentPublic], operation_id="reviews-run_comments"
+)
 def run_comments(run_id: int, principal: PrincipalDep, session: SessionDep) -> list[CommentPublic]:
     r = runs.get_visible(session, principal, run_id)
-    return [_comment(c) for c in session.scalars(select(Comment).where(Comment.run_id == r.id).order_by(Comment.id))]
+    return [
+        _comment(c)
+        for c in session.scalars(select(Comment).where(Comment.run_id == r.id).order_by(Comment.id))
+    ]
 
 
 @router.post(
@@ -72,11 +88,19 @@ def comment_run(
     run_id: int, body: CommentIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
 ) -> CommentPublic:
     r = runs.get_visible(session, principal, run_id, "member")
-    c = Comment(project_id=r.project_id, experiment_id=r.experiment_id, run_id=r.id, author_id=user.id, body=body.body)
+    c = Comment(
+        project_id=r.project_id, experiment_id=r.experiment_id, run_id=r.id, author_id=user.id, body=body.body
+    )
     session.add(c)
     session.add(
-        Activity(project_id=r.project_id, type="commented", actor_id=user.id, experiment_id=r.experiment_id,
-                 run_id=r.id, message=f"{user.username} commented on run {r.id}")
+        Activity(
+            project_id=r.project_id,
+            type="commented",
+            actor_id=user.id,
+            experiment_id=r.experiment_id,
+            run_id=r.id,
+            message=f"{user.username} commented on run {r.id}",
+        )
     )
     session.flush()
     return _comment(c)
@@ -102,33 +126,59 @@ def review_experiment(
     session.add(r)
     label = "approved" if body.state == "approved" else "requested changes on"
     session.add(
-        Activity(project_id=e.project_id, type="reviewed", actor_id=user.id, experiment_id=e.id,
-                 message=f"{user.username} {label} experiment {e.name!r}")
+        Activity(
+            project_id=e.project_id,
+            type="reviewed",
+            actor_id=user.id,
+            experiment_id=e.id,
+            message=f"{user.username} {label} experiment {e.name!r}",
+        )
     )
     session.flush()
     return _review(r)
 
 
-@router.get("/experiments/{experiment_id}/reviews", response_model=list[ReviewPublic], operation_id="reviews-list")
+@router.get(
+    "/experiments/{experiment_id}/reviews", response_model=list[ReviewPublic], operation_id="reviews-list"
+)
 def list_reviews(experiment_id: int, principal: PrincipalDep, session: SessionDep) -> list[ReviewPublic]:
     e = get_experiment(session, principal, experiment_id)
-    return [_review(r) for r in session.scalars(select(Review).where(Review.experiment_id == e.id).order_by(Review.id))]
+    return [
+        _review(r)
+        for r in session.scalars(select(Review).where(Review.experiment_id == e.id).order_by(Review.id))
+    ]
 
 
-@router.put("/experiments/{experiment_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_experiment")
+@router.put(
+    "/experiments/{experiment_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_experiment"
+)
 def tag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     e = get_experiment(session, principal, experiment_id, "member")
     if session.get(ExperimentTag, (e.id, tag)) is None:
         session.add(ExperimentTag(experiment_id=e.id, tag=tag))
         session.flush()
-    return list(session.scalars(select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)))
+    return list(
+        session.scalars(
+            select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)
+        )
+    )
 
 
-@router.delete("/experiments/{experiment_id}/tags/{tag}", response_model=list[str], operation_id="reviews-untag_experiment")
+@router.delete(
+    "/experiments/{experiment_id}/tags/{tag}",
+    response_model=list[str],
+    operation_id="reviews-untag_experiment",
+)
 def untag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     e = get_experiment(session, principal, experiment_id, "member")
-    session.execute(delete(ExperimentTag).where(ExperimentTag.experiment_id == e.id, ExperimentTag.tag == tag))
-    return list(session.scalars(select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)))
+    session.execute(
+        delete(ExperimentTag).where(ExperimentTag.experiment_id == e.id, ExperimentTag.tag == tag)
+    )
+    return list(
+        session.scalars(
+            select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)
+        )
+    )
 
 
 @router.put("/runs/{run_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_run")
@@ -147,20 +197,26 @@ def untag_run(run_id: int, tag: Tag, principal: PrincipalDep, session: SessionDe
     return list(session.scalars(select(RunTag.tag).where(RunTag.run_id == r.id).order_by(RunTag.tag)))
 
 
-@router.put("/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-star")
+@router.put(
+    "/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-star"
+)
 def star(experiment_id: int, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
     e = get_experiment(session, principal, experiment_id)
     if session.get(Star, (user.id, e.id)) is None:
         session.add(Star(user_id=user.id, experiment_id=e.id))
 
 
-@router.delete("/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-unstar")
+@router.delete(
+    "/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-unstar"
+)
 def unstar(experiment_id: int, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
     e = get_experiment(session, principal, experiment_id)
     session.execute(delete(Star).where(Star.user_id == user.id, Star.experiment_id == e.id))
 
 
-@router.get("/projects/{project_id}/activity", response_model=list[ActivityPublic], operation_id="reviews-activity")
+@router.get(
+    "/projects/{project_id}/activity", response_model=list[ActivityPublic], operation_id="reviews-activity"
+)
 def activity(
     project_id: int,
     principal: PrincipalDep,

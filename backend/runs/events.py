@@ -83,7 +83,9 @@ async def stream(request: Request, run_id: int) -> AsyncIterator[str]:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "status, progress, metrics, end"}},
 )
-def run_events(run_id: int, request: Request, principal: PrincipalDep, session: SessionDep) -> StreamingResponse:
+def run_events(
+    run_id: int, request: Request, principal: PrincipalDep, session: SessionDep
+) -> StreamingResponse:
     service.get_visible(session, principal, run_id)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(request, run_id), media_type="text/event-stream", headers=headers)

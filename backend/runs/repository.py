@@ -41,7 +41,7 @@ def filtered(
     status: list[str] | None,
     kind: str | None,
     tag: str | None,
-) -> Select[tuple[Run]]:
+) -> Select[Any]:
     stmt = select(Run)
     if project_ids is not None:
         stmt = stmt.where(Run.project_id.in_(project_ids))
@@ -57,7 +57,7 @@ def filtered(
 
 
 def page_by_id(
-    session: Session, stmt: Select[tuple[Run]], desc: bool, after_id: int | None, limit: int
+    session: Session, stmt: Select[Any], desc: bool, after_id: int | None, limit: int
 ) -> list[Run]:
     """Keyset page on the id (ids grow with creation time, so this is also the created_at order)."""
     if after_id is not None:
@@ -67,7 +67,7 @@ def page_by_id(
 
 
 def page_by_value(
-    session: Session, stmt: Select[tuple[Run]], column: Any, desc: bool, offset: int, limit: int
+    session: Session, stmt: Select[Any], column: Any, desc: bool, offset: int, limit: int
 ) -> list[Run]:
     """Sorted by a nullable value (a final metric, finished_at): NULLs last in both directions."""
     nulls_last = column.is_(None)
@@ -85,7 +85,9 @@ def logs_after(session: Session, run_id: int, after: int, limit: int) -> list[Ru
 
 
 def last_log_seq(session: Session, run_id: int) -> int:
-    return int(session.scalar(select(func.coalesce(func.max(RunLog.id), 0)).where(RunLog.run_id == run_id)) or 0)
+    return int(
+        session.scalar(select(func.coalesce(func.max(RunLog.id), 0)).where(RunLog.run_id == run_id)) or 0
+    )
 
 
 def owned(run_id: int, attempt: int) -> list[Any]:

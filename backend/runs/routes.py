@@ -59,7 +59,9 @@ def list_runs(
         experiment = session.get(Experiment, experiment_id)
         if experiment is None:
             return RunPage(items=[], next_cursor=None)
-        projects.require_role(session, principal, experiment.project_id, "viewer", f"experiment {experiment_id}")
+        projects.require_role(
+            session, principal, experiment.project_id, "viewer", f"experiment {experiment_id}"
+        )
         project_ids = None
     elif project is not None:
         project_ids = [projects.resolve_project(session, principal, project).id]
@@ -75,7 +77,11 @@ def list_runs(
         runs = repository.page_by_id(session, stmt, desc, int(c["id"]) if c else None, limit + 1)
         nxt = cursor.encode({"id": runs[limit - 1].id}) if len(runs) > limit else None
     else:
-        column = Run.finished_at if sort == "finished_at" else repository.metric_column(sort.removeprefix("metric:"))
+        column = (
+            Run.finished_at
+            if sort == "finished_at"
+            else repository.metric_column(sort.removeprefix("metric:"))
+        )
         offset = int(c["offset"]) if c else 0
         runs = repository.page_by_value(session, stmt, column, desc, offset, limit + 1)
         nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
@@ -119,7 +125,9 @@ def retry_run(run_id: int, principal: PrincipalDep, session: SessionDep, request
 
 @router.post("/{run_id}/claim", response_model=RunPublic, operation_id="runs-claim")
 def claim_run(run_id: int, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    return _present(session, [service.claim(session, service.get_for_worker(session, principal, run_id), body)])[0]
+    return _present(
+        session, [service.claim(session, service.get_for_worker(session, principal, run_id), body)]
+    )[0]
 
 
 @router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")
@@ -130,7 +138,9 @@ def heartbeat(run_id: int, body: HeartbeatIn, principal: PrincipalDep, session: 
 
 @router.post("/{run_id}/finish", response_model=RunPublic, operation_id="runs-finish")
 def finish_run(run_id: int, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    return _present(session, [service.finish(session, service.get_for_worker(session, principal, run_id), body)])[0]
+    return _present(
+        session, [service.finish(session, service.get_for_worker(session, principal, run_id), body)]
+    )[0]
 
 
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")

@@ -83,7 +83,9 @@ def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
         }
     if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
         session.refresh(run)
-        raise Conflict(f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})")
+        raise Conflict(
+            f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
+        )
     session.refresh(run)
     return run.cancel_requested
 
@@ -98,7 +100,9 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
         session.refresh(run)
         if run.attempt == body.attempt and run.status == body.status:
             return run  # a retried finish whose first answer was lost: idempotent
-        raise Conflict(f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})")
+        raise Conflict(
+            f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
+        )
     session.refresh(run)
     verb = {"succeeded": "finished", "failed": "failed", "cancelled": "cancelled"}[body.status]
     _activity(session, run, verb, f"run {run.id} (#{run.index}) {body.status} at attempt {run.attempt}")

@@ -40,8 +40,14 @@ class Api:
             _, token = auth_service.create_token(session, user, "test")
         return token
 
-    def submit(self, spec: dict[str, Any] | None = None, sweep: dict[str, Any] | None = None, **kw: Any) -> Any:
-        body: dict[str, Any] = {"name": kw.pop("name", "exp"), "kind": kw.pop("kind", "diagnostic"), "spec": spec or {}}
+    def submit(
+        self, spec: dict[str, Any] | None = None, sweep: dict[str, Any] | None = None, **kw: Any
+    ) -> Any:
+        body: dict[str, Any] = {
+            "name": kw.pop("name", "exp"),
+            "kind": kw.pop("kind", "diagnostic"),
+            "spec": spec or {},
+        }
         if sweep is not None:
             body["sweep"] = sweep
         body.update(kw)

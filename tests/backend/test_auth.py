@@ -18,7 +18,12 @@ def test_no_credentials_is_401(api: Api) -> None:
 
 def test_login_gives_a_jwt_and_tokens_are_shown_once(api: Api) -> None:
     api.user("alice")
-    assert api.client.post("/api/v1/auth/login", json={"username": "alice", "password": "wrong-pass"}).status_code == 401
+    assert (
+        api.client.post(
+            "/api/v1/auth/login", json={"username": "alice", "password": "wrong-pass"}
+        ).status_code
+        == 401
+    )
     r = api.client.post("/api/v1/auth/login", json={"username": "alice", "password": "password123"})
     assert r.status_code == 200
     jwt = r.json()["access_token"]
@@ -49,7 +54,10 @@ def test_another_projects_run_is_404(api: Api) -> None:
     run = api.submit({}).json()["runs"][0]
     assert api.client.get(f"/api/v1/runs/{run['id']}", headers=api.h(outsider)).status_code == 404
     assert api.client.get(f"/api/v1/runs/{run['id']}/metrics", headers=api.h(outsider)).status_code == 404
-    assert api.client.get(f"/api/v1/experiments/{run['experiment_id']}", headers=api.h(outsider)).status_code == 404
+    assert (
+        api.client.get(f"/api/v1/experiments/{run['experiment_id']}", headers=api.h(outsider)).status_code
+        == 404
+    )
     listed = api.client.get("/api/v1/runs", headers=api.h(outsider)).json()
     assert listed["items"] == []
     r = api.submit({}, token=outsider, project="default")

@@ -31,7 +31,17 @@ class RedisProcess:
         self.port, self.folder, self.proc = port, folder, None
 
     def start(self) -> None:
-        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        cmd = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
         self.proc = subprocess.Popen([*cmd, "--dir", str(self.folder)], stdout=subprocess.DEVNULL)  # type: ignore[assignment]
         for _ in range(100):
             try:

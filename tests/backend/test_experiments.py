@@ -34,7 +34,9 @@ def test_grid_random_and_seeds_combine(api: Api) -> None:
     assert r.status_code == 201, r.text
     runs = r.json()["runs"]
     assert len(runs) == 2 * 2 * 2
-    assert {(x["params"]["train.lr"], x["params"]["seed"]) for x in runs} == {(a, b) for a in (0.1, 0.01) for b in (1, 2)}
+    assert {(x["params"]["train.lr"], x["params"]["seed"]) for x in runs} == {
+        (a, b) for a in (0.1, 0.01) for b in (1, 2)
+    }
     for x in runs:
         assert x["spec"]["train"]["lr"] == x["params"]["train.lr"]
         assert x["spec"]["seed"] == x["params"]["seed"]
@@ -73,7 +75,9 @@ def test_wrong_type_and_out_of_range_name_the_field(api: Api) -> None:
 
 
 def test_malformed_body_is_422(api: Api) -> None:
-    r = api.client.post("/api/v1/experiments", content=b"{not json", headers={**api.h(), "content-type": "application/json"})
+    r = api.client.post(
+        "/api/v1/experiments", content=b"{not json", headers={**api.h(), "content-type": "application/json"}
+    )
     assert r.status_code == 422
     r = api.client.post("/api/v1/experiments", json={"kind": "diagnostic", "spec": []}, headers=api.h())
     assert r.status_code == 422
@@ -97,7 +101,9 @@ def test_cross_field_error_names_the_later_field(api: Api) -> None:
 
 
 def test_bad_sweep_definition(api: Api) -> None:
-    r = api.submit({}, {"random": {"n": 2, "params": {"train.lr": {"dist": "loguniform", "low": 0, "high": 1}}}})
+    r = api.submit(
+        {}, {"random": {"n": 2, "params": {"train.lr": {"dist": "loguniform", "low": 0, "high": 1}}}}
+    )
     assert r.status_code == 422
     assert r.json()["errors"][0]["loc"][:3] == ["body", "sweep", "random"]
     r = api.submit({}, {"grid": {"train..lr": [1]}})
@@ -114,7 +120,9 @@ def test_list_and_get_experiments_with_cursor(api: Api) -> None:
     ids = [api.submit({}, name=f"e{i}").json()["id"] for i in range(5)]
     page1 = api.client.get("/api/v1/experiments?limit=2", headers=api.h()).json()
     assert [e["id"] for e in page1["items"]] == ids[::-1][:2]
-    page2 = api.client.get(f"/api/v1/experiments?limit=2&cursor={page1['next_cursor']}", headers=api.h()).json()
+    page2 = api.client.get(
+        f"/api/v1/experiments?limit=2&cursor={page1['next_cursor']}", headers=api.h()
+    ).json()
     assert [e["id"] for e in page2["items"]] == ids[::-1][2:4]
     e = api.client.get(f"/api/v1/experiments/{ids[0]}", headers=api.h()).json()
     assert e["name"] == "e0" and len(e["runs"]) == 1 and e["author"] == "admin"

@@ -46,7 +46,8 @@ def test_downsampling_keeps_spikes_and_last_values(api: Api) -> None:
         assert b["min"] == min(chunk) and b["max"] == max(chunk) and b["last"] == chunk[-1]
     assert max(b["max"] for b in buckets) == 100.0
     zoom = api.client.get(
-        f"/api/v1/runs/{run['id']}/metrics?keys=loss&max_points=100&step_min=4300&step_max=4399", headers=api.h()
+        f"/api/v1/runs/{run['id']}/metrics?keys=loss&max_points=100&step_min=4300&step_max=4399",
+        headers=api.h(),
     ).json()["series"]["loss"]["buckets"]
     assert len(zoom) == 100 and zoom[21]["max"] == 100.0 and zoom[21]["step_start"] == 4321
 
@@ -59,28 +60,42 @@ def test_non_finite_values_are_accepted_and_read_as_null(api: Api) -> None:
         headers={**api.worker, "content-type": "application/json"},
     )
     assert r.status_code == 200, r.text
-    b = api.client.get(f"/api/v1/runs/{run['id']}/metrics?keys=loss", headers=api.h()).json()["series"]["loss"]["buckets"]
+    b = api.client.get(f"/api/v1/runs/{run['id']}/metrics?keys=loss", headers=api.h()).json()["series"][
+        "loss"
+    ]["buckets"]
     assert b[1]["last"] == 1.5
 
 
 def test_results_are_validated_against_their_schema(api: Api) -> None:
     run = api.submit({}).json()["runs"][0]
     url = f"/api/v1/runs/{run['id']}/results"
-    ok = {"kind": "diagnostic", "payload": {"final_loss": 0.1, "initial_loss": 1.0, "steps": 10, "parameters": 33}}
+    ok = {
+        "kind": "diagnostic",
+        "payload": {"final_loss": 0.1, "initial_loss": 1.0, "steps": 10, "parameters": 33},
+    }
     assert api.client.post(url, json=ok, headers=api.worker).status_code == 201
     bad = {"kind": "diagnostic", "payload": {"final_loss": "x"}}
     r = api.client.post(url, json=bad, headers=api.worker)
     assert r.status_code == 422 and r.json()["errors"][0]["loc"][:2] == ["body", "payload"]
     assert api.client.post(url, json={"kind": "nope", "payload": {}}, headers=api.worker).status_code == 422
-    listed = api.client.get(f"/api/v1/experiments/{run['experiment_id']}/results?kind=diagnostic", headers=api.h()).json()
+    listed = api.client.get(
+        f"/api/v1/experiments/{run['experiment_id']}/results?kind=diagnostic", headers=api.h()
+    ).json()
     assert len(listed) == 1 and listed[0]["payload"]["final_loss"] == 0.1
 
 
 def test_review_comments_tags_stars_and_activity(api: Api) -> None:
     exp = api.submit({}, name="study").json()
     eid = exp["id"]
-    assert api.client.post(f"/api/v1/experiments/{eid}/comments", json={"body": "**nice**"}, headers=api.h()).status_code == 201
-    assert api.client.get(f"/api/v1/experiments/{eid}/comments", headers=api.h()).json()[0]["body"] == "**nice**"
+    assert (
+        api.client.post(
+            f"/api/v1/experiments/{eid}/comments", json={"body": "**nice**"}, headers=api.h()
+        ).status_code
+        == 201
+    )
+    assert (
+        api.client.get(f"/api/v1/experiments/{eid}/comments", headers=api.h()).json()[0]["body"] == "**nice**"
+    )
     r = api.client.put(f"/api/v1/experiments/{eid}/review", json={"state": "approved"}, headers=api.h())
     assert r.json()["reviewer"] == "admin"
     assert api.client.put(f"/api/v1/experiments/{eid}/tags/baseline", headers=api.h()).json() == ["baseline"]

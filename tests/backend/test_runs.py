@@ -27,7 +27,9 @@ def test_heartbeat_progress_finish_and_idempotent_finish(api: Api) -> None:
     url = f"/api/v1/runs/{run['id']}"
     api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w1"}, headers=api.worker)
     r = api.client.post(
-        f"{url}/heartbeat", json={"attempt": 1, "progress": {"done": 5, "total": 10, "message": "half"}}, headers=api.worker
+        f"{url}/heartbeat",
+        json={"attempt": 1, "progress": {"done": 5, "total": 10, "message": "half"}},
+        headers=api.worker,
     )
     assert r.status_code == 200 and r.json() == {"cancel_requested": False}
     got = api.client.get(url, headers=api.h()).json()
@@ -45,13 +47,17 @@ def test_cancel_queued_at_once_and_running_cooperatively(api: Api) -> None:
     queued = _run(api)
     r = api.client.post(f"/api/v1/runs/{queued['id']}/cancel", headers=api.h())
     assert r.json()["status"] == "cancelled"
-    claim = api.client.post(f"/api/v1/runs/{queued['id']}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    claim = api.client.post(
+        f"/api/v1/runs/{queued['id']}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker
+    )
     assert claim.status_code == 409  # a late delivery of a cancelled run never runs
     running = _run(api)
     url = f"/api/v1/runs/{running['id']}"
     api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
     assert api.client.post(f"{url}/cancel", headers=api.h()).json()["cancel_requested"] is True
-    assert api.client.post(f"{url}/heartbeat", json={"attempt": 1}, headers=api.worker).json()["cancel_requested"]
+    assert api.client.post(f"{url}/heartbeat", json={"attempt": 1}, headers=api.worker).json()[
+        "cancel_requested"
+    ]
     api.client.post(f"{url}/finish", json={"attempt": 1, "status": "cancelled"}, headers=api.worker)
     assert api.client.get(url, headers=api.h()).json()["status"] == "cancelled"
 
@@ -61,7 +67,9 @@ def test_retry_only_failed_or_cancelled(api: Api) -> None:
     url = f"/api/v1/runs/{run['id']}"
     assert api.client.post(f"{url}/retry", headers=api.h()).status_code == 409
     api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
-    api.client.post(f"{url}/finish", json={"attempt": 1, "status": "failed", "error": "Traceback..."}, headers=api.worker)
+    api.client.post(
+        f"{url}/finish", json={"attempt": 1, "status": "failed", "error": "Traceback..."}, headers=api.worker
+    )
     assert api.client.get(url, headers=api.h()).json()["error"] == "Traceback..."
     r = api.client.post(f"{url}/retry", headers=api.h()).json()
     assert r["status"] == "queued" and r["attempt"] == 2 and r["error"] is None
@@ -72,7 +80,12 @@ def test_reaper_requeues_stale_runs_then_fails_past_max_attempts(api: Api) -> No
     url = f"/api/v1/runs/{run['id']}"
     factory = session_factory(get_engine(api.settings.database_url))
     for attempt in (1, 2, 3):
-        assert api.client.post(f"{url}/claim", json={"attempt": attempt, "worker": "w"}, headers=api.worker).status_code == 200
+        assert (
+            api.client.post(
+                f"{url}/claim", json={"attempt": attempt, "worker": "w"}, headers=api.worker
+            ).status_code
+            == 200
+        )
         time.sleep(0.3)
         with session_scope(factory) as s:
             outcome = service.reap(s, timeout_seconds=0.1)
@@ -81,7 +94,10 @@ def test_reaper_requeues_stale_runs_then_fails_past_max_attempts(api: Api) -> No
             assert outcome == [(run["id"], "requeued")]
             assert got["status"] == "queued" and got["attempt"] == attempt + 1
             # the lost worker's heartbeat is refused: it no longer owns the run
-            assert api.client.post(f"{url}/heartbeat", json={"attempt": attempt}, headers=api.worker).status_code == 409
+            assert (
+                api.client.post(f"{url}/heartbeat", json={"attempt": attempt}, headers=api.worker).status_code
+                == 409
+            )
         else:
             assert outcome == [(run["id"], "failed")]
             assert got["status"] == "failed" and "lost" in got["error"]
@@ -93,14 +109,21 @@ def test_runs_list_filters_sorts_and_paginates(api: Api) -> None:
     for i, run in enumerate(runs):
         api.client.post(
             f"/api/v1/runs/{run['id']}/metrics",
-            json={"points": [{"key": "loss", "step": 1, "value": 10.0}, {"key": "loss", "step": 2, "value": float(i)}]},
+            json={
+                "points": [
+                    {"key": "loss", "step": 1, "value": 10.0},
+                    {"key": "loss", "step": 2, "value": float(i)},
+                ]
+            },
             headers=api.worker,
         )
     api.client.put(f"/api/v1/runs/{runs[0]['id']}/tags/best", headers=api.h())
     url = f"/api/v1/runs?experiment_id={exp['id']}"
     by_metric = api.client.get(f"{url}&sort=metric:loss&order=asc&limit=2", headers=api.h()).json()
     assert [r["summary"]["loss"] for r in by_metric["items"]] == [0.0, 1.0]
-    nxt = api.client.get(f"{url}&sort=metric:loss&order=asc&limit=2&cursor={by_metric['next_cursor']}", headers=api.h())
+    nxt = api.client.get(
+        f"{url}&sort=metric:loss&order=asc&limit=2&cursor={by_metric['next_cursor']}", headers=api.h()
+    )
     assert [r["summary"]["loss"] for r in nxt.json()["items"]] == [2.0, 3.0]
     seen: list[int] = []
     cursor = ""
@@ -111,7 +134,9 @@ def test_runs_list_filters_sorts_and_paginates(api: Api) -> None:
             break
         cursor = f"&cursor={page['next_cursor']}"
     assert seen == sorted((r["id"] for r in runs), reverse=True)
-    assert [r["id"] for r in api.client.get(f"{url}&tag=best", headers=api.h()).json()["items"]] == [runs[0]["id"]]
+    assert [r["id"] for r in api.client.get(f"{url}&tag=best", headers=api.h()).json()["items"]] == [
+        runs[0]["id"]
+    ]
     assert len(api.client.get(f"{url}&status=queued", headers=api.h()).json()["items"]) == 5
     assert api.client.get(f"{url}&status=running", headers=api.h()).json()["items"] == []
     assert api.client.get(f"{url}&status=bogus", headers=api.h()).status_code == 422

@@ -74,12 +74,24 @@ class Platform:
     def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.logs / log_name, "ab")  # noqa: SIM115 - owned by the process
         return subprocess.Popen(
-            [sys.executable, "-m", *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [sys.executable, "-m", *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def start_api(self) -> None:
         self.api_proc = self._spawn(
-            ["uvicorn", "backend.main:create_app", "--factory", "--port", str(self.port), "--log-level", "warning"],
+            [
+                "uvicorn",
+                "backend.main:create_app",
+                "--factory",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+            ],
             "api.log",
         )
 
@@ -102,7 +114,9 @@ class Platform:
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         n = len(self.workers)
-        proc = self._spawn(["backend.cli", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log")
+        proc = self._spawn(
+            ["backend.cli", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log"
+        )
         self.workers.append(proc)
         return proc
 
@@ -123,7 +137,9 @@ class Platform:
         self.client.close()
 
     # --- helpers over the API ---
-    def submit(self, spec: dict[str, Any], sweep: dict[str, Any] | None = None, name: str = "e2e") -> dict[str, Any]:
+    def submit(
+        self, spec: dict[str, Any], sweep: dict[str, Any] | None = None, name: str = "e2e"
+    ) -> dict[str, Any]:
         result: dict[str, Any] = self.client.create_experiment(name, "diagnostic", spec, sweep)
         return result
 

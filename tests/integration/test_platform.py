@@ -32,7 +32,14 @@ def _check_sweep(platform: Platform) -> None:
         assert r["mlflow_run_id"], "every run is mirrored to MLflow"
         ml = MlflowClient(platform.settings.mlflow_tracking_uri).get_run(r["mlflow_run_id"])
         assert ml.info.status == "FINISHED"
-        assert len(MlflowClient(platform.settings.mlflow_tracking_uri).get_metric_history(r["mlflow_run_id"], "loss")) == 20
+        assert (
+            len(
+                MlflowClient(platform.settings.mlflow_tracking_uri).get_metric_history(
+                    r["mlflow_run_id"], "loss"
+                )
+            )
+            == 20
+        )
     mlflow.set_tracking_uri("")  # leave no global state
 
 
@@ -118,7 +125,9 @@ def test_cli_submit_and_logs_against_the_platform(embedded_platform: Platform, t
     spec.write_text("kind: diagnostic\ntrain: {steps: 10}\n")
     env = {**embedded_platform.env, "REASONLAB_TOKEN": embedded_platform.token}
     cli = [str(Path(__file__).resolve().parents[2] / ".venv/bin/reasonlab")]
-    out = subprocess.run([*cli, "submit", str(spec), "--wait"], env=env, capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [*cli, "submit", str(spec), "--wait"], env=env, capture_output=True, text=True, timeout=240
+    )
     assert out.returncode == 0, out.stderr
     assert "succeeded" in out.stdout
     bad = tmp_path / "bad.yaml"
