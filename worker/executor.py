@@ -238,7 +238,8 @@ def execute(
 
     ``skipped``: the claim was refused (409/404): another delivery has this attempt, or it is stale.
     ``lost``: the lease was lost mid-run (the reaper gave the run to a new attempt): no finish is sent.
-    Raises ApiUnavailable only when the API could not be reached to claim (nothing ran: retry later).
+    Raises ApiUnavailable when the API could not be reached to claim, Unauthorized when it refused the
+    worker's token (nothing ran in either case: the task retries later).
     """
     owns_client = client is None
     api = client or ReasonLabClient(settings.api_url, worker_token(settings))

@@ -77,3 +77,24 @@ def test_worker_argv_refuses_unknown_queues() -> None:
     assert "--queues=gpu" in worker_argv(["gpu"])
     with pytest.raises(ValueError, match="unknown queue"):
         worker_argv(["tpu"])
+
+
+def test_task_retries_when_the_claim_cannot_get_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    from celery.exceptions import Retry
+
+    from worker import executor, tasks
+    from worker.client import ApiUnavailable
+
+    def unreachable(run_id: int, attempt: int | None, settings: Settings, *, exit_with_parent: bool) -> str:
+        raise ApiUnavailable("connection refused")
+
+    retries: list[tuple[str, int, int | None]] = []
+
+    def fake_retry(*, exc: Exception, countdown: int, max_retries: int | None) -> Retry:
+        retries.append((type(exc).__name__, countdown, max_retries))
+        return Retry("retry later", exc)
+
+    monkeypatch.setattr(executor, "execute", unreachable)
+    monkeypatch.setattr(tasks.execute, "retry", fake_retry)
+    tasks.execute.apply(args=(4, 2))
+    assert retries == [("ApiUnavailable", tasks.CLAIM_RETRY_COUNTDOWN, None)]  # re-sent, never dropped

@@ -106,9 +106,10 @@ def test_api_outage_mid_run_loses_no_point(settings: Settings) -> None:
     assert api.unreachable_metric_posts == 0 and api.fail_metric_posts == 0
 
 
-def test_second_attempt_resumes_and_reuses_the_mlflow_run(settings: Settings) -> None:
+def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow_uri: str) -> None:
     from mlflow import MlflowClient
 
+    settings = Settings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
     api = FakeApi(spec=_spec(fail_at_step=16))
     assert _execute(api, settings, use_mlflow=True) == "failed"
     mlflow_run_id = api.run["mlflow_run_id"]

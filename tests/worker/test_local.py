@@ -18,10 +18,10 @@ SPEC = {
 }
 
 
-def test_local_run_writes_files_and_an_mlflow_run(tmp_path: Path) -> None:
+def test_local_run_writes_files_and_an_mlflow_run(tmp_path: Path, mlflow_uri: str) -> None:
     from mlflow import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri
     progress: list[tuple[int, int]] = []
     outcome = run_local(
         SPEC,
