@@ -37,7 +37,7 @@ def _sync(device: torch.device) -> None:
 
 
 def time_interleaved(
-    steps: dict[str, Callable[[], None]], device: torch.device, repeats: int
+    steps: dict[str, Callable[[], None]], device: torch.device, repeats: int, clock: Callable[[], float]
 ) -> dict[str, float]:
     """Best-of-`repeats` milliseconds of each step (one forward + backward), after one warm-up call each.
 
@@ -50,10 +50,10 @@ def time_interleaved(
     _sync(device)
     for _ in range(repeats):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             step()
             _sync(device)
-            times[name].append((time.perf_counter() - t0) * 1e3)
+            times[name].append((clock() - t0) * 1e3)
     return {name: min(ts) for name, ts in times.items()}
 
 
@@ -136,6 +136,12 @@ def main() -> None:
         "--dense-max-k", type=int, default=8, help="skip (a) above this k (it costs E times more)"
     )
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall: perf_counter; cpu: this process's CPU time (sums threads; steadier on a loaded CPU machine)",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke run: 512 tokens, d=64, h=128, 1 repeat")
     args = ap.parse_args()
     if args.quick:
@@ -144,6 +150,9 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.clock == "cpu" and device.type == "cuda":
+        ap.error("--clock cpu measures CPU work only; use wall time on CUDA")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     ks = [int(k) for k in args.ks.split(",")]
     E, d, h, N = args.experts, args.d_model, args.hidden, args.tokens
@@ -152,7 +161,7 @@ def main() -> None:
         f"device {device} ({hw}), {torch.get_num_threads()} threads, dtype {dtype}, torch {torch.__version__}"
     )
     print(
-        f"E={E} d={d} h={h} tokens={N} repeats={args.repeats} (best-of-repeats ms of forward+backward, variants interleaved)\n"
+        f"E={E} d={d} h={h} tokens={N} repeats={args.repeats} (best-of-repeats {args.clock}-clock ms of forward+backward, variants interleaved)\n"
     )
 
     torch.manual_seed(0)
@@ -200,7 +209,7 @@ def main() -> None:
             steps[impl] = moe_step(block, x, grad_out, False)
         rows_x = torch.randn(N * k, d, device=device, dtype=dtype, requires_grad=True)
         steps["gemm"] = gemm_bound_step(ours_gelu, rows_x, torch.randn_like(rows_x))
-        t: dict[str, float | None] = dict(time_interleaved(steps, device, args.repeats))
+        t: dict[str, float | None] = dict(time_interleaved(steps, device, args.repeats, clock))
         del steps, rows_x
         ours = t["ours"]
         assert ours is not None and t["swiglu"] is not None and t["gemm"] is not None
