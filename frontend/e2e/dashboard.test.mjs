@@ -86,6 +86,11 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('overlay-chart').waitFor();
     await page.waitForTimeout(500);
     await screenshot(page, '05-experiment-succeeded');
+    await page.getByRole('tab', { name: 'Sweep analysis' }).click();
+    await page.getByTestId('parallel-chart').waitFor();
+    await page.waitForTimeout(300);
+    await screenshot(page, '05b-experiment-parallel-coordinates');
+    await page.getByRole('tab', { name: 'Runs' }).click();
   });
 
   it('opens a run and shows a non-empty loss chart', async () => {
@@ -155,6 +160,58 @@ describe('dashboard', { timeout: 600_000 }, () => {
     assert.equal(afterCount, before, 'nothing was created');
   });
 
+  it('bulk-cancels a grid sweep and draws its SRAVEN heatmap, hover names the run, click opens it', async () => {
+    const grid = { 'data.num_features': [1, 2, 3], 'moe.top_k': [1, 2, 4], 'model.attention': ['softmax', 'hyla'] };
+    const exp = await platform.api('/experiments', {
+      method: 'POST',
+      body: { name: 'e2e sraven grid', kind: 'smoe_sraven', spec: { train: { steps: 1, eval_size: 64 } }, sweep: { grid } },
+    });
+    await page.goto(`${platform.url}/experiments/${exp.id}`);
+    await page.getByLabel('select all shown runs').check();
+    await page.getByTestId('bulk-cancel').click();
+    await page.waitForFunction(() => document.querySelectorAll('[role="row"][data-status="queued"]').length === 0, null, { timeout: RUN_TIMEOUT });
+    // the cells' results, as a worker would post them: accuracy falls with M, best k depends on M
+    for (const run of exp.runs) {
+      const M = run.params['data.num_features'];
+      const k = run.params['moe.top_k'];
+      const attention = run.params['model.attention'];
+      const ood = Math.max(0, 1 - 0.2 * M - 0.05 * Math.abs(k - M) - (attention === 'hyla' ? 0.05 : 0));
+      await platform.api(`/runs/${run.id}/results`, {
+        method: 'POST',
+        body: { kind: 'sraven_cell', payload: { M, top_k: k, num_experts: 8, attention, test_acc: Math.min(1, ood + 0.2), ood_acc: ood, per_feature_acc: Array(M).fill(0.9), steps: 1 } },
+      });
+    }
+    await page.reload();
+    await page.getByRole('tab', { name: 'Grid' }).click();
+    const panels = page.getByTestId('sraven-heatmap');
+    await panels.nth(1).waitFor();
+    assert.equal(await panels.count(), 2);
+    await page.waitForTimeout(300);
+    await screenshot(page, '12-experiment-sraven-heatmap');
+    // the bottom-left cell of the first panel (M = 1, k = 1)
+    const box = await panels.first().boundingBox();
+    const plotW = box.width - 56 - 12;
+    const plotH = box.height - 30 - 70;
+    const x = box.x + 56 + plotW / 6;
+    const y = box.y + 30 + plotH * (5 / 6);
+    await page.mouse.move(x, y);
+    await page.getByText(/run #\d+ \(click to open\)/).first().waitFor();
+    await screenshot(page, '13-heatmap-hover');
+    await page.getByText('ID accuracy', { exact: true }).click();
+    await page.waitForTimeout(300);
+    await screenshot(page, '13b-heatmap-id-accuracy');
+    await page.mouse.click(x, y);
+    await page.waitForURL(/\/runs\/\d+$/);
+    const runId = Number(new URL(page.url()).pathname.split('/').pop());
+    const opened = exp.runs.find((r) => r.id === runId);
+    assert.ok(opened, `opened run ${runId} belongs to the grid experiment`);
+    assert.equal(opened.params['data.num_features'], 1);
+    assert.equal(opened.params['moe.top_k'], 1);
+    await page.getByRole('tab', { name: /Results/ }).click();
+    await page.getByTestId('result-sraven_cell').waitFor();
+    await screenshot(page, '14-run-sraven-cell');
+  });
+
   it('shows a viewer no submit, cancel or retry buttons', async () => {
     platform.cli('user', 'create', 'vera', '--password', 'viewer-pass-123', '--role', 'viewer');
     await logout();
@@ -162,11 +219,11 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
     assert.equal(await page.getByTestId('new-experiment').count(), 0);
     assert.equal(await page.getByRole('link', { name: 'New experiment' }).count(), 0);
-    await screenshot(page, '12-viewer-experiments');
+    await screenshot(page, '15-viewer-experiments');
     await page.goto(`${platform.url}/experiments/new`);
     await page.getByTestId('schema-form').waitFor();
     assert.equal(await page.getByTestId('submit-experiment').count(), 0);
-    await screenshot(page, '13-viewer-new-experiment');
+    await screenshot(page, '16-viewer-new-experiment');
     await page.goto(`${platform.url}/experiments/${state.experimentId}`);
     await page.getByTestId('runs-table').waitFor();
     assert.equal(await page.getByTestId('bulk-cancel').count(), 0);

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import type { ExperimentCreate, ExperimentDetail } from '../api/types';
 import { FINISHED } from '../lib/runsTable';
@@ -28,11 +28,18 @@ export function useExperiment(id: number) {
   });
 }
 
-export function useExperimentResults(id: number, kind: string | undefined) {
-  return useQuery({
-    queryKey: ['experiments', id, 'results', kind],
-    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/results', { params: { path: { experiment_id: id }, query: { kind } } })),
-    enabled: kind !== undefined,
+/**
+ * An experiment's results of some result kinds, one query per kind (the grid views ask for theirs
+ * whatever the kind lists in `result_kinds`: an empty answer just hides the view). Refreshed while
+ * runs are unfinished, since results arrive as cells finish.
+ */
+export function useExperimentResults(id: number, kinds: readonly string[], live: boolean) {
+  return useQueries({
+    queries: kinds.map((kind) => ({
+      queryKey: ['experiments', id, 'results', kind],
+      queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/results', { params: { path: { experiment_id: id }, query: { kind } } })),
+      refetchInterval: live ? 5000 : (false as const),
+    })),
   });
 }
 

@@ -47,7 +47,7 @@ function CompareView({ runs }: { runs: Run[] }) {
         <Table.Tbody>
           {metrics.map((m) => (
             <Table.Tr key={`metric:${m}`} bg="gray.0">
-              <Table.Td fw={600}>final {m}</Table.Td>
+              <Table.Td fw={600}>{m} (last value)</Table.Td>
               {runs.map((r) => <Table.Td key={r.id} ff="monospace">{formatValue(r.summary[m])}</Table.Td>)}
             </Table.Tr>
           ))}

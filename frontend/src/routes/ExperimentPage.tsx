@@ -17,12 +17,11 @@ import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
 import { RunsTable } from '../components/runs/RunsTable';
 import { useExperiment, useExperimentResults } from '../hooks/experiments';
-import { useKinds } from '../hooks/kinds';
 import { useCanWrite } from '../hooks/projects';
 import { useRunAction } from '../hooks/runs';
-import { columnsOf, statusCounts, type RunRow } from '../lib/runsTable';
+import { columnsOf, FINISHED, statusCounts, type RunRow } from '../lib/runsTable';
 
-/** Result kinds drawn as a grid heatmap on the experiment page. */
+/** Result kinds drawn as a grid heatmap on the experiment page (the tab shows when any exist). */
 const GRID_RESULT_KINDS = ['sraven_cell'];
 
 function preferredMetric(metrics: readonly string[]): string | undefined {
@@ -37,9 +36,10 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
   const { metrics } = useMemo(() => columnsOf(runs), [runs]);
   const [metricChoice, setMetric] = useState<string | undefined>();
   const metric = metricChoice && metrics.includes(metricChoice) ? metricChoice : preferredMetric(metrics);
-  const kinds = useKinds();
-  const gridKind = kinds.data?.find((k) => k.name === experiment.kind)?.result_kinds.find((r) => GRID_RESULT_KINDS.includes(r));
-  const gridResults = useExperimentResults(experiment.id, gridKind);
+  const live = runs.some((r) => !FINISHED.has(r.status));
+  const gridQueries = useExperimentResults(experiment.id, GRID_RESULT_KINDS, live);
+  const gridIndex = gridQueries.findIndex((q) => (q.data?.length ?? 0) > 0);
+  const gridResults = gridIndex >= 0 ? gridQueries[gridIndex]!.data! : null;
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
   const selectedRuns = useMemo(() => runs.filter((r) => selected.has(r.id)), [runs, selected]);
@@ -88,7 +88,7 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
         <Tabs.List>
           <Tabs.Tab value="runs">Runs</Tabs.Tab>
           <Tabs.Tab value="sweep">Sweep analysis</Tabs.Tab>
-          {gridKind && <Tabs.Tab value="grid">Grid</Tabs.Tab>}
+          {gridResults && <Tabs.Tab value="grid">Grid</Tabs.Tab>}
           <Tabs.Tab value="review">Review</Tabs.Tab>
           <Tabs.Tab value="spec">Spec</Tabs.Tab>
         </Tabs.List>
@@ -117,11 +117,9 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
           </Stack>
         </Tabs.Panel>
 
-        {gridKind && (
+        {gridResults && (
           <Tabs.Panel value="grid" pt="md">
-            <QueryState isPending={gridResults.isPending} error={gridResults.error}>
-              {() => <SravenHeatmap results={gridResults.data ?? []} />}
-            </QueryState>
+            <SravenHeatmap results={gridResults} />
           </Tabs.Panel>
         )}
 

@@ -166,7 +166,7 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
           </Stack>
         </Grid.Col>
         <Grid.Col span={{ base: 12, lg: 5 }}>
-          <Stack>
+          <Stack style={{ position: 'sticky', top: 68 }}>
             <Paper withBorder p="md">
               <Title order={4} mb="sm">Sweep</Title>
               <SweepEditor model={sweep} onChange={setSweep} paths={paths} />

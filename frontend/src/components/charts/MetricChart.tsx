@@ -11,6 +11,8 @@ import type { EChartsOption } from './echarts';
 
 /** Milliseconds a zoom gesture must rest before the finer buckets are fetched. */
 export const ZOOM_DEBOUNCE_MS = 200;
+/** Up to this many points a series draws its point markers. */
+const FEW_POINTS = 60;
 
 interface ZoomEvent {
   start?: number;
@@ -40,7 +42,11 @@ export function bandOption(key: string, buckets: readonly Bucket[], full: StepRa
         name: 'max − min', type: 'line', data: s.hasBand ? s.width : [], stack: 'band', symbol: 'none', lineStyle: { opacity: 0 },
         areaStyle: { color: 'rgba(34, 139, 230, 0.18)' }, silent: true, tooltip: { show: false },
       },
-      { name: key, type: 'line', data: s.line, symbol: 'none', lineStyle: { width: 1.5, color: '#1c7ed6' }, sampling: 'lttb' },
+      {
+        name: key, type: 'line', data: s.line, lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
+        // few points: show them; many: a plain line
+        symbol: s.line.length <= FEW_POINTS ? 'circle' : 'none', symbolSize: 4,
+      },
     ],
   };
 }
@@ -79,6 +85,17 @@ function MetricChartImpl({ runId, metricKey, version = 0, height = 280 }: { runI
 
   if (overview.isPending) return <Loader size="sm" />;
   if (!series || series.total_points === 0) return <Text c="dimmed">No points for {metricKey} yet.</Text>;
+  if (series.total_points === 1) {
+    // a single value (a final score) reads better as a number than as a one-point chart
+    const b = series.buckets[0];
+    return (
+      <div data-testid={`metric-chart-${metricKey}`} data-points={1}>
+        <Text size="sm" fw={600}>{metricKey}</Text>
+        <Text size="xl" ff="monospace">{formatValue(b?.last)}</Text>
+        <Text size="xs" c="dimmed">at step {b?.step_end}</Text>
+      </div>
+    );
+  }
   return (
     <div data-testid={`metric-chart-${metricKey}`} data-points={series.total_points} data-buckets={buckets.length}>
       <EChart option={option} on={on} height={height} notMerge={false} ariaLabel={`${metricKey} over steps`} />

@@ -18,16 +18,20 @@ export const OVERLAY_MAX_RUNS = 20;
 interface RunLike {
   id: number;
   params: Record<string, unknown>;
+  status?: string;
 }
+
+const UNFINISHED = new Set(['queued', 'running']);
 
 function OverlayChartImpl({ runs, metricKey, height = 320 }: { runs: readonly RunLike[]; metricKey: string; height?: number }) {
   const shown = runs.slice(0, OVERLAY_MAX_RUNS);
   const queries = useQueries({
     queries: shown.map((r) => ({
-      queryKey: ['runs', r.id, 'metrics', metricKey, null, null, OVERLAY_MAX_POINTS, 0],
+      // the status is part of the key: a run that just finished is fetched once more, complete
+      queryKey: ['runs', r.id, 'metrics', metricKey, null, null, OVERLAY_MAX_POINTS, r.status ?? ''],
       queryFn: () =>
         unwrap(api.GET('/api/v1/runs/{run_id}/metrics', { params: { path: { run_id: r.id }, query: { keys: metricKey, max_points: OVERLAY_MAX_POINTS } } })),
-      refetchInterval: 5000,
+      refetchInterval: UNFINISHED.has(r.status ?? '') ? 3000 : (false as const),
     })),
   });
   const dataKey = queries.map((q) => q.dataUpdatedAt).join(',');

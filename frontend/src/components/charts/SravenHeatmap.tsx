@@ -16,6 +16,7 @@ function panelOption(panel: HeatmapPanel, range: [number, number], metric: Heatm
     xAxis: { type: 'category', data: panel.cols.map(columnLabel), name: 'top-k', nameLocation: 'middle', nameGap: 24 },
     yAxis: { type: 'category', data: panel.rows.map(String), name: 'M', nameLocation: 'middle', nameGap: 36 },
     visualMap: {
+      dimension: 2, // [x, y, value, runId, experts]: colour by the value, not the last dimension
       min: range[0], max: range[1], calculable: false, orient: 'horizontal', left: 'center', bottom: 0, itemHeight: 120,
       text: [metric === 'ood_acc' ? 'OOD acc' : 'ID acc', ''], inRange: { color: ['#fff5f5', '#ffa94d', '#2f9e44'] },
     },

@@ -11,7 +11,9 @@ import { cellValue, columnsOf, filterAndSort, RUN_STATUSES, statusCounts, type C
 import { StatusChip } from '../common/StatusChip';
 
 export const ROW_HEIGHT = 34;
-const TABLE_HEIGHT = 520;
+/** The table grows with its rows up to this height, then scrolls (virtualised). */
+const MAX_TABLE_HEIGHT = 560;
+const HEADER_HEIGHT = 74;
 
 interface Column {
   id: ColumnId;
@@ -82,7 +84,7 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
           {rows.length} of {runs.length} runs · {selected.size} selected
         </Text>
       </Group>
-      <div ref={scrollRef} style={{ height: TABLE_HEIGHT, overflow: 'auto', border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }} role="table" aria-label="runs" aria-rowcount={rows.length + 1} data-testid="runs-table">
+      <div ref={scrollRef} style={{ height: Math.min(MAX_TABLE_HEIGHT, HEADER_HEIGHT + Math.max(rows.length, 3) * ROW_HEIGHT + 16), overflow: 'auto', border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }} role="table" aria-label="runs" aria-rowcount={rows.length + 1} data-testid="runs-table">
         <div style={{ position: 'sticky', top: 0, zIndex: 2, background: 'var(--mantine-color-gray-0)', width, borderBottom: '1px solid var(--mantine-color-gray-3)' }} role="rowgroup">
           <div role="row" style={{ display: 'grid', gridTemplateColumns: template, alignItems: 'center', height: ROW_HEIGHT }}>
             <div role="columnheader" style={{ paddingLeft: 8 }}>

@@ -1,7 +1,7 @@
 // A spec form generated from the kind's JSON schema (lib/schemaForm): nested objects as fieldsets,
 // numbers with their range in the description, enums as selects, booleans as switches, nullable
 // values clearable, optional nested configs switched on and off. Every control has a label.
-import { Checkbox, Fieldset, NativeSelect, NumberInput, Stack, Switch, Text, TextInput, Textarea } from '@mantine/core';
+import { Checkbox, Fieldset, NativeSelect, NumberInput, SimpleGrid, Stack, Switch, Text, TextInput, Textarea } from '@mantine/core';
 import { memo, useState } from 'react';
 import { getPath, type Json, type JsonObject } from '../../lib/dotted';
 import { fieldDefault, rangeHint, type FormField } from '../../lib/schemaForm';
@@ -18,7 +18,7 @@ interface Props {
 const idOf = (path: readonly string[]) => `spec-${path.join('-')}`;
 
 function describe(field: FormField): string | undefined {
-  const parts = [field.description, field.type === 'number' || field.type === 'integer' ? rangeHint(field) : null];
+  const parts = [field.description?.replace(/``/g, '`'), field.type === 'number' || field.type === 'integer' ? rangeHint(field) : null];
   if (field.nullable) parts.push('empty = none');
   const s = parts.filter(Boolean).join(' · ');
   return s || undefined;
@@ -136,7 +136,7 @@ function Field(props: FieldProps & { errors: Record<string, string>; onChangeAt:
       return (
         <Fieldset legend={<Text fw={600} size="sm">{field.label}</Text>} variant="filled" p="sm" aria-label={field.label}>
           <Stack gap="xs">
-            {field.description && <Text size="xs" c="dimmed">{field.description}</Text>}
+            {field.description && <Text size="xs" c="dimmed">{field.description.replace(/``/g, '`')}</Text>}
             {field.nullable && (
               <Checkbox
                 label={`Enable ${field.label.toLowerCase()}`}
@@ -146,19 +146,24 @@ function Field(props: FieldProps & { errors: Record<string, string>; onChangeAt:
               />
             )}
             {error && <Text c="red" size="xs">{error}</Text>}
-            {enabled &&
-              field.children.map((c) => (
-                <Field
-                  key={c.path.join('.')}
-                  field={c}
-                  value={getPath({ v: value ?? {} }, ['v', c.path[c.path.length - 1]!])}
-                  onChange={(v) => onChangeAt(c.path, v)}
-                  error={errors[c.path.join('.')]}
-                  errors={errors}
-                  onChangeAt={onChangeAt}
-                  disabled={disabled}
-                />
-              ))}
+            {enabled && (
+              // scalar fields two to a row, nested objects full width
+              <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="sm" verticalSpacing="xs">
+                {field.children.map((c) => (
+                  <div key={c.path.join('.')} style={c.type === 'object' || c.type === 'json' ? { gridColumn: '1 / -1' } : undefined}>
+                    <Field
+                      field={c}
+                      value={getPath({ v: value ?? {} }, ['v', c.path[c.path.length - 1]!])}
+                      onChange={(v) => onChangeAt(c.path, v)}
+                      error={errors[c.path.join('.')]}
+                      errors={errors}
+                      onChangeAt={onChangeAt}
+                      disabled={disabled}
+                    />
+                  </div>
+                ))}
+              </SimpleGrid>
+            )}
           </Stack>
         </Fieldset>
       );
