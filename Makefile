@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 
-.PHONY: up test venv lint pytest frontend-deps frontend-build frontend-test e2e chromium clean
+.PHONY: up test venv lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 
 frontend-deps: frontend/node_modules/.package-lock.json
 
-backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/node_modules/.package-lock.json
+backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/vite.config.ts frontend/node_modules/.package-lock.json
 	cd frontend && npm run build
 
 frontend-build: backend/static/index.html
@@ -46,11 +46,21 @@ lint: venv
 pytest: venv
 	$(VENV)/bin/pytest -q
 
-frontend-test: frontend-deps
+# typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
+frontend-test: venv frontend-deps
 	cd frontend && npm run typecheck && npm run test
 
+# regenerate frontend/openapi.json and the typed client after an API change
+frontend-api: venv frontend-deps
+	cd frontend && npm run gen:api
+
+# the dashboard in Debian's chromium against `reasonlab up` on a temporary home; screenshots in test-output/e2e
 e2e: venv frontend-build chromium
 	cd frontend && npm run e2e
+
+# browser timings (run page with 1,000,000 points, experiment page with 2,000 runs); not part of `make test`
+perf: venv frontend-build chromium
+	cd frontend && npm run perf
 
 test: lint pytest frontend-test e2e
 
