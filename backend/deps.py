@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -110,3 +110,8 @@ def get_wake(request: Request) -> Callable[[], None]:
 
 
 WakeDispatcher = Annotated[Callable[[], None], Depends(get_wake)]
+
+# Ids are 32-bit integers in every database we support: a larger one is a 422, never a driver overflow.
+MAX_ID = 2_147_483_647
+Id = Annotated[int, Path(ge=1, le=MAX_ID)]
+OptionalId = Annotated[int | None, Query(ge=1, le=MAX_ID)]

@@ -119,6 +119,10 @@ class Dispatcher:
             self._wake.clear()
 
     def _reap_loop(self) -> None:
+        # Grace period: after an API restart, workers need one heartbeat interval to reach us again; a run
+        # must not be reaped just because the API itself was down.
+        if self._stop.wait(self.settings.heartbeat_timeout):
+            return
         while not self._stop.wait(self.settings.reaper_interval):
             try:
                 self.reap_once()

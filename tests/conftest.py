@@ -37,13 +37,36 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-@pytest.fixture
-def postgres_url(postgres_admin_url: str) -> Iterator[str]:
-    """A fresh Postgres database for one test, dropped afterwards."""
-    name = f"rl_test_{uuid.uuid4().hex[:12]}"
+@pytest.fixture(scope="session")
+def postgres_template(postgres_admin_url: str) -> Iterator[str]:
+    """A migrated database that per-test databases are cloned from (CREATE DATABASE ... TEMPLATE)."""
+    from backend.bootstrap import migrate
+    from backend.db import get_engine
+    from backend.settings import Settings
+
+    name = f"rl_template_{uuid.uuid4().hex[:12]}"
     admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    migrate(Settings(home=Path("/tmp/reasonlab-template-home"), database_url=url))
+    get_engine(url).dispose()
+    get_engine.cache_clear()
+    try:
+        yield name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str, postgres_template: str) -> Iterator[str]:
+    """A fresh, migrated Postgres database for one test (a clone of the template), dropped afterwards."""
+    name = f"rl_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
     url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
     try:
         yield url

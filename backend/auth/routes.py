@@ -13,7 +13,7 @@ from backend.auth.schemas import (
     UserPublic,
 )
 from backend.auth.security import make_jwt
-from backend.deps import CurrentUser, SessionDep, SettingsDep
+from backend.deps import CurrentUser, Id, SessionDep, SettingsDep
 from backend.projects import repository as projects_repo
 
 router = APIRouter(prefix="/auth", tags=["auth"])
@@ -64,5 +64,5 @@ def list_tokens(user: CurrentUser, session: SessionDep) -> list[ApiTokenPublic]:
 
 
 @router.delete("/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="auth-revoke_token")
-def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> None:
+def revoke_token(token_id: Id, user: CurrentUser, session: SessionDep) -> None:
     service.revoke_token(session, user, token_id)

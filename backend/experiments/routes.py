@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from backend import cursor
-from backend.deps import Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
+from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import NotFound
 from backend.experiments import repository, service
 from backend.experiments.schemas import (
@@ -71,7 +71,7 @@ def present(
 
 
 def get_visible(
-    session: SessionDep, principal: Principal, experiment_id: int, minimum: str = "viewer"
+    session: SessionDep, principal: Principal, experiment_id: Id, minimum: str = "viewer"
 ) -> Experiment:
     experiment = session.get(Experiment, experiment_id)
     if experiment is None:
@@ -137,5 +137,5 @@ def list_experiments(
 
 
 @router.get("/experiments/{experiment_id}", response_model=ExperimentDetail, operation_id="experiments-get")
-def get_experiment(experiment_id: int, principal: PrincipalDep, session: SessionDep) -> ExperimentDetail:
+def get_experiment(experiment_id: Id, principal: PrincipalDep, session: SessionDep) -> ExperimentDetail:
     return detail(session, principal, get_visible(session, principal, experiment_id))

@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 
 from backend.auth import repository as auth_repo
-from backend.deps import PrincipalDep, SessionDep
+from backend.deps import Id, PrincipalDep, SessionDep
 from backend.errors import NotFound
 from backend.projects import repository, service
 from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
@@ -30,7 +30,7 @@ def create_project(body: ProjectCreate, principal: PrincipalDep, session: Sessio
 
 
 @router.get("/{project_id}/members", response_model=list[MemberPublic], operation_id="projects-members")
-def list_members(project_id: int, principal: PrincipalDep, session: SessionDep) -> list[MemberPublic]:
+def list_members(project_id: Id, principal: PrincipalDep, session: SessionDep) -> list[MemberPublic]:
     service.require_role(session, principal, project_id, "viewer", f"project {project_id}")
     return [
         MemberPublic(user_id=u.id, username=u.username, role=r)
@@ -39,9 +39,7 @@ def list_members(project_id: int, principal: PrincipalDep, session: SessionDep) 
 
 
 @router.put("/{project_id}/members", response_model=MemberPublic, operation_id="projects-set_member")
-def set_member(
-    project_id: int, body: MemberSet, principal: PrincipalDep, session: SessionDep
-) -> MemberPublic:
+def set_member(project_id: Id, body: MemberSet, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
     user = auth_repo.user_by_name(session, body.username)
     if user is None:
         raise NotFound(f"user {body.username!r} not found")

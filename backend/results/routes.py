@@ -6,7 +6,7 @@ from fastapi import APIRouter, status
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from backend.deps import PrincipalDep, SessionDep
+from backend.deps import Id, PrincipalDep, SessionDep
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments.routes import get_visible as get_experiment
 from backend.models import Result, Run
@@ -23,7 +23,7 @@ router = APIRouter(tags=["results"])
     status_code=status.HTTP_201_CREATED,
     operation_id="results-post",
 )
-def post_result(run_id: int, body: ResultIn, principal: PrincipalDep, session: SessionDep) -> ResultPublic:
+def post_result(run_id: Id, body: ResultIn, principal: PrincipalDep, session: SessionDep) -> ResultPublic:
     run = runs.get_for_worker(session, principal, run_id)
     schema = RESULTS.get(body.kind)
     if schema is None:
@@ -52,7 +52,7 @@ def post_result(run_id: int, body: ResultIn, principal: PrincipalDep, session: S
 
 @router.get("/runs/{run_id}/results", response_model=list[ResultPublic], operation_id="results-list_run")
 def run_results(
-    run_id: int, principal: PrincipalDep, session: SessionDep, kind: str | None = None
+    run_id: Id, principal: PrincipalDep, session: SessionDep, kind: str | None = None
 ) -> list[ResultPublic]:
     run = runs.get_visible(session, principal, run_id)
     stmt = select(Result).where(Result.run_id == run.id)
@@ -77,7 +77,7 @@ def run_results(
     operation_id="results-list_experiment",
 )
 def experiment_results(
-    experiment_id: int, principal: PrincipalDep, session: SessionDep, kind: str | None = None
+    experiment_id: Id, principal: PrincipalDep, session: SessionDep, kind: str | None = None
 ) -> list[ResultPublic]:
     experiment = get_experiment(session, principal, experiment_id)
     stmt = (

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, status
 from sqlalchemy import delete, select
 
-from backend.deps import CurrentUser, PrincipalDep, SessionDep
+from backend.deps import CurrentUser, Id, PrincipalDep, SessionDep
 from backend.experiments.routes import get_visible as get_experiment
 from backend.models import Activity, Comment, ExperimentTag, Review, RunTag, Star
 from backend.projects import service as projects
@@ -35,7 +35,7 @@ def _comment(c: Comment) -> CommentPublic:
     operation_id="reviews-experiment_comments",
 )
 def experiment_comments(
-    experiment_id: int, principal: PrincipalDep, session: SessionDep
+    experiment_id: Id, principal: PrincipalDep, session: SessionDep
 ) -> list[CommentPublic]:
     e = get_experiment(session, principal, experiment_id)
     stmt = select(Comment).where(Comment.experiment_id == e.id, Comment.run_id.is_(None)).order_by(Comment.id)
@@ -49,7 +49,7 @@ def experiment_comments(
     operation_id="reviews-comment_experiment",
 )
 def comment_experiment(
-    experiment_id: int, body: CommentIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
+    experiment_id: Id, body: CommentIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
 ) -> CommentPublic:
     e = get_experiment(session, principal, experiment_id, "member")
     c = Comment(project_id=e.project_id, experiment_id=e.id, author_id=user.id, body=body.body)
@@ -70,7 +70,7 @@ def comment_experiment(
 @router.get(
     "/runs/{run_id}/comments", response_model=list[CommentPublic], operation_id="reviews-run_comments"
 )
-def run_comments(run_id: int, principal: PrincipalDep, session: SessionDep) -> list[CommentPublic]:
+def run_comments(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[CommentPublic]:
     r = runs.get_visible(session, principal, run_id)
     return [
         _comment(c)
@@ -85,7 +85,7 @@ def run_comments(run_id: int, principal: PrincipalDep, session: SessionDep) -> l
     operation_id="reviews-comment_run",
 )
 def comment_run(
-    run_id: int, body: CommentIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
+    run_id: Id, body: CommentIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
 ) -> CommentPublic:
     r = runs.get_visible(session, principal, run_id, "member")
     c = Comment(
@@ -119,7 +119,7 @@ def _review(r: Review) -> ReviewPublic:
 
 @router.put("/experiments/{experiment_id}/review", response_model=ReviewPublic, operation_id="reviews-review")
 def review_experiment(
-    experiment_id: int, body: ReviewIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
+    experiment_id: Id, body: ReviewIn, principal: PrincipalDep, user: CurrentUser, session: SessionDep
 ) -> ReviewPublic:
     e = get_experiment(session, principal, experiment_id, "member")
     r = Review(experiment_id=e.id, reviewer_id=user.id, state=body.state, body=body.body)
@@ -141,7 +141,7 @@ def review_experiment(
 @router.get(
     "/experiments/{experiment_id}/reviews", response_model=list[ReviewPublic], operation_id="reviews-list"
 )
-def list_reviews(experiment_id: int, principal: PrincipalDep, session: SessionDep) -> list[ReviewPublic]:
+def list_reviews(experiment_id: Id, principal: PrincipalDep, session: SessionDep) -> list[ReviewPublic]:
     e = get_experiment(session, principal, experiment_id)
     return [
         _review(r)
@@ -152,7 +152,7 @@ def list_reviews(experiment_id: int, principal: PrincipalDep, session: SessionDe
 @router.put(
     "/experiments/{experiment_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_experiment"
 )
-def tag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
+def tag_experiment(experiment_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     e = get_experiment(session, principal, experiment_id, "member")
     if session.get(ExperimentTag, (e.id, tag)) is None:
         session.add(ExperimentTag(experiment_id=e.id, tag=tag))
@@ -169,7 +169,7 @@ def tag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, sessio
     response_model=list[str],
     operation_id="reviews-untag_experiment",
 )
-def untag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
+def untag_experiment(experiment_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     e = get_experiment(session, principal, experiment_id, "member")
     session.execute(
         delete(ExperimentTag).where(ExperimentTag.experiment_id == e.id, ExperimentTag.tag == tag)
@@ -182,7 +182,7 @@ def untag_experiment(experiment_id: int, tag: Tag, principal: PrincipalDep, sess
 
 
 @router.put("/runs/{run_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_run")
-def tag_run(run_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
+def tag_run(run_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     r = runs.get_visible(session, principal, run_id, "member")
     if session.get(RunTag, (r.id, tag)) is None:
         session.add(RunTag(run_id=r.id, tag=tag))
@@ -191,7 +191,7 @@ def tag_run(run_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep)
 
 
 @router.delete("/runs/{run_id}/tags/{tag}", response_model=list[str], operation_id="reviews-untag_run")
-def untag_run(run_id: int, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
+def untag_run(run_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     r = runs.get_visible(session, principal, run_id, "member")
     session.execute(delete(RunTag).where(RunTag.run_id == r.id, RunTag.tag == tag))
     return list(session.scalars(select(RunTag.tag).where(RunTag.run_id == r.id).order_by(RunTag.tag)))
@@ -200,7 +200,7 @@ def untag_run(run_id: int, tag: Tag, principal: PrincipalDep, session: SessionDe
 @router.put(
     "/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-star"
 )
-def star(experiment_id: int, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
+def star(experiment_id: Id, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
     e = get_experiment(session, principal, experiment_id)
     if session.get(Star, (user.id, e.id)) is None:
         session.add(Star(user_id=user.id, experiment_id=e.id))
@@ -209,7 +209,7 @@ def star(experiment_id: int, principal: PrincipalDep, user: CurrentUser, session
 @router.delete(
     "/experiments/{experiment_id}/star", status_code=status.HTTP_204_NO_CONTENT, operation_id="reviews-unstar"
 )
-def unstar(experiment_id: int, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
+def unstar(experiment_id: Id, principal: PrincipalDep, user: CurrentUser, session: SessionDep) -> None:
     e = get_experiment(session, principal, experiment_id)
     session.execute(delete(Star).where(Star.user_id == user.id, Star.experiment_id == e.id))
 
@@ -218,7 +218,7 @@ def unstar(experiment_id: int, principal: PrincipalDep, user: CurrentUser, sessi
     "/projects/{project_id}/activity", response_model=list[ActivityPublic], operation_id="reviews-activity"
 )
 def activity(
-    project_id: int,
+    project_id: Id,
     principal: PrincipalDep,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

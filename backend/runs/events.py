@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from backend.deps import PrincipalDep, SessionDep
+from backend.deps import Id, PrincipalDep, SessionDep
 from backend.metrics import repository as metrics_repo
 from backend.models import FINISHED_STATUSES, Run
 from backend.runs import service
@@ -27,7 +27,7 @@ POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 
 
-def _snapshot(factory: sessionmaker[Session], run_id: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+def _snapshot(factory: sessionmaker[Session], run_id: Id) -> tuple[dict[str, Any], dict[str, int]] | None:
     with factory() as session:
         run = session.get(Run, run_id)
         if run is None:
@@ -39,7 +39,7 @@ def _event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-async def stream(request: Request, run_id: int) -> AsyncIterator[str]:
+async def stream(request: Request, run_id: Id) -> AsyncIterator[str]:
     factory: sessionmaker[Session] = request.app.state.session_factory
     last_status: tuple[Any, ...] | None = None
     last_progress: dict[str, Any] | None = None
@@ -84,7 +84,7 @@ async def stream(request: Request, run_id: int) -> AsyncIterator[str]:
     responses={200: {"content": {"text/event-stream": {}}, "description": "status, progress, metrics, end"}},
 )
 def run_events(
-    run_id: int, request: Request, principal: PrincipalDep, session: SessionDep
+    run_id: Id, request: Request, principal: PrincipalDep, session: SessionDep
 ) -> StreamingResponse:
     service.get_visible(session, principal, run_id)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, status
 
 from backend import cursor
-from backend.deps import PrincipalDep, SessionDep
+from backend.deps import Id, OptionalId, PrincipalDep, SessionDep
 from backend.errors import Invalid
 from backend.experiments import repository as experiments_repo
 from backend.models import RUN_STATUSES, Experiment, Run
@@ -37,7 +37,7 @@ def _present(session: SessionDep, runs: list[Run]) -> list[RunPublic]:
 def list_runs(
     principal: PrincipalDep,
     session: SessionDep,
-    experiment_id: int | None = None,
+    experiment_id: OptionalId = None,
     status_: Annotated[list[str] | None, Query(alias="status")] = None,
     kind: str | None = None,
     tag: str | None = None,
@@ -89,12 +89,12 @@ def list_runs(
 
 
 @router.get("/{run_id}", response_model=RunPublic, operation_id="runs-get")
-def get_run(run_id: int, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     return _present(session, [service.get_visible(session, principal, run_id)])[0]
 
 
 @router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
-def patch_run(run_id: int, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     run = service.get_for_worker(session, principal, run_id)
     if body.mlflow_run_id is not None:
         run.mlflow_run_id = body.mlflow_run_id
@@ -103,7 +103,7 @@ def patch_run(run_id: int, body: RunPatch, principal: PrincipalDep, session: Ses
 
 
 @router.post("/{run_id}/cancel", response_model=RunPublic, operation_id="runs-cancel")
-def cancel_run(run_id: int, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+def cancel_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
     run = service.get_visible(session, principal, run_id, "member")
     run, revoke = service.cancel(session, principal, run)
     session.commit()
@@ -114,7 +114,7 @@ def cancel_run(run_id: int, principal: PrincipalDep, session: SessionDep, reques
 
 
 @router.post("/{run_id}/retry", response_model=RunPublic, operation_id="runs-retry")
-def retry_run(run_id: int, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+def retry_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
     run = service.retry(session, service.get_visible(session, principal, run_id, "member"))
     session.commit()
     dispatcher = getattr(request.app.state, "dispatcher", None)
@@ -124,33 +124,33 @@ def retry_run(run_id: int, principal: PrincipalDep, session: SessionDep, request
 
 
 @router.post("/{run_id}/claim", response_model=RunPublic, operation_id="runs-claim")
-def claim_run(run_id: int, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def claim_run(run_id: Id, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     return _present(
         session, [service.claim(session, service.get_for_worker(session, principal, run_id), body)]
     )[0]
 
 
 @router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")
-def heartbeat(run_id: int, body: HeartbeatIn, principal: PrincipalDep, session: SessionDep) -> HeartbeatOut:
+def heartbeat(run_id: Id, body: HeartbeatIn, principal: PrincipalDep, session: SessionDep) -> HeartbeatOut:
     run = service.get_for_worker(session, principal, run_id)
     return HeartbeatOut(cancel_requested=service.heartbeat(session, run, body))
 
 
 @router.post("/{run_id}/finish", response_model=RunPublic, operation_id="runs-finish")
-def finish_run(run_id: int, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def finish_run(run_id: Id, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     return _present(
         session, [service.finish(session, service.get_for_worker(session, principal, run_id), body)]
     )[0]
 
 
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")
-def post_logs(run_id: int, body: LogsIn, principal: PrincipalDep, session: SessionDep) -> None:
+def post_logs(run_id: Id, body: LogsIn, principal: PrincipalDep, session: SessionDep) -> None:
     service.add_logs(session, service.get_for_worker(session, principal, run_id), body.lines)
 
 
 @router.get("/{run_id}/logs", response_model=LogsPage, operation_id="runs-logs")
 def get_logs(
-    run_id: int,
+    run_id: Id,
     principal: PrincipalDep,
     session: SessionDep,
     after: Annotated[int, Query(ge=0)] = 0,
