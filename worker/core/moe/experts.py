@@ -71,26 +71,33 @@ class Experts(nn.Module):
         return F.relu(h)
 
     def forward_one(self, x: Tensor, e: int) -> Tensor:
-        """Expert e on every row of x [n, d] -> [n, d]. Used by the dense reference (Listing 1)."""
+        """Expert e on every row of x [n, d] -> [n, d]. Used by the dense reference (Listing 1).
+
+        Weights are cast to x's dtype (bf16 activations with fp32 weights), as in the other dispatches.
+        """
         if self.activation == "swiglu":
-            return (F.silu(x @ self.w_gate[e]) * (x @ self.w_up[e])) @ self.w_down[e]
-        return self._act(x @ self.w1[e] + self.b1[e]) @ self.w2[e] + self.b2[e]
+            wg, wu, wd = (p[e].to(x.dtype) for p in (self.w_gate, self.w_up, self.w_down))
+            return (F.silu(x @ wg) * (x @ wu)) @ wd
+        w1, b1, w2, b2 = (p[e].to(x.dtype) for p in (self.w1, self.b1, self.w2, self.b2))
+        return self._act(x @ w1 + b1) @ w2 + b2
 
     def forward_grouped(self, xs: Tensor, counts: Tensor) -> Tensor:
         """Rows xs [S, d] sorted by expert, counts[e] rows for expert e ([E] long) -> [S, d].
 
-        One `grouped_mm` per projection.
-
-        Requires `grouped_mm_unavailable_reason` to be None for these tensors.
+        One `grouped_mm` per projection. Requires `grouped_mm_unavailable_reason` to be None for xs.
         """
         offs = torch.cumsum(counts, dim=0).to(torch.int32)  # [E], end row of each expert's slice
         if self.activation == "swiglu":
-            h = F.silu(_grouped_mm(xs, self.w_gate, offs)) * _grouped_mm(xs, self.w_up, offs)
-            return _grouped_mm(h, self.w_down, offs)
+            wg, wu, wd = (p.to(xs.dtype) for p in (self.w_gate, self.w_up, self.w_down))
+            h = F.silu(_grouped_mm(xs, wg, offs)) * _grouped_mm(xs, wu, offs)  # [S, h]
+            return _grouped_mm(h, wd, offs)
+        w1, b1, w2, b2 = (p.to(xs.dtype) for p in (self.w1, self.b1, self.w2, self.b2))
         # grouped_mm takes no bias on CPU: add each row's expert bias, gathered by the row's expert id.
-        expert_of_row = torch.repeat_interleave(torch.arange(self.num_experts, device=xs.device), counts)
-        h = self._act(_grouped_mm(xs, self.w1, offs) + self.b1[expert_of_row])
-        return _grouped_mm(h, self.w2, offs) + self.b2[expert_of_row]
+        expert_of_row = torch.repeat_interleave(
+            torch.arange(self.num_experts, device=xs.device), counts
+        )  # [S]
+        h = self._act(_grouped_mm(xs, w1, offs) + b1[expert_of_row])  # [S, h]
+        return _grouped_mm(h, w2, offs) + b2[expert_of_row]
 
 
 def _grouped_mm(x: Tensor, w: Tensor, offs: Tensor) -> Tensor:
@@ -103,11 +110,16 @@ def grouped_mm_unavailable_reason(x: Tensor, experts: Experts) -> str | None:
     """Why torch's grouped GEMM cannot run on these tensors, or None when it can."""
     if not (hasattr(F, "grouped_mm") or hasattr(torch, "_grouped_mm")):
         return f"torch {torch.__version__} has neither torch.nn.functional.grouped_mm nor torch._grouped_mm"
-    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        return f"grouped_mm supports float32/bfloat16/float16 only, got {x.dtype}"
-    if x.device.type == "cuda" and torch.cuda.get_device_capability(x.device) < (8, 0):
-        return f"grouped_mm needs a CUDA device of compute capability >= 8.0, got {torch.cuda.get_device_capability(x.device)}"
-    if x.device.type not in ("cuda", "cpu"):
+    if x.device.type == "cuda":
+        if torch.cuda.get_device_capability(x.device) < (8, 0):
+            cap = torch.cuda.get_device_capability(x.device)
+            return f"grouped_mm needs a CUDA device of compute capability >= 8.0, got {cap}"
+        if x.dtype != torch.bfloat16:  # torch.nn.functional.grouped_mm documents bfloat16 on CUDA
+            return f"grouped_mm on CUDA takes bfloat16 only, got {x.dtype}"
+    elif x.device.type == "cpu":
+        if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            return f"grouped_mm on CPU takes float32/bfloat16/float16 only, got {x.dtype}"
+    else:
         return f"grouped_mm is used on cuda and cpu only, got {x.device.type}"
     # The kernel needs every row stride to be a multiple of 16 bytes.
     for width in (experts.d_model, experts.hidden):

@@ -184,21 +184,12 @@ def sorted_moe(x: Tensor, experts: Experts, selected_experts: Tensor, routing_we
     """
     order, counts = sort_by_expert(selected_experts, experts.num_experts)
     count_list = counts.tolist()
+    # Mixed precision (bf16 activations, fp32 master weights): cast the weights, as autocast would for
+    # a matmul; the cast's backward returns their gradients in the parameters' dtype.
+    params = [p.to(x.dtype) for p in experts.parameters()]
     if experts.activation == "swiglu":
-        out = _SortedSwiGLU.apply(
-            x, routing_weights, order, count_list, experts.w_gate, experts.w_up, experts.w_down
-        )
+        out = _SortedSwiGLU.apply(x, routing_weights, order, count_list, *params)
     else:
-        out = _SortedMLP.apply(
-            x,
-            routing_weights,
-            order,
-            count_list,
-            experts.activation,
-            experts.w1,
-            experts.b1,
-            experts.w2,
-            experts.b2,
-        )
+        out = _SortedMLP.apply(x, routing_weights, order, count_list, experts.activation, *params)
     assert isinstance(out, Tensor)
     return out

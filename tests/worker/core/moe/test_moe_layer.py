@@ -282,3 +282,23 @@ def test_sorted_dispatch_passes_numerical_gradcheck(activation: str) -> None:
 
     inputs = (x, weights, *(p.detach().clone().requires_grad_(True) for p in moe.experts.parameters()))
     assert torch.autograd.gradcheck(fn, inputs)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "swiglu"])
+def test_bf16_activations_under_autocast_with_fp32_weights_agree_across_dispatches(activation: str) -> None:
+    outs = {}
+    for dispatch in ("sorted", "grouped_mm", "dense"):
+        torch.manual_seed(0)
+        moe = SparseMoE(
+            MoEConfig(d_model=16, num_experts=4, top_k=2, expert_hidden=32, activation=activation)
+        )
+        moe.cfg.dispatch = dispatch
+        x = torch.randn(10, 16, generator=torch.Generator().manual_seed(3)).bfloat16().requires_grad_(True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y, aux = moe(x)
+        y.float().sum().backward()
+        assert y.dtype == torch.bfloat16 and aux.router_logits.dtype == torch.float32
+        assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in moe.parameters())
+        outs[dispatch] = y.float()
+    torch.testing.assert_close(outs["sorted"], outs["dense"], rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(outs["grouped_mm"], outs["dense"], rtol=2e-2, atol=2e-2)
