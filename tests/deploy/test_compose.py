@@ -37,6 +37,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
+WORKER_HOST_FILE = REPO / "docker" / "compose.worker-host.yml"
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 INIT_SQL = REPO / "docker" / "postgres" / "initdb" / "10-create-mlflow-db.sql"
 DOCKERFILES = [REPO / "docker" / "Dockerfile.api", REPO / "docker" / "Dockerfile.worker"]
@@ -100,23 +101,25 @@ def compose() -> list[str]:
 
 
 def run_compose(
-    compose: list[str], tmp_path: Path, env: dict[str, str], *args: str
+    compose: list[str], tmp_path: Path, env: dict[str, str], *args: str, file: Path = COMPOSE_FILE
 ) -> subprocess.CompletedProcess[str]:
-    """``compose -f docker-compose.yml --env-file <empty> ARGS`` with exactly ``env`` as the variables
-    compose may interpolate (no .env of the checkout, no REASONLAB_*/MLFLOW_* of the caller)."""
+    """``compose -f FILE --env-file <empty> ARGS`` from the repository root, with exactly ``env`` as the
+    variables compose may interpolate (no .env of the checkout, none of the caller's settings)."""
     empty = tmp_path / "empty.env"
     empty.write_text("")
     base = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("REASONLAB_", "MLFLOW_", "POSTGRES_", "COMPOSE_"))
+        if not k.startswith(
+            ("REASONLAB_", "MLFLOW_", "POSTGRES_", "COMPOSE_", "WORKER_", "BROKER_", "ARTIFACT_")
+        )
     }
     argv = [
         *compose,
         "--project-directory",
         str(REPO),
         "-f",
-        str(COMPOSE_FILE),
+        str(file),
         "--env-file",
         str(empty),
         *args,
@@ -414,6 +417,49 @@ def _seconds(duration: str) -> float:
     for number, unit in re.findall(r"([\d.]+)(h|ms|m|s)", duration):
         total += float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
     return total
+
+
+WORKER_HOST_ENV = {
+    "WORKER_API_URL": "http://head.example:8000",
+    "BROKER_URL": "redis://head.example:6379/0",
+    "WORKER_MLFLOW_URL": "http://head.example:5000",
+    "REASONLAB_WORKER_TOKEN": SECRETS["REASONLAB_WORKER_TOKEN"],
+    "ARTIFACT_ROOT_ON_HOST": "/mnt/reasonlab-artifacts",
+}
+
+
+def test_worker_host_file_runs_the_same_gpu_worker(
+    compose: list[str], tmp_path: Path, config: dict[str, Any], clean_env: pytest.MonkeyPatch
+) -> None:
+    """docker/compose.worker-host.yml (scale-out): the main file's gpu worker, pointed at a head host."""
+    out = run_compose(compose, tmp_path, WORKER_HOST_ENV, "config", "--format", "json", file=WORKER_HOST_FILE)
+    assert out.returncode == 0, out.stderr
+    remote = json.loads(out.stdout)["services"]
+    assert set(remote) == {"worker"}
+    here, there = config["services"]["worker"], remote["worker"]
+    for key in ("command", "deploy", "shm_size", "stop_grace_period", "image", "init"):
+        assert here[key] == there[key], key
+    assert (
+        Path(there["build"]["context"]) == REPO
+        and there["build"]["dockerfile"] == here["build"]["dockerfile"]
+    )
+    env = service_env({"services": remote}, "worker")
+    assert set(env) == set(service_env(config, "worker"))
+    root = env["REASONLAB_ARTIFACT_ROOT"]
+    mount = next(v for v in there["volumes"] if v["target"] == root)
+    assert mount["type"] == "bind" and mount["source"] == WORKER_HOST_ENV["ARTIFACT_ROOT_ON_HOST"]
+    for key, value in env.items():
+        clean_env.setenv(key, value)
+    from backend.settings import Settings
+
+    settings = Settings()
+    assert settings.api_url == WORKER_HOST_ENV["WORKER_API_URL"]
+    assert settings.broker_url == WORKER_HOST_ENV["BROKER_URL"]
+    assert settings.mlflow_tracking_uri == WORKER_HOST_ENV["WORKER_MLFLOW_URL"]
+    for missing in sorted(WORKER_HOST_ENV):
+        partial = {k: v for k, v in WORKER_HOST_ENV.items() if k != missing}
+        out = run_compose(compose, tmp_path, partial, "config", "--quiet", file=WORKER_HOST_FILE)
+        assert out.returncode != 0 and missing in out.stderr, f"worker host config accepted without {missing}"
 
 
 # ---------------------------------------------------------------------------------- postgres init
