@@ -6,7 +6,7 @@ A small MLP regresses a generated problem; it logs a loss curve, checkpoints eve
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -39,6 +39,7 @@ class DiagnosticTrain(StrictModel):
 
 
 class DiagnosticSpec(SpecBase):
+    result_kinds: ClassVar[tuple[str, ...]] = ("diagnostic",)
     kind: Literal["diagnostic"] = "diagnostic"
     data: DiagnosticData = Field(default_factory=DiagnosticData)
     model: DiagnosticModel = Field(default_factory=DiagnosticModel)

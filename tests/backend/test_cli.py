@@ -1,0 +1,85 @@
+"""The `reasonlab` command as a user runs it: `up` serves the API and stops cleanly; errors are messages."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+from backend.cli import main
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    home, port = tmp_path / "home", _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backend.cli", "up", "--home", str(home), "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        healthy = False
+        while time.monotonic() < deadline and not healthy:
+            try:
+                healthy = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        assert healthy, "reasonlab up did not serve /api/v1/health"
+        token_file = home / "admin.token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        me = httpx.get(
+            f"http://127.0.0.1:{port}/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert me.json()["username"] == "admin" and me.json()["is_admin"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert "API token: rl_" in out and "stopped." in out
+    assert (home / "reasonlab.db").is_file() and (home / "broker").is_dir()
+
+
+def test_submit_reports_a_missing_file_without_a_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["submit", str(tmp_path / "nope.yaml"), "--token", "x"])
+    assert result.exit_code == 1 and "does not exist" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [unclosed\n")
+    result = CliRunner().invoke(main, ["submit", str(bad), "--token", "x"])
+    assert result.exit_code == 1 and "not valid YAML" in result.output
+
+
+def test_local_run_reports_an_invalid_spec_by_field(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("kind: diagnostic\ntrain: {steps: 0}\n")
+    result = CliRunner().invoke(main, ["run", str(spec), "--out", str(tmp_path / "out"), "--no-mlflow"])
+    assert result.exit_code == 1 and "train.steps" in result.output and "Traceback" not in result.output
+
+
+def test_local_run_trains_and_writes_metrics(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("kind: diagnostic\ntrain: {steps: 12}\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["run", str(spec), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "succeeded" in result.output
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert len([ln for ln in lines if '"loss"' in ln]) == 12
+    assert (out / "mlflow.db").is_file()

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import json
+
+from tests.backend.conftest import Api
+
+
+def _events(api: Api, run_id: int, token: str) -> list[tuple[str, dict]]:
+    out: list[tuple[str, dict]] = []
+    with api.client.stream("GET", f"/api/v1/runs/{run_id}/events?token={token}") as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        name = None
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: ") and name:
+                out.append((name, json.loads(line[6:])))
+                if name == "end":
+                    break
+    return out
+
+
+def test_event_stream_reports_status_progress_metrics_and_end(api: Api) -> None:
+    run = api.submit({}).json()["runs"][0]
+    url = f"/api/v1/runs/{run['id']}"
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    api.client.post(
+        f"{url}/heartbeat",
+        json={"attempt": 1, "progress": {"done": 3, "total": 9, "message": ""}},
+        headers=api.worker,
+    )
+    api.client.post(
+        f"{url}/metrics", json={"points": [{"key": "loss", "step": 7, "value": 1.0}]}, headers=api.worker
+    )
+    api.client.post(f"{url}/finish", json={"attempt": 1, "status": "succeeded"}, headers=api.worker)
+    events = dict(_events(api, run["id"], api.admin_token))
+    assert events["status"]["status"] == "succeeded"
+    assert events["progress"]["total"] == 9
+    assert events["metrics"] == {"steps": {"loss": 7}}
+    assert events["end"] == {"status": "succeeded"}
+
+
+def test_event_stream_needs_credentials(api: Api) -> None:
+    run = api.submit({}).json()["runs"][0]
+    assert api.client.get(f"/api/v1/runs/{run['id']}/events").status_code == 401
+    outsider = api.user("eve", project="elsewhere")
+    assert api.client.get(f"/api/v1/runs/{run['id']}/events?token={outsider}").status_code == 404
