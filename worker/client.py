@@ -407,8 +407,11 @@ class ReasonLabClient:
         *,
         error: str | None = None,
         mlflow_run_id: str | None = None,
+        progress: dict[str, Any] | None = None,
     ) -> Json | None:
         body: Json = {"attempt": attempt, "status": status}
+        if progress is not None:
+            body["progress"] = progress
         if error is not None:
             body["error"] = error
         if mlflow_run_id is not None:

@@ -342,10 +342,16 @@ def _run_claimed(
         logger.warning("run %s attempt %s lost its lease: no finish sent", run_id, attempt)
         return "lost"
 
+    progress = ctx.progress_snapshot() if ctx is not None else None
     try:
         call_with_retry(
             lambda: api.finish(
-                run_id, attempt, status, error=error, mlflow_run_id=mlflow.run_id if mlflow else None
+                run_id,
+                attempt,
+                status,
+                error=error,
+                mlflow_run_id=mlflow.run_id if mlflow else None,
+                progress=progress,
             ),
             what="finish",
             deadline=FINISH_DEADLINE,

@@ -88,6 +88,7 @@ class HeartbeatOut(BaseModel):
 class FinishIn(BaseModel):
     attempt: int = Field(ge=1)
     status: Literal["succeeded", "failed", "cancelled"]
+    progress: Progress | None = Field(None, description="the run's last progress")
     error: str | None = Field(None, max_length=1_000_000)
     mlflow_run_id: str | None = Field(None, max_length=64)
 

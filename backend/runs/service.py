@@ -94,8 +94,12 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
     values: dict[str, object] = {"status": body.status, "finished_at": utcnow(), "error": body.error}
     if body.mlflow_run_id:
         values["mlflow_run_id"] = body.mlflow_run_id
-    if body.status == "succeeded":
-        values["progress_done"] = run.progress_total or run.progress_done
+    if body.progress is not None:
+        values |= {
+            "progress_done": body.progress.done,
+            "progress_total": body.progress.total,
+            "progress_message": body.progress.message,
+        }
     if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
         session.refresh(run)
         if run.attempt == body.attempt and run.status == body.status:
