@@ -29,12 +29,12 @@ export function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** `reasonlab up` on a fresh home; resolves once /api/v1/health answers, with the admin's login. */
-export async function startPlatform({ timeoutMs = 120_000, env = {} } = {}) {
+export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1 } = {}) {
   const home = mkdtempSync(join(tmpdir(), 'reasonlab-e2e-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let out = '';
-  const proc = spawn(REASONLAB, ['up', '--home', home, '--port', String(port)], {
+  const proc = spawn(REASONLAB, ['up', '--home', home, '--port', String(port), '--workers', String(workers)], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

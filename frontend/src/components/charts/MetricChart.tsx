@@ -97,7 +97,13 @@ function MetricChartImpl({ runId, metricKey, version = 0, height = 280 }: { runI
     );
   }
   return (
-    <div data-testid={`metric-chart-${metricKey}`} data-points={series.total_points} data-buckets={buckets.length}>
+    <div
+      data-testid={`metric-chart-${metricKey}`}
+      data-points={series.total_points}
+      data-buckets={buckets.length}
+      data-range={range ? `${range.min}-${range.max}` : ''}
+      data-refined={range && fine.data && !fine.isFetching ? 'true' : 'false'}
+    >
       <EChart option={option} on={on} height={height} notMerge={false} ariaLabel={`${metricKey} over steps`} />
       <Group gap="xs" justify="flex-end">
         <Text size="xs" c="dimmed">

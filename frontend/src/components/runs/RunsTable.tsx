@@ -3,7 +3,7 @@
 // and overlays. Sorting and filtering are the pure functions of lib/runsTable.
 import { Checkbox, Chip, Group, Text, TextInput, UnstyledButton } from '@mantine/core';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { memo, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { formatValue } from '../../lib/dotted';
 import { formatDuration } from '../../lib/eta';
@@ -34,6 +34,97 @@ function render(run: RunRow, c: Column) {
   if (c.id === 'duration') return formatDuration(v as number | null);
   return formatValue(v);
 }
+
+interface RowProps {
+  run: RunRow;
+  columns: readonly Column[];
+  template: string;
+  width: number;
+  top: number;
+  rowIndex: number;
+  isSelected: boolean;
+  onToggle: (id: number) => void;
+}
+
+/** One row; memoised so scrolling re-renders only the rows that enter the window. */
+const Row = memo(function Row({ run, columns, template, width, top, rowIndex, isSelected, onToggle }: RowProps) {
+  return (
+    <div
+      role="row"
+      aria-rowindex={rowIndex + 2}
+      aria-selected={isSelected}
+      data-run-id={run.id}
+      data-status={run.status}
+      style={{
+        position: 'absolute', top: 0, left: 0, width, height: ROW_HEIGHT, transform: `translateY(${top}px)`,
+        display: 'grid', gridTemplateColumns: template, alignItems: 'center', fontSize: 13,
+        background: isSelected ? 'var(--mantine-color-blue-0)' : rowIndex % 2 ? 'var(--mantine-color-gray-0)' : undefined,
+      }}
+    >
+      <div role="cell" style={{ paddingLeft: 10 }}>
+        {/* a native checkbox: thousands of rows scroll past, each must be cheap to mount */}
+        <input type="checkbox" aria-label={`select run ${run.id}`} checked={isSelected} onChange={() => onToggle(run.id)} />
+      </div>
+      {columns.map((c) => (
+        <div key={c.id} role="cell" style={{ padding: '0 6px', overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap', textAlign: c.numeric ? 'right' : undefined }}>
+          {render(run, c)}
+        </div>
+      ))}
+    </div>
+  );
+});
+
+interface HeaderProps {
+  columns: readonly Column[];
+  template: string;
+  width: number;
+  sort: Sort | null;
+  onSort: (id: ColumnId) => void;
+  filters: Partial<Record<ColumnId, string>>;
+  onFilter: (id: ColumnId, value: string) => void;
+  allSelected: boolean;
+  someSelected: boolean;
+  onSelectAll: () => void;
+}
+
+/** Sort buttons and per-column filters; memoised so scrolling does not re-render the inputs. */
+const TableHeader = memo(function TableHeader({ columns, template, width, sort, onSort, filters, onFilter, allSelected, someSelected, onSelectAll }: HeaderProps) {
+  return (
+    <div style={{ position: 'sticky', top: 0, zIndex: 2, background: 'var(--mantine-color-gray-0)', width, borderBottom: '1px solid var(--mantine-color-gray-3)' }} role="rowgroup">
+      <div role="row" style={{ display: 'grid', gridTemplateColumns: template, alignItems: 'center', height: ROW_HEIGHT }}>
+        <div role="columnheader" style={{ paddingLeft: 8 }}>
+          <Checkbox size="xs" aria-label="select all shown runs" checked={allSelected} indeterminate={someSelected} onChange={onSelectAll} />
+        </div>
+        {columns.map((c) => (
+          <div key={c.id} role="columnheader" aria-sort={sort?.column === c.id ? (sort.desc ? 'descending' : 'ascending') : 'none'} style={{ padding: '0 6px', overflow: 'hidden' }}>
+            <UnstyledButton onClick={() => onSort(c.id)} title={`sort by ${c.label}`} style={{ fontSize: 12, fontWeight: 600, whiteSpace: 'nowrap', textOverflow: 'ellipsis', overflow: 'hidden', maxWidth: '100%' }}>
+              {c.label}
+              {sort?.column === c.id ? (sort.desc ? ' ▼' : ' ▲') : ''}
+            </UnstyledButton>
+          </div>
+        ))}
+      </div>
+      <div role="row" style={{ display: 'grid', gridTemplateColumns: template, alignItems: 'center', paddingBottom: 4 }}>
+        <div />
+        {columns.map((c) =>
+          c.id === 'status' ? (
+            <div key={c.id} />
+          ) : (
+            <div key={c.id} style={{ padding: '0 4px' }}>
+              <TextInput
+                size="xs"
+                aria-label={`filter ${c.label}`}
+                placeholder={c.numeric ? '> 0.5' : 'filter'}
+                value={filters[c.id] ?? ''}
+                onChange={(e) => onFilter(c.id, e.currentTarget.value)}
+              />
+            </div>
+          ),
+        )}
+      </div>
+    </div>
+  );
+});
 
 interface Props {
   runs: readonly RunRow[];
@@ -66,9 +157,30 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
   const allShownSelected = rows.length > 0 && rows.every((r) => selected.has(r.id));
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  const toggle = useCallback(
+    (id: number) => {
+      const next = new Set(selectedRef.current);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      onSelect(next);
+    },
+    [onSelect],
+  );
 
-  const toggleSort = (id: ColumnId) =>
-    setSort((s) => (s?.column !== id ? { column: id, desc: false } : s.desc ? null : { column: id, desc: true }));
+  const someShownSelected = !allShownSelected && rows.some((r) => selected.has(r.id));
+  const toggleSort = useCallback(
+    (id: ColumnId) => setSort((s) => (s?.column !== id ? { column: id, desc: false } : s.desc ? null : { column: id, desc: true })),
+    [],
+  );
+  const setFilter = useCallback((id: ColumnId, value: string) => setFilters((f) => ({ ...f, [id]: value })), []);
+  const selectAllShown = useCallback(() => {
+    const next = new Set(selectedRef.current);
+    const all = rows.every((r) => next.has(r.id));
+    rows.forEach((r) => (all ? next.delete(r.id) : next.add(r.id)));
+    onSelect(next);
+  }, [rows, onSelect]);
 
   return (
     <div>
@@ -85,89 +197,33 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
         </Text>
       </Group>
       <div ref={scrollRef} style={{ height: Math.min(MAX_TABLE_HEIGHT, HEADER_HEIGHT + Math.max(rows.length, 3) * ROW_HEIGHT + 16), overflow: 'auto', border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }} role="table" aria-label="runs" aria-rowcount={rows.length + 1} data-testid="runs-table">
-        <div style={{ position: 'sticky', top: 0, zIndex: 2, background: 'var(--mantine-color-gray-0)', width, borderBottom: '1px solid var(--mantine-color-gray-3)' }} role="rowgroup">
-          <div role="row" style={{ display: 'grid', gridTemplateColumns: template, alignItems: 'center', height: ROW_HEIGHT }}>
-            <div role="columnheader" style={{ paddingLeft: 8 }}>
-              <Checkbox
-                size="xs"
-                aria-label="select all shown runs"
-                checked={allShownSelected}
-                indeterminate={!allShownSelected && rows.some((r) => selected.has(r.id))}
-                onChange={() => {
-                  const next = new Set(selected);
-                  rows.forEach((r) => (allShownSelected ? next.delete(r.id) : next.add(r.id)));
-                  onSelect(next);
-                }}
-              />
-            </div>
-            {columns.map((c) => (
-              <div key={c.id} role="columnheader" aria-sort={sort?.column === c.id ? (sort.desc ? 'descending' : 'ascending') : 'none'} style={{ padding: '0 6px', overflow: 'hidden' }}>
-                <UnstyledButton onClick={() => toggleSort(c.id)} title={`sort by ${c.label}`} style={{ fontSize: 12, fontWeight: 600, whiteSpace: 'nowrap', textOverflow: 'ellipsis', overflow: 'hidden', maxWidth: '100%' }}>
-                  {c.label}
-                  {sort?.column === c.id ? (sort.desc ? ' ▼' : ' ▲') : ''}
-                </UnstyledButton>
-              </div>
-            ))}
-          </div>
-          <div role="row" style={{ display: 'grid', gridTemplateColumns: template, alignItems: 'center', paddingBottom: 4 }}>
-            <div />
-            {columns.map((c) =>
-              c.id === 'status' ? (
-                <div key={c.id} />
-              ) : (
-                <div key={c.id} style={{ padding: '0 4px' }}>
-                  <TextInput
-                    size="xs"
-                    aria-label={`filter ${c.label}`}
-                    placeholder={c.numeric ? '> 0.5' : 'filter'}
-                    value={filters[c.id] ?? ''}
-                    onChange={(e) => {
-                      const v = e.currentTarget.value;
-                      setFilters((f) => ({ ...f, [c.id]: v }));
-                    }}
-                  />
-                </div>
-              ),
-            )}
-          </div>
-        </div>
+        <TableHeader
+          columns={columns}
+          template={template}
+          width={width}
+          sort={sort}
+          onSort={toggleSort}
+          filters={filters}
+          onFilter={setFilter}
+          allSelected={allShownSelected}
+          someSelected={someShownSelected}
+          onSelectAll={selectAllShown}
+        />
         <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), width, position: 'relative' }}>
           {virtualizer.getVirtualItems().map((item) => {
             const run = rows[item.index]!;
-            const isSelected = selected.has(run.id);
             return (
-              <div
+              <Row
                 key={run.id}
-                role="row"
-                aria-rowindex={item.index + 2}
-                aria-selected={isSelected}
-                data-run-id={run.id}
-                data-status={run.status}
-                style={{
-                  position: 'absolute', top: 0, left: 0, width, height: ROW_HEIGHT, transform: `translateY(${item.start}px)`,
-                  display: 'grid', gridTemplateColumns: template, alignItems: 'center', fontSize: 13,
-                  background: isSelected ? 'var(--mantine-color-blue-0)' : item.index % 2 ? 'var(--mantine-color-gray-0)' : undefined,
-                }}
-              >
-                <div role="cell" style={{ paddingLeft: 8 }}>
-                  <Checkbox
-                    size="xs"
-                    aria-label={`select run ${run.id}`}
-                    checked={isSelected}
-                    onChange={() => {
-                      const next = new Set(selected);
-                      if (isSelected) next.delete(run.id);
-                      else next.add(run.id);
-                      onSelect(next);
-                    }}
-                  />
-                </div>
-                {columns.map((c) => (
-                  <div key={c.id} role="cell" style={{ padding: '0 6px', overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap', textAlign: c.numeric ? 'right' : undefined }}>
-                    {render(run, c)}
-                  </div>
-                ))}
-              </div>
+                run={run}
+                columns={columns}
+                template={template}
+                width={width}
+                top={item.start}
+                rowIndex={item.index}
+                isSelected={selected.has(run.id)}
+                onToggle={toggle}
+              />
             );
           })}
         </div>

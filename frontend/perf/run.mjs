@@ -1,0 +1,168 @@
+// Browser timings of the dashboard on big data, against a real `reasonlab up` (no worker: the seeded
+// runs stay put while we measure). Prints a table and writes test-output/perf/results.json.
+//
+//   run page, one metric of 1,000,000 points: time to first chart; time to a zoomed re-render
+//     (wheel zoom -> debounce -> finer buckets of the zoomed steps from the API -> drawn)
+//   experiment page, 2,000 runs: time to interactive (rows drawn), scroll smoothness (frame times while
+//     scrolling the virtualised table end to end), time to re-sort by a metric
+//
+// Not a test: figures are reported, not asserted (goal: each under 1 s on this machine).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
+
+const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
+const RUNS = Number(process.env.PERF_RUNS ?? 2_000);
+const BATCH = 10_000;
+const REPEAT = Number(process.env.PERF_REPEAT ?? 3);
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => `${x.toFixed(0)} ms`;
+
+async function seedBigMetric(platform) {
+  const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'perf 1M points', kind: 'diagnostic', spec: {} } });
+  const runId = exp.runs[0].id;
+  const t0 = performance.now();
+  let rng = 1;
+  const rand = () => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let start = 0; start < POINTS; start += BATCH) {
+    const points = [];
+    for (let step = start; step < Math.min(POINTS, start + BATCH); step++) {
+      // a decaying loss with noise and a rare spike, so the band has something to show
+      const value = 2 * Math.exp(-step / (POINTS / 5)) + 0.05 * rand() + (rand() < 1e-4 ? 5 : 0);
+      points.push({ key: 'loss', step, value });
+    }
+    await platform.api(`/runs/${runId}/metrics`, { method: 'POST', body: { points } });
+  }
+  return { runId, ingestSeconds: (performance.now() - t0) / 1000 };
+}
+
+async function seedManyRuns(platform) {
+  const seeds = Array.from({ length: RUNS }, (_, i) => i);
+  const exp = await platform.api('/experiments', {
+    method: 'POST',
+    body: { name: `perf ${RUNS} runs`, kind: 'diagnostic', spec: {}, sweep: { grid: { 'train.lr': [0.1, 0.01] }, seeds: seeds.slice(0, RUNS / 2) } },
+  });
+  // one final metric per run so the table has metric columns to sort by
+  const queue = [...exp.runs];
+  const worker = async () => {
+    for (let r = queue.shift(); r; r = queue.shift())
+      await platform.api(`/runs/${r.id}/metrics`, { method: 'POST', body: { points: [{ key: 'loss', step: 10, value: Math.random() }, { key: 'acc', step: 10, value: Math.random() }] } });
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  return { experimentId: exp.id };
+}
+
+/** A page signed in as the admin with a JWT from the login route (what the login page stores). */
+async function signedInPage(browser, platform) {
+  const r = await fetch(`${platform.url}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ username: platform.admin.username, password: platform.admin.password }),
+  });
+  const { access_token: jwt } = await r.json();
+  const page = await browser.context.newPage();
+  await page.addInitScript((token) => localStorage.setItem('reasonlab.token', token), jwt);
+  return page;
+}
+
+async function measureRunPage(page, platform, runId) {
+  const t0 = Date.now();
+  await page.goto(`${platform.url}/runs/${runId}`);
+  // the chart host carries its bucket count once data is in; two frames later the canvas is painted
+  await page.waitForSelector('[data-testid="metric-chart-loss"][data-buckets] canvas', { timeout: 60_000 });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const firstChart = Date.now() - t0;
+  const canvas = page.locator('[data-testid="metric-chart-loss"] canvas').first();
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const z0 = Date.now();
+  for (let i = 0; i < 6; i++) await page.mouse.wheel(0, -400);
+  await page.waitForSelector('[data-testid="metric-chart-loss"][data-refined="true"]', { timeout: 60_000 });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const zoomed = Date.now() - z0;
+  const range = await page.getAttribute('[data-testid="metric-chart-loss"]', 'data-range');
+  return { firstChart, zoomed, range };
+}
+
+async function measureExperimentPage(page, platform, experimentId) {
+  const t0 = Date.now();
+  await page.goto(`${platform.url}/experiments/${experimentId}`);
+  await page.waitForFunction((n) => document.querySelector('[data-testid="runs-shown"]')?.textContent?.startsWith(`${n} of ${n}`), RUNS, { timeout: 60_000 });
+  await page.waitForSelector('[data-testid="runs-table"] [role="row"][data-run-id]');
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const interactive = Date.now() - t0;
+  // scroll the table end to end over ~3 s, one step per frame, recording frame intervals
+  const scroll = await page.evaluate(async () => {
+    const el = document.querySelector('[data-testid="runs-table"]');
+    const frames = [];
+    const total = el.scrollHeight - el.clientHeight;
+    const steps = 180;
+    let last = performance.now();
+    for (let i = 1; i <= steps; i++) {
+      el.scrollTop = (total * i) / steps;
+      const now = await new Promise((r) => requestAnimationFrame(r));
+      frames.push(now - last);
+      last = now;
+    }
+    const rows = el.querySelectorAll('[role="row"][data-run-id]').length;
+    frames.sort((a, b) => a - b);
+    const mean = frames.reduce((a, b) => a + b, 0) / frames.length;
+    return { meanFrame: mean, p95Frame: frames[Math.floor(frames.length * 0.95)], maxFrame: frames.at(-1), longFrames: frames.filter((f) => f > 50).length, rowsInDom: rows };
+  });
+  const s0 = Date.now();
+  const header = page.getByRole('button', { name: /^loss/ }).first();
+  const before = await page.locator('[role="row"][data-run-id]').first().getAttribute('data-run-id');
+  await header.click();
+  await page.waitForFunction((b) => document.querySelector('[role="row"][data-run-id]')?.getAttribute('data-run-id') !== b, before);
+  const sort = Date.now() - s0;
+  return { interactive, sort, ...scroll };
+}
+
+const platform = await startPlatform({ workers: 0 });
+const browser = await launchBrowser();
+try {
+  console.log(`seeding: one run with ${POINTS.toLocaleString()} points, one experiment with ${RUNS.toLocaleString()} runs…`);
+  const big = await seedBigMetric(platform);
+  const many = await seedManyRuns(platform);
+  console.log(`seeded (metric ingest ${big.ingestSeconds.toFixed(1)} s)`);
+  const runTimes = [];
+  const expTimes = [];
+  for (let i = 0; i < REPEAT; i++) {
+    const page = await signedInPage(browser, platform);
+    runTimes.push(await measureRunPage(page, platform, big.runId));
+    await page.close();
+    const page2 = await signedInPage(browser, platform);
+    expTimes.push(await measureExperimentPage(page2, platform, many.experimentId));
+    await page2.close();
+  }
+  const results = {
+    points: POINTS,
+    runs: RUNS,
+    repeat: REPEAT,
+    runPage: { firstChartMs: median(runTimes.map((r) => r.firstChart)), zoomedRerenderMs: median(runTimes.map((r) => r.zoomed)), zoomRange: runTimes[0].range, all: runTimes },
+    experimentPage: {
+      interactiveMs: median(expTimes.map((r) => r.interactive)),
+      sortMs: median(expTimes.map((r) => r.sort)),
+      meanFrameMs: median(expTimes.map((r) => r.meanFrame)),
+      p95FrameMs: median(expTimes.map((r) => r.p95Frame)),
+      longFrames: median(expTimes.map((r) => r.longFrames)),
+      rowsInDom: expTimes[0].rowsInDom,
+      all: expTimes,
+    },
+  };
+  mkdirSync(join(ROOT, 'test-output/perf'), { recursive: true });
+  writeFileSync(join(ROOT, 'test-output/perf/results.json'), JSON.stringify(results, null, 2));
+  console.log(`
+| measurement (median of ${REPEAT}) | time |
+| --- | --- |
+| run page, ${POINTS.toLocaleString()} points: first chart | ${ms(results.runPage.firstChartMs)} |
+| run page: zoomed re-render (incl. ${200} ms debounce) | ${ms(results.runPage.zoomedRerenderMs)} |
+| experiment page, ${RUNS.toLocaleString()} runs: interactive | ${ms(results.experimentPage.interactiveMs)} |
+| experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
+| experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
+`);
+} finally {
+  await browser.close();
+  await platform.stop();
+}
