@@ -12,14 +12,12 @@ from backend.settings import Settings
 
 TASK_EXECUTE = "runs.execute"
 QUEUES = ("cpu", "gpu")
-# A message must outlive the longest run before the broker redelivers it (acks_late): 7 days.
-VISIBILITY_TIMEOUT_SECONDS = 7 * 24 * 3600
 
 
 def broker_options(settings: Settings) -> dict[str, Any]:
     """Transport options: the filesystem broker's folders (one exchange folder, in = out, plus
     processed/ and control/ for broadcast such as revoke), or Redis's visibility timeout."""
-    options: dict[str, Any] = {"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS}
+    options: dict[str, Any] = {"visibility_timeout": settings.broker_visibility_timeout}
     if settings.broker_url.startswith("filesystem://"):
         folder = settings.broker_folder
         processed, control = folder / "processed", folder / "control"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from typing import Any
 
 from celery import Celery
@@ -54,7 +55,8 @@ class Dispatcher:
         """Send every queued, undispatched run; returns how many were sent."""
         sent = 0
         with session_scope(self.factory) as session:
-            pending = [(r.id, r.attempt, r.queue) for r in runs_repo.undispatched(session)]
+            resend_before = utcnow() - timedelta(seconds=self.settings.redispatch_after)
+            pending = [(r.id, r.attempt, r.queue) for r in runs_repo.undispatched(session, resend_before)]
         for run_id, attempt, queue in pending:
             try:
                 self._send(run_id, attempt, queue)

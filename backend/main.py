@@ -33,6 +33,7 @@ _ = (auth, experiments, health, metrics, projects, results, reviews, runs)
 
 def create_app(settings: Settings | None = None, *, background: bool | None = None) -> FastAPI:
     settings = settings or get_settings()
+    settings.require_api_secrets()
     engine = get_engine(settings.database_url)
     factory = session_factory(engine)
     run_loops = settings.run_background_loops if background is None else background

@@ -39,6 +39,15 @@ class Settings(BaseSettings):
     heartbeat_timeout: float = Field(60.0, gt=0, description="a running run silent this long is reaped")
     reaper_interval: float = Field(5.0, gt=0)
     dispatch_interval: float = Field(1.0, gt=0, description="outbox poll period")
+    redispatch_after: float = Field(
+        6 * 3600.0,
+        gt=0,
+        description="a run still queued this long after it was sent is sent again (a lost broker message); "
+        "the claim refuses the duplicate",
+    )
+    broker_visibility_timeout: int = Field(
+        7 * 24 * 3600, gt=0, description="Redis: seconds before an unacknowledged message is redelivered"
+    )
     default_max_attempts: int = Field(3, ge=1)
     max_metric_batch: int = 10_000
     max_runs_per_experiment: int = 10_000
@@ -59,18 +68,22 @@ class Settings(BaseSettings):
             self.artifact_root = str(home / "artifacts")
         if self.mode == "embedded" and self.secret_key in PLACEHOLDER_SECRETS:
             self.secret_key = _embedded_secret(home)
-        if self.mode == "server":
-            if self.secret_key.strip().lower() in PLACEHOLDER_SECRETS or len(self.secret_key) < 16:
-                raise ValueError(
-                    "REASONLAB_SECRET_KEY is a placeholder or shorter than 16 characters: "
-                    "set a real secret in server mode"
-                )
-            if self.worker_token.strip().lower() in PLACEHOLDER_SECRETS or len(self.worker_token) < 16:
-                raise ValueError(
-                    "REASONLAB_WORKER_TOKEN is a placeholder or shorter than 16 characters: "
-                    "set a real token in server mode"
-                )
+        weak_token = self.worker_token.strip().lower() in PLACEHOLDER_SECRETS or len(self.worker_token) < 16
+        if self.mode == "server" and weak_token:
+            raise ValueError(
+                "REASONLAB_WORKER_TOKEN is a placeholder or shorter than 16 characters: set a real token in server mode"
+            )
         return self
+
+    def require_api_secrets(self) -> None:
+        """The API signs logins with ``secret_key``: in server mode it must be a real secret.
+        (Workers never sign anything, so only the API process checks this.)"""
+        if self.mode == "server" and (
+            self.secret_key.strip().lower() in PLACEHOLDER_SECRETS or len(self.secret_key) < 16
+        ):
+            raise ValueError(
+                "REASONLAB_SECRET_KEY is a placeholder or shorter than 16 characters: set a real secret in server mode"
+            )
 
     @property
     def broker_folder(self) -> Path:

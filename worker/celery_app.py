@@ -33,13 +33,12 @@ from kombu import Exchange, Queue
 
 # backend.broker imports backend.settings only: the dispatcher and the workers share its broker options,
 # so the filesystem broker's folders and the visibility timeout always agree on both sides.
-from backend.broker import QUEUES, TASK_EXECUTE, VISIBILITY_TIMEOUT_SECONDS, broker_options
+from backend.broker import QUEUES, TASK_EXECUTE, broker_options
 from backend.settings import Settings, get_settings
 
 __all__ = [
     "QUEUES",
     "TASK_EXECUTE",
-    "VISIBILITY_TIMEOUT_SECONDS",
     "app",
     "celery_config",
     "create_celery_app",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from backend.settings import Settings
-from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
+from worker.client import ApiUnavailable, Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
 from worker.kinds import get_kind
 from worker.tracking import (
     ApiRunContext,
@@ -144,7 +144,9 @@ class Heartbeat:
         progress = self._ctx.progress_snapshot() if self._ctx is not None else None
         try:
             answer = self.client.heartbeat(self.run_id, self.attempt, progress)
-        except (Conflict, NotFound) as exc:
+        except (Conflict, NotFound, Unauthorized, Forbidden) as exc:
+            # a rejected token counts as a lost lease: the reaper will hand the run to a worker that
+            # the API still trusts, and two writers must never share a checkpoint folder
             logger.error("run %s attempt %s lost its lease (%s): stopping", self.run_id, self.attempt, exc)
             self.lease_lost = True
             self._apply()

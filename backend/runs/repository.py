@@ -30,9 +30,11 @@ def stale_running(session: Session, older_than: datetime, limit: int = 100) -> l
     return list(session.scalars(stmt))
 
 
-def undispatched(session: Session, limit: int = 200) -> list[Run]:
-    stmt = select(Run).where(Run.status == "queued", Run.dispatched.is_(False)).order_by(Run.id).limit(limit)
-    return list(session.scalars(stmt))
+def undispatched(session: Session, resend_before: datetime, limit: int = 200) -> list[Run]:
+    """Queued runs never sent, and queued runs sent before ``resend_before`` (a lost broker message)."""
+    stale = and_(Run.dispatched.is_(True), Run.dispatched_at < resend_before)
+    stmt = select(Run).where(Run.status == "queued", or_(Run.dispatched.is_(False), stale))
+    return list(session.scalars(stmt.order_by(Run.id).limit(limit)))
 
 
 def filtered(

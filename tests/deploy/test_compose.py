@@ -325,7 +325,9 @@ def _settings_from(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return Settings()
+    settings = Settings()
+    settings.require_api_secrets()  # what create_app() checks when the API starts
+    return settings
 
 
 def test_api_environment_is_a_valid_server_settings(

@@ -46,7 +46,9 @@ def test_execute_runs_the_kind_and_reports_everything(settings: Settings) -> Non
     assert _execute(api, settings) == "succeeded"
     assert _loss_steps(api) == list(range(1, 25))
     assert [r["kind"] for r in api.results] == ["diagnostic"]
-    assert api.finishes == [{"attempt": 1, "status": "succeeded"}]
+    assert api.finishes == [
+        {"attempt": 1, "status": "succeeded", "progress": {"done": 24, "total": 24, "message": "done"}}
+    ]
     assert any("final loss" in line for line in api.logs)  # python logging of the kind became log lines
     ckpt = Path(settings.artifact_root) / "checkpoints" / f"run-{api.run['id']}"
     assert sorted(p.name for p in ckpt.iterdir()) == ["step-18.pt", "step-24.pt"]
@@ -118,7 +120,12 @@ def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow
     api.requeue(attempt=2)  # what POST /runs/{id}/retry does
     assert _execute(api, settings, attempt=2, use_mlflow=True) == "succeeded"
     assert api.run["mlflow_run_id"] == mlflow_run_id and len(api.patches) == 1
-    assert api.finishes[-1] == {"attempt": 2, "status": "succeeded", "mlflow_run_id": mlflow_run_id}
+    assert api.finishes[-1] == {
+        "attempt": 2,
+        "status": "succeeded",
+        "mlflow_run_id": mlflow_run_id,
+        "progress": {"done": 24, "total": 24, "message": "done"},
+    }
     assert api.results[-1]["payload"]["resumed_from_step"] == 12
     assert _loss_steps(api) == list(range(1, 25))
 
