@@ -111,6 +111,39 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await screenshot(page, '07-run-results');
   });
 
+  it('follows a running run live: progress, ETA, status from the event stream', async () => {
+    const exp = await platform.api('/experiments', {
+      method: 'POST',
+      body: { name: 'e2e live run', kind: 'diagnostic', spec: { train: { steps: 120, step_delay: 0.1, checkpoint_every: 20 } } },
+    });
+    const runId = exp.runs[0].id;
+    await page.goto(`${platform.url}/runs/${runId}`);
+    await page.getByTestId('eta').waitFor({ timeout: RUN_TIMEOUT });
+    await page.getByText('● live').waitFor();
+    await page.waitForTimeout(2500); // a few progress events: the ETA has a pace to go by
+    await screenshot(page, '07b-run-live');
+    await page.locator('[data-status="succeeded"]').first().waitFor({ timeout: RUN_TIMEOUT });
+    assert.equal(new URL(page.url()).pathname, `/runs/${runId}`);
+    await page.getByRole('tab', { name: 'Logs' }).click();
+    await page.waitForTimeout(500);
+    await screenshot(page, '07c-run-logs');
+  });
+
+  it('shows the error and traceback of a failed run, and retries it', async () => {
+    const exp = await platform.api('/experiments', {
+      method: 'POST',
+      body: { name: 'e2e failing run', kind: 'diagnostic', spec: { train: { steps: 30, fail_at_step: 5 } } },
+    });
+    const runId = exp.runs[0].id;
+    await page.goto(`${platform.url}/runs/${runId}`);
+    await page.getByTestId('run-error').waitFor({ timeout: RUN_TIMEOUT });
+    assert.match(await page.getByTestId('run-error').textContent(), /Traceback|Error/);
+    await screenshot(page, '07d-run-failed');
+    await page.getByTestId('retry-run').click();
+    await page.locator('[data-status="queued"], [data-status="running"], [data-status="failed"]').first().waitFor();
+    await page.getByText(/attempt 2\//).waitFor({ timeout: RUN_TIMEOUT });
+  });
+
   it('compares two runs with the param diff highlighted', async () => {
     await page.goto(`${platform.url}/experiments/${state.experimentId}`);
     await page.getByLabel(/select run \d+/).first().waitFor();

@@ -68,7 +68,6 @@ function RunView({ run }: { run: Run }) {
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
   const duration = durationSeconds(run as unknown as Parameters<typeof durationSeconds>[0]);
-  const version = Math.max(0, ...Object.values(live.steps));
 
   return (
     <Stack>
@@ -131,7 +130,7 @@ function RunView({ run }: { run: Run }) {
                 <SimpleGrid cols={{ base: 1, lg: keys.data!.length > 1 ? 2 : 1 }}>
                   {keys.data!.map((k) => (
                     <Paper key={k} withBorder p="xs">
-                      <MetricChart runId={run.id} metricKey={k} version={live.steps[k] ?? version} />
+                      <MetricChart runId={run.id} metricKey={k} latestStep={live.steps[k] ?? -1} />
                     </Paper>
                   ))}
                 </SimpleGrid>

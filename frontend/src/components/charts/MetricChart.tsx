@@ -2,7 +2,7 @@
 // last-value line. Zooming (wheel, drag, slider) asks the API for finer buckets of the zoomed steps.
 import { Group, Loader, Text } from '@mantine/core';
 import { useDebouncedCallback } from '@mantine/hooks';
-import { memo, useMemo, useState } from 'react';
+import { memo, useEffect, useMemo, useState } from 'react';
 import { useMetrics } from '../../hooks/metrics';
 import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket, type StepRange } from '../../lib/buckets';
 import { formatValue } from '../../lib/dotted';
@@ -51,10 +51,25 @@ export function bandOption(key: string, buckets: readonly Bucket[], full: StepRa
   };
 }
 
-function MetricChartImpl({ runId, metricKey, version = 0, height = 280 }: { runId: number; metricKey: string; version?: number; height?: number }) {
+/**
+ * `latestStep` is the newest step the run's event stream reported for this key; the chart refetches
+ * only when it is past what the drawn series already holds, and at most every LIVE_REFRESH_MS (a
+ * downsampled query over a long series is not free, and the stream reports twice a second).
+ */
+export const LIVE_REFRESH_MS = 2000;
+
+function MetricChartImpl({ runId, metricKey, latestStep = -1, height = 280 }: { runId: number; metricKey: string; latestStep?: number; height?: number }) {
   const [zoom, setZoom] = useState({ start: 0, end: 100 });
   const [range, setRange] = useState<StepRange | null>(null);
+  const [version, setVersion] = useState(0);
   const overview = useMetrics(runId, [metricKey], null, version);
+  const drawnMax = overview.data?.series?.[metricKey]?.step_max ?? -1;
+  const behind = !overview.isPending && !overview.isFetching && latestStep > drawnMax;
+  useEffect(() => {
+    if (!behind) return;
+    const t = setTimeout(() => setVersion(latestStep), LIVE_REFRESH_MS);
+    return () => clearTimeout(t);
+  }, [behind, latestStep]);
   const fine = useMetrics(runId, range ? [metricKey] : [], range);
   const series = overview.data?.series?.[metricKey];
   const full = series && series.step_min != null && series.step_max != null ? { min: series.step_min, max: series.step_max } : null;
