@@ -182,7 +182,21 @@ describe('dashboard', { timeout: 600_000 }, () => {
     const before = (await platform.api('/experiments?limit=200')).items.length;
     await page.goto(`${platform.url}/experiments/new`);
     await page.getByTestId('schema-form').waitFor();
-    await page.locator('#spec-train-lr').fill('-1');
+    // every control of the form is labelled, and the keyboard walks the fields in order
+    const unlabelled = await page.evaluate(() =>
+      [...document.querySelectorAll('form[aria-label="new experiment"] input, form[aria-label="new experiment"] select, form[aria-label="new experiment"] textarea')]
+        .filter((el) => el.type !== 'hidden' && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby') && !(el.labels && el.labels.length))
+        .map((el) => el.outerHTML.slice(0, 120)),
+    );
+    assert.deepEqual(unlabelled, []);
+    await page.locator('#experiment-name').focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'experiment-description');
+    await page.locator('#spec-train-lr').focus();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('-1');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'spec-train-checkpoint_every');
     await page.getByTestId('submit-experiment').click();
     // the server's 422 lands on the field: the input is marked invalid and its message shows
     await page.locator('#spec-train-lr[aria-invalid="true"]').waitFor();

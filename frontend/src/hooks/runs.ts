@@ -107,11 +107,49 @@ export function useRunEvents(run: Run | undefined): LiveState {
   return state;
 }
 
-/** The tail of a run's log, following new lines while the run is unfinished. */
-export function useRunLogs(runId: number, live: boolean, limit = 500) {
-  return useQuery({
-    queryKey: ['runs', runId, 'logs', limit],
-    queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/logs', { params: { path: { run_id: runId }, query: { limit } } })),
-    refetchInterval: live ? 2000 : false,
-  });
+/** Lines of a run's log kept in the page: the tail, however long the log. */
+export const LOG_TAIL_LINES = 2000;
+const LOG_PAGE = 5000;
+const LOG_POLL_MS = 2000;
+
+export interface LogTail {
+  lines: { seq: number; time: string; line: string }[];
+  loading: boolean;
+  error: unknown;
+}
+
+/**
+ * The tail of a run's log. The API pages forward from a sequence number (`after`), so the hook reads
+ * pages until the end, keeps the last LOG_TAIL_LINES, then, while the run is unfinished, asks only for
+ * lines after the last one it has.
+ */
+export function useRunLogTail(runId: number, live: boolean): LogTail {
+  const [tail, setTail] = useState<LogTail>({ lines: [], loading: true, error: null });
+  useEffect(() => {
+    let cancelled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let after = 0;
+    let lines: LogTail['lines'] = [];
+    const pull = async () => {
+      try {
+        for (;;) {
+          const page = await unwrap(api.GET('/api/v1/runs/{run_id}/logs', { params: { path: { run_id: runId }, query: { after, limit: LOG_PAGE } } }));
+          if (cancelled) return;
+          if (page.items.length) lines = [...lines, ...page.items].slice(-LOG_TAIL_LINES);
+          after = page.last_seq;
+          if (page.items.length < LOG_PAGE) break;
+        }
+        setTail({ lines, loading: false, error: null });
+      } catch (error) {
+        if (!cancelled) setTail((t) => ({ ...t, loading: false, error }));
+      }
+      if (live && !cancelled) timer = setTimeout(pull, LOG_POLL_MS);
+    };
+    void pull();
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+    };
+  }, [runId, live]);
+  return tail;
 }

@@ -16,7 +16,8 @@ import { Tags } from '../components/review/Tags';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
-import { useRun, useRunAction, useRunEvents, useRunLogs, type LiveState } from '../hooks/runs';
+import { LOG_TAIL_LINES, useRun, useRunAction, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
+import { errorMessage } from '../api/errors';
 import { etaSeconds, formatDuration, percent } from '../lib/eta';
 import { durationSeconds, FINISHED } from '../lib/runsTable';
 
@@ -45,17 +46,21 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
 }
 
 function LogsTail({ runId, live }: { runId: number; live: boolean }) {
-  const logs = useRunLogs(runId, live);
+  const { lines, loading, error } = useRunLogTail(runId, live);
   const ref = useRef<HTMLPreElement>(null);
   useEffect(() => {
     if (ref.current) ref.current.scrollTop = ref.current.scrollHeight;
-  }, [logs.data]);
-  const lines = logs.data?.items ?? [];
-  if (!lines.length) return <Text c="dimmed" size="sm">No log lines.</Text>;
+  }, [lines]);
+  if (error) return <Alert color="red">{errorMessage(error)}</Alert>;
+  if (loading) return <Text c="dimmed" size="sm">Loading the log…</Text>;
+  if (!lines.length) return <Text c="dimmed" size="sm">No log lines{live ? ' yet' : ''}.</Text>;
   return (
-    <Code block ref={ref} style={{ maxHeight: 420, overflow: 'auto' }} data-testid="logs">
-      {lines.map((l) => l.line).join('\n')}
-    </Code>
+    <Stack gap={4}>
+      {lines.length >= LOG_TAIL_LINES && <Text size="xs" c="dimmed">the last {LOG_TAIL_LINES} lines</Text>}
+      <Code block ref={ref} style={{ maxHeight: 480, overflow: 'auto' }} data-testid="logs">
+        {lines.map((l) => l.line).join('\n')}
+      </Code>
+    </Stack>
   );
 }
 

@@ -2,7 +2,7 @@
 // last-value line. Zooming (wheel, drag, slider) asks the API for finer buckets of the zoomed steps.
 import { Group, Loader, Text } from '@mantine/core';
 import { useDebouncedCallback } from '@mantine/hooks';
-import { memo, useEffect, useMemo, useState } from 'react';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { useMetrics } from '../../hooks/metrics';
 import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket, type StepRange } from '../../lib/buckets';
 import { formatValue } from '../../lib/dotted';
@@ -56,7 +56,7 @@ export function bandOption(key: string, buckets: readonly Bucket[], full: StepRa
  * only when it is past what the drawn series already holds, and at most every LIVE_REFRESH_MS (a
  * downsampled query over a long series is not free, and the stream reports twice a second).
  */
-export const LIVE_REFRESH_MS = 2000;
+export const LIVE_REFRESH_MS = 1000;
 
 function MetricChartImpl({ runId, metricKey, latestStep = -1, height = 280 }: { runId: number; metricKey: string; latestStep?: number; height?: number }) {
   const [zoom, setZoom] = useState({ start: 0, end: 100 });
@@ -65,11 +65,14 @@ function MetricChartImpl({ runId, metricKey, latestStep = -1, height = 280 }: { 
   const overview = useMetrics(runId, [metricKey], null, version);
   const drawnMax = overview.data?.series?.[metricKey]?.step_max ?? -1;
   const behind = !overview.isPending && !overview.isFetching && latestStep > drawnMax;
+  const latestRef = useRef(latestStep);
+  latestRef.current = latestStep;
   useEffect(() => {
+    // a throttle, not a debounce: the stream keeps reporting, the timer must not restart on each report
     if (!behind) return;
-    const t = setTimeout(() => setVersion(latestStep), LIVE_REFRESH_MS);
+    const t = setTimeout(() => setVersion(latestRef.current), LIVE_REFRESH_MS);
     return () => clearTimeout(t);
-  }, [behind, latestStep]);
+  }, [behind]);
   const fine = useMetrics(runId, range ? [metricKey] : [], range);
   const series = overview.data?.series?.[metricKey];
   const full = series && series.step_min != null && series.step_max != null ? { min: series.step_min, max: series.step_max } : null;

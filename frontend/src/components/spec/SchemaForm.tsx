@@ -2,7 +2,7 @@
 // numbers with their range in the description, enums as selects, booleans as switches, nullable
 // values clearable, optional nested configs switched on and off. Every control has a label.
 import { Checkbox, Fieldset, NativeSelect, NumberInput, SimpleGrid, Stack, Switch, Text, TextInput, Textarea } from '@mantine/core';
-import { memo, useState } from 'react';
+import { memo, useEffect, useState } from 'react';
 import { getPath, type Json, type JsonObject } from '../../lib/dotted';
 import { fieldDefault, rangeHint, type FormField } from '../../lib/schemaForm';
 
@@ -25,6 +25,16 @@ function describe(field: FormField): string | undefined {
 }
 
 function NumberField({ field, value, onChange, error, disabled }: FieldProps) {
+  // The input keeps its own text so intermediate states ("-", "1.", "1e") survive typing; the spec
+  // gets a number once the text is one, and follows outside changes (YAML edits, kind switch).
+  const [text, setText] = useState<string | number>(typeof value === 'number' ? value : '');
+  useEffect(() => {
+    setText((t) => {
+      if (typeof value === 'number') return t !== '' && Number(t) === value ? t : value;
+      // no value: clear, unless the text is a half-typed number that has not reached the spec yet
+      return typeof t === 'string' && t !== '' && !Number.isFinite(Number(t)) ? t : '';
+    });
+  }, [value]);
   if (field.type !== 'number' && field.type !== 'integer') return null;
   return (
     <NumberInput
@@ -32,10 +42,12 @@ function NumberField({ field, value, onChange, error, disabled }: FieldProps) {
       name={field.path.join('.')}
       label={field.label}
       description={describe(field)}
-      value={typeof value === 'number' ? value : ''}
+      value={text}
       onChange={(v) => {
+        setText(v);
         if (v === '' || v === undefined) onChange(field.nullable ? null : undefined);
-        else onChange(typeof v === 'number' ? v : Number(v));
+        else if (typeof v === 'number') onChange(v);
+        else if (v.trim() !== '' && Number.isFinite(Number(v))) onChange(Number(v));
       }}
       allowDecimal={field.type === 'number'}
       clampBehavior="none"
@@ -43,7 +55,6 @@ function NumberField({ field, value, onChange, error, disabled }: FieldProps) {
       error={error}
       disabled={disabled}
       placeholder={field.default !== undefined && field.default !== null ? `default ${String(field.default)}` : field.nullable ? 'none' : undefined}
-      decimalScale={field.type === 'integer' ? 0 : undefined}
       inputMode={field.type === 'integer' ? 'numeric' : 'decimal'}
     />
   );
