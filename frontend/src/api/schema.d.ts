@@ -836,6 +836,8 @@ export interface components {
             error?: string | null;
             /** Mlflow Run Id */
             mlflow_run_id?: string | null;
+            /** @description the run's last progress */
+            progress?: components["schemas"]["Progress"] | null;
             /**
              * Status
              * @enum {string}
