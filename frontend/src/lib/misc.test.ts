@@ -3,6 +3,7 @@ import { flatten, formatValue, getPath, setPath } from './dotted';
 import { addSample, etaSeconds, formatDuration, percent } from './eta';
 import { runLabel, varyingParams } from './labels';
 import { parallelData } from './parallel';
+import { parseRunIds } from './runIds';
 import type { RunRow } from './runsTable';
 
 describe('dotted paths', () => {
@@ -62,5 +63,12 @@ describe('parallelData', () => {
     expect(d.axes.map((a) => [a.name, a.type])).toEqual([['lr', 'value'], ['opt', 'category'], ['loss', 'value']]);
     expect(d.axes[1]!.data).toEqual(['adam', 'sgd']);
     expect(d.rows).toEqual([[0.1, 'adam', 0.5, 1], [0.01, 'sgd', 0.3, 2]]);
+  });
+});
+
+describe('parseRunIds', () => {
+  it('reads ids separated by commas or spaces, dropping junk and repeats', () => {
+    expect(parseRunIds('1, 2 3,,2,x,-4,0,1.5')).toEqual([1, 2, 3]);
+    expect(parseRunIds(null)).toEqual([]);
   });
 });

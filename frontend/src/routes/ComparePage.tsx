@@ -9,10 +9,7 @@ import { StatusChip } from '../components/common/StatusChip';
 import { useRunsById } from '../hooks/runs';
 import { formatValue } from '../lib/dotted';
 import { diffParams } from '../lib/paramDiff';
-
-export function parseRunIds(text: string | null): number[] {
-  return [...new Set((text ?? '').split(/[\s,]+/).map(Number).filter((n) => Number.isInteger(n) && n > 0))];
-}
+import { parseRunIds } from '../lib/runIds';
 
 function CompareView({ runs }: { runs: Run[] }) {
   const [onlyDiff, setOnlyDiff] = useState(false);
