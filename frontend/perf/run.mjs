@@ -8,6 +8,7 @@
 //
 // Not a test: figures are reported, not asserted (goal: each under 1 s on this machine).
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
 
@@ -119,6 +120,22 @@ async function measureExperimentPage(page, platform, experimentId) {
   return { interactive, sort, ...scroll };
 }
 
+/** The API's share: the downsampled query alone, timed from node (median of REPEAT). */
+async function measureApi(platform, runId, range) {
+  const time = async (query) => {
+    const xs = [];
+    for (let i = 0; i < REPEAT; i++) {
+      const t0 = performance.now();
+      const r = await fetch(`${platform.url}/api/v1/runs/${runId}/metrics?${query}`, { headers: { Authorization: `Bearer ${platform.admin.token}` } });
+      await r.arrayBuffer();
+      xs.push(performance.now() - t0);
+    }
+    return median(xs);
+  };
+  const [lo, hi] = (range ?? '0-0').split('-');
+  return { fullMs: await time('keys=loss&max_points=1000'), zoomedMs: await time(`keys=loss&max_points=1000&step_min=${lo}&step_max=${hi}`) };
+}
+
 const platform = await startPlatform({ workers: 0 });
 const browser = await launchBrowser();
 try {
@@ -136,7 +153,10 @@ try {
     expTimes.push(await measureExperimentPage(page2, platform, many.experimentId));
     await page2.close();
   }
+  const apiTimes = await measureApi(platform, big.runId, runTimes[0].range);
   const results = {
+    loadAverage: loadavg().map((x) => Number(x.toFixed(2))),
+    api: apiTimes,
     points: POINTS,
     runs: RUNS,
     repeat: REPEAT,
@@ -158,9 +178,12 @@ try {
 | --- | --- |
 | run page, ${POINTS.toLocaleString()} points: first chart | ${ms(results.runPage.firstChartMs)} |
 | run page: zoomed re-render (incl. ${200} ms debounce) | ${ms(results.runPage.zoomedRerenderMs)} |
+| of which the API: full-range query / zoomed query | ${ms(apiTimes.fullMs)} / ${ms(apiTimes.zoomedMs)} |
 | experiment page, ${RUNS.toLocaleString()} runs: interactive | ${ms(results.experimentPage.interactiveMs)} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
+
+machine load average (1, 5, 15 min) at the end: ${results.loadAverage.join(', ')}
 `);
 } finally {
   await browser.close();
