@@ -1,6 +1,6 @@
 // ECharts, tree-shaken to what the dashboard draws, on the canvas renderer (big series, heatmaps,
 // parallel coordinates stay fast where SVG would create a node per point).
-import { HeatmapChart, LineChart, ParallelChart, ScatterChart } from 'echarts/charts';
+import { BarChart, HeatmapChart, LineChart, ParallelChart, ScatterChart } from 'echarts/charts';
 import {
   DataZoomComponent, GridComponent, LegendComponent, MarkPointComponent, ParallelComponent, TitleComponent,
   TooltipComponent, VisualMapComponent, ToolboxComponent,
@@ -9,7 +9,7 @@ import * as echarts from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
 
 echarts.use([
-  LineChart, HeatmapChart, ParallelChart, ScatterChart, GridComponent, TooltipComponent, DataZoomComponent, LegendComponent,
+  BarChart, LineChart, HeatmapChart, ParallelChart, ScatterChart, GridComponent, TooltipComponent, DataZoomComponent, LegendComponent,
   VisualMapComponent, TitleComponent, ParallelComponent, MarkPointComponent, ToolboxComponent, CanvasRenderer,
 ]);
 
