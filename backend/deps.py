@@ -70,7 +70,11 @@ def resolve_credential(session: Session, settings: Settings, credential: str) ->
         token = auth_repo.token_by_hash(session, hash_api_token(credential))
         if token is None or token.revoked_at is not None:
             raise Unauthorized("invalid or revoked API token")
-        token.last_used_at = utcnow()
+        now = utcnow()
+        # Record use at most once a minute: a write on every request would serialise readers on SQLite.
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            token.last_used_at = now
+            session.commit()
         return Principal(user=token.user)
     user_id = read_jwt(credential, settings.secret_key)
     user = session.get(User, user_id) if user_id is not None else None

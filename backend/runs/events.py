@@ -87,5 +87,7 @@ def run_events(
     run_id: Id, request: Request, principal: PrincipalDep, session: SessionDep
 ) -> StreamingResponse:
     service.get_visible(session, principal, run_id)
+    session.commit()  # end this request's transaction now: the stream may stay open for hours
+    session.close()
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(request, run_id), media_type="text/event-stream", headers=headers)

@@ -133,3 +133,9 @@ def test_kinds_list_schemas_and_defaults(api: Api) -> None:
     assert "diagnostic" in kinds
     assert kinds["diagnostic"]["defaults"]["train"]["steps"] == 200
     assert "properties" in kinds["diagnostic"]["spec_schema"]
+
+
+def test_kinds_name_their_result_kinds(api: Api) -> None:
+    kinds = {k["name"]: k for k in api.client.get("/api/v1/kinds", headers=api.h()).json()}
+    assert kinds["diagnostic"]["result_kinds"] == ["diagnostic"]
+    assert kinds["smoe_sraven"]["result_kinds"] == ["sraven_cell"]

@@ -8,7 +8,7 @@ short schedule. Paper-scale settings are in examples/sraven_topk_sweep_gpu.yaml.
 from __future__ import annotations
 
 from math import comb
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -127,6 +127,7 @@ class SravenTrain(StrictModel):
 
 
 class SmoeSravenSpec(SpecBase):
+    result_kinds: ClassVar[tuple[str, ...]] = ("sraven_cell",)
     kind: Literal["smoe_sraven"] = "smoe_sraven"
     data: SravenData = Field(default_factory=SravenData)
     model: SravenModel = Field(default_factory=SravenModel)
