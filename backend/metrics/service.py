@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -22,19 +22,19 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     if not batch.points:
         return 0
     now = utcnow()
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for p in batch.points:  # within one batch the last point of a (key, step) wins
-        latest[(p.key, p.step)] = {
-            "run_id": run.id, "key": p.key, "step": p.step, "value": _finite(p.value), "time": p.time or now
-        }
-    repository.upsert(session, list(latest.values()))
+    # within one batch the last point of a (key, step) wins; non-finite values are stored as NULL (a gap)
+    latest: dict[tuple[str, int], tuple[float | None, datetime]] = {}
+    isfinite = math.isfinite
+    for p in batch.points:
+        latest[(p.key, p.step)] = (p.value if isfinite(p.value) else None, p.time or now)
+    repository.upsert_series(session, run.id, latest)
     # The run's summary keeps each key's value at its largest step (for sorting by a final metric).
     summary = dict(run.summary or {})
     steps = dict(summary.pop("_steps", {}) or {})
-    for (key, step), row in latest.items():
+    for (key, step), (value, _) in latest.items():
         if step >= steps.get(key, -1):
             steps[key] = step
-            summary[key] = _finite(row["value"])
+            summary[key] = value
     summary["_steps"] = steps
     run.summary = summary
     return len(batch.points)
@@ -45,13 +45,16 @@ def query(
 ) -> dict[str, Series]:
     out: dict[str, Series] = {}
     for key in keys or repository.keys(session, run.id):
-        smin, smax, total = repository.extent(session, run.id, key)
+        smin, smax = repository.step_range(session, run.id, key)
         if smin is None or smax is None:
             out[key] = Series(total_points=0, step_min=None, step_max=None, buckets=[])
             continue
         lo = max(smin, step_min) if step_min is not None else smin
         hi = min(smax, step_max) if step_max is not None else smax
         rows = repository.buckets(session, run.id, key, lo, hi, max_points) if lo <= hi else []
+        # buckets over the whole series already counted every point; a zoom needs its own count
+        whole = lo == smin and hi == smax
+        total = sum(int(r[5]) for r in rows) if whole else repository.count(session, run.id, key)
         out[key] = Series(
             total_points=total,
             step_min=smin,
