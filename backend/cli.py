@@ -183,6 +183,21 @@ def api(host: str, port: int, do_migrate: bool) -> None:
 def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None:
     """Run a Celery worker: one job slot, a fresh process per run."""
     from worker.celery_app import app, worker_argv
+    from worker.client import ApiUnavailable, Forbidden, ReasonLabClient, Unauthorized
+    from worker.executor import worker_token
+
+    settings = _settings()
+    try:  # a mistyped token would otherwise take runs off the queue only to be refused at claim
+        with ReasonLabClient(settings.api_url, worker_token(settings), timeout=10) as client:
+            client.list_runs(limit=1)
+    except (Unauthorized, Forbidden) as exc:
+        raise click.ClickException(
+            f"the API at {settings.api_url} refuses this worker's token (REASONLAB_WORKER_TOKEN): {exc}"
+        ) from exc
+    except ApiUnavailable as exc:
+        click.echo(
+            f"warning: the API at {settings.api_url} is not reachable yet ({exc}); starting anyway", err=True
+        )
 
     app.worker_main(worker_argv(list(queues) or None, loglevel=loglevel, hostname=hostname))
 
@@ -331,6 +346,8 @@ def submit(
             doc.get("spec") or {},
             doc.get("sweep"),
             project=project or doc.get("project"),
+            description=doc.get("description"),
+            tags=doc.get("tags"),
         )
         click.echo(f"experiment {exp['id']} ({exp['name']}): {len(exp['runs'])} run(s) queued")
         for r in exp["runs"][:20]:
@@ -423,6 +440,8 @@ def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None)
             if not page["items"]:
                 status = client.get_run(run_id)["status"]
                 if status in ("succeeded", "failed", "cancelled"):
+                    for item in client.get_logs(run_id, after=after)["items"]:  # lines flushed at the end
+                        click.echo(item["line"])
                     click.echo(f"-- run {run_id} {status}")
                     return
                 time.sleep(1.0)

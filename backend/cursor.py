@@ -13,6 +13,20 @@ def encode(data: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+def decode_int(cursor: str | None, key: str) -> int | None:
+    """The integer ``key`` of a cursor (None without a cursor); Invalid for any other shape."""
+    data = decode(cursor)
+    if data is None:
+        return None
+    value = data.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**62:
+        raise Invalid(
+            "invalid cursor",
+            [{"loc": ["query", "cursor"], "msg": "not a cursor from next_cursor", "type": "cursor"}],
+        )
+    return value
+
+
 def decode(cursor: str | None) -> dict[str, Any] | None:
     if not cursor:
         return None

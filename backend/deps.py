@@ -38,7 +38,9 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": the session commits when the route returns, before the response is sent, so a 2xx
+# always means the write is durable (a failed commit becomes an error response, never a silent loss).
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 _bearer = HTTPBearer(auto_error=False, description="JWT, API token (rl_...) or the worker token")
 
@@ -89,7 +91,10 @@ def get_principal(
     settings: SettingsDep,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    credential = creds.credentials if creds is not None else request.query_params.get("token")
+    credential = creds.credentials if creds is not None else None
+    if credential is None and request.url.path.endswith("/events"):
+        # Browsers' EventSource cannot send headers; only event streams take the credential in the URL.
+        credential = request.query_params.get("token")
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
     return resolve_credential(session, settings, credential)

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
 
 class ErrorItem(BaseModel):
@@ -85,6 +86,24 @@ def install_handlers(app: FastAPI) -> None:
         body = {"detail": exc.detail, "code": exc.code, "errors": exc.errors}
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(_request: Request, exc: DBAPIError) -> JSONResponse:
+        # What validation cannot see (a NUL byte Postgres refuses, a race on a unique key, a lost database
+        # connection) still answers with a clear error, never a 500.
+        if isinstance(exc, IntegrityError):
+            status, code, detail = 409, "conflict", "the change conflicts with stored data (already exists?)"
+        elif isinstance(exc, DataError):
+            status, code, detail = (
+                422,
+                "invalid",
+                "a value cannot be stored (e.g. a NUL character or out of range)",
+            )
+        elif isinstance(exc, OperationalError):
+            status, code, detail = 503, "unavailable", "the database is unavailable; try again"
+        else:
+            raise exc
+        return JSONResponse({"detail": detail, "code": code, "errors": []}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:

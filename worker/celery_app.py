@@ -35,6 +35,7 @@ from kombu import Exchange, Queue
 # so the filesystem broker's folders and the visibility timeout always agree on both sides.
 from backend.broker import QUEUES, TASK_EXECUTE, broker_options
 from backend.settings import Settings, get_settings
+from worker.pool import POOL
 
 __all__ = [
     "QUEUES",
@@ -57,7 +58,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_on_failure_or_timeout": True,
         "worker_prefetch_multiplier": 1,
         "worker_concurrency": 1,
-        "worker_pool": "prefork",
+        "worker_pool": POOL,  # prefork, with a prompt respawn of the job process (worker/pool.py)
         "worker_max_tasks_per_child": 1,
         # On a broker connection loss the running job goes on; its message is redelivered only after the
         # visibility timeout and then refused by the claim.
@@ -94,7 +95,6 @@ def worker_argv(
         "worker",
         f"--queues={','.join(chosen)}",
         f"--loglevel={loglevel}",
-        "--pool=prefork",
         "--concurrency=1",
     ]
     if hostname:

@@ -94,6 +94,7 @@ class Heartbeat:
         interval: float,
         *,
         exit_with_parent: bool = False,
+        lease_timeout: float | None = None,
     ) -> None:
         self.client = client
         self.run_id = run_id
@@ -104,6 +105,8 @@ class Heartbeat:
         self._ctx: ApiRunContext | None = None
         self._stop = threading.Event()
         self._parent = os.getppid() if exit_with_parent else None
+        self._last_ok = time.monotonic()
+        self.lease_timeout = lease_timeout
         self._thread = threading.Thread(target=self._loop, name="reasonlab-heartbeat", daemon=True)
 
     def start(self) -> None:
@@ -152,8 +155,22 @@ class Heartbeat:
             self._apply()
             return True
         except Exception as exc:  # API down or a transient fault: the next beat tries again
-            logger.warning("run %s: heartbeat failed: %s", self.run_id, exc)
+            silent = time.monotonic() - self._last_ok
+            logger.warning("run %s: heartbeat failed (%.0f s without one): %s", self.run_id, silent, exc)
+            if self.lease_timeout is not None and silent > self.lease_timeout:
+                # Cut off from the API longer than the reaper waits: the run has been (or is about to be)
+                # handed to a new attempt, so this one stops writing rather than share its checkpoints.
+                logger.error(
+                    "run %s attempt %s: no heartbeat for %.0f s, giving up the lease",
+                    self.run_id,
+                    self.attempt,
+                    silent,
+                )
+                self.lease_lost = True
+                self._apply()
+                return True
             return False
+        self._last_ok = time.monotonic()
         if answer.get("cancel_requested") and not self.cancel_requested:
             logger.info("run %s: cancel requested", self.run_id)
             self.cancel_requested = True
@@ -280,7 +297,15 @@ def _run_claimed(
 ) -> Outcome:
     run_id = int(run["id"])
     heartbeat = Heartbeat(
-        api, run_id, attempt, settings.heartbeat_interval, exit_with_parent=exit_with_parent
+        api,
+        run_id,
+        attempt,
+        settings.heartbeat_interval,
+        exit_with_parent=exit_with_parent,
+        # give up a little before the reaper would hand the run on
+        lease_timeout=max(
+            settings.heartbeat_timeout - 2 * settings.heartbeat_interval, settings.heartbeat_interval
+        ),
     )
     heartbeat.start()
     ctx: ApiRunContext | None = None
@@ -339,12 +364,14 @@ def _run_claimed(
             mlflow.finish(status)
         except Exception as exc:
             logger.warning("run %s: MLflow status not recorded: %s", run_id, exc)
-    heartbeat.stop()
     if heartbeat.lease_lost:
+        heartbeat.stop()
         logger.warning("run %s attempt %s lost its lease: no finish sent", run_id, attempt)
         return "lost"
 
     progress = ctx.progress_snapshot() if ctx is not None else None
+    # heartbeats go on until the finish is acknowledged: an API outage at finish time must not let the
+    # reaper re-run work that is already done
     try:
         call_with_retry(
             lambda: api.finish(
@@ -363,5 +390,7 @@ def _run_claimed(
             "run %s attempt %s: finish refused (%s); the run moved on without us", run_id, attempt, exc
         )
         return "lost"
+    finally:
+        heartbeat.stop()
     logger.info("run %s attempt %s finished: %s", run_id, attempt, status)
     return status

@@ -12,12 +12,13 @@ from typing import Any
 
 from billiard.process import current_process
 from celery import Task
+from celery.exceptions import Reject
 from celery.signals import worker_init
 
 from backend.settings import get_settings
 from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
-from worker.client import ApiUnavailable
+from worker.client import ApiUnavailable, Forbidden, Unauthorized
 from worker.kinds import get_kind, kind_names
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,11 @@ def execute(self: Task, run_id: int, attempt: int | None = None) -> str:
     in_pool_child = current_process().name != "MainProcess"
     try:
         return executor.execute(run_id, attempt, get_settings(), exit_with_parent=in_pool_child)
+    except (Unauthorized, Forbidden) as exc:
+        # This worker's token is refused: hand the message back for a worker the API trusts, instead of
+        # consuming it (the run would wait for the re-send timeout).
+        logger.error("run %s: the API refuses this worker's token (%s); message requeued", run_id, exc)
+        raise Reject(str(exc), requeue=True) from exc
     except ApiUnavailable as exc:
         # Nothing ran (the claim never got through): try the whole task again later.
         logger.warning(

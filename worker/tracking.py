@@ -10,6 +10,7 @@ import abc
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -463,17 +464,39 @@ class ApiSink(Sink):
     def write_metrics(self, points: Sequence[MetricPoint]) -> None:
         self.client.post_metrics(
             self.run_id,
-            [{"key": p.key, "step": p.step, "value": p.value, "time": _iso(p.time)} for p in points],
+            # JSON has no NaN or inf: a non-finite value is sent as null, which the API stores as a gap
+            [
+                {"key": p.key, "step": p.step, "value": _finite_or_none(p.value), "time": _iso(p.time)}
+                for p in points
+            ],
         )
 
     def write_result(self, kind: str, payload: dict[str, Any]) -> None:
-        self.client.post_results(self.run_id, kind, payload)
+        self.client.post_results(self.run_id, kind, _json_safe(payload))
 
     def write_logs(self, lines: Sequence[str]) -> None:
         self.client.post_logs(self.run_id, lines)
 
     def is_transient(self, exc: BaseException) -> bool:
+        # ValueError/TypeError: a record that cannot be encoded will never go through: permanent
+        if isinstance(exc, ValueError | TypeError):
+            return False
         return isinstance(exc, ApiUnavailable) or not isinstance(exc, ApiError)
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _json_safe(value: Any) -> Any:
+    """A payload with every non-finite float replaced by None (JSON cannot carry NaN or inf)."""
+    if isinstance(value, float):
+        return _finite_or_none(value)
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 _MLFLOW_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
@@ -661,7 +684,7 @@ class TrackedRunContext(RunContext):
             self._stop.set()
 
     def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
-        self.flush()
+        self.flush(required_only=True)  # a mirror (MLflow) being down must not hold training up
         save_checkpoint_file(self.checkpoint_dir, state, step, keep=self.keep_checkpoints)
 
     def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
@@ -669,10 +692,12 @@ class TrackedRunContext(RunContext):
 
     # -- flushing and closing ---------------------------------------------------------------------------
 
-    def flush(self) -> None:
+    def flush(self, *, required_only: bool = False) -> None:
         """Write everything buffered: required sinks within their deadline (else TrackingError), mirrors
-        within theirs (else a warning)."""
+        within theirs (else a warning); ``required_only`` leaves the mirrors to their background thread."""
         for writer in self.writers:
+            if required_only and not writer.sink.required:
+                continue
             if not writer.flush(writer.sink.flush_deadline):
                 self._sink_failed(
                     writer, f"{writer.pending} records unwritten after {writer.sink.flush_deadline} s"

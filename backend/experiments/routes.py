@@ -130,8 +130,7 @@ def list_experiments(
     else:
         assert principal.user is not None
         project_ids = projects_repo.visible_project_ids(session, principal.user.id)
-    c = cursor.decode(cursor_)
-    items = repository.page(session, project_ids, kind, limit + 1, int(c["id"]) if c else None)
+    items = repository.page(session, project_ids, kind, limit + 1, cursor.decode_int(cursor_, "id"))
     next_cursor = cursor.encode({"id": items[limit - 1].id}) if len(items) > limit else None
     return ExperimentPage(items=present(session, principal, items[:limit]), next_cursor=next_cursor)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -16,7 +16,9 @@ class ExperimentCreate(BaseModel):
     sweep: Sweep | None = None
     project: str | None = Field(None, max_length=200)
     description: str = Field("", max_length=100_000)
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        default_factory=list, max_length=50
+    )
 
 
 class PreviewRun(BaseModel):

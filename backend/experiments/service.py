@@ -118,7 +118,7 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
             )
         )
     for tag in sorted(set(body.tags)):
-        session.add(ExperimentTag(experiment_id=experiment.id, tag=tag[:100]))
+        session.add(ExperimentTag(experiment_id=experiment.id, tag=tag))
     session.add(
         Activity(
             project_id=project.id,

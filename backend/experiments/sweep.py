@@ -33,6 +33,8 @@ class Distribution(BaseModel):
             raise ValueError("'low' must be finite and <= 'high'")
         if self.dist == "loguniform" and self.low <= 0:
             raise ValueError("'loguniform' needs low > 0")
+        if self.dist == "int_uniform" and math.ceil(self.low) > math.floor(self.high):
+            raise ValueError("'int_uniform' needs an integer between 'low' and 'high'")
         return self
 
     def sample(self, rng: random.Random) -> Any:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from backend.deps import PrincipalDep, SessionDep, SettingsDep
+from backend.deps import Id, PrincipalDep, SessionDep, SettingsDep
 from backend.errors import TooLarge
 from backend.metrics import repository, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
@@ -20,7 +20,12 @@ router = APIRouter(prefix="/runs", tags=["metrics"])
     responses={413: {"description": "more than 10,000 points"}},
 )
 def post_metrics(
-    run_id: int, request: Request, body: MetricBatch, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+    run_id: Id,
+    request: Request,
+    body: MetricBatch,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> Accepted:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > 64 * 1024 * 1024:
@@ -31,7 +36,7 @@ def post_metrics(
 
 @router.get("/{run_id}/metrics", response_model=MetricsOut, operation_id="metrics-get")
 def get_metrics(
-    run_id: int,
+    run_id: Id,
     principal: PrincipalDep,
     session: SessionDep,
     keys: Annotated[str, Query(description="comma-separated keys; empty = all")] = "",
@@ -41,9 +46,11 @@ def get_metrics(
 ) -> MetricsOut:
     run = runs.get_visible(session, principal, run_id)
     key_list = [k for k in (s.strip() for s in keys.split(",")) if k]
-    return MetricsOut(run_id=run.id, series=service.query(session, run, key_list, max_points, step_min, step_max))
+    return MetricsOut(
+        run_id=run.id, series=service.query(session, run, key_list, max_points, step_min, step_max)
+    )
 
 
 @router.get("/{run_id}/metric-keys", response_model=list[str], operation_id="metrics-keys")
-def metric_keys(run_id: int, principal: PrincipalDep, session: SessionDep) -> list[str]:
+def metric_keys(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[str]:
     return repository.keys(session, runs.get_visible(session, principal, run_id).id)

@@ -6,9 +6,9 @@ from pydantic import BaseModel, Field
 
 
 class MetricPoint(BaseModel):
-    key: str = Field(min_length=1, max_length=250)
+    key: str = Field(min_length=1, max_length=250, pattern=r"^[^_\x00]", description="not starting with '_'")
     step: int = Field(ge=0, le=2**62)
-    value: float
+    value: float | None = Field(description="null, NaN and inf are stored as a gap")
     time: datetime | None = None
 
 

@@ -26,8 +26,14 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     latest: dict[tuple[str, int], tuple[float | None, datetime]] = {}
     isfinite = math.isfinite
     for p in batch.points:
-        latest[(p.key, p.step)] = (p.value if isfinite(p.value) else None, p.time or now)
+        latest[(p.key, p.step)] = (
+            p.value if p.value is not None and isfinite(p.value) else None,
+            p.time or now,
+        )
     repository.upsert_series(session, run.id, latest)
+    # Lock the run row while its summary is read and rewritten: two overlapping batches (a retry after a
+    # client timeout) must not lose each other's update (no-op on SQLite, whose writes are serialised).
+    session.refresh(run, with_for_update=True)
     # The run's summary keeps each key's value at its largest step (for sorting by a final metric).
     summary = dict(run.summary or {})
     steps = dict(summary.pop("_steps", {}) or {})

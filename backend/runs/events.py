@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from backend.deps import Id, PrincipalDep, SessionDep
-from backend.metrics import repository as metrics_repo
 from backend.models import FINISHED_STATUSES, Run
 from backend.runs import service
 from backend.runs.schemas import RunPublic
@@ -32,7 +31,9 @@ def _snapshot(factory: sessionmaker[Session], run_id: Id) -> tuple[dict[str, Any
         run = session.get(Run, run_id)
         if run is None:
             return None
-        return RunPublic.of(run).model_dump(mode="json"), metrics_repo.latest_steps(session, run_id)
+        # the latest step per key is kept in the run's summary at ingest: no scan of the series per poll
+        steps = {str(k): int(v) for k, v in ((run.summary or {}).get("_steps") or {}).items()}
+        return RunPublic.of(run).model_dump(mode="json"), steps
 
 
 def _event(name: str, data: Any) -> str:

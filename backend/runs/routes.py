@@ -42,7 +42,7 @@ def list_runs(
     kind: str | None = None,
     tag: str | None = None,
     project: str | None = None,
-    sort: Annotated[str, Query(pattern=r"^(created_at|finished_at|id|metric:.+)$")] = "created_at",
+    sort: Annotated[str, Query(pattern=r"^(created_at|finished_at|id|metric:[^_].*)$")] = "created_at",
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=5000)] = 100,
     cursor_: Annotated[str | None, Query(alias="cursor")] = None,
@@ -71,10 +71,9 @@ def list_runs(
         assert principal.user is not None
         project_ids = projects_repo.visible_project_ids(session, principal.user.id)
     stmt = repository.filtered(project_ids, experiment_id, statuses, kind, tag)
-    c = cursor.decode(cursor_)
     desc = order == "desc"
     if sort in ("created_at", "id"):
-        runs = repository.page_by_id(session, stmt, desc, int(c["id"]) if c else None, limit + 1)
+        runs = repository.page_by_id(session, stmt, desc, cursor.decode_int(cursor_, "id"), limit + 1)
         nxt = cursor.encode({"id": runs[limit - 1].id}) if len(runs) > limit else None
     else:
         column = (
@@ -82,7 +81,7 @@ def list_runs(
             if sort == "finished_at"
             else repository.metric_column(sort.removeprefix("metric:"))
         )
-        offset = int(c["offset"]) if c else 0
+        offset = cursor.decode_int(cursor_, "offset") or 0
         runs = repository.page_by_value(session, stmt, column, desc, offset, limit + 1)
         nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
     return RunPage(items=_present(session, runs[:limit]), next_cursor=nxt)
@@ -95,7 +94,7 @@ def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep) -> RunPubl
 
 @router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
 def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    run = service.get_for_worker(session, principal, run_id)
+    run = service.get_for_worker(session, principal, run_id, lifecycle=True)
     if body.mlflow_run_id is not None:
         run.mlflow_run_id = body.mlflow_run_id
     session.flush()
@@ -126,20 +125,22 @@ def retry_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request:
 @router.post("/{run_id}/claim", response_model=RunPublic, operation_id="runs-claim")
 def claim_run(run_id: Id, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     return _present(
-        session, [service.claim(session, service.get_for_worker(session, principal, run_id), body)]
+        session,
+        [service.claim(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)],
     )[0]
 
 
 @router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")
 def heartbeat(run_id: Id, body: HeartbeatIn, principal: PrincipalDep, session: SessionDep) -> HeartbeatOut:
-    run = service.get_for_worker(session, principal, run_id)
+    run = service.get_for_worker(session, principal, run_id, lifecycle=True)
     return HeartbeatOut(cancel_requested=service.heartbeat(session, run, body))
 
 
 @router.post("/{run_id}/finish", response_model=RunPublic, operation_id="runs-finish")
 def finish_run(run_id: Id, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
     return _present(
-        session, [service.finish(session, service.get_for_worker(session, principal, run_id), body)]
+        session,
+        [service.finish(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)],
     )[0]
 
 
@@ -153,7 +154,7 @@ def get_logs(
     run_id: Id,
     principal: PrincipalDep,
     session: SessionDep,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> LogsPage:
     run = service.get_visible(session, principal, run_id)

@@ -9,8 +9,8 @@ from backend.models import Run
 
 
 class Progress(BaseModel):
-    done: int = Field(0, ge=0)
-    total: int = Field(0, ge=0)
+    done: int = Field(0, ge=0, le=2**62)
+    total: int = Field(0, ge=0, le=2**62)
     message: str = Field("", max_length=2000)
 
 
@@ -72,12 +72,12 @@ class RunPage(BaseModel):
 
 
 class ClaimIn(BaseModel):
-    attempt: int = Field(ge=1)
+    attempt: int = Field(ge=1, le=1_000_000)
     worker: str = Field(min_length=1, max_length=300)
 
 
 class HeartbeatIn(BaseModel):
-    attempt: int = Field(ge=1)
+    attempt: int = Field(ge=1, le=1_000_000)
     progress: Progress | None = None
 
 
@@ -86,7 +86,7 @@ class HeartbeatOut(BaseModel):
 
 
 class FinishIn(BaseModel):
-    attempt: int = Field(ge=1)
+    attempt: int = Field(ge=1, le=1_000_000)
     status: Literal["succeeded", "failed", "cancelled"]
     progress: Progress | None = Field(None, description="the run's last progress")
     error: str | None = Field(None, max_length=1_000_000)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from backend.db import utcnow
 from backend.deps import Principal
-from backend.errors import Conflict, NotFound
+from backend.errors import Conflict, Forbidden, NotFound
 from backend.models import FINISHED_STATUSES, Activity, Run, RunLog
 from backend.projects import service as projects
 from backend.runs import repository
@@ -27,13 +27,18 @@ def get_visible(session: Session, principal: Principal, run_id: int, minimum: st
     return run
 
 
-def get_for_worker(session: Session, principal: Principal, run_id: int) -> Run:
-    """Worker routes accept the worker token or a member of the run's project."""
+def get_for_worker(session: Session, principal: Principal, run_id: int, *, lifecycle: bool = False) -> Run:
+    """Routes workers write through accept the worker token; metrics, results and logs also accept a
+    member of the run's project (an SDK user logging from a notebook). The lifecycle (claim, heartbeat,
+    finish) is the worker's alone (or a site admin's), so no member can fake a finished run."""
     run = session.get(Run, run_id)
     if run is None:
         raise NotFound(f"run {run_id} not found")
-    if not principal.is_worker:
-        projects.require_role(session, principal, run.project_id, "member", f"run {run_id}")
+    if principal.is_worker:
+        return run
+    projects.require_role(session, principal, run.project_id, "member", f"run {run_id}")
+    if lifecycle and not principal.is_admin:
+        raise Forbidden("only workers (the worker token) claim, heartbeat and finish runs")
     return run
 
 
@@ -66,6 +71,8 @@ def claim(session: Session, run: Run, body: ClaimIn) -> Run:
     )
     if not ok:
         session.refresh(run)
+        if run.status == "running" and run.attempt == body.attempt and run.worker == body.worker:
+            return run  # the same worker re-sent its claim (the first answer was lost)
         raise Conflict(
             f"run {run.id} attempt {body.attempt} cannot be claimed: it is {run.status} at attempt {run.attempt}"
         )
@@ -159,7 +166,12 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
     outcomes: list[tuple[int, str]] = []
     for run in repository.stale_running(session, cutoff):
         guard = [Run.status == "running", Run.attempt == run.attempt, Run.heartbeat_at == run.heartbeat_at]
-        if run.attempt < run.max_attempts:
+        if run.cancel_requested:  # a cancel asked of a worker that then died is still a cancel
+            values_c: dict[str, object] = {"status": "cancelled", "finished_at": utcnow()}
+            if repository.transition(session, run.id, guard, values_c):
+                _activity(session, run, "cancelled", f"run {run.id} cancelled (its worker was lost)")
+                outcomes.append((run.id, "cancelled"))
+        elif run.attempt < run.max_attempts:
             values: dict[str, object] = {
                 "status": "queued",
                 "attempt": run.attempt + 1,

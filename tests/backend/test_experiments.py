@@ -139,3 +139,15 @@ def test_kinds_name_their_result_kinds(api: Api) -> None:
     kinds = {k["name"]: k for k in api.client.get("/api/v1/kinds", headers=api.h()).json()}
     assert kinds["diagnostic"]["result_kinds"] == ["diagnostic"]
     assert kinds["smoe_sraven"]["result_kinds"] == ["sraven_cell"]
+
+
+def test_an_empty_integer_range_is_422_not_500(api: Api) -> None:
+    sweep = {"random": {"n": 2, "params": {"model.layers": {"dist": "int_uniform", "low": 0.5, "high": 0.6}}}}
+    r = api.submit({}, sweep)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][:3] == ["body", "sweep", "random"]
+
+
+def test_nul_bytes_are_refused_with_a_clear_error(api: Api) -> None:
+    r = api.submit({}, name="bad\x00name")
+    assert r.status_code in (201, 422)  # SQLite stores it; Postgres refuses it, as a 422 rather than a 500
+    assert r.status_code != 500

@@ -104,3 +104,10 @@ def test_review_comments_tags_stars_and_activity(api: Api) -> None:
     assert e["review_state"] == "approved" and e["tags"] == ["baseline"] and e["starred"] is True
     feed = api.client.get(f"/api/v1/projects/{e['project_id']}/activity", headers=api.h()).json()
     assert [a["type"] for a in feed][:3] == ["reviewed", "commented", "submitted"]
+
+
+def test_null_values_are_gaps_and_underscore_keys_are_refused(api: Api) -> None:
+    run = api.submit({}).json()["runs"][0]
+    assert _post(api, run["id"], [{"key": "loss", "step": 1, "value": None}]).status_code == 200
+    r = _post(api, run["id"], [{"key": "_steps", "step": 1, "value": 1.0}])
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"][-1] == "key"

@@ -151,3 +151,57 @@ def test_logs_append_and_tail(api: Api) -> None:
     api.client.post(url, json={"lines": ["c"]}, headers=api.worker)
     more = api.client.get(f"{url}?after={page['last_seq']}", headers=api.h()).json()
     assert [i["line"] for i in more["items"]] == ["c"]
+
+
+def test_reaper_cancels_a_run_whose_cancel_was_asked_before_its_worker_died(api: Api) -> None:
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}"
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    api.client.post(f"{url}/cancel", headers=api.h())
+    time.sleep(0.3)
+    with session_scope(session_factory(get_engine(api.settings.database_url))) as s:
+        assert service.reap(s, timeout_seconds=0.1) == [(run["id"], "cancelled")]
+    assert api.client.get(url, headers=api.h()).json()["status"] == "cancelled"
+
+
+def test_a_repeated_claim_by_the_same_worker_is_answered_again(api: Api) -> None:
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}/claim"
+    first = api.client.post(url, json={"attempt": 1, "worker": "host:1"}, headers=api.worker)
+    again = api.client.post(url, json={"attempt": 1, "worker": "host:1"}, headers=api.worker)
+    assert first.status_code == again.status_code == 200
+    assert (
+        api.client.post(url, json={"attempt": 1, "worker": "host:2"}, headers=api.worker).status_code == 409
+    )
+
+
+def test_members_cannot_claim_or_finish_runs(api: Api) -> None:
+    member = api.user("mo")
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}"
+    assert (
+        api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "x"}, headers=api.h(member)).status_code
+        == 403
+    )
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    fin = {"attempt": 1, "status": "succeeded"}
+    assert api.client.post(f"{url}/finish", json=fin, headers=api.h(member)).status_code == 403
+    # members may still log metrics from their own scripts
+    pts = {"points": [{"key": "acc", "step": 1, "value": 0.5}]}
+    assert api.client.post(f"{url}/metrics", json=pts, headers=api.h(member)).status_code == 200
+
+
+def test_query_token_only_opens_event_streams(api: Api) -> None:
+    assert api.client.get(f"/api/v1/runs?token={api.admin_token}").status_code == 401
+
+
+def test_malformed_cursors_and_bad_sort_keys_are_422(api: Api) -> None:
+    import base64
+
+    for raw in (b'{"id":"abc"}', b'{"x":1}', b'{"offset":-5}', b"[1]", b"not json"):
+        c = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        assert api.client.get(f"/api/v1/runs?cursor={c}", headers=api.h()).status_code == 422
+        r = api.client.get(f"/api/v1/runs?sort=metric:loss&cursor={c}", headers=api.h())
+        assert r.status_code == 422
+        assert api.client.get(f"/api/v1/experiments?cursor={c}", headers=api.h()).status_code == 422
+    assert api.client.get("/api/v1/runs?sort=metric:_steps", headers=api.h()).status_code == 422

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from celery.concurrency.prefork import TaskPool
+from kombu.utils.imports import symbol_by_name
 
 from backend.broker import broker_options
 from backend.settings import Settings
 from worker.celery_app import TASK_EXECUTE, create_celery_app, worker_argv
+from worker.pool import MAX_RECHECKS, PromptRespawnAsynPool
 
 
 def test_long_job_settings(tmp_path: Path) -> None:
@@ -18,7 +21,8 @@ def test_long_job_settings(tmp_path: Path) -> None:
     assert conf.worker_prefetch_multiplier == 1
     assert conf.worker_max_tasks_per_child == 1
     assert conf.worker_concurrency == 1
-    assert conf.worker_pool == "prefork"
+    pool = symbol_by_name(conf.worker_pool)
+    assert issubclass(pool, TaskPool) and pool.Pool is PromptRespawnAsynPool  # prefork, one child per run
     assert conf.task_ignore_result is True
     assert conf.result_backend is None
     assert sorted(q.name for q in conf.task_queues) == ["cpu", "gpu"]
@@ -98,3 +102,53 @@ def test_task_retries_when_the_claim_cannot_get_through(monkeypatch: pytest.Monk
     monkeypatch.setattr(tasks.execute, "retry", fake_retry)
     tasks.execute.apply(args=(4, 2))
     assert retries == [("ApiUnavailable", tasks.CLAIM_RETRY_COUNTDOWN, None)]  # re-sent, never dropped
+
+
+class _Hub:
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, object, tuple[object, ...]]] = []
+
+    def call_later(self, delay: float, fn: object, *args: object) -> None:
+        self.calls.append((delay, fn, args))
+
+    def run_pending(self) -> None:
+        calls, self.calls = self.calls, []
+        for _, fn, args in calls:
+            fn(*args)  # type: ignore[operator]
+
+
+class _Proc:
+    exitcode: int | None = None
+
+
+def _pool() -> tuple[PromptRespawnAsynPool, list[int]]:
+    pool = PromptRespawnAsynPool.__new__(PromptRespawnAsynPool)
+    maintained: list[int] = []
+    pool._untrack_child_process = lambda proc, hub: None  # type: ignore[method-assign]
+    pool.maintain_pool = lambda: maintained.append(1)  # type: ignore[method-assign]
+    return pool, maintained
+
+
+def test_child_exit_not_yet_reapable_is_rechecked_until_it_is() -> None:
+    pool, maintained = _pool()
+    hub, proc = _Hub(), _Proc()
+    pool._event_process_exit(hub, proc)
+    assert maintained == [1] and len(hub.calls) == 1  # celery's own attempt found nothing to replace
+    hub.run_pending()
+    assert maintained == [1] and len(hub.calls) == 1  # still not reapable: check again shortly
+    proc.exitcode = 0
+    hub.run_pending()
+    assert maintained == [1, 1] and hub.calls == []  # reapable: the replacement is forked at once
+
+
+def test_reapable_exit_needs_no_recheck_and_rechecks_are_bounded() -> None:
+    pool, maintained = _pool()
+    hub, proc = _Hub(), _Proc()
+    proc.exitcode = 0
+    pool._event_process_exit(hub, proc)
+    assert maintained == [1] and hub.calls == []
+    proc.exitcode = None
+    pool._event_process_exit(hub, proc)
+    for _ in range(MAX_RECHECKS + 5):
+        hub.run_pending()
+    assert hub.calls == [] and maintained[-1] == 1 and len(maintained) == 3
