@@ -947,14 +947,20 @@ export interface components {
         };
         /** MetricPoint */
         MetricPoint: {
-            /** Key */
+            /**
+             * Key
+             * @description not starting with '_'
+             */
             key: string;
             /** Step */
             step: number;
             /** Time */
             time?: string | null;
-            /** Value */
-            value: number;
+            /**
+             * Value
+             * @description null, NaN and inf are stored as a gap
+             */
+            value: number | null;
         };
         /** MetricsOut */
         MetricsOut: {
