@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -63,6 +64,9 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.state.session_factory = factory
     app.state.dispatcher = None
     install_handlers(app)
+    # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
+    # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
+    app.add_middleware(GZipMiddleware, minimum_size=1024)
 
     api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
     for router in (

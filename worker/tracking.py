@@ -601,6 +601,15 @@ class MlflowSink(Sink):
     def finish(self, status: RunStatus) -> None:
         self.client.set_terminated(self.run_id, status=_MLFLOW_STATUS[status])
 
+    def log_outputs(self, checkpoint_dir: Path, outputs_dir: Path | None) -> None:
+        """A succeeded run's final model (its newest checkpoint, under ``model/``) and, on the platform,
+        the files the kind wrote to its out_dir (under ``outputs/``), so MLflow's UI has them."""
+        newest = _checkpoints(checkpoint_dir)[-1:] if checkpoint_dir.is_dir() else []
+        for _, path in newest:
+            self.client.log_artifact(self.run_id, str(path), "model")
+        if outputs_dir is not None and outputs_dir.is_dir() and any(outputs_dir.iterdir()):
+            self.client.log_artifacts(self.run_id, str(outputs_dir), "outputs")
+
     def is_transient(self, exc: BaseException) -> bool:
         from mlflow.exceptions import MlflowException
 
@@ -636,6 +645,9 @@ class TrackedRunContext(RunContext):
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = Path(checkpoint_dir)
+        # files of the kind to upload to the MLflow mirror at the end; None where out_dir is itself the
+        # local record of the run (reasonlab run: metrics.jsonl, the MLflow store, ...)
+        self.outputs_dir: Path | None = None
         self.keep_checkpoints = keep_checkpoints
         self.writers = [SinkWriter(sink, options) for sink in sinks]
         self.stop_reason: str | None = None
@@ -720,6 +732,15 @@ class TrackedRunContext(RunContext):
             return
         self._closed = True
         problems: list[str] = []
+        if final and status == "succeeded":
+            for writer in self.writers:
+                log_outputs = getattr(writer.sink, "log_outputs", None)
+                if log_outputs is None:
+                    continue
+                try:
+                    log_outputs(self.checkpoint_dir, self.outputs_dir)
+                except Exception as exc:  # a mirror: the run's result does not depend on it
+                    logger.warning("sink %s: final model and outputs not logged: %s", writer.sink.name, exc)
         for writer in self.writers:
             sink = writer.sink
             ok = writer.close(sink.flush_deadline)
@@ -816,6 +837,7 @@ class ApiRunContext(TrackedRunContext):
             sinks=sinks,
             options=options,
         )
+        self.outputs_dir = self.out_dir
         self.run_id = run_id
         self.attempt = attempt
         self.mlflow = mlflow

@@ -111,3 +111,14 @@ def test_null_values_are_gaps_and_underscore_keys_are_refused(api: Api) -> None:
     assert _post(api, run["id"], [{"key": "loss", "step": 1, "value": None}]).status_code == 200
     r = _post(api, run["id"], [{"key": "_steps", "step": 1, "value": 1.0}])
     assert r.status_code == 422 and r.json()["errors"][0]["loc"][-1] == "key"
+
+
+def test_large_metric_answers_are_gzipped_on_the_wire(api: Api) -> None:
+    run = api.submit({}).json()["runs"][0]
+    _post(api, run["id"], [{"key": "loss", "step": s, "value": s / 7} for s in range(5000)])
+    r = api.client.get(
+        f"/api/v1/runs/{run['id']}/metrics?keys=loss", headers={**api.h(), "Accept-Encoding": "gzip"}
+    )
+    assert r.status_code == 200 and r.headers["content-encoding"] == "gzip"
+    assert int(r.headers["content-length"]) < len(r.content) / 2  # the JSON compresses well
+    assert len(r.json()["series"]["loss"]["buckets"]) == 1000

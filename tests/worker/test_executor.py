@@ -137,3 +137,5 @@ def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow
     assert {m.step for m in mlflow.get_metric_history(mlflow_run_id, "loss")} == set(range(1, 25))
     experiment = mlflow.get_experiment(run.info.experiment_id)
     assert experiment.name == "reasonlab/experiment-3"
+    # the final model: the newest checkpoint of the succeeded run
+    assert [a.path for a in mlflow.list_artifacts(mlflow_run_id, "model")] == ["model/step-24.pt"]

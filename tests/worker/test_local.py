@@ -59,6 +59,8 @@ def test_local_run_writes_files_and_an_mlflow_run(tmp_path: Path, mlflow_uri: st
     assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [3, 6, 9, 12, 15, 18, 20]
     artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "results")]
     assert artifacts == ["results/diagnostic-000.json"]
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "model")] == ["model/step-20.pt"]
+    assert client.list_artifacts(run.info.run_id, "outputs") == []  # the local folder is the run's record
 
 
 def test_local_run_failure_is_reported_not_raised(tmp_path: Path) -> None:
