@@ -25,6 +25,7 @@ class PreviewRun(BaseModel):
     index: int
     params: dict[str, Any]
     spec: dict[str, Any]
+    queue: str = Field(description="cpu or gpu, from the spec's resources")
 
 
 class Preview(BaseModel):

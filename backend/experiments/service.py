@@ -75,7 +75,11 @@ def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
             if len(errors) >= 50:
                 break
             continue
-        runs.append(PreviewRun(index=index, params=params, spec=model.model_dump(mode="json")))
+        runs.append(
+            PreviewRun(
+                index=index, params=params, spec=model.model_dump(mode="json"), queue=model.resources.queue
+            )
+        )
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -101,7 +105,6 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
     session.add(experiment)
     session.flush()
     for r in runs:
-        queue = cls.model_validate(r.spec).resources.queue
         session.add(
             Run(
                 experiment_id=experiment.id,
@@ -110,7 +113,7 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
                 index=r.index,
                 spec=r.spec,
                 params=r.params,
-                queue=queue,
+                queue=r.queue,
                 status="queued",
                 attempt=1,
                 max_attempts=settings.default_max_attempts,

@@ -986,6 +986,11 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
+            /**
+             * Queue
+             * @description cpu or gpu, from the spec's resources
+             */
+            queue: string;
             /** Spec */
             spec: {
                 [key: string]: unknown;
