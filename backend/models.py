@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -154,8 +155,12 @@ class Result(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(100), index=True)
+    # the writer's idempotency key: a re-sent record (a retried post, a resumed attempt) replaces its copy
+    key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("run_id", "key", name="uq_results_run_id_key"),)
 
 
 class RunLog(Base):

@@ -422,8 +422,11 @@ class ReasonLabClient:
         result: Json | None = self._post(f"/runs/{run_id}/finish", body)
         return result
 
-    def post_logs(self, run_id: int, lines: Sequence[str]) -> Json | None:
-        result: Json | None = self._post(f"/runs/{run_id}/logs", {"lines": list(lines)})
+    def post_logs(self, run_id: int, lines: Sequence[str], *, attempt: int | None = None) -> Json | None:
+        body: Json = {"lines": list(lines)}
+        if attempt is not None:
+            body["attempt"] = attempt
+        result: Json | None = self._post(f"/runs/{run_id}/logs", body)
         return result
 
     def get_logs(self, run_id: int, *, after: int | None = None, limit: int | None = None) -> Json:
@@ -433,9 +436,15 @@ class ReasonLabClient:
 
     # -- metrics and results ----------------------------------------------------------------------------
 
-    def post_metrics(self, run_id: int, points: Sequence[dict[str, Any]]) -> int:
-        """Store ``[{"key", "step", "value", "time"?}]`` (at most 10,000); the number accepted."""
-        result: Json = self._post(f"/runs/{run_id}/metrics", {"points": list(points)})
+    def post_metrics(
+        self, run_id: int, points: Sequence[dict[str, Any]], *, attempt: int | None = None
+    ) -> int:
+        """Store ``[{"key", "step", "value", "time"?}]`` (at most 10,000); the number accepted. With
+        ``attempt``, the API refuses (409) once that attempt no longer owns the run."""
+        body: Json = {"points": list(points)}
+        if attempt is not None:
+            body["attempt"] = attempt
+        result: Json = self._post(f"/runs/{run_id}/metrics", body)
         return int(result.get("accepted", len(points))) if isinstance(result, dict) else len(points)
 
     def get_metrics(
@@ -461,9 +470,23 @@ class ReasonLabClient:
         result: list[str] = self._get(f"/runs/{run_id}/metric-keys")
         return result
 
-    def post_results(self, run_id: int, kind: str, payload: dict[str, Any]) -> Json:
-        """Post one result record; validated by the server against ``worker.specs.RESULTS[kind]``."""
-        result: Json = self._post(f"/runs/{run_id}/results", {"kind": kind, "payload": payload})
+    def post_results(
+        self,
+        run_id: int,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        attempt: int | None = None,
+    ) -> Json:
+        """Post one result record; validated by the server against ``worker.specs.RESULTS[kind]``. A
+        record sent again with the same ``key`` replaces the stored one."""
+        body: Json = {"kind": kind, "payload": payload}
+        if key is not None:
+            body["key"] = key
+        if attempt is not None:
+            body["attempt"] = attempt
+        result: Json = self._post(f"/runs/{run_id}/results", body)
         return result
 
     def get_results(self, run_id: int, kind: str | None = None) -> list[Json]:

@@ -454,9 +454,12 @@ class ApiSink(Sink):
     required = True
     flush_deadline = 3600.0  # an API outage of up to an hour loses nothing
 
-    def __init__(self, client: ReasonLabClient, run_id: int) -> None:
+    def __init__(self, client: ReasonLabClient, run_id: int, attempt: int | None = None) -> None:
         self.client = client
         self.run_id = run_id
+        self.attempt = attempt  # every write names it: the API refuses a stale attempt's writes (409)
+        self._result_counts: dict[str, int] = {}
+        self._pending_keys: dict[int, str] = {}
 
     def write_params(self, params: dict[str, Any]) -> None:
         """The spec is the run's parameters on the platform; nothing to send."""
@@ -469,13 +472,23 @@ class ApiSink(Sink):
                 {"key": p.key, "step": p.step, "value": _finite_or_none(p.value), "time": _iso(p.time)}
                 for p in points
             ],
+            attempt=self.attempt,
         )
 
     def write_result(self, kind: str, payload: dict[str, Any]) -> None:
-        self.client.post_results(self.run_id, kind, _json_safe(payload))
+        # The key is the record's place among the run's records of its kind: a retried post, or the same
+        # record posted again by a resumed attempt (runs resume deterministically), replaces its copy.
+        # (A retry of a failed post hands us the same payload object again: it keeps its key.)
+        key = self._pending_keys.get(id(payload))
+        if key is None:
+            n = self._result_counts.get(kind, 0)
+            key = self._pending_keys[id(payload)] = f"{kind}:{n}"
+            self._result_counts[kind] = n + 1
+        self.client.post_results(self.run_id, kind, _json_safe(payload), key=key, attempt=self.attempt)
+        del self._pending_keys[id(payload)]
 
     def write_logs(self, lines: Sequence[str]) -> None:
-        self.client.post_logs(self.run_id, lines)
+        self.client.post_logs(self.run_id, lines, attempt=self.attempt)
 
     def is_transient(self, exc: BaseException) -> bool:
         # ValueError/TypeError: a record that cannot be encoded will never go through: permanent
@@ -826,7 +839,7 @@ class ApiRunContext(TrackedRunContext):
         options: WriterOptions | None = None,
     ) -> None:
         root = Path(artifact_root)
-        sinks: list[Sink] = [ApiSink(client, run_id)]
+        sinks: list[Sink] = [ApiSink(client, run_id, attempt)]
         if mlflow is not None:
             sinks.append(mlflow)
         super().__init__(

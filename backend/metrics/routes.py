@@ -31,6 +31,7 @@ def post_metrics(
     if declared is not None and declared.isdigit() and int(declared) > 64 * 1024 * 1024:
         raise TooLarge("metric batch body over 64 MiB")
     run = runs.get_for_worker(session, principal, run_id)
+    runs.check_writer(run, body.attempt)
     return Accepted(accepted=service.ingest(session, run, body, settings.max_metric_batch))
 
 

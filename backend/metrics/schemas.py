@@ -14,6 +14,9 @@ class MetricPoint(BaseModel):
 
 class MetricBatch(BaseModel):
     points: list[MetricPoint]
+    attempt: int | None = Field(
+        None, ge=1, le=1_000_000, description="the writing attempt; 409 unless it still owns the run"
+    )
 
 
 class Accepted(BaseModel):

@@ -6,6 +6,7 @@ from fastapi import APIRouter, status
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from backend.db import utcnow
 from backend.deps import Id, PrincipalDep, SessionDep
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments.routes import get_visible as get_experiment
@@ -37,8 +38,17 @@ def post_result(run_id: Id, body: ResultIn, principal: PrincipalDep, session: Se
     except ValidationError as exc:
         errors = pydantic_errors(exc, ["body", "payload"])
         raise Invalid(f"invalid {body.kind} result: {errors[0]['msg']}", errors) from exc
-    result = Result(run_id=run.id, kind=body.kind, payload=payload)
-    session.add(result)
+    runs.check_writer(run, body.attempt)
+    result = None
+    if body.key is not None:
+        result = session.scalars(
+            select(Result).where(Result.run_id == run.id, Result.key == body.key)
+        ).first()
+    if result is None:
+        result = Result(run_id=run.id, kind=body.kind, payload=payload, key=body.key)
+        session.add(result)
+    else:  # the same record sent again (a retried post, a resumed attempt): replace, never duplicate
+        result.kind, result.payload, result.created_at = body.kind, payload, utcnow()
     session.flush()
     return ResultPublic(
         id=result.id,

@@ -146,7 +146,7 @@ def finish_run(run_id: Id, body: FinishIn, principal: PrincipalDep, session: Ses
 
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")
 def post_logs(run_id: Id, body: LogsIn, principal: PrincipalDep, session: SessionDep) -> None:
-    service.add_logs(session, service.get_for_worker(session, principal, run_id), body.lines)
+    service.add_logs(session, service.get_for_worker(session, principal, run_id), body.lines, body.attempt)
 
 
 @router.get("/{run_id}/logs", response_model=LogsPage, operation_id="runs-logs")

@@ -99,6 +99,9 @@ class RunPatch(BaseModel):
 
 class LogsIn(BaseModel):
     lines: list[str] = Field(max_length=10_000)
+    attempt: int | None = Field(
+        None, ge=1, le=1_000_000, description="the writing attempt; 409 unless it still owns the run"
+    )
 
 
 class LogLine(BaseModel):

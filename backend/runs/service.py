@@ -42,6 +42,15 @@ def get_for_worker(session: Session, principal: Principal, run_id: int, *, lifec
     return run
 
 
+def check_writer(run: Run, attempt: int | None) -> None:
+    """A worker's write names its attempt: refused once that attempt no longer owns the run (it was
+    reaped and handed on, or finished), so a stale attempt can never overwrite the new one's series."""
+    if attempt is not None and (run.status != "running" or run.attempt != attempt):
+        raise Conflict(
+            f"attempt {attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
+        )
+
+
 def _activity(session: Session, run: Run, type_: str, message: str, actor_id: int | None = None) -> None:
     session.add(
         Activity(
@@ -195,6 +204,7 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
     return outcomes
 
 
-def add_logs(session: Session, run: Run, lines: list[str]) -> None:
+def add_logs(session: Session, run: Run, lines: list[str], attempt: int | None = None) -> None:
+    check_writer(run, attempt)
     now = utcnow()
     session.add_all(RunLog(run_id=run.id, time=now, line=line[:10_000]) for line in lines)

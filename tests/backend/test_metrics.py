@@ -122,3 +122,25 @@ def test_large_metric_answers_are_gzipped_on_the_wire(api: Api) -> None:
     assert r.status_code == 200 and r.headers["content-encoding"] == "gzip"
     assert int(r.headers["content-length"]) < len(r.content) / 2  # the JSON compresses well
     assert len(r.json()["series"]["loss"]["buckets"]) == 1000
+
+
+def test_a_stale_attempt_cannot_write_and_results_are_idempotent(api: Api) -> None:
+    run = api.submit({}).json()["runs"][0]
+    url = f"/api/v1/runs/{run['id']}"
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    pts = {"points": [{"key": "loss", "step": 1, "value": 1.0}], "attempt": 1}
+    assert api.client.post(f"{url}/metrics", json=pts, headers=api.worker).status_code == 200
+    assert (
+        api.client.post(f"{url}/metrics", json={**pts, "attempt": 2}, headers=api.worker).status_code == 409
+    )
+    record = {"final_loss": 0.1, "initial_loss": 1.0, "steps": 10, "parameters": 33}
+    body = {"kind": "diagnostic", "payload": record, "key": "diagnostic:0", "attempt": 1}
+    assert api.client.post(f"{url}/results", json=body, headers=api.worker).status_code == 201
+    body["payload"] = {**record, "final_loss": 0.05}
+    assert api.client.post(f"{url}/results", json=body, headers=api.worker).status_code == 201  # re-sent
+    stored = api.client.get(f"{url}/results", headers=api.h()).json()
+    assert len(stored) == 1 and stored[0]["payload"]["final_loss"] == 0.05
+    api.client.post(f"{url}/finish", json={"attempt": 1, "status": "succeeded"}, headers=api.worker)
+    assert api.client.post(f"{url}/metrics", json=pts, headers=api.worker).status_code == 409  # after finish
+    logs = {"lines": ["late"], "attempt": 1}
+    assert api.client.post(f"{url}/logs", json=logs, headers=api.worker).status_code == 409

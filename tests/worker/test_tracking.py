@@ -195,3 +195,35 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(tmp_path: Path)
     (tmp_path / "step-2.pt").write_bytes(b"garbage")
     loaded = load_checkpoint_file(tmp_path)
     assert loaded == ({"v": 1}, 1)
+
+
+def test_api_sink_keeps_a_results_key_across_retries_and_names_its_attempt() -> None:
+    from worker.client import ApiUnavailable
+    from worker.tracking import ApiSink
+
+    class Client:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str | None, int | None]] = []
+            self.fail_next = True
+
+        def post_results(
+            self, run_id: int, kind: str, payload: dict, *, key: str | None = None, attempt: int | None = None
+        ) -> dict:
+            self.calls.append((kind, key, attempt))
+            if self.fail_next:
+                self.fail_next = False
+                raise ApiUnavailable("down", status=503)
+            return {}
+
+    client = Client()
+    sink = ApiSink(client, run_id=1, attempt=2)  # type: ignore[arg-type]
+    first = {"x": 1.0}
+    with pytest.raises(ApiUnavailable):
+        sink.write_result("diagnostic", first)
+    sink.write_result("diagnostic", first)  # the writer retries the same record
+    sink.write_result("diagnostic", {"x": float("nan")})
+    assert client.calls == [
+        ("diagnostic", "diagnostic:0", 2),
+        ("diagnostic", "diagnostic:0", 2),
+        ("diagnostic", "diagnostic:1", 2),
+    ]

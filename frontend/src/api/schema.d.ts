@@ -902,6 +902,11 @@ export interface components {
         };
         /** LogsIn */
         LogsIn: {
+            /**
+             * Attempt
+             * @description the writing attempt; 409 unless it still owns the run
+             */
+            attempt?: number | null;
             /** Lines */
             lines: string[];
         };
@@ -942,6 +947,11 @@ export interface components {
         };
         /** MetricBatch */
         MetricBatch: {
+            /**
+             * Attempt
+             * @description the writing attempt; 409 unless it still owns the run
+             */
+            attempt?: number | null;
             /** Points */
             points: components["schemas"]["MetricPoint"][];
         };
@@ -1060,6 +1070,16 @@ export interface components {
         };
         /** ResultIn */
         ResultIn: {
+            /**
+             * Attempt
+             * @description the writing attempt; 409 unless it still owns the run
+             */
+            attempt?: number | null;
+            /**
+             * Key
+             * @description idempotency key: a record re-sent with it replaces its copy
+             */
+            key?: string | null;
             /** Kind */
             kind: string;
             /** Payload */
