@@ -40,6 +40,9 @@ def list_members(project_id: Id, principal: PrincipalDep, session: SessionDep) -
 
 @router.put("/{project_id}/members", response_model=MemberPublic, operation_id="projects-set_member")
 def set_member(project_id: Id, body: MemberSet, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
+    service.require_role(
+        session, principal, project_id, "admin", f"project {project_id}"
+    )  # before any lookup
     user = auth_repo.user_by_name(session, body.username)
     if user is None:
         raise NotFound(f"user {body.username!r} not found")

@@ -92,5 +92,6 @@ def last_log_seq(session: Session, run_id: int) -> int:
     )
 
 
-def owned(run_id: int, attempt: int) -> list[Any]:
+def owned(attempt: int) -> list[Any]:
+    """The condition that ``attempt`` still owns its run (running at that attempt)."""
     return [and_(Run.status == "running", Run.attempt == attempt)]

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from backend import cursor
 from backend.deps import Id, OptionalId, PrincipalDep, SessionDep
-from backend.errors import Invalid
+from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
 from backend.models import RUN_STATUSES, Experiment, Run
 from backend.projects import repository as projects_repo
@@ -57,8 +57,8 @@ def list_runs(
     project_ids: list[int] | None
     if experiment_id is not None:
         experiment = session.get(Experiment, experiment_id)
-        if experiment is None:
-            return RunPage(items=[], next_cursor=None)
+        if experiment is None:  # the same answer as another project's experiment: ids cannot be probed
+            raise NotFound(f"experiment {experiment_id} not found")
         projects.require_role(
             session, principal, experiment.project_id, "viewer", f"experiment {experiment_id}"
         )

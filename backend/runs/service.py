@@ -97,7 +97,7 @@ def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
             "progress_total": body.progress.total,
             "progress_message": body.progress.message,
         }
-    if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
+    if not repository.transition(session, run.id, repository.owned(body.attempt), values):
         session.refresh(run)
         raise Conflict(
             f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
@@ -116,7 +116,7 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
             "progress_total": body.progress.total,
             "progress_message": body.progress.message,
         }
-    if not repository.transition(session, run.id, repository.owned(run.id, body.attempt), values):
+    if not repository.transition(session, run.id, repository.owned(body.attempt), values):
         session.refresh(run)
         if run.attempt == body.attempt and run.status == body.status:
             return run  # a retried finish whose first answer was lost: idempotent

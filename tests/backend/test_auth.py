@@ -70,3 +70,23 @@ def test_worker_token_runs_runs_but_cannot_submit(api: Api) -> None:
     run = api.submit({}).json()["runs"][0]
     assert api.client.get(f"/api/v1/runs/{run['id']}", headers=api.worker).status_code == 200
     assert api.client.post(f"/api/v1/runs/{run['id']}/cancel", headers=api.worker).status_code == 403
+
+
+def test_missing_and_foreign_experiments_look_the_same(api: Api) -> None:
+    outsider = api.user("ozzie", project="other")
+    run = api.submit({}).json()["runs"][0]
+    foreign = api.client.get(f"/api/v1/runs?experiment_id={run['experiment_id']}", headers=api.h(outsider))
+    missing = api.client.get("/api/v1/runs?experiment_id=999999", headers=api.h(outsider))
+    assert foreign.status_code == missing.status_code == 404
+
+
+def test_only_project_admins_manage_members(api: Api) -> None:
+    member = api.user("mia")
+    r = api.client.put(
+        "/api/v1/projects/1/members", json={"username": "nobody", "role": "viewer"}, headers=api.h(member)
+    )
+    assert r.status_code == 403  # refused before the username is looked up
+    r = api.client.put(
+        "/api/v1/projects/1/members", json={"username": "mia", "role": "viewer"}, headers=api.h()
+    )
+    assert r.status_code == 200 and r.json()["role"] == "viewer"
