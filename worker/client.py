@@ -422,6 +422,11 @@ class ReasonLabClient:
         result: Json | None = self._post(f"/runs/{run_id}/finish", body)
         return result
 
+    def release(self, run_id: int, attempt: int) -> Json:
+        """Give the run back (this worker is shutting down after a checkpoint): queued as attempt+1."""
+        result: Json = self._post(f"/runs/{run_id}/release", {"attempt": attempt})
+        return result
+
     def post_logs(self, run_id: int, lines: Sequence[str], *, attempt: int | None = None) -> Json | None:
         body: Json = {"lines": list(lines)}
         if attempt is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -35,7 +36,10 @@ from worker.tracking import (
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["succeeded", "failed", "cancelled", "skipped", "lost"]
+Outcome = Literal["succeeded", "failed", "cancelled", "skipped", "lost", "released"]
+# The worker parent sends this to its job process when it shuts down (worker/tasks.py): the run
+# checkpoints, stops and is given back to the queue instead of being killed at the end of the grace period.
+INTERRUPT_SIGNAL = signal.SIGUSR2
 T = TypeVar("T")
 
 CLAIM_DEADLINE = 120.0  # API down at claim time: retry this long, then let the task retry later
@@ -102,6 +106,7 @@ class Heartbeat:
         self.interval = interval
         self.cancel_requested = False
         self.lease_lost = False
+        self.interrupted = False
         self._ctx: ApiRunContext | None = None
         self._stop = threading.Event()
         self._parent = os.getppid() if exit_with_parent else None
@@ -129,6 +134,13 @@ class Heartbeat:
             ctx.mark_lease_lost()
         elif self.cancel_requested:
             ctx.request_stop("cancel")
+        elif self.interrupted:
+            ctx.request_stop("interrupt")
+
+    def interrupt(self) -> None:
+        """The worker is shutting down: stop the kind at its next check (it checkpoints first)."""
+        self.interrupted = True
+        self._apply()
 
     def _loop(self) -> None:
         last = time.monotonic()
@@ -242,6 +254,29 @@ def start_mlflow(settings: Settings, run: dict[str, Any], attempt: int, worker: 
         return None
 
 
+def _release(
+    api: ReasonLabClient, ctx: ApiRunContext, heartbeat: Heartbeat, run_id: int, attempt: int
+) -> Outcome:
+    """The kind stopped on the shutdown signal after a checkpoint: persist everything, give the run back."""
+    try:
+        ctx.close("succeeded", final=False)  # flush; MLflow's run stays open for the next attempt
+        call_with_retry(lambda: api.release(run_id, attempt), what="release", deadline=PATCH_DEADLINE)
+    except (Conflict, NotFound) as exc:
+        logger.warning("run %s attempt %s: release refused (%s)", run_id, attempt, exc)
+        return "lost"
+    except Exception as exc:  # the reaper will requeue it after the heartbeat timeout instead
+        logger.error(
+            "run %s attempt %s: release failed (%s); the reaper will requeue it", run_id, attempt, exc
+        )
+        return "lost"
+    finally:
+        heartbeat.stop()
+    logger.info(
+        "run %s attempt %s released at worker shutdown: it resumes from its checkpoint", run_id, attempt
+    )
+    return "released"
+
+
 def execute(
     run_id: int,
     attempt: int | None,
@@ -308,6 +343,11 @@ def _run_claimed(
         ),
     )
     heartbeat.start()
+    # only the main thread may install a handler (the job process runs its task there)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.getsignal(INTERRUPT_SIGNAL)
+    if in_main_thread:
+        signal.signal(INTERRUPT_SIGNAL, lambda *_: heartbeat.interrupt())
     ctx: ApiRunContext | None = None
     mlflow: MlflowSink | None = None
     status: RunStatus = "failed"
@@ -350,6 +390,19 @@ def _run_claimed(
     except Exception:
         status = "failed"
         error = error or traceback.format_exc()
+    finally:
+        if in_main_thread:
+            signal.signal(
+                INTERRUPT_SIGNAL, previous_handler if previous_handler is not None else signal.SIG_DFL
+            )
+
+    if (
+        ctx is not None
+        and ctx.stop_reason == "interrupt"
+        and status == "succeeded"
+        and not heartbeat.lease_lost
+    ):
+        return _release(api, ctx, heartbeat, run_id, attempt)
 
     lease_lost = heartbeat.lease_lost
     if ctx is not None:

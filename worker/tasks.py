@@ -6,14 +6,18 @@ delivery of the same message, or a stale attempt, is refused by the claim and re
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
+import os
+import signal
+from pathlib import Path
 from typing import Any
 
 from billiard.process import current_process
 from celery import Task
 from celery.exceptions import Reject
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
 from backend.settings import get_settings
 from worker import executor
@@ -41,6 +45,27 @@ def _preload(**_: Any) -> None:
             get_kind(name)
         except Exception as exc:  # a broken kind fails its own runs, not the worker
             logger.warning("preload of kind %s failed: %s", name, exc)
+
+
+@worker_process_init.connect
+def _ignore_interrupt_until_a_run(**_: Any) -> None:
+    """An idle job process ignores the shutdown signal; a running one checkpoints and gives its run back."""
+    signal.signal(executor.INTERRUPT_SIGNAL, signal.SIG_IGN)
+
+
+@worker_shutting_down.connect
+def _interrupt_running_jobs(**_: Any) -> None:
+    """Warm shutdown (SIGTERM: docker stop, Ctrl-C of `reasonlab up`): ask the job process to checkpoint,
+    stop and give its run back to the queue, so the run resumes elsewhere without losing an attempt,
+    instead of being killed at the end of the grace period."""
+    me = os.getpid()
+    try:
+        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+    except OSError:  # not Linux: the reaper requeues the run after the heartbeat timeout instead
+        return
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), executor.INTERRUPT_SIGNAL)
 
 
 CLAIM_RETRY_COUNTDOWN = 30  # seconds between task retries while the API cannot be reached to claim

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, status
 
 from backend import cursor
-from backend.deps import Id, OptionalId, PrincipalDep, SessionDep
+from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, WakeDispatcher
 from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
 from backend.models import RUN_STATUSES, Experiment, Run
@@ -20,6 +20,7 @@ from backend.runs.schemas import (
     LogLine,
     LogsIn,
     LogsPage,
+    ReleaseIn,
     RunPage,
     RunPatch,
     RunPublic,
@@ -142,6 +143,19 @@ def finish_run(run_id: Id, body: FinishIn, principal: PrincipalDep, session: Ses
         session,
         [service.finish(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)],
     )[0]
+
+
+@router.post("/{run_id}/release", response_model=RunPublic, operation_id="runs-release")
+def release_run(
+    run_id: Id, body: ReleaseIn, principal: PrincipalDep, session: SessionDep, wake: WakeDispatcher
+) -> RunPublic:
+    """The worker gives the run back (it is shutting down; the run checkpointed): queued again."""
+    run = service.release(
+        session, service.get_for_worker(session, principal, run_id, lifecycle=True), body.attempt
+    )
+    session.commit()
+    wake()
+    return _present(session, [run])[0]
 
 
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")

@@ -93,6 +93,10 @@ class FinishIn(BaseModel):
     mlflow_run_id: str | None = Field(None, max_length=64)
 
 
+class ReleaseIn(BaseModel):
+    attempt: int = Field(ge=1, le=1_000_000)
+
+
 class RunPatch(BaseModel):
     mlflow_run_id: str | None = Field(None, max_length=64)
 

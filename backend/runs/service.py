@@ -129,6 +129,27 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
     return run
 
 
+def release(session: Session, run: Run, attempt: int) -> Run:
+    """A worker shutting down gives its run back after a checkpoint: queued again as attempt+1, with
+    one more attempt allowed, so a rolling restart of the workers never uses up a run's attempts."""
+    values: dict[str, object] = {
+        "status": "queued",
+        "attempt": attempt + 1,
+        "max_attempts": run.max_attempts + 1,
+        "dispatched": False,
+        "dispatched_at": None,
+        "worker": None,
+        "progress_message": f"released by {run.worker} at shutdown: requeued",
+    }
+    if not repository.transition(session, run.id, repository.owned(attempt), values):
+        session.refresh(run)
+        raise Conflict(
+            f"attempt {attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
+        )
+    session.refresh(run)
+    return run
+
+
 def cancel(session: Session, principal: Principal, run: Run) -> tuple[Run, bool]:
     """Cancel a run; returns (run, revoke) where revoke says a queued task should be revoked."""
     if run.status in FINISHED_STATUSES:

@@ -205,3 +205,14 @@ def test_malformed_cursors_and_bad_sort_keys_are_422(api: Api) -> None:
         assert r.status_code == 422
         assert api.client.get(f"/api/v1/experiments?cursor={c}", headers=api.h()).status_code == 422
     assert api.client.get("/api/v1/runs?sort=metric:_steps", headers=api.h()).status_code == 422
+
+
+def test_release_requeues_without_using_up_an_attempt(api: Api) -> None:
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}"
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    assert api.client.post(f"{url}/release", json={"attempt": 2}, headers=api.worker).status_code == 409
+    member = api.user("rel")
+    assert api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.h(member)).status_code == 403
+    r = api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.worker).json()
+    assert (r["status"], r["attempt"], r["max_attempts"], r["worker"]) == ("queued", 2, 4, None)

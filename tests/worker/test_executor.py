@@ -139,3 +139,25 @@ def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow
     assert experiment.name == "reasonlab/experiment-3"
     # the final model: the newest checkpoint of the succeeded run
     assert [a.path for a in mlflow.list_artifacts(mlflow_run_id, "model")] == ["model/step-24.pt"]
+
+
+def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: Settings) -> None:
+    import os
+    import threading
+
+    from worker.executor import INTERRUPT_SIGNAL
+
+    api = FakeApi(spec=_spec(steps=400, step_delay=0.01))
+    timer = threading.Timer(0.8, lambda: os.kill(os.getpid(), INTERRUPT_SIGNAL))  # the worker shuts down
+    timer.start()
+    try:
+        assert _execute(api, settings) == "released"
+    finally:
+        timer.cancel()
+    assert api.finishes == []
+    assert api.run["status"] == "queued" and api.run["attempt"] == 2 and api.run["max_attempts"] == 4
+    stopped_at = len(_loss_steps(api))
+    assert 0 < stopped_at < 400
+    # the next worker resumes from the checkpoint written at the stop and finishes the run
+    assert _execute(api, settings, attempt=2) == "succeeded"
+    assert _loss_steps(api) == list(range(1, 401))

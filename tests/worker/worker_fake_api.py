@@ -103,6 +103,13 @@ class FakeApi:
                 self.finishes.append(body)
                 self.run["status"] = body["status"]
                 return httpx.Response(200, json=self.run)
+            if request.method == "POST" and path == f"{run_path}/release":
+                if self.run["status"] != "running" or body["attempt"] != self.run["attempt"]:
+                    return _error(409, "conflict", "not running with that attempt")
+                self.run.update(
+                    status="queued", attempt=body["attempt"] + 1, max_attempts=self.run["max_attempts"] + 1
+                )
+                return httpx.Response(200, json=self.run)
             if request.method == "GET" and path == run_path:
                 return httpx.Response(200, json=self.run)
             return _error(404, "not_found", f"no route {request.method} {path}")
