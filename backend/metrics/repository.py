@@ -145,7 +145,7 @@ def buckets(
 ) -> list[tuple[Any, ...]]:
     width = max(1, math.ceil((hi - lo + 1) / max_points))
     params = {"run_id": run_id, "key": key, "lo": lo, "hi": hi, "width": width}
-    if session.get_bind().dialect.name == "sqlite":
+    if session.get_bind().dialect.name == "sqlite" and width >= RANGE_WALK_MIN_WIDTH:
         return _buckets_by_range(session, run_id, key, lo, hi, width)
     if session.get_bind().dialect.name == "postgresql":
         # The planner cannot estimate the number of buckets (it guesses one per point), so the statement
@@ -156,6 +156,9 @@ def buckets(
     return [tuple(r) for r in session.execute(_BUCKETS, params)]
 
 
+# Below this bucket width (a deep zoom: few points per bucket) one GROUP BY statement beats a statement
+# per bucket on SQLite (1M-point series: width 1000: 246 vs 508 ms; width 100: 35 vs 51; width 10: 12 vs 7).
+RANGE_WALK_MIN_WIDTH = 32
 _RANGE_AGG = (
     "SELECT MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*) FROM metric "
     "WHERE run_id = ? AND key = ? AND step >= ? AND step <= ?"
