@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,14 +18,7 @@ from worker.core.train import (
     param_groups,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class RegressionStream:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,13 +21,7 @@ TINY_MODEL = {"d_model": 32, "num_layers": 2, "num_heads": 4, "qk_dim": 16, "v_d
 TINY_MOE = {"num_experts": 4, "top_k": 2, "expert_hidden": 32}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -4,7 +4,6 @@ forward contract with dense and MoE FFNs."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -19,14 +18,7 @@ from worker.core.sraven.model import (
     softmax_attention,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small tensors on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def t5_bucket_reference(
