@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query, status
 from sqlalchemy import delete, select
 
 from backend.deps import CurrentUser, Id, PrincipalDep, SessionDep
+from backend.experiments import repository as experiments_repo
 from backend.experiments.routes import get_visible as get_experiment
 from backend.models import Activity, Comment, ExperimentTag, Review, RunTag, Star
 from backend.projects import service as projects
@@ -157,11 +158,7 @@ def tag_experiment(experiment_id: Id, tag: Tag, principal: PrincipalDep, session
     if session.get(ExperimentTag, (e.id, tag)) is None:
         session.add(ExperimentTag(experiment_id=e.id, tag=tag))
         session.flush()
-    return list(
-        session.scalars(
-            select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)
-        )
-    )
+    return experiments_repo.tags_of(session, [e.id])[e.id]
 
 
 @router.delete(
@@ -174,11 +171,7 @@ def untag_experiment(experiment_id: Id, tag: Tag, principal: PrincipalDep, sessi
     session.execute(
         delete(ExperimentTag).where(ExperimentTag.experiment_id == e.id, ExperimentTag.tag == tag)
     )
-    return list(
-        session.scalars(
-            select(ExperimentTag.tag).where(ExperimentTag.experiment_id == e.id).order_by(ExperimentTag.tag)
-        )
-    )
+    return experiments_repo.tags_of(session, [e.id])[e.id]
 
 
 @router.put("/runs/{run_id}/tags/{tag}", response_model=list[str], operation_id="reviews-tag_run")
@@ -187,14 +180,14 @@ def tag_run(run_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) 
     if session.get(RunTag, (r.id, tag)) is None:
         session.add(RunTag(run_id=r.id, tag=tag))
         session.flush()
-    return list(session.scalars(select(RunTag.tag).where(RunTag.run_id == r.id).order_by(RunTag.tag)))
+    return experiments_repo.run_tags_of(session, [r.id])[r.id]
 
 
 @router.delete("/runs/{run_id}/tags/{tag}", response_model=list[str], operation_id="reviews-untag_run")
 def untag_run(run_id: Id, tag: Tag, principal: PrincipalDep, session: SessionDep) -> list[str]:
     r = runs.get_visible(session, principal, run_id, "member")
     session.execute(delete(RunTag).where(RunTag.run_id == r.id, RunTag.tag == tag))
-    return list(session.scalars(select(RunTag.tag).where(RunTag.run_id == r.id).order_by(RunTag.tag)))
+    return experiments_repo.run_tags_of(session, [r.id])[r.id]
 
 
 @router.put(
