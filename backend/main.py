@@ -16,9 +16,9 @@ from backend.auth.routes import router as auth_router
 from backend.db import get_engine, session_factory
 from backend.dispatch import Dispatcher
 from backend.errors import ERROR_RESPONSES, install_handlers
-from backend.experiments.routes import kinds_router
 from backend.experiments.routes import router as experiments_router
 from backend.health import router as health_router
+from backend.kinds.routes import router as kinds_router
 from backend.metrics.routes import router as metrics_router
 from backend.projects.routes import router as projects_router
 from backend.results.routes import router as results_router

@@ -24,8 +24,6 @@ from sqlalchemy.types import TypeDecorator
 
 from backend.db import Base, utcnow
 
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-FINISHED_STATUSES = ("succeeded", "failed", "cancelled")
 ROLES = ("viewer", "member", "admin")
 
 

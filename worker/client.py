@@ -484,7 +484,7 @@ class ReasonLabClient:
         key: str | None = None,
         attempt: int | None = None,
     ) -> Json:
-        """Post one result record; validated by the server against ``worker.specs.RESULTS[kind]``. A
+        """Post one result record; validated by the server against the type its kind's manifest declares. A
         record sent again with the same ``key`` replaces the stored one."""
         body: Json = {"kind": kind, "payload": payload}
         if key is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.kinds import get_kind
-from worker.specs import SPECS, SpecBase
+from worker.specs import SpecBase, spec_class
 from worker.tracking import LocalRunContext, MlflowSink, RunStatus, mlflow_artifact_location
 
 logger = logging.getLogger(__name__)
@@ -49,19 +49,19 @@ class _LogToContext(logging.Handler):
 
 
 def resolve_spec(spec: SpecBase | dict[str, Any], kind: str | None = None) -> tuple[str, SpecBase]:
-    """``(kind, validated spec)`` from a spec model or a dict (whose ``kind`` names the kind if not given)."""
+    """``(kind, validated spec)`` from a spec model or a dict (whose ``kind`` names the kind if not given).
+
+    Raises ``worker.specs.UnknownKind`` for an undeclared kind, ``ValueError`` for a mismatch."""
     if isinstance(spec, SpecBase):
         name = kind or str(getattr(spec, "kind", ""))
         if not name:
             raise ValueError("the spec model has no kind; pass kind=")
-        return name, SPECS[name].model_validate(spec.model_dump())
+        return name, spec_class(name).model_validate(spec.model_dump())
     requested = kind or spec.get("kind")
-    if not isinstance(requested, str) or requested not in SPECS:
-        raise ValueError(f"unknown kind {requested!r}; known kinds: {', '.join(sorted(SPECS))}")
-    name = requested
-    if spec.get("kind", name) != name:
-        raise ValueError(f"the spec says kind {spec['kind']!r} but kind={name!r} was asked for")
-    return name, SPECS[name].model_validate(spec)
+    cls = spec_class(requested)
+    if spec.get("kind", requested) != requested:
+        raise ValueError(f"the spec says kind {spec['kind']!r} but kind={requested!r} was asked for")
+    return str(requested), cls.model_validate(spec)
 
 
 def run_local(

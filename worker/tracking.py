@@ -27,7 +27,7 @@ import torch
 from pydantic import BaseModel
 
 from worker.client import ApiError, ApiUnavailable, ReasonLabClient
-from worker.specs import RESULTS
+from worker.specs import UnknownKind, result_class
 
 logger = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ def resolve_device(requested: str) -> str:
 
 
 def result_record(record: Any) -> tuple[str, dict[str, Any]]:
-    """``(kind, payload)`` of a result record, validated against ``worker.specs.RESULTS`` when known."""
+    """``(kind, payload)`` of a result record, validated against its declared type when known."""
     if isinstance(record, BaseModel):
         payload = record.model_dump(mode="json")
     elif isinstance(record, dict):
@@ -377,9 +377,12 @@ def result_record(record: Any) -> tuple[str, dict[str, Any]]:
     kind = payload.get("kind")
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"a result record needs a 'kind': {payload!r:.200}")
-    schema = RESULTS.get(kind)
-    if schema is not None:  # fail in the kind, at the line that logged it, not later in the sink
-        payload = schema.model_validate(payload).model_dump(mode="json")
+    try:
+        schema = result_class(kind)
+    except UnknownKind:
+        return kind, payload  # the API refuses it with the list of known result kinds
+    # fail in the kind, at the line that logged it, not later in the sink
+    payload = schema.model_validate(payload).model_dump(mode="json")
     return kind, payload
 
 

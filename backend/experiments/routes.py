@@ -13,31 +13,14 @@ from backend.experiments.schemas import (
     ExperimentDetail,
     ExperimentPage,
     ExperimentPublic,
-    KindPublic,
     Preview,
 )
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs.schemas import RunPublic
-from worker.specs import KIND_DESCRIPTIONS, SPECS
 
 router = APIRouter(tags=["experiments"])
-kinds_router = APIRouter(tags=["kinds"])
-
-
-@kinds_router.get("/kinds", response_model=list[KindPublic], operation_id="kinds-list")
-def list_kinds(_principal: PrincipalDep) -> list[KindPublic]:
-    return [
-        KindPublic(
-            name=name,
-            description=KIND_DESCRIPTIONS.get(name, ""),
-            spec_schema=cls.model_json_schema(),
-            defaults=cls().model_dump(mode="json"),
-            result_kinds=list(getattr(cls, "result_kinds", ())),
-        )
-        for name, cls in sorted(SPECS.items())
-    ]
 
 
 def present(

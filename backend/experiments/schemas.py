@@ -6,13 +6,16 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from backend.experiments.sweep import Sweep
+from backend.kinds.typing import SpecPayload
 from backend.runs.schemas import RunPublic
 
 
 class ExperimentCreate(BaseModel):
     name: str = Field(min_length=1, max_length=300)
-    kind: str = Field(min_length=1, max_length=100)
-    spec: dict[str, Any] = Field(default_factory=dict)
+    kind: str = Field(min_length=1, max_length=100, description="the kind's name (GET /kinds)")
+    spec: SpecPayload = Field(
+        default_factory=dict, description="the kind's spec; fields left out take their defaults"
+    )
     sweep: Sweep | None = None
     project: str | None = Field(None, max_length=200)
     description: str = Field("", max_length=100_000)
@@ -24,7 +27,7 @@ class ExperimentCreate(BaseModel):
 class PreviewRun(BaseModel):
     index: int
     params: dict[str, Any]
-    spec: dict[str, Any]
+    spec: SpecPayload
     queue: str = Field(description="cpu or gpu, from the spec's resources")
 
 
@@ -40,7 +43,7 @@ class ExperimentPublic(BaseModel):
     name: str
     description: str
     kind: str
-    spec: dict[str, Any]
+    spec: SpecPayload
     sweep: dict[str, Any] | None
     author: str | None
     created_at: datetime
@@ -58,11 +61,3 @@ class ExperimentDetail(ExperimentPublic):
 class ExperimentPage(BaseModel):
     items: list[ExperimentPublic]
     next_cursor: str | None
-
-
-class KindPublic(BaseModel):
-    name: str
-    description: str
-    spec_schema: dict[str, Any]
-    defaults: dict[str, Any]
-    result_kinds: list[str]

@@ -15,27 +15,10 @@ from backend.deps import Principal
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
+from backend.kinds.service import spec_class
 from backend.models import Activity, Experiment, ExperimentTag, Run
 from backend.projects import service as projects
 from backend.settings import Settings
-from worker.specs import SPECS, SpecBase
-
-
-def spec_class(kind: str) -> type[SpecBase]:
-    cls = SPECS.get(kind)
-    if cls is None:
-        known = ", ".join(sorted(SPECS))
-        raise Invalid(
-            f"unknown kind {kind!r}; known kinds: {known}",
-            [
-                {
-                    "loc": ["body", "kind"],
-                    "msg": f"unknown kind {kind!r}; known: {known}",
-                    "type": "unknown_kind",
-                }
-            ],
-        )
-    return cls
 
 
 def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:
@@ -49,7 +32,7 @@ def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: b
 
 def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
     """Every run of the request, validated; raises Invalid with every error's field path."""
-    cls = spec_class(body.kind)
+    cls = spec_class(body.kind, ["body", "kind"])
     spec = {k: v for k, v in body.spec.items() if k != "kind"}
     n = sweeps.count(body.sweep)
     if n > settings.max_runs_per_experiment:
@@ -91,14 +74,16 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
     project = projects.resolve_project(session, principal, body.project)
     projects.require_role(session, principal, project.id, "member", f"project {project.name!r}")
     runs = resolve(body, settings)  # validate everything before anything is stored
-    cls = spec_class(body.kind)
+    cls = spec_class(body.kind, ["body", "kind"])
     base = cls.model_validate({k: v for k, v in body.spec.items() if k != "kind"}) if not body.sweep else None
+    # a sweep's base spec is kept as written (swept fields may be missing), tagged with its kind
+    stored = base.model_dump(mode="json") if base is not None else {**body.spec, "kind": body.kind}
     experiment = Experiment(
         project_id=project.id,
         name=body.name,
         description=body.description,
         kind=body.kind,
-        spec=base.model_dump(mode="json") if base is not None else body.spec,
+        spec=stored,
         sweep=body.sweep.model_dump(mode="json", exclude_none=True) if body.sweep else None,
         author_id=principal.user_id,
     )

@@ -5,10 +5,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from backend.kinds.typing import ResultPayload
+
 
 class ResultIn(BaseModel):
-    kind: str = Field(min_length=1, max_length=100)
-    payload: dict[str, Any]
+    kind: str = Field(min_length=1, max_length=100, description="the record's result kind")
+    payload: ResultPayload = Field(description="the record (its kind may be left out)")
     key: str | None = Field(
         None,
         min_length=1,
@@ -24,6 +26,6 @@ class ResultPublic(BaseModel):
     id: int
     run_id: int
     kind: str
-    payload: dict[str, Any]
+    payload: ResultPayload
     params: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime

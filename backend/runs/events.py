@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from backend.deps import Id, PrincipalDep, SessionDep
-from backend.models import FINISHED_STATUSES, Run
+from backend.models import Run
 from backend.runs import service
 from backend.runs.schemas import RunPublic
+from common.runs import FINISHED_STATUSES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 POLL_SECONDS = 0.5

@@ -8,7 +8,7 @@ from backend import cursor
 from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, WakeDispatcher
 from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
-from backend.models import RUN_STATUSES, Experiment, Run
+from backend.models import Experiment, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs import repository, service
@@ -25,6 +25,7 @@ from backend.runs.schemas import (
     RunPatch,
     RunPublic,
 )
+from common.runs import RUN_STATUSES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

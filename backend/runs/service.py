@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 from backend.db import utcnow
 from backend.deps import Principal
 from backend.errors import Conflict, Forbidden, NotFound
-from backend.models import FINISHED_STATUSES, Activity, Run, RunLog
+from backend.models import Activity, Run, RunLog
 from backend.projects import service as projects
 from backend.runs import repository
 from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn
+from common.runs import FINISHED_STATUSES
 
 
 def get_visible(session: Session, principal: Principal, run_id: int, minimum: str = "viewer") -> Run:

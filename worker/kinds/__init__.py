@@ -1,7 +1,8 @@
-"""Experiment kinds: one module per kind, each exporting ``KIND = Kind(name, Spec, run)``.
+"""Experiment kinds: one module per kind, ``worker/kinds/<name>.py``, defining ``run(spec, ctx)``.
 
-``run(spec, ctx)`` turns a validated spec into calls of the research core (``worker.core``) and reports
-through the RunContext (``worker.tracking``): params, metrics, results, progress, checkpoints.
+``run`` turns a validated spec into calls of the research core (``worker.core``) and reports through the
+RunContext: params, metrics, results, progress, checkpoints. Which function runs a kind is its manifest's
+business (``worker.specs``): by convention ``worker.kinds.<name>:run``, or the ``runner`` a plugin names.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from worker.specs import SPECS
+from worker.specs import manifest, manifests
 
 if TYPE_CHECKING:
     from worker.tracking import RunContext
@@ -24,21 +25,17 @@ class Kind:
     run: Callable[[Any, RunContext], None]
 
 
-# kind name -> module implementing it (imported lazily: kinds import torch)
-_MODULES: dict[str, str] = {
-    "diagnostic": "worker.kinds.diagnostic",
-    "smoe_sraven": "worker.kinds.smoe_sraven",
-}
-
-
 def get_kind(name: str) -> Kind:
-    """The registered kind called ``name``; KeyError naming the known kinds otherwise."""
-    if name not in _MODULES:
-        raise KeyError(f"unknown kind {name!r}; known kinds: {', '.join(sorted(_MODULES))}")
-    kind: Kind = importlib.import_module(_MODULES[name]).KIND
-    assert kind.name == name and kind.spec is SPECS[name], f"kind module for {name!r} is inconsistent"
-    return kind
+    """The kind called ``name`` with its run function (imported lazily: kinds import torch).
+
+    Raises ``worker.specs.UnknownKind`` for a name no manifest declares."""
+    declared = manifest(name)
+    module, function = declared.runner_path
+    run = getattr(importlib.import_module(module), function, None)
+    if not callable(run):
+        raise TypeError(f"kind {name!r}: {module}.{function} is not a function run(spec, ctx)")
+    return Kind(name=name, spec=declared.spec, run=run)
 
 
 def kind_names() -> list[str]:
-    return sorted(_MODULES)
+    return list(manifests())

@@ -11,7 +11,6 @@ import logging
 import time
 
 from worker.core.diagnostic import DiagnosticTrainer
-from worker.kinds import Kind
 from worker.specs.diagnostic import DiagnosticResult, DiagnosticSpec
 from worker.tracking import RunContext
 
@@ -83,6 +82,3 @@ def run(spec: DiagnosticSpec, ctx: RunContext) -> None:
     )
     ctx.progress(train.steps, train.steps, "done")
     logger.info("diagnostic: final loss %.6f after %d steps", final_loss, train.steps)
-
-
-KIND = Kind(name="diagnostic", spec=DiagnosticSpec, run=run)

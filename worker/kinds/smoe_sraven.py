@@ -19,7 +19,6 @@ from worker.core.moe import MoEAux, MoEConfig
 from worker.core.sraven.generator import SravenBatch, SravenGenerator, SravenStream
 from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
 from worker.core.train import Scalar, StepOutput, TrainConfig, Trainer
-from worker.kinds import Kind
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.tracking import RunContext
 
@@ -222,6 +221,3 @@ def run(spec: SmoeSravenSpec, ctx: RunContext) -> None:
             steps=outcome.step,
         )
     )
-
-
-KIND = Kind("smoe_sraven", SmoeSravenSpec, run)

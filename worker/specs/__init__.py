@@ -1,32 +1,24 @@
-"""Experiment specs and result schemas, one module per kind. Imports pydantic only (DESIGN.md).
+"""Experiment specs and result schemas, one module per kind, each declaring a ``MANIFEST``.
 
-``SPECS`` maps a kind's name to its spec class; ``RESULTS`` maps a result record's kind to its schema.
-The backend validates submitted specs and posted results against these without importing torch.
+Imports pydantic only (DESIGN.md), so the backend validates specs and result records without torch.
+The registry (``registry.py``) is built from the manifests by convention: adding a kind edits nothing here.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from worker.specs.base import Resources, SpecBase, StrictModel
-from worker.specs.diagnostic import DiagnosticResult, DiagnosticSpec
-from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
+from worker.specs.manifest import Example, KindManifest
+from worker.specs.registry import UnknownKind, manifest, manifests, result_class, spec_class
 
-SPECS: dict[str, type[SpecBase]] = {
-    "diagnostic": DiagnosticSpec,
-    "smoe_sraven": SmoeSravenSpec,
-}
-
-RESULTS: dict[str, type[BaseModel]] = {
-    "diagnostic": DiagnosticResult,
-    "sraven_cell": SravenCell,
-}
-
-KIND_DESCRIPTIONS: dict[str, str] = {
-    "diagnostic": "The platform's self-test: a small MLP regression that logs a loss curve, "
-    "checkpoints and resumes exactly. Not a research kind.",
-    "smoe_sraven": "A transformer with a sparse mixture-of-experts FFN (top-k of E experts) trained on "
-    "SRAVEN; ID-test and OOD accuracy by M (rules per panel), top-k and attention (SMoE paper, section 2.1).",
-}
-
-__all__ = ["KIND_DESCRIPTIONS", "RESULTS", "SPECS", "Resources", "SpecBase", "StrictModel"]
+__all__ = [
+    "Example",
+    "KindManifest",
+    "Resources",
+    "SpecBase",
+    "StrictModel",
+    "UnknownKind",
+    "manifest",
+    "manifests",
+    "result_class",
+    "spec_class",
+]

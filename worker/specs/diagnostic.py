@@ -6,11 +6,12 @@ A small MLP regresses a generated problem; it logs a loss curve, checkpoints eve
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.manifest import Example, KindManifest
 
 
 class DiagnosticData(StrictModel):
@@ -39,7 +40,6 @@ class DiagnosticTrain(StrictModel):
 
 
 class DiagnosticSpec(SpecBase):
-    result_kinds: ClassVar[tuple[str, ...]] = ("diagnostic",)
     kind: Literal["diagnostic"] = "diagnostic"
     data: DiagnosticData = Field(default_factory=DiagnosticData)
     model: DiagnosticModel = Field(default_factory=DiagnosticModel)
@@ -65,3 +65,25 @@ class DiagnosticResult(StrictModel):
     steps: int
     resumed_from_step: int | None = None
     parameters: int
+
+
+MANIFEST = KindManifest(
+    name="diagnostic",
+    description="The platform's self-test: a small MLP regression that logs a loss curve, "
+    "checkpoints and resumes exactly. Not a research kind.",
+    spec=DiagnosticSpec,
+    results=(DiagnosticResult,),
+    examples=(
+        Example(
+            name="seed-sweep",
+            description="three seeds of the default self-test (examples/diagnostic.yaml with a seed grid)",
+            spec={"seed": 0, "train": {"steps": 200, "lr": 0.01, "checkpoint_every": 50}},
+            sweep={"grid": {"seed": [1, 2, 3]}},
+        ),
+        Example(
+            name="watch-live",
+            description="a slow run (0.2 s per step) to watch progress, metrics and cancel live",
+            spec={"train": {"steps": 300, "step_delay": 0.2}},
+        ),
+    ),
+)

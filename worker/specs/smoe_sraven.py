@@ -8,11 +8,12 @@ short schedule. Paper-scale settings are in examples/sraven_topk_sweep_gpu.yaml.
 from __future__ import annotations
 
 from math import comb
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.manifest import Example, KindManifest
 
 
 class SravenData(StrictModel):
@@ -127,7 +128,6 @@ class SravenTrain(StrictModel):
 
 
 class SmoeSravenSpec(SpecBase):
-    result_kinds: ClassVar[tuple[str, ...]] = ("sraven_cell",)
     kind: Literal["smoe_sraven"] = "smoe_sraven"
     data: SravenData = Field(default_factory=SravenData)
     model: SravenModel = Field(default_factory=SravenModel)
@@ -150,3 +150,67 @@ class SravenCell(StrictModel):
     per_feature_acc: list[float] = Field(description="ID-test accuracy per query feature slot")
     ood_per_feature_acc: list[float] | None = None
     steps: int
+
+
+_GRID = {"moe.top_k": [1, 2, 4, 8], "data.num_features": [2, 4, 6], "model.attention": ["softmax", "hyla"]}
+
+MANIFEST = KindManifest(
+    name="smoe_sraven",
+    description="A transformer with a sparse mixture-of-experts FFN (top-k of E experts) trained on "
+    "SRAVEN; ID-test and OOD accuracy by M (rules per panel), top-k and attention (SMoE paper, section 2.1).",
+    spec=SmoeSravenSpec,
+    results=(SravenCell,),
+    examples=(
+        Example(
+            name="cpu-1000-steps",
+            description="one cell at the former default: M = 2, top-2 of 8, 1,000 steps (about 10 minutes "
+            "on 2 quiet cores)",
+            spec={"train": {"steps": 1000, "eval_interval": 250, "checkpoint_every": 250}},
+        ),
+        Example(
+            name="cpu-topk-sweep",
+            description="top-k x M x attention, 24 runs of 1,000 steps (examples/sraven_topk_sweep.yaml)",
+            spec={
+                "seed": 0,
+                "data": {"ood_fraction": 0.25, "permute_features": True},
+                "moe": {"num_experts": 8, "expert_hidden": 256},
+                "train": {
+                    "batch_size": 128,
+                    "steps": 1000,
+                    "lr": 0.001,
+                    "warmup_steps": 100,
+                    "eval_interval": 250,
+                    "eval_size": 1024,
+                },
+            },
+            sweep={"grid": _GRID},
+        ),
+        Example(
+            name="paper-scale-gpu",
+            description="the reference's scale, one GPU per run: 20M problems per cell, 24 runs "
+            "(examples/sraven_topk_sweep_gpu.yaml)",
+            spec={
+                "seed": 2024,
+                "resources": {"device": "cuda", "gpus": 1},
+                "data": {"ood_fraction": 0.25, "permute_features": True},
+                "model": {"d_model": 128, "num_layers": 4, "num_heads": 16, "qk_dim": 64, "v_dim": 64},
+                "moe": {"num_experts": 8, "expert_hidden": 256, "load_balance_coef": 0.0},
+                "train": {
+                    "batch_size": 128,
+                    "steps": 156250,
+                    "lr": 0.001,
+                    "warmup_steps": 1000,
+                    "weight_decay": 0.1,
+                    "eval_interval": 5000,
+                    "eval_size": 51200,
+                    "eval_batch_size": 4096,
+                    "checkpoint_every": 5000,
+                    "log_every": 100,
+                    "bf16": False,
+                    "compile": True,
+                },
+            },
+            sweep={"grid": _GRID},
+        ),
+    ),
+)

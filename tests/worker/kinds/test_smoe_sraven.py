@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from tests.worker.kinds.sraven_context import MemoryContext
 from worker.kinds import get_kind
-from worker.specs import RESULTS, SPECS
+from worker.specs import result_class, spec_class
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
 
 # at M = 1, 2 the OOD set misses some rules, as the generator warns (tested in test_generator.py)
@@ -39,7 +39,7 @@ def test_empty_spec_is_valid_and_registered() -> None:
         8,
         2,
     )
-    assert SPECS["smoe_sraven"] is SmoeSravenSpec and RESULTS["sraven_cell"] is SravenCell
+    assert spec_class("smoe_sraven") is SmoeSravenSpec and result_class("sraven_cell") is SravenCell
     kind = get_kind("smoe_sraven")
     assert kind.spec is SmoeSravenSpec
     assert SmoeSravenSpec.model_validate({"moe": None}).moe is None  # dense FFN
@@ -96,7 +96,7 @@ def test_learns_sraven_at_m1_on_cpu() -> None:
     assert cell.test_acc > 0.35, f"ID-test accuracy {cell.test_acc} (chance 0.125), {elapsed:.0f}s"
     assert cell.ood_acc is not None and 0.0 <= cell.ood_acc <= 1.0
     assert (cell.M, cell.top_k, cell.num_experts, cell.steps) == (1, 2, 4, 500)
-    RESULTS["sraven_cell"].model_validate(cell.model_dump())
+    result_class("sraven_cell").model_validate(cell.model_dump())
     loss = ctx.metrics["loss"]
     assert loss[500] < loss[50]
     assert {f"moe/load/e{i}" for i in range(4)} <= ctx.metrics.keys()

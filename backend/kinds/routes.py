@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from backend.deps import PrincipalDep
+from backend.kinds import service
+from backend.kinds.schemas import KindPublic
+
+router = APIRouter(tags=["kinds"])
+
+
+@router.get("/kinds", response_model=list[KindPublic], operation_id="kinds-list")
+def list_kinds(_principal: PrincipalDep) -> list[KindPublic]:
+    return service.public()

@@ -1,0 +1,79 @@
+"""A kind's manifest: everything the platform needs to know about an experiment kind, declared once.
+
+A kind lives in two modules named after it: ``worker/specs/<name>.py`` (pydantic only) holds its spec,
+its result record types and ``MANIFEST = KindManifest(...)``; ``worker/kinds/<name>.py`` holds
+``run(spec, ctx)``. The registry (``worker.specs.registry``) finds manifests by convention, so adding a
+kind edits no shared file. A kind outside this repository names its runner explicitly
+(``runner="mypackage.run:run"``) and is listed in ``REASONLAB_KIND_PLUGINS`` or under the
+``reasonlab.kinds`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from worker.specs.base import SpecBase
+
+
+@dataclass(frozen=True)
+class Example:
+    """A ready-to-submit experiment of the kind (the body of ``POST /experiments`` less ``kind``)."""
+
+    name: str
+    description: str
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    sweep: Mapping[str, Any] | None = None
+
+
+def literal_kind(model: type[BaseModel]) -> str:
+    """The value of a model's ``kind: Literal["..."]`` field: the discriminator of the typed unions."""
+    info = model.model_fields.get("kind")
+    args = typing.get_args(info.annotation) if info is not None else ()
+    if info is None or typing.get_origin(info.annotation) is not typing.Literal or len(args) != 1:
+        raise TypeError(f"{model.__name__} needs a field kind: Literal['<name>'] (the union discriminator)")
+    if info.default != args[0]:
+        raise TypeError(f"{model.__name__}.kind must default to {args[0]!r}")
+    return str(args[0])
+
+
+@dataclass(frozen=True)
+class KindManifest:
+    """One experiment kind: its name, what it is, its spec, the result records it posts, its examples.
+
+    ``runner`` is ``"module:function"``; empty means the convention ``worker.kinds.<name>:run``.
+    """
+
+    name: str
+    description: str
+    spec: type[SpecBase]
+    results: tuple[type[BaseModel], ...] = ()
+    examples: tuple[Example, ...] = ()
+    runner: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"kind name {self.name!r} must be an identifier")
+        if literal_kind(self.spec) != self.name:
+            raise ValueError(f"{self.spec.__name__}.kind is {literal_kind(self.spec)!r}, not {self.name!r}")
+        for record in self.results:
+            literal_kind(record)
+        names = [e.name for e in self.examples]
+        if len(set(names)) != len(names):
+            raise ValueError(f"kind {self.name!r} has two examples of one name: {names}")
+        if self.runner and ":" not in self.runner:
+            raise ValueError(f"runner {self.runner!r} of kind {self.name!r} must be 'module:function'")
+
+    @property
+    def result_kinds(self) -> tuple[str, ...]:
+        return tuple(literal_kind(r) for r in self.results)
+
+    @property
+    def runner_path(self) -> tuple[str, str]:
+        """``(module, function)`` of the kind's ``run(spec, ctx)``."""
+        module, _, function = (self.runner or f"worker.kinds.{self.name}:run").partition(":")
+        return module, function
