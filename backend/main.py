@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -84,7 +85,28 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         api.include_router(router)
     app.include_router(api)
     _mount_dashboard(app, settings.static_dir or DEFAULT_STATIC)
+    _document_event_streams(app)
     return app
+
+
+def _document_event_streams(app: FastAPI) -> None:
+    """FastAPI files a response model under application/json; an event stream's belongs under
+    text/event-stream (GET /runs/{id}/events), so the generated clients type the events."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            for path in document["paths"].values():
+                for operation in path.values():
+                    for response in operation.get("responses", {}).values():
+                        content = response.get("content", {})
+                        if "text/event-stream" in content and "application/json" in content:
+                            content["text/event-stream"] = content.pop("application/json")
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _mount_dashboard(app: FastAPI, static: Path) -> None:

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from backend.deps import Id, PrincipalDep, SessionDep
 from backend.models import Run
 from backend.runs import service
-from backend.runs.schemas import RunPublic
+from backend.runs.schemas import RunEvent, RunPublic
 from common.runs import FINISHED_STATUSES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -83,7 +83,15 @@ async def stream(request: Request, run_id: Id) -> AsyncIterator[str]:
     "/{run_id}/events",
     operation_id="runs-events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "status, progress, metrics, end"}},
+    # the event schemas go into the document's components; backend.openapi moves them under
+    # text/event-stream, where the generated client and the dashboard's event hook find them
+    responses={
+        200: {
+            "model": RunEvent,
+            "content": {"text/event-stream": {}},
+            "description": "server-sent events: status, progress, metrics, end",
+        }
+    },
 )
 def run_events(
     run_id: Id, request: Request, principal: PrincipalDep, session: SessionDep

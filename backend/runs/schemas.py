@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
+from backend.kinds.typing import SpecPayload
 from backend.models import Run
+from common.runs import FinalStatus, RunStatus
 
 
 class Progress(BaseModel):
@@ -20,9 +22,9 @@ class RunPublic(BaseModel):
     project_id: int
     kind: str
     index: int
-    spec: dict[str, Any]
+    spec: SpecPayload
     params: dict[str, Any]
-    status: str
+    status: RunStatus
     attempt: int
     max_attempts: int
     queue: str
@@ -35,7 +37,9 @@ class RunPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     mlflow_run_id: str | None
-    summary: dict[str, Any]
+    summary: dict[str, float | None] = Field(
+        description="each metric's value at its latest step (null: a non-finite value)"
+    )
     tags: list[str]
 
     @classmethod
@@ -48,7 +52,7 @@ class RunPublic(BaseModel):
             index=run.index,
             spec=run.spec,
             params=run.params,
-            status=run.status,
+            status=RunStatus(run.status),
             attempt=run.attempt,
             max_attempts=run.max_attempts,
             queue=run.queue,
@@ -87,7 +91,7 @@ class HeartbeatOut(BaseModel):
 
 class FinishIn(BaseModel):
     attempt: int = Field(ge=1, le=1_000_000)
-    status: Literal["succeeded", "failed", "cancelled"]
+    status: FinalStatus
     progress: Progress | None = Field(None, description="the run's last progress")
     error: str | None = Field(None, max_length=1_000_000)
     mlflow_run_id: str | None = Field(None, max_length=64)
@@ -117,3 +121,43 @@ class LogLine(BaseModel):
 class LogsPage(BaseModel):
     items: list[LogLine]
     last_seq: int
+
+
+class MetricsEventData(BaseModel):
+    steps: dict[str, int] = Field(description="metric key -> its latest step, for keys that moved")
+
+
+class EndEventData(BaseModel):
+    status: RunStatus | Literal["deleted"]
+
+
+class StatusEvent(BaseModel):
+    """The run changed status, attempt, worker, cancel flag or error: the whole run."""
+
+    event: Literal["status"]
+    data: RunPublic
+
+
+class ProgressEvent(BaseModel):
+    event: Literal["progress"]
+    data: Progress
+
+
+class MetricsEvent(BaseModel):
+    """New metric points exist (fetch them with GET /runs/{id}/metrics)."""
+
+    event: Literal["metrics"]
+    data: MetricsEventData
+
+
+class EndEvent(BaseModel):
+    """The run finished (or was deleted); the stream closes."""
+
+    event: Literal["end"]
+    data: EndEventData
+
+
+class RunEvent(
+    RootModel[Annotated[StatusEvent | ProgressEvent | MetricsEvent | EndEvent, Field(discriminator="event")]]
+):
+    """One server-sent event of GET /runs/{id}/events: ``event: <event>`` and ``data: <data as JSON>``."""

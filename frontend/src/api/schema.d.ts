@@ -699,6 +699,119 @@ export interface components {
             /** Run Id */
             run_id: number | null;
         };
+        /** DiagnosticData */
+        DiagnosticData: {
+            /**
+             * N Features
+             * @default 8
+             */
+            n_features: number;
+            /**
+             * N Samples
+             * @description size of the generated regression set
+             * @default 512
+             */
+            n_samples: number;
+            /**
+             * Noise
+             * @description std of the gaussian label noise
+             * @default 0.05
+             */
+            noise: number;
+        };
+        /** DiagnosticModel */
+        DiagnosticModel: {
+            /**
+             * Hidden
+             * @default 32
+             */
+            hidden: number;
+            /**
+             * Layers
+             * @default 2
+             */
+            layers: number;
+        };
+        /**
+         * DiagnosticResult
+         * @description Result record ``diagnostic``: how the self-test ended.
+         */
+        DiagnosticResult: {
+            /** Final Loss */
+            final_loss: number;
+            /** Initial Loss */
+            initial_loss: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "diagnostic";
+            /** Parameters */
+            parameters: number;
+            /** Resumed From Step */
+            resumed_from_step?: number | null;
+            /** Steps */
+            steps: number;
+        };
+        /** DiagnosticSpec */
+        DiagnosticSpec: {
+            data?: components["schemas"]["DiagnosticData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "diagnostic";
+            model?: components["schemas"]["DiagnosticModel"];
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            train?: components["schemas"]["DiagnosticTrain"];
+        };
+        /** DiagnosticTrain */
+        DiagnosticTrain: {
+            /**
+             * Batch Size
+             * @default 64
+             */
+            batch_size: number;
+            /**
+             * Checkpoint Every
+             * @description steps between checkpoints
+             * @default 50
+             */
+            checkpoint_every: number;
+            /**
+             * Fail At Step
+             * @description raise an error at this step (tests the failure path)
+             */
+            fail_at_step?: number | null;
+            /**
+             * Log Every
+             * @description steps between metric points
+             * @default 1
+             */
+            log_every: number;
+            /**
+             * Lr
+             * @default 0.01
+             */
+            lr: number;
+            /**
+             * Step Delay
+             * @description seconds to sleep per step (lets tests and demos watch a run live)
+             * @default 0
+             */
+            step_delay: number;
+            /**
+             * Steps
+             * @default 200
+             */
+            steps: number;
+        };
         /** Distribution */
         Distribution: {
             /**
@@ -712,6 +825,23 @@ export interface components {
             low?: number | null;
             /** Values */
             values?: unknown[] | null;
+        };
+        /**
+         * EndEvent
+         * @description The run finished (or was deleted); the stream closes.
+         */
+        EndEvent: {
+            data: components["schemas"]["EndEventData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "end";
+        };
+        /** EndEventData */
+        EndEventData: {
+            /** Status */
+            status: components["schemas"]["RunStatus"] | "deleted";
         };
         /** ErrorBody */
         ErrorBody: {
@@ -741,16 +871,20 @@ export interface components {
              * @default
              */
             description: string;
-            /** Kind */
+            /**
+             * Kind
+             * @description the kind's name (GET /kinds)
+             */
             kind: string;
             /** Name */
             name: string;
             /** Project */
             project?: string | null;
-            /** Spec */
-            spec?: {
-                [key: string]: unknown;
-            };
+            /**
+             * Spec
+             * @description the kind's spec; fields left out take their defaults
+             */
+            spec?: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             sweep?: components["schemas"]["Sweep"] | null;
             /** Tags */
             tags?: string[];
@@ -783,9 +917,7 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunPublic"][];
             /** Spec */
-            spec: {
-                [key: string]: unknown;
-            };
+            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -832,9 +964,7 @@ export interface components {
             /** Run Count */
             run_count: number;
             /** Spec */
-            spec: {
-                [key: string]: unknown;
-            };
+            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -884,14 +1014,29 @@ export interface components {
             /** Cancel Requested */
             cancel_requested: boolean;
         };
+        /** KindExample */
+        KindExample: {
+            /** Description */
+            description: string;
+            /** Name */
+            name: string;
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Sweep */
+            sweep: {
+                [key: string]: unknown;
+            } | null;
+        };
         /** KindPublic */
         KindPublic: {
             /** Defaults */
-            defaults: {
-                [key: string]: unknown;
-            };
+            defaults: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Description */
             description: string;
+            /** Examples */
+            examples: components["schemas"]["KindExample"][];
             /** Name */
             name: string;
             /** Result Kinds */
@@ -992,6 +1137,28 @@ export interface components {
              */
             value: number | null;
         };
+        /**
+         * MetricsEvent
+         * @description New metric points exist (fetch them with GET /runs/{id}/metrics).
+         */
+        MetricsEvent: {
+            data: components["schemas"]["MetricsEventData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "metrics";
+        };
+        /** MetricsEventData */
+        MetricsEventData: {
+            /**
+             * Steps
+             * @description metric key -> its latest step, for keys that moved
+             */
+            steps: {
+                [key: string]: number;
+            };
+        };
         /** MetricsOut */
         MetricsOut: {
             /** Run Id */
@@ -1022,9 +1189,7 @@ export interface components {
              */
             queue: string;
             /** Spec */
-            spec: {
-                [key: string]: unknown;
-            };
+            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
         };
         /** Progress */
         Progress: {
@@ -1043,6 +1208,15 @@ export interface components {
              * @default 0
              */
             total: number;
+        };
+        /** ProgressEvent */
+        ProgressEvent: {
+            data: components["schemas"]["Progress"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "progress";
         };
         /** ProjectCreate */
         ProjectCreate: {
@@ -1093,6 +1267,25 @@ export interface components {
             /** Attempt */
             attempt: number;
         };
+        /**
+         * Resources
+         * @description Where a run wants to execute. ``gpus > 0`` sends it to the ``gpu`` queue, else to ``cpu``.
+         */
+        Resources: {
+            /**
+             * Device
+             * @description auto = cuda when the worker has one, else cpu
+             * @default auto
+             * @enum {string}
+             */
+            device: "auto" | "cpu" | "cuda";
+            /**
+             * Gpus
+             * @description GPUs the run needs; > 0 routes it to the gpu queue
+             * @default 0
+             */
+            gpus: number;
+        };
         /** ResultIn */
         ResultIn: {
             /**
@@ -1105,12 +1298,16 @@ export interface components {
              * @description idempotency key: a record re-sent with it replaces its copy
              */
             key?: string | null;
-            /** Kind */
+            /**
+             * Kind
+             * @description the record's result kind
+             */
             kind: string;
-            /** Payload */
-            payload: {
-                [key: string]: unknown;
-            };
+            /**
+             * Payload
+             * @description the record (its kind may be left out)
+             */
+            payload: components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"];
         };
         /** ResultPublic */
         ResultPublic: {
@@ -1128,9 +1325,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Payload */
-            payload: {
-                [key: string]: unknown;
-            };
+            payload: components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"];
             /** Run Id */
             run_id: number;
         };
@@ -1165,6 +1360,11 @@ export interface components {
             /** State */
             state: string;
         };
+        /**
+         * RunEvent
+         * @description One server-sent event of GET /runs/{id}/events: ``event: <event>`` and ``data: <data as JSON>``.
+         */
+        RunEvent: components["schemas"]["StatusEvent"] | components["schemas"]["ProgressEvent"] | components["schemas"]["MetricsEvent"] | components["schemas"]["EndEvent"];
         /** RunPage */
         RunPage: {
             /** Items */
@@ -1216,22 +1416,27 @@ export interface components {
             /** Queue */
             queue: string;
             /** Spec */
-            spec: {
-                [key: string]: unknown;
-            };
+            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Started At */
             started_at: string | null;
-            /** Status */
-            status: string;
-            /** Summary */
+            status: components["schemas"]["RunStatus"];
+            /**
+             * Summary
+             * @description each metric's value at its latest step (null: a non-finite value)
+             */
             summary: {
-                [key: string]: unknown;
+                [key: string]: number | null;
             };
             /** Tags */
             tags: string[];
             /** Worker */
             worker: string | null;
         };
+        /**
+         * RunStatus
+         * @enum {string}
+         */
+        RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         /** Series */
         Series: {
             /** Buckets */
@@ -1242,6 +1447,303 @@ export interface components {
             step_min: number | null;
             /** Total Points */
             total_points: number;
+        };
+        /** SmoeSravenSpec */
+        SmoeSravenSpec: {
+            data?: components["schemas"]["SravenData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "smoe_sraven";
+            model?: components["schemas"]["SravenModel"];
+            /** @description sparse mixture-of-experts FFN; null = dense FFN */
+            moe?: components["schemas"]["SravenMoE"] | null;
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            train?: components["schemas"]["SravenTrain"];
+        };
+        /**
+         * SravenCell
+         * @description Result record ``sraven_cell``: one cell of the (M x top-k x attention) grid.
+         */
+        SravenCell: {
+            /**
+             * Attention
+             * @enum {string}
+             */
+            attention: "softmax" | "hyla";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "sraven_cell";
+            /**
+             * M
+             * @description number of features (rules) per panel
+             */
+            M: number;
+            /**
+             * Num Experts
+             * @description experts per FFN; null for a dense FFN
+             */
+            num_experts: number | null;
+            /**
+             * Ood Acc
+             * @description OOD accuracy (held-out rule combinations); null without OOD
+             */
+            ood_acc: number | null;
+            /** Ood Per Feature Acc */
+            ood_per_feature_acc?: number[] | null;
+            /**
+             * Per Feature Acc
+             * @description ID-test accuracy per query feature slot
+             */
+            per_feature_acc: number[];
+            /** Steps */
+            steps: number;
+            /**
+             * Test Acc
+             * @description in-distribution test accuracy: all M query features right
+             */
+            test_acc: number;
+            /**
+             * Top K
+             * @description experts per token; null for a dense FFN
+             */
+            top_k: number | null;
+        };
+        /** SravenData */
+        SravenData: {
+            /**
+             * Holdout Buckets
+             * @description 1/holdout_buckets of problem instances (by hash) are reserved for evaluation, so test and OOD problems never occur in training
+             * @default 16
+             */
+            holdout_buckets: number;
+            /**
+             * Num Features
+             * @description M: number of features (one rule each) per panel; the task's difficulty
+             * @default 2
+             */
+            num_features: number;
+            /**
+             * Ood Fraction
+             * @description fraction of latent tasks (multisets of M rules) held out as OOD (paper: 0.25)
+             * @default 0.25
+             */
+            ood_fraction: number;
+            /**
+             * Ood Seed
+             * @description seed of the OOD set
+             * @default 2
+             */
+            ood_seed: number;
+            /**
+             * Permute Features
+             * @description each column of the grid gets its own feature permutation (reference: on)
+             * @default true
+             */
+            permute_features: boolean;
+            /**
+             * Split Seed
+             * @description seed of the fixed OOD hold-out of latent tasks (not the run seed)
+             * @default 2024
+             */
+            split_seed: number;
+            /**
+             * Test Seed
+             * @description seed of the in-distribution test set
+             * @default 1
+             */
+            test_seed: number;
+            /**
+             * Train Seed
+             * @description seed of the training stream; null = the run's seed
+             */
+            train_seed?: number | null;
+        };
+        /** SravenModel */
+        SravenModel: {
+            /**
+             * Attention
+             * @description softmax attention or HYLA (paper figures 1-3 vs 4-5)
+             * @default softmax
+             * @enum {string}
+             */
+            attention: "softmax" | "hyla";
+            /**
+             * D Model
+             * @description embedding width (reference: 128)
+             * @default 128
+             */
+            d_model: number;
+            /**
+             * Mlp Hidden
+             * @description dense FFN width when moe is null (reference: 256)
+             * @default 256
+             */
+            mlp_hidden: number;
+            /**
+             * Num Heads
+             * @description attention heads (reference: 16)
+             * @default 16
+             */
+            num_heads: number;
+            /**
+             * Num Layers
+             * @description transformer blocks (reference: 4)
+             * @default 4
+             */
+            num_layers: number;
+            /**
+             * Qk Dim
+             * @description query/key width summed over heads (reference: 64)
+             * @default 64
+             */
+            qk_dim: number;
+            /**
+             * Rel Bidirectional
+             * @description separate relative-position buckets for both directions (no causal mask)
+             * @default true
+             */
+            rel_bidirectional: boolean;
+            /**
+             * V Dim
+             * @description value width summed over heads (reference: 64)
+             * @default 64
+             */
+            v_dim: number;
+        };
+        /** SravenMoE */
+        SravenMoE: {
+            /**
+             * Expert Hidden
+             * @description hidden width of each expert's 2-layer MLP
+             * @default 256
+             */
+            expert_hidden: number;
+            /**
+             * Load Balance Coef
+             * @description Switch load-balancing loss weight (paper: none)
+             * @default 0
+             */
+            load_balance_coef: number;
+            /**
+             * Num Experts
+             * @description E: experts per FFN (paper: 8)
+             * @default 8
+             */
+            num_experts: number;
+            /**
+             * Router Noise
+             * @description std of router-logit noise in training
+             * @default 0
+             */
+            router_noise: number;
+            /**
+             * Top K
+             * @description k: experts activated per token (paper sweeps 1..8)
+             * @default 2
+             */
+            top_k: number;
+        };
+        /** SravenTrain */
+        SravenTrain: {
+            /**
+             * Batch Size
+             * @description problems per step (reference: 128)
+             * @default 128
+             */
+            batch_size: number;
+            /**
+             * Bf16
+             * @description bf16 autocast (CUDA only; ignored on CPU)
+             * @default false
+             */
+            bf16: boolean;
+            /**
+             * Checkpoint Every
+             * @description steps between checkpoints
+             * @default 250
+             */
+            checkpoint_every: number;
+            /**
+             * Compile
+             * @description torch.compile the model (CUDA only; ignored on CPU)
+             * @default false
+             */
+            compile: boolean;
+            /**
+             * Eval Batch Size
+             * @description problems per evaluation forward
+             * @default 1024
+             */
+            eval_batch_size: number;
+            /**
+             * Eval Interval
+             * @description steps between ID-test/OOD evaluations
+             * @default 250
+             */
+            eval_interval: number;
+            /**
+             * Eval Size
+             * @description problems in the ID-test set and the OOD set
+             * @default 1024
+             */
+            eval_size: number;
+            /**
+             * Grad Clip
+             * @description max global gradient norm; null = none
+             */
+            grad_clip?: number | null;
+            /**
+             * Log Every
+             * @description steps between training-metric points
+             * @default 10
+             */
+            log_every: number;
+            /**
+             * Lr
+             * @description AdamW peak learning rate (reference: 1e-3)
+             * @default 0.001
+             */
+            lr: number;
+            /**
+             * Steps
+             * @description optimiser updates
+             * @default 1000
+             */
+            steps: number;
+            /**
+             * Warmup Steps
+             * @description linear warmup, then cosine to 0.1*lr
+             * @default 100
+             */
+            warmup_steps: number;
+            /**
+             * Weight Decay
+             * @description AdamW weight decay, off for 1-D params
+             * @default 0.1
+             */
+            weight_decay: number;
+        };
+        /**
+         * StatusEvent
+         * @description The run changed status, attempt, worker, cancel flag or error: the whole run.
+         */
+        StatusEvent: {
+            data: components["schemas"]["RunPublic"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "status";
         };
         /** Sweep */
         Sweep: {
@@ -3478,13 +3980,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description status, progress, metrics, end */
+            /** @description server-sent events: status, progress, metrics, end */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": unknown;
+                    "text/event-stream": components["schemas"]["RunEvent"];
                 };
             };
             /** @description no or bad credentials */
