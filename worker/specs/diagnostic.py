@@ -75,6 +75,11 @@ MANIFEST = KindManifest(
     results=(DiagnosticResult,),
     examples=(
         Example(
+            name="self-test",
+            description="the self-test of examples/diagnostic.yaml: 200 steps, checkpoints every 50",
+            spec={"seed": 0, "train": {"steps": 200, "lr": 0.01, "checkpoint_every": 50}},
+        ),
+        Example(
             name="seed-sweep",
             description="three seeds of the default self-test (examples/diagnostic.yaml with a seed grid)",
             spec={"seed": 0, "train": {"steps": 200, "lr": 0.01, "checkpoint_every": 50}},
