@@ -1,8 +1,8 @@
 """The ``smoe_sraven`` kind: a (sparse mixture-of-experts) transformer trained on SRAVEN, the top-k
 against difficulty study of the SMoE paper (004, section 2.1, appendix A.2; docs/experiments/smoe_sraven.md).
 
-``{}`` runs a CPU-sized default in a few minutes: the reference architecture, M = 2, 8 experts top-2, a
-short schedule. Paper-scale settings are in examples/sraven_topk_sweep_gpu.yaml.
+``{}`` runs a CPU-sized demo in a few minutes: the reference architecture, M = 2, 8 experts top-2, 300
+steps (the former 1,000-step default is the example ``cpu-1000-steps``). Paper-scale settings are in examples/sraven_topk_sweep_gpu.yaml.
 """
 
 from __future__ import annotations
@@ -111,17 +111,19 @@ class SravenMoE(StrictModel):
 
 class SravenTrain(StrictModel):
     batch_size: int = Field(128, ge=1, le=65536, description="problems per step (reference: 128)")
-    steps: int = Field(1000, ge=1, le=100_000_000, description="optimiser updates")
+    steps: int = Field(
+        300, ge=1, le=100_000_000, description="optimiser updates (the CPU demo default; paper: 156,250)"
+    )
     lr: float = Field(1e-3, gt=0.0, le=10.0, description="AdamW peak learning rate (reference: 1e-3)")
-    warmup_steps: int = Field(100, ge=0, le=100_000_000, description="linear warmup, then cosine to 0.1*lr")
+    warmup_steps: int = Field(50, ge=0, le=100_000_000, description="linear warmup, then cosine to 0.1*lr")
     weight_decay: float = Field(0.1, ge=0.0, le=10.0, description="AdamW weight decay, off for 1-D params")
     grad_clip: float | None = Field(None, gt=0.0, description="max global gradient norm; null = none")
-    eval_interval: int = Field(250, ge=1, description="steps between ID-test/OOD evaluations")
+    eval_interval: int = Field(100, ge=1, description="steps between ID-test/OOD evaluations")
     eval_size: int = Field(
         1024, ge=1, le=1_000_000, description="problems in the ID-test set and the OOD set"
     )
     eval_batch_size: int = Field(1024, ge=1, le=1_000_000, description="problems per evaluation forward")
-    checkpoint_every: int = Field(250, ge=1, description="steps between checkpoints")
+    checkpoint_every: int = Field(100, ge=1, description="steps between checkpoints")
     log_every: int = Field(10, ge=1, description="steps between training-metric points")
     bf16: bool = Field(False, description="bf16 autocast (CUDA only; ignored on CPU)")
     compile: bool = Field(False, description="torch.compile the model (CUDA only; ignored on CPU)")
@@ -165,7 +167,9 @@ MANIFEST = KindManifest(
             name="cpu-1000-steps",
             description="one cell at the former default: M = 2, top-2 of 8, 1,000 steps (about 10 minutes "
             "on 2 quiet cores)",
-            spec={"train": {"steps": 1000, "eval_interval": 250, "checkpoint_every": 250}},
+            spec={
+                "train": {"steps": 1000, "warmup_steps": 100, "eval_interval": 250, "checkpoint_every": 250}
+            },
         ),
         Example(
             name="cpu-topk-sweep",
