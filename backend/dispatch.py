@@ -20,12 +20,13 @@ from celery import Celery
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend.broker import TASK_EXECUTE, celery_config, task_id
+from backend.broker import celery_config, task_id
 from backend.db import session_scope, utcnow
 from backend.models import Run
 from backend.runs import repository as runs_repo
 from backend.runs import service as runs_service
 from backend.settings import Settings
+from common.broker import TASK_EXECUTE
 
 log = logging.getLogger("reasonlab.dispatch")
 

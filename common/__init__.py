@@ -1,2 +1,4 @@
-"""What the API and the worker share and nothing else (DESIGN.md): the run-status vocabulary, broker
-options and queue names. Imports the standard library only, so either side may import it."""
+"""What the API and the worker share and nothing else (DESIGN.md): the run-status vocabulary
+(``common.runs``), the settings base class (``common.settings``), broker options and queue names
+(``common.broker``). Imports the standard library and pydantic(-settings) only, so either side may
+import it."""

@@ -1,4 +1,4 @@
-"""The Celery app of ReasonLab's workers, configured from ``backend.settings.Settings``.
+"""The Celery app of ReasonLab's workers, configured from ``common.settings.SharedSettings``.
 
 Runs are long (minutes to days) and each one owns a GPU, so the settings are the long-job ones
 (DESIGN.md, Modes):
@@ -31,10 +31,10 @@ from typing import Any
 from celery import Celery
 from kombu import Exchange, Queue
 
-# backend.broker imports backend.settings only: the dispatcher and the workers share its broker options,
-# so the filesystem broker's folders and the visibility timeout always agree on both sides.
-from backend.broker import QUEUES, TASK_EXECUTE, broker_options
-from backend.settings import Settings, get_settings
+# the dispatcher (backend) and the workers share common.broker's options, so the filesystem broker's
+# folders and the visibility timeout always agree on both sides
+from common.broker import QUEUES, TASK_EXECUTE, broker_options
+from common.settings import SharedSettings, get_settings
 from worker.pool import POOL
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-def celery_config(settings: Settings) -> dict[str, Any]:
+def celery_config(settings: SharedSettings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
         "broker_transport_options": broker_options(settings),
@@ -75,7 +75,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def create_celery_app(settings: Settings | None = None) -> Celery:
+def create_celery_app(settings: SharedSettings | None = None) -> Celery:
     """The app; its configuration (and the filesystem broker's folders) is built when first read, so
     importing this module has no side effect and honours REASONLAB_* set before the worker starts."""
     app = Celery("reasonlab", include=["worker.tasks"])

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from backend.settings import Settings
+from common.settings import SharedSettings
 from worker.client import ApiUnavailable, Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
 from worker.kinds import get_kind
 from worker.tracking import (
@@ -51,7 +51,7 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def worker_token(settings: Settings) -> str | None:
+def worker_token(settings: SharedSettings) -> str | None:
     """REASONLAB_WORKER_TOKEN, or in embedded mode the token ``reasonlab up`` keeps in ``home/worker.token``."""
     if settings.worker_token:
         return settings.worker_token
@@ -227,7 +227,9 @@ def capture_logs(ctx: ApiRunContext) -> Iterator[None]:
         worker_logger.setLevel(old_level)
 
 
-def start_mlflow(settings: Settings, run: dict[str, Any], attempt: int, worker: str) -> MlflowSink | None:
+def start_mlflow(
+    settings: SharedSettings, run: dict[str, Any], attempt: int, worker: str
+) -> MlflowSink | None:
     """The run's MLflow mirror: reopened when the run already has one (attempt > 1), else created in the
     experiment ``reasonlab/experiment-<id>``. None (with a warning) when MLflow is unreachable."""
     experiment_id = run.get("experiment_id")
@@ -280,7 +282,7 @@ def _release(
 def execute(
     run_id: int,
     attempt: int | None,
-    settings: Settings,
+    settings: SharedSettings,
     *,
     client: ReasonLabClient | None = None,
     use_mlflow: bool = True,
@@ -324,7 +326,7 @@ def _run_claimed(
     api: ReasonLabClient,
     run: dict[str, Any],
     attempt: int,
-    settings: Settings,
+    settings: SharedSettings,
     use_mlflow: bool,
     exit_with_parent: bool,
     writer_options: WriterOptions | None,

@@ -19,7 +19,7 @@ from celery import Task
 from celery.exceptions import Reject
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
-from backend.settings import get_settings
+from common.settings import get_settings
 from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
 from worker.client import ApiUnavailable, Forbidden, Unauthorized

@@ -8,14 +8,14 @@ import pytest
 from celery.concurrency.prefork import TaskPool
 from kombu.utils.imports import symbol_by_name
 
-from backend.broker import broker_options
-from backend.settings import Settings
+from common.broker import broker_options
+from common.settings import SharedSettings
 from worker.celery_app import TASK_EXECUTE, create_celery_app, worker_argv
 from worker.pool import MAX_RECHECKS, PromptRespawnAsynPool
 
 
 def test_long_job_settings(tmp_path: Path) -> None:
-    conf = create_celery_app(Settings(home=tmp_path, broker_url="redis://127.0.0.1:6379/0")).conf
+    conf = create_celery_app(SharedSettings(home=tmp_path, broker_url="redis://127.0.0.1:6379/0")).conf
     assert conf.task_acks_late is True
     assert conf.task_reject_on_worker_lost is True
     assert conf.worker_prefetch_multiplier == 1
@@ -32,7 +32,7 @@ def test_long_job_settings(tmp_path: Path) -> None:
 
 
 def test_filesystem_broker_uses_one_folder_under_home(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path)
+    settings = SharedSettings(home=tmp_path)
     options = create_celery_app(settings).conf.broker_transport_options
     folder = settings.broker_folder
     assert options == {
@@ -47,7 +47,7 @@ def test_filesystem_broker_uses_one_folder_under_home(tmp_path: Path) -> None:
 
 
 def test_each_queue_has_its_own_routing_key(tmp_path: Path) -> None:
-    conf = create_celery_app(Settings(home=tmp_path)).conf
+    conf = create_celery_app(SharedSettings(home=tmp_path)).conf
     assert {(q.name, q.exchange.name, q.routing_key) for q in conf.task_queues} == {
         ("cpu", "cpu", "cpu"),
         ("gpu", "gpu", "gpu"),
@@ -68,7 +68,9 @@ def test_task_calls_the_executor_with_ids(monkeypatch: pytest.MonkeyPatch) -> No
 
     calls: list[tuple[int, int | None, bool]] = []
 
-    def fake_execute(run_id: int, attempt: int | None, settings: Settings, *, exit_with_parent: bool) -> str:
+    def fake_execute(
+        run_id: int, attempt: int | None, settings: SharedSettings, *, exit_with_parent: bool
+    ) -> str:
         calls.append((run_id, attempt, exit_with_parent))
         return "succeeded"
 
@@ -89,7 +91,9 @@ def test_task_retries_when_the_claim_cannot_get_through(monkeypatch: pytest.Monk
     from worker import executor, tasks
     from worker.client import ApiUnavailable
 
-    def unreachable(run_id: int, attempt: int | None, settings: Settings, *, exit_with_parent: bool) -> str:
+    def unreachable(
+        run_id: int, attempt: int | None, settings: SharedSettings, *, exit_with_parent: bool
+    ) -> str:
         raise ApiUnavailable("connection refused")
 
     retries: list[tuple[str, int, int | None]] = []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from backend.settings import Settings
+from common.settings import SharedSettings
 from tests.worker.worker_fake_api import FakeApi
 from worker.executor import execute
 from worker.tracking import WriterOptions
@@ -26,11 +26,11 @@ def _spec(**train: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home", heartbeat_interval=0.05)
+def settings(tmp_path: Path) -> SharedSettings:
+    return SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05)
 
 
-def _execute(api: FakeApi, settings: Settings, attempt: int = 1, **kwargs: Any) -> str:
+def _execute(api: FakeApi, settings: SharedSettings, attempt: int = 1, **kwargs: Any) -> str:
     kwargs.setdefault("use_mlflow", False)
     return execute(
         api.run["id"], attempt, settings, client=api.client(), writer_options=FAST, worker="w:1", **kwargs
@@ -41,7 +41,7 @@ def _loss_steps(api: FakeApi) -> list[int]:
     return sorted(step for key, step in api.metrics if key == "loss")
 
 
-def test_execute_runs_the_kind_and_reports_everything(settings: Settings) -> None:
+def test_execute_runs_the_kind_and_reports_everything(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec())
     assert _execute(api, settings) == "succeeded"
     assert _loss_steps(api) == list(range(1, 25))
@@ -54,21 +54,21 @@ def test_execute_runs_the_kind_and_reports_everything(settings: Settings) -> Non
     assert sorted(p.name for p in ckpt.iterdir()) == ["step-18.pt", "step-24.pt"]
 
 
-def test_second_delivery_of_a_claimed_attempt_does_not_run(settings: Settings) -> None:
+def test_second_delivery_of_a_claimed_attempt_does_not_run(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec())
     api.run["status"] = "running"  # another worker has it
     assert _execute(api, settings) == "skipped"
     assert api.requests == ["POST /runs/7/claim"]
 
 
-def test_stale_attempt_is_skipped(settings: Settings) -> None:
+def test_stale_attempt_is_skipped(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec())
     api.run["attempt"] = 2
     assert _execute(api, settings, attempt=1) == "skipped"
     assert not api.finishes
 
 
-def test_failure_finishes_failed_with_the_traceback(settings: Settings) -> None:
+def test_failure_finishes_failed_with_the_traceback(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec(fail_at_step=10))
     assert _execute(api, settings) == "failed"
     (finish,) = api.finishes
@@ -78,13 +78,13 @@ def test_failure_finishes_failed_with_the_traceback(settings: Settings) -> None:
     assert any("DiagnosticFailure" in line for line in api.logs)
 
 
-def test_invalid_spec_fails_the_run(settings: Settings) -> None:
+def test_invalid_spec_fails_the_run(settings: SharedSettings) -> None:
     api = FakeApi(spec={"train": {"steps": -1}})
     assert _execute(api, settings) == "failed"
     assert "ValidationError" in api.finishes[0]["error"]
 
 
-def test_cancel_requested_stops_the_kind_and_finishes_cancelled(settings: Settings) -> None:
+def test_cancel_requested_stops_the_kind_and_finishes_cancelled(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec(steps=100_000, step_delay=0.002))
     api.run["cancel_requested"] = True  # seen by the first heartbeat
     assert _execute(api, settings) == "cancelled"
@@ -92,14 +92,14 @@ def test_cancel_requested_stops_the_kind_and_finishes_cancelled(settings: Settin
     assert len(_loss_steps(api)) < 100_000
 
 
-def test_lost_lease_stops_without_finishing(settings: Settings) -> None:
+def test_lost_lease_stops_without_finishing(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec(steps=100_000, step_delay=0.002))
     api.lease_lost = True  # the reaper gave the run to another attempt
     assert _execute(api, settings) == "lost"
     assert api.finishes == []
 
 
-def test_api_outage_mid_run_loses_no_point(settings: Settings) -> None:
+def test_api_outage_mid_run_loses_no_point(settings: SharedSettings) -> None:
     api = FakeApi(spec=_spec(steps=60, step_delay=0.002))
     api.fail_metric_posts = 4
     api.unreachable_metric_posts = 4
@@ -111,7 +111,7 @@ def test_api_outage_mid_run_loses_no_point(settings: Settings) -> None:
 def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow_uri: str) -> None:
     from mlflow import MlflowClient
 
-    settings = Settings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
+    settings = SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
     api = FakeApi(spec=_spec(fail_at_step=16))
     assert _execute(api, settings, use_mlflow=True) == "failed"
     mlflow_run_id = api.run["mlflow_run_id"]
@@ -141,7 +141,7 @@ def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow
     assert [a.path for a in mlflow.list_artifacts(mlflow_run_id, "model")] == ["model/step-24.pt"]
 
 
-def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: Settings) -> None:
+def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSettings) -> None:
     import os
     import threading
 
