@@ -48,8 +48,8 @@ class TrainConfig:
     # 1000 warmup steps, cosine to 0.1 * lr; REFERENCE.md).
     warmup_steps: int = 1000
     final_lr_fraction: float = 0.1
-    # AdamW's decoupled weight decay (Loshchilov & Hutter 2019, Algorithm 2), applied to tensors of 2+
-    # dimensions only (the reference masks 1-D parameters: biases, norms).
+    # AdamW's decoupled weight decay (Loshchilov & Hutter 2019, Algorithm 2), applied by parameter role:
+    # kernels and embeddings, never biases or norms (``decays``; the reference masks them).
     weight_decay: float = 0.1
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
@@ -83,11 +83,38 @@ def lr_multiplier(step: int, cfg: TrainConfig) -> float:
     return cfg.final_lr_fraction + (1.0 - cfg.final_lr_fraction) * cosine
 
 
+NORM_LAYERS: tuple[type[nn.Module], ...] = (
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.RMSNorm,
+    nn.modules.batchnorm._BatchNorm,
+)
+
+
+def decays(module: nn.Module, name: str, param: nn.Parameter) -> bool:
+    """Whether AdamW decays ``param`` (the direct parameter ``name`` of ``module``), by its role: kernels
+    and embeddings decay; biases, normalisation scales and shifts, and whatever the module lists in its
+    ``no_weight_decay`` (e.g. the stacked per-expert biases ``b1 [E, h]``, which are 2-D but biases) do
+    not. The SRAVEN reference masks every 1-D parameter, so a 1-D parameter of no declared role does
+    not decay either."""
+    if name == "bias" or name in getattr(module, "no_weight_decay", ()):
+        return False
+    if isinstance(module, NORM_LAYERS):
+        return False
+    return param.ndim >= 2
+
+
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """Two AdamW groups: weight decay on parameters of 2+ dimensions, none on 1-D (biases, norms) and
-    scalars."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    """Two AdamW groups: weight decay on the parameters ``decays`` says, none on the rest."""
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    seen: set[int] = set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:  # a tied parameter joins one group
+                continue
+            seen.add(id(param))
+            (decay if decays(module, name, param) else no_decay).append(param)
     return [
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},

@@ -163,3 +163,31 @@ def test_training_reduces_the_loss() -> None:
     )
     assert sum(losses[-20:]) / 20 < 0.5 * sum(losses[:5]) / 5
     assert all(math.isfinite(x) for x in losses)
+
+
+def test_weight_decay_follows_the_role_not_the_shape() -> None:
+    """Stacked expert biases ``[E, h]`` / ``[E, d]`` are 2-D but biases: not decayed (the reference's
+    per-expert Dense layers have 1-D biases, which its mask excludes). Norm scales and biases neither;
+    kernels, expert weights, the router and embeddings are decayed."""
+    from worker.core.moe import MoEConfig
+    from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
+
+    model = SravenTransformer(
+        SravenTransformerConfig(
+            d_model=16,
+            num_layers=1,
+            num_heads=2,
+            qk_dim=8,
+            v_dim=8,
+            moe=MoEConfig(d_model=16, num_experts=4, top_k=2, expert_hidden=8),
+        )
+    )
+    decay, no_decay = param_groups(model, 0.1)
+    ids = lambda group: {id(p) for p in group["params"]}  # noqa: E731
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = {names[i] for i in ids(decay)}
+    kept = {names[i] for i in ids(no_decay)}
+    assert decayed | kept == set(names.values()) and not decayed & kept
+    assert {n for n in kept if n.endswith((".b1", ".b2"))}, "expert biases are in the no-decay group"
+    assert not {n for n in decayed if n.endswith((".b1", ".b2", "bias")) or ".ln" in n}
+    assert {n for n in decayed if n.endswith((".w1", ".w2"))} and any("router" in n for n in decayed)

@@ -37,6 +37,9 @@ class Experts(nn.Module):
     swiglu:    w_gate [E, d, h], w_up [E, d, h], w_down [E, h, d].
     """
 
+    # stacked per-expert biases are 2-D but biases: never weight-decayed (worker.core.train.decays)
+    no_weight_decay = frozenset({"b1", "b2"})
+
     def __init__(self, num_experts: int, d_model: int, hidden: int, activation: str) -> None:
         super().__init__()
         assert activation in ("gelu", "relu", "swiglu"), f"unknown activation {activation!r}"
