@@ -201,7 +201,7 @@ def worker_entry(probe: bool, pool_fix: bool) -> int:
         _pool_fix()
     if probe:
         _probe()
-    from backend.cli import main as cli
+    from cli.main import main as cli
 
     cli(["worker"])
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from click.testing import CliRunner
 
-from backend.cli import main
+from cli.main import main
 
 
 def _free_port() -> int:
@@ -27,7 +27,7 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
     home, port = tmp_path / "home", _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "up", "--home", str(home), "--port", str(port)],
+        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -217,7 +217,7 @@ def _container_commands(config: dict[str, Any]) -> dict[str, list[str]]:
 def _resolve_reasonlab(argv: list[str]) -> tuple[list[str], click.Context]:
     """Parse ``reasonlab ARGS`` with the installed click commands (nothing runs): the subcommand path and
     the parsed context. Unknown subcommands or options raise click.UsageError."""
-    from backend.cli import main
+    from cli.main import main
 
     cmd: click.Command = main
     args = list(argv)
@@ -585,7 +585,7 @@ def test_dockerignore_matching() -> None:
     assert _ignored("frontend/node_modules/react/index.js", patterns)
     assert _ignored("backend/__pycache__/cli.cpython-311.pyc", patterns)
     assert _ignored(".venv/bin/python", patterns) and _ignored("backend/static/index.html", patterns)
-    assert not _ignored("backend/cli.py", patterns) and not _ignored("frontend/src/main.tsx", patterns)
+    assert not _ignored("cli/main.py", patterns) and not _ignored("frontend/src/main.tsx", patterns)
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)

@@ -115,7 +115,7 @@ class Platform:
     def start_worker(self) -> subprocess.Popen[bytes]:
         n = len(self.workers)
         proc = self._spawn(
-            ["backend.cli", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log"
+            ["cli.main", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log"
         )
         self.workers.append(proc)
         return proc
