@@ -2,7 +2,8 @@
 
 The executor talks to the platform only through the REST API (the backend is the single writer of the
 database). The claim makes a task idempotent: a redelivered message, or a stale attempt, gets 409 and
-returns without running anything.
+returns without running anything. The heartbeat thread is ``worker.heartbeat``, the capture of the run's
+Python logging ``worker.logcapture``.
 
     claim ──> heartbeat thread (progress, cancel, lease) ──> MLflow run ──> kind.run(spec, ctx)
           ──> ctx.close (flush, retries) ──> finish (succeeded | cancelled | failed + traceback)
@@ -17,22 +18,19 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from common.settings import SharedSettings
-from worker.client import ApiUnavailable, Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
+from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
+from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
-from worker.tracking import (
-    ApiRunContext,
-    MlflowSink,
-    RunStatus,
-    TrackingError,
-    WriterOptions,
-    mlflow_artifact_location,
-)
+from worker.logcapture import capture_logs
+from worker.tracking.context import RunStatus
+from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+from worker.tracking.tracked import ApiRunContext, TrackingError
+from worker.tracking.writer import WriterOptions
 
 logger = logging.getLogger(__name__)
 
@@ -80,151 +78,6 @@ def call_with_retry(
             logger.warning("%s: API unavailable (%s); retrying in %.1f s", what, exc, delay)
             time.sleep(delay)
             delay = min(delay * 2, maximum)
-
-
-class Heartbeat:
-    """Background heartbeats of one attempt: reports progress, turns ``cancel_requested`` into the
-    context's stop flag, and a 409 (the attempt no longer owns the run) into ``lease_lost``.
-
-    With ``exit_with_parent`` (a Celery prefork child), the process exits when its parent, the worker,
-    dies: an orphan must not go on heartbeating a run that the reaper should hand to a new worker.
-    """
-
-    def __init__(
-        self,
-        client: ReasonLabClient,
-        run_id: int,
-        attempt: int,
-        interval: float,
-        *,
-        exit_with_parent: bool = False,
-        lease_timeout: float | None = None,
-    ) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.attempt = attempt
-        self.interval = interval
-        self.cancel_requested = False
-        self.lease_lost = False
-        self.interrupted = False
-        self._ctx: ApiRunContext | None = None
-        self._stop = threading.Event()
-        self._parent = os.getppid() if exit_with_parent else None
-        self._last_ok = time.monotonic()
-        self.lease_timeout = lease_timeout
-        self._thread = threading.Thread(target=self._loop, name="reasonlab-heartbeat", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def attach(self, ctx: ApiRunContext) -> None:
-        """Route stop signals to ``ctx`` (including any that came before it existed)."""
-        self._ctx = ctx
-        self._apply()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.client.timeout + 5)
-
-    def _apply(self) -> None:
-        ctx = self._ctx
-        if ctx is None:
-            return
-        if self.lease_lost:
-            ctx.mark_lease_lost()
-        elif self.cancel_requested:
-            ctx.request_stop("cancel")
-        elif self.interrupted:
-            ctx.request_stop("interrupt")
-
-    def interrupt(self) -> None:
-        """The worker is shutting down: stop the kind at its next check (it checkpoints first)."""
-        self.interrupted = True
-        self._apply()
-
-    def _loop(self) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(min(self.interval, 1.0)):
-            if self._parent is not None and os.getppid() != self._parent:
-                logger.critical("run %s: the worker process died; exiting this orphaned job", self.run_id)
-                os._exit(70)
-            if time.monotonic() - last < self.interval:
-                continue
-            last = time.monotonic()
-            if self.beat():
-                return
-
-    def beat(self) -> bool:
-        """One heartbeat; True when the lease is lost (no further heartbeats make sense)."""
-        progress = self._ctx.progress_snapshot() if self._ctx is not None else None
-        try:
-            answer = self.client.heartbeat(self.run_id, self.attempt, progress)
-        except (Conflict, NotFound, Unauthorized, Forbidden) as exc:
-            # a rejected token counts as a lost lease: the reaper will hand the run to a worker that
-            # the API still trusts, and two writers must never share a checkpoint folder
-            logger.error("run %s attempt %s lost its lease (%s): stopping", self.run_id, self.attempt, exc)
-            self.lease_lost = True
-            self._apply()
-            return True
-        except Exception as exc:  # API down or a transient fault: the next beat tries again
-            silent = time.monotonic() - self._last_ok
-            logger.warning("run %s: heartbeat failed (%.0f s without one): %s", self.run_id, silent, exc)
-            if self.lease_timeout is not None and silent > self.lease_timeout:
-                # Cut off from the API longer than the reaper waits: the run has been (or is about to be)
-                # handed to a new attempt, so this one stops writing rather than share its checkpoints.
-                logger.error(
-                    "run %s attempt %s: no heartbeat for %.0f s, giving up the lease",
-                    self.run_id,
-                    self.attempt,
-                    silent,
-                )
-                self.lease_lost = True
-                self._apply()
-                return True
-            return False
-        self._last_ok = time.monotonic()
-        if answer.get("cancel_requested") and not self.cancel_requested:
-            logger.info("run %s: cancel requested", self.run_id)
-            self.cancel_requested = True
-            self._apply()
-        return False
-
-
-class _RunLogHandler(logging.Handler):
-    """Python logging during the run -> the run's log lines (``POST /runs/{id}/logs``, batched by the
-    context's writer). Records of the tracking threads and HTTP libraries are skipped: logging them
-    would post logs about posting logs."""
-
-    _SKIP_LOGGERS = ("httpx", "httpcore", "urllib3", "mlflow", "alembic", "worker.tracking")
-
-    def __init__(self, ctx: ApiRunContext) -> None:
-        super().__init__(logging.INFO)
-        self.ctx = ctx
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith(self._SKIP_LOGGERS) or (record.threadName or "").startswith("reasonlab-"):
-            return
-        try:
-            self.ctx.log(self.format(record))
-        except Exception:
-            self.handleError(record)
-
-
-@contextmanager
-def capture_logs(ctx: ApiRunContext) -> Iterator[None]:
-    handler = _RunLogHandler(ctx)
-    root = logging.getLogger()
-    worker_logger = logging.getLogger("worker")
-    old_level = worker_logger.level
-    if worker_logger.getEffectiveLevel() > logging.INFO:  # Celery sets the root to WARNING by default
-        worker_logger.setLevel(logging.INFO)
-    root.addHandler(handler)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        worker_logger.setLevel(old_level)
 
 
 def start_mlflow(

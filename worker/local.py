@@ -16,7 +16,9 @@ from typing import Any
 
 from worker.kinds import get_kind
 from worker.specs import SpecBase, spec_class
-from worker.tracking import LocalRunContext, MlflowSink, RunStatus, mlflow_artifact_location
+from worker.tracking.context import RunStatus
+from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+from worker.tracking.tracked import LocalRunContext
 
 logger = logging.getLogger(__name__)
 

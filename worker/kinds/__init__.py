@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from worker.specs import manifest, manifests
 
 if TYPE_CHECKING:
-    from worker.tracking import RunContext
+    from worker.tracking.context import RunContext
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import time
 
 from worker.core.diagnostic import DiagnosticTrainer
 from worker.specs.diagnostic import DiagnosticResult, DiagnosticSpec
-from worker.tracking import RunContext
+from worker.tracking.context import RunContext
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from worker.core.sraven.generator import SravenBatch, SravenGenerator, SravenStr
 from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
 from worker.core.train import Scalar, StepOutput, TrainConfig, Trainer
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
-from worker.tracking import RunContext
+from worker.tracking.context import RunContext
 
 
 def build_model_config(spec: SmoeSravenSpec) -> SravenTransformerConfig:

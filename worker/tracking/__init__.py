@@ -1,0 +1,89 @@
+"""Tracking of a run: the RunContext a kind reports through, and what carries its records.
+
+    context      RunContext (the contract kinds import: no torch, httpx or mlflow), RunStatus,
+                 result_record, flatten_params
+    writer       Sink (the interface), MetricPoint, SinkWriter (buffer + background flush), WriterOptions
+    checkpoints  atomic step-<n>.pt files, the newest kept
+    sinks        ApiSink (the platform, over REST), LocalSink (files under a folder)
+    mlflow       MlflowSink (the best-effort mirror), mlflow_artifact_location
+    tracked      TrackedRunContext, LocalRunContext, ApiRunContext, TrackingError, resolve_device
+
+Every public name is re-exported here, ``from worker.tracking import X``, and imported on first use:
+importing ``worker.tracking.context`` (which runs this file first) must stay light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from worker.tracking.checkpoints import load_checkpoint_file, save_checkpoint_file
+    from worker.tracking.context import RunContext, RunStatus, flatten_params, result_record
+    from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+    from worker.tracking.sinks import ApiSink, LocalSink
+    from worker.tracking.tracked import (
+        ApiRunContext,
+        LocalRunContext,
+        TrackedRunContext,
+        TrackingError,
+        resolve_device,
+    )
+    from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
+
+_EXPORTS = {
+    "RunContext": "context",
+    "RunStatus": "context",
+    "flatten_params": "context",
+    "result_record": "context",
+    "MetricPoint": "writer",
+    "Sink": "writer",
+    "SinkWriter": "writer",
+    "WriterOptions": "writer",
+    "load_checkpoint_file": "checkpoints",
+    "save_checkpoint_file": "checkpoints",
+    "ApiSink": "sinks",
+    "LocalSink": "sinks",
+    "MlflowSink": "mlflow",
+    "mlflow_artifact_location": "mlflow",
+    "ApiRunContext": "tracked",
+    "LocalRunContext": "tracked",
+    "TrackedRunContext": "tracked",
+    "TrackingError": "tracked",
+    "resolve_device": "tracked",
+}
+
+__all__ = [
+    "ApiRunContext",
+    "ApiSink",
+    "LocalRunContext",
+    "LocalSink",
+    "MetricPoint",
+    "MlflowSink",
+    "RunContext",
+    "RunStatus",
+    "Sink",
+    "SinkWriter",
+    "TrackedRunContext",
+    "TrackingError",
+    "WriterOptions",
+    "flatten_params",
+    "load_checkpoint_file",
+    "mlflow_artifact_location",
+    "resolve_device",
+    "result_record",
+    "save_checkpoint_file",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

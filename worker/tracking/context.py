@@ -1,0 +1,88 @@
+"""The RunContext contract: everything an experiment kind may use while it runs (DESIGN.md, Contracts).
+
+This is the light module kinds import: the standard library, pydantic and ``worker.specs`` only (no
+torch, httpx or mlflow; an import-linter contract checks it). The concrete contexts are in
+``worker.tracking.tracked``: kinds run unchanged under the platform (API sink + MLflow mirror), under
+``reasonlab run spec.yaml`` (local files + MLflow) and in tests (local files only).
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from worker.specs import UnknownKind, result_class
+
+RunStatus = Literal["succeeded", "failed", "cancelled"]
+
+
+class RunContext(abc.ABC):
+    seed: int
+    device: str
+    out_dir: Path
+
+    @abc.abstractmethod
+    def log_params(self, params: dict[str, Any]) -> None:
+        """Record flat or nested parameters of the run (mirrored to MLflow)."""
+
+    @abc.abstractmethod
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        """Buffer metric points at ``step``; flushed in the background. Re-logging a step overwrites it."""
+
+    @abc.abstractmethod
+    def log_result(self, record: Any) -> None:
+        """Post a typed result record (a pydantic model from worker.specs, or a dict with a ``kind``)."""
+
+    @abc.abstractmethod
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        """Report progress; the dashboard shows a bar and an ETA."""
+
+    @abc.abstractmethod
+    def should_stop(self) -> bool:
+        """True once a cancel was requested: the kind should return promptly (after a checkpoint)."""
+
+    @abc.abstractmethod
+    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+        """Persist ``state`` (torch-serialisable) for resume; flushes metrics logged so far first."""
+
+    @abc.abstractmethod
+    def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
+        """The latest checkpoint ``(state, step)`` of this run (any attempt), or None."""
+
+    def log(self, line: str) -> None:  # noqa: B027 - optional sink
+        """A free-text log line (shown by ``reasonlab runs logs`` and the run page)."""
+
+
+def result_record(record: Any) -> tuple[str, dict[str, Any]]:
+    """``(kind, payload)`` of a result record, validated against its declared type when known."""
+    if isinstance(record, BaseModel):
+        payload = record.model_dump(mode="json")
+    elif isinstance(record, dict):
+        payload = dict(record)
+    else:
+        raise TypeError(f"a result record is a pydantic model or a dict with a 'kind', not {type(record)}")
+    kind = payload.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"a result record needs a 'kind': {payload!r:.200}")
+    try:
+        schema = result_class(kind)
+    except UnknownKind:
+        return kind, payload  # the API refuses it with the list of known result kinds
+    # fail in the kind, at the line that logged it, not later in the sink
+    payload = schema.model_validate(payload).model_dump(mode="json")
+    return kind, payload
+
+
+def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}`` (lists stay values)."""
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_params(value, prefix=f"{name}."))
+        else:
+            flat[name] = value
+    return flat

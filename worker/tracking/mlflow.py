@@ -1,0 +1,135 @@
+"""The MLflow mirror of a run (``MlflowSink``): best effort, its failures never fail the run. MLflow
+itself is imported lazily, inside the methods."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from worker.tracking.checkpoints import checkpoint_files
+from worker.tracking.context import RunStatus, flatten_params
+from worker.tracking.writer import MetricPoint, Sink
+
+logger = logging.getLogger(__name__)
+
+_MLFLOW_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
+_MLFLOW_KEY_RE = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def mlflow_artifact_location(tracking_uri: str, fallback: Path) -> str | None:
+    """Where a new MLflow experiment keeps artifacts: the server decides for an http(s) store; for a file
+    or database store a folder beside it (MLflow's default, ./mlruns, depends on the working directory)."""
+    if tracking_uri.startswith(("http://", "https://", "databricks")):
+        return None
+    if tracking_uri.startswith("sqlite:///"):
+        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
+    return fallback.resolve().as_uri()
+
+
+class MlflowSink(Sink):
+    """The MLflow mirror of a run: params (flattened), metrics (log_batch), results (JSON artifacts) and
+    the final status. Best effort: an MLflow outage never fails or blocks the run for long."""
+
+    name = "mlflow"
+    required = False
+    flush_deadline = 120.0
+
+    def __init__(self, client: Any, run_id: str) -> None:
+        self.client = client  # mlflow.MlflowClient
+        self.run_id = run_id
+        self._result_counts: dict[str, int] = {}
+
+    @classmethod
+    def start(
+        cls,
+        tracking_uri: str,
+        experiment_name: str,
+        run_name: str,
+        *,
+        tags: dict[str, str] | None = None,
+        artifact_location: str | None = None,
+        existing_run_id: str | None = None,
+    ) -> MlflowSink:
+        """Create the MLflow run (and its experiment), or reopen ``existing_run_id`` (a later attempt)."""
+        from mlflow import MlflowClient
+        from mlflow.exceptions import MlflowException
+
+        client = MlflowClient(tracking_uri=tracking_uri)
+        if existing_run_id:
+            try:
+                client.get_run(existing_run_id)
+            except MlflowException:
+                logger.warning("MLflow run %s is gone; creating a new one", existing_run_id)
+            else:
+                client.update_run(existing_run_id, status="RUNNING")
+                for key, value in (tags or {}).items():
+                    client.set_tag(existing_run_id, key, value)
+                return cls(client, existing_run_id)
+        experiment = client.get_experiment_by_name(experiment_name)
+        if experiment is not None:
+            experiment_id = experiment.experiment_id
+        else:
+            try:
+                experiment_id = client.create_experiment(experiment_name, artifact_location=artifact_location)
+            except MlflowException:  # another worker created it in between
+                found = client.get_experiment_by_name(experiment_name)
+                if found is None:
+                    raise
+                experiment_id = found.experiment_id
+        run = client.create_run(experiment_id, run_name=run_name, tags=tags or {})
+        return cls(client, run.info.run_id)
+
+    def write_params(self, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+        from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
+
+        flat = [
+            Param(
+                _MLFLOW_KEY_RE.sub("_", key),
+                (value if isinstance(value, str) else json.dumps(value))[:MAX_PARAM_VAL_LENGTH],
+            )
+            for key, value in flatten_params(params).items()
+        ]
+        for i in range(0, len(flat), MAX_PARAMS_TAGS_PER_BATCH):
+            self.client.log_batch(self.run_id, params=flat[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+
+    def write_metrics(self, points: Sequence[MetricPoint]) -> None:
+        from mlflow.entities import Metric
+        from mlflow.utils.validation import MAX_METRICS_PER_BATCH
+
+        metrics = [
+            Metric(_MLFLOW_KEY_RE.sub("_", p.key), p.value, int(p.time * 1000), p.step) for p in points
+        ]
+        for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
+            self.client.log_batch(self.run_id, metrics=metrics[i : i + MAX_METRICS_PER_BATCH])
+
+    def write_result(self, kind: str, payload: dict[str, Any]) -> None:
+        n = self._result_counts.get(kind, 0)
+        self.client.log_dict(self.run_id, payload, f"results/{kind}-{n:03d}.json")
+        self._result_counts[kind] = n + 1
+
+    def write_logs(self, lines: Sequence[str]) -> None:
+        """Log lines live on the platform (and in local logs.txt); MLflow has no log stream."""
+
+    def finish(self, status: RunStatus) -> None:
+        self.client.set_terminated(self.run_id, status=_MLFLOW_STATUS[status])
+
+    def log_outputs(self, checkpoint_dir: Path, outputs_dir: Path | None) -> None:
+        """A succeeded run's final model (its newest checkpoint, under ``model/``) and, on the platform,
+        the files the kind wrote to its out_dir (under ``outputs/``), so MLflow's UI has them."""
+        newest = checkpoint_files(checkpoint_dir)[-1:] if checkpoint_dir.is_dir() else []
+        for _, path in newest:
+            self.client.log_artifact(self.run_id, str(path), "model")
+        if outputs_dir is not None and outputs_dir.is_dir() and any(outputs_dir.iterdir()):
+            self.client.log_artifacts(self.run_id, str(outputs_dir), "outputs")
+
+    def is_transient(self, exc: BaseException) -> bool:
+        from mlflow.exceptions import MlflowException
+
+        if isinstance(exc, MlflowException):
+            return exc.error_code not in {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "BAD_REQUEST"}
+        return True

@@ -1,0 +1,275 @@
+"""The concrete RunContexts: ``TrackedRunContext`` (records buffered to a list of sinks, checkpoints in a
+folder), ``LocalRunContext`` (a laptop or a test: local files, optional MLflow mirror) and
+``ApiRunContext`` (the platform: the API, mirrored to MLflow)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from worker.tracking.checkpoints import load_checkpoint_file, save_checkpoint_file
+from worker.tracking.context import RunContext, RunStatus, result_record
+from worker.tracking.sinks import ApiSink, LocalSink
+from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
+
+if TYPE_CHECKING:
+    from worker.client import ReasonLabClient
+    from worker.tracking.mlflow import MlflowSink
+
+logger = logging.getLogger(__name__)
+
+
+class TrackingError(RuntimeError):
+    """A required sink could not persist what the run logged (rejected, or unreachable past a deadline)."""
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when this process sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"the spec asks for device {requested!r} but this worker has no CUDA device")
+    return requested
+
+
+class TrackedRunContext(RunContext):
+    """A RunContext whose records go, buffered, to a list of sinks; checkpoints go to ``checkpoint_dir``.
+
+    Metrics are buffered per sink and written by a background thread (WriterOptions: every ~1 s or
+    1,000 points, batches <= 10,000, retries with backoff). ``save_checkpoint`` flushes first, so a run
+    resumed from a checkpoint never lacks a point logged before it. ``close`` flushes everything.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        device: str,
+        out_dir: Path,
+        checkpoint_dir: Path,
+        sinks: Sequence[Sink],
+        options: WriterOptions | None = None,
+        keep_checkpoints: int = 2,
+    ) -> None:
+        self.seed = seed
+        self.device = device
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir = Path(checkpoint_dir)
+        # files of the kind to upload to the MLflow mirror at the end; None where out_dir is itself the
+        # local record of the run (reasonlab run: metrics.jsonl, the MLflow store, ...)
+        self.outputs_dir: Path | None = None
+        self.keep_checkpoints = keep_checkpoints
+        self.writers = [SinkWriter(sink, options) for sink in sinks]
+        self.stop_reason: str | None = None
+        self._stop = threading.Event()
+        self._progress_lock = threading.Lock()
+        self._progress: dict[str, Any] | None = None
+        self._closed = False
+
+    # -- RunContext -------------------------------------------------------------------------------------
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        snapshot = json.loads(json.dumps(params, default=str))  # a copy the kind cannot mutate later
+        for writer in self.writers:
+            writer.add_op(("params", snapshot))
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        now = time.time()
+        points = [MetricPoint(str(key), int(step), float(value), now) for key, value in metrics.items()]
+        for writer in self.writers:
+            writer.add_metrics(points)
+
+    def log_result(self, record: Any) -> None:
+        kind, payload = result_record(record)
+        for writer in self.writers:
+            writer.add_op(("result", (kind, payload)))
+
+    def log(self, line: str) -> None:
+        for writer in self.writers:
+            writer.add_logs([line])
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        with self._progress_lock:
+            self._progress = {"done": int(done), "total": int(total), "message": message}
+
+    def progress_snapshot(self) -> dict[str, Any] | None:
+        with self._progress_lock:
+            return dict(self._progress) if self._progress is not None else None
+
+    def should_stop(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the kind to stop (``cancel``, ``lease_lost``, ``interrupt``); the first reason sticks."""
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            self._stop.set()
+
+    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+        self.flush(required_only=True)  # a mirror (MLflow) being down must not hold training up
+        save_checkpoint_file(self.checkpoint_dir, state, step, keep=self.keep_checkpoints)
+
+    def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
+        return load_checkpoint_file(self.checkpoint_dir)
+
+    # -- flushing and closing ---------------------------------------------------------------------------
+
+    def flush(self, *, required_only: bool = False) -> None:
+        """Write everything buffered: required sinks within their deadline (else TrackingError), mirrors
+        within theirs (else a warning); ``required_only`` leaves the mirrors to their background thread."""
+        for writer in self.writers:
+            if required_only and not writer.sink.required:
+                continue
+            if not writer.flush(writer.sink.flush_deadline):
+                self._sink_failed(
+                    writer, f"{writer.pending} records unwritten after {writer.sink.flush_deadline} s"
+                )
+            if writer.errors:
+                self._sink_failed(writer, f"rejected: {writer.errors[-1]}")
+
+    def _sink_failed(self, writer: SinkWriter, what: str) -> None:
+        message = f"sink {writer.sink.name}: {what}"
+        if writer.sink.required:
+            raise TrackingError(message)
+        logger.warning("%s (mirror; the run goes on)", message)
+        writer.errors.clear()
+
+    def close(self, status: RunStatus, *, final: bool = True) -> None:
+        """Flush every sink (blocking, with retries up to each sink's deadline), tell them the final
+        status (unless ``final`` is False: the run goes on in another attempt), stop their threads.
+        Raises TrackingError if a required sink lost or refused records."""
+        if self._closed:
+            return
+        self._closed = True
+        problems: list[str] = []
+        if final and status == "succeeded":
+            for writer in self.writers:
+                log_outputs = getattr(writer.sink, "log_outputs", None)
+                if log_outputs is None:
+                    continue
+                try:
+                    log_outputs(self.checkpoint_dir, self.outputs_dir)
+                except Exception as exc:  # a mirror: the run's result does not depend on it
+                    logger.warning("sink %s: final model and outputs not logged: %s", writer.sink.name, exc)
+        for writer in self.writers:
+            sink = writer.sink
+            ok = writer.close(sink.flush_deadline)
+            if ok and not writer.errors and final:
+                try:
+                    sink.finish(status)
+                except Exception as exc:
+                    ok = False
+                    writer.errors.append(exc)
+            if not ok or writer.errors:
+                what = f"sink {sink.name}: {writer.pending} unwritten, errors: {writer.errors[-3:]}"
+                if sink.required:
+                    problems.append(what)
+                else:
+                    logger.warning("%s (mirror)", what)
+        if problems:
+            raise TrackingError("; ".join(problems))
+
+    def __enter__(self) -> TrackedRunContext:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        self.close("failed" if exc_type is not None else "succeeded")
+
+
+class LocalRunContext(TrackedRunContext):
+    """A run on a laptop or in a test: local files under ``out_dir`` (+ an MLflow mirror when given).
+
+    Checkpoints go to ``out_dir/checkpoints``, so running the same spec into the same folder again
+    resumes from the last one. ``progress_callback(done, total, message)`` drives a progress bar.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        seed: int = 0,
+        device: str = "auto",
+        mlflow: MlflowSink | None = None,
+        progress_callback: Callable[[int, int, str], None] | None = None,
+        options: WriterOptions | None = None,
+    ) -> None:
+        out = Path(out_dir)
+        sinks: list[Sink] = [LocalSink(out)]
+        if mlflow is not None:
+            sinks.append(mlflow)
+        super().__init__(
+            seed=seed,
+            device=resolve_device(device),
+            out_dir=out,
+            checkpoint_dir=out / "checkpoints",
+            sinks=sinks,
+            options=options,
+        )
+        self.mlflow = mlflow
+        self._progress_callback = progress_callback
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        super().progress(done, total, message)
+        if self._progress_callback is not None:
+            self._progress_callback(done, total, message)
+
+
+class ApiRunContext(TrackedRunContext):
+    """A run on the platform: records to the API (the database), mirrored to MLflow; checkpoints under
+    ``<artifact_root>/checkpoints/run-<id>/`` (shared by every attempt, so a new attempt resumes).
+
+    The executor's heartbeat thread sets the stop flag (``request_stop``) on cancel, and marks
+    ``lease_lost`` when the API says this attempt no longer owns the run: from then on checkpoints are
+    not written (the next attempt owns them) and the executor sends no finish.
+    """
+
+    def __init__(
+        self,
+        client: ReasonLabClient,
+        run_id: int,
+        attempt: int,
+        *,
+        seed: int,
+        device: str,
+        artifact_root: Path,
+        mlflow: MlflowSink | None = None,
+        options: WriterOptions | None = None,
+    ) -> None:
+        root = Path(artifact_root)
+        sinks: list[Sink] = [ApiSink(client, run_id, attempt)]
+        if mlflow is not None:
+            sinks.append(mlflow)
+        super().__init__(
+            seed=seed,
+            device=resolve_device(device),
+            out_dir=root / "runs" / f"run-{run_id}",
+            checkpoint_dir=root / "checkpoints" / f"run-{run_id}",
+            sinks=sinks,
+            options=options,
+        )
+        self.outputs_dir = self.out_dir
+        self.run_id = run_id
+        self.attempt = attempt
+        self.mlflow = mlflow
+        self.lease_lost = False
+
+    def mark_lease_lost(self) -> None:
+        self.lease_lost = True
+        self.request_stop("lease_lost")
+
+    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+        if self.lease_lost:
+            logger.warning(
+                "run %s attempt %s lost its lease: checkpoint %s not written", self.run_id, self.attempt, step
+            )
+            self.flush()
+            return
+        super().save_checkpoint(state, step)
