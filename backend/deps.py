@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend.auth import repository as auth_repo
-from backend.auth.security import TOKEN_PREFIX, hash_api_token, read_jwt, same_secret
+from backend.auth.security import STREAM, TOKEN_PREFIX, hash_api_token, read_jwt, same_secret
 from backend.db import utcnow
 from backend.errors import Unauthorized
 from backend.models import User
@@ -78,8 +78,8 @@ def resolve_credential(session: Session, settings: Settings, credential: str) ->
             token.last_used_at = now
             session.commit()
         return Principal(user=token.user)
-    user_id = read_jwt(credential, settings.secret_key)
-    user = session.get(User, user_id) if user_id is not None else None
+    claims = read_jwt(credential, settings.secret_key)
+    user = session.get(User, int(claims["sub"])) if claims is not None else None
     if user is None:
         raise Unauthorized("invalid or expired token: log in again")
     return Principal(user=user)
@@ -92,12 +92,24 @@ def get_principal(
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     credential = creds.credentials if creds is not None else None
-    if credential is None and request.url.path.endswith("/events"):
-        # Browsers' EventSource cannot send headers; only event streams take the credential in the URL.
-        credential = request.query_params.get("token")
+    if credential is None and "ticket" in request.query_params and request.url.path.endswith("/events"):
+        # Browsers' EventSource cannot send headers: an event stream takes a stream ticket in the URL
+        # (POST /runs/{id}/events/ticket), valid a minute for that one run, never a login or API token.
+        return stream_principal(request, session, settings, request.query_params["ticket"])
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
     return resolve_credential(session, settings, credential)
+
+
+def stream_principal(request: Request, session: Session, settings: Settings, ticket: str) -> Principal:
+    claims = read_jwt(ticket, settings.secret_key, typ=STREAM)
+    run_id = request.path_params.get("run_id")
+    if claims is None or str(claims.get("run")) != str(run_id):
+        raise Unauthorized("invalid or expired stream ticket: ask POST /runs/{id}/events/ticket again")
+    user = session.get(User, int(claims["sub"]))
+    if user is None:
+        raise Unauthorized("invalid or expired stream ticket")
+    return Principal(user=user)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

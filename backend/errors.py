@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -63,6 +64,15 @@ class Invalid(ApiError):
     code = "invalid"
 
 
+class TooManyRequests(ApiError):
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, detail: str, retry_after: float) -> None:
+        super().__init__(detail)
+        self.retry_after = max(1, math.ceil(retry_after))
+
+
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "no or bad credentials"},
     403: {"model": ErrorBody, "description": "role does not allow this"},
@@ -85,6 +95,8 @@ def install_handlers(app: FastAPI) -> None:
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         body = {"detail": exc.detail, "code": exc.code, "errors": exc.errors}
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        if isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": str(exc.retry_after)}
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(DBAPIError)
@@ -138,6 +150,7 @@ __all__ = [
     "Invalid",
     "NotFound",
     "TooLarge",
+    "TooManyRequests",
     "Unauthorized",
     "_jsonable",
     "install_handlers",

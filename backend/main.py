@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,8 +13,9 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from backend import auth, experiments, health, metrics, projects, results, reviews, runs
+from backend import auth, experiments, health, logredact, metrics, projects, results, reviews, runs
 from backend.auth.routes import router as auth_router
+from backend.auth.throttle import LoginThrottle
 from backend.db import get_engine, session_factory
 from backend.dispatch import Dispatcher
 from backend.errors import ERROR_RESPONSES, install_handlers
@@ -64,7 +66,14 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.state.settings = settings
     app.state.session_factory = factory
     app.state.dispatcher = None
+    app.state.login_throttle = LoginThrottle(
+        settings.login_failures_per_account,
+        settings.login_failures_per_address,
+        settings.login_window_seconds,
+    )
+    app.state.login_slots = asyncio.Semaphore(settings.login_hash_slots)
     install_handlers(app)
+    logredact.install()
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
     app.add_middleware(GZipMiddleware, minimum_size=1024)

@@ -24,6 +24,12 @@ class Settings(SharedSettings):
     database_url: str = Field("", description="default: sqlite under home")
     secret_key: str = Field("reasonlab-embedded-secret", description="JWT signing key")
     jwt_ttl_seconds: int = 12 * 3600
+    login_failures_per_account: int = Field(5, ge=1, description="failed logins per account per window")
+    login_failures_per_address: int = Field(
+        30, ge=1, description="failed logins per client address per window"
+    )
+    login_window_seconds: float = Field(300.0, gt=0, description="the login throttle's sliding window")
+    login_hash_slots: int = Field(2, ge=1, description="password verifications at once (argon2 CPU)")
 
     reaper_interval: float = Field(5.0, gt=0)
     dispatch_interval: float = Field(1.0, gt=0, description="outbox poll period")

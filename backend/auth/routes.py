@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+import math
+
+from fastapi import APIRouter, Request, status
+from starlette.concurrency import run_in_threadpool
 
 from backend.auth import repository, service
 from backend.auth.schemas import (
@@ -13,15 +16,36 @@ from backend.auth.schemas import (
     UserPublic,
 )
 from backend.auth.security import make_jwt
+from backend.auth.throttle import LoginThrottle
 from backend.deps import CurrentUser, Id, SessionDep, SettingsDep
+from backend.errors import ErrorBody, TooManyRequests, Unauthorized
 from backend.projects import repository as projects_repo
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
 
-@router.post("/login", response_model=TokenOut, operation_id="auth-login")
-def login(body: LoginIn, session: SessionDep, settings: SettingsDep) -> TokenOut:
-    user = service.authenticate(session, body.username, body.password)
+@router.post(
+    "/login",
+    response_model=TokenOut,
+    operation_id="auth-login",
+    responses={429: {"model": ErrorBody, "description": "too many failed logins; see Retry-After"}},
+)
+async def login(body: LoginIn, request: Request, session: SessionDep, settings: SettingsDep) -> TokenOut:
+    """Throttled per account and per client address (backend/auth/throttle.py); async so that logins
+    waiting for a hashing slot hold no worker thread the other routes need."""
+    state = request.app.state
+    throttle: LoginThrottle = state.login_throttle
+    address = request.client.host if request.client else "unknown"
+    wait = throttle.wait(body.username, address)
+    if wait > 0:
+        raise TooManyRequests(f"too many failed logins; try again in {math.ceil(wait)} s", wait)
+    async with state.login_slots:
+        try:
+            user = await run_in_threadpool(service.authenticate, session, body.username, body.password)
+        except Unauthorized:
+            throttle.failed(body.username, address)
+            raise
+    throttle.succeeded(body.username)
     token, expires = make_jwt(user.id, settings.secret_key, settings.jwt_ttl_seconds)
     return TokenOut(access_token=token, expires_at=expires)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import jwt
 from argon2 import PasswordHasher
@@ -26,18 +28,35 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
-def make_jwt(user_id: int, secret: str, ttl_seconds: int) -> tuple[str, datetime]:
+@functools.cache
+def dummy_hash() -> str:
+    """A hash to verify against when the username is unknown (same cost as a real login)."""
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
+ACCESS = "access"  # a login's bearer token
+STREAM = "stream"  # a short-lived ticket for one run's event stream (EventSource cannot send headers)
+
+
+def make_jwt(
+    user_id: int, secret: str, ttl_seconds: int, typ: str = ACCESS, **claims: Any
+) -> tuple[str, datetime]:
     expires = datetime.now(UTC) + timedelta(seconds=ttl_seconds)
-    token = jwt.encode({"sub": str(user_id), "exp": expires, "typ": "access"}, secret, algorithm="HS256")
-    return token, expires
+    payload = {**claims, "sub": str(user_id), "exp": expires, "typ": typ}
+    return jwt.encode(payload, secret, algorithm="HS256"), expires
 
 
-def read_jwt(token: str, secret: str) -> int | None:
+def read_jwt(token: str, secret: str, typ: str = ACCESS) -> dict[str, Any] | None:
+    """The claims of a valid token of type ``typ``; None for a bad signature, a missing or past ``exp``,
+    a missing ``sub`` or another type (a stream ticket is no login)."""
     try:
-        claims = jwt.decode(token, secret, algorithms=["HS256"])
-        return int(claims["sub"])
+        claims: dict[str, Any] = jwt.decode(
+            token, secret, algorithms=["HS256"], options={"require": ["exp", "sub", "typ"]}
+        )
+        int(claims["sub"])
     except (jwt.PyJWTError, KeyError, ValueError):
         return None
+    return claims if claims.get("typ") == typ else None
 
 
 def new_api_token() -> str:

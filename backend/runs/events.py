@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from backend.deps import Id, PrincipalDep, SessionDep
+from backend.auth.security import STREAM, make_jwt
+from backend.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
 from backend.models import Run
 from backend.runs import service
 from backend.runs.schemas import RunEvent, RunPublic
@@ -94,10 +97,38 @@ async def stream(request: Request, run_id: Id) -> AsyncIterator[str]:
     },
 )
 def run_events(
-    run_id: Id, request: Request, principal: PrincipalDep, session: SessionDep
+    run_id: Id,
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    ticket: Annotated[
+        str | None,
+        Query(
+            max_length=2000,
+            description="a stream ticket from POST /runs/{run_id}/events/ticket, for clients that "
+            "cannot send an Authorization header (a browser's EventSource)",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     service.get_visible(session, principal, run_id)
     session.commit()  # end this request's transaction now: the stream may stay open for hours
     session.close()
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(request, run_id), media_type="text/event-stream", headers=headers)
+
+
+TICKET_SECONDS = 60
+
+
+class StreamTicket(BaseModel):
+    ticket: str = Field(description="pass as ?ticket= to GET /runs/{run_id}/events within a minute")
+    expires_at: datetime
+
+
+@router.post("/{run_id}/events/ticket", response_model=StreamTicket, operation_id="runs-events_ticket")
+def events_ticket(run_id: Id, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> StreamTicket:
+    """A one-minute ticket to open this run's event stream: a browser's EventSource cannot send headers,
+    and a login token in a URL ends up in access logs and browser history."""
+    service.get_visible(session, Principal(user=user), run_id)
+    ticket, expires = make_jwt(user.id, settings.secret_key, TICKET_SECONDS, typ=STREAM, run=run_id)
+    return StreamTicket(ticket=ticket, expires_at=expires)

@@ -16,6 +16,7 @@ from backend.projects import service as projects
 from backend.settings import Settings
 
 WORKER_TOKEN = "wk_test_worker_token_0123456789"
+USER_PASSWORD = "correct-horse-battery-42"  # passes the password policy (backend/auth/policy.py)
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Api:
     client: TestClient
     settings: Settings
     admin_token: str
+    admin_password: str
 
     def h(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.admin_token}"}
@@ -36,7 +38,7 @@ class Api:
         factory = session_factory(get_engine(self.settings.database_url))
         with session_scope(factory) as session:
             projects.get_or_create_project(session, project)
-            user = auth_service.create_user(session, username, "password123", project=project, role=role)
+            user = auth_service.create_user(session, username, USER_PASSWORD, project=project, role=role)
             _, token = auth_service.create_token(session, user, "test")
         return token
 
@@ -73,4 +75,4 @@ def api(database_url: str, home: Path) -> Iterator[Api]:
     assert creds is not None
     app = create_app(settings, background=False)
     with TestClient(app) as client:
-        yield Api(client=client, settings=settings, admin_token=creds.token)
+        yield Api(client=client, settings=settings, admin_token=creds.token, admin_password=creds.password)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.backend.conftest import Api
+from tests.backend.conftest import USER_PASSWORD, Api
 
 
 def test_health_needs_no_auth(api: Api) -> None:
@@ -24,7 +24,7 @@ def test_login_gives_a_jwt_and_tokens_are_shown_once(api: Api) -> None:
         ).status_code
         == 401
     )
-    r = api.client.post("/api/v1/auth/login", json={"username": "alice", "password": "password123"})
+    r = api.client.post("/api/v1/auth/login", json={"username": "alice", "password": USER_PASSWORD})
     assert r.status_code == 200
     jwt = r.json()["access_token"]
     me = api.client.get("/api/v1/auth/me", headers=api.h(jwt)).json()

@@ -5,9 +5,18 @@ import json
 from tests.backend.conftest import Api
 
 
+def _ticket(api: Api, run_id: int, token: str) -> str:
+    answer = api.client.post(
+        f"/api/v1/runs/{run_id}/events/ticket", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert answer.status_code == 200, answer.text
+    ticket: str = answer.json()["ticket"]
+    return ticket
+
+
 def _events(api: Api, run_id: int, token: str) -> list[tuple[str, dict]]:
     out: list[tuple[str, dict]] = []
-    with api.client.stream("GET", f"/api/v1/runs/{run_id}/events?token={token}") as r:
+    with api.client.stream("GET", f"/api/v1/runs/{run_id}/events?ticket={_ticket(api, run_id, token)}") as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         name = None
         for line in r.iter_lines():
@@ -44,4 +53,23 @@ def test_event_stream_needs_credentials(api: Api) -> None:
     run = api.submit({}).json()["runs"][0]
     assert api.client.get(f"/api/v1/runs/{run['id']}/events").status_code == 401
     outsider = api.user("eve", project="elsewhere")
-    assert api.client.get(f"/api/v1/runs/{run['id']}/events?token={outsider}").status_code == 404
+    answer = api.client.post(
+        f"/api/v1/runs/{run['id']}/events/ticket", headers={"Authorization": f"Bearer {outsider}"}
+    )
+    assert answer.status_code == 404
+
+
+def test_event_stream_takes_a_ticket_in_the_url_never_a_login(api: Api) -> None:
+    """A login JWT or an API token in a URL ends up in access logs: only a one-minute ticket for one run
+    is taken from the query string, and a ticket is no login."""
+    run, other = (r["id"] for r in api.submit({}, sweep={"grid": {"seed": [1, 2]}}).json()["runs"])
+    assert api.client.get(f"/api/v1/runs/{run}/events?token={api.admin_token}").status_code == 401
+    jwt_login = api.client.post(
+        "/api/v1/auth/login", json={"username": "admin", "password": api.admin_password}
+    ).json()["access_token"]
+    assert api.client.get(f"/api/v1/runs/{run}/events?ticket={jwt_login}").status_code == 401
+    ticket = _ticket(api, run, api.admin_token)
+    assert api.client.get(f"/api/v1/runs/{other}/events?ticket={ticket}").status_code == 401
+    assert api.client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {ticket}"}).status_code == 401
+    with api.client.stream("GET", f"/api/v1/runs/{run}/events?ticket={ticket}") as r:
+        assert r.status_code == 200

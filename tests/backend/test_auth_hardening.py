@@ -1,0 +1,165 @@
+"""Logins and tokens as an attacker probes them: throttling, username timing, weak inputs, JWT claims."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import jwt
+import pytest
+
+from backend.auth import policy
+from backend.auth import service as auth_service
+from backend.auth.security import dummy_hash
+from backend.auth.throttle import LoginThrottle
+from backend.db import get_engine, session_factory, session_scope
+from backend.errors import Invalid
+from tests.backend.conftest import USER_PASSWORD, Api
+
+
+def _login(api: Api, username: str, password: str) -> int:
+    r = api.client.post("/api/v1/auth/login", json={"username": username, "password": password})
+    return r.status_code
+
+
+def test_wrong_passwords_are_throttled_per_account(api: Api) -> None:
+    api.user("alice")
+    codes = [_login(api, "alice", f"wrong-{i}") for i in range(7)]
+    assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
+    r = api.client.post("/api/v1/auth/login", json={"username": "alice", "password": USER_PASSWORD})
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1  # even the right one must wait
+    assert _login(api, "admin", api.admin_password) == 200  # other accounts are not locked out
+
+
+def test_wrong_passwords_are_throttled_per_client_address() -> None:
+    now = [0.0]
+    throttle = LoginThrottle(per_account=100, per_address=3, window=60, clock=lambda: now[0])
+    for name in ("a", "b", "c"):
+        assert throttle.wait(name, "10.0.0.1") == 0
+        throttle.failed(name, "10.0.0.1")
+    assert throttle.wait("d", "10.0.0.1") == pytest.approx(60)
+    assert throttle.wait("d", "10.0.0.2") == 0
+    now[0] = 30.0
+    assert throttle.wait("d", "10.0.0.1") == pytest.approx(30)
+    now[0] = 60.5
+    assert throttle.wait("d", "10.0.0.1") == 0  # the window slid past the failures
+
+
+def test_a_success_clears_the_accounts_failures() -> None:
+    throttle = LoginThrottle(per_account=2, per_address=100, window=60, clock=lambda: 0.0)
+    throttle.failed("Alice", "x")
+    throttle.succeeded("alice")
+    throttle.failed("alice", "x")
+    assert throttle.wait("alice", "x") == 0
+
+
+def test_unknown_usernames_cost_a_password_verification(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unknown and known usernames both verify one argon2 hash, so timing does not tell them apart."""
+    verified: list[str] = []
+    import backend.auth.service as service_module
+
+    real = service_module.verify_password
+
+    def spy(password_hash: str, password: str) -> bool:
+        verified.append(password_hash)
+        return real(password_hash, password)
+
+    monkeypatch.setattr(service_module, "verify_password", spy)
+    assert _login(api, "nobody-here", "whatever-password") == 401
+    assert verified == [dummy_hash()]
+    assert _login(api, "admin", "wrong-password-x") == 401
+    assert len(verified) == 2 and verified[1] != dummy_hash()
+
+
+def test_unknown_and_known_usernames_take_alike_long(api: Api) -> None:
+    """Not a timing assertion on the machine: the ratio of the two medians, measured side by side."""
+
+    def median(username: str) -> float:
+        times = []
+        for i in range(3):
+            start = time.perf_counter()
+            _login(api, username, f"not-the-password-{i}")
+            times.append(time.perf_counter() - start)
+        return sorted(times)[1]
+
+    api.user("bob")
+    ratio = median("bob") / median("no-such-user")
+    assert 0.3 < ratio < 3.0, f"known/unknown login time ratio {ratio:.2f}"
+
+
+@pytest.mark.parametrize(
+    ("username", "ok"),
+    [
+        ("alice", True),
+        ("a.b-c_9", True),
+        ("", False),
+        (" admin", False),
+        ("Admin", False),
+        ("<b>x</b>", False),
+        ("a", False),
+    ],
+)
+def test_one_username_policy(username: str, ok: bool) -> None:
+    assert (policy.username_problem(username) is None) is ok
+
+
+@pytest.mark.parametrize(
+    ("password", "ok"),
+    [
+        ("password", False),
+        ("12345678", False),
+        ("1234567890", False),
+        ("aaaaaaaaaaaa", False),
+        ("abcdefghijkl", False),
+        ("password123", False),
+        ("alice-secret-99", False),  # contains the username
+        (USER_PASSWORD, True),
+        ("tr0ub4dor&3x", True),
+    ],
+)
+def test_one_password_policy(password: str, ok: bool) -> None:
+    assert (policy.password_problem(password, "alice") is None) is ok
+
+
+def test_weak_users_are_refused_where_users_are_made(api: Api) -> None:
+    factory = session_factory(get_engine(api.settings.database_url))
+    with session_scope(factory) as session, pytest.raises(Invalid) as bad:
+        auth_service.create_user(session, "Admin", "12345678")
+    assert [e["loc"] for e in bad.value.errors] == [["body", "username"], ["body", "password"]]
+
+
+def _claims_token(api: Api, **claims: object) -> str:
+    return jwt.encode(claims, api.settings.secret_key, algorithm="HS256")
+
+
+def test_jwts_need_exp_and_the_access_type(api: Api) -> None:
+    me = "/api/v1/auth/me"
+    later = datetime.now(UTC) + timedelta(hours=1)
+
+    def status(token: str) -> int:
+        return api.client.get(me, headers={"Authorization": f"Bearer {token}"}).status_code
+
+    assert status(_claims_token(api, sub="1", exp=later, typ="access")) == 200
+    assert status(_claims_token(api, sub="1", typ="access")) == 401  # no exp: never expires
+    assert status(_claims_token(api, sub="1", exp=later)) == 401  # no typ
+    assert status(_claims_token(api, sub="1", exp=later, typ="stream", run=1)) == 401
+    assert (
+        status(_claims_token(api, sub="1", exp=datetime.now(UTC) - timedelta(seconds=5), typ="access")) == 401
+    )
+
+
+def test_credentials_never_reach_the_access_log(api: Api, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from backend.logredact import RedactCredentials, redact
+
+    assert redact("GET /api/v1/runs/1/events?ticket=eyJabc.def&x=1 HTTP/1.1") == (
+        "GET /api/v1/runs/1/events?ticket=[redacted]&x=1 HTTP/1.1"
+    )
+    assert redact("/x?token=rl_secret") == "/x?token=[redacted]"
+    access = logging.getLogger("uvicorn.access")
+    assert any(isinstance(f, RedactCredentials) for f in access.filters)  # installed by create_app
+    with caplog.at_level(logging.INFO, logger="uvicorn.access"):
+        # uvicorn's own access-log call shape: format string and (client, method, path, version, status)
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:1", "GET", "/e?ticket=s3cret", "1.1", 200)
+    assert "s3cret" not in caplog.text and "[redacted]" in caplog.text
