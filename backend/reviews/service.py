@@ -1,0 +1,171 @@
+"""Reviewing experiments and runs: comments, review states, tags, stars, and the feed they write to.
+
+The route checks the caller's role on the experiment or run and hands it over; nothing here commits
+(the request's session commits when the route returns, backend/deps.py).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from backend.experiments import repository as experiments_repo
+from backend.models import Activity, Comment, Experiment, ExperimentTag, Review, Run, RunTag, Star, User
+from backend.reviews import repository
+from backend.reviews.schemas import ActivityPublic, CommentIn, CommentPublic, ReviewIn, ReviewPublic
+
+
+def comment_public(c: Comment) -> CommentPublic:
+    return CommentPublic(
+        id=c.id,
+        experiment_id=c.experiment_id,
+        run_id=c.run_id,
+        author=c.author.username if c.author else None,
+        body=c.body,
+        created_at=c.created_at,
+    )
+
+
+def review_public(r: Review) -> ReviewPublic:
+    return ReviewPublic(
+        id=r.id,
+        experiment_id=r.experiment_id,
+        reviewer=r.reviewer.username if r.reviewer else None,
+        state=r.state,
+        body=r.body,
+        created_at=r.created_at,
+    )
+
+
+def activity_public(a: Activity) -> ActivityPublic:
+    return ActivityPublic(
+        id=a.id,
+        type=a.type,
+        actor=a.actor.username if a.actor else None,
+        experiment_id=a.experiment_id,
+        run_id=a.run_id,
+        message=a.message,
+        created_at=a.created_at,
+    )
+
+
+# ------------------------------------------------------------------------------------------ comments
+
+
+def experiment_comments(session: Session, experiment: Experiment) -> list[CommentPublic]:
+    return [comment_public(c) for c in repository.experiment_comments(session, experiment.id)]
+
+
+def comment_experiment(
+    session: Session, experiment: Experiment, user: User, body: CommentIn
+) -> CommentPublic:
+    comment = Comment(
+        project_id=experiment.project_id, experiment_id=experiment.id, author_id=user.id, body=body.body
+    )
+    session.add(comment)
+    session.add(
+        Activity(
+            project_id=experiment.project_id,
+            type="commented",
+            actor_id=user.id,
+            experiment_id=experiment.id,
+            message=f"{user.username} commented on experiment {experiment.name!r}",
+        )
+    )
+    session.flush()
+    return comment_public(comment)
+
+
+def run_comments(session: Session, run: Run) -> list[CommentPublic]:
+    return [comment_public(c) for c in repository.run_comments(session, run.id)]
+
+
+def comment_run(session: Session, run: Run, user: User, body: CommentIn) -> CommentPublic:
+    comment = Comment(
+        project_id=run.project_id,
+        experiment_id=run.experiment_id,
+        run_id=run.id,
+        author_id=user.id,
+        body=body.body,
+    )
+    session.add(comment)
+    session.add(
+        Activity(
+            project_id=run.project_id,
+            type="commented",
+            actor_id=user.id,
+            experiment_id=run.experiment_id,
+            run_id=run.id,
+            message=f"{user.username} commented on run {run.id}",
+        )
+    )
+    session.flush()
+    return comment_public(comment)
+
+
+# ------------------------------------------------------------------------------------------- reviews
+
+
+def review(session: Session, experiment: Experiment, user: User, body: ReviewIn) -> ReviewPublic:
+    """Every review is kept; the latest one is the experiment's review state."""
+    r = Review(experiment_id=experiment.id, reviewer_id=user.id, state=body.state, body=body.body)
+    session.add(r)
+    label = "approved" if body.state == "approved" else "requested changes on"
+    session.add(
+        Activity(
+            project_id=experiment.project_id,
+            type="reviewed",
+            actor_id=user.id,
+            experiment_id=experiment.id,
+            message=f"{user.username} {label} experiment {experiment.name!r}",
+        )
+    )
+    session.flush()
+    return review_public(r)
+
+
+def reviews(session: Session, experiment: Experiment) -> list[ReviewPublic]:
+    return [review_public(r) for r in repository.reviews_of(session, experiment.id)]
+
+
+# ------------------------------------------------------------------------------------- tags and stars
+# Tagging, untagging, starring and unstarring are idempotent: a second call changes nothing.
+
+
+def tag_experiment(session: Session, experiment: Experiment, tag: str) -> list[str]:
+    if repository.experiment_tag(session, experiment.id, tag) is None:
+        session.add(ExperimentTag(experiment_id=experiment.id, tag=tag))
+        session.flush()
+    return experiments_repo.tags_of(session, [experiment.id])[experiment.id]
+
+
+def untag_experiment(session: Session, experiment: Experiment, tag: str) -> list[str]:
+    repository.remove_experiment_tag(session, experiment.id, tag)
+    return experiments_repo.tags_of(session, [experiment.id])[experiment.id]
+
+
+def tag_run(session: Session, run: Run, tag: str) -> list[str]:
+    if repository.run_tag(session, run.id, tag) is None:
+        session.add(RunTag(run_id=run.id, tag=tag))
+        session.flush()
+    return experiments_repo.run_tags_of(session, [run.id])[run.id]
+
+
+def untag_run(session: Session, run: Run, tag: str) -> list[str]:
+    repository.remove_run_tag(session, run.id, tag)
+    return experiments_repo.run_tags_of(session, [run.id])[run.id]
+
+
+def star(session: Session, experiment: Experiment, user: User) -> None:
+    if repository.star(session, user.id, experiment.id) is None:
+        session.add(Star(user_id=user.id, experiment_id=experiment.id))
+
+
+def unstar(session: Session, experiment: Experiment, user: User) -> None:
+    repository.remove_star(session, user.id, experiment.id)
+
+
+# ------------------------------------------------------------------------------------------ activity
+
+
+def activity(session: Session, project_id: int, limit: int) -> list[ActivityPublic]:
+    return [activity_public(a) for a in repository.activity(session, project_id, limit)]
