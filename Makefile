@@ -38,8 +38,8 @@ up: venv frontend-build
 	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT)
 
 lint: venv
-	$(VENV)/bin/ruff check backend worker common cli tests bench
-	$(VENV)/bin/ruff format --check backend worker common cli tests bench
+	$(VENV)/bin/ruff check backend worker common cli lint tests bench
+	$(VENV)/bin/ruff format --check backend worker common cli lint tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -1,0 +1,128 @@
+"""The layer rules (import-linter contracts in pyproject.toml) hold, and each one fails when broken.
+
+lint-imports runs on a copy of the Python packages: once as they are (every contract kept), once with
+one violating import appended per contract (each contract reported broken, naming that import).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("backend", "worker", "common", "cli", "lint")
+
+# contract name -> (file to append to, the import appended, what the report must name)
+VIOLATIONS = {
+    "backend never imports torch, transformers or cli": (
+        "backend/health.py",
+        "import torch",
+        "backend.health -> torch",
+    ),
+    "backend imports of the worker: worker.specs only": (
+        "backend/openapi.py",
+        "import worker.pool",
+        "backend.openapi -> worker.pool",
+    ),
+    "worker never imports backend or cli": ("worker/tasks.py", "import backend", "worker.tasks -> backend"),
+    "common imports the stdlib and pydantic only (no backend, worker, cli)": (
+        "common/runs.py",
+        "import worker.specs",
+        "common.runs -> worker.specs",
+    ),
+    "worker.core is pure PyTorch: no service libraries": (
+        "worker/core/train.py",
+        "import celery",
+        "worker.core.train -> celery",
+    ),
+    "worker.kinds never imports the client, executor, httpx or mlflow": (
+        "worker/kinds/diagnostic.py",
+        "import httpx",
+        "worker.kinds.diagnostic -> httpx",
+    ),
+    "worker.tracking.context is light: no torch, httpx or mlflow": (
+        "worker/tracking/context.py",
+        "import torch",
+        "worker.tracking.context -> torch",
+    ),
+    "worker.specs imports pydantic only (a whitelist)": (
+        "worker/specs/base.py",
+        "import yaml",
+        "worker.specs.base -> yaml",
+    ),
+}
+
+
+def _contract_names() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return [c["name"] for c in config["tool"]["importlinter"]["contracts"]]
+
+
+def _copy_tree(dest: Path) -> Path:
+    for package in PACKAGES:
+        shutil.copytree(
+            REPO / package, dest / package, ignore=shutil.ignore_patterns("__pycache__", "static")
+        )
+    shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def _lint_imports(root: Path) -> tuple[int, str]:
+    # the copy comes first on the path (lint-imports also adds its working directory), ahead of the
+    # editable install's finder for /work/main's packages
+    env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200", "NO_COLOR": "1"}
+    proc = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+
+
+def test_every_contract_has_a_violation_below() -> None:
+    assert sorted(_contract_names()) == sorted(VIOLATIONS)
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    clean = _copy_tree(tmp_path_factory.mktemp("clean"))
+    broken = _copy_tree(tmp_path_factory.mktemp("broken"))
+    for path, statement, _ in VIOLATIONS.values():
+        with open(broken / path, "a", encoding="utf-8") as fh:
+            fh.write(f"\n{statement}  # noqa\n")
+    return clean, broken
+
+
+def test_the_tree_keeps_every_contract(copies: tuple[Path, Path]) -> None:
+    code, report = _lint_imports(copies[0])
+    assert code == 0, report
+    for name in VIOLATIONS:
+        assert f"{name} KEPT" in report, report
+
+
+def test_each_contract_fails_on_its_violation(copies: tuple[Path, Path]) -> None:
+    code, report = _lint_imports(copies[1])
+    assert code != 0, report
+    for name, (_, _, offending) in VIOLATIONS.items():
+        assert f"{name} BROKEN" in report, f"{name!r} not reported broken:\n{report}"
+        assert offending in report, f"{offending!r} not named:\n{report}"
+    assert f"Contracts: 0 kept, {len(VIOLATIONS)} broken" in report, report
+
+
+def test_the_run_context_module_stays_light_at_run_time() -> None:
+    """Importing the contract kinds use loads neither torch, httpx nor mlflow (the package's
+    re-exports are lazy), so a kind's tests and tools can use it cheaply."""
+    code = (
+        "import sys, worker.tracking.context; "
+        "print(sorted(m for m in ('torch', 'httpx', 'mlflow') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
