@@ -35,8 +35,10 @@ export async function unwrap<T>(call: Promise<FetchResult<T>>): Promise<T> {
   return data as T;
 }
 
-/** URL of a run's event stream: EventSource cannot send headers, so the credential rides as ?token=. */
-export function runEventsUrl(runId: number): string {
-  const token = authStore.token() ?? '';
-  return `${API_PREFIX}/runs/${runId}/events?token=${encodeURIComponent(token)}`;
+/**
+ * URL of a run's event stream. EventSource cannot send headers, so the stream takes a one-minute,
+ * one-run ticket (POST /runs/{id}/events/ticket) in the URL, never the login itself.
+ */
+export function runEventsUrl(runId: number, ticket: string): string {
+  return `${API_PREFIX}/runs/${runId}/events?ticket=${encodeURIComponent(ticket)}`;
 }

@@ -9,7 +9,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Login */
+        /**
+         * Login
+         * @description Throttled per account and per client address (backend/auth/throttle.py); async so that logins
+         *     waiting for a hashing slot hold no worker thread the other routes need.
+         */
         post: operations["auth-login"];
         delete?: never;
         options?: never;
@@ -411,6 +415,27 @@ export interface paths {
         get: operations["runs-events"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Events Ticket
+         * @description A one-minute ticket to open this run's event stream: a browser's EventSource cannot send headers,
+         *     and a login token in a URL ends up in access logs and browser history.
+         */
+        post: operations["runs-events_ticket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1670,7 +1695,7 @@ export interface components {
             /**
              * Checkpoint Every
              * @description steps between checkpoints
-             * @default 250
+             * @default 100
              */
             checkpoint_every: number;
             /**
@@ -1688,7 +1713,7 @@ export interface components {
             /**
              * Eval Interval
              * @description steps between ID-test/OOD evaluations
-             * @default 250
+             * @default 100
              */
             eval_interval: number;
             /**
@@ -1716,14 +1741,14 @@ export interface components {
             lr: number;
             /**
              * Steps
-             * @description optimiser updates
-             * @default 1000
+             * @description optimiser updates (the CPU demo default; paper: 156,250)
+             * @default 300
              */
             steps: number;
             /**
              * Warmup Steps
              * @description linear warmup, then cosine to 0.1*lr
-             * @default 100
+             * @default 50
              */
             warmup_steps: number;
             /**
@@ -1744,6 +1769,19 @@ export interface components {
              * @enum {string}
              */
             event: "status";
+        };
+        /** StreamTicket */
+        StreamTicket: {
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /**
+             * Ticket
+             * @description pass as ?ticket= to GET /runs/{run_id}/events within a minute
+             */
+            ticket: string;
         };
         /** Sweep */
         Sweep: {
@@ -1850,6 +1888,15 @@ export interface operations {
             };
             /** @description validation error, with the field path of every error */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description too many failed logins; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3971,7 +4018,10 @@ export interface operations {
     };
     "runs-events": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a stream ticket from POST /runs/{run_id}/events/ticket, for clients that cannot send an Authorization header (a browser's EventSource) */
+                ticket?: string | null;
+            };
             header?: never;
             path: {
                 run_id: number;
@@ -3987,6 +4037,73 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["RunEvent"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-events_ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicket"];
                 };
             };
             /** @description no or bad credentials */

@@ -30,3 +30,25 @@ export type Comment = Elem<Ok<'reviews-experiment_comments'>>;
 export type Review = Elem<Ok<'reviews-list'>>;
 export type Activity = Elem<Ok<'reviews-activity'>>;
 export type Role = 'admin' | 'member' | 'viewer';
+
+/** A run's status (the API's `RunStatus` enum; lib/runStatus.ts lists it once). */
+export type RunStatus = Run['status'];
+/** A kind's spec: a union over every kind's spec, discriminated by `kind`. */
+export type Spec = Run['spec'];
+export type SpecKind = Spec['kind'];
+export type KindExample = Kind['examples'][number];
+export type Sweep = NonNullable<ExperimentCreate['sweep']>;
+export type SweepDistribution = NonNullable<Sweep['random']>['params'][string];
+export type PreviewRun = Preview['runs'][number];
+/** A result record's payload: a union over every result type, discriminated by `kind`. */
+export type ResultPayload = RunResult['payload'];
+export type ResultKind = ResultPayload['kind'];
+/** The payload of one result kind: `PayloadOf<'sraven_cell'>` has exactly the SravenCell fields. */
+export type PayloadOf<K extends ResultKind> = Extract<ResultPayload, { kind: K }>;
+
+type EventStream<R> = R extends { content: { 'text/event-stream': infer E } } ? E : never;
+/** One server-sent event of `GET /runs/{id}/events`: a union on `event` (status, progress, metrics, end). */
+export type RunEvent = EventStream<Responses<'runs-events'>[200]>;
+export type RunEventName = RunEvent['event'];
+/** The data of one event: `RunEventData<'progress'>` is the run's Progress. */
+export type RunEventData<E extends RunEventName> = Extract<RunEvent, { event: E }>['data'];

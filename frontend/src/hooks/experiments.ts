@@ -1,7 +1,7 @@
-import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
-import type { ExperimentCreate, ExperimentDetail } from '../api/types';
-import { FINISHED } from '../lib/runsTable';
+import type { ExperimentCreate, ExperimentDetail, ResultKind } from '../api/types';
+import { isFinished } from '../lib/runStatus';
 
 /** How often a page with unfinished runs polls for their status: every 1.5 s, slower for big sweeps
  *  (the answer carries every run; 2,000 runs poll every 4 s). */
@@ -18,7 +18,7 @@ export function useExperiments(project: string | undefined) {
 }
 
 function hasUnfinished(detail: ExperimentDetail | undefined): boolean {
-  return !!detail && detail.runs.some((r) => !FINISHED.has(r.status));
+  return !!detail && detail.runs.some((r) => !isFinished(r.status));
 }
 
 /** An experiment with its runs; polls while any run is queued or running, so statuses move live. */
@@ -31,17 +31,14 @@ export function useExperiment(id: number) {
 }
 
 /**
- * An experiment's results of some result kinds, one query per kind (the grid views ask for theirs
- * whatever the kind lists in `result_kinds`: an empty answer just hides the view). Refreshed while
+ * An experiment's results of one result kind (a kind's experiment tab asks for its own). Refreshed while
  * runs are unfinished, since results arrive as cells finish.
  */
-export function useExperimentResults(id: number, kinds: readonly string[], live: boolean) {
-  return useQueries({
-    queries: kinds.map((kind) => ({
-      queryKey: ['experiments', id, 'results', kind],
-      queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/results', { params: { path: { experiment_id: id }, query: { kind } } })),
-      refetchInterval: live ? 5000 : (false as const),
-    })),
+export function useExperimentResults(id: number, kind: ResultKind, live: boolean) {
+  return useQuery({
+    queryKey: ['experiments', id, 'results', kind],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/results', { params: { path: { experiment_id: id }, query: { kind } } })),
+    refetchInterval: live ? 5000 : false,
   });
 }
 

@@ -1,9 +1,26 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useDebouncedCallback } from '@mantine/hooks';
+import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
-import type { StepRange } from '../lib/buckets';
+import type { Run } from '../api/types';
+import { mergeZoomed, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
+import { overlaySeries, type OverlaySeries } from '../lib/overlay';
+import { isFinished } from '../lib/runStatus';
 
 /** Buckets per key for a chart the width of a page: more would be sub-pixel. */
 export const CHART_MAX_POINTS = 1000;
+/** Milliseconds a zoom gesture must rest before the finer buckets are fetched. */
+export const ZOOM_DEBOUNCE_MS = 200;
+/**
+ * A live chart refetches when the event stream reports a step past what it draws, at most every
+ * LIVE_REFRESH_MS (a downsampled query over a long series is not free, and the stream reports twice a
+ * second).
+ */
+export const LIVE_REFRESH_MS = 1000;
+/** Buckets per run when overlaying: several runs share the width, so fewer each. */
+export const OVERLAY_MAX_POINTS = 500;
+/** More overlaid runs than this are unreadable; the caller is told to narrow the selection. */
+export const OVERLAY_MAX_RUNS = 20;
 
 export function useMetricKeys(runId: number, live: boolean) {
   return useQuery({
@@ -33,4 +50,98 @@ export function useMetrics(runId: number, keys: readonly string[], range: StepRa
     placeholderData: keepPreviousData,
     staleTime: range ? 60_000 : 5_000,
   });
+}
+
+/** The zoom window, in percent of the full step range (ECharts' dataZoom start/end). */
+export interface Zoom {
+  start: number;
+  end: number;
+}
+
+/** What a metric chart draws: shaped data only. */
+export interface MetricView {
+  /** the whole run's series (point count, step range) */
+  series: Series;
+  /** the overview's buckets with the zoomed range's finer buckets spliced in */
+  buckets: Bucket[];
+  full: StepRange | null;
+  zoom: Zoom;
+  /** the zoomed step range asked at finer resolution, or null at full view */
+  range: StepRange | null;
+  refined: boolean;
+  refining: boolean;
+}
+
+/**
+ * One metric of one run, zoomable: the overview, refetched as the event stream reports newer steps
+ * (`latestStep`), plus finer buckets of the zoomed steps once a zoom gesture rests ZOOM_DEBOUNCE_MS.
+ * `view` is null when the run has no point of the key yet.
+ */
+export function useZoomableMetric(runId: number, metricKey: string, latestStep = -1) {
+  const [zoom, setZoom] = useState<Zoom>({ start: 0, end: 100 });
+  const [range, setRange] = useState<StepRange | null>(null);
+  const [version, setVersion] = useState(0);
+  const overview = useMetrics(runId, [metricKey], null, version);
+  const drawnMax = overview.data?.series[metricKey]?.step_max ?? -1;
+  const behind = !overview.isPending && !overview.isFetching && latestStep > drawnMax;
+  const latestRef = useRef(latestStep);
+  latestRef.current = latestStep;
+  useEffect(() => {
+    // a throttle, not a debounce: the stream keeps reporting, the timer must not restart on each report
+    if (!behind) return;
+    const t = setTimeout(() => setVersion(latestRef.current), LIVE_REFRESH_MS);
+    return () => clearTimeout(t);
+  }, [behind]);
+  const fine = useMetrics(runId, range ? [metricKey] : [], range);
+  const series = overview.data?.series[metricKey];
+  const fullMin = series?.step_min ?? null;
+  const fullMax = series?.step_max ?? null;
+  const full = useMemo(() => (fullMin !== null && fullMax !== null ? { min: fullMin, max: fullMax } : null), [fullMin, fullMax]);
+  const zoomed = range ? fine.data?.series[metricKey]?.buckets : undefined;
+  const buckets = useMemo(() => {
+    const base = series?.buckets ?? [];
+    return range && zoomed ? mergeZoomed(base, zoomed, range) : base;
+  }, [series, zoomed, range]);
+
+  const requestRange = useDebouncedCallback((z: Zoom) => setRange(full ? zoomToStepRange(full, z.start, z.end) : null), ZOOM_DEBOUNCE_MS);
+  const onZoom = useMemo(
+    () => (z: Zoom) => {
+      setZoom(z);
+      requestRange(z);
+    },
+    [requestRange],
+  );
+
+  const refined = !!(range && fine.data && !fine.isFetching);
+  const view = useMemo<MetricView | null>(
+    () => (series && series.total_points > 0 ? { series, buckets, full, zoom, range, refined, refining: fine.isFetching } : null),
+    [series, buckets, full, zoom, range, refined, fine.isFetching],
+  );
+  return { isPending: overview.isPending, error: overview.error, view, onZoom };
+}
+
+export type OverlayRun = Pick<Run, 'id' | 'params' | 'status'>;
+
+/**
+ * One metric of the first OVERLAY_MAX_RUNS runs, shaped for overlaid curves (lib/overlay.ts); an
+ * unfinished run's series is refetched every 3 s, a run that just finished once more (its status is
+ * part of the query key).
+ */
+export function useOverlaySeries(runs: readonly OverlayRun[], metricKey: string): { isPending: boolean; series: OverlaySeries[] } {
+  const shown = runs.slice(0, OVERLAY_MAX_RUNS);
+  const queries = useQueries({
+    queries: shown.map((r) => ({
+      queryKey: ['runs', r.id, 'metrics', metricKey, null, null, OVERLAY_MAX_POINTS, r.status],
+      queryFn: () =>
+        unwrap(api.GET('/api/v1/runs/{run_id}/metrics', { params: { path: { run_id: r.id }, query: { keys: metricKey, max_points: OVERLAY_MAX_POINTS } } })),
+      refetchInterval: isFinished(r.status) ? (false as const) : 3000,
+    })),
+  });
+  const dataKey = queries.map((q) => q.dataUpdatedAt).join(',');
+  const runsKey = shown.map((r) => r.id).join(',');
+  const series = useMemo(
+    () => overlaySeries(shown, queries.map((q) => q.data), metricKey),
+    [dataKey, runsKey, metricKey], // eslint-disable-line react-hooks/exhaustive-deps
+  );
+  return { isPending: shown.length > 0 && queries.every((q) => q.isPending), series };
 }

@@ -2,8 +2,10 @@ import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/rea
 import { useEffect, useRef, useState } from 'react';
 import { api, runEventsUrl, unwrap } from '../api/client';
 import type { ExperimentDetail, Run } from '../api/types';
-import { addSample, type ProgressSample } from '../lib/eta';
-import { FINISHED } from '../lib/runsTable';
+import { applyRunEvent, decodeRunEvent, NOT_LIVE, RUN_EVENT_NAMES, type LiveState } from '../lib/runEvents';
+import { isFinished } from '../lib/runStatus';
+
+export type { LiveState };
 
 const runQuery = (id: number) => ({
   queryKey: ['runs', id] as const,
@@ -46,62 +48,69 @@ export function useRunAction(action: 'cancel' | 'retry') {
   });
 }
 
-export interface LiveState {
-  progress: { done: number; total: number | null; message: string | null } | null;
-  samples: ProgressSample[];
-  /** latest step per metric key, from `metrics` events */
-  steps: Record<string, number>;
-  connected: boolean;
-}
+/** Wait before opening a run's event stream again after it was refused or its ticket request failed. */
+const STREAM_RETRY_MS = 2000;
 
 /**
- * Follows a run's server-sent events while it is unfinished: `status` replaces the cached run,
- * `progress` feeds the bar and the ETA, `metrics` tells the charts new steps exist, `end` closes.
+ * Follows a run's server-sent events while it is unfinished (lib/runEvents.ts decodes them by the API's
+ * `RunEvent` schema): `status` replaces the cached run, `progress` feeds the bar and the ETA, `metrics`
+ * tells the charts new steps exist, `end` closes the stream and refreshes the run and its experiment.
+ * The stream is opened with a one-minute stream ticket (EventSource cannot send the login header).
  */
 export function useRunEvents(run: Run | undefined): LiveState {
   const qc = useQueryClient();
-  const [state, setState] = useState<LiveState>({ progress: null, samples: [], steps: {}, connected: false });
+  const [state, setState] = useState<LiveState>(NOT_LIVE);
   const runId = run?.id;
-  const finished = run ? FINISHED.has(run.status) : true;
+  const finished = run ? isFinished(run.status) : true;
   const runRef = useRef(run);
   runRef.current = run;
 
   useEffect(() => {
     if (runId === undefined || finished || typeof EventSource === 'undefined') return;
-    const source = new EventSource(runEventsUrl(runId));
-    const parse = (e: MessageEvent) => {
+    let source: EventSource | null = null;
+    let stopped = false;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const reopenLater = () => {
+      if (!stopped) retry = setTimeout(() => void open(), STREAM_RETRY_MS);
+    };
+    const open = async () => {
+      let ticket: string;
       try {
-        return JSON.parse(e.data as string) as unknown;
+        ticket = (await unwrap(api.POST('/api/v1/runs/{run_id}/events/ticket', { params: { path: { run_id: runId } } }))).ticket;
       } catch {
-        return null;
+        return reopenLater();
+      }
+      if (stopped) return;
+      const s = new EventSource(runEventsUrl(runId, ticket));
+      source = s;
+      s.onopen = () => setState((st) => ({ ...st, connected: true }));
+      s.onerror = () => {
+        setState((st) => ({ ...st, connected: false }));
+        // EventSource retries a dropped connection by itself with the same URL; once the ticket has
+        // expired that retry is refused and the source closes: open again with a fresh ticket
+        if (s.readyState === EventSource.CLOSED) reopenLater();
+      };
+      for (const name of RUN_EVENT_NAMES) {
+        s.addEventListener(name, (message) => {
+          const event = decodeRunEvent(name, String(message.data));
+          if (!event) return;
+          if (event.event === 'status') storeRun(qc, event.data);
+          if (event.event === 'end') {
+            stopped = true;
+            s.close();
+            void qc.invalidateQueries({ queryKey: ['runs', runId] });
+            if (runRef.current) void qc.invalidateQueries({ queryKey: ['experiments', runRef.current.experiment_id] });
+          }
+          setState((st) => applyRunEvent(st, event, Date.now()));
+        });
       }
     };
-    source.onopen = () => setState((s) => ({ ...s, connected: true }));
-    source.onerror = () => setState((s) => ({ ...s, connected: false }));
-    source.addEventListener('status', (e) => {
-      const r = parse(e as MessageEvent) as Run | null;
-      if (r && typeof r === 'object' && 'id' in r) storeRun(qc, r);
-    });
-    source.addEventListener('progress', (e) => {
-      const p = parse(e as MessageEvent) as { done: number; total?: number | null; message?: string | null } | null;
-      if (!p) return;
-      setState((s) => ({
-        ...s,
-        progress: { done: p.done, total: p.total ?? null, message: p.message ?? null },
-        samples: addSample(s.samples, { done: p.done, at: Date.now() }),
-      }));
-    });
-    source.addEventListener('metrics', (e) => {
-      const m = parse(e as MessageEvent) as { steps?: Record<string, number> } | null;
-      if (m?.steps) setState((s) => ({ ...s, steps: { ...s.steps, ...m.steps } }));
-    });
-    source.addEventListener('end', () => {
-      source.close();
-      setState((s) => ({ ...s, connected: false }));
-      void qc.invalidateQueries({ queryKey: ['runs', runId] });
-      if (runRef.current) void qc.invalidateQueries({ queryKey: ['experiments', runRef.current.experiment_id] });
-    });
-    return () => source.close();
+    void open();
+    return () => {
+      stopped = true;
+      clearTimeout(retry);
+      source?.close();
+    };
   }, [runId, finished, qc]);
 
   return state;

@@ -1,14 +1,12 @@
 // Shapes the downsampled metric API (buckets of min / max / last over step ranges) into chart series.
 // A bucket's `max` keeps a spike visible however coarse the buckets are; the line is `last`.
-export interface Bucket {
-  step_start: number;
-  step_end: number;
-  /** null where the bucket's values were not finite (NaN, inf are stored, and drawn as gaps) */
-  min: number | null;
-  max: number | null;
-  last: number | null;
-  count: number;
-}
+import type { MetricsResponse } from '../api/types';
+
+/** One bucket of `GET /runs/{id}/metrics`: min / max / last over a step range (null where the values
+ *  were not finite: NaN, inf are stored, and drawn as gaps). */
+export type Bucket = Series['buckets'][number];
+/** One metric key's downsampled series. */
+export type Series = MetricsResponse['series'][string];
 
 export interface BandSeries {
   /** [step, last] per bucket, at the bucket's last step. */

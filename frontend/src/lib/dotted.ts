@@ -6,6 +6,30 @@ export function isPlainObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** True for a value JSON can carry (no undefined, functions, class instances or non-finite numbers). */
+export function isJson(value: unknown): value is Json {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every(isJson);
+  if (typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) return Object.values(value).every(isJson);
+  return false;
+}
+
+/** `value` as a JSON object when it is one (an API field typed as a schema or `Record<string, unknown>`), else {}. */
+export function jsonObjectOf(value: unknown): JsonObject {
+  return isPlainObject(value) && isJson(value) ? value : {};
+}
+
+/** `over` laid onto `base`: nested objects merge, anything else in `over` replaces. */
+export function deepMerge(base: JsonObject, over: JsonObject): JsonObject {
+  const out: JsonObject = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const under = out[key];
+    out[key] = isPlainObject(under) && isPlainObject(value) ? deepMerge(under, value) : value;
+  }
+  return out;
+}
+
 export function getPath(obj: unknown, path: readonly string[]): unknown {
   let cur: unknown = obj;
   for (const part of path) {

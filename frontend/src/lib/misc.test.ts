@@ -4,7 +4,6 @@ import { addSample, etaSeconds, formatDuration, percent } from './eta';
 import { runLabel, varyingParams } from './labels';
 import { parallelData } from './parallel';
 import { parseRunIds } from './runIds';
-import type { RunRow } from './runsTable';
 
 describe('dotted paths', () => {
   it('sets and gets nested values without mutating', () => {
@@ -55,14 +54,19 @@ describe('labels', () => {
 });
 
 describe('parallelData', () => {
-  const r = (id: number, params: Record<string, unknown>, loss?: number): RunRow => ({
-    id, index: id, status: 'succeeded', attempt: 1, params, summary: loss === undefined ? {} : { loss }, created_at: '',
-  });
+  const r = (id: number, params: Record<string, unknown>, loss?: number) => {
+    const summary: Record<string, number> = loss === undefined ? {} : { loss };
+    return { id, params, summary };
+  };
   it('has one axis per varying param plus the metric, categorical when not numeric', () => {
     const d = parallelData([r(1, { lr: 0.1, opt: 'adam', seed: 1 }, 0.5), r(2, { lr: 0.01, opt: 'sgd', seed: 1 }, 0.3), r(3, { lr: 1, opt: 'sgd' })], 'loss');
     expect(d.axes.map((a) => [a.name, a.type])).toEqual([['lr', 'value'], ['opt', 'category'], ['loss', 'value']]);
     expect(d.axes[1]!.data).toEqual(['adam', 'sgd']);
     expect(d.rows).toEqual([[0.1, 'adam', 0.5, 1], [0.01, 'sgd', 0.3, 2]]);
+  });
+  it('leaves out runs whose final metric is null (not finite)', () => {
+    const d = parallelData([{ id: 1, params: { lr: 1 }, summary: { loss: null } }, r(2, { lr: 2 }, 0.1), r(3, { lr: 3 }, 0.2)], 'loss');
+    expect(d.rows.map((row) => row.at(-1))).toEqual([2, 3]);
   });
 });
 

@@ -1,6 +1,6 @@
 // Parallel coordinates of sweep params against one metric: one axis per param that varies across runs,
 // the metric last; categorical params (strings, booleans) become category axes.
-import type { RunRow } from './runsTable';
+import type { Run } from '../api/types';
 
 export interface ParallelAxis {
   dim: number;
@@ -15,8 +15,8 @@ export interface ParallelData {
   rows: (number | string)[][];
 }
 
-export function parallelData(runs: readonly RunRow[], metric: string): ParallelData {
-  const withMetric = runs.filter((r) => typeof r.summary?.[metric] === 'number' && Number.isFinite(r.summary[metric]));
+export function parallelData(runs: readonly Pick<Run, 'id' | 'params' | 'summary'>[], metric: string): ParallelData {
+  const withMetric = runs.filter((r) => typeof r.summary[metric] === 'number' && Number.isFinite(r.summary[metric]));
   const keys = new Set<string>();
   for (const r of withMetric) for (const k of Object.keys(r.params)) keys.add(k);
   const varying = [...keys].sort().filter((k) => new Set(withMetric.map((r) => JSON.stringify(r.params[k]))).size > 1);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { columnsOf, filterAndSort, matchesFilter, statusCounts, type RunRow } from './runsTable';
+import { columnsOf, durationSeconds, filterAndSort, matchesFilter, statusCounts, type RunFilter, type RunRow } from './runsTable';
+import type { RunStatus } from './runStatus';
 
-const run = (id: number, status: string, params: Record<string, unknown>, summary: Record<string, number>): RunRow => ({
-  id, index: id, status, attempt: 1, params, summary, created_at: '2026-01-01T00:00:00Z',
+const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: Record<string, number | null>): RunRow => ({
+  id, index: id, status, attempt: 1, params, summary, created_at: '2026-01-01T00:00:00Z', started_at: null, finished_at: null,
 });
 const runs = [
   run(1, 'succeeded', { 'train.lr': 0.1, opt: 'adam' }, { loss: 0.5 }),
@@ -10,7 +11,7 @@ const runs = [
   run(3, 'succeeded', { 'train.lr': 0.001, opt: 'adam' }, { loss: 0.2 }),
   run(4, 'running', { 'train.lr': 0.1, opt: 'sgd' }, { loss: 0.9 }),
 ];
-const none = { statuses: new Set<string>(), columns: {} };
+const none: RunFilter = { statuses: new Set(), columns: {} };
 
 describe('filterAndSort', () => {
   it('filters by status', () => {
@@ -41,6 +42,16 @@ describe('helpers', () => {
   });
   it('counts statuses', () => {
     expect(statusCounts(runs)).toEqual({ succeeded: 2, failed: 1, running: 1 });
+  });
+  it('sorts a metric that is null (not finite in the run) with the missing values', () => {
+    const withNull = [run(1, 'succeeded', {}, { loss: null }), run(2, 'succeeded', {}, { loss: 0.3 })];
+    expect(filterAndSort(withNull, none, { column: 'metric:loss', desc: false }).map((r) => r.id)).toEqual([2, 1]);
+  });
+  it('measures a run from its start to its end, or to now while it runs', () => {
+    const r = { ...run(1, 'running', {}, {}), started_at: '2026-01-01T00:00:00Z' };
+    expect(durationSeconds(r, Date.parse('2026-01-01T00:01:00Z'))).toBe(60);
+    expect(durationSeconds({ ...r, finished_at: '2026-01-01T00:00:30Z' })).toBe(30);
+    expect(durationSeconds(run(2, 'queued', {}, {}))).toBeNull();
   });
   it('does not match a comparison against a missing value', () => {
     expect(matchesFilter(undefined, '>1')).toBe(false);

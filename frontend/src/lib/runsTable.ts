@@ -1,23 +1,12 @@
 // Filtering and sorting of an experiment's runs table, done in the browser: an experiment holds at
 // most 10,000 runs (docs/api.md), which sort in a few milliseconds, and the table stays responsive
 // while the server streams status changes.
+import type { Run } from '../api/types';
 import { formatValue } from './dotted';
+import type { RunStatus } from './runStatus';
 
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
-export const FINISHED: ReadonlySet<string> = new Set(['succeeded', 'failed', 'cancelled']);
-
-export interface RunRow {
-  id: number;
-  index: number;
-  status: string;
-  attempt: number;
-  params: Record<string, unknown>;
-  summary: Record<string, number>;
-  created_at: string;
-  started_at?: string | null;
-  finished_at?: string | null;
-}
+/** What the table reads of a run (the generated RunPublic's fields; tests build rows without the rest). */
+export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' | 'summary' | 'created_at' | 'started_at' | 'finished_at'>;
 
 /** A column is a run field, a sweep param ("param:train.lr") or a final metric ("metric:loss"). */
 export type ColumnId = 'id' | 'index' | 'status' | 'attempt' | 'duration' | `param:${string}` | `metric:${string}`;
@@ -29,7 +18,7 @@ export interface Sort {
 
 /** Per-column text filters: a substring, or a numeric comparison like "> 0.5", "<=3", "=2". */
 export interface RunFilter {
-  statuses: ReadonlySet<string>;
+  statuses: ReadonlySet<RunStatus>;
   columns: Partial<Record<ColumnId, string>>;
 }
 
@@ -38,7 +27,7 @@ export function columnsOf(runs: readonly RunRow[]): { params: string[]; metrics:
   const metrics = new Set<string>();
   for (const r of runs) {
     for (const k of Object.keys(r.params)) params.add(k);
-    for (const k of Object.keys(r.summary ?? {})) metrics.add(k);
+    for (const k of Object.keys(r.summary)) metrics.add(k);
   }
   return { params: [...params].sort(), metrics: [...metrics].sort() };
 }
@@ -51,7 +40,7 @@ export function durationSeconds(run: RunRow, now = Date.now()): number | null {
 
 export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column.startsWith('param:')) return run.params[column.slice(6)];
-  if (column.startsWith('metric:')) return run.summary?.[column.slice(7)];
+  if (column.startsWith('metric:')) return run.summary[column.slice(7)];
   if (column === 'duration') return durationSeconds(run);
   return run[column as 'id' | 'index' | 'status' | 'attempt'];
 }
@@ -100,8 +89,8 @@ export function filterAndSort(runs: readonly RunRow[], filter: RunFilter, sort: 
   });
 }
 
-export function statusCounts(runs: readonly { status: string }[]): Record<string, number> {
-  const counts: Record<string, number> = {};
+export function statusCounts(runs: readonly { status: RunStatus }[]): Partial<Record<RunStatus, number>> {
+  const counts: Partial<Record<RunStatus, number>> = {};
   for (const r of runs) counts[r.status] = (counts[r.status] ?? 0) + 1;
   return counts;
 }

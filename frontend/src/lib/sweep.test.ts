@@ -39,12 +39,24 @@ describe('modelToSweep / sweepRunCount', () => {
   });
 
   it('ignores random n without random axes', () => {
-    expect(sweepRunCount({ random: { n: 5, params: {} }, seeds: [1, 2, 3] })).toBe(3);
+    expect(sweepRunCount({ random: { n: 5, seed: 0, params: {} }, seeds: [1, 2, 3] })).toBe(3);
   });
 
   it('round-trips through the editor model', () => {
     const sweep = { grid: { 'train.lr': [0.1, 0.01] }, random: { n: 3, seed: 7, params: { x: { dist: 'choice', values: [1, 2] } } }, seeds: [1] };
     expect(modelToSweep(sweepToModel(sweep))).toEqual(sweep);
+  });
+
+  it('reads int_uniform axes and leaves out what the editor cannot model', () => {
+    const model = sweepToModel({
+      grid: { a: [1, 2], b: 'not a list' },
+      random: { n: 2, params: { k: { dist: 'int_uniform', low: 1, high: 8 }, bad: { dist: 'uniform', low: 'x' }, odd: { dist: 'gamma' } } },
+      seeds: [1, 'two', 3],
+    });
+    expect(model.grid.map((a) => a.path)).toEqual(['a']);
+    expect(model.random).toEqual([{ type: 'random', path: 'k', distribution: { dist: 'int_uniform', low: 1, high: 8 } }]);
+    expect(model.seeds).toBe('1, 3');
+    expect(sweepToModel(null)).toEqual(emptySweep());
   });
 });
 
@@ -72,6 +84,10 @@ describe('sweepProblems', () => {
     expect(problems.join('\n')).toMatch(/"x" is swept twice/);
     expect(problems.join('\n')).toMatch(/"y" has no values/);
     expect(problems.join('\n')).toMatch(/loguniform needs low > 0/);
+  });
+  it('flags an int_uniform range with no whole number in it', () => {
+    const problems = sweepProblems({ ...emptySweep(), random: [{ type: 'random', path: 'k', distribution: { dist: 'int_uniform', low: 1.2, high: 1.8 } }] });
+    expect(problems.join()).toMatch(/no whole number/);
   });
   it('flags a sweep over the run limit', () => {
     const big = Array.from({ length: 5 }, (_, i) => ({ type: 'grid' as const, path: `p${i}`, text: '1,2,3,4,5,6,7' }));

@@ -1,13 +1,14 @@
 // The sweep editor's model and its mapping to the API's sweep object (docs/api.md, "Sweep"):
 // grid x random x seeds. The server's POST /experiments/preview is the authority on the expansion; the
 // local count lets the form say "12 runs" while typing and refuse an empty or oversize sweep early.
-import type { Json, JsonObject } from './dotted';
+import type { Sweep, SweepDistribution } from '../api/types';
+import { isPlainObject, type Json } from './dotted';
 
 export const MAX_RUNS_PER_EXPERIMENT = 10_000;
 
+/** The editor's model of one random axis: the API's Distribution with exactly the fields each `dist` uses. */
 export type Distribution =
-  | { dist: 'uniform'; low: number; high: number }
-  | { dist: 'loguniform'; low: number; high: number }
+  | { dist: 'uniform' | 'loguniform' | 'int_uniform'; low: number; high: number }
   | { dist: 'choice'; values: Json[] };
 
 export interface GridAxis {
@@ -52,47 +53,61 @@ export function parseValueList(text: string): Json[] {
     .map(parseScalar);
 }
 
-export function modelToSweep(model: SweepModel): JsonObject | null {
-  const sweep: JsonObject = {};
-  const grid: JsonObject = {};
+export function modelToSweep(model: SweepModel): Sweep | null {
+  const sweep: Sweep = {};
+  const grid: Record<string, Json[]> = {};
   for (const axis of model.grid) {
     const values = parseValueList(axis.text);
     if (axis.path.trim() && values.length) grid[axis.path.trim()] = values;
   }
   if (Object.keys(grid).length) sweep.grid = grid;
-  const params: JsonObject = {};
-  for (const axis of model.random) if (axis.path.trim()) params[axis.path.trim()] = axis.distribution as unknown as Json;
+  const params: Record<string, SweepDistribution> = {};
+  for (const axis of model.random) if (axis.path.trim()) params[axis.path.trim()] = axis.distribution;
   if (Object.keys(params).length) sweep.random = { n: model.randomN, seed: model.randomSeed, params };
   const seeds = parseValueList(model.seeds).filter((v): v is number => typeof v === 'number');
   if (seeds.length) sweep.seeds = seeds;
   return Object.keys(sweep).length ? sweep : null;
 }
 
+const RANGE_DISTS = ['uniform', 'loguniform', 'int_uniform'] as const;
+
+/** One of the API's distributions as the editor models it, or null when its fields do not fit its `dist`. */
+export function toDistribution(value: unknown): Distribution | null {
+  if (!isPlainObject(value)) return null;
+  const { dist, low, high, values } = value;
+  if (dist === 'choice') return Array.isArray(values) ? { dist, values } : null;
+  const range = RANGE_DISTS.find((d) => d === dist);
+  return range && typeof low === 'number' && typeof high === 'number' ? { dist: range, low, high } : null;
+}
+
+/** The editor's model of a sweep object (an example's, or one typed by hand); parts it cannot model are left out. */
 export function sweepToModel(sweep: unknown): SweepModel {
   const model = emptySweep();
-  if (typeof sweep !== 'object' || sweep === null) return model;
-  const s = sweep as { grid?: Record<string, Json[]>; random?: { n?: number; seed?: number; params?: Record<string, Distribution> }; seeds?: number[] };
-  for (const [path, values] of Object.entries(s.grid ?? {}))
-    model.grid.push({ type: 'grid', path, text: values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ') });
-  if (s.random) {
-    model.randomN = s.random.n ?? model.randomN;
-    model.randomSeed = s.random.seed ?? 0;
-    for (const [path, distribution] of Object.entries(s.random.params ?? {})) model.random.push({ type: 'random', path, distribution });
+  if (!isPlainObject(sweep)) return model;
+  const { grid, random, seeds } = sweep;
+  if (isPlainObject(grid))
+    for (const [path, values] of Object.entries(grid))
+      if (Array.isArray(values)) model.grid.push({ type: 'grid', path, text: values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ') });
+  if (isPlainObject(random)) {
+    if (typeof random.n === 'number') model.randomN = random.n;
+    if (typeof random.seed === 'number') model.randomSeed = random.seed;
+    if (isPlainObject(random.params))
+      for (const [path, value] of Object.entries(random.params)) {
+        const distribution = toDistribution(value);
+        if (distribution) model.random.push({ type: 'random', path, distribution });
+      }
   }
-  if (s.seeds?.length) model.seeds = s.seeds.join(', ');
+  if (Array.isArray(seeds)) model.seeds = seeds.filter((v) => typeof v === 'number').join(', ');
   return model;
 }
 
 /** Runs the sweep expands to: product of grid sizes x random n (when any random axis) x seeds. */
-export function sweepRunCount(sweep: JsonObject | null): number {
+export function sweepRunCount(sweep: Sweep | null): number {
   if (!sweep) return 1;
   let count = 1;
-  const grid = (sweep.grid ?? {}) as Record<string, Json[]>;
-  for (const values of Object.values(grid)) count *= values.length;
-  const random = sweep.random as { n?: number; params?: Record<string, unknown> } | undefined;
-  if (random && Object.keys(random.params ?? {}).length) count *= Math.max(0, random.n ?? 0);
-  const seeds = (sweep.seeds ?? []) as number[];
-  if (seeds.length) count *= seeds.length;
+  for (const values of Object.values(sweep.grid ?? {})) count *= values.length;
+  if (sweep.random && Object.keys(sweep.random.params).length) count *= Math.max(0, sweep.random.n);
+  if (sweep.seeds?.length) count *= sweep.seeds.length;
   return count;
 }
 
@@ -123,7 +138,8 @@ export function sweepProblems(model: SweepModel): string[] {
   for (const a of model.grid) if (a.path.trim() && parseValueList(a.text).length === 0) problems.push(`grid axis "${a.path}" has no values`);
   for (const a of model.random) {
     const d = a.distribution;
-    if ((d.dist === 'uniform' || d.dist === 'loguniform') && !(d.low < d.high)) problems.push(`"${a.path}": low must be below high`);
+    if (d.dist !== 'choice' && !(d.low < d.high)) problems.push(`"${a.path}": low must be below high`);
+    if (d.dist === 'int_uniform' && Math.ceil(d.low) > Math.floor(d.high)) problems.push(`"${a.path}": no whole number between low and high`);
     if (d.dist === 'loguniform' && d.low <= 0) problems.push(`"${a.path}": loguniform needs low > 0`);
     if (d.dist === 'choice' && d.values.length === 0) problems.push(`"${a.path}": choice needs values`);
   }

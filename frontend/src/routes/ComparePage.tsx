@@ -4,8 +4,8 @@ import { Alert, Anchor, Checkbox, Group, NativeSelect, Paper, Stack, Table, Text
 import { useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
-import { OverlayChart } from '../components/charts/OverlayChart';
 import { StatusChip } from '../components/common/StatusChip';
+import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { useRunsById } from '../hooks/runs';
 import { formatValue } from '../lib/dotted';
 import { diffParams } from '../lib/paramDiff';
@@ -24,7 +24,7 @@ function CompareView({ runs }: { runs: Run[] }) {
           <Title order={4}>Curves</Title>
           <NativeSelect label="Metric" size="xs" data={metrics} value={shown ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
         </Group>
-        {shown ? <OverlayChart runs={runs as unknown as { id: number; params: Record<string, unknown> }[]} metricKey={shown} /> : <Text c="dimmed">No metrics.</Text>}
+        {shown ? <RunsOverlay runs={runs} metricKey={shown} /> : <Text c="dimmed">No metrics.</Text>}
       </Paper>
       <Group justify="space-between">
         <Title order={4}>Parameters</Title>

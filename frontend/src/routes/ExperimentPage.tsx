@@ -1,12 +1,10 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
-// parallel coordinates of the sweep, the grid heatmap for kinds with grid results, and its review.
+// parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<kind>/), and its review.
 import { Alert, Button, Grid, Group, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useCallback, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
-import { OverlayChart } from '../components/charts/OverlayChart';
 import { ParallelCoords } from '../components/charts/ParallelCoords';
-import { SravenHeatmap } from '../components/charts/SravenHeatmap';
 import { JsonBlock } from '../components/common/JsonBlock';
 import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
@@ -15,14 +13,15 @@ import { Comments } from '../components/review/Comments';
 import { ReviewBadge, ReviewPanel } from '../components/review/ReviewPanel';
 import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
+import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { RunsTable } from '../components/runs/RunsTable';
-import { useExperiment, useExperimentResults } from '../hooks/experiments';
+import { useExperiment } from '../hooks/experiments';
 import { useCanWrite } from '../hooks/projects';
 import { useRunAction } from '../hooks/runs';
-import { columnsOf, FINISHED, statusCounts, type RunRow } from '../lib/runsTable';
-
-/** Result kinds drawn as a grid heatmap on the experiment page (the tab shows when any exist). */
-const GRID_RESULT_KINDS = ['sraven_cell'];
+import { kindViews } from '../kinds';
+import { parallelData } from '../lib/parallel';
+import { canCancel, canRetry, isFinished } from '../lib/runStatus';
+import { columnsOf, statusCounts } from '../lib/runsTable';
 
 function preferredMetric(metrics: readonly string[]): string | undefined {
   return metrics.find((m) => m === 'loss') ?? metrics.find((m) => m.includes('acc')) ?? metrics[0];
@@ -31,23 +30,22 @@ function preferredMetric(metrics: readonly string[]): string | undefined {
 function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
   const navigate = useNavigate();
   const canWrite = useCanWrite(experiment.project_id);
-  const runs = experiment.runs as unknown as RunRow[];
+  const runs = experiment.runs;
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const { metrics } = useMemo(() => columnsOf(runs), [runs]);
   const [metricChoice, setMetric] = useState<string | undefined>();
   const metric = metricChoice && metrics.includes(metricChoice) ? metricChoice : preferredMetric(metrics);
-  const live = runs.some((r) => !FINISHED.has(r.status));
-  const gridQueries = useExperimentResults(experiment.id, GRID_RESULT_KINDS, live);
-  const gridIndex = gridQueries.findIndex((q) => (q.data?.length ?? 0) > 0);
-  const gridResults = gridIndex >= 0 ? gridQueries[gridIndex]!.data! : null;
+  const live = runs.some((r) => !isFinished(r.status));
+  const kindTabs = kindViews.experimentTabs(experiment.kind);
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
   const selectedRuns = useMemo(() => runs.filter((r) => selected.has(r.id)), [runs, selected]);
-  const cancellable = selectedRuns.filter((r) => r.status === 'queued' || r.status === 'running').map((r) => r.id);
-  const retryable = selectedRuns.filter((r) => r.status === 'failed' || r.status === 'cancelled').map((r) => r.id);
+  const cancellable = selectedRuns.filter((r) => canCancel(r.status)).map((r) => r.id);
+  const retryable = selectedRuns.filter((r) => canRetry(r.status)).map((r) => r.id);
   const counts = useMemo(() => statusCounts(runs), [runs]);
   const openRun = useCallback((id: number) => navigate(`/runs/${id}`), [navigate]);
-  const overlayRuns = selectedRuns.length ? selectedRuns : runs.slice(0, 10);
+  const overlayRuns = useMemo(() => (selectedRuns.length ? selectedRuns : runs.slice(0, 10)), [selectedRuns, runs]);
+  const parallel = useMemo(() => (metric ? parallelData(runs, metric) : null), [runs, metric]);
 
   return (
     <Stack>
@@ -88,7 +86,11 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
         <Tabs.List>
           <Tabs.Tab value="runs">Runs</Tabs.Tab>
           <Tabs.Tab value="sweep">Sweep analysis</Tabs.Tab>
-          {gridResults && <Tabs.Tab value="grid">Grid</Tabs.Tab>}
+          {kindTabs.map((t) => (
+            <Tabs.Tab key={t.id} value={`kind:${t.id}`} data-testid={`kind-tab-${t.id}`}>
+              {t.label}
+            </Tabs.Tab>
+          ))}
           <Tabs.Tab value="review">Review</Tabs.Tab>
           <Tabs.Tab value="spec">Spec</Tabs.Tab>
         </Tabs.List>
@@ -104,7 +106,7 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
                   <Text fw={600}>{selectedRuns.length ? 'Selected runs' : `First ${overlayRuns.length} runs`}</Text>
                   <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
                 </Group>
-                {metric ? <OverlayChart runs={overlayRuns} metricKey={metric} /> : <Text c="dimmed">No metrics yet.</Text>}
+                {metric ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : <Text c="dimmed">No metrics yet.</Text>}
               </Paper>
             </Grid.Col>
           </Grid>
@@ -113,15 +115,15 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
         <Tabs.Panel value="sweep" pt="md">
           <Stack>
             <NativeSelect label="Colour by final metric" w={260} data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
-            {metric ? <ParallelCoords runs={runs} metric={metric} onOpenRun={openRun} /> : <Text c="dimmed">No metrics yet.</Text>}
+            {metric && parallel ? <ParallelCoords data={parallel} metric={metric} onOpenRun={openRun} /> : <Text c="dimmed">No metrics yet.</Text>}
           </Stack>
         </Tabs.Panel>
 
-        {gridResults && (
-          <Tabs.Panel value="grid" pt="md">
-            <SravenHeatmap results={gridResults} />
+        {kindTabs.map(({ id, View }) => (
+          <Tabs.Panel key={id} value={`kind:${id}`} pt="md">
+            <View experiment={experiment} live={live} />
           </Tabs.Panel>
-        )}
+        ))}
 
         <Tabs.Panel value="review" pt="md">
           <Grid>

@@ -50,7 +50,7 @@ export function ExperimentsPage() {
                     </Table.Td>
                     <Table.Td>{e.kind}</Table.Td>
                     <Table.Td>
-                      <StatusCounts counts={e.status_counts as Record<string, number>} />
+                      <StatusCounts counts={e.status_counts} />
                     </Table.Td>
                     <Table.Td>
                       <ReviewBadge state={e.review_state} />

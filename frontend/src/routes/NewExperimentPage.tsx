@@ -1,12 +1,13 @@
-// New experiment: pick a kind, edit its spec (form generated from the kind's schema, or YAML / JSON
-// text), add sweep axes, preview the expansion, submit. A 422 lands on the offending fields.
+// New experiment: pick a kind (and optionally one of its examples), edit its spec (form generated from
+// the kind's schema, or YAML / JSON text), add sweep axes, preview the expansion, submit. A 422 lands on
+// the offending fields.
 import {
   Alert, Badge, Button, Grid, Group, NativeSelect, Paper, ScrollArea, SegmentedControl, Stack, Table, Text, TextInput, Textarea, Title,
 } from '@mantine/core';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useNavigate } from 'react-router';
 import { errorMessage, isApiError } from '../api/errors';
-import type { ExperimentCreate, Kind, Preview } from '../api/types';
+import type { Kind, Preview } from '../api/types';
 import { QueryState } from '../components/common/QueryState';
 import { SchemaForm } from '../components/spec/SchemaForm';
 import { SpecTextEditor } from '../components/spec/SpecTextEditor';
@@ -16,6 +17,7 @@ import { useKinds } from '../hooks/kinds';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
 import { splitErrors, type FieldErrors } from '../lib/apiErrors';
 import { flatten, formatValue, setPath, type Json, type JsonObject } from '../lib/dotted';
+import { defaultSpec, exampleForm, experimentBody } from '../lib/experimentForm';
 import { schemaToFields, validateSpec, type JsonSchema } from '../lib/schemaForm';
 import { emptySweep, modelToSweep, previewColumns, sweepProblems, sweepRunCount, type SweepModel } from '../lib/sweep';
 
@@ -24,7 +26,7 @@ const PREVIEW_ROWS = 200;
 const NO_ERRORS: FieldErrors = { spec: {}, body: {}, sweep: [], other: [] };
 
 function PreviewTable({ preview }: { preview: Preview }) {
-  const cols = previewColumns(preview.runs as { params: Record<string, unknown> }[]);
+  const cols = previewColumns(preview.runs);
   const rows = preview.runs.slice(0, PREVIEW_ROWS);
   return (
     <Stack gap="xs" data-testid="preview">
@@ -43,7 +45,7 @@ function PreviewTable({ preview }: { preview: Preview }) {
             {rows.map((r) => (
               <Table.Tr key={r.index}>
                 <Table.Td>{r.index}</Table.Td>
-                {cols.map((c) => <Table.Td key={c}>{formatValue((r.params as Record<string, unknown>)[c])}</Table.Td>)}
+                {cols.map((c) => <Table.Td key={c}>{formatValue(r.params[c])}</Table.Td>)}
               </Table.Tr>
             ))}
           </Table.Tbody>
@@ -62,7 +64,9 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
   const kind = kinds.find((k) => k.name === kindName);
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
-  const [spec, setSpec] = useState<JsonObject>(() => (kind?.defaults as JsonObject | undefined) ?? {});
+  const [spec, setSpec] = useState<JsonObject>(() => (kind ? defaultSpec(kind) : {}));
+  const [exampleName, setExampleName] = useState('');
+  const example = kind?.examples.find((x) => x.name === exampleName);
   const [mode, setMode] = useState<'form' | 'yaml' | 'json'>('form');
   const [sweep, setSweep] = useState<SweepModel>(emptySweep);
   const [serverErrors, setServerErrors] = useState<FieldErrors>(NO_ERRORS);
@@ -70,7 +74,8 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
   const create = useCreateExperiment();
 
   useEffect(() => {
-    setSpec((kind?.defaults as JsonObject | undefined) ?? {});
+    setSpec(kind ? defaultSpec(kind) : {});
+    setExampleName('');
     setServerErrors(NO_ERRORS);
     preview.reset();
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -94,25 +99,39 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
     });
   }, []);
 
-  const body = (): ExperimentCreate => ({
-    name: name.trim() || `${kindName} ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
-    kind: kindName,
-    spec,
-    sweep: sweepObj,
-    project: project.name,
-    description,
-    tags: [],
-  }) as ExperimentCreate;
+  const loadExample = (chosen: string) => {
+    setExampleName(chosen);
+    const found = kind?.examples.find((x) => x.name === chosen);
+    if (!kind || !found) return;
+    const loaded = exampleForm(kind, found);
+    setSpec(loaded.spec);
+    setSweep(loaded.sweep);
+    setServerErrors(NO_ERRORS);
+    preview.reset();
+  };
+
+  /** The request body, or null after putting the spec's shape problems on its fields. */
+  const body = () => {
+    if (!kind) return null;
+    const built = experimentBody(kind, { name, description, project: project.name, spec, sweep: sweepObj });
+    if ('problems' in built) {
+      setServerErrors({ ...NO_ERRORS, spec: built.problems });
+      return null;
+    }
+    return built.body;
+  };
 
   const onError = (e: unknown) => setServerErrors(isApiError(e, 422) ? splitErrors(e.errors) : { ...NO_ERRORS, other: [errorMessage(e)] });
 
   const submit = () => {
     setServerErrors(NO_ERRORS);
-    create.mutate(body(), { onSuccess: (d) => navigate(`/experiments/${d.id}`), onError });
+    const b = body();
+    if (b) create.mutate(b, { onSuccess: (d) => navigate(`/experiments/${d.id}`), onError });
   };
   const runPreview = () => {
     setServerErrors(NO_ERRORS);
-    preview.mutate(body(), { onError });
+    const b = body();
+    if (b) preview.mutate(b, { onError });
   };
 
   const errorCount = Object.keys(specErrors).length + Object.keys(serverErrors.body).length + serverErrors.sweep.length + serverErrors.other.length;
@@ -140,6 +159,21 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
               <TextInput label="Name" id="experiment-name" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder={`${kindName} sweep`} error={serverErrors.body.name} style={{ flex: 1 }} />
             </Group>
             {kind?.description && <Text size="sm" c="dimmed">{kind.description}</Text>}
+            {kind && kind.examples.length > 0 && (
+              <Group align="flex-end">
+                <NativeSelect
+                  label="Load example"
+                  id="kind-example"
+                  description="fills the spec and the sweep"
+                  data={[{ value: '', label: 'choose an example…' }, ...kind.examples.map((x) => ({ value: x.name, label: x.name }))]}
+                  value={exampleName}
+                  onChange={(e) => loadExample(e.currentTarget.value)}
+                  w={220}
+                  data-testid="load-example"
+                />
+                {example && <Text size="sm" c="dimmed" style={{ flex: 1 }} data-testid="example-description">{example.description}</Text>}
+              </Group>
+            )}
             <Textarea label="Description" id="experiment-description" autosize minRows={1} value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
             <Group justify="space-between">
               <Title order={4}>Spec</Title>

@@ -4,22 +4,23 @@ import { Alert, Anchor, Button, Code, Grid, Group, Paper, Progress, SimpleGrid, 
 import { useEffect, useRef } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Run } from '../api/types';
-import { MetricChart } from '../components/charts/MetricChart';
 import { JsonBlock } from '../components/common/JsonBlock';
 import { QueryState } from '../components/common/QueryState';
 import { StatusChip } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
 import { KeyValues } from '../components/results/KeyValues';
-import { ResultView } from '../components/results/registry';
+import { ResultView } from '../components/results/ResultView';
 import { Comments } from '../components/review/Comments';
 import { Tags } from '../components/review/Tags';
+import { RunMetricChart } from '../components/runs/RunMetricChart';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
 import { LOG_TAIL_LINES, useRun, useRunAction, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
 import { errorMessage } from '../api/errors';
 import { etaSeconds, formatDuration, percent } from '../lib/eta';
-import { durationSeconds, FINISHED } from '../lib/runsTable';
+import { canRetry, isFinished } from '../lib/runStatus';
+import { durationSeconds } from '../lib/runsTable';
 
 /** Where MLflow's UI is; the embedded mode's `mlflow ui` default unless the build says otherwise. */
 export const MLFLOW_UI = (import.meta.env.VITE_MLFLOW_URL as string | undefined) ?? 'http://127.0.0.1:5000';
@@ -67,12 +68,12 @@ function LogsTail({ runId, live }: { runId: number; live: boolean }) {
 function RunView({ run }: { run: Run }) {
   const canWrite = useCanWrite(run.project_id);
   const live = useRunEvents(run);
-  const unfinished = !FINISHED.has(run.status);
+  const unfinished = !isFinished(run.status);
   const keys = useMetricKeys(run.id, unfinished);
   const results = useRunResults(run.id, unfinished);
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
-  const duration = durationSeconds(run as unknown as Parameters<typeof durationSeconds>[0]);
+  const duration = durationSeconds(run);
 
   return (
     <Stack>
@@ -100,7 +101,7 @@ function RunView({ run }: { run: Run }) {
               Cancel
             </Button>
           )}
-          {canWrite && (run.status === 'failed' || run.status === 'cancelled') && (
+          {canWrite && canRetry(run.status) && (
             <Button variant="light" loading={retry.isPending} onClick={() => retry.mutate([run.id])} data-testid="retry-run">
               Retry
             </Button>
@@ -135,7 +136,7 @@ function RunView({ run }: { run: Run }) {
                 <SimpleGrid cols={{ base: 1, lg: keys.data!.length > 1 ? 2 : 1 }}>
                   {keys.data!.map((k) => (
                     <Paper key={k} withBorder p="xs">
-                      <MetricChart runId={run.id} metricKey={k} latestStep={live.steps[k] ?? -1} />
+                      <RunMetricChart runId={run.id} metricKey={k} latestStep={live.steps[k] ?? -1} />
                     </Paper>
                   ))}
                 </SimpleGrid>
@@ -153,7 +154,7 @@ function RunView({ run }: { run: Run }) {
                   {results.data!.map((r) => (
                     <Paper key={r.id} withBorder p="sm" data-testid={`result-${r.kind}`}>
                       <Text fw={600} mb="xs">{r.kind}</Text>
-                      <ResultView kind={r.kind} payload={r.payload as Record<string, unknown>} runId={run.id} />
+                      <ResultView payload={r.payload} runId={run.id} />
                     </Paper>
                   ))}
                 </Stack>

@@ -1,27 +1,28 @@
 // Parallel coordinates of the sweep's varying params against one final metric, coloured by the metric.
+// A pure chart: axes and rows in (lib/parallel.ts parallelData), picture out.
 import { Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
-import { parallelData } from '../../lib/parallel';
-import type { RunRow } from '../../lib/runsTable';
+import type { ParallelData } from '../../lib/parallel';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
 
-function ParallelCoordsImpl({ runs, metric, onOpenRun }: { runs: readonly RunRow[]; metric: string; onOpenRun?: (id: number) => void }) {
-  const data = useMemo(() => parallelData(runs, metric), [runs, metric]);
-  const option = useMemo<EChartsOption>(() => {
-    const values = data.rows.map((r) => r[data.axes.length - 1] as number);
-    return {
-      animation: false,
-      parallel: { left: 60, right: 80, top: 40, bottom: 30 },
-      parallelAxis: data.axes.map((a) => ({ dim: a.dim, name: a.name, type: a.type, ...(a.data ? { data: a.data } : {}), scale: true, nameTextStyle: { fontSize: 11 } })),
-      visualMap: {
-        type: 'continuous', dimension: data.axes.length - 1, min: Math.min(...values), max: Math.max(...values),
-        right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: ['#d9480f', '#fab005', '#2b8a3e'] },
-      },
-      tooltip: { formatter: (p: unknown) => `run #${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
-      series: [{ type: 'parallel', lineStyle: { width: 1.2, opacity: 0.6 }, data: data.rows }],
-    };
-  }, [data]);
+export function parallelOption(data: ParallelData): EChartsOption {
+  const values = data.rows.map((r) => r[data.axes.length - 1] as number);
+  return {
+    animation: false,
+    parallel: { left: 60, right: 80, top: 40, bottom: 30 },
+    parallelAxis: data.axes.map((a) => ({ dim: a.dim, name: a.name, type: a.type, ...(a.data ? { data: a.data } : {}), scale: true, nameTextStyle: { fontSize: 11 } })),
+    visualMap: {
+      type: 'continuous', dimension: data.axes.length - 1, min: Math.min(...values), max: Math.max(...values),
+      right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: ['#d9480f', '#fab005', '#2b8a3e'] },
+    },
+    tooltip: { formatter: (p: unknown) => `run #${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
+    series: [{ type: 'parallel', lineStyle: { width: 1.2, opacity: 0.6 }, data: data.rows }],
+  };
+}
+
+function ParallelCoordsImpl({ data, metric, onOpenRun }: { data: ParallelData; metric: string; onOpenRun?: (id: number) => void }) {
+  const option = useMemo(() => parallelOption(data), [data]);
   const on = useMemo(
     () => ({ click: (p: unknown) => onOpenRun?.((p as { data: unknown[] }).data.at(-1) as number) }),
     [onOpenRun],

@@ -1,16 +1,12 @@
 import { Badge } from '@mantine/core';
+import { isRunStatus, STATUS_COLOURS, type RunStatus } from '../../lib/runStatus';
 
-export const STATUS_COLOURS: Record<string, string> = {
-  queued: 'gray',
-  running: 'blue',
-  succeeded: 'green',
-  failed: 'red',
-  cancelled: 'yellow',
-};
+/** `status_counts` keys are plain strings in the API: a status this build does not know is grey. */
+const colourOf = (status: string) => (isRunStatus(status) ? STATUS_COLOURS[status] : 'gray');
 
-export function StatusChip({ status, size = 'sm' }: { status: string; size?: 'xs' | 'sm' | 'md' }) {
+export function StatusChip({ status, size = 'sm' }: { status: RunStatus; size?: 'xs' | 'sm' | 'md' }) {
   return (
-    <Badge color={STATUS_COLOURS[status] ?? 'gray'} variant={status === 'running' ? 'filled' : 'light'} size={size} data-status={status}>
+    <Badge color={colourOf(status)} variant={status === 'running' ? 'filled' : 'light'} size={size} data-status={status}>
       {status}
     </Badge>
   );
@@ -21,7 +17,7 @@ export function StatusCounts({ counts }: { counts: Record<string, number> }) {
   return (
     <>
       {entries.map(([s, n]) => (
-        <Badge key={s} color={STATUS_COLOURS[s] ?? 'gray'} variant="light" size="sm" mr={4}>
+        <Badge key={s} color={colourOf(s)} variant="light" size="sm" mr={4}>
           {n} {s}
         </Badge>
       ))}

@@ -7,7 +7,8 @@ import { memo, useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { formatValue } from '../../lib/dotted';
 import { formatDuration } from '../../lib/eta';
-import { cellValue, columnsOf, filterAndSort, RUN_STATUSES, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
+import { cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
+import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
 
 export const ROW_HEIGHT = 34;
@@ -133,7 +134,7 @@ interface Props {
 }
 
 function RunsTableImpl({ runs, selected, onSelect }: Props) {
-  const [statuses, setStatuses] = useState<string[]>([]);
+  const [statuses, setStatuses] = useState<RunStatus[]>([]);
   const [filters, setFilters] = useState<Partial<Record<ColumnId, string>>>({});
   const [sort, setSort] = useState<Sort | null>({ column: 'index', desc: false });
   const { params, metrics } = useMemo(() => columnsOf(runs), [runs]);
@@ -185,7 +186,7 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
   return (
     <div>
       <Group gap="xs" mb="xs">
-        <Chip.Group multiple value={statuses} onChange={setStatuses}>
+        <Chip.Group multiple value={statuses} onChange={(v) => setStatuses(v.filter(isRunStatus))}>
           {RUN_STATUSES.map((s) => (
             <Chip key={s} value={s} size="xs" variant="outline">
               {s} {counts[s] ?? 0}

@@ -1,6 +1,5 @@
 // Sweep axes: grid values per dotted path, random distributions (uniform, log-uniform, choice), seeds.
 import { ActionIcon, Autocomplete, Button, Group, NativeSelect, NumberInput, Stack, Text, TextInput, Title } from '@mantine/core';
-import type { Json } from '../../lib/dotted';
 import { parseValueList, type Distribution, type SweepModel } from '../../lib/sweep';
 
 interface Props {
@@ -10,10 +9,13 @@ interface Props {
   paths: readonly string[];
 }
 
+const DISTS: Distribution['dist'][] = ['uniform', 'loguniform', 'int_uniform', 'choice'];
+
 function distributionFor(kind: Distribution['dist'], previous: Distribution): Distribution {
   if (kind === 'choice') return { dist: 'choice', values: previous.dist === 'choice' ? previous.values : [] };
   const low = previous.dist !== 'choice' ? previous.low : kind === 'loguniform' ? 1e-4 : 0;
-  const high = previous.dist !== 'choice' ? previous.high : 1;
+  // int_uniform draws whole numbers: 1..8 (top-k, layers) is a more useful start than 0..1
+  const high = previous.dist !== 'choice' ? previous.high : kind === 'int_uniform' ? 8 : 1;
   return { dist: kind, low, high };
 }
 
@@ -67,16 +69,16 @@ export function SweepEditor({ model, onChange, paths }: Props) {
             <NativeSelect
               label="Distribution"
               aria-label={`random axis ${i + 1} distribution`}
-              data={['uniform', 'loguniform', 'choice']}
+              data={DISTS}
               value={d.dist}
-              onChange={(e) => update(distributionFor(e.currentTarget.value as Distribution['dist'], d))}
+              onChange={(e) => update(distributionFor(DISTS.find((x) => x === e.currentTarget.value) ?? 'uniform', d))}
             />
             {d.dist === 'choice' ? (
               <TextInput
                 label="Values (comma separated)"
                 aria-label={`random axis ${i + 1} values`}
                 defaultValue={d.values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}
-                onChange={(e) => update({ dist: 'choice', values: parseValueList(e.currentTarget.value) as Json[] })}
+                onChange={(e) => update({ dist: 'choice', values: parseValueList(e.currentTarget.value) })}
                 style={{ flex: 1 }}
               />
             ) : (

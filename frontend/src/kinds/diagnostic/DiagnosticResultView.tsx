@@ -1,11 +1,10 @@
-import type { ResultViewProps } from './registry';
-import { KeyValues } from './KeyValues';
+import { KeyValues } from '../../components/results/KeyValues';
+import type { ResultViewProps } from '../types';
 
 /** The self-test's record: how far the loss fell, and whether the run resumed from a checkpoint. */
-export function DiagnosticResultView({ payload }: ResultViewProps) {
-  const initial = payload.initial_loss as number | undefined;
-  const final = payload.final_loss as number | undefined;
-  const ratio = typeof initial === 'number' && typeof final === 'number' && initial > 0 ? final / initial : undefined;
+export function DiagnosticResultView({ payload }: ResultViewProps<'diagnostic'>) {
+  const { initial_loss: initial, final_loss: final } = payload;
+  const ratio = initial > 0 ? final / initial : undefined;
   return (
     <KeyValues
       rows={[

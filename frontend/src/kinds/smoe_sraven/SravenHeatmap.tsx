@@ -1,11 +1,10 @@
 // SRAVEN accuracy by M (rows) and top-k (columns), one panel per attention variant; the best k of each
-// row is starred. Hover names the run, click opens it.
-import { Group, SegmentedControl, SimpleGrid, Stack, Text } from '@mantine/core';
-import { memo, useMemo, useState } from 'react';
-import { useNavigate } from 'react-router';
-import { columnLabel, panelsRange, sravenPanels, type HeatmapMetric, type HeatmapPanel } from '../../lib/heatmap';
-import { EChart } from './EChart';
-import type { EChartsOption } from './echarts';
+// row is starred. Hover names the run, click opens it. A pure chart: panels in (heatmap.ts), picture out.
+import { SimpleGrid } from '@mantine/core';
+import { memo, useMemo } from 'react';
+import { EChart } from '../../components/charts/EChart';
+import type { EChartsOption } from '../../components/charts/echarts';
+import { columnLabel, type HeatmapMetric, type HeatmapPanel } from './heatmap';
 
 function panelOption(panel: HeatmapPanel, range: [number, number], metric: HeatmapMetric): EChartsOption {
   const best = new Set(panel.bestCol.map((x, y) => `${x},${y}`));
@@ -44,40 +43,30 @@ function panelOption(panel: HeatmapPanel, range: [number, number], metric: Heatm
   };
 }
 
-function SravenHeatmapImpl({ results }: { results: readonly { run_id: number; payload: unknown }[] }) {
-  const [metric, setMetric] = useState<HeatmapMetric>('ood_acc');
-  const navigate = useNavigate();
-  const panels = useMemo(() => sravenPanels(results, metric), [results, metric]);
-  const range = useMemo(() => panelsRange(panels), [panels]);
+interface Props {
+  panels: readonly HeatmapPanel[];
+  /** colour scale shared by all panels (panelsRange) */
+  range: [number, number];
+  metric: HeatmapMetric;
+  onOpenRun: (runId: number) => void;
+}
+
+function SravenHeatmapImpl({ panels, range, metric, onOpenRun }: Props) {
   const options = useMemo(() => panels.map((p) => panelOption(p, range, metric)), [panels, range, metric]);
-  const on = useMemo(() => ({ click: (p: unknown) => navigate(`/runs/${(p as { data: number[] }).data[3]}`) }), [navigate]);
-  if (panels.length === 0) return <Text c="dimmed">No sraven_cell results yet.</Text>;
+  const on = useMemo(() => ({ click: (p: unknown) => onOpenRun((p as { data: number[] }).data[3]!) }), [onOpenRun]);
   return (
-    <Stack gap="xs">
-      <Group>
-        <Text size="sm">Colour</Text>
-        <SegmentedControl
-          size="xs"
-          aria-label="heatmap colour"
-          value={metric}
-          onChange={(v) => setMetric(v as HeatmapMetric)}
-          data={[{ value: 'ood_acc', label: 'OOD accuracy' }, { value: 'test_acc', label: 'ID accuracy' }]}
+    <SimpleGrid cols={{ base: 1, md: Math.min(panels.length, 3) }}>
+      {panels.map((p, i) => (
+        <EChart
+          key={p.attention}
+          option={options[i]!}
+          on={on}
+          height={Math.max(240, 60 + 36 * p.rows.length + 70)}
+          ariaLabel={`${metric} heatmap for attention ${p.attention}`}
+          testId="sraven-heatmap"
         />
-        <Text size="xs" c="dimmed">★ best top-k for each M</Text>
-      </Group>
-      <SimpleGrid cols={{ base: 1, md: Math.min(panels.length, 3) }}>
-        {panels.map((p, i) => (
-          <EChart
-            key={p.attention}
-            option={options[i]!}
-            on={on}
-            height={Math.max(240, 60 + 36 * p.rows.length + 70)}
-            ariaLabel={`${metric} heatmap for attention ${p.attention}`}
-            testId="sraven-heatmap"
-          />
-        ))}
-      </SimpleGrid>
-    </Stack>
+      ))}
+    </SimpleGrid>
   );
 }
 

@@ -1,10 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { panelsRange, sravenPanels } from './heatmap';
+import type { ExperimentResult } from '../../api/types';
+import { panelsRange, sravenCells, sravenPanels, type CellResult, type SravenCell } from './heatmap';
 
-const cell = (run_id: number, attention: string, M: number, top_k: number, ood_acc: number, test_acc = 0.9) => ({
+type Attention = SravenCell['attention'];
+const cell = (run_id: number, attention: Attention, M: number, top_k: number | null, ood_acc: number | null, test_acc = 0.9): CellResult => ({
   run_id,
-  kind: 'sraven_cell',
-  payload: { M, top_k, num_experts: 8, attention, test_acc, ood_acc, per_feature_acc: [], steps: 100 },
+  payload: { kind: 'sraven_cell', M, top_k, num_experts: top_k === null ? null : 8, attention, test_acc, ood_acc, per_feature_acc: [], steps: 100 },
+});
+
+describe('sravenCells', () => {
+  it('keeps the sraven_cell records of an experiment and leaves other result kinds out', () => {
+    const record = (run_id: number, payload: ExperimentResult['payload']): ExperimentResult => ({ id: run_id, run_id, kind: payload.kind, created_at: '2026-01-01T00:00:00Z', payload });
+    const results = [
+      record(1, cell(1, 'softmax', 4, 1, 0.5).payload),
+      record(2, { kind: 'diagnostic', initial_loss: 1, final_loss: 0.1, parameters: 10, steps: 5 }),
+    ];
+    expect(sravenCells(results)).toEqual([cell(1, 'softmax', 4, 1, 0.5)]);
+  });
 });
 
 describe('sravenPanels', () => {
@@ -13,12 +25,12 @@ describe('sravenPanels', () => {
     cell(2, 'softmax', 4, 2, 0.7),
     cell(3, 'softmax', 8, 1, 0.6),
     cell(4, 'softmax', 8, 2, 0.4),
-    cell(5, 'linear', 4, 1, 0.3),
+    cell(5, 'hyla', 4, 1, 0.3),
   ];
 
   it('makes one panel per attention with rows M and columns top-k, ascending', () => {
     const panels = sravenPanels(results, 'ood_acc');
-    expect(panels.map((p) => p.attention)).toEqual(['linear', 'softmax']);
+    expect(panels.map((p) => p.attention)).toEqual(['hyla', 'softmax']);
     const softmax = panels[1]!;
     expect(softmax.rows).toEqual([4, 8]);
     expect(softmax.cols).toEqual([1, 2]);
@@ -31,28 +43,28 @@ describe('sravenPanels', () => {
   });
 
   it('colours by ID accuracy when asked', () => {
-    const panels = sravenPanels([cell(1, 'a', 4, 1, 0.1, 0.95)], 'test_acc');
+    const panels = sravenPanels([cell(1, 'hyla', 4, 1, 0.1, 0.95)], 'test_acc');
     expect(panels[0]!.cells[0]!.value).toBe(0.95);
   });
 
   it('averages seeds of the same cell and links the first run', () => {
-    const panels = sravenPanels([cell(7, 'a', 4, 1, 0.2), cell(3, 'a', 4, 1, 0.4)], 'ood_acc');
+    const panels = sravenPanels([cell(7, 'hyla', 4, 1, 0.2), cell(3, 'hyla', 4, 1, 0.4)], 'ood_acc');
     expect(panels[0]!.cells).toHaveLength(1);
     expect(panels[0]!.cells[0]!.value).toBeCloseTo(0.3);
     expect(panels[0]!.cells[0]!.runId).toBe(3);
   });
 
-  it('leaves a missing cell empty and ignores foreign payloads', () => {
-    const panels = sravenPanels([cell(1, 'a', 4, 1, 0.5), cell(2, 'a', 8, 2, 0.6), { run_id: 9, payload: { loss: 1 } }], 'ood_acc');
+  it('leaves a missing cell empty', () => {
+    const panels = sravenPanels([cell(1, 'hyla', 4, 1, 0.5), cell(2, 'hyla', 8, 2, 0.6)], 'ood_acc');
     expect(panels).toHaveLength(1);
     expect(panels[0]!.cells).toHaveLength(2);
     expect(panels[0]!.bestCol).toEqual([0, 1]);
   });
 
   it('puts a dense FFN (top_k null) first and skips cells without OOD accuracy', () => {
-    const dense = { run_id: 8, payload: { M: 4, top_k: null, num_experts: null, attention: 'a', test_acc: 0.8, ood_acc: 0.1 } };
-    const noOod = { run_id: 9, payload: { M: 4, top_k: 2, num_experts: 8, attention: 'a', test_acc: 0.8, ood_acc: null } };
-    const panel = sravenPanels([cell(1, 'a', 4, 1, 0.5), dense, noOod], 'ood_acc')[0]!;
+    const dense = cell(8, 'hyla', 4, null, 0.1, 0.8);
+    const noOod = cell(9, 'hyla', 4, 2, null, 0.8);
+    const panel = sravenPanels([cell(1, 'hyla', 4, 1, 0.5), dense, noOod], 'ood_acc')[0]!;
     expect(panel.cols).toEqual([null, 1, 2]);
     expect(panel.cells.map((c) => c.runId).sort()).toEqual([1, 8]);
     expect(sravenPanels([dense, noOod], 'test_acc')[0]!.cells).toHaveLength(2);

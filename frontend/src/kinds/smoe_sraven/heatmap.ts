@@ -1,21 +1,12 @@
 // Shapes `sraven_cell` results (one per run of a SMoE top-k sweep) into one heatmap panel per attention
 // variant: rows M (SRAVEN's number of features), columns top-k, colour = OOD or ID accuracy.
-export interface SravenCellPayload {
-  M: number;
-  /** null for a dense FFN (no experts): drawn as the "dense" column, left of k = 1 */
-  top_k: number | null;
-  num_experts: number | null;
-  attention: string;
-  test_acc: number;
-  /** null when the run had no OOD split */
-  ood_acc: number | null;
-  per_feature_acc?: unknown;
-  steps?: number;
-}
+import type { ExperimentResult, PayloadOf } from '../../api/types';
+
+export type SravenCell = PayloadOf<'sraven_cell'>;
 
 export interface CellResult {
   run_id: number;
-  payload: SravenCellPayload;
+  payload: SravenCell;
 }
 
 export type HeatmapMetric = 'ood_acc' | 'test_acc';
@@ -30,7 +21,7 @@ export interface HeatmapCell {
 }
 
 export interface HeatmapPanel {
-  attention: string;
+  attention: SravenCell['attention'];
   rows: number[]; // M values, ascending
   cols: (number | null)[]; // top-k values, ascending; null (dense) first
   cells: HeatmapCell[];
@@ -38,10 +29,9 @@ export interface HeatmapPanel {
   bestCol: (number | null)[];
 }
 
-function isCell(payload: unknown): payload is SravenCellPayload {
-  if (typeof payload !== 'object' || payload === null) return false;
-  const p = payload as Record<string, unknown>;
-  return typeof p.M === 'number' && (typeof p.top_k === 'number' || p.top_k === null) && typeof p.attention === 'string';
+/** The `sraven_cell` records among an experiment's results (others are left out). */
+export function sravenCells(results: readonly Pick<ExperimentResult, 'run_id' | 'payload'>[]): CellResult[] {
+  return results.flatMap((r) => (r.payload.kind === 'sraven_cell' ? [{ run_id: r.run_id, payload: r.payload }] : []));
 }
 
 const ascending = (a: number, b: number) => a - b;
@@ -55,12 +45,11 @@ export function columnLabel(topK: number | null): string {
  * Several runs may produce the same (attention, M, k) cell (seeds): the cell shows their mean and links
  * to the first run. Panels are sorted by attention name.
  */
-export function sravenPanels(results: readonly { run_id: number; payload: unknown }[], metric: HeatmapMetric): HeatmapPanel[] {
-  const byAttention = new Map<string, CellResult[]>();
+export function sravenPanels(results: readonly CellResult[], metric: HeatmapMetric): HeatmapPanel[] {
+  const byAttention = new Map<SravenCell['attention'], CellResult[]>();
   for (const r of results) {
-    if (!isCell(r.payload)) continue;
     const list = byAttention.get(r.payload.attention) ?? [];
-    list.push({ run_id: r.run_id, payload: r.payload });
+    list.push(r);
     byAttention.set(r.payload.attention, list);
   }
   const panels: HeatmapPanel[] = [];

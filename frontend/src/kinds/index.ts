@@ -1,0 +1,9 @@
+// Every kind's dashboard views, found by convention: each folder src/kinds/<kind>/ with an index.ts
+// or index.tsx exporting `views` (kinds/types.ts). Adding a kind's views is a new folder; no shared
+// file changes. docs/frontend.md, "Kinds".
+import { buildRegistry } from './registry';
+import type { KindModule } from './types';
+
+const modules = import.meta.glob<KindModule>('./*/index.{ts,tsx}', { eager: true });
+
+export const kindViews = buildRegistry(modules);
