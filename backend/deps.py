@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from backend.auth import repository as auth_repo
 from backend.auth.security import STREAM, TOKEN_PREFIX, hash_api_token, read_jwt, same_secret
 from backend.db import utcnow
-from backend.errors import Unauthorized
+from backend.errors import Forbidden, Unauthorized
 from backend.models import User
 from backend.settings import Settings
 
@@ -98,7 +98,33 @@ def get_principal(
         return stream_principal(request, session, settings, request.query_params["ticket"])
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
-    return resolve_credential(session, settings, credential)
+    principal = resolve_credential(session, settings, credential)
+    if principal.is_worker:
+        route = request.scope.get("route")
+        if getattr(route, "operation_id", None) not in WORKER_OPERATIONS:
+            raise Forbidden("the worker token may only call the worker routes and read runs")
+    return principal
+
+
+# What the worker token may call (docs/api.md): the run lifecycle, its writes, and reading one run.
+WORKER_OPERATIONS = frozenset(
+    {
+        "health-get",
+        "runs-get",
+        "runs-claim",
+        "runs-heartbeat",
+        "runs-finish",
+        "runs-release",
+        "runs-patch",
+        "runs-post_logs",
+        "runs-logs",
+        "metrics-post",
+        "metrics-get",
+        "metrics-keys",
+        "results-post",
+        "results-list_run",
+    }
+)
 
 
 def stream_principal(request: Request, session: Session, settings: Settings, ticket: str) -> Principal:

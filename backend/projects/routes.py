@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.auth import repository as auth_repo
 from backend.deps import Id, PrincipalDep, SessionDep
-from backend.errors import NotFound
 from backend.projects import repository, service
 from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
 
@@ -40,11 +38,5 @@ def list_members(project_id: Id, principal: PrincipalDep, session: SessionDep) -
 
 @router.put("/{project_id}/members", response_model=MemberPublic, operation_id="projects-set_member")
 def set_member(project_id: Id, body: MemberSet, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
-    service.require_role(
-        session, principal, project_id, "admin", f"project {project_id}"
-    )  # before any lookup
-    user = auth_repo.user_by_name(session, body.username)
-    if user is None:
-        raise NotFound(f"user {body.username!r} not found")
-    service.set_member(session, principal, project_id, user.id, body.role)
+    user = service.set_member(session, principal, project_id, body.username, body.role)
     return MemberPublic(user_id=user.id, username=user.username, role=body.role)

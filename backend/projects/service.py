@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from backend.auth import repository as auth_repo
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
-from backend.models import ROLES, Membership, Project
+from backend.models import ROLES, Membership, Project, User
 from backend.projects import repository
 
 if TYPE_CHECKING:
@@ -87,16 +88,29 @@ def visible_projects(session: Session, principal: Principal) -> list[tuple[Proje
     return repository.memberships_of(session, principal.user.id)
 
 
-def set_member(session: Session, principal: Principal, project_id: int, user_id: int, role: str) -> None:
+def set_member(session: Session, principal: Principal, project_id: int, username: str, role: str) -> User:
+    """Give ``username`` a role in the project (project admins and site admins).
+
+    A project admin cannot change a site admin's membership (no demoting the site admin), and an
+    unknown username answers as a site admin's does, so the route tells a project admin nothing about
+    accounts beyond those it can manage."""
     require_role(session, principal, project_id, "admin", f"project {project_id}")
     if role not in ROLE_RANK:
         raise Invalid(
             f"role must be one of {', '.join(ROLES)}",
             [{"loc": ["body", "role"], "msg": f"must be one of {', '.join(ROLES)}", "type": "enum"}],
         )
-    m = session.get(Membership, (project_id, user_id))
+    user = auth_repo.user_by_name(session, username)
+    if not principal.is_admin and (user is None or user.is_admin):
+        raise Forbidden(
+            f"cannot set {username!r}: no such user, or a site admin (only site admins change theirs)"
+        )
+    if user is None:
+        raise NotFound(f"user {username!r} not found")
+    m = session.get(Membership, (project_id, user.id))
     if m is None:
-        session.add(Membership(project_id=project_id, user_id=user_id, role=role))
+        session.add(Membership(project_id=project_id, user_id=user.id, role=role))
     else:
         m.role = role
     session.flush()
+    return user

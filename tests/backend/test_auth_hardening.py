@@ -163,3 +163,43 @@ def test_credentials_never_reach_the_access_log(api: Api, caplog: pytest.LogCapt
         # uvicorn's own access-log call shape: format string and (client, method, path, version, status)
         access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:1", "GET", "/e?ticket=s3cret", "1.1", 200)
     assert "s3cret" not in caplog.text and "[redacted]" in caplog.text
+
+
+def test_the_worker_token_reads_runs_only(api: Api) -> None:
+    """docs/api.md: the worker token calls the worker routes and reads runs; no experiments, projects,
+    run lists or reviews."""
+    run = api.submit({}).json()["runs"][0]
+    ok = [f"/api/v1/runs/{run['id']}", f"/api/v1/runs/{run['id']}/results", f"/api/v1/runs/{run['id']}/logs"]
+    refused = [
+        "/api/v1/projects",
+        "/api/v1/experiments",
+        f"/api/v1/experiments/{run['experiment_id']}",
+        "/api/v1/runs",
+        "/api/v1/kinds",
+        f"/api/v1/runs/{run['id']}/comments",
+        "/api/v1/projects/1/activity",
+    ]
+    for path in ok:
+        assert api.client.get(path, headers=api.worker).status_code == 200, path
+    for path in refused:
+        assert api.client.get(path, headers=api.worker).status_code == 403, path
+
+
+def test_a_project_admin_cannot_demote_the_site_admin_or_probe_usernames(api: Api) -> None:
+    project_admin = api.user("pam", role="admin")
+    api.user("sam")
+
+    def put(username: str, token: str) -> tuple[int, str]:
+        r = api.client.put(
+            "/api/v1/projects/1/members", json={"username": username, "role": "viewer"}, headers=api.h(token)
+        )
+        return r.status_code, r.json().get("detail", "")
+
+    demote = put("admin", project_admin)
+    unknown = put("no-such-user", project_admin)
+    assert demote[0] == unknown[0] == 403
+    assert demote[1].replace("'admin'", "X") == unknown[1].replace("'no-such-user'", "X")  # alike
+    assert put("sam", project_admin)[0] == 200
+    assert put("no-such-user", api.admin_token)[0] == 404  # the site admin is told plainly
+    me = api.client.get("/api/v1/auth/me", headers=api.h()).json()
+    assert me["is_admin"] and {m["role"] for m in me["memberships"]} == {"admin"}
