@@ -11,12 +11,13 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from backend import activity as feed
 from backend.deps import Principal
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
 from backend.kinds.service import spec_class
-from backend.models import Activity, Experiment, ExperimentTag, Run
+from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
 from backend.settings import Settings
 
@@ -102,19 +103,17 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
                 status="queued",
                 attempt=1,
                 max_attempts=settings.default_max_attempts,
-                summary={},
             )
         )
     for tag in sorted(set(body.tags)):
         session.add(ExperimentTag(experiment_id=experiment.id, tag=tag))
-    session.add(
-        Activity(
-            project_id=project.id,
-            type="submitted",
-            actor_id=principal.user_id,
-            experiment_id=experiment.id,
-            message=f"submitted {body.kind} experiment {body.name!r} with {len(runs)} run(s)",
-        )
+    feed.record(
+        session,
+        project.id,
+        "submitted",
+        f"submitted {body.kind} experiment {body.name!r} with {len(runs)} run(s)",
+        actor_id=principal.user_id,
+        experiment_id=experiment.id,
     )
     session.flush()
     return experiment

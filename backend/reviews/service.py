@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from backend import activity as feed
 from backend.experiments import repository as experiments_repo
 from backend.models import Activity, Comment, Experiment, ExperimentTag, Review, Run, RunTag, Star, User
 from backend.reviews import repository
@@ -62,14 +63,13 @@ def comment_experiment(
         project_id=experiment.project_id, experiment_id=experiment.id, author_id=user.id, body=body.body
     )
     session.add(comment)
-    session.add(
-        Activity(
-            project_id=experiment.project_id,
-            type="commented",
-            actor_id=user.id,
-            experiment_id=experiment.id,
-            message=f"{user.username} commented on experiment {experiment.name!r}",
-        )
+    feed.record(
+        session,
+        experiment.project_id,
+        "commented",
+        f"{user.username} commented on experiment {experiment.name!r}",
+        actor_id=user.id,
+        experiment_id=experiment.id,
     )
     session.flush()
     return comment_public(comment)
@@ -88,15 +88,14 @@ def comment_run(session: Session, run: Run, user: User, body: CommentIn) -> Comm
         body=body.body,
     )
     session.add(comment)
-    session.add(
-        Activity(
-            project_id=run.project_id,
-            type="commented",
-            actor_id=user.id,
-            experiment_id=run.experiment_id,
-            run_id=run.id,
-            message=f"{user.username} commented on run {run.id}",
-        )
+    feed.record(
+        session,
+        run.project_id,
+        "commented",
+        f"{user.username} commented on run {run.id}",
+        actor_id=user.id,
+        experiment_id=run.experiment_id,
+        run_id=run.id,
     )
     session.flush()
     return comment_public(comment)
@@ -110,14 +109,13 @@ def review(session: Session, experiment: Experiment, user: User, body: ReviewIn)
     r = Review(experiment_id=experiment.id, reviewer_id=user.id, state=body.state, body=body.body)
     session.add(r)
     label = "approved" if body.state == "approved" else "requested changes on"
-    session.add(
-        Activity(
-            project_id=experiment.project_id,
-            type="reviewed",
-            actor_id=user.id,
-            experiment_id=experiment.id,
-            message=f"{user.username} {label} experiment {experiment.name!r}",
-        )
+    feed.record(
+        session,
+        experiment.project_id,
+        "reviewed",
+        f"{user.username} {label} experiment {experiment.name!r}",
+        actor_id=user.id,
+        experiment_id=experiment.id,
     )
     session.flush()
     return review_public(r)

@@ -10,10 +10,11 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
+from backend import activity as feed
 from backend.db import utcnow
 from backend.deps import Principal
 from backend.errors import Conflict, Forbidden, NotFound
-from backend.models import Activity, Run, RunLog
+from backend.models import Run, RunLog
 from backend.projects import service as projects
 from backend.runs import repository
 from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn
@@ -53,15 +54,15 @@ def check_writer(run: Run, attempt: int | None) -> None:
 
 
 def _activity(session: Session, run: Run, type_: str, message: str, actor_id: int | None = None) -> None:
-    session.add(
-        Activity(
-            project_id=run.project_id,
-            type=type_,
-            actor_id=actor_id,
-            experiment_id=run.experiment_id,
-            run_id=run.id,
-            message=message,
-        )
+    """The run's row in its project's feed (backend/activity.py), tied to the run and its experiment."""
+    feed.record(
+        session,
+        run.project_id,
+        type_,
+        message,
+        actor_id=actor_id,
+        experiment_id=run.experiment_id,
+        run_id=run.id,
     )
 
 
