@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { flatten, formatValue, getPath, setPath } from './dotted';
+import { deepMerge, flatten, formatValue, getPath, isJson, jsonObjectOf, setPath } from './dotted';
 import { addSample, etaSeconds, formatDuration, percent } from './eta';
 import { runLabel, varyingParams } from './labels';
+import { overlaySeries } from './overlay';
 import { parallelData } from './parallel';
 import { parseRunIds } from './runIds';
 
@@ -74,5 +75,30 @@ describe('parseRunIds', () => {
   it('reads ids separated by commas or spaces, dropping junk and repeats', () => {
     expect(parseRunIds('1, 2 3,,2,x,-4,0,1.5')).toEqual([1, 2, 3]);
     expect(parseRunIds(null)).toEqual([]);
+  });
+});
+
+describe('overlaySeries', () => {
+  it('draws one line per run, named by the params that differ, empty while a run loads', () => {
+    const bucket = (step: number, last: number) => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1 });
+    const runs = [{ id: 1, params: { lr: 0.1, seed: 1 } }, { id: 2, params: { lr: 0.01, seed: 1 } }];
+    const response = { run_id: 1, series: { loss: { buckets: [bucket(0, 2), bucket(1, 1)], step_min: 0, step_max: 1, total_points: 2 } } };
+    expect(overlaySeries(runs, [response, undefined], 'loss')).toEqual([
+      { runId: 1, name: '#1 lr=0.1', points: [[0, 2], [1, 1]] },
+      { runId: 2, name: '#2 lr=0.01', points: [] },
+    ]);
+  });
+});
+
+describe('JSON helpers', () => {
+  it('tells JSON from what JSON cannot carry', () => {
+    expect(isJson({ a: [1, 'x', null, { b: true }] })).toBe(true);
+    expect(isJson({ a: undefined })).toBe(false);
+    expect(isJson(Number.NaN)).toBe(false);
+    expect(isJson(new Date())).toBe(false);
+    expect(jsonObjectOf([1])).toEqual({});
+  });
+  it('merges nested objects and replaces the rest', () => {
+    expect(deepMerge({ a: { b: 1, c: 2 }, d: 1, e: { f: 1 } }, { a: { c: 3 }, e: null })).toEqual({ a: { b: 1, c: 3 }, d: 1, e: null });
   });
 });

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { Kind } from '../api/types';
+import { defaultSpec, exampleForm, experimentBody, specShapeProblems } from './experimentForm';
+
+const kind: Kind = {
+  name: 'diagnostic',
+  description: 'self-test',
+  result_kinds: ['diagnostic'],
+  spec_schema: {},
+  defaults: {
+    kind: 'diagnostic',
+    seed: 0,
+    train: { steps: 200, lr: 0.01, batch_size: 64, checkpoint_every: 50, log_every: 1, step_delay: 0 },
+    resources: { device: 'auto', gpus: 0 },
+  },
+  examples: [
+    { name: 'seed-sweep', description: 'three seeds', spec: { train: { steps: 20 } }, sweep: { grid: { seed: [1, 2, 3] } } },
+  ],
+};
+const form = { name: ' my run ', description: '', project: 'default', sweep: null };
+
+describe('exampleForm', () => {
+  it('lays the example spec over the defaults and reads its sweep into the editor model', () => {
+    const { spec, sweep } = exampleForm(kind, kind.examples[0]!);
+    expect(spec).toEqual({ ...defaultSpec(kind), train: { ...kind.defaults.train, steps: 20 } });
+    expect(sweep.grid).toEqual([{ type: 'grid', path: 'seed', text: '1, 2, 3' }]);
+  });
+});
+
+describe('experimentBody', () => {
+  it('names the kind in the spec and fills left-out top-level defaults', () => {
+    const built = experimentBody(kind, { ...form, spec: { train: { lr: 0.1 } } });
+    expect(built).toEqual({
+      body: { name: 'my run', kind: 'diagnostic', spec: { kind: 'diagnostic', seed: 0, train: { lr: 0.1 } }, sweep: null, project: 'default', description: '', tags: [] },
+    });
+  });
+
+  it('replaces a wrong kind in the edited spec with the chosen one', () => {
+    const built = experimentBody(kind, { ...form, spec: { kind: 'smoe_sraven' } });
+    expect('body' in built && built.body.spec?.kind).toBe('diagnostic');
+  });
+
+  it('names an unnamed experiment after its kind and the time', () => {
+    const built = experimentBody(kind, { ...form, name: '', spec: {} }, new Date('2026-11-23T09:15:00Z'));
+    expect('body' in built && built.body.name).toBe('diagnostic 2026-11-23 09:15');
+  });
+
+  it('refuses a top-level field of the wrong JSON type, naming it', () => {
+    expect(experimentBody(kind, { ...form, spec: { seed: 'seven' } })).toEqual({ problems: { seed: 'must be a number' } });
+    expect(specShapeProblems(kind, { seed: 3, train: 'nested values are the server’s to judge' })).toEqual({});
+  });
+});
