@@ -50,9 +50,11 @@ pytest: venv
 frontend-test: venv frontend-deps
 	cd frontend && npm run typecheck && npm run test
 
-# regenerate frontend/openapi.json and the typed client after an API change
+# regenerate both typed clients after an API change: frontend/openapi.json + the dashboard's client, then
+# the Python SDK's TypedDicts (worker/api_types.py); make test fails while either is stale
 frontend-api: venv frontend-deps
 	cd frontend && npm run gen:api
+	$(PY) -m lint.gen_sdk_types
 
 # the dashboard in Debian's chromium against `reasonlab up` on a temporary home; screenshots in test-output/e2e
 e2e: venv frontend-build chromium

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import httpx
 
+from worker import api_types as api
+
 Json = dict[str, Any]
 FinishStatus = Literal["succeeded", "failed", "cancelled"]
 
@@ -216,40 +218,40 @@ class ReasonLabClient:
 
     # -- health and auth --------------------------------------------------------------------------------
 
-    def health(self) -> Json:
-        result: Json = self._get("/health")
+    def health(self) -> api.Health:
+        result: api.Health = self._get("/health")
         return result
 
-    def login(self, username: str, password: str) -> Json:
+    def login(self, username: str, password: str) -> api.TokenOut:
         """Log in; the client uses the returned JWT from now on."""
-        result: Json = self._post("/auth/login", {"username": username, "password": password})
+        result: api.TokenOut = self._post("/auth/login", {"username": username, "password": password})
         self.token = result["access_token"]
         return result
 
-    def me(self) -> Json:
-        result: Json = self._get("/auth/me")
+    def me(self) -> api.UserPublic:
+        result: api.UserPublic = self._get("/auth/me")
         return result
 
-    def create_token(self, name: str) -> Json:
+    def create_token(self, name: str) -> api.ApiTokenCreated:
         """A new API token ``{"id", "name", "token", "created_at"}``; the token is shown only here."""
-        result: Json = self._post("/auth/tokens", {"name": name})
+        result: api.ApiTokenCreated = self._post("/auth/tokens", {"name": name})
         return result
 
-    def list_tokens(self) -> list[Json]:
-        result: list[Json] = self._get("/auth/tokens")
+    def list_tokens(self) -> list[api.ApiTokenPublic]:
+        result: list[api.ApiTokenPublic] = self._get("/auth/tokens")
         return result
 
     def revoke_token(self, token_id: int) -> None:
         self.request("DELETE", f"/auth/tokens/{token_id}")
 
-    def list_projects(self) -> list[Json]:
-        result: list[Json] = self._get("/projects")
+    def list_projects(self) -> list[api.ProjectPublic]:
+        result: list[api.ProjectPublic] = self._get("/projects")
         return result
 
     # -- kinds and experiments --------------------------------------------------------------------------
 
-    def kinds(self) -> list[Json]:
-        result: list[Json] = self._get("/kinds")
+    def kinds(self) -> list[api.KindPublic]:
+        result: list[api.KindPublic] = self._get("/kinds")
         return result
 
     @staticmethod
@@ -283,10 +285,10 @@ class ReasonLabClient:
         project: str | None = None,
         description: str | None = None,
         tags: Sequence[str] | None = None,
-    ) -> Json:
+    ) -> api.ExperimentDetail:
         """Submit an experiment; the ``ExperimentDetail`` with its runs."""
         body = self._experiment_body(name, kind, spec, sweep, project, description, tags)
-        result: Json = self._post("/experiments", body)
+        result: api.ExperimentDetail = self._post("/experiments", body)
         return result
 
     def preview_experiment(
@@ -299,10 +301,10 @@ class ReasonLabClient:
         project: str | None = None,
         description: str | None = None,
         tags: Sequence[str] | None = None,
-    ) -> Json:
+    ) -> api.Preview:
         """The sweep's expansion ``{"count", "runs": [{"index", "params", "spec"}]}``; stores nothing."""
         body = self._experiment_body(name, kind, spec, sweep, project, description, tags)
-        result: Json = self._post("/experiments/preview", body)
+        result: api.Preview = self._post("/experiments/preview", body)
         return result
 
     def list_experiments(
@@ -312,17 +314,19 @@ class ReasonLabClient:
         kind: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> Json:
+    ) -> api.ExperimentPage:
         """One page ``{"items", "next_cursor"}``."""
-        result: Json = self._get("/experiments", project=project, kind=kind, limit=limit, cursor=cursor)
+        result: api.ExperimentPage = self._get(
+            "/experiments", project=project, kind=kind, limit=limit, cursor=cursor
+        )
         return result
 
-    def get_experiment(self, experiment_id: int) -> Json:
-        result: Json = self._get(f"/experiments/{experiment_id}")
+    def get_experiment(self, experiment_id: int) -> api.ExperimentDetail:
+        result: api.ExperimentDetail = self._get(f"/experiments/{experiment_id}")
         return result
 
-    def get_experiment_results(self, experiment_id: int, kind: str | None = None) -> list[Json]:
-        result: list[Json] = self._get(f"/experiments/{experiment_id}/results", kind=kind)
+    def get_experiment_results(self, experiment_id: int, kind: str | None = None) -> list[api.ResultPublic]:
+        result: list[api.ResultPublic] = self._get(f"/experiments/{experiment_id}/results", kind=kind)
         return result
 
     # -- runs -------------------------------------------------------------------------------------------
@@ -339,9 +343,9 @@ class ReasonLabClient:
         order: Literal["asc", "desc"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> Json:
+    ) -> api.RunPage:
         """One page ``{"items", "next_cursor"}``; ``sort`` is a column or ``metric:<key>``."""
-        result: Json = self._get(
+        result: api.RunPage = self._get(
             "/runs",
             experiment_id=experiment_id,
             status=status,
@@ -355,7 +359,7 @@ class ReasonLabClient:
         )
         return result
 
-    def iter_runs(self, **filters: Any) -> Iterator[Json]:
+    def iter_runs(self, **filters: Any) -> Iterator[api.RunPublic]:
         """Every run matching ``filters`` (``list_runs``' keywords), following the cursor."""
         cursor: str | None = None
         while True:
@@ -365,28 +369,30 @@ class ReasonLabClient:
             if not cursor:
                 return
 
-    def get_run(self, run_id: int) -> Json:
-        result: Json = self._get(f"/runs/{run_id}")
+    def get_run(self, run_id: int) -> api.RunPublic:
+        result: api.RunPublic = self._get(f"/runs/{run_id}")
         return result
 
-    def cancel_run(self, run_id: int) -> Json:
-        result: Json = self._post(f"/runs/{run_id}/cancel")
+    def cancel_run(self, run_id: int) -> api.RunPublic:
+        result: api.RunPublic = self._post(f"/runs/{run_id}/cancel")
         return result
 
-    def retry_run(self, run_id: int) -> Json:
-        result: Json = self._post(f"/runs/{run_id}/retry")
+    def retry_run(self, run_id: int) -> api.RunPublic:
+        result: api.RunPublic = self._post(f"/runs/{run_id}/retry")
         return result
 
-    def patch_run(self, run_id: int, *, mlflow_run_id: str) -> Json:
-        result: Json = self.request("PATCH", f"/runs/{run_id}", json_body={"mlflow_run_id": mlflow_run_id})
+    def patch_run(self, run_id: int, *, mlflow_run_id: str) -> api.RunPublic:
+        result: api.RunPublic = self.request(
+            "PATCH", f"/runs/{run_id}", json_body={"mlflow_run_id": mlflow_run_id}
+        )
         return result
 
     # -- worker routes ----------------------------------------------------------------------------------
 
-    def claim(self, run_id: int, attempt: int, worker: str) -> Json:
+    def claim(self, run_id: int, attempt: int, worker: str) -> api.RunPublic:
         """Take the run's ``attempt``; the ``Run`` (now ``running``). ``Conflict`` if it is not
         ``queued`` with that attempt (a redelivered message, a stale attempt)."""
-        result: Json = self._post(f"/runs/{run_id}/claim", {"attempt": attempt, "worker": worker})
+        result: api.RunPublic = self._post(f"/runs/{run_id}/claim", {"attempt": attempt, "worker": worker})
         return result
 
     def heartbeat(
@@ -394,12 +400,12 @@ class ReasonLabClient:
         run_id: int,
         attempt: int,
         progress: dict[str, Any] | None = None,
-    ) -> Json:
+    ) -> api.HeartbeatOut:
         """``{"cancel_requested"}``; ``Conflict`` when the attempt no longer owns the run."""
         body: Json = {"attempt": attempt}
         if progress is not None:
             body["progress"] = progress
-        result: Json = self._post(f"/runs/{run_id}/heartbeat", body)
+        result: api.HeartbeatOut = self._post(f"/runs/{run_id}/heartbeat", body)
         return result
 
     def finish(
@@ -411,7 +417,7 @@ class ReasonLabClient:
         error: str | None = None,
         mlflow_run_id: str | None = None,
         progress: dict[str, Any] | None = None,
-    ) -> Json | None:
+    ) -> api.RunPublic | None:
         body: Json = {"attempt": attempt, "status": status}
         if progress is not None:
             body["progress"] = progress
@@ -419,12 +425,12 @@ class ReasonLabClient:
             body["error"] = error
         if mlflow_run_id is not None:
             body["mlflow_run_id"] = mlflow_run_id
-        result: Json | None = self._post(f"/runs/{run_id}/finish", body)
+        result: api.RunPublic | None = self._post(f"/runs/{run_id}/finish", body)
         return result
 
-    def release(self, run_id: int, attempt: int) -> Json:
+    def release(self, run_id: int, attempt: int) -> api.RunPublic:
         """Give the run back (this worker is shutting down after a checkpoint): queued as attempt+1."""
-        result: Json = self._post(f"/runs/{run_id}/release", {"attempt": attempt})
+        result: api.RunPublic = self._post(f"/runs/{run_id}/release", {"attempt": attempt})
         return result
 
     def post_logs(self, run_id: int, lines: Sequence[str], *, attempt: int | None = None) -> Json | None:
@@ -434,9 +440,9 @@ class ReasonLabClient:
         result: Json | None = self._post(f"/runs/{run_id}/logs", body)
         return result
 
-    def get_logs(self, run_id: int, *, after: int | None = None, limit: int | None = None) -> Json:
+    def get_logs(self, run_id: int, *, after: int | None = None, limit: int | None = None) -> api.LogsPage:
         """``{"items": [{"seq", "time", "line"}], "last_seq"}``; pass ``last_seq`` back as ``after``."""
-        result: Json = self._get(f"/runs/{run_id}/logs", after=after, limit=limit)
+        result: api.LogsPage = self._get(f"/runs/{run_id}/logs", after=after, limit=limit)
         return result
 
     # -- metrics and results ----------------------------------------------------------------------------
@@ -460,9 +466,9 @@ class ReasonLabClient:
         max_points: int | None = None,
         step_min: int | None = None,
         step_max: int | None = None,
-    ) -> Json:
+    ) -> api.MetricsOut:
         """``{"run_id", "series": {key: {"total_points", "step_min", "step_max", "buckets"}}}``."""
-        result: Json = self._get(
+        result: api.MetricsOut = self._get(
             f"/runs/{run_id}/metrics",
             keys=",".join(keys) if keys else None,
             max_points=max_points,
@@ -483,7 +489,7 @@ class ReasonLabClient:
         *,
         key: str | None = None,
         attempt: int | None = None,
-    ) -> Json:
+    ) -> api.ResultPublic:
         """Post one result record; validated by the server against the type its kind's manifest declares. A
         record sent again with the same ``key`` replaces the stored one."""
         body: Json = {"kind": kind, "payload": payload}
@@ -491,11 +497,11 @@ class ReasonLabClient:
             body["key"] = key
         if attempt is not None:
             body["attempt"] = attempt
-        result: Json = self._post(f"/runs/{run_id}/results", body)
+        result: api.ResultPublic = self._post(f"/runs/{run_id}/results", body)
         return result
 
-    def get_results(self, run_id: int, kind: str | None = None) -> list[Json]:
-        result: list[Json] = self._get(f"/runs/{run_id}/results", kind=kind)
+    def get_results(self, run_id: int, kind: str | None = None) -> list[api.ResultPublic]:
+        result: list[api.ResultPublic] = self._get(f"/runs/{run_id}/results", kind=kind)
         return result
 
     # -- events -----------------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from common.settings import SharedSettings
+from worker import api_types as api
 from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
 from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
@@ -81,7 +82,7 @@ def call_with_retry(
 
 
 def start_mlflow(
-    settings: SharedSettings, run: dict[str, Any], attempt: int, worker: str
+    settings: SharedSettings, run: api.RunPublic, attempt: int, worker: str
 ) -> MlflowSink | None:
     """The run's MLflow mirror: reopened when the run already has one (attempt > 1), else created in the
     experiment ``reasonlab/experiment-<id>``. None (with a warning) when MLflow is unreachable."""
@@ -177,7 +178,7 @@ def execute(
 
 def _run_claimed(
     api: ReasonLabClient,
-    run: dict[str, Any],
+    run: api.RunPublic,
     attempt: int,
     settings: SharedSettings,
     use_mlflow: bool,

@@ -1,0 +1,151 @@
+"""The Python SDK against the OpenAPI document: every call it makes is an operation of the API, answered
+with the schema its return type names, and its types are generated from the current document. A renamed
+route, a dropped operation or a changed field turns this red (mypy then checks every caller's reads)."""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from lint import gen_sdk_types
+from worker.client import ReasonLabClient
+
+DOCUMENT = json.loads(gen_sdk_types.DOCUMENT.read_text())
+PREFIX = "/api/v1"
+
+# every public call of the SDK with arguments; the events stream is checked separately
+CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
+    "health": lambda c: c.health(),
+    "login": lambda c: c.login("alice", "correct-horse-battery-42"),
+    "me": lambda c: c.me(),
+    "create_token": lambda c: c.create_token("ci"),
+    "list_tokens": lambda c: c.list_tokens(),
+    "revoke_token": lambda c: c.revoke_token(3),
+    "list_projects": lambda c: c.list_projects(),
+    "kinds": lambda c: c.kinds(),
+    "create_experiment": lambda c: c.create_experiment("x", "diagnostic", {}),
+    "preview_experiment": lambda c: c.preview_experiment("x", "diagnostic", {}),
+    "list_experiments": lambda c: c.list_experiments(),
+    "get_experiment": lambda c: c.get_experiment(1),
+    "get_experiment_results": lambda c: c.get_experiment_results(1, kind="diagnostic"),
+    "list_runs": lambda c: c.list_runs(),
+    "get_run": lambda c: c.get_run(1),
+    "cancel_run": lambda c: c.cancel_run(1),
+    "retry_run": lambda c: c.retry_run(1),
+    "patch_run": lambda c: c.patch_run(1, mlflow_run_id="abc"),
+    "claim": lambda c: c.claim(1, 1, "w"),
+    "heartbeat": lambda c: c.heartbeat(1, 1),
+    "finish": lambda c: c.finish(1, 1, "succeeded"),
+    "release": lambda c: c.release(1, 1),
+    "post_logs": lambda c: c.post_logs(1, ["line"], attempt=1),
+    "get_logs": lambda c: c.get_logs(1),
+    "post_metrics": lambda c: c.post_metrics(1, [{"key": "loss", "step": 1, "value": 1.0}], attempt=1),
+    "get_metrics": lambda c: c.get_metrics(1, keys=["loss"]),
+    "metric_keys": lambda c: c.metric_keys(1),
+    "post_results": lambda c: c.post_results(1, "diagnostic", {"final_loss": 1.0}, attempt=1),
+    "get_results": lambda c: c.get_results(1),
+}
+
+
+# calls that unwrap their answer: post_metrics returns Accepted.accepted, the count of stored points
+UNWRAPPED = {"post_metrics": "Accepted"}
+
+
+def _operation(method: str, path: str) -> tuple[str, dict[str, Any]]:
+    """The document's path template and operation for a concrete request."""
+    for template, operations in DOCUMENT["paths"].items():
+        pattern = "^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$"
+        if re.match(pattern, path) and method.lower() in operations:
+            return template, operations[method.lower()]
+    raise AssertionError(f"the SDK calls {method} {path}, which the OpenAPI document does not have")
+
+
+def _response_schema_name(operation: dict[str, Any]) -> str | None:
+    for status in ("200", "201", "202"):
+        content = operation.get("responses", {}).get(status, {}).get("content", {})
+        schema = content.get("application/json", {}).get("schema")
+        if schema is None:
+            continue
+        if "$ref" in schema:
+            return str(schema["$ref"]).rsplit("/", 1)[-1]
+        if schema.get("type") == "array" and "$ref" in schema.get("items", {}):
+            return "list[" + str(schema["items"]["$ref"]).rsplit("/", 1)[-1] + "]"
+        return None
+    return None
+
+
+def _annotation_name(method: Callable[..., Any]) -> str | None:
+    hint = typing.get_type_hints(method)["return"]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is list:
+        return f"list[{args[0].__name__}]"
+    if typing.get_origin(hint) is Iterator:
+        return None
+    if args:  # X | None
+        hint = args[0]
+    return getattr(hint, "__name__", None)
+
+
+def test_the_sdk_types_are_generated_from_the_current_document() -> None:
+    committed = gen_sdk_types.TARGET.read_text()
+    assert committed == gen_sdk_types.generate(DOCUMENT), "run: python -m lint.gen_sdk_types"
+
+
+def test_every_public_sdk_call_is_covered_here() -> None:
+    public = {
+        name
+        for name, member in vars(ReasonLabClient).items()
+        if callable(member) and not name.startswith("_") and name not in {"request", "close", "events"}
+    }
+    assert public - {"iter_runs"} == set(CALLS), "add the new SDK call to CALLS"
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_each_sdk_call_is_an_operation_answered_with_its_return_type(name: str) -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.method == "DELETE":
+            return httpx.Response(204)
+        body: Any = (
+            []
+            if name.startswith(("list_", "get_results", "get_experiment_results", "metric_keys", "kinds"))
+            and name not in {"list_runs", "list_experiments"}
+            else {"access_token": "t", "accepted": 1}
+        )
+        return httpx.Response(200, json=body)
+
+    client = ReasonLabClient("http://api.test", "token", transport=httpx.MockTransport(answer))
+    CALLS[name](client)
+    assert len(seen) == 1
+    path = seen[0].url.path
+    assert path.startswith(PREFIX)
+    template, operation = _operation(seen[0].method, path)
+    expected = _response_schema_name(operation)
+    method = getattr(ReasonLabClient, name)
+    declared = UNWRAPPED.get(name) or _annotation_name(method)
+    if expected is not None and declared is not None:
+        assert declared == expected, f"{name}: the SDK says {declared}, {template} answers {expected}"
+    body = json.loads(seen[0].content) if seen[0].content else {}
+    if "requestBody" not in operation:
+        assert body == {}, f"{name} sends a body to {template}, which takes none"
+    else:  # the body the SDK sends names only fields the operation's body schema has
+        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        fields = set(DOCUMENT["components"]["schemas"][ref].get("properties", {}))
+        assert set(body) <= fields, f"{name} sends {set(body) - fields} that {ref} does not have"
+
+
+def test_a_drifted_document_is_caught(tmp_path: Path) -> None:
+    """The check can fail: rename a field of RunPublic and the generated types differ."""
+    drifted = json.loads(json.dumps(DOCUMENT))
+    props = drifted["components"]["schemas"]["RunPublic"]["properties"]
+    props["state"] = props.pop("status")
+    assert gen_sdk_types.generate(drifted) != gen_sdk_types.TARGET.read_text()
