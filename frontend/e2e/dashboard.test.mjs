@@ -90,6 +90,8 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('parallel-chart').waitFor();
     await page.waitForTimeout(300);
     await screenshot(page, '05b-experiment-parallel-coordinates');
+    // diagnostic declares no experiment tabs (src/kinds/diagnostic): the generic ones only
+    assert.equal(await page.locator('[data-testid^="kind-tab-"]').count(), 0);
     await page.getByRole('tab', { name: 'Runs' }).click();
   });
 
@@ -207,6 +209,27 @@ describe('dashboard', { timeout: 600_000 }, () => {
     assert.equal(afterCount, before, 'nothing was created');
   });
 
+  it('loads a kind example into the spec and the sweep, and previews it', async () => {
+    await page.goto(`${platform.url}/experiments/new`);
+    await page.getByTestId('schema-form').waitFor();
+    await page.locator('#kind').selectOption('diagnostic');
+    await page.getByLabel('Load example').selectOption('watch-live');
+    await page.getByTestId('example-description').filter({ hasText: 'watch progress' }).waitFor();
+    assert.equal(await page.locator('#spec-train-step_delay').inputValue(), '0.2');
+    // the next example lays its spec over the defaults, not over the previous example
+    await page.getByLabel('Load example').selectOption('seed-sweep');
+    await page.getByTestId('example-description').filter({ hasText: 'three seeds' }).waitFor();
+    assert.equal(await page.locator('#spec-train-step_delay').inputValue(), '0');
+    assert.equal(await page.getByLabel('grid axis 1 parameter').inputValue(), 'seed');
+    assert.equal(await page.getByLabel('grid axis 1 values').inputValue(), '1, 2, 3');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByTestId('preview-count').filter({ hasText: '3 runs' }).waitFor();
+    await screenshot(page, '11b-new-experiment-example');
+    // back to the defaults, no sweep
+    await page.getByLabel('Load example').selectOption('');
+    assert.equal(await page.getByLabel('grid axis 1 parameter').count(), 0);
+  });
+
   it('bulk-cancels a grid sweep and draws its SRAVEN heatmap, hover names the run, click opens it', async () => {
     const grid = { 'data.num_features': [1, 2, 3], 'moe.top_k': [1, 2, 4], 'model.attention': ['softmax', 'hyla'] };
     const exp = await platform.api('/experiments', {
@@ -214,6 +237,8 @@ describe('dashboard', { timeout: 600_000 }, () => {
       body: { name: 'e2e sraven grid', kind: 'smoe_sraven', spec: { train: { steps: 1, eval_size: 64 } }, sweep: { grid } },
     });
     await page.goto(`${platform.url}/experiments/${exp.id}`);
+    // the tab smoe_sraven declares (src/kinds/smoe_sraven) is there before any result
+    await page.getByRole('tab', { name: 'SRAVEN grid' }).waitFor();
     await page.getByLabel('select all shown runs').check();
     await page.getByTestId('bulk-cancel').click();
     await page.waitForFunction(() => document.querySelectorAll('[role="row"][data-status="queued"]').length === 0, null, { timeout: RUN_TIMEOUT });
@@ -229,7 +254,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
       });
     }
     await page.reload();
-    await page.getByRole('tab', { name: 'Grid' }).click();
+    await page.getByRole('tab', { name: 'SRAVEN grid' }).click();
     const panels = page.getByTestId('sraven-heatmap');
     await panels.nth(1).waitFor();
     assert.equal(await panels.count(), 2);

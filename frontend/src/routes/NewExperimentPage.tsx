@@ -101,9 +101,9 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
 
   const loadExample = (chosen: string) => {
     setExampleName(chosen);
-    const found = kind?.examples.find((x) => x.name === chosen);
-    if (!kind || !found) return;
-    const loaded = exampleForm(kind, found);
+    if (!kind) return;
+    const found = kind.examples.find((x) => x.name === chosen);
+    const loaded = found ? exampleForm(kind, found) : { spec: defaultSpec(kind), sweep: emptySweep() };
     setSpec(loaded.spec);
     setSweep(loaded.sweep);
     setServerErrors(NO_ERRORS);
@@ -156,24 +156,20 @@ function NewExperimentForm({ kinds }: { kinds: Kind[] }) {
                 onChange={(e) => setKindName(e.currentTarget.value)}
                 w={220}
               />
-              <TextInput label="Name" id="experiment-name" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder={`${kindName} sweep`} error={serverErrors.body.name} style={{ flex: 1 }} />
-            </Group>
-            {kind?.description && <Text size="sm" c="dimmed">{kind.description}</Text>}
-            {kind && kind.examples.length > 0 && (
-              <Group align="flex-end">
+              {kind && kind.examples.length > 0 && (
                 <NativeSelect
                   label="Load example"
                   id="kind-example"
-                  description="fills the spec and the sweep"
-                  data={[{ value: '', label: 'choose an example…' }, ...kind.examples.map((x) => ({ value: x.name, label: x.name }))]}
+                  data={[{ value: '', label: 'none (defaults)' }, ...kind.examples.map((x) => ({ value: x.name, label: x.name }))]}
                   value={exampleName}
                   onChange={(e) => loadExample(e.currentTarget.value)}
                   w={220}
-                  data-testid="load-example"
                 />
-                {example && <Text size="sm" c="dimmed" style={{ flex: 1 }} data-testid="example-description">{example.description}</Text>}
-              </Group>
-            )}
+              )}
+              <TextInput label="Name" id="experiment-name" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder={`${kindName} sweep`} error={serverErrors.body.name} style={{ flex: 1 }} />
+            </Group>
+            {kind?.description && <Text size="sm" c="dimmed">{kind.description}</Text>}
+            {example && <Text size="sm" c="dimmed" data-testid="example-description">Example {example.name}: {example.description}</Text>}
             <Textarea label="Description" id="experiment-description" autosize minRows={1} value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
             <Group justify="space-between">
               <Title order={4}>Spec</Title>
