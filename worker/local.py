@@ -16,7 +16,7 @@ from typing import Any
 
 from worker.kinds import get_kind
 from worker.specs import SpecBase, spec_class
-from worker.tracking.context import RunStatus
+from worker.tracking.context import RunError, RunStatus
 from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
 from worker.tracking.tracked import LocalRunContext
 
@@ -116,6 +116,9 @@ def run_local(
         root.removeHandler(handler)
         ctx.close("cancelled")
         raise
+    except RunError as exc:  # the kind explained the failure: its message, no traceback
+        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        logger.error("run failed: %s", error)
     except Exception:
         status, error = "failed", traceback.format_exc()
         logger.error("run failed:\n%s", error)

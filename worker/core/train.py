@@ -15,7 +15,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -48,6 +48,9 @@ class TrainConfig:
     # 1000 warmup steps, cosine to 0.1 * lr; REFERENCE.md).
     warmup_steps: int = 1000
     final_lr_fraction: float = 0.1
+    # "cosine" (the SRAVEN reference) or "linear": linear decay from lr to final_lr_fraction * lr after the
+    # warmup (HF's get_linear_schedule_with_warmup with final_lr_fraction 0, as the CARMA reference trains)
+    schedule: Literal["cosine", "linear"] = "cosine"
     # AdamW's decoupled weight decay (Loshchilov & Hutter 2019, Algorithm 2), applied by parameter role:
     # kernels and embeddings, never biases or norms (``decays``; the reference masks them).
     weight_decay: float = 0.1
@@ -74,11 +77,13 @@ def lr_multiplier(step: int, cfg: TrainConfig) -> float:
     """Learning-rate factor for the update at 0-indexed ``step``: linear warmup over ``warmup_steps``
     (Goyal et al. 2017, section 2.2), then half-cosine decay (Loshchilov & Hutter 2017, SGDR, eq. 5) from 1
     to ``final_lr_fraction`` at ``cfg.steps`` (as optax's warmup_cosine_decay_schedule, which the SRAVEN
-    reference uses)."""
+    reference uses), or with ``schedule="linear"`` a straight line to it (HF's linear schedule)."""
     if step < cfg.warmup_steps:
         return (step + 1) / cfg.warmup_steps
     decay_steps = max(1, cfg.steps - cfg.warmup_steps)
     progress = min(1.0, (step - cfg.warmup_steps) / decay_steps)
+    if cfg.schedule == "linear":
+        return 1.0 - (1.0 - cfg.final_lr_fraction) * progress
     cosine = 0.5 * (1.0 + math.cos(math.pi * progress))
     return cfg.final_lr_fraction + (1.0 - cfg.final_lr_fraction) * cosine
 

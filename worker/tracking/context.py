@@ -19,6 +19,11 @@ from worker.specs import UnknownKind, result_class
 RunStatus = Literal["succeeded", "failed", "cancelled"]
 
 
+class RunError(Exception):
+    """A failure the kind explains itself (a model that cannot be found, too little data): the run fails
+    with this message as its error, without a traceback."""
+
+
 class RunContext(abc.ABC):
     seed: int
     device: str

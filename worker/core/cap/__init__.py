@@ -1,0 +1,15 @@
+"""Constituent-aware pooling (CAP): token -> word pooling from a start layer on, layer curves."""
+
+from worker.core.cap.curve import CapCurves, cap_curve, cap_curve_naive, run_from_layer
+from worker.core.cap.pooling import PROTOCOLS, Protocol, pool, token_groups
+
+__all__ = [
+    "PROTOCOLS",
+    "CapCurves",
+    "Protocol",
+    "cap_curve",
+    "cap_curve_naive",
+    "pool",
+    "run_from_layer",
+    "token_groups",
+]

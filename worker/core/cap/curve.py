@@ -1,0 +1,149 @@
+"""CAP layer curves on any HF causal LM (paper 003, section 5.1, Figure 2; appendix C.1; REFERENCE.md,
+CAP): at start layer L the residual stream entering block L, [B, T, d], is replaced by the pooled word
+states [B, W, d]; blocks L.. run on the shorter sequence with new positions 0..W-1 and a causal mask over
+W; the prediction is read at the last word group. Accuracy is reported per normalised depth L / (n - 1).
+
+The clean pass records the stream entering every block once; each L reuses it as its prefix, so no
+block below L is run again (``cap_curve``; ``cap_curve_naive`` recomputes it, for the tests and the
+benchmark). Blocks below L are swapped for a pass-through while the model's own forward runs blocks L..,
+so positions, masks (sliding-window layer types included) and the final norm stay the family's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from worker.core.cap.pooling import PROTOCOLS, Protocol, pool, token_groups
+from worker.core.carma.batches import Batch
+from worker.core.carma.residual import capture_inputs, decoder_layers, last_token_logits
+
+
+class _PassThrough(nn.Module):
+    """Stands in for a block below the start layer: returns its input unchanged."""
+
+    def forward(self, hidden_states: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return hidden_states
+
+
+@contextlib.contextmanager
+def _start_at(model: nn.Module, start: int, states: Tensor) -> Iterator[None]:
+    """Within the block, a forward skips blocks 0..start-1 and feeds ``states`` to block ``start``."""
+    blocks = decoder_layers(model)
+    assert 0 <= start < len(blocks), f"start layer {start} outside 0..{len(blocks) - 1}"
+    saved = [blocks[i] for i in range(start)]
+
+    def feed(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        if args:
+            return (states, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": states}
+
+    handle = blocks[start].register_forward_pre_hook(feed, with_kwargs=True)
+    for i in range(start):
+        blocks[i] = _PassThrough()
+    try:
+        yield
+    finally:
+        handle.remove()
+        for i, block in enumerate(saved):
+            blocks[i] = block
+
+
+def run_from_layer(model: nn.Module, start: int, states: Tensor, attention_mask: Tensor) -> Tensor:
+    """Run blocks ``start``.. (then the final norm and LM head) on ``states`` [B, W, d], a right-padded
+    sequence with positions 0..W-1. Returns the logits at each row's last real position, [B, V]."""
+    with _start_at(model, start, states):
+        return last_token_logits(model, attention_mask, inputs_embeds=states)
+
+
+def _pooled_predictions(
+    model: nn.Module, start: int, stream: Tensor, batch: Batch, protocols: Sequence[Protocol]
+) -> dict[Protocol, Tensor]:
+    """Argmax predictions [B] for each protocol at start layer ``start``, the protocols stacked into one
+    forward of P*B rows. stream: [B, T, d], the residual stream entering block ``start``."""
+    group, num_groups = token_groups(batch.word_ids, batch.attention_mask)  # [B, T], [B]
+    pooled = [pool(stream, group, num_groups, p) for p in protocols]  # P x ([B, W, d], [B, W])
+    states = torch.cat([s for s, _ in pooled])  # [P*B, W, d]
+    mask = torch.cat([m for _, m in pooled])  # [P*B, W]
+    predictions = run_from_layer(model, start, states, mask).argmax(dim=-1)  # [P*B]
+    return dict(zip(protocols, predictions.split(len(batch))))
+
+
+@dataclass
+class CapCurves:
+    """Correct counts per protocol and start layer, and of the clean (unpooled) forward."""
+
+    num_layers: int
+    layers: list[int]
+    total: int = 0
+    clean_correct: int = 0
+    correct: dict[Protocol, dict[int, int]] = field(default_factory=dict)
+
+    def depth(self, layer: int) -> float:
+        """Normalised depth of start layer ``layer``: 0 at the first block, 1 at the last."""
+        return layer / (self.num_layers - 1) if self.num_layers > 1 else 0.0
+
+    def accuracy(self, protocol: Protocol) -> list[tuple[int, float, float]]:
+        """``(layer, normalised depth, accuracy)`` per start layer."""
+        n = max(self.total, 1)
+        return [(L, self.depth(L), self.correct[protocol][L] / n) for L in self.layers]
+
+    @property
+    def clean_accuracy(self) -> float:
+        return self.clean_correct / max(self.total, 1)
+
+
+def _curves(model: nn.Module, layers: Sequence[int], protocols: Sequence[Protocol]) -> CapCurves:
+    n = len(decoder_layers(model))
+    assert all(0 <= L < n for L in layers), f"CAP start layers {list(layers)} outside 0..{n - 1}"
+    return CapCurves(
+        n, sorted(set(layers)), correct={p: dict.fromkeys(sorted(set(layers)), 0) for p in protocols}
+    )
+
+
+@torch.no_grad()
+def cap_curve(
+    model: nn.Module,
+    batches: Sequence[Batch],
+    layers: Sequence[int],
+    protocols: Sequence[Protocol] = PROTOCOLS,
+) -> CapCurves:
+    """CAP accuracy for every start layer and protocol. One clean forward per batch records the stream
+    entering each start layer; every L reuses it (no recomputation of blocks below L)."""
+    curves = _curves(model, layers, protocols)
+    for batch in batches:
+        with capture_inputs(model, curves.layers) as stream:
+            clean = last_token_logits(model, batch.attention_mask, input_ids=batch.input_ids)  # [B, V]
+        curves.total += len(batch)
+        curves.clean_correct += int((clean.argmax(dim=-1) == batch.labels).sum())
+        for L in curves.layers:
+            for p, predicted in _pooled_predictions(model, L, stream[L], batch, protocols).items():
+                curves.correct[p][L] += int((predicted == batch.labels).sum())
+    return curves
+
+
+@torch.no_grad()
+def cap_curve_naive(
+    model: nn.Module,
+    batches: Sequence[Batch],
+    layers: Sequence[int],
+    protocols: Sequence[Protocol] = PROTOCOLS,
+) -> CapCurves:
+    """The same curves with the prefix recomputed: a fresh clean forward for every start layer and
+    protocol (the cost the prefix reuse saves; tests and bench/cap_curve.py)."""
+    curves = _curves(model, layers, protocols)
+    for batch in batches:
+        curves.total += len(batch)
+        for L in curves.layers:
+            for p in protocols:
+                with capture_inputs(model, [L]) as stream:
+                    clean = last_token_logits(model, batch.attention_mask, input_ids=batch.input_ids)
+                predicted = _pooled_predictions(model, L, stream[L], batch, [p])[p]
+                curves.correct[p][L] += int((predicted == batch.labels).sum())
+        curves.clean_correct += int((clean.argmax(dim=-1) == batch.labels).sum())
+    return curves

