@@ -691,6 +691,462 @@ export interface components {
             /** Step Start */
             step_start: number;
         };
+        /**
+         * CapCurve
+         * @description Result record ``cap_curve``: accuracy under CAP per normalised depth, one protocol (Figure 2).
+         */
+        CapCurve: {
+            /**
+             * Clean Acc
+             * @description accuracy of the same items without CAP
+             */
+            clean_acc: number;
+            /**
+             * Items
+             * @description test items evaluated
+             */
+            items: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "cap_curve";
+            /** Lambda */
+            lambda: number | null;
+            /** Model */
+            model: string;
+            /** Num Layers */
+            num_layers: number;
+            /** Points */
+            points: components["schemas"]["CapPoint"][];
+            /**
+             * Protocol
+             * @enum {string}
+             */
+            protocol: "mean" | "max" | "sum";
+            /**
+             * Task
+             * @enum {string}
+             */
+            task: "idm" | "sc";
+            /**
+             * Variant
+             * @enum {string}
+             */
+            variant: "original" | "ft" | "carma";
+        };
+        /** CapPoint */
+        CapPoint: {
+            /** Accuracy */
+            accuracy: number;
+            /**
+             * Depth
+             * @description normalised depth L / (n - 1)
+             */
+            depth: number;
+            /**
+             * Layer
+             * @description start layer L (0-indexed): the stream entering block L is pooled
+             */
+            layer: number;
+        };
+        /** CarmaCap */
+        CarmaCap: {
+            /**
+             * Enabled
+             * @description run the CAP intervention on the best checkpoint
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * Layers
+             * @description start layers (0-indexed); null = `points` layers evenly spread over the depth
+             */
+            layers?: number[] | null;
+            /**
+             * Max Items
+             * @description test items CAP uses; null = all
+             * @default 100
+             */
+            max_items: number | null;
+            /**
+             * Points
+             * @description start layers when `layers` is null (first and last included)
+             * @default 6
+             */
+            points: number;
+            /**
+             * Protocols
+             * @description pooling protocols (appendix C.1)
+             * @default [
+             *       "mean",
+             *       "max",
+             *       "sum"
+             *     ]
+             */
+            protocols: ("mean" | "max" | "sum")[];
+        };
+        /** CarmaData */
+        CarmaData: {
+            /**
+             * Hf Config
+             * @description HuggingFace dataset configuration
+             */
+            hf_config?: string | null;
+            /**
+             * Hf Name
+             * @description HuggingFace dataset (source hf)
+             * @default stanfordnlp/sst
+             */
+            hf_name: string;
+            /**
+             * Hf Splits
+             * @description train, validation and test splits of the HF dataset (its own splits are kept)
+             * @default [
+             *       "train",
+             *       "validation",
+             *       "test"
+             *     ]
+             */
+            hf_splits: string[];
+            /**
+             * Label Field
+             * @description field/column of the label: a string, or an SST score in [0, 1]
+             * @default label
+             */
+            label_field: string;
+            /**
+             * Max Examples
+             * @description examples kept (after single-token filtering, shuffled with split_seed) before the 80/10/10 split; null = all
+             * @default 1000
+             */
+            max_examples: number | null;
+            /**
+             * Max Length
+             * @description prompts longer than this (tokens) are dropped
+             * @default 64
+             */
+            max_length: number;
+            /**
+             * Negative Below
+             * @description SST score below this is negative
+             * @default 0.4
+             */
+            negative_below: number;
+            /**
+             * Path
+             * @description the JSONL or CSV file (sources jsonl, csv)
+             */
+            path?: string | null;
+            /**
+             * Positive Above
+             * @description SST score above this is positive
+             * @default 0.6
+             */
+            positive_above: number;
+            /**
+             * Prompt
+             * @description custom prompt with {text} once; null = the family's prompt (IDM: {text} is called a "; SC: The sentiment of {text} is ")
+             */
+            prompt?: string | null;
+            /**
+             * Source
+             * @description wordnet (IDM, offline), a JSONL or CSV file, or a HuggingFace dataset
+             * @default wordnet
+             * @enum {string}
+             */
+            source: "wordnet" | "jsonl" | "csv" | "hf";
+            /**
+             * Split Seed
+             * @description seed of the shuffle and split (reference: 42)
+             * @default 42
+             */
+            split_seed: number;
+            /**
+             * Task
+             * @description idm: a WordNet definition -> the word; sc: a sentence -> its sentiment
+             * @default idm
+             * @enum {string}
+             */
+            task: "idm" | "sc";
+            /**
+             * Text Field
+             * @description field/column of the input text
+             * @default text
+             */
+            text_field: string;
+            /**
+             * Wordnet Pos
+             * @description WordNet parts of speech for IDM
+             * @default [
+             *       "n"
+             *     ]
+             */
+            wordnet_pos: ("n" | "v" | "a" | "r")[];
+        };
+        /**
+         * CarmaEval
+         * @description Result record ``carma_eval``: the variant's accuracy (Figures 3-4) and its training.
+         */
+        CarmaEval: {
+            /**
+             * Best Step
+             * @description step of the best validation accuracy; null for original
+             */
+            best_step: number | null;
+            /** Eta */
+            eta: number | null;
+            /** Gamma */
+            gamma: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "carma_eval";
+            /**
+             * Lambda
+             * @description lambda of eq. 8; 0 for ft, null for original
+             */
+            lambda: number | null;
+            /**
+             * Layers
+             * @description CARMA's layer range [first, last]; null when not trained
+             */
+            layers: number[] | null;
+            /** Model */
+            model: string;
+            /** Num Layers */
+            num_layers: number;
+            /**
+             * Step Seconds
+             * @description mean wall-clock seconds per training step
+             */
+            step_seconds: number | null;
+            /** Steps */
+            steps: number;
+            /**
+             * Task
+             * @enum {string}
+             */
+            task: "idm" | "sc";
+            /** Test Acc */
+            test_acc: number;
+            /** Test Loss */
+            test_loss: number;
+            /** Test Size */
+            test_size: number;
+            /** Train Size */
+            train_size: number;
+            /** Validation Acc */
+            validation_acc: number;
+            /** Validation Size */
+            validation_size: number;
+            /**
+             * Variant
+             * @enum {string}
+             */
+            variant: "original" | "ft" | "carma";
+        };
+        /** CarmaModelSpec */
+        CarmaModelSpec: {
+            /**
+             * Dtype
+             * @description weights' dtype
+             * @default float32
+             * @enum {string}
+             */
+            dtype: "float32" | "bfloat16";
+            /**
+             * Name
+             * @description a tiny preset (tiny-gpt2, tiny-llama, tiny-qwen2, tiny-gemma), a store alias (smollm2-135m), a local folder with an HF checkpoint, or a Hugging Face id
+             * @default smollm2-135m
+             */
+            name: string;
+        };
+        /**
+         * CarmaRegularisation
+         * @description CARMA's weights and layer range (paper 003, eqs. 7-8).
+         */
+        CarmaRegularisation: {
+            /**
+             * Eta
+             * @description weight of the stability loss, eq. 7 (reference: 0.3)
+             * @default 0.3
+             */
+            eta: number;
+            /**
+             * Gamma
+             * @description weight of the MI loss, eq. 7 (reference: 0.2)
+             * @default 0.2
+             */
+            gamma: number;
+            /**
+             * Lambda
+             * @description lambda of eq. 8: (1-lambda) task + lambda CARMA; 0 = fine-tuning (reference CLI: 0.2)
+             * @default 0.2
+             */
+            lambda: number;
+            /**
+             * Layers
+             * @description [first, last] decoder block, inclusive, counted from 0; null = about a third of the depth (section 3.2: blocks round(L/4)..round(L/3) counted from 1)
+             */
+            layers?: number[] | null;
+            /**
+             * Num Negatives
+             * @description negatives per positive pair (reference: 5)
+             * @default 5
+             */
+            num_negatives: number;
+            /**
+             * Temperature
+             * @description InfoNCE temperature (reference: 0.1)
+             * @default 0.1
+             */
+            temperature: number;
+        };
+        /** CarmaSpec */
+        CarmaSpec: {
+            cap?: components["schemas"]["CarmaCap"];
+            carma?: components["schemas"]["CarmaRegularisation"];
+            data?: components["schemas"]["CarmaData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "carma";
+            model?: components["schemas"]["CarmaModelSpec"];
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            synonyms?: components["schemas"]["CarmaSynonyms"];
+            train?: components["schemas"]["CarmaTrain"];
+            /**
+             * Variant
+             * @description original: no training; ft: task loss only; carma: with CARMA's losses
+             * @default carma
+             * @enum {string}
+             */
+            variant: "original" | "ft" | "carma";
+        };
+        /** CarmaSynonyms */
+        CarmaSynonyms: {
+            /**
+             * Enabled
+             * @description run the synonym intervention on the best checkpoint
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * Map Path
+             * @description the JSON synonym map (source json)
+             */
+            map_path?: string | null;
+            /**
+             * Max Items
+             * @description test items considered; null = all
+             */
+            max_items?: number | null;
+            /**
+             * Rates
+             * @description fractions of words replaced (paper: 25%, 40%)
+             * @default [
+             *       0.25,
+             *       0.4
+             *     ]
+             */
+            rates: number[];
+            /**
+             * Seeds
+             * @description one replacement draw per seed (paper: at least 5)
+             * @default [
+             *       0,
+             *       1,
+             *       2,
+             *       3,
+             *       4
+             *     ]
+             */
+            seeds: number[];
+            /**
+             * Source
+             * @description wordnet (nltk, offline) or a JSON map {word: [synonyms]}
+             * @default wordnet
+             * @enum {string}
+             */
+            source: "wordnet" | "json";
+        };
+        /** CarmaTrain */
+        CarmaTrain: {
+            /**
+             * Batch Size
+             * @description examples per step (paper: 16 to 64 by model)
+             * @default 8
+             */
+            batch_size: number;
+            /**
+             * Checkpoint Every
+             * @description steps between resume checkpoints; 0 = only when cancelled
+             * @default 0
+             */
+            checkpoint_every: number;
+            /**
+             * Epochs
+             * @description passes over the training split (reference: 3)
+             * @default 3
+             */
+            epochs: number;
+            /**
+             * Eval Batch Size
+             * @default 32
+             */
+            eval_batch_size: number;
+            /**
+             * Eval Interval
+             * @description steps between validation evaluations (the best one is kept)
+             * @default 20
+             */
+            eval_interval: number;
+            /**
+             * Grad Clip
+             * @description max global gradient norm (reference: 1.0)
+             * @default 1
+             */
+            grad_clip: number | null;
+            /**
+             * Log Every
+             * @description steps between training-metric points
+             * @default 5
+             */
+            log_every: number;
+            /**
+             * Lr
+             * @description AdamW peak learning rate (reference: 6e-5)
+             * @default 0.00006
+             */
+            lr: number;
+            /**
+             * Max Steps
+             * @description cap on optimiser steps (the CPU demo); null = epochs x steps per epoch
+             * @default 60
+             */
+            max_steps: number | null;
+            /**
+             * Warmup Steps
+             * @description linear warmup, then linear decay to 0 (reference: 500; 10 for the demo)
+             * @default 10
+             */
+            warmup_steps: number;
+            /**
+             * Weight Decay
+             * @description AdamW weight decay (torch's default)
+             * @default 0.01
+             */
+            weight_decay: number;
+        };
         /** ClaimIn */
         ClaimIn: {
             /** Attempt */
@@ -909,7 +1365,7 @@ export interface components {
              * Spec
              * @description the kind's spec; fields left out take their defaults
              */
-            spec?: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec?: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             sweep?: components["schemas"]["Sweep"] | null;
             /** Tags */
             tags?: string[];
@@ -942,7 +1398,7 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunPublic"][];
             /** Spec */
-            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -989,7 +1445,7 @@ export interface components {
             /** Run Count */
             run_count: number;
             /** Spec */
-            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -1057,7 +1513,7 @@ export interface components {
         /** KindPublic */
         KindPublic: {
             /** Defaults */
-            defaults: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            defaults: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Description */
             description: string;
             /** Examples */
@@ -1214,7 +1670,7 @@ export interface components {
              */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
         };
         /** Progress */
         Progress: {
@@ -1332,7 +1788,7 @@ export interface components {
              * Payload
              * @description the record (its kind may be left out)
              */
-            payload: components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
         };
         /** ResultPublic */
         ResultPublic: {
@@ -1350,7 +1806,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Payload */
-            payload: components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
             /** Run Id */
             run_id: number;
         };
@@ -1441,7 +1897,7 @@ export interface components {
             /** Queue */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["RunStatus"];
@@ -1792,6 +2248,70 @@ export interface components {
             random?: components["schemas"]["RandomSweep"] | null;
             /** Seeds */
             seeds?: number[];
+        };
+        /**
+         * SynonymConsistency
+         * @description Result record ``synonym_consistency``: ConsistSyn over seeds at one rate (Tables 1, 4, 5).
+         */
+        SynonymConsistency: {
+            /**
+             * Changed
+             * @description per seed, items with at least one word replaced
+             */
+            changed: number[];
+            /**
+             * Consist Syn
+             * @description per seed, percent (appendix B.4, eq. 12)
+             */
+            consist_syn: number[];
+            /**
+             * Correct Before
+             * @description originally-correct test items the replacement applies to
+             */
+            correct_before: number;
+            /**
+             * Cv
+             * @description std / mean (eq. 13)
+             */
+            cv: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "synonym_consistency";
+            /** Lambda */
+            lambda: number | null;
+            /**
+             * Mean
+             * @description mean ConsistSyn over seeds, percent
+             */
+            mean: number;
+            /** Model */
+            model: string;
+            /** Rate */
+            rate: number;
+            /** Seeds */
+            seeds: number[];
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "wordnet" | "json";
+            /**
+             * Std
+             * @description population std (ddof 0) of ConsistSyn over seeds
+             */
+            std: number;
+            /**
+             * Task
+             * @enum {string}
+             */
+            task: "idm" | "sc";
+            /**
+             * Variant
+             * @enum {string}
+             */
+            variant: "original" | "ft" | "carma";
         };
         /** TokenOut */
         TokenOut: {

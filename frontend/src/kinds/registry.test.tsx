@@ -57,8 +57,8 @@ describe('the kinds of this dashboard (src/kinds/*/index.ts, found by convention
     for (const kind of kindViews.kinds) expect(mapping('ExperimentCreate', 'spec')).toContain(kind);
   });
 
-  it('draw each result kind the API types with its own view', () => {
-    expect(mapping('ResultPublic', 'payload')).toEqual(['diagnostic', 'sraven_cell']);
+  it('draw their result kinds, which the API types, with their own views', () => {
+    for (const resultKind of ['diagnostic', 'sraven_cell']) expect(mapping('ResultPublic', 'payload')).toContain(resultKind);
     expect(kindViews.viewFor('diagnostic')).toBe(DiagnosticResultView);
     expect(kindViews.viewFor('sraven_cell')).toBe(SravenCellView);
   });
