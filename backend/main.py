@@ -22,6 +22,7 @@ from backend.errors import ERROR_RESPONSES, install_handlers
 from backend.experiments.routes import router as experiments_router
 from backend.health import router as health_router
 from backend.kinds.routes import router as kinds_router
+from backend.limits import RequestLimits
 from backend.metrics.routes import router as metrics_router
 from backend.projects.routes import router as projects_router
 from backend.results.routes import router as results_router
@@ -77,6 +78,8 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
     app.add_middleware(GZipMiddleware, minimum_size=1024)
+    # outside the rest: bodies are bounded and need a credential before any route reads them
+    app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
 
     api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
     for router in (
