@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -30,6 +30,7 @@ from backend.reviews.routes import router as reviews_router
 from backend.runs.events import router as events_router
 from backend.runs.routes import router as runs_router
 from backend.settings import Settings, get_settings
+from backend.storable import refuse_unstorable_text
 
 API_PREFIX = "/api/v1"
 DEFAULT_STATIC = Path(__file__).parent / "static"
@@ -81,7 +82,10 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # outside the rest: bodies are bounded and need a credential before any route reads them
     app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
 
-    api = APIRouter(prefix=API_PREFIX, responses=ERROR_RESPONSES)
+    # every route refuses text no database stores (NUL, lone surrogates) with a 422 naming the field
+    api = APIRouter(
+        prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
+    )
     for router in (
         health_router,
         auth_router,

@@ -138,6 +138,32 @@ def _error_from_response(response: httpx.Response) -> ApiError:
     return cls(detail, status=status, code=code, errors=errors)
 
 
+def is_storable(text: str) -> bool:
+    """No NUL and no lone UTF-16 surrogate: text the API (and its databases) can store."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")  # only a lone surrogate fails
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def storable_text(text: str) -> str:
+    """``text`` with a NUL as ``\\x00`` and a lone surrogate as ``\\udXXX``: the API refuses both (422),
+    and a traceback or a progress message must not cost a run its finish or its heartbeats."""
+    if is_storable(text):
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _storable_progress(progress: dict[str, Any]) -> dict[str, Any]:
+    message = progress.get("message")
+    return {**progress, "message": storable_text(message)} if isinstance(message, str) else progress
+
+
 def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
 
@@ -404,7 +430,7 @@ class ReasonLabClient:
         """``{"cancel_requested"}``; ``Conflict`` when the attempt no longer owns the run."""
         body: Json = {"attempt": attempt}
         if progress is not None:
-            body["progress"] = progress
+            body["progress"] = _storable_progress(progress)
         result: api.HeartbeatOut = self._post(f"/runs/{run_id}/heartbeat", body)
         return result
 
@@ -420,9 +446,9 @@ class ReasonLabClient:
     ) -> api.RunPublic | None:
         body: Json = {"attempt": attempt, "status": status}
         if progress is not None:
-            body["progress"] = progress
+            body["progress"] = _storable_progress(progress)
         if error is not None:
-            body["error"] = error
+            body["error"] = storable_text(error)
         if mlflow_run_id is not None:
             body["mlflow_run_id"] = mlflow_run_id
         result: api.RunPublic | None = self._post(f"/runs/{run_id}/finish", body)

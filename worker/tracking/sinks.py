@@ -4,17 +4,56 @@ local folder (``LocalSink``)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from worker.client import ApiError, ApiUnavailable, ReasonLabClient
+from worker.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
 from worker.tracking.context import RunStatus
 from worker.tracking.writer import MetricPoint, Sink
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MAX_KEY_LENGTH = 250  # the API's metric key limit (docs/api.md, Metrics)
+# what a 4xx of these statuses refuses is the content itself: sent again it is refused again, and the
+# rest of the run's records must not wait behind it (401, 403, 404 and 409 stay errors of the run)
+CONTENT_REFUSALS = frozenset({400, 413, 422})
+WARNING_PREFIX = "WARNING reasonlab tracking:"
+
+
+def metric_key_problem(key: str) -> str | None:
+    """Why the API would refuse ``key`` (docs/api.md, Metrics), or None."""
+    if not key:
+        return "empty"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"longer than {MAX_KEY_LENGTH} characters"
+    if key.startswith("_"):
+        return "starts with '_'"
+    if not is_storable(key):
+        return "a NUL character or a lone surrogate"
+    return None
+
+
+def _refused_indexes(exc: ApiError, field: str, count: int) -> set[int]:
+    """The items of ``body.<field>`` a 422 names (``loc: ["body", field, i, ...]``)."""
+    named: set[int] = set()
+    for error in exc.errors:
+        loc = error.get("loc") if isinstance(error, dict) else None
+        if (
+            isinstance(loc, list)
+            and len(loc) >= 3
+            and loc[:2] == ["body", field]
+            and isinstance(loc[2], int)
+            and 0 <= loc[2] < count
+        ):
+            named.add(loc[2])
+    return named
 
 
 def _iso(timestamp: float) -> str:
@@ -79,20 +118,33 @@ class ApiSink(Sink):
         self.attempt = attempt  # every write names it: the API refuses a stale attempt's writes (409)
         self._result_counts: dict[str, int] = {}
         self._pending_keys: dict[int, str] = {}
+        self._warned_keys: set[str] = set()
 
     def write_params(self, params: dict[str, Any]) -> None:
         """The spec is the run's parameters on the platform; nothing to send."""
 
     def write_metrics(self, points: Sequence[MetricPoint]) -> None:
-        self.client.post_metrics(
-            self.run_id,
+        """Post the batch. Points the API refuses (a key it cannot store, ...) are dropped with a logged
+        error and a warning line in the run's logs; the rest of the batch, and every later one, go on."""
+        dropped: list[tuple[str, str]] = []
+        payload: list[dict[str, Any]] = []
+        for p in points:
+            problem = metric_key_problem(p.key)
+            if problem is not None:  # refused for certain: never sent
+                dropped.append((p.key, problem))
+                continue
             # JSON has no NaN or inf: a non-finite value is sent as null, which the API stores as a gap
-            [
+            payload.append(
                 {"key": p.key, "step": p.step, "value": _finite_or_none(p.value), "time": _iso(p.time)}
-                for p in points
-            ],
-            attempt=self.attempt,
+            )
+        refused = self._post_all_but_refused(
+            lambda batch: self.client.post_metrics(self.run_id, batch, attempt=self.attempt),
+            payload,
+            "points",
         )
+        dropped += [(point["key"], reason) for point, reason in refused]
+        if dropped:
+            self._warn_dropped_points(dropped)
 
     def write_result(self, kind: str, payload: dict[str, Any]) -> None:
         # The key is the record's place among the run's records of its kind: a retried post, or the same
@@ -107,7 +159,64 @@ class ApiSink(Sink):
         del self._pending_keys[id(payload)]
 
     def write_logs(self, lines: Sequence[str]) -> None:
-        self.client.post_logs(self.run_id, lines, attempt=self.attempt)
+        refused = self._post_all_but_refused(
+            lambda batch: self.client.post_logs(self.run_id, batch, attempt=self.attempt),
+            [storable_text(line) for line in lines],
+            "lines",
+        )
+        if refused:
+            n = len(refused)
+            self._warn(f"dropped {n} log line{'s' if n != 1 else ''} the API refused: {refused[0][1]}")
+
+    def _post_all_but_refused(
+        self, post: Callable[[list[T]], object], items: list[T], field: str
+    ) -> list[tuple[T, str]]:
+        """Post ``items``; when the API refuses the content (400, 413, 422: never retried as it is), post
+        what it did not name (a 422 names items by ``loc``; a 413 is split in halves) and return the
+        refused items with the reason. Other errors propagate (the writer retries what is transient)."""
+        if not items:
+            return []
+        try:
+            post(items)
+            return []
+        except ApiError as exc:
+            if exc.status not in CONTENT_REFUSALS:
+                raise
+            reason = f"HTTP {exc.status} {exc.code or 'error'}: {exc.detail}"[:300]
+            if exc.status == 413 and len(items) > 1:
+                half = len(items) // 2
+                return self._post_all_but_refused(post, items[:half], field) + self._post_all_but_refused(
+                    post, items[half:], field
+                )
+            named = _refused_indexes(exc, field, len(items))
+            if not named or len(named) == len(items):
+                return [(item, reason) for item in items]
+            rest = [item for i, item in enumerate(items) if i not in named]
+            refused = [(items[i], reason) for i in sorted(named)]
+            return refused + self._post_all_but_refused(post, rest, field)
+
+    def _warn_dropped_points(self, dropped: list[tuple[str, str]]) -> None:
+        """Log every drop; tell the run once per key (a kind that logs a bad key every step is not a
+        warning line per batch)."""
+        reasons = dict(dropped)
+        new = [key for key in reasons if key not in self._warned_keys]
+        n = len(dropped)
+        summary = ", ".join(f"{key!a} ({reasons[key]})" for key in (new or list(reasons))[:10])
+        message = f"dropped {n} metric point{'s' if n != 1 else ''} the API refuses: {summary}"
+        if not new:
+            logger.debug("run %s: %s", self.run_id, message)
+            return
+        if len(self._warned_keys) < 10_000:
+            self._warned_keys.update(new)
+        self._warn(message + "; the run goes on")
+
+    def _warn(self, message: str) -> None:
+        """A logged error, and a warning line in the run's own logs (best effort)."""
+        logger.error("run %s: %s", self.run_id, message)
+        try:
+            self.client.post_logs(self.run_id, [f"{WARNING_PREFIX} {message}"], attempt=self.attempt)
+        except ApiError as exc:
+            logger.warning("run %s: the warning did not reach the run's logs: %s", self.run_id, exc)
 
     def is_transient(self, exc: BaseException) -> bool:
         # ValueError/TypeError: a record that cannot be encoded will never go through: permanent
