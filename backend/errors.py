@@ -7,9 +7,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
 class ErrorItem(BaseModel):
@@ -82,6 +83,21 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+# the code of an HTTP error Starlette or FastAPI raise themselves (an unknown path, a method the path lacks,
+# a body that is not JSON): the same body as every other error
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid",
+    429: "too_many_requests",
+}
+
+
 def _clean_loc(loc: Any) -> list[str | int]:
     return [p if isinstance(p, int) else str(p) for p in loc]
 
@@ -98,6 +114,13 @@ def install_handlers(app: FastAPI) -> None:
         if isinstance(exc, TooManyRequests):
             headers = {"Retry-After": str(exc.retry_after)}
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code in (204, 304) or exc.status_code < 200:
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        body = {"detail": str(exc.detail), "code": HTTP_CODES.get(exc.status_code, "error"), "errors": []}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(DBAPIError)
     async def _database(_request: Request, exc: DBAPIError) -> JSONResponse:

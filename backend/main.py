@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -18,7 +19,7 @@ from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.db import get_engine, session_factory
 from backend.dispatch import Dispatcher
-from backend.errors import ERROR_RESPONSES, install_handlers
+from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
 from backend.experiments.routes import router as experiments_router
 from backend.health import router as health_router
 from backend.kinds.routes import router as kinds_router
@@ -31,6 +32,13 @@ from backend.runs.events import router as events_router
 from backend.runs.routes import router as runs_router
 from backend.settings import Settings, get_settings
 from backend.storable import refuse_unstorable_text
+from backend.surface import (
+    DASHBOARD_ROUTE,
+    OptionsResponder,
+    SecurityHeaders,
+    install_api_not_found,
+    is_api_path,
+)
 
 API_PREFIX = "/api/v1"
 DEFAULT_STATIC = Path(__file__).parent / "static"
@@ -79,8 +87,21 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
     app.add_middleware(GZipMiddleware, minimum_size=1024)
-    # outside the rest: bodies are bounded and need a credential before any route reads them
+    # Outermost last: the security headers go on every answer (refusals and preflights included); CORS
+    # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;
+    # bodies are bounded and need a credential before any route reads them (backend/limits.py).
     app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
+    app.add_middleware(OptionsResponder, router=app.router)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            allow_credentials=False,  # bearer tokens, never cookies
+            max_age=600,
+        )
+    app.add_middleware(SecurityHeaders, docs_url=app.docs_url)
 
     # every route refuses text no database stores (NUL, lone surrogates) with a 422 naming the field
     api = APIRouter(
@@ -100,6 +121,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     ):
         api.include_router(router)
     app.include_router(api)
+    install_api_not_found(app)  # the rest of /api: JSON 404s, never the dashboard
     _mount_dashboard(app, settings.static_dir or DEFAULT_STATIC)
     _document_event_streams(app)
     return app
@@ -126,16 +148,24 @@ def _document_event_streams(app: FastAPI) -> None:
 
 
 def _mount_dashboard(app: FastAPI, static: Path) -> None:
-    """Serve the built dashboard; unknown non-API paths get index.html (client-side routing)."""
+    """Serve the built dashboard; unknown non-API paths get index.html (client-side routing). A path
+    with a NUL is no page (404); /api paths never reach here (install_api_not_found)."""
     index = static / "index.html"
     if not index.is_file():
         return
+    root = static.resolve()
     if (static / "assets").is_dir():
         app.mount("/assets", StaticFiles(directory=static / "assets"), name="assets")
 
-    @app.get("/{path:path}", include_in_schema=False)
+    @app.get("/{path:path}", include_in_schema=False, name=DASHBOARD_ROUTE)
     def spa(path: str) -> FileResponse:
-        candidate = (static / path).resolve()
-        if path and candidate.is_file() and static.resolve() in candidate.parents:
-            return FileResponse(candidate)
+        if "\x00" in path or is_api_path("/" + path):
+            raise NotFound("no such page")
+        if path:
+            try:
+                candidate = (static / path).resolve()
+                if candidate.is_file() and root in candidate.parents:
+                    return FileResponse(candidate)
+            except OSError:  # a name too long for the file system, ...: not a file, a client-side route
+                pass
         return FileResponse(index)

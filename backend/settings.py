@@ -12,8 +12,10 @@ import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import NoDecode
 
 from common.settings import PLACEHOLDER_SECRETS, SharedSettings, is_weak_secret
 
@@ -44,6 +46,17 @@ class Settings(SharedSettings):
     max_runs_per_experiment: int = 10_000
     run_background_loops: bool = Field(True, description="dispatcher and reaper inside the API process")
     static_dir: Path | None = Field(None, description="built dashboard to serve at /")
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="origins (comma-separated) whose browser pages may call the API; empty: same origin only",
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [o.strip().rstrip("/") for o in value.split(",") if o.strip()]
+        return value
 
     @model_validator(mode="after")
     def _resolve_api_defaults(self) -> Settings:
