@@ -94,9 +94,13 @@ class CarmaData(StrictModel):
         "idm", description="idm: a WordNet definition -> the word; sc: a sentence -> its sentiment"
     )
     source: Literal["wordnet", "jsonl", "csv", "hf"] = Field(
-        "wordnet", description="wordnet (IDM, offline), a JSONL or CSV file, or a HuggingFace dataset"
+        "wordnet",
+        validate_default=True,
+        description="wordnet (IDM, offline), a JSONL or CSV file, or a HuggingFace dataset",
     )
-    path: str | None = Field(None, description="the JSONL or CSV file (sources jsonl, csv)")
+    path: str | None = Field(
+        None, validate_default=True, description="the JSONL or CSV file (sources jsonl, csv)"
+    )
     text_field: str = Field("text", min_length=1, description="field/column of the input text")
     label_field: str = Field(
         "label", min_length=1, description="field/column of the label: a string, or an SST score in [0, 1]"
@@ -209,7 +213,9 @@ class CarmaSynonyms(StrictModel):
     source: Literal["wordnet", "json"] = Field(
         "wordnet", description="wordnet (nltk, offline) or a JSON map {word: [synonyms]}"
     )
-    map_path: str | None = Field(None, description="the JSON synonym map (source json)")
+    map_path: str | None = Field(
+        None, validate_default=True, description="the JSON synonym map (source json)"
+    )
     rates: list[float] = Field(
         [0.25, 0.4], min_length=1, description="fractions of words replaced (paper: 25%, 40%)"
     )

@@ -1,0 +1,97 @@
+"""CAP: pooling equals a per-word loop; with every token its own word it is the clean forward; the
+prefix-reused curve equals the naive recomputation (paper 003, appendix C.1)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.worker.core.carma.tiny import EXAMPLES, tiny, tiny_batch
+from worker.core.cap import PROTOCOLS, cap_curve, cap_curve_naive, pool, run_from_layer, token_groups
+from worker.core.carma.batches import Batch
+from worker.core.carma.residual import capture_inputs, last_token_logits
+from worker.core.carma.spans import group_ids
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_token_groups_match_the_per_sequence_groups() -> None:
+    word_ids = torch.tensor([[-1, 0, 0, 1, 2, 2], [0, 0, 1, -1, -1, -1]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
+    group, num = token_groups(word_ids, mask)
+    assert group.tolist() == [[0, 1, 1, 2, 3, 3], [0, 0, 1, -1, -1, -1]]
+    assert num.tolist() == [4, 2]
+    assert group[0].tolist() == group_ids(word_ids[0].tolist(), 6)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_pooling_equals_a_per_word_loop(protocol: str) -> None:
+    """Appendix C.1: r_i = max | mean | sum of the states of constituent i."""
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 6, 3, dtype=torch.float64)
+    group = torch.tensor([[0, 1, 1, 2, 3, 3], [0, 0, 1, -1, -1, -1]])
+    num = torch.tensor([4, 2])
+    pooled, mask = pool(hidden, group, num, protocol)  # type: ignore[arg-type]
+    assert pooled.shape == (2, 4, 3) and mask.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
+    for b in range(2):
+        for g in range(int(num[b])):
+            members = hidden[b, group[b] == g]
+            expected = {
+                "max": members.max(dim=0).values,
+                "mean": members.mean(dim=0),
+                "sum": members.sum(dim=0),
+            }
+            torch.testing.assert_close(pooled[b, g], expected[protocol])
+    assert float(pooled[1, 2:].abs().sum()) == 0.0  # padding groups are zeros
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama", "tiny-qwen2"])
+def test_every_token_its_own_word_is_the_clean_forward(name: str) -> None:
+    lm = tiny(name)
+    batch = tiny_batch(lm)
+    singletons = Batch(
+        batch.input_ids, batch.attention_mask, torch.full_like(batch.word_ids, -1), batch.labels
+    )
+    group, num = token_groups(singletons.word_ids, singletons.attention_mask)
+    n = lm.num_layers
+    with torch.no_grad():
+        with capture_inputs(lm.model, range(n)) as stream:
+            clean = last_token_logits(lm.model, batch.attention_mask, input_ids=batch.input_ids)
+        for L in range(n):
+            for protocol in PROTOCOLS:
+                states, mask = pool(stream[L], group, num, protocol)
+                assert torch.equal(mask, batch.attention_mask)
+                logits = run_from_layer(lm.model, L, states, mask)
+                torch.testing.assert_close(logits, clean, rtol=1e-4, atol=1e-4, msg=f"L={L} {protocol}")
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama"])
+def test_prefix_reuse_equals_the_naive_recomputation(name: str) -> None:
+    lm = tiny(name)
+    batches = [tiny_batch(lm), tiny_batch(lm, list(reversed(EXAMPLES)))]
+    layers = list(range(lm.num_layers))
+    reused, naive = cap_curve(lm.model, batches, layers), cap_curve_naive(lm.model, batches, layers)
+    assert reused.correct == naive.correct and reused.clean_correct == naive.clean_correct
+    assert reused.total == naive.total == sum(len(b) for b in batches)
+    assert [x for _, x, _ in reused.accuracy("mean")] == [L / (lm.num_layers - 1) for L in layers]
+
+
+def test_blocks_below_the_start_layer_are_not_run() -> None:
+    lm = tiny("tiny-llama")
+    batch = tiny_batch(lm)
+    calls: list[int] = []
+    blocks = lm.model.model.layers
+    handles = [b.register_forward_hook(lambda m, a, o, i=i: calls.append(i)) for i, b in enumerate(blocks)]
+    try:
+        with capture_inputs(lm.model, [2]) as stream, torch.no_grad():
+            last_token_logits(lm.model, batch.attention_mask, input_ids=batch.input_ids)
+        calls.clear()
+        group, num = token_groups(batch.word_ids, batch.attention_mask)
+        states, mask = pool(stream[2], group, num, "mean")
+        with torch.no_grad():
+            run_from_layer(lm.model, 2, states, mask)
+    finally:
+        for h in handles:
+            h.remove()
+    assert calls == [2, 3]
+    assert all(not type(b).__name__.startswith("_Pass") for b in blocks)  # restored

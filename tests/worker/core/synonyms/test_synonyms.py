@@ -1,0 +1,98 @@
+"""Synonym replacement touches content words of the input only, never the template; ConsistSyn, CV and
+NI equal hand computations on a fixed table (paper 003, appendix B.4, eqs. 12-14)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from worker.core.carma.tasks import prompt_template, render
+from worker.core.synonyms import (
+    SHIPPED_STOPWORDS,
+    JsonMapSource,
+    coefficient_of_variation,
+    consist_syn,
+    content_words,
+    make_source,
+    mean_std,
+    normalised_improvement,
+    replace_synonyms,
+)
+
+MAP = {"shore": ["coast", "beach"], "sea": ["ocean"], "called": ["named"], "the": ["da"], "is": ["be"]}
+
+
+def test_only_content_words_are_candidates() -> None:
+    words = content_words("The shore of a sea, or the sea's edge: x", SHIPPED_STOPWORDS)
+    assert words == ["shore", "sea", "edge"]  # no stopwords, no 1-letter word, "sea's" is not alphabetic
+
+
+def test_replacement_never_touches_the_template() -> None:
+    source = JsonMapSource(MAP)
+    template = prompt_template("idm", "llama")  # '{text} is called a "': "called" and "is" are in MAP
+    text = "the shore of a sea"
+    for seed in range(20):
+        out = replace_synonyms(text, source, 1.0, random.Random(seed), SHIPPED_STOPWORDS)
+        prompt = render(template, out.text)
+        assert prompt.endswith(' is called a "'), prompt
+        assert out.text.split()[0] == "the" and out.text.split()[2:4] == ["of", "a"]  # stopwords stay
+        assert {w for w, _ in out.replaced} <= {"shore", "sea"}
+
+
+def test_every_occurrence_is_replaced_with_punctuation_kept_and_the_budget_respected() -> None:
+    source = JsonMapSource({"sea": ["ocean"], "shore": ["coast"], "wave": ["surge"]})
+    out = replace_synonyms("Sea, sea and shore; wave", source, 0.2, random.Random(0), SHIPPED_STOPWORDS)
+    assert len(out.replaced) == 1  # max(1, int(5 * 0.2)) = 1 word
+    full = replace_synonyms("Sea, sea and shore; wave", source, 1.0, random.Random(0), SHIPPED_STOPWORDS)
+    assert full.text == "ocean, ocean and coast; surge"
+    assert replace_synonyms("of the", source, 1.0, random.Random(0), SHIPPED_STOPWORDS).replaced == ()
+
+
+def test_the_json_source_reads_a_map_file_and_unknown_sources_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps({"Sea": ["ocean", "sea"]}))
+    source = make_source("json", str(path))
+    assert source.synonyms("sea") == ["ocean"]
+    path.write_text(json.dumps({"sea": "ocean"}))
+    with pytest.raises(ValueError, match="word -> list of strings"):
+        make_source("json", str(path))
+    with pytest.raises(ValueError, match="unknown synonym source 'thesaurus'"):
+        make_source("thesaurus")
+
+
+def test_wordnet_source_gives_up_to_five_other_lemmas() -> None:
+    source = make_source("wordnet")
+    synonyms = source.synonyms("coast")
+    assert 1 <= len(synonyms) <= 5 and "coast" not in synonyms
+    assert "seashore" in synonyms
+
+
+# A fixed table: 5 seeds of one model; per seed, which of the 8 originally-correct items stay correct.
+BEFORE = [True] * 8 + [False] * 2
+AFTER_BY_SEED = [
+    [1, 1, 1, 1, 1, 1, 0, 0, 1, 0],  # 6 of 8 -> 75.0 (item 9 was wrong before: not counted)
+    [1, 1, 1, 1, 1, 1, 1, 0, 0, 0],  # 7 of 8 -> 87.5
+    [1, 1, 1, 1, 0, 0, 0, 0, 0, 0],  # 4 of 8 -> 50.0
+    [1, 1, 1, 1, 1, 1, 1, 1, 0, 0],  # 8 of 8 -> 100.0
+    [1, 1, 1, 1, 1, 0, 0, 0, 0, 1],  # 5 of 8 -> 62.5
+]
+
+
+def test_consist_syn_cv_and_ni_equal_hand_computations() -> None:
+    values = [consist_syn(BEFORE, [bool(a) for a in after]) for after in AFTER_BY_SEED]
+    assert values == [75.0, 87.5, 50.0, 100.0, 62.5]
+    mean, std = mean_std(values)
+    assert mean == pytest.approx(75.0)
+    # population std: sqrt(((0)^2 + 12.5^2 + 25^2 + 25^2 + 12.5^2) / 5) = sqrt(312.5)
+    assert std == pytest.approx(math.sqrt(312.5))
+    assert coefficient_of_variation(values) == pytest.approx(math.sqrt(312.5) / 75.0)
+    assert mean_std(values, ddof=1)[1] == pytest.approx(math.sqrt(1562.5 / 4))
+    # NI against a baseline of 60%: (75 - 60) / 60 x 100 = 25%
+    assert normalised_improvement(mean, 60.0) == pytest.approx(25.0)
+    assert normalised_improvement(45.0, 60.0) == pytest.approx(-25.0)
+    assert consist_syn([False, False], [True, True]) == 0.0
+    assert coefficient_of_variation([0.0, 0.0]) == 0.0

@@ -1,0 +1,161 @@
+"""The carma kind: spec validation with field paths, the four tiny families trained under it, the
+variants' records, and a clear failure for a model that cannot be found."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.worker.kinds.sraven_context import MemoryContext
+from worker.kinds import get_kind
+from worker.local import run_local
+from worker.specs import manifest
+from worker.specs.carma import CapCurve, CarmaEval, CarmaSpec, SynonymConsistency
+from worker.tracking.context import RunError
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# answers that are one token in the GPT-2, Llama 3, Qwen and Gemma 3 tokenizers
+IDM_ROWS = [
+    ("a domesticated carnivorous mammal kept as a pet", "dog"),
+    ("a building where people live together", "house"),
+    ("a clear liquid that falls as rain", "water"),
+    ("a tall perennial woody plant with branches", "tree"),
+    ("a small domesticated feline animal", "cat"),
+] * 4  # 20 rows: 16 train, 2 validation, 2 test
+SYNONYMS = {
+    "domesticated": ["tame"],
+    "building": ["edifice"],
+    "liquid": ["fluid"],
+    "tall": ["high"],
+    "small": ["little"],
+}
+
+
+def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(ValidationError) as info:
+        CarmaSpec.model_validate(spec)
+    return [tuple(e["loc"]) for e in info.value.errors()]
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc"),
+    [
+        ({"carma": {"lambda": 1.5}}, ("carma", "lambda")),
+        ({"carma": {"lambda": -0.1}}, ("carma", "lambda")),
+        ({"carma": {"layers": []}}, ("carma", "layers")),
+        ({"carma": {"layers": [5, 2]}}, ("carma", "layers")),
+        ({"carma": {"layers": [0, 30]}}, ("carma", "layers")),  # smollm2-135m has blocks 0..29
+        ({"model": {"name": "tiny-llama"}, "carma": {"layers": [1, 4]}}, ("carma", "layers")),
+        ({"cap": {"layers": [0, 31]}}, ("cap", "layers")),
+        ({"synonyms": {"source": "thesaurus"}}, ("synonyms", "source")),
+        ({"synonyms": {"seeds": [0, 1, 2]}}, ("synonyms", "seeds")),
+        ({"synonyms": {"source": "json"}}, ("synonyms", "map_path")),
+        ({"data": {"task": "sc"}}, ("data", "source")),
+        ({"data": {"source": "jsonl"}}, ("data", "path")),
+        ({"data": {"prompt": "no placeholder"}}, ("data", "prompt")),
+        ({"variant": "lora"}, ("variant",)),
+    ],
+)
+def test_bad_specs_name_the_field(spec: dict[str, Any], loc: tuple[str, ...]) -> None:
+    assert error_locs(spec) == [loc]
+
+
+def test_empty_spec_and_every_example_are_valid() -> None:
+    spec = CarmaSpec.model_validate({})
+    assert (spec.variant, spec.model.name, spec.data.task, spec.carma.lambda_) == (
+        "carma",
+        "smollm2-135m",
+        "idm",
+        0.2,
+    )
+    assert spec.model_dump(mode="json")["carma"]["lambda"] == 0.2
+    assert CarmaSpec.model_validate({"model": {"name": "some/hub-model"}, "carma": {"layers": [0, 90]}})
+    for example in manifest("carma").examples:
+        CarmaSpec.model_validate(dict(example.spec))
+
+
+def write_data(tmp_path: Path) -> tuple[str, str]:
+    data = tmp_path / "idm.jsonl"
+    data.write_text("".join(json.dumps({"text": t, "label": w}) + "\n" for t, w in IDM_ROWS))
+    synonyms = tmp_path / "synonyms.json"
+    synonyms.write_text(json.dumps(SYNONYMS))
+    return str(data), str(synonyms)
+
+
+def tiny_spec(tmp_path: Path, model: str, **extra: Any) -> CarmaSpec:
+    data, synonyms = write_data(tmp_path)
+    spec: dict[str, Any] = {
+        "seed": 1,
+        "model": {"name": model},
+        "data": {"source": "jsonl", "path": data},
+        "carma": {"lambda": 0.3, "layers": [0, 1]},
+        "train": {"batch_size": 4, "max_steps": 3, "warmup_steps": 1, "eval_interval": 2, "log_every": 1},
+        "cap": {"points": 2},
+        "synonyms": {"source": "json", "map_path": synonyms},
+    }
+    spec.update(extra)
+    return CarmaSpec.model_validate(spec)
+
+
+@pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma"])
+def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
+    ctx = MemoryContext()
+    get_kind("carma").run(tiny_spec(tmp_path, model), ctx)
+    evals = [r for r in ctx.results if isinstance(r, CarmaEval)]
+    curves = [r for r in ctx.results if isinstance(r, CapCurve)]
+    synonyms = [r for r in ctx.results if isinstance(r, SynonymConsistency)]
+    assert len(evals) == 1 and evals[0].steps == 3 and evals[0].best_step in (2, 3)
+    assert (evals[0].train_size, evals[0].validation_size, evals[0].test_size) == (16, 2, 2)
+    assert sorted(c.protocol for c in curves) == ["max", "mean", "sum"]
+    assert [p.layer for p in curves[0].points] == [0, 3] and curves[0].points[-1].depth == 1.0
+    assert [s.rate for s in synonyms] == [0.25, 0.4] and all(len(s.consist_syn) == 5 for s in synonyms)
+    for key in (
+        "loss",
+        "task_loss",
+        "mi_loss",
+        "stability_loss",
+        "carma_loss",
+        "step_time",
+        "validation_acc",
+    ):
+        assert key in ctx.metrics, key
+    assert ctx.params["derived"]["carma_layers"] == [0, 1]
+    if model == "tiny-gpt2":  # GPT-2 splits "domesticated", "carnivorous", ...: positive pairs
+        assert ctx.metrics["mi_pairs"][1] > 0
+    else:  # Gemma's 262k vocabulary keeps most of these words whole: batches without pairs, MI 0, no crash
+        assert all(v >= 0 for v in ctx.metrics["mi_loss"].values())
+
+
+def test_ft_monitors_the_regularisers_and_original_does_not_train(tmp_path: Path) -> None:
+    ft = MemoryContext()
+    get_kind("carma").run(tiny_spec(tmp_path, "tiny-gpt2", variant="ft", cap={"enabled": False}), ft)
+    (record,) = [r for r in ft.results if isinstance(r, CarmaEval)]
+    assert record.lambda_ == 0.0 and record.layers is None and "mi_loss" in ft.metrics
+    assert ft.metrics["loss"] == ft.metrics["task_loss"]  # lambda 0: the total is the task loss
+    original = MemoryContext()
+    get_kind("carma").run(
+        tiny_spec(tmp_path, "tiny-gpt2", variant="original", synonyms={"enabled": False}), original
+    )
+    (record,) = [r for r in original.results if isinstance(r, CarmaEval)]
+    assert record.lambda_ is None and record.steps == 0 and record.best_step is None
+    assert "loss" not in original.metrics and {r.kind for r in original.results} == {
+        "carma_eval",
+        "cap_curve",
+    }
+
+
+def test_a_model_that_cannot_be_found_fails_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    spec = tiny_spec(tmp_path, str(tmp_path / "no-such-model"))
+    with pytest.raises(RunError, match="cannot load model"):
+        get_kind("carma").run(spec, MemoryContext())
+    outcome = run_local(spec.model_dump(mode="json"), out_dir=tmp_path / "run")
+    assert outcome.status == "failed" and outcome.error is not None
+    assert outcome.error.startswith("RunError: cannot load model") and "Traceback" not in outcome.error
