@@ -32,18 +32,59 @@ def friendly_errors(fn: F) -> F:
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from worker.client import ApiError
+        from worker.client import ApiError, ApiUnavailable
 
         try:
             return fn(*args, **kwargs)
+        except ApiUnavailable as exc:
+            raise click.ClickException(unreachable(exc)) from exc
         except ApiError as exc:
-            lines = [f"{exc.status or ''} {exc.detail}".strip()]
-            for err in getattr(exc, "errors", None) or []:
+            errors = getattr(exc, "errors", None) or []
+            if not errors:
+                raise click.ClickException(f"{exc.status or ''} {exc.detail}".strip()) from exc
+            # the detail repeats the first error: print the list once, each error on its own line
+            lines = [f"{exc.status or ''} invalid request: {len(errors)} error(s)".strip()]
+            for err in errors:
                 loc = ".".join(str(p) for p in err.get("loc", []))
                 lines.append(f"  {loc}: {err.get('msg', '')}")
             raise click.ClickException("\n".join(lines)) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+API_URL_FILE = "api.url"  # in the home folder: `reasonlab up` writes the URL it serves there
+
+
+def server_url(api_url: str | None, config: dict[str, Any]) -> tuple[str, str]:
+    """The API's URL and where it came from: --api-url, REASONLAB_API_URL, the config file, the home
+    folder's api.url (written by `reasonlab up`, so `make up PORT=8080` needs no flag), or the default."""
+    if api_url:
+        return api_url, "--api-url"
+    if os.environ.get("REASONLAB_API_URL"):
+        return os.environ["REASONLAB_API_URL"], "REASONLAB_API_URL"
+    if config.get("api_url"):
+        return str(config["api_url"]), str(CONFIG_FILE)
+    home_file = _home() / API_URL_FILE
+    if home_file.is_file() and home_file.read_text().strip():
+        return home_file.read_text().strip(), str(home_file)
+    return DEFAULT_URL, "the default"
+
+
+def _home() -> Path:
+    return Path(os.environ.get("REASONLAB_HOME", ".reasonlab"))
+
+
+_resolved: dict[str, str] = {}  # the URL the last client was made for, and where it came from
+
+
+def unreachable(exc: Exception) -> str:
+    url, source = _resolved.get("url", "the API"), _resolved.get("source")
+    return (
+        f"cannot reach the ReasonLab API at {url}" + (f" (from {source})" if source else "") + f": {exc}\n"
+        "  Is it running (`reasonlab up`, or `make up`)? Is the URL right? Set it with --api-url, "
+        "REASONLAB_API_URL, or REASONLAB_HOME pointing at the home folder of `reasonlab up`."
+    )
 
 
 def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
@@ -52,16 +93,17 @@ def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
     config: dict[str, Any] = {}
     if CONFIG_FILE.is_file():
         config = yaml.safe_load(CONFIG_FILE.read_text()) or {}
-    url = api_url or os.environ.get("REASONLAB_API_URL") or config.get("api_url") or "http://127.0.0.1:8000"
+    url, source = server_url(api_url, config)
     tok = token or os.environ.get("REASONLAB_TOKEN") or config.get("token")
     if not tok:
-        home_token = Path(os.environ.get("REASONLAB_HOME", ".reasonlab")) / "admin.token"
+        home_token = _home() / "admin.token"
         if home_token.is_file():
             tok = home_token.read_text().strip()
     if not tok:
         raise click.ClickException(
             "no API token: pass --token, set REASONLAB_TOKEN, or put 'token:' in " + str(CONFIG_FILE)
         )
+    _resolved.update(url=url, source=source)
     return ReasonLabClient(url, tok)
 
 
@@ -139,6 +181,7 @@ def runs() -> None:
 def runs_list(
     experiment: int | None, status: str | None, limit: int, api_url: str | None, token: str | None
 ) -> None:
+    """List runs, newest first (filter by experiment or status)."""
     with _client(api_url, token) as client:
         page = client.list_runs(experiment_id=experiment, status=status, limit=limit)
     click.echo(f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  params")
@@ -156,6 +199,7 @@ def runs_list(
 @client_options
 @friendly_errors
 def runs_show(run_id: int, api_url: str | None, token: str | None) -> None:
+    """Show one run: status, attempt, progress, spec, params and latest metrics (JSON)."""
     with _client(api_url, token) as client:
         click.echo(json.dumps(client.get_run(run_id), indent=2))
 
@@ -165,6 +209,7 @@ def runs_show(run_id: int, api_url: str | None, token: str | None) -> None:
 @client_options
 @friendly_errors
 def runs_cancel(run_id: int, api_url: str | None, token: str | None) -> None:
+    """Cancel a run: a queued run at once, a running one cooperatively at its next step."""
     with _client(api_url, token) as client:
         r = client.cancel_run(run_id)
     click.echo(f"run {run_id}: {r['status']}{' (cancel requested)' if r['cancel_requested'] else ''}")
@@ -175,6 +220,7 @@ def runs_cancel(run_id: int, api_url: str | None, token: str | None) -> None:
 @client_options
 @friendly_errors
 def runs_retry(run_id: int, api_url: str | None, token: str | None) -> None:
+    """Queue a finished (failed or cancelled) run again as a new attempt."""
     with _client(api_url, token) as client:
         r = client.retry_run(run_id)
     click.echo(f"run {run_id}: {r['status']} (attempt {r['attempt']})")
@@ -186,6 +232,7 @@ def runs_retry(run_id: int, api_url: str | None, token: str | None) -> None:
 @client_options
 @friendly_errors
 def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None) -> None:
+    """Print a run's log lines; --follow keeps printing until the run finishes."""
     with _client(api_url, token) as client:
         after = 0
         while True:

@@ -3,6 +3,7 @@ progress bar; tracking goes to local files and MLflow."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,12 +14,17 @@ from cli.specfile import experiment_file
 
 @click.command()
 @click.argument("spec_file")
-@click.option("--kind", default=None)
-@click.option("--out", "out_dir", default=None, help="output folder (default runs/<spec name>)")
+@click.option("--kind", default=None, help="the kind, when the spec file does not name it")
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    help="output folder (default <REASONLAB_HOME or .reasonlab>/runs/<spec name>, outside the source tree)",
+)
 @click.option(
     "--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI (default: sqlite in the out folder)"
 )
-@click.option("--no-mlflow", is_flag=True)
+@click.option("--no-mlflow", is_flag=True, help="track to local files only")
 def run(
     spec_file: str, kind: str | None, out_dir: str | None, mlflow_uri: str | None, no_mlflow: bool
 ) -> None:
@@ -29,7 +35,8 @@ def run(
     from worker.local import run_local
 
     doc = experiment_file(spec_file, None, kind)
-    out = Path(out_dir or Path("runs") / doc["name"]).resolve()
+    home = Path(os.environ.get("REASONLAB_HOME", ".reasonlab"))
+    out = Path(out_dir or home / "runs" / doc["name"]).resolve()
     uri = None if no_mlflow else (mlflow_uri or f"sqlite:///{out / 'mlflow.db'}")
     columns = (
         TextColumn("{task.description}"),

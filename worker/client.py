@@ -224,7 +224,7 @@ class ReasonLabClient:
                 headers=self._headers(),
             )
         except httpx.TransportError as exc:  # connect, read, write, pool timeouts and refusals
-            raise ApiUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            raise ApiUnavailable(f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}") from exc
         if response.is_error:
             raise _error_from_response(response)
         if not response.content:
