@@ -20,6 +20,10 @@ class ActivityPublic(TypedDict):
     type: str
 
 
+class AnalysisSpec(TypedDict):
+    cases_per_task: NotRequired[int]
+
+
 class ApiTokenCreate(TypedDict):
     name: NotRequired[str]
 
@@ -48,6 +52,134 @@ class Bucket(TypedDict):
     min: float | None
     step_end: int
     step_start: int
+
+
+CapCurve = TypedDict(  # noqa: UP013
+    "CapCurve",
+    {
+        "clean_acc": "float",
+        "items": "int",
+        "kind": "NotRequired[Literal[\"cap_curve\"]]",
+        "lambda": "float | None",
+        "model": "str",
+        "num_layers": "int",
+        "points": "list[CapPoint]",
+        "protocol": "Literal[\"mean\", \"max\", \"sum\"]",
+        "task": "Literal[\"idm\", \"sc\"]",
+        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+    },
+)
+
+
+class CapPoint(TypedDict):
+    accuracy: float
+    depth: float
+    layer: int
+
+
+class CarmaCap(TypedDict):
+    enabled: NotRequired[bool]
+    layers: NotRequired[list[int] | None]
+    max_items: NotRequired[int | None]
+    points: NotRequired[int]
+    protocols: NotRequired[list[Literal["mean", "max", "sum"]]]
+
+
+class CarmaData(TypedDict):
+    hf_config: NotRequired[str | None]
+    hf_name: NotRequired[str]
+    hf_splits: NotRequired[list[str]]
+    label_field: NotRequired[str]
+    max_examples: NotRequired[int | None]
+    max_length: NotRequired[int]
+    negative_below: NotRequired[float]
+    path: NotRequired[str | None]
+    positive_above: NotRequired[float]
+    prompt: NotRequired[str | None]
+    source: NotRequired[Literal["wordnet", "jsonl", "csv", "hf"]]
+    split_seed: NotRequired[int]
+    task: NotRequired[Literal["idm", "sc"]]
+    text_field: NotRequired[str]
+    wordnet_pos: NotRequired[list[Literal["n", "v", "a", "r"]]]
+
+
+CarmaEval = TypedDict(  # noqa: UP013
+    "CarmaEval",
+    {
+        "best_step": "int | None",
+        "eta": "float | None",
+        "gamma": "float | None",
+        "kind": "NotRequired[Literal[\"carma_eval\"]]",
+        "lambda": "float | None",
+        "layers": "list[int] | None",
+        "model": "str",
+        "num_layers": "int",
+        "step_seconds": "float | None",
+        "steps": "int",
+        "task": "Literal[\"idm\", \"sc\"]",
+        "test_acc": "float",
+        "test_loss": "float",
+        "test_size": "int",
+        "train_size": "int",
+        "validation_acc": "float",
+        "validation_size": "int",
+        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+    },
+)
+
+
+class CarmaModelSpec(TypedDict):
+    dtype: NotRequired[Literal["float32", "bfloat16"]]
+    name: NotRequired[str]
+
+
+CarmaRegularisation = TypedDict(  # noqa: UP013
+    "CarmaRegularisation",
+    {
+        "eta": "NotRequired[float]",
+        "gamma": "NotRequired[float]",
+        "lambda": "NotRequired[float]",
+        "layers": "NotRequired[list[int] | None]",
+        "num_negatives": "NotRequired[int]",
+        "temperature": "NotRequired[float]",
+    },
+)
+
+
+class CarmaSpec(TypedDict):
+    cap: NotRequired[CarmaCap]
+    carma: NotRequired[CarmaRegularisation]
+    data: NotRequired[CarmaData]
+    kind: NotRequired[Literal["carma"]]
+    model: NotRequired[CarmaModelSpec]
+    resources: NotRequired[Resources]
+    seed: NotRequired[int]
+    synonyms: NotRequired[CarmaSynonyms]
+    train: NotRequired[CarmaTrain]
+    variant: NotRequired[Literal["original", "ft", "carma"]]
+
+
+class CarmaSynonyms(TypedDict):
+    enabled: NotRequired[bool]
+    map_path: NotRequired[str | None]
+    max_items: NotRequired[int | None]
+    rates: NotRequired[list[float]]
+    seeds: NotRequired[list[int]]
+    source: NotRequired[Literal["wordnet", "json"]]
+
+
+class CarmaTrain(TypedDict):
+    batch_size: NotRequired[int]
+    checkpoint_every: NotRequired[int]
+    epochs: NotRequired[int]
+    eval_batch_size: NotRequired[int]
+    eval_interval: NotRequired[int]
+    grad_clip: NotRequired[float | None]
+    log_every: NotRequired[int]
+    lr: NotRequired[float]
+    max_steps: NotRequired[int | None]
+    warmup_steps: NotRequired[int]
+    weight_decay: NotRequired[float]
 
 
 class ClaimIn(TypedDict):
@@ -144,7 +276,7 @@ class ExperimentCreate(TypedDict):
     kind: str
     name: str
     project: NotRequired[str | None]
-    spec: NotRequired[DiagnosticSpec | SmoeSravenSpec]
+    spec: NotRequired[CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec]
     sweep: NotRequired[Sweep | None]
     tags: NotRequired[list[str]]
 
@@ -161,7 +293,7 @@ class ExperimentDetail(TypedDict):
     review_state: str | None
     run_count: int
     runs: list[RunPublic]
-    spec: DiagnosticSpec | SmoeSravenSpec
+    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
     starred: bool
     status_counts: dict[str, int]
     sweep: dict[str, Any] | None
@@ -184,11 +316,32 @@ class ExperimentPublic(TypedDict):
     project_id: int
     review_state: str | None
     run_count: int
-    spec: DiagnosticSpec | SmoeSravenSpec
+    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
     starred: bool
     status_counts: dict[str, int]
     sweep: dict[str, Any] | None
     tags: list[str]
+
+
+class FewShot(TypedDict):
+    count: NotRequired[int | None]
+    fraction: NotRequired[float | None]
+    seed: NotRequired[int]
+
+
+class FinetuneData(TypedDict):
+    eval_path: NotRequired[str | None]
+    eval_per_task: NotRequired[int]
+    few_shot: NotRequired[FewShot | None]
+    hub_limit: NotRequired[int | None]
+    max_source_length: NotRequired[int]
+    max_target_length: NotRequired[int]
+    source: NotRequired[Literal["synthetic", "jsonl", "hub"]]
+    suite: NotRequired[SuiteSpec]
+    tasks: NotRequired[list[str] | None]
+    tokenizer: NotRequired[str | None]
+    train_path: NotRequired[str | None]
+    train_per_task: NotRequired[int]
 
 
 class FinishIn(TypedDict):
@@ -214,6 +367,11 @@ class HeartbeatOut(TypedDict):
     cancel_requested: bool
 
 
+class InitSpec(TypedDict):
+    path: NotRequired[str | None]
+    run_id: NotRequired[int | None]
+
+
 class KindExample(TypedDict):
     description: str
     name: str
@@ -222,7 +380,7 @@ class KindExample(TypedDict):
 
 
 class KindPublic(TypedDict):
-    defaults: DiagnosticSpec | SmoeSravenSpec
+    defaults: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
     description: str
     examples: list[KindExample]
     name: str
@@ -296,6 +454,44 @@ class MetricsOut(TypedDict):
     series: dict[str, Series]
 
 
+class ModelSpec(TypedDict):
+    """The model: ReasonFormer (shared | private | single), or a baseline of the same kind: MoRM (the last"""
+
+    adapter_bottleneck: NotRequired[int | None]
+    backbone: NotRequired[str]
+    depth: NotRequired[int | None]
+    dispatch: NotRequired[Literal["sparse", "masked"]]
+    dropout: NotRequired[float | None]
+    general_skill: NotRequired[str | None]
+    module_layers: NotRequired[int | None]
+    representation_layers: NotRequired[int]
+    router_hidden: NotRequired[int]
+    routing_loss_weight: NotRequired[float | None]
+    skills: NotRequired[list[str] | None]
+    stop_gate: NotRequired[bool]
+    top_k: NotRequired[int | None]
+    variant: NotRequired[Literal["shared", "private", "single", "morm", "t5"]]
+
+
+class ParameterCount(TypedDict):
+    activated: int
+    total: int
+    tuned: int
+
+
+class PretrainData(TypedDict):
+    eval_fraction: NotRequired[float]
+    eval_limit: NotRequired[int]
+    eval_path: NotRequired[str | None]
+    eval_per_task: NotRequired[int]
+    max_source_length: NotRequired[int]
+    max_target_length: NotRequired[int]
+    path: NotRequired[str | None]
+    source: NotRequired[Literal["synthetic", "jsonl"]]
+    suite: NotRequired[SuiteSpec]
+    tokenizer: NotRequired[str | None]
+
+
 class Preview(TypedDict):
     count: int
     runs: list[PreviewRun]
@@ -305,7 +501,7 @@ class PreviewRun(TypedDict):
     index: int
     params: dict[str, Any]
     queue: str
-    spec: DiagnosticSpec | SmoeSravenSpec
+    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
 
 
 class Progress(TypedDict):
@@ -338,6 +534,52 @@ class RandomSweep(TypedDict):
     seed: NotRequired[int]
 
 
+class ReasonFormerEval(TypedDict):
+    """Result record ``reasonformer_eval``: one model's scores per task (a column of Table 1, a row of"""
+
+    activation: Literal["sparse", "full"] | None
+    adapters: bool
+    average: float
+    depth: int | None
+    few_shot: NotRequired[str | None]
+    freeze: Literal["none", "representation", "reasoning", "both"]
+    kind: NotRequired[Literal["reasonformer_eval"]]
+    label: str
+    modularity: bool
+    num_skills: int | None
+    parameters: ParameterCount
+    pretrained: bool
+    source_run_id: NotRequired[int | None]
+    stage: Literal["pretrain", "finetune"]
+    steps: int
+    stop_gate: bool
+    tasks: list[TaskMetric]
+    top_k: int | None
+    variant: Literal["shared", "private", "single", "morm", "t5"]
+
+
+class ReasonFormerFinetuneSpec(TypedDict):
+    analysis: NotRequired[AnalysisSpec]
+    data: NotRequired[FinetuneData]
+    freeze: NotRequired[Literal["none", "representation", "reasoning", "both"]]
+    init: NotRequired[InitSpec]
+    kind: NotRequired[Literal["reasonformer_finetune"]]
+    model: NotRequired[ModelSpec]
+    resources: NotRequired[Resources]
+    seed: NotRequired[int]
+    train: NotRequired[TrainSpec]
+
+
+class ReasonFormerPretrainSpec(TypedDict):
+    analysis: NotRequired[AnalysisSpec]
+    data: NotRequired[PretrainData]
+    kind: NotRequired[Literal["reasonformer_pretrain"]]
+    model: NotRequired[ModelSpec]
+    resources: NotRequired[Resources]
+    seed: NotRequired[int]
+    train: NotRequired[TrainSpec]
+
+
 class ReleaseIn(TypedDict):
     attempt: int
 
@@ -353,7 +595,7 @@ class ResultIn(TypedDict):
     attempt: NotRequired[int | None]
     key: NotRequired[str | None]
     kind: str
-    payload: DiagnosticResult | SravenCell
+    payload: CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
 
 
 class ResultPublic(TypedDict):
@@ -361,7 +603,7 @@ class ResultPublic(TypedDict):
     id: int
     kind: str
     params: NotRequired[dict[str, Any]]
-    payload: DiagnosticResult | SravenCell
+    payload: CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
     run_id: int
 
 
@@ -377,6 +619,38 @@ class ReviewPublic(TypedDict):
     id: int
     reviewer: str | None
     state: str
+
+
+class Routing(TypedDict):
+    """Result record ``routing``: per task, steps x skills mean router weights, stop gates per step and"""
+
+    chance: NotRequired[float | None]
+    depth: int
+    general_skill: str | None
+    kind: NotRequired[Literal["routing"]]
+    label: str
+    order_match_heldout: NotRequired[float | None]
+    order_match_trained: NotRequired[float | None]
+    skill_match: NotRequired[float | None]
+    skills: list[str]
+    stage: Literal["pretrain", "finetune"]
+    tasks: list[TaskRoutingRecord]
+    top_k: int | None
+    variant: Literal["shared", "private", "single", "morm", "t5"]
+
+
+class RoutingCase(TypedDict):
+    expected: list[str | None]
+    input: str
+    prediction: NotRequired[str | None]
+    steps: list[RoutingCaseStep]
+    target: str
+
+
+class RoutingCaseStep(TypedDict):
+    skills: list[str]
+    stop_gate: NotRequired[float | None]
+    weights: list[float]
 
 
 class RunPage(TypedDict):
@@ -405,7 +679,7 @@ class RunPublic(TypedDict):
     progress: Progress
     project_id: int
     queue: str
-    spec: DiagnosticSpec | SmoeSravenSpec
+    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
     started_at: str | None
     status: RunStatus
     summary: dict[str, float | None]
@@ -503,16 +777,85 @@ class StreamTicket(TypedDict):
     ticket: str
 
 
+class SuiteSpec(TypedDict):
+    """The synthetic compositional-skills suite (worker/core/reasonformer/data/synthetic.py)."""
+
+    heldout_fraction: NotRequired[float]
+    max_len: NotRequired[int]
+    min_len: NotRequired[int]
+    primitive_fraction: NotRequired[float]
+    split_seed: NotRequired[int]
+
+
 class Sweep(TypedDict):
     grid: NotRequired[dict[str, Any]]
     random: NotRequired[RandomSweep | None]
     seeds: NotRequired[list[int]]
 
 
+SynonymConsistency = TypedDict(  # noqa: UP013
+    "SynonymConsistency",
+    {
+        "changed": "list[int]",
+        "consist_syn": "list[float]",
+        "correct_before": "int",
+        "cv": "float",
+        "kind": "NotRequired[Literal[\"synonym_consistency\"]]",
+        "lambda": "float | None",
+        "mean": "float",
+        "model": "str",
+        "rate": "float",
+        "seeds": "list[int]",
+        "source": "Literal[\"wordnet\", \"json\"]",
+        "std": "float",
+        "task": "Literal[\"idm\", \"sc\"]",
+        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+    },
+)
+
+
+class TaskMetric(TypedDict):
+    count: int
+    metric: Literal["accuracy", "exact_match"]
+    reasoning: NotRequired[str | None]
+    task: str
+    value: float
+    value_norm: NotRequired[float | None]
+
+
+class TaskRoutingRecord(TypedDict):
+    cases: NotRequired[list[RoutingCase]]
+    count: int
+    expected: NotRequired[list[str | None] | None]
+    match: NotRequired[float | None]
+    order_match: NotRequired[float | None]
+    step_match: list[float | None]
+    stop_gates: NotRequired[list[float] | None]
+    task: str
+    weights: list[list[float]]
+
+
 class TokenOut(TypedDict):
     access_token: str
     expires_at: str
     token_type: NotRequired[str]
+
+
+class TrainSpec(TypedDict):
+    batch_size: NotRequired[int]
+    bf16: NotRequired[bool]
+    checkpoint_every: NotRequired[int]
+    compile: NotRequired[bool]
+    eval_batch_size: NotRequired[int]
+    eval_interval: NotRequired[int]
+    final_lr_fraction: NotRequired[float]
+    grad_clip: NotRequired[float | None]
+    log_every: NotRequired[int]
+    lr: NotRequired[float]
+    max_new_tokens: NotRequired[int]
+    steps: NotRequired[int]
+    warmup_ratio: NotRequired[float]
+    weight_decay: NotRequired[float]
 
 
 class UserPublic(TypedDict):

@@ -631,6 +631,15 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** AnalysisSpec */
+        AnalysisSpec: {
+            /**
+             * Cases Per Task
+             * @description case studies (top-2 skills per step) per task
+             * @default 3
+             */
+            cases_per_task: number;
+        };
         /** ApiTokenCreate */
         ApiTokenCreate: {
             /**
@@ -1365,7 +1374,7 @@ export interface components {
              * Spec
              * @description the kind's spec; fields left out take their defaults
              */
-            spec?: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec?: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
             sweep?: components["schemas"]["Sweep"] | null;
             /** Tags */
             tags?: string[];
@@ -1398,7 +1407,7 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunPublic"][];
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -1445,7 +1454,7 @@ export interface components {
             /** Run Count */
             run_count: number;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -1458,6 +1467,85 @@ export interface components {
             } | null;
             /** Tags */
             tags: string[];
+        };
+        /** FewShot */
+        FewShot: {
+            /**
+             * Count
+             * @description training examples kept per task
+             */
+            count?: number | null;
+            /**
+             * Fraction
+             * @description or this fraction of each task's examples
+             */
+            fraction?: number | null;
+            /**
+             * Seed
+             * @description seed of the subset (the same for every variant)
+             * @default 0
+             */
+            seed: number;
+        };
+        /** FinetuneData */
+        FinetuneData: {
+            /**
+             * Eval Path
+             * @description jsonl: evaluation file
+             */
+            eval_path?: string | null;
+            /**
+             * Eval Per Task
+             * @description synthetic: evaluation instances per task
+             * @default 100
+             */
+            eval_per_task: number;
+            /** @description few-shot subsampling of the training set (5.3) */
+            few_shot?: components["schemas"]["FewShot"] | null;
+            /**
+             * Hub Limit
+             * @description hub: at most this many rows per task and split
+             */
+            hub_limit?: number | null;
+            /**
+             * Max Source Length
+             * @default 512
+             */
+            max_source_length: number;
+            /**
+             * Max Target Length
+             * @default 128
+             */
+            max_target_length: number;
+            /**
+             * Source
+             * @description synthetic: the suite's held-out compositions; jsonl: {context, question, options, answer} or {input, output} files; hub: the paper's datasets through HF datasets
+             * @default synthetic
+             * @enum {string}
+             */
+            source: "synthetic" | "jsonl" | "hub";
+            suite?: components["schemas"]["SuiteSpec"];
+            /**
+             * Tasks
+             * @description synthetic or hub tasks; null = all of the source
+             */
+            tasks?: string[] | null;
+            /**
+             * Tokenizer
+             * @description text data on a fresh preset: a tokenizer
+             */
+            tokenizer?: string | null;
+            /**
+             * Train Path
+             * @description jsonl: training file
+             */
+            train_path?: string | null;
+            /**
+             * Train Per Task
+             * @description synthetic: training instances per task
+             * @default 400
+             */
+            train_per_task: number;
         };
         /** FinishIn */
         FinishIn: {
@@ -1495,6 +1583,19 @@ export interface components {
             /** Cancel Requested */
             cancel_requested: boolean;
         };
+        /** InitSpec */
+        InitSpec: {
+            /**
+             * Path
+             * @description or a saved model folder (reasonlab run, no platform); null = none
+             */
+            path?: string | null;
+            /**
+             * Run Id
+             * @description a succeeded reasonformer_pretrain run to start from; null = fresh (model)
+             */
+            run_id?: number | null;
+        };
         /** KindExample */
         KindExample: {
             /** Description */
@@ -1513,7 +1614,7 @@ export interface components {
         /** KindPublic */
         KindPublic: {
             /** Defaults */
-            defaults: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            defaults: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Description */
             description: string;
             /** Examples */
@@ -1649,6 +1750,165 @@ export interface components {
                 [key: string]: components["schemas"]["Series"];
             };
         };
+        /**
+         * ModelSpec
+         * @description The model: ReasonFormer (shared | private | single), or a baseline of the same kind: MoRM (the last
+         *     blocks duplicated per skill, depth 1, no routing loss; section 4.3.3) or plain T5.
+         */
+        ModelSpec: {
+            /**
+             * Adapter Bottleneck
+             * @description reasoning adapter width, shared variant only (paper: 256); null = none
+             * @default 32
+             */
+            adapter_bottleneck: number | null;
+            /**
+             * Backbone
+             * @description T5 backbone: a preset (t5-tiny, t5-mini, t5-v1_1-small/base/large: random init), a local folder or a hub id (google/t5-v1_1-base, the paper's)
+             * @default t5-tiny
+             */
+            backbone: string;
+            /**
+             * Depth
+             * @description maximum reasoning depth; null = 3 (the paper's), single and morm 1
+             */
+            depth?: number | null;
+            /**
+             * Dispatch
+             * @description sparse: each module runs on its instances only; masked: every module on all
+             * @default sparse
+             * @enum {string}
+             */
+            dispatch: "sparse" | "masked";
+            /**
+             * Dropout
+             * @description backbone dropout; null = the backbone's
+             */
+            dropout?: number | null;
+            /**
+             * General Skill
+             * @description the skill every pre-training instance also activates; null = none
+             * @default general
+             */
+            general_skill: string | null;
+            /**
+             * Module Layers
+             * @description blocks per reasoning module; null = shared/single/morm 3, private 1
+             */
+            module_layers?: number | null;
+            /**
+             * Representation Layers
+             * @description encoder blocks in the representation module (paper, T5-base: 9)
+             * @default 2
+             */
+            representation_layers: number;
+            /**
+             * Router Hidden
+             * @description hidden width of the router's and stop gate's FFN
+             * @default 64
+             */
+            router_hidden: number;
+            /**
+             * Routing Loss Weight
+             * @description weight of the skill-routing loss in pre-training; null = 1, morm 0
+             */
+            routing_loss_weight?: number | null;
+            /**
+             * Skills
+             * @description reasoning skills, one module each; null = the data's (synthetic: reverse sort shift lookup rotate general; otherwise the paper's: logic qa ner nli fact general)
+             */
+            skills?: string[] | null;
+            /**
+             * Stop Gate
+             * @description the stop gate after each step (section 3.2.1, eq. 4)
+             * @default true
+             */
+            stop_gate: boolean;
+            /**
+             * Top K
+             * @description modules activated per step (sparse, paper: 2); null = full activation
+             * @default 2
+             */
+            top_k: number | null;
+            /**
+             * Variant
+             * @description shared: one module per skill reused across steps with per-step adapters (3.2.2); private: a module per (step, skill) (3.2.3); single: shared at depth 1 without adapters (4.3.1); morm: MoRM (4.3.3); t5: plain T5
+             * @default shared
+             * @enum {string}
+             */
+            variant: "shared" | "private" | "single" | "morm" | "t5";
+        };
+        /** ParameterCount */
+        ParameterCount: {
+            /**
+             * Activated
+             * @description what one instance runs: k of n modules per step (Table 1)
+             */
+            activated: number;
+            /** Total */
+            total: number;
+            /**
+             * Tuned
+             * @description parameters trained (Table 3's #Tuned)
+             */
+            tuned: number;
+        };
+        /** PretrainData */
+        PretrainData: {
+            /**
+             * Eval Fraction
+             * @description jsonl without eval_path: held-out fraction
+             * @default 0.02
+             */
+            eval_fraction: number;
+            /**
+             * Eval Limit
+             * @description at most this many evaluation instances
+             * @default 2000
+             */
+            eval_limit: number;
+            /**
+             * Eval Path
+             * @description jsonl: a held-out file; null = eval_fraction
+             */
+            eval_path?: string | null;
+            /**
+             * Eval Per Task
+             * @description evaluation instances per task (synthetic)
+             * @default 32
+             */
+            eval_per_task: number;
+            /**
+             * Max Source Length
+             * @description input tokens kept (T5: 512)
+             * @default 512
+             */
+            max_source_length: number;
+            /**
+             * Max Target Length
+             * @description target tokens kept
+             * @default 128
+             */
+            max_target_length: number;
+            /**
+             * Path
+             * @description jsonl: the pre-training file
+             */
+            path?: string | null;
+            /**
+             * Source
+             * @description synthetic: the built-in suite; jsonl: {skill, input, output} lines (appendix A)
+             * @default synthetic
+             * @enum {string}
+             */
+            source: "synthetic" | "jsonl";
+            suite?: components["schemas"]["SuiteSpec"];
+            /**
+             * Tokenizer
+             * @description jsonl: tokenizer folder or hub id; null = the backbone's
+             */
+            tokenizer?: string | null;
+        };
         /** Preview */
         Preview: {
             /** Count */
@@ -1670,7 +1930,7 @@ export interface components {
              */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
         };
         /** Progress */
         Progress: {
@@ -1743,6 +2003,121 @@ export interface components {
              */
             seed: number;
         };
+        /**
+         * ReasonFormerEval
+         * @description Result record ``reasonformer_eval``: one model's scores per task (a column of Table 1, a row of
+         *     Table 2 or 3), with what identifies the model in those tables.
+         */
+        ReasonFormerEval: {
+            /**
+             * Activation
+             * @description top-k (S) or all modules (F); null for T5
+             */
+            activation: ("sparse" | "full") | null;
+            /** Adapters */
+            adapters: boolean;
+            /** Average */
+            average: number;
+            /** Depth */
+            depth: number | null;
+            /** Few Shot */
+            few_shot?: string | null;
+            /**
+             * Freeze
+             * @enum {string}
+             */
+            freeze: "none" | "representation" | "reasoning" | "both";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "reasonformer_eval";
+            /**
+             * Label
+             * @description the column name in Table 1's style, e.g. 'Shared (S)'
+             */
+            label: string;
+            /**
+             * Modularity
+             * @description the skill-routing loss was used in pre-training (Table 2)
+             */
+            modularity: boolean;
+            /** Num Skills */
+            num_skills: number | null;
+            parameters: components["schemas"]["ParameterCount"];
+            /**
+             * Pretrained
+             * @description reasoning-centric pre-training (RPT): initialised from a pretrain run
+             */
+            pretrained: boolean;
+            /** Source Run Id */
+            source_run_id?: number | null;
+            /**
+             * Stage
+             * @enum {string}
+             */
+            stage: "pretrain" | "finetune";
+            /** Steps */
+            steps: number;
+            /** Stop Gate */
+            stop_gate: boolean;
+            /** Tasks */
+            tasks: components["schemas"]["TaskMetric"][];
+            /** Top K */
+            top_k: number | null;
+            /**
+             * Variant
+             * @enum {string}
+             */
+            variant: "shared" | "private" | "single" | "morm" | "t5";
+        };
+        /** ReasonFormerFinetuneSpec */
+        ReasonFormerFinetuneSpec: {
+            analysis?: components["schemas"]["AnalysisSpec"];
+            data?: components["schemas"]["FinetuneData"];
+            /**
+             * Freeze
+             * @description frozen during adaptation (Table 3): reasoning modules, representation, both
+             * @default none
+             * @enum {string}
+             */
+            freeze: "none" | "representation" | "reasoning" | "both";
+            init?: components["schemas"]["InitSpec"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "reasonformer_finetune";
+            /** @description the model of a fresh start (init empty); a source run's model keeps its own architecture */
+            model?: components["schemas"]["ModelSpec"];
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            train?: components["schemas"]["TrainSpec"];
+        };
+        /** ReasonFormerPretrainSpec */
+        ReasonFormerPretrainSpec: {
+            analysis?: components["schemas"]["AnalysisSpec"];
+            data?: components["schemas"]["PretrainData"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "reasonformer_pretrain";
+            model?: components["schemas"]["ModelSpec"];
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            train?: components["schemas"]["TrainSpec"];
+        };
         /** ReleaseIn */
         ReleaseIn: {
             /** Attempt */
@@ -1788,7 +2163,7 @@ export interface components {
              * Payload
              * @description the record (its kind may be left out)
              */
-            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
         };
         /** ResultPublic */
         ResultPublic: {
@@ -1806,7 +2181,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Payload */
-            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
             /** Run Id */
             run_id: number;
         };
@@ -1840,6 +2215,88 @@ export interface components {
             reviewer: string | null;
             /** State */
             state: string;
+        };
+        /**
+         * Routing
+         * @description Result record ``routing``: per task, steps x skills mean router weights, stop gates per step and
+         *     case studies (section 5.4, Figure 3).
+         */
+        Routing: {
+            /**
+             * Chance
+             * @description chance of a top-skill match: 1 / non-general skills
+             */
+            chance?: number | null;
+            /** Depth */
+            depth: number;
+            /** General Skill */
+            general_skill: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "routing";
+            /** Label */
+            label: string;
+            /**
+             * Order Match Heldout
+             * @description composites never trained on: all steps right
+             */
+            order_match_heldout?: number | null;
+            /**
+             * Order Match Trained
+             * @description composites seen in pre-training: all steps right
+             */
+            order_match_trained?: number | null;
+            /**
+             * Skill Match
+             * @description single-skill tasks: top skill == the instance's skill
+             */
+            skill_match?: number | null;
+            /** Skills */
+            skills: string[];
+            /**
+             * Stage
+             * @enum {string}
+             */
+            stage: "pretrain" | "finetune";
+            /** Tasks */
+            tasks: components["schemas"]["TaskRoutingRecord"][];
+            /** Top K */
+            top_k: number | null;
+            /**
+             * Variant
+             * @enum {string}
+             */
+            variant: "shared" | "private" | "single" | "morm" | "t5";
+        };
+        /** RoutingCase */
+        RoutingCase: {
+            /**
+             * Expected
+             * @description the right skill per step, where known
+             */
+            expected: (string | null)[];
+            /** Input */
+            input: string;
+            /** Prediction */
+            prediction?: string | null;
+            /** Steps */
+            steps: components["schemas"]["RoutingCaseStep"][];
+            /** Target */
+            target: string;
+        };
+        /** RoutingCaseStep */
+        RoutingCaseStep: {
+            /**
+             * Skills
+             * @description the top-2 skills of the step, best first
+             */
+            skills: string[];
+            /** Stop Gate */
+            stop_gate?: number | null;
+            /** Weights */
+            weights: number[];
         };
         /**
          * RunEvent
@@ -1897,7 +2354,7 @@ export interface components {
             /** Queue */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["RunStatus"];
@@ -2239,6 +2696,42 @@ export interface components {
              */
             ticket: string;
         };
+        /**
+         * SuiteSpec
+         * @description The synthetic compositional-skills suite (worker/core/reasonformer/data/synthetic.py).
+         */
+        SuiteSpec: {
+            /**
+             * Heldout Fraction
+             * @description fraction of composite programs never seen in pre-training
+             * @default 0.3
+             */
+            heldout_fraction: number;
+            /**
+             * Max Len
+             * @description longest digit sequence
+             * @default 5
+             */
+            max_len: number;
+            /**
+             * Min Len
+             * @description shortest digit sequence
+             * @default 3
+             */
+            min_len: number;
+            /**
+             * Primitive Fraction
+             * @description fraction of pre-training instances that are single skills
+             * @default 0.5
+             */
+            primitive_fraction: number;
+            /**
+             * Split Seed
+             * @description seed of the held-out programs (not the run seed)
+             * @default 0
+             */
+            split_seed: number;
+        };
         /** Sweep */
         Sweep: {
             /** Grid */
@@ -2313,6 +2806,69 @@ export interface components {
              */
             variant: "original" | "ft" | "carma";
         };
+        /** TaskMetric */
+        TaskMetric: {
+            /** Count */
+            count: number;
+            /**
+             * Metric
+             * @enum {string}
+             */
+            metric: "accuracy" | "exact_match";
+            /**
+             * Reasoning
+             * @description the reasoning type Table 1 lists for the task
+             */
+            reasoning?: string | null;
+            /** Task */
+            task: string;
+            /**
+             * Value
+             * @description accuracy (choice: option of highest summed log-likelihood) or EM
+             */
+            value: number;
+            /**
+             * Value Norm
+             * @description choice: accuracy by length-normalised log-likelihood
+             */
+            value_norm?: number | null;
+        };
+        /** TaskRoutingRecord */
+        TaskRoutingRecord: {
+            /** Cases */
+            cases?: components["schemas"]["RoutingCase"][];
+            /** Count */
+            count: number;
+            /**
+             * Expected
+             * @description the right skill per step of this task
+             */
+            expected?: (string | null)[] | null;
+            /** Match */
+            match?: number | null;
+            /**
+             * Order Match
+             * @description instances whose every labelled step matched
+             */
+            order_match?: number | null;
+            /**
+             * Step Match
+             * @description [step] top non-general skill == the expected one
+             */
+            step_match: (number | null)[];
+            /**
+             * Stop Gates
+             * @description [step] mean stop gate
+             */
+            stop_gates?: number[] | null;
+            /** Task */
+            task: string;
+            /**
+             * Weights
+             * @description [step][skill] mean router weight (Figure 3)
+             */
+            weights: number[][];
+        };
         /** TokenOut */
         TokenOut: {
             /** Access Token */
@@ -2327,6 +2883,93 @@ export interface components {
              * @default bearer
              */
             token_type: string;
+        };
+        /** TrainSpec */
+        TrainSpec: {
+            /**
+             * Batch Size
+             * @description examples per step (paper, pre-training: 72 shared)
+             * @default 32
+             */
+            batch_size: number;
+            /**
+             * Bf16
+             * @description bf16 autocast (CUDA only; ignored on CPU)
+             * @default false
+             */
+            bf16: boolean;
+            /**
+             * Checkpoint Every
+             * @description steps between checkpoints; 0 = at the end only
+             * @default 200
+             */
+            checkpoint_every: number;
+            /**
+             * Compile
+             * @description torch.compile (CUDA only; ignored on CPU)
+             * @default false
+             */
+            compile: boolean;
+            /**
+             * Eval Batch Size
+             * @description examples per evaluation forward
+             * @default 64
+             */
+            eval_batch_size: number;
+            /**
+             * Eval Interval
+             * @description steps between evaluations; 0 = at the end only
+             * @default 0
+             */
+            eval_interval: number;
+            /**
+             * Final Lr Fraction
+             * @description cosine decay to this fraction of lr
+             * @default 0
+             */
+            final_lr_fraction: number;
+            /**
+             * Grad Clip
+             * @description max global gradient norm; null = none
+             * @default 1
+             */
+            grad_clip: number | null;
+            /**
+             * Log Every
+             * @description steps between training-metric points
+             * @default 10
+             */
+            log_every: number;
+            /**
+             * Lr
+             * @description AdamW peak learning rate (paper: 5e-5 pre-training)
+             * @default 0.003
+             */
+            lr: number;
+            /**
+             * Max New Tokens
+             * @description greedy decoding length for generative tasks
+             * @default 16
+             */
+            max_new_tokens: number;
+            /**
+             * Steps
+             * @description optimiser updates
+             * @default 600
+             */
+            steps: number;
+            /**
+             * Warmup Ratio
+             * @description linear warmup fraction of steps (paper: 0.1)
+             * @default 0.1
+             */
+            warmup_ratio: number;
+            /**
+             * Weight Decay
+             * @description AdamW weight decay (not on norms/biases)
+             * @default 0.01
+             */
+            weight_decay: number;
         };
         /** UserPublic */
         UserPublic: {
