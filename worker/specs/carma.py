@@ -409,9 +409,11 @@ MANIFEST = KindManifest(
             sweep={"grid": {"carma.lambda": [0.0, 0.1, 0.2, 0.4]}},
         ),
         Example(
-            name="tiny-gpt2-smoke",
-            description="a random tiny GPT-2 with GPT-2's real tokenizer: the whole pipeline in seconds",
+            name="tiny-gpt2-three-variants",
+            description="a random tiny GPT-2 with GPT-2's real tokenizer on WordNet IDM: the whole pipeline "
+            "for Original, FT and CARMA in seconds each (the dashboard's e2e test)",
             spec={"model": {"name": "tiny-gpt2"}, "data": {"max_examples": 200}, "train": {"max_steps": 10}},
+            sweep=_variants(),
         ),
         Example(
             name="paper-gpt2-small-idm",

@@ -1793,9 +1793,10 @@ export interface components {
             general_skill: string | null;
             /**
              * Module Layers
-             * @description blocks per reasoning module; null = shared/single/morm 3, private 1
+             * @description blocks per reasoning module (CPU demo: 1); null = the paper's: shared, single and morm 3, private 1
+             * @default 1
              */
-            module_layers?: number | null;
+            module_layers: number | null;
             /**
              * Representation Layers
              * @description encoder blocks in the representation module (paper, T5-base: 9)
