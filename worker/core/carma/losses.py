@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from worker.core.moe.routing import at_least_fp32  # bf16/fp16 states are compared in float32
+
 
 @dataclass
 class PositivePairs:
@@ -36,11 +38,6 @@ class PositivePairs:
 
     def __len__(self) -> int:
         return int(self.batch.shape[0])
-
-
-def _at_least_fp32(t: Tensor) -> Tensor:
-    """bf16/fp16 hidden states are compared in float32; float32/float64 stay as they are."""
-    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
 
 
 def positive_pairs(word_ids: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -96,7 +93,7 @@ def mi_loss(hidden: Tensor, pairs: PositivePairs, temperature: float = 0.1) -> T
     Lr = hidden.shape[0]
     if len(pairs) == 0:
         return hidden.sum() * 0.0
-    h = F.normalize(_at_least_fp32(hidden), dim=-1)  # [Lr, B, T, d], unit vectors: dot = cosine
+    h = F.normalize(at_least_fp32(hidden), dim=-1)  # [Lr, B, T, d], unit vectors: dot = cosine
     anchors = h[:, pairs.batch, pairs.anchor]  # [Lr, P, d]
     keys_idx = torch.cat([pairs.positive[:, None], pairs.negatives], dim=1)  # [P, 1+N]: positive first
     keys = h[:, pairs.batch[:, None], keys_idx]  # [Lr, P, 1+N, d]
@@ -117,7 +114,7 @@ def stability_loss(hidden: Tensor, attention_mask: Tensor, eps: float = 1e-8) ->
     Lk = hidden.shape[0]
     if Lk < 2:
         return hidden.sum() * 0.0
-    h = _at_least_fp32(hidden)
+    h = at_least_fp32(hidden)
     m = attention_mask.to(h.dtype)[None, :, :, None]  # [1, B, T, 1]
     count = m.sum() * h.shape[-1]  # real positions x features
     energy = (h.pow(2) * m).sum(dim=(1, 2, 3)) / count  # [Lk]: E[|h^k|^2]
