@@ -6,13 +6,16 @@ down the send fails, the run stays undispatched and is retried on the next tick.
 and mark sends twice at worst, and the claim refuses the second delivery.
 
 The reaper returns runs whose heartbeat went stale to ``queued`` with attempt+1 (or fails them past
-``max_attempts``); the dispatcher then sends the new attempt.
+``max_attempts``); the dispatcher then sends the new attempt. The lost attempt's message, never
+acknowledged by its dead worker, is then removed from the broker (``discard_unacked``): the claim would
+refuse it anyway, but Redis would hand it out again after the visibility timeout, a week later.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +23,7 @@ from celery import Celery
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend.broker import celery_config, task_id
+from backend.broker import celery_config, discard_unacked, task_id
 from backend.db import session_scope, utcnow
 from backend.models import Run
 from backend.runs import repository as runs_repo
@@ -55,6 +58,7 @@ class Dispatcher:
     def dispatch_once(self) -> int:
         """Send every queued, undispatched run; returns how many were sent."""
         sent = 0
+        superseded: dict[int, int] = {}  # run -> the attempt just sent, when it follows an earlier one
         with session_scope(self.factory) as session:
             resend_before = utcnow() - timedelta(seconds=self.settings.redispatch_after)
             pending = [(r.id, r.attempt, r.queue) for r in runs_repo.undispatched(session, resend_before)]
@@ -74,8 +78,25 @@ class Dispatcher:
                     .values(dispatched=True, dispatched_at=utcnow())
                 )
             sent += 1
+            if attempt > 1:
+                superseded[run_id] = attempt
+        if superseded:  # the runs' earlier attempts are stale: their messages may go
+            self.discard_messages(lambda run_id, attempt: attempt < superseded.get(run_id, 0))
         self._flush_revokes()
         return sent
+
+    def discard_messages(self, stale: Callable[[int, int], bool]) -> list[str]:
+        """Remove the unacknowledged broker messages of stale attempts (a worker killed with -9 never
+        acknowledges its message). Best effort: what stays is refused at claim when Redis hands it out
+        again after the visibility timeout."""
+        try:
+            removed = discard_unacked(self.celery, stale)
+        except Exception as exc:
+            log.info("stale messages not removed from the broker: %s", exc)
+            return []
+        if removed:
+            log.info("removed the unacknowledged messages of stale attempts: %s", ", ".join(removed))
+        return removed
 
     def _send(self, run_id: int, attempt: int, queue: str) -> None:
         # retry=False: never block the loop on a dead broker; the outbox retries instead.
@@ -102,8 +123,17 @@ class Dispatcher:
     def reap_once(self) -> list[tuple[int, str]]:
         with session_scope(self.factory) as session:
             outcomes = runs_service.reap(session, self.settings.heartbeat_timeout)
+            # a requeued run's lost attempt goes when its next attempt is sent (dispatch_once); the lost
+            # attempt of a run the reaper ended (failed, cancelled) goes now
+            ended = {
+                run_id: run.attempt
+                for run_id, outcome in outcomes
+                if outcome != "requeued" and (run := session.get(Run, run_id)) is not None
+            }
         for run_id, outcome in outcomes:
             log.warning("reaper: run %s %s", run_id, outcome)
+        if ended:
+            self.discard_messages(lambda run_id, attempt: attempt <= ended.get(run_id, 0))
         if any(o == "requeued" for _, o in outcomes):
             self._wake.set()
         return outcomes

@@ -5,11 +5,13 @@ import ``backend``, the worker's ``worker``, each lazily.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +47,22 @@ def _worker_settings() -> SharedSettings:
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--workers", "n_workers", default=1, show_default=True, type=int, help="worker processes")
-def up(home: str | None, port: int, host: str, n_workers: int) -> None:
-    """Migrate, create the admin on first start, start the API and a worker; Ctrl-C stops both."""
+@click.option(
+    "--stop-timeout",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="seconds the workers get at Ctrl-C to checkpoint and give their runs back before they are killed",
+)
+def up(home: str | None, port: int, host: str, n_workers: int, stop_timeout: float) -> None:
+    """Migrate, create the admin on first start, start the API and a worker; Ctrl-C stops both.
+
+    Stopping goes in order: the workers first (SIGTERM: a running job checkpoints and gives its run back
+    through the API, so it resumes later without using up an attempt), then, once they are gone or after
+    ``--stop-timeout``, the API. The services run in process groups of their own, so a Ctrl-C in the
+    terminal reaches this command only and not the API at the same time; a second Ctrl-C kills the workers
+    at once.
+    """
     from backend.bootstrap import ensure_admin, ensure_worker_token, migrate
 
     home_dir = Path(home or os.environ.get("REASONLAB_HOME", ".reasonlab")).resolve()
@@ -65,61 +81,91 @@ def up(home: str | None, port: int, host: str, n_workers: int) -> None:
         click.echo(f"  API token: {creds.token}")
         click.echo(f"  (the token is also in {home_dir / 'admin.token'}, mode 600)")
     python = sys.executable
-    procs: list[subprocess.Popen[bytes]] = [
+    # process_group=0: each service in a group of its own, out of the terminal's foreground group
+    api_proc = subprocess.Popen(
+        [
+            python,
+            "-m",
+            "uvicorn",
+            "backend.main:create_app",
+            "--factory",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        process_group=0,
+    )
+    workers = [
         subprocess.Popen(
-            [
-                python,
-                "-m",
-                "uvicorn",
-                "backend.main:create_app",
-                "--factory",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
+            [python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"], env=env, process_group=0
         )
+        for i in range(n_workers)
     ]
-    for i in range(n_workers):
-        procs.append(
-            subprocess.Popen([python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"], env=env)
-        )
-    stopping = False
+    signals = 0
 
     def _stop(*_: Any) -> None:
-        nonlocal stopping
-        stopping = True
+        nonlocal signals
+        signals += 1
 
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    if _wait_healthy(api_url, procs[0]):
-        click.echo(f"ReasonLab is up: {api_url}  (API {api_url}/api/v1, docs {api_url}/api/v1/docs)")
-    else:
-        stopping = True
-        click.echo("the API did not start; see the messages above", err=True)
-    while not stopping and all(p.poll() is None for p in procs):
-        time.sleep(0.5)
-    click.echo("stopping ReasonLab...")
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    deadline = time.time() + 20
-    for p in procs:
-        try:
-            p.wait(max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stop)
+    try:
+        if _wait_healthy(api_url, api_proc, stop=lambda: signals > 0):
+            click.echo(f"ReasonLab is up: {api_url}  (API {api_url}/api/v1, docs {api_url}/api/v1/docs)")
+        elif not signals:
+            signals = 1
+            click.echo("the API did not start; see the messages above", err=True)
+        while not signals and all(p.poll() is None for p in (api_proc, *workers)):
+            time.sleep(0.5)
+        click.echo("stopping ReasonLab: the workers give their runs back first (Ctrl-C again: kill them)...")
+        seen = signals
+        _stop_all(workers, stop_timeout, force=lambda: signals > seen)
+        _stop_all([api_proc], 20.0)
+    finally:  # an error above must not leave the services running in their own groups
+        for p in (*workers, api_proc):
+            if p.poll() is None:
+                _kill_group(p)
     click.echo("stopped.")
 
 
-def _wait_healthy(api_url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a service and what it started (a worker's job process): its whole process group."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _stop_all(
+    procs: list[subprocess.Popen[bytes]], timeout: float, force: Callable[[], bool] = lambda: False
+) -> None:
+    """SIGTERM each of ``procs`` (a Celery worker: warm shutdown; uvicorn: graceful), wait for them to exit
+    for up to ``timeout`` seconds (less if ``force()`` becomes true), then kill what is left."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline and not force():
+        time.sleep(0.2)
+    for p in procs:
+        if p.poll() is None:
+            click.echo(f"process {p.pid} did not stop in time: killed", err=True)
+            _kill_group(p)
+
+
+def _wait_healthy(
+    api_url: str,
+    proc: subprocess.Popen[bytes],
+    timeout: float = 60.0,
+    stop: Callable[[], bool] = lambda: False,
+) -> bool:
     import httpx
 
     deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
+    while time.time() < deadline and proc.poll() is None and not stop():
         try:
             if httpx.get(f"{api_url}/api/v1/health", timeout=2).status_code == 200:
                 return True
@@ -145,6 +191,9 @@ def api(host: str, port: int, do_migrate: bool) -> None:
     uvicorn.run("backend.main:create_app", factory=True, host=host, port=port, log_level="info")
 
 
+NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.deps.MAX_ID)
+
+
 @click.command()
 @click.option(
     "--queue", "queues", multiple=True, type=click.Choice(["cpu", "gpu"]), help="queues (default both)"
@@ -154,13 +203,17 @@ def api(host: str, port: int, do_migrate: bool) -> None:
 def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None:
     """Run a Celery worker: one job slot, a fresh process per run."""
     from worker.celery_app import app, worker_argv
-    from worker.client import ApiUnavailable, Forbidden, ReasonLabClient, Unauthorized
+    from worker.client import ApiUnavailable, Forbidden, NotFound, ReasonLabClient, Unauthorized
     from worker.executor import worker_token
 
     settings = _worker_settings()
     try:  # a mistyped token would otherwise take runs off the queue only to be refused at claim
         with ReasonLabClient(settings.api_url, worker_token(settings), timeout=10) as client:
-            client.list_runs(limit=1)
+            # a route the worker token may call (reading a run): a run that cannot exist answers 404
+            # once the token is accepted, 401 when it is not
+            client.get_run(NO_SUCH_RUN)
+    except NotFound:
+        pass
     except (Unauthorized, Forbidden) as exc:
         raise click.ClickException(
             f"the API at {settings.api_url} refuses this worker's token (REASONLAB_WORKER_TOKEN): {exc}"

@@ -29,9 +29,9 @@ from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
 from worker.logcapture import capture_logs
 from worker.tracking.context import RunError, RunStatus
-from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location, mlflow_key
 from worker.tracking.tracked import ApiRunContext, TrackingError
-from worker.tracking.writer import WriterOptions
+from worker.tracking.writer import MetricPoint, WriterOptions
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,22 @@ Outcome = Literal["succeeded", "failed", "cancelled", "skipped", "lost", "releas
 # checkpoints, stops and is given back to the queue instead of being killed at the end of the grace period.
 INTERRUPT_SIGNAL = signal.SIGUSR2
 T = TypeVar("T")
+
+# Set in a job process once its worker shuts down (worker/tasks.py: the interrupt signal while idle, or
+# inherited from the worker's parent by a job process forked after): it starts no run any more.
+_shutting_down = False
+
+
+def note_shutdown(*_: object) -> None:
+    """The worker is shutting down (a signal handler, so a plain flag): a run this process has not started
+    yet must not start, and one starting right now gives itself back at once."""
+    global _shutting_down
+    _shutting_down = True
+
+
+def shutting_down() -> bool:
+    return _shutting_down
+
 
 CLAIM_DEADLINE = 120.0  # API down at claim time: retry this long, then let the task retry later
 FINISH_DEADLINE = 3600.0  # API down at finish time: keep trying this long (the run's work is done)
@@ -108,6 +124,45 @@ def start_mlflow(
     except Exception:
         logger.warning("run %s: MLflow mirror unavailable, running without it", run["id"], exc_info=True)
         return None
+
+
+MAX_POINTS = 10_000  # the API's largest max_points: a window this wide answers one bucket per step
+
+
+def platform_points(api: ReasonLabClient, run_id: int, after: dict[str, int]) -> list[MetricPoint]:
+    """The run's points the platform holds beyond ``after[mirror key]`` (every point of a key not in it),
+    read exactly: windows of ``MAX_POINTS`` steps, where every bucket is one step. Non-finite values,
+    which the platform stores as null, come back as NaN."""
+    points: list[MetricPoint] = []
+    now = time.time()
+    for key in api.metric_keys(run_id):
+        series = api.get_metrics(run_id, [key], max_points=1)["series"].get(key)
+        if series is None or series["step_min"] is None or series["step_max"] is None:
+            continue
+        lo = max(series["step_min"], after.get(mlflow_key(key), series["step_min"] - 1) + 1)
+        while lo <= series["step_max"]:
+            hi = lo + MAX_POINTS - 1
+            window = api.get_metrics(run_id, [key], max_points=MAX_POINTS, step_min=lo, step_max=hi)
+            for bucket in window["series"][key]["buckets"]:
+                value = bucket["last"]
+                points.append(
+                    MetricPoint(key, bucket["step_start"], float("nan") if value is None else value, now)
+                )
+            lo = hi + 1
+    return points
+
+
+def catch_up_mirror(api: ReasonLabClient, run_id: int, attempt: int, mlflow: MlflowSink) -> None:
+    """A later attempt: bring the MLflow mirror up to what the platform holds (the old attempt may have
+    died before its mirror caught up with its last checkpoint), so the mirror skips the steps this attempt
+    logs again and has no gap either. Best effort, like the mirror itself."""
+    try:
+        written = mlflow.catch_up(platform_points(api, run_id, mlflow.floor))
+    except Exception as exc:
+        logger.warning("run %s attempt %s: MLflow mirror not caught up: %s", run_id, attempt, exc)
+        return
+    if written:
+        logger.info("run %s attempt %s: %d points copied to the MLflow mirror", run_id, attempt, written)
 
 
 def _release(
@@ -204,6 +259,8 @@ def _run_claimed(
     previous_handler = signal.getsignal(INTERRUPT_SIGNAL)
     if in_main_thread:
         signal.signal(INTERRUPT_SIGNAL, lambda *_: heartbeat.interrupt())
+        if _shutting_down:  # the signal came between the task's check and this handler
+            heartbeat.interrupt()
     ctx: ApiRunContext | None = None
     mlflow: MlflowSink | None = None
     status: RunStatus = "failed"
@@ -223,6 +280,8 @@ def _run_claimed(
                     )
                 except Exception as exc:
                     logger.warning("run %s: could not record MLflow run %s: %s", run_id, mlflow_run_id, exc)
+            if mlflow is not None and attempt > 1:
+                catch_up_mirror(api, run_id, attempt, mlflow)
         ctx = ApiRunContext(
             api,
             run_id,

@@ -48,9 +48,10 @@ def _preload(**_: Any) -> None:
 
 
 @worker_process_init.connect
-def _ignore_interrupt_until_a_run(**_: Any) -> None:
-    """An idle job process ignores the shutdown signal; a running one checkpoints and gives its run back."""
-    signal.signal(executor.INTERRUPT_SIGNAL, signal.SIG_IGN)
+def _note_interrupt_until_a_run(**_: Any) -> None:
+    """An idle job process notes the shutdown signal (it starts no run from then on); a running one
+    checkpoints and gives its run back (the executor's handler)."""
+    signal.signal(executor.INTERRUPT_SIGNAL, executor.note_shutdown)
 
 
 @worker_shutting_down.connect
@@ -58,6 +59,7 @@ def _interrupt_running_jobs(**_: Any) -> None:
     """Warm shutdown (SIGTERM: docker stop, Ctrl-C of `reasonlab up`): ask the job process to checkpoint,
     stop and give its run back to the queue, so the run resumes elsewhere without losing an attempt,
     instead of being killed at the end of the grace period."""
+    executor.note_shutdown()  # a job process forked from now on inherits it: it starts no run
     me = os.getpid()
     try:
         children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
@@ -75,6 +77,11 @@ CLAIM_RETRY_COUNTDOWN = 30  # seconds between task retries while the API cannot 
 def execute(self: Task, run_id: int, attempt: int | None = None) -> str:
     # In a prefork child the job must die with the worker (no orphan heartbeating a reaped run).
     in_pool_child = current_process().name != "MainProcess"
+    if executor.shutting_down():
+        # A worker in warm shutdown may still take one more message (the next attempt of the run it just
+        # gave back, say): hand it back unclaimed for the next worker instead of starting the run here.
+        logger.info("run %s attempt %s: this worker is shutting down; message requeued", run_id, attempt)
+        raise Reject("worker shutting down", requeue=True)
     try:
         return executor.execute(run_id, attempt, get_settings(), exit_with_parent=in_pool_child)
     except (Unauthorized, Forbidden) as exc:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+from sqlalchemy import update
 
-from backend.db import get_engine, session_factory
+from backend.db import get_engine, session_factory, utcnow
 from backend.dispatch import Dispatcher
 from backend.models import Run
 from tests.backend.conftest import Api
@@ -100,3 +104,84 @@ def test_gpu_runs_go_to_the_gpu_queue(api: Api, throwaway_redis: RedisProcess) -
     assert dispatcher.dispatch_once() == 2
     assert len(_queued_messages(throwaway_redis.port, "gpu")) == 1
     assert len(_queued_messages(throwaway_redis.port, "cpu")) == 1
+
+
+# A worker that takes a message (not acknowledged: acks_late) and is killed with -9: no ack, no clean
+# close (kombu would put the message back on its queue at a clean close).
+_TAKE_AND_DIE = """
+import os, sys
+from kombu import Connection, Exchange, Queue
+conn = Connection(sys.argv[1])
+queue = Queue("cpu", Exchange("cpu", type="direct"), routing_key="cpu")(conn.default_channel)
+print(queue.get(no_ack=False).headers["id"], flush=True)
+os._exit(0)
+"""
+
+
+def _take_and_die(broker_url: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", _TAKE_AND_DIE, broker_url], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _unacked(port: int) -> list[str]:
+    client = redis.Redis(port=port)
+    assert client.hlen("unacked") == client.zcard("unacked_index")
+    return sorted(json.loads(raw)[0]["headers"]["id"] for raw in client.hvals("unacked"))
+
+
+def _lose_worker(api: Api, factory: Any, run_id: int, attempt: int) -> None:
+    """The worker claimed the attempt, then went silent: its heartbeat is long stale."""
+    claim = api.client.post(
+        f"/api/v1/runs/{run_id}/claim", json={"attempt": attempt, "worker": "w:1"}, headers=api.worker
+    )
+    assert claim.status_code == 200, claim.text
+    with factory() as s:
+        s.execute(update(Run).where(Run.id == run_id).values(heartbeat_at=utcnow() - timedelta(minutes=5)))
+        s.commit()
+
+
+def test_a_lost_attempts_message_leaves_the_broker_when_the_run_is_requeued(
+    api: Api, throwaway_redis: RedisProcess
+) -> None:
+    throwaway_redis.start()
+    url = f"redis://127.0.0.1:{throwaway_redis.port}/0"
+    settings = api.settings.model_copy(update={"broker_url": url})
+    factory = session_factory(get_engine(settings.database_url))
+    dispatcher = Dispatcher(settings, factory)
+    lost, busy = (api.submit({}).json()["runs"][0]["id"] for _ in range(2))
+    assert dispatcher.dispatch_once() == 2
+    assert _take_and_die(url) == f"run-{lost}-attempt-1"
+    assert _take_and_die(url) == f"run-{busy}-attempt-1"  # stands for a message a live worker holds
+    assert _unacked(throwaway_redis.port) == sorted([f"run-{lost}-attempt-1", f"run-{busy}-attempt-1"])
+
+    _lose_worker(api, factory, lost, 1)
+    assert dispatcher.reap_once() == [(lost, "requeued")]
+    assert dispatcher.dispatch_once() == 1
+    # the lost attempt's message is gone (Redis would hand it out again after the visibility timeout);
+    # the new attempt's message waits on the queue, and another run's message is untouched
+    assert _unacked(throwaway_redis.port) == [f"run-{busy}-attempt-1"]
+    assert [m["headers"]["id"] for m in _queued_messages(throwaway_redis.port, "cpu")] == [
+        f"run-{lost}-attempt-2"
+    ]
+
+
+def test_a_lost_last_attempts_message_leaves_the_broker_when_the_run_fails(
+    api: Api, throwaway_redis: RedisProcess
+) -> None:
+    throwaway_redis.start()
+    url = f"redis://127.0.0.1:{throwaway_redis.port}/0"
+    settings = api.settings.model_copy(update={"broker_url": url})
+    factory = session_factory(get_engine(settings.database_url))
+    dispatcher = Dispatcher(settings, factory)
+    run_id = api.submit({}).json()["runs"][0]["id"]
+    with factory() as s:
+        s.execute(update(Run).where(Run.id == run_id).values(max_attempts=1))
+        s.commit()
+    assert dispatcher.dispatch_once() == 1
+    assert _take_and_die(url) == f"run-{run_id}-attempt-1"
+    _lose_worker(api, factory, run_id, 1)
+    assert dispatcher.reap_once() == [(run_id, "failed")]
+    assert _unacked(throwaway_redis.port) == []

@@ -83,3 +83,56 @@ def test_local_run_trains_and_writes_metrics(tmp_path: Path) -> None:
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert len([ln for ln in lines if '"loss"' in ln]) == 12
     assert (out / "mlflow.db").is_file()
+
+
+def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Path) -> None:
+    """Ctrl-C in the terminal (SIGINT to the foreground process group) with a run in progress: the worker
+    stops first, its job checkpoints and releases the run through the still-running API, then the API
+    stops. The run is queued again as its next attempt, with one more allowed (no attempt used up)."""
+    import sqlite3
+
+    home, port = tmp_path / "home", _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
+    env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
+    api_url = f"http://127.0.0.1:{port}/api/v1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a terminal of its own: its foreground process group is `up`'s
+    )
+    try:
+        deadline = time.monotonic() + 120
+        run_id, steps = None, 0
+        while time.monotonic() < deadline and steps < 5:
+            time.sleep(0.5)
+            try:
+                if run_id is None:
+                    if httpx.get(f"{api_url}/health", timeout=1).status_code != 200:
+                        continue
+                    auth = {"Authorization": f"Bearer {(home / 'admin.token').read_text().strip()}"}
+                    spec = {"train": {"steps": 2000, "checkpoint_every": 100_000, "step_delay": 0.05}}
+                    body = {"name": "ctrl-c", "kind": "diagnostic", "spec": spec}
+                    created = httpx.post(f"{api_url}/experiments", json=body, headers=auth, timeout=30)
+                    run_id = created.json()["runs"][0]["id"]
+                got = httpx.get(f"{api_url}/runs/{run_id}/metrics?keys=loss", headers=auth, timeout=5).json()
+                steps = got["series"]["loss"]["total_points"]
+            except httpx.HTTPError:
+                continue
+        assert run_id is not None and steps >= 5, "the run did not start"
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "stopped." in out and "did not stop in time" not in out, out[-3000:]
+    with sqlite3.connect(home / "reasonlab.db") as db:
+        status, attempt, max_attempts = db.execute(
+            "SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+    assert (status, attempt, max_attempts) == ("queued", 2, 4), out[-3000:]
+    assert f"run {run_id} attempt 1 released at worker shutdown" in out, out[-3000:]
+    # the API outlived the worker: no storm of connection errors from a worker whose API went away
+    storm = [ln for ln in out.splitlines() if "API unavailable" in ln or "onnection refused" in ln]
+    assert not storm, "\n".join(storm[:20])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
 
 import mlflow
 import pytest
+import redis
 from mlflow.tracking import MlflowClient
 
 from tests.backend.test_dispatch import RedisProcess, _free_port
@@ -66,6 +68,11 @@ def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> N
     pg_platform.kill9_worker(worker)
     killed_at = len(pg_platform.loss_steps(rid))
     assert pg_platform.client.get_run(rid)["status"] == "running"
+    # the dead worker never acknowledged its message: kombu keeps it in Redis's unacked set
+    assert _unacked(pg_platform) == [f"run-{rid}-attempt-1"]
+    wait_for(lambda: _queued(pg_platform) == [f"run-{rid}-attempt-2"], 60, "the reaper to requeue the run")
+    # ... until the reaper's requeue removes it, instead of Redis handing it out again in a week
+    wait_for(lambda: _unacked(pg_platform) == [], 10, "the lost attempt's message to leave the broker")
     pg_platform.start_worker()
     (final,) = pg_platform.wait_finished([rid])
     assert final["status"] == "succeeded" and final["attempt"] == 2, pg_platform.diagnostics()
@@ -73,6 +80,14 @@ def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> N
     assert [s for s, _ in series] == list(range(1, 61)), f"missing or duplicate steps (killed at {killed_at})"
     total = pg_platform.client.get_metrics(rid, keys=["loss"])["series"]["loss"]["total_points"]
     assert total == 60
+    # the MLflow mirror too: one entry per step, although the resumed attempt logged again the steps
+    # between its checkpoint and the crash (MLflow appends), and none missing
+    mirror = MlflowClient(pg_platform.settings.mlflow_tracking_uri)
+    history = mirror.get_metric_history(final["mlflow_run_id"], "loss")
+    assert sorted(m.step for m in history) == list(range(1, 61)), f"killed at {killed_at}"
+    assert {m.step: m.value for m in history} == dict(series)
+    assert len(mirror.get_metric_history(final["mlflow_run_id"], "final_loss")) == 1
+    mlflow.set_tracking_uri("")
     logs = "\n".join(i["line"] for i in pg_platform.client.get_logs(rid)["items"])
     assert "resum" in logs.lower(), logs[-2000:]
     # the same spec run without interruption ends on the same loss, bit for bit
@@ -81,6 +96,17 @@ def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> N
     assert twin_final["status"] == "succeeded"
     assert pg_platform.loss_steps(twin["id"]) == series
     assert final["summary"]["loss"] == twin_final["summary"]["loss"]
+
+
+def _unacked(platform: Platform) -> list[str]:
+    """Task ids of the messages workers took and did not acknowledge (kombu's Redis ``unacked`` hash)."""
+    broker = redis.Redis.from_url(platform.settings.broker_url)
+    return sorted(json.loads(raw)[0]["headers"]["id"] for raw in broker.hvals("unacked"))
+
+
+def _queued(platform: Platform) -> list[str]:
+    broker = redis.Redis.from_url(platform.settings.broker_url)
+    return [json.loads(raw)["headers"]["id"] for raw in broker.lrange("cpu", 0, -1)]
 
 
 def test_broker_down_at_submit_then_back(tmp_path: Path, postgres_url: str) -> None:

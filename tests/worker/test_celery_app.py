@@ -108,6 +108,30 @@ def test_task_retries_when_the_claim_cannot_get_through(monkeypatch: pytest.Monk
     assert retries == [("ApiUnavailable", tasks.CLAIM_RETRY_COUNTDOWN, None)]  # re-sent, never dropped
 
 
+def test_a_worker_shutting_down_hands_a_new_message_back_unclaimed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In warm shutdown a worker may still take one more message (the next attempt of the run it just gave
+    back): the job process, told by the shutdown signal (or forked after it), requeues it unclaimed."""
+    import os
+    import signal
+
+    from celery.exceptions import Reject
+
+    from worker import executor, tasks
+
+    calls: list[int] = []
+    monkeypatch.setattr(executor, "execute", lambda run_id, *a, **k: calls.append(run_id) or "succeeded")
+    monkeypatch.setattr(executor, "_shutting_down", False)
+    tasks._note_interrupt_until_a_run()  # what a fresh job process installs
+    try:
+        os.kill(os.getpid(), executor.INTERRUPT_SIGNAL)  # the worker's shutdown reaches the idle process
+        assert executor.shutting_down()
+        result = tasks.execute.apply(args=(4, 2))
+        assert isinstance(result.result, Reject) and result.result.requeue is True
+        assert calls == []  # nothing claimed, nothing run
+    finally:
+        signal.signal(executor.INTERRUPT_SIGNAL, signal.SIG_DFL)
+
+
 class _Hub:
     def __init__(self) -> None:
         self.calls: list[tuple[float, object, tuple[object, ...]]] = []

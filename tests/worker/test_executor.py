@@ -134,11 +134,49 @@ def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow
     assert run.info.status == "FINISHED"
     assert run.data.params["train.steps"] == "24"
     assert run.data.tags["reasonlab.attempt"] == "2"
-    assert {m.step for m in mlflow.get_metric_history(mlflow_run_id, "loss")} == set(range(1, 25))
+    # one entry per step: the steps 13-15, logged again after the resume from step 12, are not appended
+    history = mlflow.get_metric_history(mlflow_run_id, "loss")
+    assert sorted(m.step for m in history) == list(range(1, 25))
+    assert {m.step: m.value for m in history} == {step: api.metrics["loss", step] for step in range(1, 25)}
     experiment = mlflow.get_experiment(run.info.experiment_id)
     assert experiment.name == "reasonlab/experiment-3"
     # the final model: the newest checkpoint of the succeeded run
     assert [a.path for a in mlflow.list_artifacts(mlflow_run_id, "model")] == ["model/step-24.pt"]
+
+
+def test_a_run_claimed_as_the_worker_shuts_down_is_given_back_at_once(
+    settings: SharedSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shutdown signal came after the task's check but before the run's own handler: the run stops at
+    its first step check, checkpoints and is released, instead of running until the worker is killed."""
+    from worker import executor
+
+    monkeypatch.setattr(executor, "_shutting_down", True)
+    api = FakeApi(spec=_spec(steps=400, step_delay=0.01))
+    assert _execute(api, settings) == "released"
+    assert api.run["status"] == "queued" and api.run["attempt"] == 2 and api.run["max_attempts"] == 4
+    assert _loss_steps(api) == [] and api.finishes == []
+
+
+def test_later_attempt_fills_the_mirror_from_the_platform_without_duplicates(
+    tmp_path: Path, mlflow_uri: str
+) -> None:
+    """The first attempt's mirror fell behind (here: MLflow was unreachable throughout); the next attempt
+    copies the platform's points into the mirror, then skips the steps it logs again after its resume."""
+    from mlflow import MlflowClient
+
+    settings = SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
+    api = FakeApi(spec=_spec(fail_at_step=16))
+    assert _execute(api, settings, use_mlflow=False) == "failed"
+    assert _loss_steps(api) == list(range(1, 16)) and api.run["mlflow_run_id"] is None
+    api.requeue(attempt=2)
+    assert _execute(api, settings, attempt=2, use_mlflow=True) == "succeeded"
+    assert api.results[-1]["payload"]["resumed_from_step"] == 12
+    mlflow = MlflowClient(tracking_uri=settings.mlflow_tracking_uri)
+    history = mlflow.get_metric_history(api.run["mlflow_run_id"], "loss")
+    assert sorted(m.step for m in history) == list(range(1, 25))
+    assert {m.step: m.value for m in history} == {step: api.metrics["loss", step] for step in range(1, 25)}
+    assert [m.step for m in mlflow.get_metric_history(api.run["mlflow_run_id"], "final_loss")] == [24]
 
 
 def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSettings) -> None:

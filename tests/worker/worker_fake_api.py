@@ -112,7 +112,48 @@ class FakeApi:
                 return httpx.Response(200, json=self.run)
             if request.method == "GET" and path == run_path:
                 return httpx.Response(200, json=self.run)
+            if request.method == "GET" and path == f"{run_path}/metric-keys":
+                return httpx.Response(200, json=sorted({key for key, _ in self.metrics}))
+            if request.method == "GET" and path == f"{run_path}/metrics":
+                return httpx.Response(200, json=self._series(request.url.params))
             return _error(404, "not_found", f"no route {request.method} {path}")
+
+    def _series(self, params: httpx.QueryParams) -> dict[str, Any]:
+        """GET /runs/{id}/metrics as the API answers it: per key, buckets of equal step width."""
+        keys = params["keys"].split(",") if params.get("keys") else sorted({k for k, _ in self.metrics})
+        max_points = int(params.get("max_points", 1000))
+        series: dict[str, Any] = {}
+        for key in keys:
+            points = sorted((step, v) for (k, step), v in self.metrics.items() if k == key)
+            if not points:
+                series[key] = {"total_points": 0, "step_min": None, "step_max": None, "buckets": []}
+                continue
+            smin, smax = points[0][0], points[-1][0]
+            lo = max(smin, int(params["step_min"])) if params.get("step_min") else smin
+            hi = min(smax, int(params["step_max"])) if params.get("step_max") else smax
+            width = max(1, -(-(hi - lo + 1) // max_points))
+            grouped: dict[int, list[tuple[int, float]]] = {}
+            for step, value in points:
+                if lo <= step <= hi:
+                    grouped.setdefault((step - lo) // width, []).append((step, value))
+            buckets = [
+                {
+                    "step_start": b[0][0],
+                    "step_end": b[-1][0],
+                    "min": min(v for _, v in b),
+                    "max": max(v for _, v in b),
+                    "last": b[-1][1],
+                    "count": len(b),
+                }
+                for _, b in sorted(grouped.items())
+            ]
+            series[key] = {
+                "total_points": len(points),
+                "step_min": smin,
+                "step_max": smax,
+                "buckets": buckets,
+            }
+        return {"run_id": self.run["id"], "series": series}
 
 
 def _error(status: int, code: str, detail: str) -> httpx.Response:
