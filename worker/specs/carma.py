@@ -4,8 +4,8 @@ Figure 2) and synonym consistency (section 5.2, Tables 1, 4, 5). docs/experiment
 
 One run is one variant: ``original`` (no training), ``ft`` (task loss only, lambda = 0) or ``carma``
 (lambda, gamma, eta on a layer range). ``{}`` is a CPU demo of a few minutes: SmolLM2-135M-Instruct on
-WordNet inverse dictionary modelling, 60 steps of CARMA, then CAP at 6 depths and synonyms at 25% and
-40% over 5 seeds. Paper-scale settings are the manifest's examples.
+WordNet inverse dictionary modelling (500 examples), 60 steps of CARMA, then CAP at 4 depths on 32
+test items and synonyms at 25% and 40% over 5 seeds. Paper-scale settings are the manifest's examples.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class CarmaData(StrictModel):
         ["n"], min_length=1, description="WordNet parts of speech for IDM"
     )
     max_examples: int | None = Field(
-        1000,
+        500,
         ge=10,
         description="examples kept (after single-token filtering, shuffled with split_seed) before the "
         "80/10/10 split; null = all",
@@ -178,7 +178,7 @@ class CarmaTrain(StrictModel):
     weight_decay: float = Field(0.01, ge=0.0, le=10.0, description="AdamW weight decay (torch's default)")
     grad_clip: float | None = Field(1.0, gt=0.0, description="max global gradient norm (reference: 1.0)")
     eval_interval: int = Field(
-        20, ge=1, description="steps between validation evaluations (the best one is kept)"
+        30, ge=1, description="steps between validation evaluations (the best one is kept)"
     )
     eval_batch_size: int = Field(32, ge=1, le=4096)
     log_every: int = Field(5, ge=1, description="steps between training-metric points")
@@ -193,12 +193,12 @@ class CarmaCap(StrictModel):
         None, description="start layers (0-indexed); null = `points` layers evenly spread over the depth"
     )
     points: int = Field(
-        6, ge=2, le=1000, description="start layers when `layers` is null (first and last included)"
+        4, ge=2, le=1000, description="start layers when `layers` is null (first and last included)"
     )
     protocols: list[Literal["mean", "max", "sum"]] = Field(
         ["mean", "max", "sum"], min_length=1, description="pooling protocols (appendix C.1)"
     )
-    max_items: int | None = Field(100, ge=1, description="test items CAP uses; null = all")
+    max_items: int | None = Field(32, ge=1, description="test items CAP uses; null = all")
 
     @field_validator("layers")
     @classmethod

@@ -775,13 +775,13 @@ export interface components {
             /**
              * Max Items
              * @description test items CAP uses; null = all
-             * @default 100
+             * @default 32
              */
             max_items: number | null;
             /**
              * Points
              * @description start layers when `layers` is null (first and last included)
-             * @default 6
+             * @default 4
              */
             points: number;
             /**
@@ -827,7 +827,7 @@ export interface components {
             /**
              * Max Examples
              * @description examples kept (after single-token filtering, shuffled with split_seed) before the 80/10/10 split; null = all
-             * @default 1000
+             * @default 500
              */
             max_examples: number | null;
             /**
@@ -1116,7 +1116,7 @@ export interface components {
             /**
              * Eval Interval
              * @description steps between validation evaluations (the best one is kept)
-             * @default 20
+             * @default 30
              */
             eval_interval: number;
             /**
