@@ -90,8 +90,10 @@ def create_experiment(
 
 
 @router.post("/experiments/preview", response_model=Preview, operation_id="experiments-preview")
-def preview_experiment(body: ExperimentCreate, _principal: PrincipalDep, settings: SettingsDep) -> Preview:
-    runs = service.resolve(body, settings)
+def preview_experiment(
+    body: ExperimentCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> Preview:
+    runs = service.resolve(body, settings, session, principal)
     return Preview(count=len(runs), runs=runs[:1000])
 
 

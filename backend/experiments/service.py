@@ -16,10 +16,12 @@ from backend.deps import Principal
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
+from backend.experiments.sources import source_run_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
 from backend.settings import Settings
+from worker.specs import manifest
 
 
 def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:
@@ -31,9 +33,13 @@ def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: b
     return ["body", "spec", *field]
 
 
-def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
-    """Every run of the request, validated; raises Invalid with every error's field path."""
+def resolve(
+    body: ExperimentCreate, settings: Settings, session: Session | None = None, principal: Principal | None = None
+) -> list[PreviewRun]:
+    """Every run of the request, validated; raises Invalid with every error's field path. With a session,
+    the runs a spec names as its source (``KindManifest.source_runs``) are checked too."""
     cls = spec_class(body.kind, ["body", "kind"])
+    source_runs = manifest(body.kind).source_runs if session is not None and principal is not None else {}
     spec = {k: v for k, v in body.spec.items() if k != "kind"}
     n = sweeps.count(body.sweep)
     if n > settings.max_runs_per_experiment:
@@ -59,10 +65,17 @@ def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
             if len(errors) >= 50:
                 break
             continue
+        dumped = model.model_dump(mode="json")
+        if source_runs:
+            assert session is not None and principal is not None
+            for field, msg, kind in source_run_errors(session, principal, source_runs, dumped):
+                loc = _error_loc({"loc": field}, index, params, swept)
+                combo = f"combination {index} {params}: " if swept else ""
+                errors.append({"loc": loc, "msg": combo + msg, "type": kind})
+            if errors:
+                continue
         runs.append(
-            PreviewRun(
-                index=index, params=params, spec=model.model_dump(mode="json"), queue=model.resources.queue
-            )
+            PreviewRun(index=index, params=params, spec=dumped, queue=model.resources.queue)
         )
     if errors:
         first = errors[0]
@@ -74,7 +87,7 @@ def resolve(body: ExperimentCreate, settings: Settings) -> list[PreviewRun]:
 def create(session: Session, principal: Principal, body: ExperimentCreate, settings: Settings) -> Experiment:
     project = projects.resolve_project(session, principal, body.project)
     projects.require_role(session, principal, project.id, "member", f"project {project.name!r}")
-    runs = resolve(body, settings)  # validate everything before anything is stored
+    runs = resolve(body, settings, session, principal)  # validate everything before anything is stored
     cls = spec_class(body.kind, ["body", "kind"])
     base = cls.model_validate({k: v for k, v in body.spec.items() if k != "kind"}) if not body.sweep else None
     # a sweep's base spec is kept as written (swept fields may be missing), tagged with its kind

@@ -46,6 +46,9 @@ class KindManifest:
     """One experiment kind: its name, what it is, its spec, the result records it posts, its examples.
 
     ``runner`` is ``"module:function"``; empty means the convention ``worker.kinds.<name>:run``.
+    ``source_runs`` maps a dotted spec field that names another run by id (e.g. ``"init.run_id"``) to the
+    kind that run must be; at submission the backend checks that the run exists, is visible to the
+    submitter, is of that kind and succeeded (a 422 naming the field otherwise). A null field names none.
     """
 
     name: str
@@ -54,6 +57,7 @@ class KindManifest:
     results: tuple[type[BaseModel], ...] = ()
     examples: tuple[Example, ...] = ()
     runner: str = ""
+    source_runs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -65,6 +69,9 @@ class KindManifest:
         names = [e.name for e in self.examples]
         if len(set(names)) != len(names):
             raise ValueError(f"kind {self.name!r} has two examples of one name: {names}")
+        for path, kind in self.source_runs.items():
+            if not all(part.isidentifier() for part in path.split(".")) or not kind.isidentifier():
+                raise ValueError(f"kind {self.name!r}: source_runs entry {path!r}: {kind!r} is malformed")
         if self.runner and ":" not in self.runner:
             raise ValueError(f"runner {self.runner!r} of kind {self.name!r} must be 'module:function'")
 

@@ -60,6 +60,13 @@ class RunContext(abc.ABC):
     def log(self, line: str) -> None:  # noqa: B027 - optional sink
         """A free-text log line (shown by ``reasonlab runs logs`` and the run page)."""
 
+    def run_outputs(self, run_id: int) -> Path | None:
+        """The output folder (``out_dir``) of another run of this platform, e.g. the model a source run
+        saved; None where this context cannot see other runs (a local run names a folder instead). The
+        backend checked at submission that the run exists, is of the declared kind and succeeded
+        (``KindManifest.source_runs``)."""
+        return None
+
 
 def result_record(record: Any) -> tuple[str, dict[str, Any]]:
     """``(kind, payload)`` of a result record, validated against its declared type when known."""

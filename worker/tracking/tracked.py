@@ -256,10 +256,15 @@ class ApiRunContext(TrackedRunContext):
             options=options,
         )
         self.outputs_dir = self.out_dir
+        self.artifact_root = root
         self.run_id = run_id
         self.attempt = attempt
         self.mlflow = mlflow
         self.lease_lost = False
+
+    def run_outputs(self, run_id: int) -> Path | None:
+        """Runs share the artifact root: another run's outputs are ``<artifact_root>/runs/run-<id>``."""
+        return self.artifact_root / "runs" / f"run-{run_id}"
 
     def mark_lease_lost(self) -> None:
         self.lease_lost = True

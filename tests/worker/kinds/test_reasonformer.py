@@ -1,0 +1,169 @@
+"""The reasonformer_pretrain and reasonformer_finetune kinds: specs (422 field paths), tiny runs through
+run(spec, ctx) with their result records, fine-tuning from a pre-training run's saved model, exact resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from tests.worker.kinds.sraven_context import MemoryContext
+from worker.kinds import get_kind
+from worker.specs import manifest, result_class, spec_class
+from worker.specs.reasonformer_finetune import ReasonFormerFinetuneSpec
+from worker.specs.reasonformer_parts import ReasonFormerEval, Routing
+from worker.specs.reasonformer_pretrain import ReasonFormerPretrainSpec
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TINY_TRAIN = {"steps": 6, "batch_size": 8, "log_every": 1, "checkpoint_every": 3, "max_new_tokens": 6}
+
+
+class SourceContext(MemoryContext):
+    """A context that sees other runs' outputs, as the platform's does (shared artifact root)."""
+
+    def __init__(self, runs: dict[int, Path], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.runs = runs
+
+    def run_outputs(self, run_id: int) -> Path | None:
+        return self.runs.get(run_id)
+
+
+def locs(cls: type, spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(ValidationError) as info:
+        cls.model_validate(spec)  # type: ignore[attr-defined]
+    return [tuple(e["loc"]) for e in info.value.errors()]
+
+
+def pretrain_spec(**model: Any) -> ReasonFormerPretrainSpec:
+    return ReasonFormerPretrainSpec.model_validate(
+        {"model": model, "data": {"eval_per_task": 1}, "train": TINY_TRAIN, "analysis": {"cases_per_task": 1}}
+    )
+
+
+def test_empty_specs_are_cpu_demos_and_registered() -> None:
+    pre, fine = ReasonFormerPretrainSpec.model_validate({}), ReasonFormerFinetuneSpec.model_validate({})
+    assert (pre.model.variant, pre.model.backbone, pre.model.resolved_depth(), pre.model.top_k) == (
+        "shared",
+        "t5-tiny",
+        3,
+        2,
+    )
+    assert pre.data.source == fine.data.source == "synthetic" and fine.init.run_id is None
+    assert spec_class("reasonformer_pretrain") is ReasonFormerPretrainSpec
+    assert result_class("reasonformer_eval") is ReasonFormerEval and result_class("routing") is Routing
+    assert manifest("reasonformer_finetune").source_runs == {"init.run_id": "reasonformer_pretrain"}
+    for name in ("reasonformer_pretrain", "reasonformer_finetune"):
+        for example in manifest(name).examples:
+            spec_class(name).model_validate(dict(example.spec))
+
+
+def test_bad_specs_name_the_field() -> None:
+    P, F = ReasonFormerPretrainSpec, ReasonFormerFinetuneSpec
+    assert locs(P, {"model": {"top_k": 7}}) == [("model", "top_k")]  # 6 skills
+    assert locs(P, {"model": {"skills": ["reverse", "sort", "general"], "top_k": 4}}) == [("model", "top_k")]
+    assert locs(P, {"model": {"depth": 0}}) == [("model", "depth")]
+    assert locs(P, {"model": {"variant": "single", "depth": 3}}) == [("model", "depth")]
+    skills = ["reverse", "sort", "shift", "lookup", "rotate", "general", "juggle"]
+    assert locs(P, {"model": {"skills": skills}}) == [("model", "skills", 6)]  # unknown skill
+    assert locs(P, {"model": {"variant": "morm", "routing_loss_weight": 1.0}}) == [
+        ("model", "routing_loss_weight")
+    ]
+    assert locs(P, {"data": {"source": "jsonl"}}) == [("data", "path")]
+    assert locs(F, {"data": {"tasks": ["compose9"]}}) == [("data", "tasks")]
+    assert locs(F, {"data": {"few_shot": {"count": 4, "fraction": 0.5}}}) == [
+        ("data", "few_shot", "fraction")
+    ]
+    assert locs(F, {"data": {"source": "jsonl"}}) == [("data", "eval_path")]
+    assert locs(F, {"init": {"run_id": 0}}) == [("init", "run_id")]
+    assert locs(F, {"model": {"variant": "t5"}, "freeze": "reasoning"}) == [("freeze",)]
+
+
+def test_pretrain_then_finetune_from_its_saved_model(tmp_path: Path) -> None:
+    pre = MemoryContext(out_dir=tmp_path / "run-1")
+    get_kind("reasonformer_pretrain").run(pretrain_spec(), pre)
+    evaluation, routing = pre.results
+    assert isinstance(evaluation, ReasonFormerEval) and isinstance(routing, Routing)
+    assert evaluation.stage == "pretrain" and evaluation.label == "Shared (S)" and evaluation.modularity
+    assert {t.task for t in evaluation.tasks} >= {"sort", "reverse", "sort>reverse"}
+    assert evaluation.parameters.activated < evaluation.parameters.total
+    assert routing.skills[-1] == "general" and routing.chance == pytest.approx(0.2)
+    assert routing.skill_match is not None and routing.order_match_heldout is not None
+    sort = next(t for t in routing.tasks if t.task == "sort")
+    assert sort.expected == ["sort"] * 3 and len(sort.weights) == 3 and len(sort.cases[0].steps) == 3
+    assert all(sum(row) == pytest.approx(1.0, abs=1e-5) for row in sort.weights)
+    assert {"loss", "lm_loss", "routing_loss", "router/s0/sort", "stop_gate/s2", "eval/average"} <= set(
+        pre.metrics
+    )
+    assert (tmp_path / "run-1" / "model" / "config.json").is_file()
+
+    spec = ReasonFormerFinetuneSpec.model_validate(
+        {
+            "init": {"run_id": 1},
+            "freeze": "reasoning",
+            "data": {"train_per_task": 4, "eval_per_task": 2},
+            "train": TINY_TRAIN,
+        }  # fmt: skip
+    )
+    fine = SourceContext({1: tmp_path / "run-1"}, out_dir=tmp_path / "run-2")
+    get_kind("reasonformer_finetune").run(spec, fine)
+    evaluation, routing = fine.results
+    assert evaluation.stage == "finetune" and evaluation.pretrained and evaluation.source_run_id == 1
+    assert evaluation.freeze == "reasoning" and evaluation.parameters.tuned < evaluation.parameters.total
+    assert {t.task: t.metric for t in evaluation.tasks} == {
+        "choose2": "accuracy", "compose2": "exact_match", "compose3": "exact_match"}  # fmt: skip
+    assert {t.task for t in routing.tasks} <= {">".join(p) for p in (("sort", "reverse"), ("sort", "rotate"),
+                                                                   ("lookup", "sort"))} | {t.task for t in routing.tasks if t.task.count(">") == 2}  # fmt: skip
+    assert all(t.expected is not None for t in routing.tasks)  # by program: the order is known
+    assert "routing_loss" not in fine.metrics  # adaptation: teacher forcing only (section 3.3)
+
+
+def test_finetune_fresh_baselines_and_few_shot(tmp_path: Path) -> None:
+    for variant, label in (("t5", "T5"), ("morm", "MoRM (S)")):
+        spec = ReasonFormerFinetuneSpec.model_validate(
+            {
+                "model": {"variant": variant},
+                "data": {
+                    "tasks": ["choose2"],
+                    "train_per_task": 10,
+                    "eval_per_task": 2,
+                    "few_shot": {"count": 4},
+                },
+                "train": TINY_TRAIN,
+            }  # fmt: skip
+        )
+        ctx = MemoryContext(out_dir=tmp_path / variant)
+        get_kind("reasonformer_finetune").run(spec, ctx)
+        evaluation = ctx.results[0]
+        assert (
+            evaluation.label == label
+            and not evaluation.pretrained
+            and evaluation.few_shot == "4 per task (seed 0)"
+        )
+        assert len(ctx.results) == (1 if variant == "t5" else 2)  # plain T5 has no routing
+
+
+def test_a_source_run_this_context_cannot_see_is_an_error() -> None:
+    spec = ReasonFormerFinetuneSpec.model_validate({"init": {"run_id": 5}, "train": TINY_TRAIN})
+    with pytest.raises(RuntimeError, match="cannot see run 5"):
+        get_kind("reasonformer_finetune").run(spec, MemoryContext())
+
+
+def test_resume_after_cancel_reproduces_the_uninterrupted_run(tmp_path: Path) -> None:
+    spec = pretrain_spec(variant="private", top_k=None)
+    kind = get_kind("reasonformer_pretrain")
+    full = MemoryContext(out_dir=tmp_path / "full")
+    kind.run(spec, full)
+    ctx = MemoryContext(out_dir=tmp_path / "resumed", stop_after_step=3)
+    torch.manual_seed(1234)
+    kind.run(spec, ctx)
+    assert ctx.results == [] and ctx.checkpoint is not None and ctx.checkpoint[1] == 3
+    ctx.stop_after_step = None
+    torch.manual_seed(4321)
+    kind.run(spec, ctx)
+    assert ctx.metrics == full.metrics
+    assert [r.model_dump() for r in ctx.results] == [r.model_dump() for r in full.results]
