@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cli import client
+
 if TYPE_CHECKING:
     from backend.settings import Settings
     from common.settings import SharedSettings
@@ -72,6 +74,8 @@ def up(home: str | None, port: int, host: str, n_workers: int, stop_timeout: flo
     os.environ.update(env)
     settings = _settings(str(home_dir))
     migrate(settings)
+    # the home tells the CLI where its server is (cli/client.py reads it when no URL is given)
+    (home_dir / client.API_URL_FILE).write_text(api_url + "\n")
     creds = ensure_admin(settings)
     env["REASONLAB_WORKER_TOKEN"] = ensure_worker_token(settings)
     if creds is not None:
@@ -248,6 +252,7 @@ def user() -> None:
 @click.option("--project", default="default", show_default=True)
 @click.option("--role", type=click.Choice(["viewer", "member", "admin"]), default="member", show_default=True)
 def user_create(username: str, password: str, admin: bool, project: str, role: str) -> None:
+    """Create USERNAME with a role in a project (the API's username and password policy applies)."""
     from backend.auth import service
     from backend.bootstrap import migrate, session_for
     from backend.errors import ApiError

@@ -42,6 +42,10 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
             except httpx.HTTPError:
                 time.sleep(0.3)
         assert healthy, "reasonlab up did not serve /api/v1/health"
+        # the home tells the CLI where its server is: no --api-url needed on a port other than 8000
+        assert (home / "api.url").read_text().strip() == f"http://127.0.0.1:{port}"
+        listed = CliRunner().invoke(main, ["runs", "list"], env={"REASONLAB_HOME": str(home)})
+        assert listed.exit_code == 0, listed.output
         token_file = home / "admin.token"
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         token = token_file.read_text().strip()
