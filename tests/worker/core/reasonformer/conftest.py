@@ -28,9 +28,15 @@ def tiny_t5(num_layers: int = 6, vocab_size: int = 40, attn: str = "eager") -> T
 
 def reasoning(**overrides: object) -> ReasoningConfig:
     values: dict[str, object] = dict(
-        skills=("a", "b", "c", "general"), variant="shared", depth=3, representation_layers=2, module_layers=2,
-        top_k=2, adapter_bottleneck=8, router_hidden=16,
-    )  # fmt: skip
+        skills=("a", "b", "c", "general"),
+        variant="shared",
+        depth=3,
+        representation_layers=2,
+        module_layers=2,
+        top_k=2,
+        adapter_bottleneck=8,
+        router_hidden=16,
+    )
     values.update(overrides)
     return ReasoningConfig(**values)  # type: ignore[arg-type]
 

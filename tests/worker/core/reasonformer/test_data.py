@@ -92,8 +92,12 @@ def test_skill_labels_per_step_and_collation() -> None:
     with pytest.raises(AssertionError, match="not among"):
         skill_label_row(["zz"], skills, 2)
     tok = SymbolTokenizer(["x", "y"])
-    batch = collate([Example("t", "x y", "y", skills=("a",)), Example("t", "x", "x y x", skills=("b", "a"))],
-                    tok, skills=skills, depth=2)  # fmt: skip
+    batch = collate(
+        [Example("t", "x y", "y", skills=("a",)), Example("t", "x", "x y x", skills=("b", "a"))],
+        tok,
+        skills=skills,
+        depth=2,
+    )
     assert batch.input_ids.tolist() == [[3, 4, 1], [3, 1, 0]]
     assert batch.attention_mask.tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch.labels.tolist() == [[4, 1, -100, -100], [3, 4, 3, 1]]
@@ -129,17 +133,30 @@ def test_appendix_a_prompts() -> None:
 
 def test_jsonl_loaders(tmp_path: Path) -> None:
     pre = tmp_path / "pre.jsonl"
-    pre.write_text("\n".join(json.dumps(r) for r in [
-        {"skill": "logic", "input": "a [SEP] give me the missing statement", "output": "b"},
-        {"skill": "qa", "template": "qa", "fields": {"context": "c", "question": "q?", "answer": "x"}},
-        {"skill": ["fact", "logic"], "input": "i", "output": "o"},
-    ]))  # fmt: skip
+    pre.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"skill": "logic", "input": "a [SEP] give me the missing statement", "output": "b"},
+                {
+                    "skill": "qa",
+                    "template": "qa",
+                    "fields": {"context": "c", "question": "q?", "answer": "x"},
+                },
+                {"skill": ["fact", "logic"], "input": "i", "output": "o"},
+            ]
+        )
+    )
     rows = load_pretrain_jsonl(pre)
     assert [r.skills for r in rows] == [("logic",), ("qa",), ("fact", "logic")]
     assert rows[1].input == "c [SEP] give me the answer of q?" and rows[1].output == "x"
     down = tmp_path / "mytask.jsonl"
-    down.write_text(json.dumps({"context": "c", "question": "q", "options": ["x", "y"], "answer": "y"}) + "\n"
-                    + json.dumps({"input": "i", "output": "o"}) + "\n")  # fmt: skip
+    down.write_text(
+        json.dumps({"context": "c", "question": "q", "options": ["x", "y"], "answer": "y"})
+        + "\n"
+        + json.dumps({"input": "i", "output": "o"})
+        + "\n"
+    )
     mc, gen = load_downstream_jsonl(down)
     assert (
         mc.task == "mytask"
@@ -159,19 +176,43 @@ def test_hub_rows_of_the_papers_datasets_convert() -> None:
     rows = {
         "reclor": {"context": "c", "question": "q", "answers": ["a", "b", "c", "d"], "label": 2},
         "csqa": {"question": "q", "choices": {"label": ["A", "B"], "text": ["x", "y"]}, "answerKey": "B"},
-        "arc": {"question": "q", "choices": {"label": ["1", "2", "3"], "text": ["x", "y", "z"]}, "answerKey": "3"},
+        "arc": {
+            "question": "q",
+            "choices": {"label": ["1", "2", "3"], "text": ["x", "y", "z"]},
+            "answerKey": "3",
+        },
         "race": {"article": "art", "question": "q", "options": ["w", "x", "y", "z"], "answer": "C"},
         "dream": {"dialogue": ["M: hi", "W: yo"], "question": "q", "choice": ["x", "y", "z"], "answer": "z"},
-        "anli": {"observation_1": "o1", "observation_2": "o2", "hypothesis_1": "h1", "hypothesis_2": "h2", "label": 2},
+        "anli": {
+            "observation_1": "o1",
+            "observation_2": "o2",
+            "hypothesis_1": "h1",
+            "hypothesis_2": "h2",
+            "label": 2,
+        },
         "mutual": {"article": "dialog", "options": ["w", "x", "y", "z"], "answers": "B"},
         "wikihop": {"query": "country_of x", "supports": ["s1"], "candidates": ["p", "q"], "answer": "q"},
         "hellaswag": {"ctx": "c", "endings": ["e0", "e1", "e2", "e3"], "label": "3"},
         "piqa": {"goal": "g", "sol1": "s1", "sol2": "s2", "label": 0},
-        "hotpotqa": {"question": "q?", "answer": "Kansas Song",
-                     "context": {"title": ["T"], "sentences": [["s1.", "s2."]]}},
-    }  # fmt: skip
-    expected = {"reclor": "c", "csqa": "y", "arc": "z", "race": "y", "dream": "z", "anli": "h2", "mutual": "x",
-                "wikihop": "q", "hellaswag": "e3", "piqa": "s1", "hotpotqa": "Kansas Song"}  # fmt: skip
+        "hotpotqa": {
+            "question": "q?",
+            "answer": "Kansas Song",
+            "context": {"title": ["T"], "sentences": [["s1.", "s2."]]},
+        },
+    }
+    expected = {
+        "reclor": "c",
+        "csqa": "y",
+        "arc": "z",
+        "race": "y",
+        "dream": "z",
+        "anli": "h2",
+        "mutual": "x",
+        "wikihop": "q",
+        "hellaswag": "e3",
+        "piqa": "s1",
+        "hotpotqa": "Kansas Song",
+    }
     assert set(rows) == set(hub.HUB_TASKS)
     for name, row in rows.items():
         example = hub.HUB_TASKS[name].convert(row)

@@ -15,8 +15,12 @@ from worker.core.reasonformer.model import ReasonFormerForConditionalGeneration
 def _pair(
     variant: str, top_k: int | None
 ) -> tuple[ReasonFormerForConditionalGeneration, ReasonFormerForConditionalGeneration]:
-    kw = dict(variant=variant, top_k=top_k, module_layers=2 if variant == "shared" else 1,
-              adapter_bottleneck=8 if variant == "shared" else None)  # fmt: skip
+    kw = dict(
+        variant=variant,
+        top_k=top_k,
+        module_layers=2 if variant == "shared" else 1,
+        adapter_bottleneck=8 if variant == "shared" else None,
+    )
     sparse = ReasonFormerForConditionalGeneration.from_t5(tiny_t5(), reasoning(**kw, dispatch="sparse"))
     # adapters start at zero: perturb them so the test sees them
     with torch.no_grad():

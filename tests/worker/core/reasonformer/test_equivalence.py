@@ -12,8 +12,18 @@ from tests.worker.core.reasonformer.conftest import reasoning, right_padded, tin
 from worker.core.reasonformer.causal import ReasonFormerForCausalLM
 from worker.core.reasonformer.model import ReasonFormerForConditionalGeneration
 
-PLAIN = dict(skills=("only",), variant="single", depth=1, representation_layers=2, module_layers=2, top_k=None,
-             adapter_bottleneck=None, stop_gate=False, routing_loss_weight=0.0, general_skill=None)  # fmt: skip
+PLAIN = dict(
+    skills=("only",),
+    variant="single",
+    depth=1,
+    representation_layers=2,
+    module_layers=2,
+    top_k=None,
+    adapter_bottleneck=None,
+    stop_gate=False,
+    routing_loss_weight=0.0,
+    general_skill=None,
+)
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
@@ -53,8 +63,15 @@ def test_padding_mask_reaches_the_reasoning_blocks() -> None:
     ("config_cls", "model_cls"), [(LlamaConfig, LlamaForCausalLM), (Qwen2Config, Qwen2ForCausalLM)]
 )
 def test_decoder_only_depth1_single_skill_equals_the_hf_causal_lm(config_cls: type, model_cls: type) -> None:
-    config = config_cls(vocab_size=40, hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
-                        num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip
+    config = config_cls(
+        vocab_size=40,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     lm = model_cls(config).eval()
     ids, mask = right_padded()
     with torch.no_grad():

@@ -22,8 +22,16 @@ def test_router_learns_skills_and_composite_order_on_the_synthetic_suite() -> No
     suite = SkillSuite()
     tok = SymbolTokenizer(suite.vocabulary())
     skills = (*PRIMITIVE_NAMES, "general")
-    rc = ReasoningConfig(skills=skills, variant="shared", depth=3, representation_layers=2, module_layers=1,
-                         top_k=2, adapter_bottleneck=16, router_hidden=64)  # fmt: skip
+    rc = ReasoningConfig(
+        skills=skills,
+        variant="shared",
+        depth=3,
+        representation_layers=2,
+        module_layers=1,
+        top_k=2,
+        adapter_bottleneck=16,
+        router_hidden=64,
+    )
     model = build_model("shared", "t5-tiny", rc, vocab_size=tok.vocab_size)
     evals = suite.pretrain_eval(np.random.default_rng(1), 12)
     stream = ExampleStream(suite.pretrain_example, 0, {e.input for e in evals})

@@ -88,8 +88,9 @@ def test_skill_labels_expand_to_every_step() -> None:
 
 
 def test_save_pretrained_from_pretrained_round_trip(tmp_path: Path) -> None:
-    rf = ReasonFormerForConditionalGeneration.from_t5(tiny_t5(), reasoning(variant="private", module_layers=1,
-                                                                           adapter_bottleneck=None)).eval()  # fmt: skip
+    rf = ReasonFormerForConditionalGeneration.from_t5(
+        tiny_t5(), reasoning(variant="private", module_layers=1, adapter_bottleneck=None)
+    ).eval()
     rf.save_pretrained(tmp_path)
     again = load_model(tmp_path).eval()
     assert isinstance(again, ReasonFormerForConditionalGeneration)
@@ -99,8 +100,10 @@ def test_save_pretrained_from_pretrained_round_trip(tmp_path: Path) -> None:
         a = rf(input_ids=ids, attention_mask=mask, decoder_input_ids=torch.zeros(3, 1, dtype=torch.long))
         b = again(input_ids=ids, attention_mask=mask, decoder_input_ids=torch.zeros(3, 1, dtype=torch.long))
     torch.testing.assert_close(a.logits, b.logits)
-    assert torch.equal(rf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
-                       again.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4))  # fmt: skip
+    assert torch.equal(
+        rf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
+        again.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
+    )
 
 
 def test_freeze_options_of_table_3() -> None:
