@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def definition(name: str, schema: dict[str, Any]) -> str:
         return f"class {name}(TypedDict):\n{docstring}{body}"
     # a field that is no Python name: the functional form (annotations as strings: later names)
     items = "\n".join(f"        {json.dumps(f)}: {json.dumps(a)}," for f, a in fields.items())
-    return f"{name} = TypedDict(  # noqa: UP013\n    {json.dumps(name)},\n    {{\n{items}\n    }},\n)"
+    return f"{name} = TypedDict(\n    {json.dumps(name)},\n    {{\n{items}\n    }},\n)"
 
 
 def generate(document: dict[str, Any]) -> str:
@@ -91,7 +92,20 @@ def generate(document: dict[str, Any]) -> str:
     # classes first, then the aliases (unions of classes) that name them
     names = sorted(schemas, key=lambda n: (not schemas[n].get("properties"), n))
     body = "\n\n\n".join(definition(name, schemas[name]) for name in names)
-    return f"{HEADER}\n\n{body}\n"
+    return ruff_format(f"{HEADER}\n\n{body}\n")
+
+
+def ruff_format(source: str) -> str:
+    """The source as ``ruff format`` (the project's formatter, a dev dependency) writes it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET.relative_to(ROOT)), "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    return done.stdout
 
 
 def main(argv: list[str]) -> int:

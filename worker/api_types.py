@@ -54,19 +54,19 @@ class Bucket(TypedDict):
     step_start: int
 
 
-CapCurve = TypedDict(  # noqa: UP013
+CapCurve = TypedDict(
     "CapCurve",
     {
         "clean_acc": "float",
         "items": "int",
-        "kind": "NotRequired[Literal[\"cap_curve\"]]",
+        "kind": 'NotRequired[Literal["cap_curve"]]',
         "lambda": "float | None",
         "model": "str",
         "num_layers": "int",
         "points": "list[CapPoint]",
-        "protocol": "Literal[\"mean\", \"max\", \"sum\"]",
-        "task": "Literal[\"idm\", \"sc\"]",
-        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+        "protocol": 'Literal["mean", "max", "sum"]',
+        "task": 'Literal["idm", "sc"]',
+        "variant": 'Literal["original", "ft", "carma"]',
     },
 )
 
@@ -103,27 +103,27 @@ class CarmaData(TypedDict):
     wordnet_pos: NotRequired[list[Literal["n", "v", "a", "r"]]]
 
 
-CarmaEval = TypedDict(  # noqa: UP013
+CarmaEval = TypedDict(
     "CarmaEval",
     {
         "best_step": "int | None",
         "eta": "float | None",
         "gamma": "float | None",
-        "kind": "NotRequired[Literal[\"carma_eval\"]]",
+        "kind": 'NotRequired[Literal["carma_eval"]]',
         "lambda": "float | None",
         "layers": "list[int] | None",
         "model": "str",
         "num_layers": "int",
         "step_seconds": "float | None",
         "steps": "int",
-        "task": "Literal[\"idm\", \"sc\"]",
+        "task": 'Literal["idm", "sc"]',
         "test_acc": "float",
         "test_loss": "float",
         "test_size": "int",
         "train_size": "int",
         "validation_acc": "float",
         "validation_size": "int",
-        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+        "variant": 'Literal["original", "ft", "carma"]',
     },
 )
 
@@ -133,7 +133,7 @@ class CarmaModelSpec(TypedDict):
     name: NotRequired[str]
 
 
-CarmaRegularisation = TypedDict(  # noqa: UP013
+CarmaRegularisation = TypedDict(
     "CarmaRegularisation",
     {
         "eta": "NotRequired[float]",
@@ -276,7 +276,9 @@ class ExperimentCreate(TypedDict):
     kind: str
     name: str
     project: NotRequired[str | None]
-    spec: NotRequired[CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec]
+    spec: NotRequired[
+        CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    ]
     sweep: NotRequired[Sweep | None]
     tags: NotRequired[list[str]]
 
@@ -380,7 +382,9 @@ class KindExample(TypedDict):
 
 
 class KindPublic(TypedDict):
-    defaults: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    defaults: (
+        CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    )
     description: str
     examples: list[KindExample]
     name: str
@@ -595,7 +599,9 @@ class ResultIn(TypedDict):
     attempt: NotRequired[int | None]
     key: NotRequired[str | None]
     kind: str
-    payload: CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+    payload: (
+        CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+    )
 
 
 class ResultPublic(TypedDict):
@@ -603,7 +609,9 @@ class ResultPublic(TypedDict):
     id: int
     kind: str
     params: NotRequired[dict[str, Any]]
-    payload: CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+    payload: (
+        CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+    )
     run_id: int
 
 
@@ -793,23 +801,23 @@ class Sweep(TypedDict):
     seeds: NotRequired[list[int]]
 
 
-SynonymConsistency = TypedDict(  # noqa: UP013
+SynonymConsistency = TypedDict(
     "SynonymConsistency",
     {
         "changed": "list[int]",
         "consist_syn": "list[float]",
         "correct_before": "int",
         "cv": "float",
-        "kind": "NotRequired[Literal[\"synonym_consistency\"]]",
+        "kind": 'NotRequired[Literal["synonym_consistency"]]',
         "lambda": "float | None",
         "mean": "float",
         "model": "str",
         "rate": "float",
         "seeds": "list[int]",
-        "source": "Literal[\"wordnet\", \"json\"]",
+        "source": 'Literal["wordnet", "json"]',
         "std": "float",
-        "task": "Literal[\"idm\", \"sc\"]",
-        "variant": "Literal[\"original\", \"ft\", \"carma\"]",
+        "task": 'Literal["idm", "sc"]',
+        "variant": 'Literal["original", "ft", "carma"]',
     },
 )
 
