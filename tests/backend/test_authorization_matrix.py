@@ -1,0 +1,195 @@
+"""Every route of the API x every kind of caller: anonymous, viewer, member, project admin, site admin,
+the worker token, and a user of another project. Generated from the app's route table: a new route with
+no entry in POLICY fails the test, so no route ships without a decision on who may call it.
+
+Denials are exact (401 anonymous, 403 a role too low or the worker token off its routes, 404 a project
+the caller cannot see); an allowed call may still answer 4xx for its own reasons (409 on a finished run,
+422...), never 401, 403 or 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from backend.deps import WORKER_OPERATIONS
+from tests.backend.conftest import USER_PASSWORD, Api
+
+# who may call each operation, in the project that owns the resource:
+#   public: anyone; user: any logged-in user (lists are filtered); viewer/member/admin: that role or
+#   higher; lifecycle: the worker token or a site admin; writer: the worker token or a member;
+#   site_admin: site admins only
+POLICY: dict[str, str] = {
+    "health-get": "public",
+    "auth-login": "public",
+    "auth-me": "user",
+    "auth-list_tokens": "user",
+    "auth-create_token": "user",
+    "auth-revoke_token": "user",
+    "kinds-list": "user",
+    "projects-list": "user",
+    "projects-create": "site_admin",
+    "projects-members": "viewer",
+    "projects-set_member": "admin",
+    "experiments-list": "user",
+    "experiments-create": "member",
+    "experiments-preview": "user",  # validates a spec, stores and reads nothing of a project
+    "experiments-get": "viewer",
+    "results-list_experiment": "viewer",
+    "reviews-experiment_comments": "viewer",
+    "reviews-comment_experiment": "member",
+    "reviews-review": "member",
+    "reviews-list": "viewer",
+    "reviews-star": "viewer",
+    "reviews-unstar": "viewer",
+    "reviews-tag_experiment": "member",
+    "reviews-untag_experiment": "member",
+    "reviews-activity": "viewer",
+    "runs-list": "user",
+    "runs-get": "viewer",
+    "runs-events": "viewer",
+    "runs-events_ticket": "viewer",
+    "runs-logs": "viewer",
+    "metrics-keys": "viewer",
+    "metrics-get": "viewer",
+    "results-list_run": "viewer",
+    "reviews-run_comments": "viewer",
+    "reviews-comment_run": "member",
+    "reviews-tag_run": "member",
+    "reviews-untag_run": "member",
+    "runs-cancel": "member",
+    "runs-retry": "member",
+    "runs-patch": "lifecycle",
+    "runs-claim": "lifecycle",
+    "runs-heartbeat": "lifecycle",
+    "runs-finish": "lifecycle",
+    "runs-release": "lifecycle",
+    "runs-post_logs": "writer",
+    "metrics-post": "writer",
+    "results-post": "writer",
+}
+
+# the roles the project-scoped policies need, lowest first
+RANK = {"viewer": 1, "member": 2, "admin": 3}
+CALLERS = ("anonymous", "viewer", "member", "project_admin", "site_admin", "worker", "outsider")
+DIAGNOSTIC_RESULT = {"final_loss": 1.0, "initial_loss": 2.0, "steps": 1, "parameters": 3}
+
+
+def expected(policy: str, caller: str, operation: str) -> int | None:
+    """The denial a caller must get, or None when the call is allowed."""
+    if policy == "public":
+        return None
+    if caller == "anonymous":
+        return 401
+    if caller == "worker":
+        return None if operation in WORKER_OPERATIONS else 403
+    if caller == "site_admin" or policy == "user":
+        return None
+    if policy == "site_admin":
+        return 403
+    if caller == "outsider":
+        return 404
+    role = {"viewer": 1, "member": 2, "project_admin": 3}[caller]
+    if policy == "lifecycle":
+        return 403
+    if policy == "writer":
+        return None if role >= RANK["member"] else 403
+    return None if role >= RANK[policy] else 403
+
+
+def _bodies(run_id: int) -> dict[str, Any]:
+    return {
+        "auth-login": {"username": "meg", "password": USER_PASSWORD},
+        "auth-create_token": {"name": "matrix"},
+        "projects-create": {"name": "matrix-project"},
+        "projects-set_member": {"username": "vic", "role": "viewer"},
+        "experiments-create": {"name": "m", "kind": "diagnostic", "spec": {}},
+        "experiments-preview": {"name": "m", "kind": "diagnostic", "spec": {}},
+        "reviews-comment_experiment": {"body": "looks right"},
+        "reviews-comment_run": {"body": "looks right"},
+        "reviews-review": {"state": "approved"},
+        "runs-patch": {"mlflow_run_id": "abc"},
+        "runs-claim": {"attempt": 1, "worker": "w"},
+        "runs-heartbeat": {"attempt": 1},
+        "runs-finish": {"attempt": 1, "status": "failed"},
+        "runs-release": {"attempt": 1},
+        "runs-post_logs": {"lines": ["a line"]},
+        "metrics-post": {"points": [{"key": "loss", "step": 1, "value": 1.0}]},
+        "results-post": {"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
+    }
+
+
+def _operations(api: Api) -> dict[str, tuple[str, str]]:
+    """operation id -> (method, path template), from the app's own OpenAPI document (its route table)."""
+    document = api.client.app.openapi()  # type: ignore[attr-defined]
+    return {
+        operation["operationId"]: (method.upper(), path)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+    }
+
+
+def test_every_route_has_a_policy(api: Api) -> None:
+    operations = set(_operations(api))
+    assert operations == set(POLICY), (
+        f"routes without a policy: {sorted(operations - set(POLICY))}; "
+        f"policies without a route: {sorted(set(POLICY) - operations)}"
+    )
+    assert operations >= WORKER_OPERATIONS
+
+
+def test_authorization_matrix(api: Api) -> None:
+    tokens: dict[str, str | None] = {
+        "anonymous": None,
+        "viewer": api.user("vic", role="viewer"),
+        "member": api.user("meg", role="member"),
+        "project_admin": api.user("pat", role="admin"),
+        "site_admin": api.admin_token,
+        "worker": "wk_test_worker_token_0123456789",
+        "outsider": api.user("ozzie", project="elsewhere"),
+    }
+    experiment = api.submit({}).json()
+    run_id = experiment["runs"][0]["id"]
+    # a finished run: lifecycle writes answer 409 to those allowed, and the event stream ends at once
+    assert api.client.post(f"/api/v1/runs/{run_id}/cancel", headers=api.h()).status_code == 200
+    bodies = _bodies(run_id)
+    params = {
+        "experiment_id": experiment["id"],
+        "run_id": run_id,
+        "project_id": experiment["project_id"],
+        "token_id": 999_999,
+        "tag": "matrix",
+    }
+    routes = _operations(api)
+    wrong: list[str] = []
+    for operation, policy in sorted(POLICY.items()):
+        method, template = routes[operation]
+        path = template.format(**params)
+        for caller in CALLERS:
+            token = tokens[caller]
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            call: Callable[..., Any] = api.client.request
+            kwargs: dict[str, Any] = {"headers": headers}
+            if operation in bodies:
+                kwargs["json"] = bodies[operation]
+            status = call(method, path, **kwargs).status_code
+            want = expected(policy, caller, operation)
+            if want is None:
+                natural_404 = operation == "auth-revoke_token"  # token 999999 is nobody's
+                if status in (401, 403) or (status == 404 and not natural_404):
+                    wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")
+            elif status != want:
+                wrong.append(f"{caller:13} {method:6} {template}: {status}, expected {want}")
+    assert not wrong, "\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+def test_the_policy_table_denies_somebody_everything_but_the_public_routes(caller: str) -> None:
+    """Sanity of the expectations themselves: only health and login are open to the anonymous."""
+    open_to = {op for op, policy in POLICY.items() if expected(policy, caller, op) is None}
+    if caller == "anonymous":
+        assert open_to == {"health-get", "auth-login"}
+    if caller == "worker":
+        assert open_to == WORKER_OPERATIONS | {"auth-login"}
