@@ -79,15 +79,16 @@ def encode(
     """Render, tokenise and span every example; keep those with a single-token answer and a prompt of at
     most ``max_length`` tokens. Returns the kept examples and the counts of dropped ones."""
     kept: list[Encoded] = []
-    dropped = {"multi_token_label": 0, "too_long": 0}
     labels = {label: label_token(tokenizer, label) for label in {e.label for e in examples}}
-    batch = [render(template, e.text) for e in examples]
+    answerable = [e for e in examples if labels[e.label] is not None]  # only these are tokenised
+    dropped = {"multi_token_label": len(examples) - len(answerable), "too_long": 0}
+    if not answerable:
+        return kept, dropped
+    batch = [render(template, e.text) for e in answerable]
     enc = tokenizer(batch, return_offsets_mapping=True, return_special_tokens_mask=True)
-    for k, example in enumerate(examples):
+    for k, example in enumerate(answerable):
         label_id = labels[example.label]
-        if label_id is None:
-            dropped["multi_token_label"] += 1
-            continue
+        assert label_id is not None
         ids = enc["input_ids"][k]
         if len(ids) > max_length:
             dropped["too_long"] += 1
