@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -11,6 +12,8 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("reasonlab.api")
 
 
 class ErrorItem(BaseModel):
@@ -123,9 +126,13 @@ def install_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(DBAPIError)
-    async def _database(_request: Request, exc: DBAPIError) -> JSONResponse:
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
         # What validation cannot see (a NUL byte Postgres refuses, a race on a unique key, a lost database
         # connection) still answers with a clear error, never a 500.
+        if isinstance(exc, OperationalError):
+            # the client only learns "try again": the API log says why (a lost connection, a deadlock, a
+            # serialization failure, a timeout), with the driver's error class and SQLSTATE
+            log.warning("503 for %s %s: %s", request.method, request.url.path, db_reason(exc))
         if isinstance(exc, IntegrityError):
             status, code, detail = 409, "conflict", "the change conflicts with stored data (already exists?)"
         elif isinstance(exc, DataError):
@@ -156,6 +163,14 @@ def install_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": detail, "code": "invalid", "errors": errors}, status_code=422)
 
 
+def db_reason(exc: DBAPIError) -> str:
+    """The database's own words for a failed statement: driver error class, SQLSTATE, message (one line)."""
+    orig = exc.orig if exc.orig is not None else exc
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    message = " ".join(str(orig).split())[:2000]
+    return f"{type(orig).__name__}{f' [{sqlstate}]' if sqlstate else ''}: {message}"
+
+
 def pydantic_errors(exc: Any, prefix: list[str | int]) -> list[dict[str, Any]]:
     """A pydantic ValidationError's errors as API error items under ``prefix``."""
     return [
@@ -176,6 +191,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "_jsonable",
+    "db_reason",
     "install_handlers",
     "pydantic_errors",
 ]

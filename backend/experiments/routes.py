@@ -15,6 +15,7 @@ from backend.experiments.schemas import (
     ExperimentPublic,
     Preview,
 )
+from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
@@ -66,8 +67,11 @@ def get_visible(
 def detail(session: SessionDep, principal: Principal, experiment: Experiment) -> ExperimentDetail:
     runs = repository.runs_of(session, experiment.id)
     run_tags = repository.run_tags_of(session, [r.id for r in runs])
+    summaries = metrics.summaries(session, runs)
     base = present(session, principal, [experiment])[0]
-    return ExperimentDetail(**base.model_dump(), runs=[RunPublic.of(r, run_tags[r.id]) for r in runs])
+    return ExperimentDetail(
+        **base.model_dump(), runs=[RunPublic.of(r, run_tags[r.id], summaries[r.id]) for r in runs]
+    )
 
 
 @router.post(

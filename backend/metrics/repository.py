@@ -8,15 +8,17 @@ and the value at the bucket's last step, so a spike survives in ``max`` whatever
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 from sqlalchemy import func, select, text
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from backend.models import Metric
+from backend.models import Metric, MetricLatest
 
 # ``last`` is looked up per bucket through the primary key (a correlated subquery: one index probe per
 # bucket, on Postgres and SQLite alike). A plain join back to ``metric`` let the planner, which cannot
@@ -42,68 +44,115 @@ _BUCKETS = text(
 )
 
 
-# Postgres: the points go by binary COPY into a session-local staging table, then one INSERT ... SELECT
-# ... ON CONFLICT merges them. This replaced an executemany of one INSERT per row (SQLAlchemy's bulk
-# path over psycopg's pipeline: ~40 us of API CPU per point) and is ~2x faster than one INSERT over
-# unnest(arrays), whose text/array dumping is slow in psycopg (bench/metric_ingest.py, docs/benchmarks.md).
+# Postgres ingest. The common case, a training loop logging new steps, is one binary COPY straight into
+# ``metric`` (inside a savepoint). A batch that may overwrite stored points (a retry, a resumed run:
+# some key's first step is not after its stored latest step), or whose COPY meets an existing point (a
+# concurrent writer of the same steps), goes by COPY into a session-local staging table and one INSERT
+# ... SELECT ... ON CONFLICT DO UPDATE. Either way the run's existence is checked once per statement by
+# a trigger (migration 0003), not once per point by a foreign key (bench/metric_ingest.py,
+# docs/benchmarks.md: COPY straight in is ~2x faster than staging + merge, the per-point foreign key
+# check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
+# CPU per point); one INSERT over unnest(arrays) was slower (psycopg's text dumping of lists).
+_PG_COLUMNS = "(run_id, key, step, value, time)"
+_PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
 _PG_STAGE = """
     CREATE TEMPORARY TABLE IF NOT EXISTS metric_stage (
         run_id integer, key varchar(250), step bigint, value double precision, time timestamptz
     ) ON COMMIT DELETE ROWS
 """
-_PG_COPY = "COPY metric_stage (run_id, key, step, value, time) FROM STDIN (FORMAT BINARY)"
 _PG_MERGE = """
     INSERT INTO metric (run_id, key, step, value, time)
-    SELECT run_id, key, step, value, time FROM metric_stage
+    SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
     ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, time = excluded.time
 """
-_PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
+
+Row = tuple[int, str, int, float | None, datetime]
 
 
 def _utc(t: datetime) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
-def _copy_merge(session: Session, rows: Iterable[tuple[int, str, int, float | None, datetime]]) -> None:
-    """Postgres: ``rows`` (run_id, key, step, value, time), unique on (run_id, key, step), upserted."""
-    raw = session.connection().connection.driver_connection  # psycopg.Connection, same transaction
-    assert raw is not None
-    with raw.cursor() as cur:
+def _raw(session: Session) -> psycopg.Connection[Any]:
+    """The session's psycopg connection, in the session's transaction."""
+    raw = session.connection().connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    return raw
+
+
+def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
+    with cur.copy(f"COPY {table} {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(_PG_TYPES)
+        for row in rows:
+            copy.write_row(row)
+
+
+def _append(session: Session, rows: Sequence[Row]) -> bool:
+    """COPY ``rows`` straight into ``metric``; False, with nothing written, if one of them exists (or a
+    concurrent writer of the same points, in another order, deadlocked with this one)."""
+    with _raw(session).cursor() as cur:
+        cur.execute("SAVEPOINT metric_append")
+        try:
+            _copy(cur, "metric", rows)
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
+            cur.execute("ROLLBACK TO SAVEPOINT metric_append")
+            return False
+        cur.execute("RELEASE SAVEPOINT metric_append")
+    return True
+
+
+def _merge(session: Session, rows: Sequence[Row]) -> None:
+    """Upsert ``rows`` (unique on run, key, step) through the staging table, in key order: concurrent
+    merges of overlapping batches lock their common points in one order."""
+    with _raw(session).cursor() as cur:
         cur.execute(_PG_STAGE)
         cur.execute("DELETE FROM metric_stage")  # an earlier upsert of this transaction
-        with cur.copy(_PG_COPY) as copy:
-            copy.set_types(_PG_TYPES)
-            for row in rows:
-                copy.write_row(row)
+        _copy(cur, "metric_stage", rows)
         cur.execute(_PG_MERGE)
 
 
+def _may_overwrite(session: Session, run_id: int, first_steps: Mapping[str, int]) -> bool:
+    """True if a key's first step in the batch is not after the key's latest stored step."""
+    stored = latest_steps(session, run_id)
+    return any(step <= stored.get(key, -1) for key, step in first_steps.items())
+
+
 def upsert_series(
-    session: Session, run_id: int, points: Mapping[tuple[str, int], tuple[float | None, datetime]]
+    session: Session,
+    run_id: int,
+    points: Mapping[tuple[str, int], tuple[float | None, datetime]],
+    first_steps: Mapping[str, int] | None = None,
 ) -> None:
-    """Insert or overwrite one run's points ``{(key, step): (value, time)}`` on (run, key, step)."""
-    if session.get_bind().dialect.name == "postgresql":
-        _copy_merge(session, ((run_id, k, s, v, _utc(t)) for (k, s), (v, t) in points.items()))
-        return
-    upsert(
-        session,
-        [{"run_id": run_id, "key": k, "step": s, "value": v, "time": t} for (k, s), (v, t) in points.items()],
-    )
+    """Insert or overwrite one run's points ``{(key, step): (value, time)}`` on (run, key, step).
 
-
-def upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert or overwrite points ``{"run_id", "key", "step", "value", "time"}`` on (run, key, step).
-
-    Within ``rows`` the last point of a (run, key, step) wins.
+    ``first_steps`` (``{key: smallest step in points}``) lets Postgres take the append path when no
+    stored point can be overwritten; without it every batch is merged.
     """
-    if session.get_bind().dialect.name == "postgresql":
-        # ON CONFLICT DO UPDATE may not touch a row twice in one statement: keep each key's last point.
-        latest = {(r["run_id"], r["key"], r["step"]): r for r in rows}
-        _copy_merge(
+    if session.get_bind().dialect.name != "postgresql":
+        _sqlite_upsert(
             session,
-            ((r["run_id"], r["key"], r["step"], r["value"], _utc(r["time"])) for r in latest.values()),
+            [
+                {"run_id": run_id, "key": k, "step": s, "value": v, "time": t}
+                for (k, s), (v, t) in points.items()
+            ],
         )
         return
+    rows = [(run_id, k, s, v, _utc(t)) for (k, s), (v, t) in points.items()]
+    try:
+        if (
+            first_steps is not None
+            and not _may_overwrite(session, run_id, first_steps)
+            and _append(session, rows)
+        ):
+            return
+        _merge(session, rows)
+    except psycopg.Error as exc:
+        # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
+        # was deleted meanwhile), 422 (a value Postgres refuses) or 503 (a lost connection), with a reason
+        raise DBAPIError.instance("COPY metric", None, exc, psycopg.Error) from exc
+
+
+def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     lite = sqlite.insert(Metric)
     stmt = lite.on_conflict_do_update(
         index_elements=["run_id", "key", "step"],
@@ -186,6 +235,57 @@ def _buckets_by_range(
     return out
 
 
+# -- each series' latest point (the run's summary) ---------------------------------------------------
+
+# rows per statement: 4 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
+_LATEST_CHUNK = 2000
+
+
+def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int, float | None]]) -> None:
+    """Record ``{key: (step, value)}`` as the run's latest points where the step is at least the stored
+    one (a tie: the later write wins). No lock on the run: concurrent batches into one run each update
+    their keys' rows, and the conditional upsert keeps the largest step whatever the commit order. Rows
+    go in key order, so two batches lock shared keys' rows in one order (no deadlock between them)."""
+    if not latest:
+        return
+    dialect = session.get_bind().dialect.name
+    rows = [{"run_id": run_id, "key": k, "step": s, "value": v} for k, (s, v) in sorted(latest.items())]
+    for i in range(0, len(rows), _LATEST_CHUNK):
+        ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(MetricLatest)
+        stmt = ins.values(rows[i : i + _LATEST_CHUNK])
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[MetricLatest.run_id, MetricLatest.key],
+                set_={"step": stmt.excluded.step, "value": stmt.excluded.value},
+                where=stmt.excluded.step >= MetricLatest.step,
+            )
+        )
+
+
+def latest(session: Session, run_id: int) -> dict[str, tuple[int, float | None]]:
+    """``{key: (step, value)}``: each of the run's series at its largest step."""
+    stmt = (
+        select(MetricLatest.key, MetricLatest.step, MetricLatest.value)
+        .where(MetricLatest.run_id == run_id)
+        .order_by(MetricLatest.key)
+    )
+    return {k: (int(s), v) for k, s, v in session.execute(stmt)}
+
+
 def latest_steps(session: Session, run_id: int) -> dict[str, int]:
-    stmt = select(Metric.key, func.max(Metric.step)).where(Metric.run_id == run_id).group_by(Metric.key)
-    return {k: int(s) for k, s in session.execute(stmt)}
+    return {k: s for k, (s, _) in latest(session, run_id).items()}
+
+
+def summaries(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, float | None]]:
+    """Each run's summary, ``{key: value at the key's largest step}`` (keys sorted), in one query."""
+    out: dict[int, dict[str, float | None]] = {rid: {} for rid in run_ids}
+    if not out:
+        return out
+    stmt = (
+        select(MetricLatest.run_id, MetricLatest.key, MetricLatest.value)
+        .where(MetricLatest.run_id.in_(list(out)))
+        .order_by(MetricLatest.run_id, MetricLatest.key)
+    )
+    for rid, key, value in session.execute(stmt):
+        out[rid][key] = value
+    return out

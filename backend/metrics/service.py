@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -30,20 +31,30 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
             p.value if p.value is not None and isfinite(p.value) else None,
             p.time or now,
         )
-    repository.upsert_series(session, run.id, latest)
-    # Lock the run row while its summary is read and rewritten: two overlapping batches (a retry after a
-    # client timeout) must not lose each other's update (no-op on SQLite, whose writes are serialised).
-    session.refresh(run, with_for_update=True)
-    # The run's summary keeps each key's value at its largest step (for sorting by a final metric).
-    summary = dict(run.summary or {})
-    steps = dict(summary.pop("_steps", {}) or {})
+    # per key: the first step (can the batch overwrite stored points?) and the latest point
+    first: dict[str, int] = {}
+    tops: dict[str, tuple[int, float | None]] = {}
     for (key, step), (value, _) in latest.items():
-        if step >= steps.get(key, -1):
-            steps[key] = step
-            summary[key] = value
-    summary["_steps"] = steps
-    run.summary = summary
+        top = tops.get(key)
+        if top is None:
+            first[key] = step
+            tops[key] = (step, value)
+            continue
+        if step >= top[0]:
+            tops[key] = (step, value)
+        if step < first[key]:
+            first[key] = step
+    repository.upsert_series(session, run.id, latest, first)
+    # The run's summary: each key's value at its largest step (sorting by a final metric, the event
+    # stream's latest steps). Its own rows, upserted where the step is not smaller than the stored one:
+    # no lock on the run row, so concurrent batches into one run neither wait for nor deadlock on it.
+    repository.upsert_latest(session, run.id, tops)
     return len(batch.points)
+
+
+def summaries(session: Session, runs: Sequence[Run]) -> dict[int, dict[str, float | None]]:
+    """``RunPublic.summary`` of each run: ``{key: value at the key's largest step}``."""
+    return repository.summaries(session, [r.id for r in runs])
 
 
 def query(

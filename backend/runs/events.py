@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.auth.security import STREAM, make_jwt
 from backend.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
+from backend.metrics import repository as metrics
 from backend.models import Run
 from backend.runs import service
 from backend.runs.schemas import RunEvent, RunPublic
@@ -35,9 +36,11 @@ def _snapshot(factory: sessionmaker[Session], run_id: Id) -> tuple[dict[str, Any
         run = session.get(Run, run_id)
         if run is None:
             return None
-        # the latest step per key is kept in the run's summary at ingest: no scan of the series per poll
-        steps = {str(k): int(v) for k, v in ((run.summary or {}).get("_steps") or {}).items()}
-        return RunPublic.of(run).model_dump(mode="json"), steps
+        # each key's latest step and value are kept at ingest (metric_latest): no scan of the series
+        latest = metrics.latest(session, run_id)
+        summary = {k: v for k, (_, v) in latest.items()}
+        steps = {k: s for k, (s, _) in latest.items()}
+        return RunPublic.of(run, None, summary).model_dump(mode="json"), steps
 
 
 def _event(name: str, data: Any) -> str:

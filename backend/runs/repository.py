@@ -10,7 +10,7 @@ from sqlalchemy import Select, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.models import Run, RunLog, RunTag
+from backend.models import MetricLatest, Run, RunLog, RunTag
 
 
 def transition(session: Session, run_id: int, where: list[Any], values: dict[str, Any]) -> bool:
@@ -78,7 +78,13 @@ def page_by_value(
 
 
 def metric_column(key: str) -> Any:
-    return Run.summary[key].as_float()
+    """The run's ``key`` at its largest step (NULL: no such series, or a non-finite value)."""
+    return (
+        select(MetricLatest.value)
+        .where(MetricLatest.run_id == Run.id, MetricLatest.key == key)
+        .correlate(Run)
+        .scalar_subquery()
+    )
 
 
 def logs_after(session: Session, run_id: int, after: int, limit: int) -> list[RunLog]:

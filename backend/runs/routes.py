@@ -8,6 +8,7 @@ from backend import cursor
 from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, WakeDispatcher
 from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
+from backend.metrics import service as metrics
 from backend.models import Experiment, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
@@ -32,7 +33,8 @@ router = APIRouter(prefix="/runs", tags=["runs"])
 
 def _present(session: SessionDep, runs: list[Run]) -> list[RunPublic]:
     tags = experiments_repo.run_tags_of(session, [r.id for r in runs])
-    return [RunPublic.of(r, tags[r.id]) for r in runs]
+    summaries = metrics.summaries(session, runs)
+    return [RunPublic.of(r, tags[r.id], summaries[r.id]) for r in runs]
 
 
 @router.get("", response_model=RunPage, operation_id="runs-list")

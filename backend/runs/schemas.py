@@ -43,7 +43,8 @@ class RunPublic(BaseModel):
     tags: list[str]
 
     @classmethod
-    def of(cls, run: Run, tags: list[str] | None = None) -> RunPublic:
+    def of(cls, run: Run, tags: list[str] | None, summary: dict[str, float | None]) -> RunPublic:
+        """``summary``: the run's latest metric values (``backend.metrics.service.summaries``)."""
         return cls(
             id=run.id,
             experiment_id=run.experiment_id,
@@ -65,7 +66,7 @@ class RunPublic(BaseModel):
             started_at=run.started_at,
             finished_at=run.finished_at,
             mlflow_run_id=run.mlflow_run_id,
-            summary={k: v for k, v in (run.summary or {}).items() if k != "_steps"},
+            summary=summary,
             tags=tags or [],
         )
 
