@@ -1,0 +1,147 @@
+// Shapes the ReasonFormer kinds' results for the dashboard (paper 001): Table 1 (tasks x models, activated
+// parameters, average; the best model of each task marked), Table 2 (ablation rows grouped by module
+// type) and the per-step routing heatmap of Figure 3 (steps x skills, stop gate beside it).
+import type { ExperimentResult, PayloadOf } from '../../api/types';
+
+export type EvalPayload = PayloadOf<'reasonformer_eval'>;
+export type RoutingPayload = PayloadOf<'routing'>;
+export type TaskRouting = RoutingPayload['tasks'][number];
+
+export interface Tagged<P> {
+  runId: number;
+  payload: P;
+}
+
+/** The records of one result kind among an experiment's results (others are left out). */
+export function evalResults(results: readonly Pick<ExperimentResult, 'run_id' | 'payload'>[]): Tagged<EvalPayload>[] {
+  return results.flatMap((r) => (r.payload.kind === 'reasonformer_eval' ? [{ runId: r.run_id, payload: r.payload }] : []));
+}
+
+export function routingResults(results: readonly Pick<ExperimentResult, 'run_id' | 'payload'>[]): Tagged<RoutingPayload>[] {
+  return results.flatMap((r) => (r.payload.kind === 'routing' ? [{ runId: r.run_id, payload: r.payload }] : []));
+}
+
+/** A model's column name: its label, with the run when two runs share a label (seeds, sweeps). */
+export function columnNames(evals: readonly Tagged<EvalPayload>[]): string[] {
+  const counts = new Map<string, number>();
+  for (const e of evals) counts.set(e.payload.label, (counts.get(e.payload.label) ?? 0) + 1);
+  return evals.map((e) => ((counts.get(e.payload.label) ?? 0) > 1 ? `${e.payload.label} · run ${e.runId}` : e.payload.label));
+}
+
+export interface Table1 {
+  columns: { name: string; runId: number; activated: number; tuned: number; average: number }[];
+  /** one per task: its reasoning type and the value of every column (null where the model lacks the task) */
+  rows: { task: string; reasoning: string | null; metric: string; values: (number | null)[]; best: number[] }[];
+  /** columns with the best average */
+  bestAverage: number[];
+}
+
+const argmaxes = (values: (number | null)[]): number[] => {
+  const present = values.filter((v): v is number => v !== null);
+  if (present.length === 0) return [];
+  const top = Math.max(...present);
+  return values.flatMap((v, i) => (v !== null && Math.abs(v - top) < 1e-12 ? [i] : []));
+};
+
+/** Table 1's layout: rows are tasks (in first-seen order), columns are models (sorted by label). */
+export function table1(evals: readonly Tagged<EvalPayload>[]): Table1 {
+  const sorted = [...evals].sort((a, b) => a.payload.label.localeCompare(b.payload.label) || a.runId - b.runId);
+  const names = columnNames(sorted);
+  const columns = sorted.map((e, i) => ({
+    name: names[i]!,
+    runId: e.runId,
+    activated: e.payload.parameters.activated,
+    tuned: e.payload.parameters.tuned,
+    average: e.payload.average,
+  }));
+  const tasks: { task: string; reasoning: string | null; metric: string }[] = [];
+  for (const e of sorted)
+    for (const t of e.payload.tasks)
+      if (!tasks.some((x) => x.task === t.task)) tasks.push({ task: t.task, reasoning: t.reasoning ?? null, metric: t.metric });
+  const rows = tasks.map((t) => {
+    const values = sorted.map((e) => e.payload.tasks.find((x) => x.task === t.task)?.value ?? null);
+    return { ...t, values, best: argmaxes(values) };
+  });
+  return { columns, rows, bestAverage: argmaxes(columns.map((c) => c.average)) };
+}
+
+/** The ablation switches of Table 2: pre-training, adapters, modularity (skill-routing loss). */
+export type Ablation = 'full' | 'w/o pre-train' | 'w/o adapter' | 'w/o modularity';
+
+export function ablationOf(p: EvalPayload): Ablation {
+  if (!p.pretrained) return 'w/o pre-train';
+  if (p.variant === 'shared' && !p.adapters) return 'w/o adapter';
+  if (!p.modularity) return 'w/o modularity';
+  return 'full';
+}
+
+/** Table 2 applies when the experiment's ReasonFormer runs differ in an ablation switch. */
+export function sweepsAblations(evals: readonly Tagged<EvalPayload>[]): boolean {
+  const rf = evals.filter((e) => e.payload.variant !== 't5');
+  return new Set(rf.map((e) => ablationOf(e.payload))).size > 1;
+}
+
+export interface AblationGroup {
+  /** Table 2's "Modules" column: Shared(S), Single(S), ... */
+  modules: string;
+  rows: { line: string; runId: number; values: (number | null)[]; average: number }[];
+}
+
+const MODULES: Record<string, string> = { shared: 'Shared', private: 'Private', single: 'Single', morm: 'MoRM', t5: 'T5' };
+const ABLATION_ORDER: Ablation[] = ['full', 'w/o pre-train', 'w/o adapter', 'w/o modularity'];
+
+/** Table 2's layout: groups by module type and activation, lines ReasonFormer / w/o ..., task columns. */
+export function ablationTable(evals: readonly Tagged<EvalPayload>[]): { tasks: string[]; groups: AblationGroup[] } {
+  const rf = evals.filter((e) => e.payload.variant !== 't5');
+  const tasks = [...new Set(rf.flatMap((e) => e.payload.tasks.map((t) => t.task)))];
+  const byGroup = new Map<string, Tagged<EvalPayload>[]>();
+  for (const e of rf) {
+    const key = `${MODULES[e.payload.variant] ?? e.payload.variant}(${e.payload.activation === 'full' ? 'F' : 'S'})`;
+    byGroup.set(key, [...(byGroup.get(key) ?? []), e]);
+  }
+  const groups = [...byGroup.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([modules, members]) => ({
+      modules,
+      rows: [...members]
+        .sort((a, b) => ABLATION_ORDER.indexOf(ablationOf(a.payload)) - ABLATION_ORDER.indexOf(ablationOf(b.payload)) || a.runId - b.runId)
+        .map((e) => ({
+          line: ablationOf(e.payload) === 'full' ? 'ReasonFormer' : ablationOf(e.payload),
+          runId: e.runId,
+          values: tasks.map((t) => e.payload.tasks.find((x) => x.task === t)?.value ?? null),
+          average: e.payload.average,
+        })),
+    }));
+  return { tasks, groups };
+}
+
+export interface HeatCell {
+  /** x = skill index, y = step index */
+  x: number;
+  y: number;
+  value: number;
+  expected: boolean;
+}
+
+/** Figure 3's heatmap of one task: mean router weight per (step, skill); the expected skill of a step,
+ * where known, is flagged. Steps are rows, first step on top. */
+export function routingCells(task: TaskRouting, skills: readonly string[]): HeatCell[] {
+  const cells: HeatCell[] = [];
+  task.weights.forEach((row, step) =>
+    row.forEach((value, j) => cells.push({ x: j, y: step, value, expected: task.expected?.[step] === skills[j] })),
+  );
+  return cells;
+}
+
+/** The most weighted skill of each step (Figure 3's "activated skills"), general included. */
+export function topSkills(task: TaskRouting, skills: readonly string[]): string[] {
+  return task.weights.map((row) => skills[row.indexOf(Math.max(...row))] ?? '?');
+}
+
+export function pct(value: number | null | undefined, digits = 1): string {
+  return value === null || value === undefined ? '—' : `${(value * 100).toFixed(digits)}`;
+}
+
+export function millions(n: number): string {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(0)}k` : String(n);
+}

@@ -1,0 +1,12 @@
+// ReasonFormer fine-tuning (paper 001): Tables 1-2 of the experiment's variants and the per-step routing
+// (Figure 3). The result views are declared by ../reasonformer_pretrain (a result kind has one view).
+import { ComparisonTab } from '../reasonformer/ComparisonTab';
+import { RoutingTab } from '../reasonformer/RoutingTab';
+import type { KindViews } from '../types';
+
+export const views: KindViews = {
+  experimentTabs: [
+    { id: 'comparison', label: 'Comparison', View: ComparisonTab },
+    { id: 'routing', label: 'Routing', View: RoutingTab },
+  ],
+};
