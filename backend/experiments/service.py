@@ -34,7 +34,10 @@ def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: b
 
 
 def resolve(
-    body: ExperimentCreate, settings: Settings, session: Session | None = None, principal: Principal | None = None
+    body: ExperimentCreate,
+    settings: Settings,
+    session: Session | None = None,
+    principal: Principal | None = None,
 ) -> list[PreviewRun]:
     """Every run of the request, validated; raises Invalid with every error's field path. With a session,
     the runs a spec names as its source (``KindManifest.source_runs``) are checked too."""
@@ -74,9 +77,7 @@ def resolve(
                 errors.append({"loc": loc, "msg": combo + msg, "type": kind})
             if errors:
                 continue
-        runs.append(
-            PreviewRun(index=index, params=params, spec=dumped, queue=model.resources.queue)
-        )
+        runs.append(PreviewRun(index=index, params=params, spec=dumped, queue=model.resources.queue))
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first["loc"])
