@@ -106,6 +106,15 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await canvas.waitFor();
     const box = await canvas.boundingBox();
     assert.ok(box && box.width > 100 && box.height > 100);
+    // the header names the experiment and the run's place in it (issue 12)
+    await page.getByTestId('run-experiment').filter({ hasText: 'e2e lr sweep' }).waitFor();
+    await page.getByText(/#\d of 3/).waitFor();
+    // a tag is shown as typed, not upper-cased
+    await page.getByLabel('add tag').fill('baseLine');
+    await page.keyboard.press('Enter');
+    const tag = page.getByTestId('tags').getByText('baseLine', { exact: true });
+    await tag.waitFor();
+    assert.equal(await tag.evaluate((el) => getComputedStyle(el).textTransform), 'none');
     await page.waitForTimeout(300);
     await screenshot(page, '06-run');
     await page.getByRole('tab', { name: /Results/ }).click();
@@ -140,6 +149,9 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.goto(`${platform.url}/runs/${runId}`);
     await page.getByTestId('run-error').waitFor({ timeout: RUN_TIMEOUT });
     assert.match(await page.getByTestId('run-error').textContent(), /Traceback|Error/);
+    // the failed run's last progress message is not shown as what it is doing now
+    const note = page.getByTestId('progress-message');
+    if (await note.count()) assert.match(await note.textContent(), /^last message: /);
     await screenshot(page, '07d-run-failed');
     await page.getByTestId('retry-run').click();
     await page.locator('[data-status="queued"], [data-status="running"], [data-status="failed"]').first().waitFor();
@@ -163,6 +175,13 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await screenshot(page, '08-compare');
   });
 
+  it('reports a missing run once', async () => {
+    await page.goto(`${platform.url}/runs/99999999`);
+    await page.locator('.mantine-Notification-root').first().waitFor();
+    await page.waitForTimeout(1000); // the metric keys' request fails too: still one notification
+    assert.equal(await page.locator('.mantine-Notification-root').count(), 1);
+  });
+
   it('comments in markdown and approves the experiment', async () => {
     await page.goto(`${platform.url}/experiments/${state.experimentId}`);
     await page.getByRole('tab', { name: 'Review' }).click();
@@ -177,6 +196,9 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByRole('link', { name: 'Activity' }).click();
     await page.getByTestId('activity').waitFor();
     await page.getByText('reviewed', { exact: true }).first().waitFor();
+    const feed = await page.getByTestId('activity').textContent();
+    const who = platform.admin.username;
+    assert.ok(!feed.includes(`${who}${who} commented`) && !feed.includes(`${who} ${who} commented`), 'the actor is written once');
     await screenshot(page, '10-activity');
   });
 
@@ -191,6 +213,8 @@ describe('dashboard', { timeout: 600_000 }, () => {
         .map((el) => el.outerHTML.slice(0, 120)),
     );
     assert.deepEqual(unlabelled, []);
+    // fields are labelled by their names as the spec writes them, with the description as help
+    await page.getByLabel('lr', { exact: true }).waitFor();
     await page.locator('#experiment-name').focus();
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'experiment-description');
@@ -267,7 +291,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
     const x = box.x + 56 + plotW / 6;
     const y = box.y + 30 + plotH * (5 / 6);
     await page.mouse.move(x, y);
-    await page.getByText(/run #\d+ \(click to open\)/).first().waitFor();
+    await page.getByText(/run \d+ \(click to open\)/).first().waitFor();
     await screenshot(page, '13-heatmap-hover');
     await page.getByText('ID accuracy', { exact: true }).click();
     await page.waitForTimeout(300);
@@ -282,6 +306,39 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByRole('tab', { name: /Results/ }).click();
     await page.getByTestId('result-sraven_cell').waitFor();
     await screenshot(page, '14-run-sraven-cell');
+  });
+
+  it('searches and filters the experiments list, which shows ids', async () => {
+    await page.goto(`${platform.url}/`);
+    const rows = page.locator('table[aria-label="experiments"] tbody tr');
+    await rows.first().waitFor();
+    const all = await rows.count();
+    await page.getByTestId('experiments-search').fill('e2e lr sweep');
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label="experiments"] tbody tr').length === 1);
+    assert.equal(await rows.first().getAttribute('data-experiment-id'), String(state.experimentId));
+    assert.equal((await rows.first().locator('td').nth(1).textContent()).trim(), String(state.experimentId));
+    await page.getByTestId('experiments-search').fill(`#${state.experimentId}`);
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label="experiments"] tbody tr').length === 1);
+    await page.getByTestId('experiments-search').fill('');
+    await page.getByRole('textbox', { name: 'Has runs' }).click();
+    await page.getByRole('option', { name: 'failed', exact: true }).click();
+    await page.getByTestId('experiments-shown').waitFor();
+    assert.ok((await rows.count()) < all);
+    await screenshot(page, '12-experiments-filtered');
+  });
+
+  it('renders the API docs with every request to another origin refused (offline)', async () => {
+    const foreign = [];
+    const origin = new URL(platform.url).origin;
+    await page.route('**/*', (route) => {
+      if (new URL(route.request().url()).origin === origin) return route.continue();
+      foreign.push(route.request().url());
+      return route.abort();
+    });
+    await page.goto(`${platform.url}/api/v1/docs`);
+    await page.locator('.opblock').first().waitFor();
+    assert.deepEqual(foreign, []);
+    await page.unroute('**/*');
   });
 
   it('shows a viewer no submit, cancel or retry buttons', async () => {

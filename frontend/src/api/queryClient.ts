@@ -13,7 +13,10 @@ declare module '@tanstack/react-query' {
 
 function report(error: unknown, title: string) {
   if (isApiError(error, 401)) return;
-  notifications.show({ color: 'red', title, message: errorMessage(error), autoClose: 8000 });
+  const message = errorMessage(error);
+  // one page often asks several things of one missing resource (a run and its metric keys): the same
+  // error is shown once, not once per request (Mantine ignores a second notification with the same id)
+  notifications.show({ id: `error:${title}:${message}`, color: 'red', title, message, autoClose: 8000 });
 }
 
 export function makeQueryClient(): QueryClient {

@@ -30,6 +30,16 @@ export function useExperiment(id: number) {
   });
 }
 
+/** An experiment's name for a page that shows one of its runs: the cached detail, fetched once (no polling). */
+export function useExperimentName(id: number): { name: string; runs: number } | undefined {
+  const q = useQuery({
+    queryKey: ['experiments', id],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id } } })),
+    staleTime: 60_000,
+  });
+  return q.data ? { name: q.data.name, runs: q.data.runs.length } : undefined;
+}
+
 /**
  * An experiment's results of one result kind (a kind's experiment tab asks for its own). Refreshed while
  * runs are unfinished, since results arrive as cells finish.

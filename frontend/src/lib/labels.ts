@@ -9,5 +9,5 @@ export function varyingParams(runs: readonly { params: Record<string, unknown> }
 
 export function runLabel(run: { id: number; params: Record<string, unknown> }, keys: readonly string[]): string {
   const parts = keys.filter((k) => k in run.params).map((k) => `${k}=${formatValue(run.params[k])}`);
-  return parts.length ? `#${run.id} ${parts.join(' ')}` : `#${run.id}`;
+  return parts.length ? `run ${run.id} ${parts.join(' ')}` : `run ${run.id}`;
 }

@@ -50,8 +50,15 @@ describe('helpers', () => {
   it('measures a run from its start to its end, or to now while it runs', () => {
     const r = { ...run(1, 'running', {}, {}), started_at: '2026-01-01T00:00:00Z' };
     expect(durationSeconds(r, Date.parse('2026-01-01T00:01:00Z'))).toBe(60);
-    expect(durationSeconds({ ...r, finished_at: '2026-01-01T00:00:30Z' })).toBe(30);
+    expect(durationSeconds({ ...r, status: 'succeeded' as const, finished_at: '2026-01-01T00:00:30Z' })).toBe(30);
     expect(durationSeconds(run(2, 'queued', {}, {}))).toBeNull();
+  });
+  it('does not count a retried run that waits in the queue again, nor a finished run without its end', () => {
+    const retried = { ...run(1, 'queued', {}, {}), started_at: '2026-01-01T00:00:00Z' };
+    expect(durationSeconds(retried, Date.parse('2026-01-01T00:07:00Z'))).toBeNull();
+    const failed = { ...run(1, 'failed', {}, {}), started_at: '2026-01-01T00:00:00Z' };
+    expect(durationSeconds(failed, Date.parse('2026-01-01T00:07:00Z'))).toBeNull();
+    expect(durationSeconds({ ...failed, finished_at: '2026-01-01T00:00:05Z' })).toBe(5);
   });
   it('does not match a comparison against a missing value', () => {
     expect(matchesFilter(undefined, '>1')).toBe(false);

@@ -32,16 +32,25 @@ export function columnsOf(runs: readonly RunRow[]): { params: string[]; metrics:
   return { params: [...params].sort(), metrics: [...metrics].sort() };
 }
 
+/**
+ * How long the run ran: from its start to now while it runs, its start to its end once finished, and
+ * nothing while queued (a retried run waiting again keeps its last attempt's `started_at`, which must
+ * not count up while it waits) or when the span is not known.
+ */
 export function durationSeconds(run: RunRow, now = Date.now()): number | null {
-  if (!run.started_at) return null;
-  const end = run.finished_at ? Date.parse(run.finished_at) : now;
-  return (end - Date.parse(run.started_at)) / 1000;
+  if (!run.started_at || run.status === 'queued') return null;
+  const start = Date.parse(run.started_at);
+  if (run.status === 'running') return Math.max(0, (now - start) / 1000);
+  if (!run.finished_at) return null;
+  const end = Date.parse(run.finished_at);
+  return end >= start ? (end - start) / 1000 : null;
 }
 
 export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column.startsWith('param:')) return run.params[column.slice(6)];
   if (column.startsWith('metric:')) return run.summary[column.slice(7)];
   if (column === 'duration') return durationSeconds(run);
+  if (column === 'index') return run.index + 1; // "#1" is the experiment's first run, as the run page says
   return run[column as 'id' | 'index' | 'status' | 'attempt'];
 }
 

@@ -49,7 +49,7 @@ describe('schemaToFields', () => {
     expect(train.description).toBe('training loop');
     if (train.type !== 'object') throw new Error();
     const lr = train.children[0] as NumberField;
-    expect(lr).toMatchObject({ type: 'number', path: ['train', 'lr'], exclusiveMinimum: 0, maximum: 10, default: 0.01, label: 'Lr' });
+    expect(lr).toMatchObject({ type: 'number', path: ['train', 'lr'], exclusiveMinimum: 0, maximum: 10, default: 0.01, label: 'lr' });
   });
 
   it('reads enums, consts, booleans and nullable scalars', () => {

@@ -30,7 +30,7 @@ export interface JsonSchema {
 
 interface FieldBase {
   path: string[];
-  /** the field's name, humanised */
+  /** the field's name as the spec writes it (`lr`, `qk_dim`): what a user types in YAML or a sweep axis */
   label: string;
   description?: string;
   nullable: boolean;
@@ -67,11 +67,6 @@ export type FormField = NumberField | StringField | EnumField | BooleanField | O
 
 /** Top-level fields that identify the kind and are not edited. */
 const HIDDEN = new Set(['kind']);
-
-export function humanise(name: string): string {
-  const s = name.replace(/_/g, ' ');
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
 
 function resolveRef(schema: JsonSchema, root: JsonSchema, seen = new Set<string>()): JsonSchema {
   if (!schema.$ref) return schema;
@@ -120,7 +115,7 @@ function toField(raw: JsonSchema, root: JsonSchema, path: string[]): FormField {
   const { schema: s, nullable } = normalise(raw, root);
   const base: FieldBase = {
     path,
-    label: humanise(path[path.length - 1]!),
+    label: path[path.length - 1]!,
     nullable,
     ...(s.description ? { description: s.description } : {}),
     ...(s.default !== undefined ? { default: s.default } : {}),

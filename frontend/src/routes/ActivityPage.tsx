@@ -2,6 +2,7 @@ import { Anchor, Badge, Group, Stack, Text, Timeline, Title } from '@mantine/cor
 import { Link } from 'react-router';
 import { QueryState } from '../components/common/QueryState';
 import { timeAgo } from '../components/common/time';
+import { activityLine } from '../lib/runNotes';
 import { useActivity, useCurrentProject } from '../hooks/projects';
 
 const COLOURS: Record<string, string> = {
@@ -17,21 +18,24 @@ export function ActivityPage() {
       <QueryState isPending={activity.isPending && project.id !== undefined} error={activity.error}>
         {() => (
           <Timeline bulletSize={14} lineWidth={2} data-testid="activity">
-            {(activity.data ?? []).map((a) => (
+            {(activity.data ?? []).map((a) => {
+              const line = activityLine(a.actor, a.message);
+              return (
               <Timeline.Item key={a.id} color={COLOURS[a.type] ?? 'gray'}>
                 <Group gap="xs">
                   <Badge size="xs" color={COLOURS[a.type] ?? 'gray'} variant="light">{a.type}</Badge>
-                  <Text size="sm" fw={600}>{a.actor ?? 'system'}</Text>
-                  <Text size="sm">{a.message}</Text>
+                  <Text size="sm" fw={600}>{line.actor}</Text>
+                  <Text size="sm">{line.message}</Text>
                   {a.run_id ? (
-                    <Anchor size="sm" component={Link} to={`/runs/${a.run_id}`}>run #{a.run_id}</Anchor>
+                    <Anchor size="sm" component={Link} to={`/runs/${a.run_id}`}>run {a.run_id}</Anchor>
                   ) : a.experiment_id ? (
                     <Anchor size="sm" component={Link} to={`/experiments/${a.experiment_id}`}>experiment {a.experiment_id}</Anchor>
                   ) : null}
                   <Text size="xs" c="dimmed">{timeAgo(a.created_at)}</Text>
                 </Group>
               </Timeline.Item>
-            ))}
+              );
+            })}
           </Timeline>
         )}
       </QueryState>

@@ -36,7 +36,7 @@ function CompareView({ runs }: { runs: Run[] }) {
             <Table.Th>field</Table.Th>
             {runs.map((r) => (
               <Table.Th key={r.id}>
-                <Anchor component={Link} to={`/runs/${r.id}`}>#{r.id}</Anchor> <StatusChip status={r.status} size="xs" />
+                <Anchor component={Link} to={`/runs/${r.id}`}>run {r.id}</Anchor> <StatusChip status={r.status} size="xs" />
               </Table.Th>
             ))}
           </Table.Tr>

@@ -1,4 +1,5 @@
-import { Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { Anchor, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
@@ -6,11 +7,17 @@ import { timeAgo } from '../components/common/time';
 import { ReviewBadge } from '../components/review/ReviewPanel';
 import { useExperiments } from '../hooks/experiments';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
+import { filterExperiments, kindsOf, NO_FILTER, type ExperimentFilter } from '../lib/experimentsFilter';
+import { isRunStatus, RUN_STATUSES } from '../lib/runStatus';
 
 export function ExperimentsPage() {
   const project = useCurrentProject();
   const canWrite = useCanWrite(project.id);
   const experiments = useExperiments(project.name);
+  const [filter, setFilter] = useState<ExperimentFilter>(NO_FILTER);
+  const items = experiments.data?.items;
+  const kinds = useMemo(() => kindsOf(items ?? []), [items]);
+  const shown = useMemo(() => filterExperiments(items ?? [], filter), [items, filter]);
   return (
     <Stack>
       <Group justify="space-between">
@@ -21,15 +28,51 @@ export function ExperimentsPage() {
           </Button>
         )}
       </Group>
+      <Group gap="sm" align="flex-end">
+        <TextInput
+          label="Search"
+          placeholder="name, #id, tag or author"
+          value={filter.search}
+          onChange={(e) => setFilter({ ...filter, search: e.currentTarget.value })}
+          w={260}
+          data-testid="experiments-search"
+        />
+        <Select
+          label="Kind"
+          placeholder="any"
+          clearable
+          data={kinds}
+          value={filter.kind}
+          onChange={(kind) => setFilter({ ...filter, kind })}
+          w={180}
+        />
+        <Select
+          label="Has runs"
+          placeholder="any status"
+          clearable
+          data={[...RUN_STATUSES]}
+          value={filter.status}
+          onChange={(s) => setFilter({ ...filter, status: s && isRunStatus(s) ? s : null })}
+          w={160}
+        />
+        {items && shown.length !== items.length && (
+          <Text size="sm" c="dimmed" data-testid="experiments-shown">
+            {shown.length} of {items.length}
+          </Text>
+        )}
+      </Group>
       <QueryState isPending={experiments.isPending} error={experiments.error}>
         {() =>
           experiments.data!.items.length === 0 ? (
             <Text c="dimmed">No experiments yet.</Text>
+          ) : shown.length === 0 ? (
+            <Text c="dimmed">No experiment matches.</Text>
           ) : (
             <Table striped highlightOnHover withTableBorder aria-label="experiments">
               <Table.Thead>
                 <Table.Tr>
                   <Table.Th>★</Table.Th>
+                  <Table.Th>id</Table.Th>
                   <Table.Th>Name</Table.Th>
                   <Table.Th>Kind</Table.Th>
                   <Table.Th>Runs</Table.Th>
@@ -40,9 +83,10 @@ export function ExperimentsPage() {
                 </Table.Tr>
               </Table.Thead>
               <Table.Tbody>
-                {experiments.data!.items.map((e) => (
+                {shown.map((e) => (
                   <Table.Tr key={e.id} data-experiment-id={e.id}>
                     <Table.Td>{e.starred ? '★' : ''}</Table.Td>
+                    <Table.Td c="dimmed">{e.id}</Table.Td>
                     <Table.Td>
                       <Anchor component={Link} to={`/experiments/${e.id}`}>
                         {e.name}

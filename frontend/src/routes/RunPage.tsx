@@ -21,6 +21,8 @@ import { errorMessage } from '../api/errors';
 import { etaSeconds, formatDuration, percent } from '../lib/eta';
 import { canRetry, isFinished } from '../lib/runStatus';
 import { durationSeconds } from '../lib/runsTable';
+import { cancelNote, progressNote } from '../lib/runNotes';
+import { useExperimentName } from '../hooks/experiments';
 
 /** Where MLflow's UI is; the embedded mode's `mlflow ui` default unless the build says otherwise. */
 export const MLFLOW_UI = (import.meta.env.VITE_MLFLOW_URL as string | undefined) ?? 'http://127.0.0.1:5000';
@@ -30,6 +32,7 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   if (!p || (!p.total && !p.done)) return null;
   const pct = percent(p.done, p.total);
   const eta = run.status === 'running' ? etaSeconds(live.samples, p.total) : null;
+  const note = progressNote(run, p.message);
   return (
     <Stack gap={4} data-testid="run-progress">
       <Progress value={pct ?? 0} animated={run.status === 'running'} size="lg" aria-label="progress" />
@@ -39,7 +42,7 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
           {p.total ? ` / ${p.total.toLocaleString()}` : ''} {pct !== null ? `(${pct.toFixed(0)}%)` : ''}
         </Text>
         {run.status === 'running' && <Text size="sm" c="dimmed" data-testid="eta">ETA {formatDuration(eta)}</Text>}
-        {p.message && <Text size="sm" c="dimmed">{p.message}</Text>}
+        {note && <Text size="sm" c="dimmed" data-testid="progress-message">{note}</Text>}
         {live.connected && <Text size="xs" c="green">● live</Text>}
       </Group>
     </Stack>
@@ -74,19 +77,25 @@ function RunView({ run }: { run: Run }) {
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
   const duration = durationSeconds(run);
+  const experiment = useExperimentName(run.experiment_id);
+  const cancelled = cancelNote(run);
 
   return (
     <Stack>
       <Group justify="space-between" align="flex-start">
         <Stack gap={4}>
           <Group gap="sm">
-            <Title order={2}>Run #{run.id}</Title>
+            <Title order={2}>Run {run.id}</Title>
             <StatusChip status={run.status} size="md" />
-            {run.cancel_requested && unfinished && <Text size="sm" c="orange">cancel requested</Text>}
+            {cancelled && <Text size="sm" c="orange" data-testid="cancel-note">{cancelled}</Text>}
           </Group>
           <Text size="sm" c="dimmed">
-            <Anchor component={Link} to={`/experiments/${run.experiment_id}`}>experiment {run.experiment_id}</Anchor> · index {run.index} · {run.kind} ·
-            attempt {run.attempt}/{run.max_attempts} · worker {run.worker ?? '—'} · queue {run.queue} · created {timeAgo(run.created_at)} · ran {formatDuration(duration)}
+            <Anchor component={Link} to={`/experiments/${run.experiment_id}`} data-testid="run-experiment">
+              {experiment?.name ?? 'experiment'} (experiment {run.experiment_id})
+            </Anchor>{' '}
+            · #{run.index + 1}{experiment ? ` of ${experiment.runs}` : ''} · {run.kind} ·
+            attempt {run.attempt}/{run.max_attempts} · worker {run.worker ?? '—'} · queue {run.queue} · created {timeAgo(run.created_at)}
+            {duration !== null && <> · ran {formatDuration(duration)}</>}
           </Text>
           <Tags target={{ type: 'run', id: run.id }} tags={run.tags} canWrite={canWrite} />
         </Stack>

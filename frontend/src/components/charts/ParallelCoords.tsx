@@ -2,21 +2,24 @@
 // A pure chart: axes and rows in (lib/parallel.ts parallelData), picture out.
 import { Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
-import type { ParallelData } from '../../lib/parallel';
+import { colourScale, type ParallelData } from '../../lib/parallel';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
 
 export function parallelOption(data: ParallelData): EChartsOption {
-  const values = data.rows.map((r) => r[data.axes.length - 1] as number);
+  const scale = colourScale(data.rows.map((r) => r[data.axes.length - 1] as number));
   return {
     animation: false,
     parallel: { left: 60, right: 80, top: 40, bottom: 30 },
-    parallelAxis: data.axes.map((a) => ({ dim: a.dim, name: a.name, type: a.type, ...(a.data ? { data: a.data } : {}), scale: true, nameTextStyle: { fontSize: 11 } })),
+    parallelAxis: data.axes.map((a) => ({
+      dim: a.dim, name: a.name, type: a.type, ...(a.data ? { data: a.data } : {}), ...(a.integer ? { minInterval: 1 } : {}),
+      scale: true, nameTextStyle: { fontSize: 11 },
+    })),
     visualMap: {
-      type: 'continuous', dimension: data.axes.length - 1, min: Math.min(...values), max: Math.max(...values),
+      type: 'continuous', dimension: data.axes.length - 1, min: scale.min, max: scale.max, precision: scale.precision,
       right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: ['#d9480f', '#fab005', '#2b8a3e'] },
     },
-    tooltip: { formatter: (p: unknown) => `run #${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
+    tooltip: { formatter: (p: unknown) => `run ${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
     series: [{ type: 'parallel', lineStyle: { width: 1.2, opacity: 0.6 }, data: data.rows }],
   };
 }

@@ -11,6 +11,7 @@ export function Tags({ target, tags, canWrite }: { target: Target; tags: readonl
         <Badge
           key={t}
           variant="light"
+          tt="none"
           rightSection={canWrite ? <CloseButton size="xs" aria-label={`remove tag ${t}`} onClick={() => tag.mutate({ tag: t, add: false })} /> : null}
         >
           {t}

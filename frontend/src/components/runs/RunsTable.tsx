@@ -28,7 +28,7 @@ function render(run: RunRow, c: Column) {
   if (c.id === 'id')
     return (
       <Link to={`/runs/${run.id}`} data-testid="run-link">
-        #{run.id}
+        run {run.id}
       </Link>
     );
   const v = cellValue(run, c.id);

@@ -54,7 +54,7 @@ export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
                     <Table.Td>{r.seeds}</Table.Td>
                     <Table.Td>
                       <Anchor component={Link} to={`/runs/${r.runId}`} size="sm">
-                        #{r.runId}
+                        run {r.runId}
                       </Anchor>
                     </Table.Td>
                   </Table.Tr>

@@ -17,12 +17,13 @@ function panelOption(panel: HeatmapPanel, range: [number, number], metric: Heatm
     visualMap: {
       dimension: 2, // [x, y, value, runId, experts]: colour by the value, not the last dimension
       min: range[0], max: range[1], calculable: false, orient: 'horizontal', left: 'center', bottom: 0, itemHeight: 120,
-      text: [metric === 'ood_acc' ? 'OOD acc' : 'ID acc', ''], inRange: { color: ['#fff5f5', '#ffa94d', '#2f9e44'] },
+      // the ends carry their values (the metric's name is the legend's title): the high end first
+      text: [`${range[1].toFixed(2)}`, `${metric === 'ood_acc' ? 'OOD acc' : 'ID acc'} ${range[0].toFixed(2)}`], inRange: { color: ['#fff5f5', '#ffa94d', '#2f9e44'] },
     },
     tooltip: {
       formatter: (p: unknown) => {
         const [x, y, v, runId, experts] = (p as { data: number[] }).data;
-        return `M=${panel.rows[y!]} · top-k=${columnLabel(panel.cols[x!] ?? null)} · experts=${experts ?? '—'}<br/>${metric}=${v!.toFixed(3)}<br/>run #${runId} (click to open)`;
+        return `M=${panel.rows[y!]} · top-k=${columnLabel(panel.cols[x!] ?? null)} · experts=${experts ?? '—'}<br/>${metric}=${v!.toFixed(3)}<br/>run ${runId} (click to open)`;
       },
     },
     series: [
