@@ -11,7 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from backend import auth, experiments, health, logredact, metrics, projects, results, reviews, runs
@@ -41,6 +42,10 @@ from backend.surface import (
 )
 
 API_PREFIX = "/api/v1"
+DOCS_URL = f"{API_PREFIX}/docs"
+# Swagger UI's files, copied from the npm package swagger-ui-dist by the dashboard's build
+# (frontend/vite.config.ts) and served from the server itself: the docs page works offline
+SWAGGER_ASSETS = "/assets/swagger"
 DEFAULT_STATIC = Path(__file__).parent / "static"
 _ = (auth, experiments, health, metrics, projects, results, reviews, runs)
 
@@ -69,7 +74,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         title="ReasonLab",
         version=health.VERSION,
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # our own page below: Swagger UI from this server, not from a CDN
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -101,7 +106,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
             allow_credentials=False,  # bearer tokens, never cookies
             max_age=600,
         )
-    app.add_middleware(SecurityHeaders, docs_url=app.docs_url)
+    app.add_middleware(SecurityHeaders, docs_url=DOCS_URL)
 
     # every route refuses text no database stores (NUL, lone surrogates) with a 422 naming the field
     api = APIRouter(
@@ -121,6 +126,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     ):
         api.include_router(router)
     app.include_router(api)
+    _install_docs(app)
     install_api_not_found(app)  # the rest of /api: JSON 404s, never the dashboard
     _mount_dashboard(app, settings.static_dir or DEFAULT_STATIC)
     _document_event_streams(app)
@@ -145,6 +151,21 @@ def _document_event_streams(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _install_docs(app: FastAPI) -> None:
+    """The interactive API docs at DOCS_URL, loading Swagger UI's script and styles from SWAGGER_ASSETS
+    (the built dashboard's assets), so the page needs no internet access and its CSP names no CDN."""
+
+    @app.get(DOCS_URL, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or f"{API_PREFIX}/openapi.json",
+            title=f"{app.title} API",
+            swagger_js_url=f"{SWAGGER_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_ASSETS}/favicon-32x32.png",
+        )
 
 
 def _mount_dashboard(app: FastAPI, static: Path) -> None:

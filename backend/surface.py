@@ -4,7 +4,7 @@
   ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and a Content-Security-Policy: the
   dashboard's (``DASHBOARD_CSP``: scripts only from the server itself, no inline or eval'd script),
   ``API_CSP`` for the API (JSON is never a document to render) and ``DOCS_CSP`` for the interactive docs
-  page (Swagger UI loads from cdn.jsdelivr.net and starts with an inline script).
+  page (Swagger UI from this server's /assets/swagger/, started by an inline script; no CDN).
 - ``OptionsResponder`` (pure ASGI): ``OPTIONS`` answers 204 with ``Allow`` (the methods of the routes
   matching the path) instead of a 405; 404 for an unknown API path. Cross-origin use is off unless
   ``REASONLAB_CORS_ORIGINS`` is set (Starlette's CORSMiddleware then answers those origins' preflights
@@ -42,13 +42,12 @@ DASHBOARD_CSP = "; ".join(
     )
 )
 API_CSP = "default-src 'none'; frame-ancestors 'none'"
-SWAGGER_CDN = "https://cdn.jsdelivr.net"
 DOCS_CSP = "; ".join(
     (
         "default-src 'self'",
-        f"script-src 'self' 'unsafe-inline' {SWAGGER_CDN}",
-        f"style-src 'self' 'unsafe-inline' {SWAGGER_CDN}",
-        "img-src 'self' data: https://fastapi.tiangolo.com",
+        "script-src 'self' 'unsafe-inline'",  # FastAPI's page starts Swagger UI with an inline script
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
         "connect-src 'self'",
         "object-src 'none'",
         "base-uri 'self'",

@@ -92,7 +92,24 @@ def test_every_response_carries_the_security_headers(dash: TestClient, api: Api)
     assert csp["object-src"] == ["'none'"] and csp["base-uri"] == ["'self'"]
     assert csp["connect-src"] == ["'self'"]
     assert _directives(responses["api"].headers["content-security-policy"])["default-src"] == ["'none'"]
-    assert "cdn.jsdelivr.net" in responses["docs"].headers["content-security-policy"]
+    docs_csp = responses["docs"].headers["content-security-policy"]
+    assert "http" not in docs_csp  # no CDN: Swagger UI comes from the server itself
+    assert _directives(docs_csp)["script-src"] == ["'self'", "'unsafe-inline'"]
+
+
+def test_docs_load_swagger_ui_from_the_server_itself(dash: TestClient, tmp_path: Path) -> None:
+    page = dash.get("/api/v1/docs")
+    assert page.status_code == 200
+    assert "cdn.jsdelivr.net" not in page.text and "https://" not in page.text
+    assert '"/assets/swagger/swagger-ui-bundle.js"' in page.text
+    assert '"/assets/swagger/swagger-ui.css"' in page.text
+    assert "'/api/v1/openapi.json'" in page.text or '"/api/v1/openapi.json"' in page.text
+    # the build's copy of swagger-ui-dist (frontend/vite.config.ts) is served as a dashboard asset
+    swagger = tmp_path / "static" / "assets" / "swagger"
+    swagger.mkdir(parents=True)
+    (swagger / "swagger-ui-bundle.js").write_text("window.SwaggerUIBundle = 1")
+    asset = dash.get("/assets/swagger/swagger-ui-bundle.js")
+    assert asset.status_code == 200 and asset.text == "window.SwaggerUIBundle = 1"
 
 
 def _directives(policy: str) -> dict[str, list[str]]:
