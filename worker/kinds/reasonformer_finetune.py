@@ -39,6 +39,7 @@ from worker.kinds.reasonformer_parts import (
     routing_record,
     run_predictions,
     save_model,
+    set_threads,
     suite_of,
     train_config,
 )
@@ -88,6 +89,7 @@ def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Examp
 
 def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
     d, t = spec.data, spec.train
+    set_threads(t, ctx.device)
     torch.manual_seed(spec.seed)
     suite = suite_of(d.suite) if d.source == "synthetic" else None
     folder = source_folder(spec, ctx)

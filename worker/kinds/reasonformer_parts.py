@@ -80,6 +80,12 @@ def eval_rng(split_seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([split_seed, stream, 0x5EED])
 
 
+def set_threads(t: TrainSpec, device: str) -> None:
+    """The spec's CPU thread count (a worker runs one job per process, so this is the run's alone)."""
+    if t.threads is not None and device == "cpu":
+        torch.set_num_threads(t.threads)
+
+
 def train_config(t: TrainSpec) -> TrainConfig:
     return TrainConfig(
         steps=t.steps,

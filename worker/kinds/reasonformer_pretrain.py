@@ -34,6 +34,7 @@ from worker.kinds.reasonformer_parts import (
     routing_record,
     run_predictions,
     save_model,
+    set_threads,
     suite_of,
     train_config,
 )
@@ -63,6 +64,7 @@ def split_holdout(examples: list[Example], fraction: float, seed: int) -> tuple[
 
 def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
     data, t = spec.data, spec.train
+    set_threads(t, ctx.device)
     torch.manual_seed(spec.seed)
     suite: SkillSuite | None = None
     tokenizer: TextTokenizer

@@ -187,6 +187,15 @@ MANIFEST = KindManifest(
             sweep={"grid": {"model.variant": ["shared", "single"], "model.adapter_bottleneck": [32, None]}},
         ),
         Example(
+            name="tiny-adapter-ablation",
+            description="seconds: 10 steps, fresh shared with and without adapters (the browser test's)",
+            spec={
+                "data": {"train_per_task": 16, "eval_per_task": 4},
+                "train": {"steps": 10, "batch_size": 16},
+            },
+            sweep={"grid": {"model.adapter_bottleneck": [32, None]}},
+        ),
+        Example(
             name="few-shot-frozen",
             description="Table 3's layout: 16 examples per task, freezing nothing, the reasoning modules, the "
             "representation or both (set init.run_id to a pre-training run)",

@@ -184,6 +184,13 @@ class TrainSpec(StrictModel):
     log_every: int = Field(10, ge=1, description="steps between training-metric points")
     eval_batch_size: int = Field(64, ge=1, le=65536, description="examples per evaluation forward")
     max_new_tokens: int = Field(16, ge=1, le=4096, description="greedy decoding length for generative tasks")
+    threads: int | None = Field(
+        1,
+        ge=1,
+        le=256,
+        description="torch intra-op threads on CPU; 1: tiny models are op-bound and a second thread mostly "
+        "waits (and spins on a shared machine); null = torch's default",
+    )
     bf16: bool = Field(False, description="bf16 autocast (CUDA only; ignored on CPU)")
     compile: bool = Field(False, description="torch.compile (CUDA only; ignored on CPU)")
 

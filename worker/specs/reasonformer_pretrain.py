@@ -131,6 +131,12 @@ MANIFEST = KindManifest(
             },
         ),
         Example(
+            name="tiny-shared-private",
+            description="seconds: 20 steps of the shared and the private variant (the browser test's experiment)",
+            spec={"data": {"eval_per_task": 2}, "train": {"steps": 20, "batch_size": 16}},
+            sweep={"grid": {"model.variant": ["shared", "private"]}},
+        ),
+        Example(
             name="paper-scale-gpu",
             description="the paper's pre-training (appendix B): T5 v1.1 base, 5 x ~1M appendix-A instances "
             "as JSONL, lr 5e-5, warmup 0.1, batch 72, 5 epochs; one GPU per run here, the paper used 8 V100 (examples/reasonformer_pretrain_gpu.yaml)",

@@ -2960,6 +2960,12 @@ export interface components {
              */
             steps: number;
             /**
+             * Threads
+             * @description torch intra-op threads on CPU; 1: tiny models are op-bound and a second thread mostly waits (and spins on a shared machine); null = torch's default
+             * @default 1
+             */
+            threads: number | null;
+            /**
              * Warmup Ratio
              * @description linear warmup fraction of steps (paper: 0.1)
              * @default 0.1

@@ -67,6 +67,14 @@ describe('ablations (Table 2)', () => {
     tag(4, evalPayload({ variant: 'single', adapters: false, depth: 1, label: 'Single (S)' }, { arc: 0.34 })),
     tag(5, evalPayload({ variant: 'single', adapters: false, depth: 1, modularity: false, label: 'Single (S)' }, { arc: 0.3 })),
   ];
+  it('names every switch a fresh model lacks', () => {
+    const fresh = [
+      tag(6, evalPayload({ pretrained: false, modularity: false }, { a: 0.2 })),
+      tag(7, evalPayload({ pretrained: false, modularity: false, adapters: false }, { a: 0.1 })),
+    ];
+    expect(sweepsAblations(fresh)).toBe(true);
+    expect(ablationTable(fresh).groups[0]!.rows.map((r) => r.line)).toEqual(['w/o pre-train', 'w/o pre-train, w/o adapter']);
+  });
   it('is offered only when a switch varies', () => {
     expect(sweepsAblations(evals)).toBe(true);
     expect(sweepsAblations([evals[0]!, tag(9, evalPayload({ activation: 'full' }, { arc: 0.3 }))])).toBe(false);
@@ -75,7 +83,7 @@ describe('ablations (Table 2)', () => {
     const t = ablationTable(evals);
     expect(t.tasks).toEqual(['arc']);
     expect(t.groups.map((g) => g.modules)).toEqual(['Shared(S)', 'Single(S)']);
-    expect(t.groups[0]!.rows.map((r) => r.line)).toEqual(['ReasonFormer', 'w/o pre-train', 'w/o adapter']);
+    expect(t.groups[0]!.rows.map((r) => r.line)).toEqual(['ReasonFormer', 'w/o adapter', 'w/o pre-train']);
     expect(t.groups[1]!.rows.map((r) => [r.line, r.values[0]])).toEqual([['ReasonFormer', 0.34], ['w/o modularity', 0.3]]);
   });
 });

@@ -65,20 +65,24 @@ export function table1(evals: readonly Tagged<EvalPayload>[]): Table1 {
   return { columns, rows, bestAverage: argmaxes(columns.map((c) => c.average)) };
 }
 
-/** The ablation switches of Table 2: pre-training, adapters, modularity (skill-routing loss). */
-export type Ablation = 'full' | 'w/o pre-train' | 'w/o adapter' | 'w/o modularity';
+/** The ablation switches of Table 2 a model lacks: reasoning pre-training, the adapter (shared variant),
+ * modularity (the skill-routing loss in pre-training; only meaningful after pre-training). */
+export type Ablation = 'w/o pre-train' | 'w/o adapter' | 'w/o modularity';
 
-export function ablationOf(p: EvalPayload): Ablation {
-  if (!p.pretrained) return 'w/o pre-train';
-  if (p.variant === 'shared' && !p.adapters) return 'w/o adapter';
-  if (!p.modularity) return 'w/o modularity';
-  return 'full';
+export function ablationsOf(p: EvalPayload): Ablation[] {
+  const out: Ablation[] = [];
+  if (!p.pretrained) out.push('w/o pre-train');
+  if (p.variant === 'shared' && !p.adapters) out.push('w/o adapter');
+  if (p.pretrained && !p.modularity) out.push('w/o modularity');
+  return out;
 }
+
+const lineOf = (p: EvalPayload): string => ablationsOf(p).join(', ') || 'ReasonFormer';
 
 /** Table 2 applies when the experiment's ReasonFormer runs differ in an ablation switch. */
 export function sweepsAblations(evals: readonly Tagged<EvalPayload>[]): boolean {
   const rf = evals.filter((e) => e.payload.variant !== 't5');
-  return new Set(rf.map((e) => ablationOf(e.payload))).size > 1;
+  return new Set(rf.map((e) => lineOf(e.payload))).size > 1;
 }
 
 export interface AblationGroup {
@@ -88,9 +92,9 @@ export interface AblationGroup {
 }
 
 const MODULES: Record<string, string> = { shared: 'Shared', private: 'Private', single: 'Single', morm: 'MoRM', t5: 'T5' };
-const ABLATION_ORDER: Ablation[] = ['full', 'w/o pre-train', 'w/o adapter', 'w/o modularity'];
 
-/** Table 2's layout: groups by module type and activation, lines ReasonFormer / w/o ..., task columns. */
+/** Table 2's layout: groups by module type and activation; lines "ReasonFormer" (every switch on) first,
+ * then by how many switches are off; task columns. */
 export function ablationTable(evals: readonly Tagged<EvalPayload>[]): { tasks: string[]; groups: AblationGroup[] } {
   const rf = evals.filter((e) => e.payload.variant !== 't5');
   const tasks = [...new Set(rf.flatMap((e) => e.payload.tasks.map((t) => t.task)))];
@@ -104,9 +108,9 @@ export function ablationTable(evals: readonly Tagged<EvalPayload>[]): { tasks: s
     .map(([modules, members]) => ({
       modules,
       rows: [...members]
-        .sort((a, b) => ABLATION_ORDER.indexOf(ablationOf(a.payload)) - ABLATION_ORDER.indexOf(ablationOf(b.payload)) || a.runId - b.runId)
+        .sort((a, b) => ablationsOf(a.payload).length - ablationsOf(b.payload).length || lineOf(a.payload).localeCompare(lineOf(b.payload)) || a.runId - b.runId)
         .map((e) => ({
-          line: ablationOf(e.payload) === 'full' ? 'ReasonFormer' : ablationOf(e.payload),
+          line: lineOf(e.payload),
           runId: e.runId,
           values: tasks.map((t) => e.payload.tasks.find((x) => x.task === t)?.value ?? null),
           average: e.payload.average,
