@@ -862,6 +862,7 @@ class TrainSpec(TypedDict):
     lr: NotRequired[float]
     max_new_tokens: NotRequired[int]
     steps: NotRequired[int]
+    threads: NotRequired[int | None]
     warmup_ratio: NotRequired[float]
     weight_decay: NotRequired[float]
 
