@@ -34,7 +34,10 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let out = '';
-  const proc = spawn(REASONLAB, ['up', '--home', home, '--port', String(port), '--workers', String(workers)], {
+  // --stop-timeout: `up` stops its workers, then the API, each in a process group of its own; stop() below
+  // waits for that before it kills `up`'s group (a kill too early would orphan the API and the workers)
+  const args = ['up', '--home', home, '--port', String(port), '--workers', String(workers), '--stop-timeout', '20'];
+  const proc = spawn(REASONLAB, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -82,7 +85,7 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
       } catch {
         /* already gone */
       }
-      for (let i = 0; i < 50 && proc.exitCode === null; i++) await sleep(200);
+      for (let i = 0; i < 200 && proc.exitCode === null; i++) await sleep(200);
       if (proc.exitCode === null) {
         try {
           process.kill(-proc.pid, 'SIGKILL');
@@ -90,6 +93,8 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
           /* gone */
         }
       }
+      proc.stdout.destroy();
+      proc.stderr.destroy();
       rmSync(home, { recursive: true, force: true });
     },
   };
