@@ -1,7 +1,7 @@
 """The 11 downstream datasets of paper 001 (section 4.1, Table 1) through HuggingFace ``datasets``, for
 users who have the hub. Each loader maps a dataset row to an ``Example`` with the prompt of
-``prompts.py``; ``load_task`` calls ``datasets.load_dataset`` (imported lazily: ``pip install
-reasonlab[hub]``). Hub ids are the best-known public copies and can be overridden (``path``, ``name``,
+``prompts.py``; ``load_task`` calls ``datasets.load_dataset`` (imported lazily: ``pip install datasets``
+where the hub is reachable; it is not a dependency of the project, whose machines have no hub). Hub ids are the best-known public copies and can be overridden (``path``, ``name``,
 ``data_files``); ReClor and WikiHop are distributed under terms that may need a manual download (pass
 ``data_files``). Nothing here runs in the tests except the row converters, on rows shaped like the hub's.
 """
@@ -157,6 +157,14 @@ HUB_TASKS: dict[str, HubTask] = {
 }
 
 
+def _datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as exc:  # not a dependency: the project's machines have no hub
+        raise RuntimeError("the paper's datasets load through HF datasets: pip install datasets") from exc
+    return datasets
+
+
 def load_task(
     name: str,
     split: str,
@@ -170,8 +178,7 @@ def load_task(
     or "eval" (the task's evaluation split; the test labels of most are hidden)."""
     task = HUB_TASKS.get(name)
     assert task is not None, f"unknown task {name!r}; known: {sorted(HUB_TASKS)}"
-    import datasets  # the optional extra: pip install 'reasonlab[hub]'
-
+    datasets = _datasets()
     hf_split = task.train_split if split == "train" else task.eval_split
     if data_files is not None:
         rows = datasets.load_dataset(path or "json", data_files=data_files, split=hf_split)
@@ -205,7 +212,7 @@ def nli_pretrain(row: Row) -> Example | None:
 
 def load_nli_pretrain(limit: int | None = None) -> list[Example]:
     """The NLI skill's pre-training corpus: SNLI and MNLI training pairs, from the hub."""
-    import datasets
+    datasets = _datasets()
 
     out: list[Example] = []
     for path in ("stanfordnlp/snli", "nyu-mll/multi_nli"):
