@@ -2,7 +2,7 @@
 // platform you started (`reasonlab up --home /tmp/carma-home --port PORT`), log in, submit the kind's
 // example "cpu-demo-three-variants" (SmolLM2-135M on WordNet IDM: Original, FT, CARMA) from the New
 // experiment page, wait for its runs, and screenshot the CAP curves, the synonym table, the lambda
-// sweep and the CARMA run's results into docs/img/. Not a test (node --test skips this file name).
+// sweep and the last run's results (the sweep's CARMA run) into docs/img/. Not a test (node --test skips this file name).
 //
 //   node e2e/carma_demo.mjs http://127.0.0.1:PORT admin PASSWORD [example] [experiment name]
 import { mkdirSync } from 'node:fs';
@@ -48,13 +48,12 @@ try {
   );
   log('every run finished');
   await page.screenshot({ path: join(IMG, 'carma-demo-runs.png'), fullPage: true });
+  const runId = await page.locator('[role="row"][data-run-id]').last().getAttribute('data-run-id');
   for (const [tab, file] of [['CAP curves', 'carma-demo-cap-curves.png'], ['Synonym table', 'carma-demo-synonym-table.png'], ['Lambda sweep', 'carma-demo-lambda-sweep.png']]) {
     await page.getByRole('tab', { name: tab }).click();
     await page.waitForTimeout(1500);
     await page.screenshot({ path: join(IMG, file), fullPage: true });
   }
-  const carmaRow = page.locator('[role="row"][data-run-id]').last();
-  const runId = await carmaRow.getAttribute('data-run-id');
   await page.goto(`${url}/runs/${runId}`);
   await page.getByRole('tab', { name: /Results/ }).click();
   await page.waitForTimeout(1500);
