@@ -343,6 +343,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
 
   it('shows a viewer no submit, cancel or retry buttons', async () => {
     platform.cli('user', 'create', 'vera', '--password', 'viewer-pass-123', '--role', 'viewer');
+    await page.goto(`${platform.url}/`); // back to the dashboard (the test before left the page on the API docs)
     await logout();
     await login('vera', 'viewer-pass-123');
     await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
