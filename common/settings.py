@@ -41,6 +41,10 @@ class SharedSettings(BaseSettings):
 
     heartbeat_interval: float = Field(5.0, gt=0, description="seconds between worker heartbeats")
     heartbeat_timeout: float = Field(60.0, gt=0, description="a running run silent this long is reaped")
+    system_metrics: bool = Field(
+        True,
+        description="workers log each run's CPU, memory and GPU use as system/* metrics at every heartbeat",
+    )
     broker_visibility_timeout: int = Field(
         7 * 24 * 3600, gt=0, description="Redis: seconds before an unacknowledged message is redelivered"
     )

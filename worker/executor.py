@@ -28,6 +28,7 @@ from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
 from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
 from worker.logcapture import capture_logs
+from worker.sysmetrics import SystemSampler, step_origin
 from worker.tracking.context import RunError, RunStatus
 from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location, mlflow_key
 from worker.tracking.tracked import ApiRunContext, TrackingError
@@ -252,6 +253,7 @@ def _run_claimed(
         lease_timeout=max(
             settings.heartbeat_timeout - 2 * settings.heartbeat_interval, settings.heartbeat_interval
         ),
+        sampler=SystemSampler(step_origin(dict(run))) if settings.system_metrics else None,
     )
     heartbeat.start()
     # only the main thread may install a handler (the job process runs its task there)

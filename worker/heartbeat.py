@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from worker.client import Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
 
 if TYPE_CHECKING:
+    from worker.sysmetrics import SystemSampler
     from worker.tracking.tracked import ApiRunContext
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,9 @@ class Heartbeat:
 
     With ``exit_with_parent`` (a Celery prefork child), the process exits when its parent, the worker,
     dies: an orphan must not go on heartbeating a run that the reaper should hand to a new worker.
+
+    With a ``sampler`` (worker.sysmetrics), each beat also logs the job's system metrics (``system/*``)
+    through the attached context's buffered metric path.
     """
 
     def __init__(
@@ -34,6 +38,7 @@ class Heartbeat:
         *,
         exit_with_parent: bool = False,
         lease_timeout: float | None = None,
+        sampler: SystemSampler | None = None,
     ) -> None:
         self.client = client
         self.run_id = run_id
@@ -47,6 +52,7 @@ class Heartbeat:
         self._parent = os.getppid() if exit_with_parent else None
         self._last_ok = time.monotonic()
         self.lease_timeout = lease_timeout
+        self.sampler = sampler
         self._thread = threading.Thread(target=self._loop, name="reasonlab-heartbeat", daemon=True)
 
     def start(self) -> None:
@@ -88,6 +94,16 @@ class Heartbeat:
             last = time.monotonic()
             if self.beat():
                 return
+            self.log_system_metrics()
+
+    def log_system_metrics(self) -> None:
+        """One sample of the job's system metrics into the attached context (until it is closed)."""
+        ctx = self._ctx
+        if self.sampler is None or ctx is None or ctx.closed:
+            return
+        sample = self.sampler.sample()
+        if sample:
+            ctx.log_metrics(sample, self.sampler.step())
 
     def beat(self) -> bool:
         """One heartbeat; True when the lease is lost (no further heartbeats make sense)."""

@@ -3,8 +3,8 @@ OOD accuracy, one cell of the SMoE paper's (M x top-k) grid (004, section 2.1, f
 
 Metrics: ``loss``, ``ce_loss``, ``lr``, ``train_acc`` (training batch, all M right), ``test_acc``,
 ``ood_acc``, ``test_acc/f{j}``, ``ood_acc/f{j}`` (per query-feature slot), ``moe/load/e{i}`` (fraction of
-routed slots per expert, mean over layers), ``moe/entropy`` (mean router entropy, nats), and the same per
-layer as ``moe/l{layer}/...``; ``moe/load_balance_loss`` when its coefficient is on. Result: ``sraven_cell``.
+routed slots per expert, mean over layers), ``moe/entropy`` (mean router entropy, nats), and, with more
+than one MoE layer, the same per layer as ``moe/l{layer}/...``; ``moe/load_balance_loss`` when its coefficient is on. Result: ``sraven_cell``.
 """
 
 from __future__ import annotations
@@ -72,15 +72,19 @@ def build_train_config(spec: SmoeSravenSpec) -> TrainConfig:
 
 
 def moe_metrics(moe_aux: list[MoEAux]) -> dict[str, Scalar]:
-    """Per-expert load (fraction of the N*k routed slots) and router entropy, per layer and averaged over
-    layers; detached tensors, read only when logged."""
+    """Per-expert load (fraction of the N*k routed slots) and router entropy, averaged over layers and,
+    with more than one MoE layer, per layer; detached tensors, read only when logged. (With one layer the
+    mean is that layer: its per-layer series would repeat the mean ones, point for point.)"""
     if not moe_aux:
         return {}
     out: dict[str, Scalar] = {}
     loads = []
+    per_layer = len(moe_aux) > 1
     for layer, aux in enumerate(moe_aux):
         load = aux.tokens_per_expert.float() / aux.selected_experts.numel()  # [E], sums to 1
         loads.append(load)
+        if not per_layer:
+            continue
         out[f"moe/l{layer}/entropy"] = aux.routing_entropy.detach()
         for e in range(load.shape[0]):
             out[f"moe/l{layer}/load/e{e}"] = load[e]

@@ -100,6 +100,11 @@ class TrackedRunContext(RunContext):
         with self._progress_lock:
             self._progress = {"done": int(done), "total": int(total), "message": message}
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` began: nothing logged after it is written."""
+        return self._closed
+
     def progress_snapshot(self) -> dict[str, Any] | None:
         with self._progress_lock:
             return dict(self._progress) if self._progress is not None else None

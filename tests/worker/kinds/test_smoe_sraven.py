@@ -10,7 +10,9 @@ import torch
 from pydantic import ValidationError
 
 from tests.worker.kinds.sraven_context import MemoryContext
+from worker.core.moe import MoEAux
 from worker.kinds import get_kind
+from worker.kinds.smoe_sraven import moe_metrics
 from worker.specs import result_class, spec_class
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
 
@@ -159,3 +161,29 @@ def test_dense_ffn_cell_has_no_experts() -> None:
     (cell,) = ctx.results
     assert cell.top_k is None and cell.num_experts is None and len(cell.per_feature_acc) == 2
     assert not any(key.startswith("moe/") for key in ctx.metrics)
+
+
+def _aux(tokens_per_expert: list[int], entropy: float) -> MoEAux:
+    E, N, k = len(tokens_per_expert), sum(tokens_per_expert) // 2, 2
+    return MoEAux(
+        router_logits=torch.zeros(N, E),
+        selected_experts=torch.zeros(N, k, dtype=torch.long),
+        routing_weights=torch.full((N, k), 0.5),
+        tokens_per_expert=torch.tensor(tokens_per_expert),
+        routing_entropy=torch.tensor(entropy),
+        load_balance_loss=torch.zeros(()),
+    )
+
+
+def test_one_moe_layer_logs_no_per_layer_copy_of_the_means() -> None:
+    # the run page showed moe/load/e* and moe/l0/load/e* as identical panels: one layer's mean is itself
+    out = moe_metrics([_aux([6, 2, 0, 0], 0.7)])
+    assert sorted(out) == ["moe/entropy", "moe/load/e0", "moe/load/e1", "moe/load/e2", "moe/load/e3"]
+    assert [float(out[f"moe/load/e{e}"]) for e in range(4)] == [0.75, 0.25, 0.0, 0.0]
+
+
+def test_several_moe_layers_log_the_mean_and_each_layer() -> None:
+    out = moe_metrics([_aux([6, 2, 0, 0], 0.5), _aux([2, 2, 2, 2], 1.0)])
+    assert float(out["moe/l0/load/e0"]) == 0.75 and float(out["moe/l1/load/e0"]) == 0.25
+    assert float(out["moe/load/e0"]) == 0.5  # (0.75 + 0.25) / 2
+    assert abs(float(out["moe/entropy"]) - 0.75) < 1e-6 and float(out["moe/l1/entropy"]) == 1.0
