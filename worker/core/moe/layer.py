@@ -37,8 +37,12 @@ class SparseMoE(nn.Module):
     """y = sum_j w_j * expert_{e_j}(x) over each token's top-k experts; w = softmax of the top-k logits.
 
     router: Linear(d_model, E, bias=False) (Listing 1 line 23, flax default init); experts: see `Experts`.
-    `top_k` is a plain attribute: set it after construction to sweep experts-per-token at inference.
+    `top_k` is a plain attribute: set it after construction to sweep experts-per-token at inference
+    (``set_top_k`` sets it on every layer of a model).
     """
+
+    # The weights are a softmax over the kept top-k logits: they sum to 1 at every k (Listing 1 line 31).
+    renormalises = True
 
     def __init__(self, cfg: MoEConfig) -> None:
         super().__init__()
@@ -94,3 +98,21 @@ class SparseMoE(nn.Module):
         if dispatch == "grouped_mm":
             return grouped_moe(x, self.experts, selected_experts, routing_weights)
         return sorted_moe(x, self.experts, selected_experts, routing_weights)
+
+
+def set_top_k(model: nn.Module, k: int) -> int:
+    """Inference-time experts-per-token: set ``top_k`` on every ``SparseMoE`` of ``model`` (a model trained at
+    one k, evaluated at another: the SMoE paper's top-k axis, section 2.1). Returns how many layers were set.
+
+    Raises ValueError for a model without a SparseMoE or ``k`` outside 1..E of a layer.
+    """
+    layers = [m for m in model.modules() if isinstance(m, SparseMoE)]
+    if not layers:
+        raise ValueError(f"{type(model).__name__} has no SparseMoE layer")
+    for layer in layers:
+        E = layer.cfg.num_experts
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= E:
+            raise ValueError(f"top_k must be an integer in 1..{E}, got {k!r}")
+    for layer in layers:
+        layer.top_k = k
+    return len(layers)

@@ -65,6 +65,26 @@ class CascadedReasoner(nn.Module):
         assert gates is None or len(gates) == S, f"one stop gate per step: {len(gates or [])} for {S}"
         self.gates = nn.ModuleList(gates) if gates is not None else None
 
+    # Sparse activation renormalises the kept skill probabilities to sum to 1 (routing.top_k_routing).
+    renormalises = True
+
+    @property
+    def num_experts(self) -> int:
+        """The skills the router chooses among (E of the experts-per-token knob)."""
+        return self.cfg.num_skills
+
+    @property
+    def top_k(self) -> int:
+        """Modules activated per step: the experts-per-token knob (``worker.core.models.routers``)."""
+        return self.cfg.k
+
+    @top_k.setter
+    def top_k(self, k: int) -> None:
+        n = self.cfg.num_skills
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+            raise ValueError(f"top_k must be an integer in 1..{n} (the skills), got {k!r}")
+        self.cfg.top_k = k
+
     def modules_at(self, step: int) -> Sequence[ReasoningModule]:
         if self.cfg.variant == "private":
             return self.modules_by_step[step]  # type: ignore[return-value]
@@ -102,3 +122,21 @@ class CascadedReasoner(nn.Module):
             stop_gates=torch.stack(gates_all, dim=1) if gates_all else None,  # [B, S]
         )
         return h, trace
+
+
+def set_skill_top_k(model: nn.Module, k: int) -> int:
+    """Inference-time top-k of the skill router (section 3.2.1, "we sparsely activate k reasoning modules"):
+    set k on every ``CascadedReasoner`` of ``model`` and in a ReasonFormer config's ``reasoning_config``, so
+    a model pre-trained at one k runs at another. Returns how many reasoners were set.
+
+    Raises ValueError for a model without a reasoner or ``k`` outside 1..(number of skills).
+    """
+    reasoners = [m for m in model.modules() if isinstance(m, CascadedReasoner)]
+    if not reasoners:
+        raise ValueError(f"{type(model).__name__} has no skill router (no CascadedReasoner)")
+    for reasoner in reasoners:
+        reasoner.top_k = k  # validates against the reasoner's skills
+    reasoning = getattr(getattr(model, "config", None), "reasoning_config", None)
+    if isinstance(reasoning, dict):
+        reasoning["top_k"] = k
+    return len(reasoners)
