@@ -92,17 +92,22 @@ def get_principal(
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     credential = creds.credentials if creds is not None else None
-    if credential is None and "ticket" in request.query_params and request.url.path.endswith("/events"):
-        # Browsers' EventSource cannot send headers: an event stream takes a stream ticket in the URL
-        # (POST /runs/{id}/events/ticket), valid a minute for that one run, never a login or API token.
+    route = request.scope.get("route")
+    if (
+        credential is None
+        and "ticket" in request.query_params
+        and request.method == "GET"
+        and (getattr(route, "operation_id", None) in TICKET_OPERATIONS)
+    ):
+        # Browsers' EventSource and plain download links cannot send headers: an event stream or an
+        # artifact download takes a stream ticket in the URL (POST /runs/{id}/events/ticket), valid a
+        # minute for that one run, never a login or API token.
         return stream_principal(request, session, settings, request.query_params["ticket"])
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
     principal = resolve_credential(session, settings, credential)
-    if principal.is_worker:
-        route = request.scope.get("route")
-        if getattr(route, "operation_id", None) not in WORKER_OPERATIONS:
-            raise Forbidden("the worker token may only call the worker routes and read runs")
+    if principal.is_worker and getattr(route, "operation_id", None) not in WORKER_OPERATIONS:
+        raise Forbidden("the worker token may only call the worker routes and read runs")
     return principal
 
 
@@ -123,8 +128,15 @@ WORKER_OPERATIONS = frozenset(
         "metrics-keys",
         "results-post",
         "results-list_run",
+        "artifacts-list",
+        "artifacts-download",
+        "artifacts-upload",
+        "artifacts-delete",
     }
 )
+
+# What a one-run stream ticket opens (GET only): the run's event stream and its artifact downloads.
+TICKET_OPERATIONS = frozenset({"runs-events", "artifacts-download"})
 
 
 def stream_principal(request: Request, session: Session, settings: Settings, ticket: str) -> Principal:

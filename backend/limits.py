@@ -37,6 +37,8 @@ MiB = 1024 * KiB
 METRICS_LIMIT = 64 * MiB  # POST /runs/{id}/metrics: 10,000 points (the batch limit) with room to spare
 # POST /runs/{id}/logs, /results, /finish: log batches, result records, tracebacks (an error of 10^6 characters)
 WORKER_WRITE_LIMIT = 16 * MiB
+# PUT /runs/{id}/artifacts/...: a checkpoint or a final model, streamed to the store, never held in memory
+ARTIFACT_LIMIT = 256 * 1024 * MiB
 LOGIN_LIMIT = 64 * KiB  # POST /auth/login: anonymous, a username and a password
 DEFAULT_LIMIT = 4 * MiB  # every other API route: specs, sweeps, descriptions, comments
 OUTSIDE_API_LIMIT = 64 * KiB  # the dashboard takes no bodies
@@ -56,6 +58,7 @@ LIMITS: tuple[RouteClass, ...] = (
     RouteClass(
         "worker writes", re.compile(r"^/api/v1/runs/[^/]+/(?:logs|results|finish)/?$"), WORKER_WRITE_LIMIT
     ),
+    RouteClass("artifact upload", re.compile(r"^/api/v1/runs/[^/]+/artifacts/."), ARTIFACT_LIMIT),
     RouteClass("login", re.compile(r"^/api/v1/auth/login/?$"), LOGIN_LIMIT),
     RouteClass("API", re.compile(r"^/api/v1(?:/|$)"), DEFAULT_LIMIT),
 )
@@ -72,7 +75,13 @@ def body_limit(path: str) -> int:
 
 
 def _size(n: int) -> str:
-    return f"{n // MiB} MiB" if n % MiB == 0 else f"{n // KiB} KiB"
+    return (
+        f"{n // (1024 * MiB)} GiB"
+        if n % (1024 * MiB) == 0
+        else f"{n // MiB} MiB"
+        if n % MiB == 0
+        else f"{n // KiB} KiB"
+    )
 
 
 def _needs_credential(method: str, path: str) -> bool:

@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from backend import auth, experiments, health, logredact, metrics, projects, results, reviews, runs
 from backend.admission import AdmissionLimit
+from backend.artifacts.routes import router as artifacts_router
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.db import get_engine, session_factory
@@ -128,6 +129,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         metrics_router,
         results_router,
         reviews_router,
+        artifacts_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -53,6 +53,12 @@ class Settings(SharedSettings):
     max_runs_per_experiment: int = 10_000
     run_background_loops: bool = Field(True, description="dispatcher and reaper inside the API process")
     static_dir: Path | None = Field(None, description="built dashboard to serve at /")
+    artifact_url: str = Field(
+        "",
+        description="where runs' checkpoints, outputs and final models are kept: an fsspec URL (file://, "
+        "s3://, gs://, ...) only the API opens; workers stream through the API's artifact routes. "
+        "Default: file://<artifact_root>/store",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="origins (comma-separated) whose browser pages may call the API; empty: same origin only",
@@ -70,6 +76,8 @@ class Settings(SharedSettings):
         # runs after SharedSettings' validator: home is resolved, the worker token checked
         if not self.database_url:
             self.database_url = f"sqlite:///{self.home / 'reasonlab.db'}"
+        if not self.artifact_url:
+            self.artifact_url = (Path(self.artifact_root).expanduser().resolve() / "store").as_uri()
         if self.mode == "embedded" and self.secret_key in PLACEHOLDER_SECRETS:
             self.secret_key = _embedded_secret(self.home)
         return self

@@ -69,6 +69,10 @@ POLICY: dict[str, str] = {
     "runs-post_logs": "writer",
     "metrics-post": "writer",
     "results-post": "writer",
+    "artifacts-list": "viewer",
+    "artifacts-download": "viewer",
+    "artifacts-upload": "lifecycle",
+    "artifacts-delete": "lifecycle",
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -118,7 +122,12 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "runs-post_logs": {"lines": ["a line"]},
         "metrics-post": {"points": [{"key": "loss", "step": 1, "value": 1.0}]},
         "results-post": {"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
+        "artifacts-upload": {"any": "bytes"},
     }
+
+
+# query parameters an operation requires
+QUERIES: dict[str, dict[str, Any]] = {"artifacts-upload": {"attempt": 1}, "artifacts-delete": {"attempt": 1}}
 
 
 def _operations(api: Api) -> dict[str, tuple[str, str]]:
@@ -161,6 +170,7 @@ def test_authorization_matrix(api: Api) -> None:
         "project_id": experiment["project_id"],
         "token_id": 999_999,
         "tag": "matrix",
+        "path": "outputs/none.txt",
     }
     routes = _operations(api)
     wrong: list[str] = []
@@ -174,10 +184,13 @@ def test_authorization_matrix(api: Api) -> None:
             kwargs: dict[str, Any] = {"headers": headers}
             if operation in bodies:
                 kwargs["json"] = bodies[operation]
+            if operation in QUERIES:
+                kwargs["params"] = QUERIES[operation]
             status = call(method, path, **kwargs).status_code
             want = expected(policy, caller, operation)
             if want is None:
-                natural_404 = operation == "auth-revoke_token"  # token 999999 is nobody's
+                # token 999999 is nobody's; the run has no artifact outputs/none.txt
+                natural_404 = operation in ("auth-revoke_token", "artifacts-download")
                 if status in (401, 403) or (status == 404 and not natural_404):
                     wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")
             elif status != want:

@@ -88,11 +88,15 @@ def test_a_declared_oversize_body_is_413_without_being_read(api: Api) -> None:
         ("/api/v1/runs/1/results", limits.WORKER_WRITE_LIMIT),
         ("/api/v1/runs/1/finish", limits.WORKER_WRITE_LIMIT),
         ("/api/v1/auth/login", limits.LOGIN_LIMIT),
+        ("/api/v1/runs/1/artifacts/checkpoints/step-1.pt", limits.ARTIFACT_LIMIT),
     ):
         headers = {**JSON, **api.worker, "content-length": str(limit + 1)}
         status, _, body = asgi.call("POST", path, headers)
         assert status == 413, (path, body)
-        assert f"{limit // MiB} MiB" in body["detail"] or f"{limit // 1024} KiB" in body["detail"]
+        assert any(
+            f"{limit // unit} {name}" in body["detail"]
+            for unit, name in ((1024 * MiB, "GiB"), (MiB, "MiB"), (1024, "KiB"))
+        )
 
 
 def test_a_body_without_a_valid_credential_is_401_without_being_read(api: Api) -> None:
