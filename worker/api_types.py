@@ -45,6 +45,20 @@ class ApiTokenPublic(TypedDict):
     prefix: str
 
 
+class ArtifactList(TypedDict):
+    count: int
+    items: list[ArtifactPublic]
+    run_id: int
+    total_size: int
+
+
+class ArtifactPublic(TypedDict):
+    kind: Literal["checkpoint", "output", "model"]
+    modified: str | None
+    path: str
+    size: int
+
+
 class Bucket(TypedDict):
     count: int
     last: float | None

@@ -13,10 +13,15 @@ them). Every error is an ``ApiError`` subclass, so a caller retries only what is
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -529,6 +534,57 @@ class ReasonLabClient:
     def get_results(self, run_id: int, kind: str | None = None) -> list[api.ResultPublic]:
         result: list[api.ResultPublic] = self._get(f"/runs/{run_id}/results", kind=kind)
         return result
+
+    # -- artifacts --------------------------------------------------------------------------------------
+
+    def list_artifacts(self, run_id: int) -> api.ArtifactList:
+        """Every stored file of the run (``checkpoints/``, ``outputs/``, ``model/``) with its size."""
+        result: api.ArtifactList = self._get(f"/runs/{run_id}/artifacts")
+        return result
+
+    def download_artifact(self, run_id: int, path: str, dest: Path) -> int:
+        """Stream the run's file ``path`` into ``dest`` (a temporary file beside it, renamed when
+        complete: ``dest`` is never half written); the bytes written."""
+        url = f"/runs/{run_id}/artifacts/{quote(path, safe='/')}"
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        written = 0
+        try:
+            with os.fdopen(fd, "wb") as fh, self._http.stream("GET", url, headers=self._headers()) as resp:
+                if resp.is_error:
+                    resp.read()
+                    raise _error_from_response(resp)
+                for chunk in resp.iter_bytes(1024 * 1024):
+                    fh.write(chunk)
+                    written += len(chunk)
+            os.replace(tmp, dest)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return written
+
+    def upload_artifact(self, run_id: int, path: str, source: Path, *, attempt: int) -> api.ArtifactPublic:
+        """Stream the local file ``source`` to the run's ``path`` (the worker token, while ``attempt``
+        owns the run); the store shows it only once complete."""
+        url = f"/runs/{run_id}/artifacts/{quote(path, safe='/')}"
+        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        try:
+            with open(source, "rb") as fh:
+                response = self._http.put(url, content=fh, params={"attempt": attempt}, headers=headers)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"PUT {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
+        if response.is_error:
+            raise _error_from_response(response)
+        result: api.ArtifactPublic = response.json()
+        return result
+
+    def delete_artifact(self, run_id: int, path: str, *, attempt: int) -> None:
+        self.request(
+            "DELETE", f"/runs/{run_id}/artifacts/{quote(path, safe='/')}", params={"attempt": attempt}
+        )
 
     # -- events -----------------------------------------------------------------------------------------
 

@@ -199,3 +199,60 @@ def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSett
     # the next worker resumes from the checkpoint written at the stop and finishes the run
     assert _execute(api, settings, attempt=2) == "succeeded"
     assert _loss_steps(api) == list(range(1, 401))
+
+
+def test_an_attempt_on_another_host_resumes_from_the_stored_checkpoint(tmp_path: Path) -> None:
+    """Two hosts, no shared volume: attempt 1 on host A stores its checkpoints through the API; attempt 2
+    on host B (an empty artifact root) downloads the newest and resumes from it, not from step 0."""
+    host_a = SharedSettings(home=tmp_path / "a", heartbeat_interval=0.05)
+    host_b = SharedSettings(home=tmp_path / "b", heartbeat_interval=0.05)
+    api = FakeApi(spec=_spec(fail_at_step=16))
+    assert _execute(api, host_a) == "failed"
+    rid = api.run["id"]
+    # its checkpoints (the newest two, steps 6 and 12) are in the store
+    assert sorted(p for r, p in api.artifacts if r == rid) == [
+        "checkpoints/step-12.pt",
+        "checkpoints/step-6.pt",
+    ]
+    assert not (Path(host_b.artifact_root) / "checkpoints").exists()
+
+    api.requeue(attempt=2)
+    assert _execute(api, host_b, attempt=2) == "succeeded"
+    assert api.results[-1]["payload"]["resumed_from_step"] == 12
+    assert _loss_steps(api) == list(range(1, 25))
+    stored = sorted(p for r, p in api.artifacts if r == rid)
+    assert stored == ["checkpoints/step-18.pt", "checkpoints/step-24.pt", "model/step-24.pt"]
+    local = Path(host_b.artifact_root) / "checkpoints" / f"run-{rid}" / "step-24.pt"
+    assert api.artifacts[(rid, "model/step-24.pt")] == local.read_bytes()
+
+    # the same spec uninterrupted ends on the same loss, bit for bit
+    twin = FakeApi(run_id=8, spec=_spec())
+    assert _execute(twin, SharedSettings(home=tmp_path / "c", heartbeat_interval=0.05)) == "succeeded"
+    assert twin.metrics["loss", 24] == api.metrics["loss", 24]
+
+
+def test_outputs_of_a_succeeded_run_are_stored_and_another_run_reads_them(tmp_path: Path) -> None:
+    from worker.tracking.tracked import ApiRunContext
+
+    source = FakeApi(run_id=5)
+    source.run.update(status="running")
+    with source.client() as client:
+        ctx = ApiRunContext(client, 5, 1, seed=0, device="cpu", artifact_root=tmp_path / "a", options=FAST)
+        (ctx.out_dir / "model").mkdir()
+        (ctx.out_dir / "model" / "config.json").write_text('{"d": 8}')
+        ctx.save_checkpoint({"w": 1}, 3)
+        ctx.close("succeeded")
+    assert sorted(p for _, p in source.artifacts) == [
+        "checkpoints/step-3.pt",
+        "model/step-3.pt",
+        "outputs/model/config.json",
+    ]
+
+    reader = FakeApi(run_id=6)
+    reader.artifacts.update(source.artifacts)  # one store behind one API
+    with reader.client() as client:
+        ctx = ApiRunContext(client, 6, 1, seed=0, device="cpu", artifact_root=tmp_path / "b", options=FAST)
+        outputs = ctx.run_outputs(5)
+        ctx.close("failed")
+    assert outputs == tmp_path / "b" / "runs" / "run-5"
+    assert (outputs / "model" / "config.json").read_text() == '{"d": 8}'

@@ -40,6 +40,8 @@ class FakeApi:
         self.finishes: list[dict[str, Any]] = []
         self.patches: list[dict[str, Any]] = []
         self.requests: list[str] = []
+        # the artifact store: (run id, path) -> bytes, as the API's store keeps them
+        self.artifacts: dict[tuple[int, str], bytes] = {}
         # misbehaviour
         self.lease_lost = False
         self.fail_metric_posts = 0  # the next n metric posts answer 503
@@ -58,6 +60,8 @@ class FakeApi:
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/api/v1")
+        if "/artifacts" in path:
+            return self._artifacts(request, path)
         body = json.loads(request.content) if request.content else {}
         assert request.headers["authorization"] == "Bearer worker-token"
         with self.lock:
@@ -117,6 +121,45 @@ class FakeApi:
             if request.method == "GET" and path == f"{run_path}/metrics":
                 return httpx.Response(200, json=self._series(request.url.params))
             return _error(404, "not_found", f"no route {request.method} {path}")
+
+    def _artifacts(self, request: httpx.Request, path: str) -> httpx.Response:
+        """GET /runs/{id}/artifacts, and GET, PUT (attempt-checked), DELETE of /runs/{id}/artifacts/{path}."""
+        assert request.headers["authorization"] == "Bearer worker-token"
+        body = request.read()
+        run_part, _, name = path.removeprefix("/runs/").partition("/artifacts")
+        run_id, name = int(run_part), name.removeprefix("/")
+        with self.lock:
+            self.requests.append(f"{request.method} {path}")
+            if request.method == "GET" and not name:
+                items = [
+                    {"path": p, "size": len(data), "modified": None, "kind": p.split("/")[0]}
+                    for (rid, p), data in sorted(self.artifacts.items())
+                    if rid == run_id
+                ]
+                return httpx.Response(
+                    200,
+                    json={
+                        "run_id": run_id,
+                        "items": items,
+                        "count": len(items),
+                        "total_size": sum(i["size"] for i in items),
+                    },
+                )
+            if request.method == "GET":
+                if (run_id, name) not in self.artifacts:
+                    return _error(404, "not_found", f"no artifact {name}")
+                return httpx.Response(200, content=self.artifacts[(run_id, name)])
+            attempt = int(request.url.params["attempt"])
+            if run_id != self.run["id"] or self.run["status"] != "running" or attempt != self.run["attempt"]:
+                return _error(409, "conflict", "the attempt no longer owns the run")
+            if request.method == "PUT":
+                self.artifacts[(run_id, name)] = body
+                return httpx.Response(
+                    200, json={"path": name, "size": len(body), "modified": None, "kind": "output"}
+                )
+            if request.method == "DELETE" and self.artifacts.pop((run_id, name), None) is not None:
+                return httpx.Response(204)
+            return _error(404, "not_found", f"no artifact {name}")
 
     def _series(self, params: httpx.QueryParams) -> dict[str, Any]:
         """GET /runs/{id}/metrics as the API answers it: per key, buckets of equal step width."""

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from worker.tracking.checkpoints import load_checkpoint_file, save_checkpoint_file
+from worker.tracking.artifacts import RunArtifacts
+from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
 from worker.tracking.context import RunContext, RunStatus, result_record
 from worker.tracking.sinks import ApiSink, LocalSink
 from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
@@ -229,7 +230,9 @@ class LocalRunContext(TrackedRunContext):
 
 class ApiRunContext(TrackedRunContext):
     """A run on the platform: records to the API (the database), mirrored to MLflow; checkpoints under
-    ``<artifact_root>/checkpoints/run-<id>/`` (shared by every attempt, so a new attempt resumes).
+    ``<artifact_root>/checkpoints/run-<id>/`` locally and, through the API, in the platform's artifact
+    store (``worker.tracking.artifacts``), so a new attempt on any host resumes from the newest one; the
+    out_dir and the final model go to the store when the run succeeds.
 
     The executor's heartbeat thread sets the stop flag (``request_stop``) on cancel, and marks
     ``lease_lost`` when the API says this attempt no longer owns the run: from then on checkpoints are
@@ -266,10 +269,16 @@ class ApiRunContext(TrackedRunContext):
         self.attempt = attempt
         self.mlflow = mlflow
         self.lease_lost = False
+        self.artifacts = RunArtifacts(client, run_id, attempt)
 
     def run_outputs(self, run_id: int) -> Path | None:
-        """Runs share the artifact root: another run's outputs are ``<artifact_root>/runs/run-<id>``."""
-        return self.artifact_root / "runs" / f"run-{run_id}"
+        """Another run's outputs, pulled from the artifact store into ``<artifact_root>/runs/run-<id>``
+        (where they already are when that run ran on this host)."""
+        local = self.artifact_root / "runs" / f"run-{run_id}"
+        pulled = self.artifacts.pull_outputs(run_id, local)
+        if pulled:
+            logger.info("run %s: %d output files of run %s downloaded", self.run_id, pulled, run_id)
+        return local
 
     def mark_lease_lost(self) -> None:
         self.lease_lost = True
@@ -283,3 +292,45 @@ class ApiRunContext(TrackedRunContext):
             self.flush()
             return
         super().save_checkpoint(state, step)
+        try:
+            self.artifacts.push_checkpoint(
+                self.checkpoint_dir / f"step-{step}.pt", step, self.keep_checkpoints
+            )
+        except Exception as exc:  # the local copy still resumes a run on this host; training goes on
+            logger.warning(
+                "run %s attempt %s: checkpoint %s not stored (another host could not resume from it): %s",
+                self.run_id,
+                self.attempt,
+                step,
+                exc,
+            )
+
+    def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
+        """The newest checkpoint of the run, from any attempt on any host: the store's newer ones are
+        downloaded first (a host that never ran this run has none of its own)."""
+        try:
+            pulled = self.artifacts.pull_checkpoints(self.checkpoint_dir)
+        except Exception as exc:
+            logger.warning("run %s: stored checkpoints not read (%s); using this host's", self.run_id, exc)
+        else:
+            if pulled:
+                logger.info(
+                    "run %s: checkpoint step %s downloaded from the artifact store", self.run_id, pulled[-1]
+                )
+        return super().load_checkpoint()
+
+    def close(self, status: RunStatus, *, final: bool = True) -> None:
+        """A succeeded run stores its out_dir and final model before its sinks hear it succeeded: a run
+        that finished without them (the API unreachable past the deadline) fails instead."""
+        if self._closed:
+            return
+        if final and status == "succeeded" and not self.lease_lost:
+            try:
+                stored = self.artifacts.push_outputs(self.out_dir, self.checkpoint_dir)
+            except Exception as exc:
+                super().close("failed", final=final)
+                raise TrackingError(f"outputs and final model not stored: {exc}") from exc
+            newest = checkpoint_files(self.checkpoint_dir)[-1:]
+            model = f"step {newest[0][0]}" if newest else "none (no checkpoint)"
+            logger.info("run %s: %d artifacts stored; final model %s", self.run_id, stored, model)
+        super().close(status, final=final)
