@@ -12,6 +12,7 @@ import { KeyValues } from '../components/results/KeyValues';
 import { ResultView } from '../components/results/ResultView';
 import { Comments } from '../components/review/Comments';
 import { Tags } from '../components/review/Tags';
+import { RunArtifacts } from '../components/runs/RunArtifacts';
 import { RunMetricChart } from '../components/runs/RunMetricChart';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
@@ -134,6 +135,7 @@ function RunView({ run }: { run: Run }) {
           <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
           <Tabs.Tab value="spec">Spec & params</Tabs.Tab>
           <Tabs.Tab value="logs">Logs</Tabs.Tab>
+          <Tabs.Tab value="artifacts">Artifacts</Tabs.Tab>
           <Tabs.Tab value="comments">Comments</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="metrics" pt="md">
@@ -187,6 +189,9 @@ function RunView({ run }: { run: Run }) {
         </Tabs.Panel>
         <Tabs.Panel value="logs" pt="md">
           <LogsTail runId={run.id} live={unfinished} />
+        </Tabs.Panel>
+        <Tabs.Panel value="artifacts" pt="md">
+          <RunArtifacts runId={run.id} live={unfinished} />
         </Tabs.Panel>
         <Tabs.Panel value="comments" pt="md">
           <Comments target={{ type: 'run', id: run.id }} canWrite={canWrite} />
