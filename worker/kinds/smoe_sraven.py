@@ -5,6 +5,9 @@ Metrics: ``loss``, ``ce_loss``, ``lr``, ``train_acc`` (training batch, all M rig
 ``ood_acc``, ``test_acc/f{j}``, ``ood_acc/f{j}`` (per query-feature slot), ``moe/load/e{i}`` (fraction of
 routed slots per expert, mean over layers), ``moe/entropy`` (mean router entropy, nats), and, with more
 than one MoE layer, the same per layer as ``moe/l{layer}/...``; ``moe/load_balance_loss`` when its coefficient is on. Result: ``sraven_cell``.
+
+Outputs: the trained model under ``model/`` (``worker.core.sraven.saved``, with the run's spec), which
+``topk_eval`` evaluates at other experts-per-token (train at k, evaluate at k').
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ from torch import Tensor, nn
 from worker.core.moe import MoEAux, MoEConfig
 from worker.core.sraven.generator import SravenBatch, SravenGenerator, SravenStream
 from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
+from worker.core.sraven.saved import save_sraven_model
 from worker.core.train import Scalar, StepOutput, TrainConfig, Trainer
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.tracking.context import RunContext
+
+MODEL_DIR = "model"  # the trained model under the run's outputs (read by topk_eval)
 
 
 def build_model_config(spec: SmoeSravenSpec) -> SravenTransformerConfig:
@@ -211,6 +217,9 @@ def run(spec: SmoeSravenSpec, ctx: RunContext) -> None:
         return
     final = outcome.last_eval or trainer.evaluate(
         lambda model, step: evaluate_sets(model, sets, spec.train.eval_batch_size, device)
+    )
+    save_sraven_model(
+        ctx.out_dir / MODEL_DIR, model, {"spec": spec.model_dump(mode="json"), "steps": outcome.step}
     )
     ctx.log_result(
         SravenCell(

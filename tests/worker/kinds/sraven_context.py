@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ class MemoryContext(RunContext):
     ) -> None:
         self.seed = seed
         self.device = "cpu"
-        self.out_dir = out_dir or Path(".")
+        # smoe_sraven saves its model under out_dir: a fresh folder, never the working directory
+        self.out_dir = out_dir or Path(tempfile.mkdtemp(prefix="sraven-ctx-"))
         self.params: dict[str, Any] = {}
         self.metrics: dict[str, dict[int, float]] = {}
         self.results: list[Any] = []

@@ -1,0 +1,217 @@
+"""The topk_eval kind: spec validation (422 paths), SMoE checkpoints at every k', HF MoE LMs, ReasonFormer's
+skill router, and the in-run demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.worker.kinds.sraven_context import MemoryContext
+from worker.core.reasonformer.build import build_model
+from worker.core.reasonformer.config import ReasoningConfig
+from worker.core.reasonformer.data.synthetic import SkillSuite
+from worker.core.reasonformer.data.tokenizer import SymbolTokenizer
+from worker.kinds import get_kind
+from worker.kinds.reasonformer_parts import save_model
+from worker.specs import manifests, result_class, spec_class
+from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
+from worker.specs.topk_eval import TopkEvalPoint, TopkEvalSpec
+
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.filterwarnings("ignore::worker.core.sraven.generator.OODMissesRuleWarning"),
+]
+REPO = Path(__file__).resolve().parents[3]
+
+
+def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(ValidationError) as info:
+        TopkEvalSpec.model_validate(spec)
+    return [tuple(e["loc"]) for e in info.value.errors()]
+
+
+def test_empty_spec_is_a_registered_in_run_demo() -> None:
+    spec = spec_class("topk_eval").model_validate({})
+    assert isinstance(spec, TopkEvalSpec) and spec.target == "smoe_sraven" and spec.smoe.trains_in_run
+    assert spec.smoe.train_k == [1, 2, 8] and spec.known_experts() == 8
+    manifest = manifests()["topk_eval"]
+    assert manifest.result_kinds == ("topk_eval_point",)
+    assert manifest.source_runs["smoe.run_id"] == "smoe_sraven"
+    assert manifest.source_runs["reasonformer.finetune_run_id"] == "reasonformer_finetune"
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc"),
+    [
+        ({"eval_k": [0]}, ("eval_k", 0)),
+        ({"eval_k": [1, 9]}, ("eval_k", 1)),  # the demo's SMoEs have 8 experts
+        ({"smoe": {"train_k": [2, 9]}}, ("smoe", "train_k", 1)),
+        ({"target": "hf", "hf": {"model": "tiny-mixtral"}, "eval_k": [5]}, ("eval_k", 0)),
+        ({"target": "hf", "hf": {"model": "allenai/OLMoE-1B-7B-0924"}, "eval_k": [8, 65]}, ("eval_k", 1)),
+        ({"target": "hf", "hf": {"score": "multiple_choice"}}, ("hf", "choices_path")),
+        ({"target": "reasonformer"}, ("reasonformer", "pretrain_run_id")),
+        ({"smoe": {"run_id": 3, "path": "/x"}}, ("smoe", "path")),
+        ({"eval_k": [2, 2]}, ("eval_k",)),
+        ({"smoe": {"run_id": 0}}, ("smoe", "run_id")),
+    ],
+)
+def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) -> None:
+    assert loc in error_locs(spec)
+
+
+def test_k_above_experts_is_not_checked_where_the_spec_cannot_know_e() -> None:
+    # a source run's E is only known when the run loads it
+    assert TopkEvalSpec.model_validate({"smoe": {"run_id": 4}, "eval_k": [1, 16]}).eval_k == [1, 16]
+    assert TopkEvalSpec.model_validate({"target": "hf", "hf": {"model": "/models/x"}, "eval_k": [9]})
+
+
+def train_smoe(out_dir: Path, k: int = 2) -> SravenCell:
+    spec = SmoeSravenSpec.model_validate(
+        {
+            "seed": 1,
+            "data": {"num_features": 2},
+            "model": {"d_model": 32, "num_layers": 2, "num_heads": 4, "qk_dim": 16, "v_dim": 16},
+            "moe": {"num_experts": 8, "top_k": k, "expert_hidden": 32},
+            "train": {"steps": 24, "batch_size": 16, "warmup_steps": 4, "eval_interval": 8, "eval_size": 96},
+        }
+    )
+    ctx = MemoryContext(out_dir=out_dir)
+    get_kind("smoe_sraven").run(spec, ctx)
+    (cell,) = ctx.results
+    return cell
+
+
+def points(ctx: MemoryContext) -> list[TopkEvalPoint]:
+    assert all(isinstance(r, TopkEvalPoint) for r in ctx.results)
+    for r in ctx.results:
+        result_class("topk_eval_point").model_validate(r.model_dump())
+    return list(ctx.results)
+
+
+def test_smoe_checkpoint_trained_at_k2_is_evaluated_at_every_k(tmp_path: Path) -> None:
+    cell = train_smoe(tmp_path / "source")
+    assert (tmp_path / "source" / "model" / "config.json").is_file()
+    spec = TopkEvalSpec.model_validate({"smoe": {"path": str(tmp_path / "source" / "model")}})
+    ctx = MemoryContext(out_dir=tmp_path / "eval")
+    get_kind("topk_eval").run(spec, ctx)
+    got = points(ctx)
+    assert [p.eval_k for p in got] == list(range(1, 9))
+    assert {(p.train_k, p.num_experts, p.routers, p.renormalises, p.family, p.M) for p in got} == {
+        (2, 8, 2, True, "smoe", 2)
+    }
+    at_2 = next(p for p in got if p.eval_k == 2)
+    # k' = k is the source run's own final evaluation (same model, same test sets)
+    assert at_2.value == pytest.approx(cell.test_acc) and at_2.ood_value == pytest.approx(cell.ood_acc)
+    assert at_2.per_feature == pytest.approx(cell.per_feature_acc)
+    assert len({p.extra["test_loss"] for p in got}) > 1, "k' changed nothing"
+    assert ctx.metrics["test_acc/train_k2"].keys() == set(range(1, 9))
+
+
+def test_smoe_source_without_a_saved_model_fails_with_a_message(tmp_path: Path) -> None:
+    spec = TopkEvalSpec.model_validate({"smoe": {"path": str(tmp_path)}})
+    with pytest.raises(Exception, match="no saved SRAVEN model"):
+        get_kind("topk_eval").run(spec, MemoryContext(out_dir=tmp_path / "eval"))
+
+
+def test_in_run_demo_trains_each_k_and_fills_the_matrix(tmp_path: Path) -> None:
+    spec = TopkEvalSpec.model_validate(
+        {
+            "smoe": {
+                "train_k": [1, 4],
+                "eval_size": 32,
+                "demo": {
+                    "model": {"d_model": 16, "num_layers": 1, "num_heads": 2, "qk_dim": 8, "v_dim": 8},
+                    "moe": {"num_experts": 4, "expert_hidden": 16},
+                    "train": {
+                        "steps": 6,
+                        "batch_size": 8,
+                        "warmup_steps": 1,
+                        "eval_interval": 6,
+                        "eval_size": 32,
+                    },
+                },
+            }
+        }
+    )
+    ctx = MemoryContext(out_dir=tmp_path)
+    get_kind("topk_eval").run(spec, ctx)
+    got = points(ctx)
+    assert [(p.train_k, p.eval_k) for p in got] == [(t, k) for t in (1, 4) for k in (1, 2, 3, 4)]
+    assert {p.model for p in got} == {"in-run k=1", "in-run k=4"}
+    assert "train/k1/loss" in ctx.metrics and "train/k4/loss" in ctx.metrics
+
+
+def test_hf_mixtral_perplexity_changes_with_k() -> None:
+    spec = TopkEvalSpec.model_validate(
+        {"target": "hf", "hf": {"model": "tiny-mixtral", "window": 32}, "eval_k": [1, 4]}
+    )
+    ctx = MemoryContext()
+    get_kind("topk_eval").run(spec, ctx)
+    one, four = points(ctx)
+    assert (one.eval_k, four.eval_k, one.train_k, one.num_experts, one.routers) == (1, 4, 2, 4, 4)
+    assert one.family == "mixtral" and one.renormalises is True and one.score == "perplexity"
+    assert not one.higher_is_better and one.value != four.value and one.value > 1.0
+    assert one.extra["tokens"] > 100
+
+
+def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router() -> None:
+    spec = TopkEvalSpec.model_validate(
+        {
+            "target": "hf",
+            "hf": {
+                "model": "tiny-olmoe",
+                "score": "multiple_choice",
+                "choices_path": str(REPO / "examples" / "choices.jsonl"),
+            },
+            "eval_k": [1, 2],
+        }
+    )
+    ctx = MemoryContext()
+    get_kind("topk_eval").run(spec, ctx)
+    got = points(ctx)
+    assert [p.eval_k for p in got] == [1, 2]
+    assert all(p.family == "olmoe" and p.renormalises is False and 0.0 <= p.value <= 1.0 for p in got)
+    assert got[0].extra["items"] == 6
+
+
+def test_reasonformer_skill_router_at_every_k(tmp_path: Path) -> None:
+    suite = SkillSuite()
+    tok = SymbolTokenizer(suite.vocabulary())
+    rc = ReasoningConfig(
+        skills=("reverse", "sort", "shift", "lookup", "rotate", "general"),
+        variant="shared",
+        depth=2,
+        representation_layers=2,
+        module_layers=1,
+        top_k=2,
+        adapter_bottleneck=8,
+        router_hidden=16,
+    )
+    save_model(build_model("shared", "t5-tiny", rc, vocab_size=tok.vocab_size), tok, tmp_path)
+    spec = TopkEvalSpec.model_validate(
+        {
+            "target": "reasonformer",
+            "reasonformer": {"path": str(tmp_path / "model"), "eval_per_task": 2, "examples": "pretrain"},
+            "eval_k": [1, 3, 6],
+        }
+    )
+    ctx = MemoryContext(out_dir=tmp_path / "eval")
+    get_kind("topk_eval").run(spec, ctx)
+    got = points(ctx)
+    assert [(p.train_k, p.eval_k) for p in got] == [(2, 1), (2, 3), (2, 6)]
+    assert {(p.family, p.num_experts, p.routers, p.renormalises, p.score) for p in got} == {
+        ("reasonformer", 6, 1, True, "eval_average")
+    }
+    assert all(0.0 <= p.value <= 1.0 for p in got) and got[0].extra
+
+
+def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path) -> None:
+    train_smoe(tmp_path / "source")
+    spec = TopkEvalSpec.model_validate(
+        {"smoe": {"path": str(tmp_path / "source" / "model")}, "eval_k": [2, 12]}
+    )
+    with pytest.raises(Exception, match=r"eval_k: k' \[12\] above the model's 8 experts"):
+        get_kind("topk_eval").run(spec, MemoryContext(out_dir=tmp_path / "eval"))

@@ -1,0 +1,132 @@
+"""Cheap scores of a causal LM, for sweeping experts-per-token at inference (issue 11, ``topk_eval``):
+perplexity on a text and multiple-choice accuracy by option log-likelihood.
+
+Both take any ``model(input_ids, attention_mask).logits`` (an HF causal LM); the experts-per-token knob is
+``worker.core.models.routers``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from transformers import PreTrainedTokenizerBase
+
+
+def token_windows(ids: Sequence[int], window: int, max_tokens: int | None = None) -> list[list[int]]:
+    """Non-overlapping windows of ``window`` tokens (the last one shorter); a window of one token predicts
+    nothing and is dropped. ``max_tokens`` caps the text first."""
+    assert window >= 2, f"a window must hold at least 2 tokens (one context, one predicted), got {window}"
+    ids = list(ids)[:max_tokens] if max_tokens is not None else list(ids)
+    windows = [ids[i : i + window] for i in range(0, len(ids), window)]
+    return [w for w in windows if len(w) >= 2]
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    perplexity: float
+    nll: float  # mean negative log-likelihood per predicted token (nats)
+    tokens: int  # predicted tokens
+
+
+def perplexity(
+    model: nn.Module, windows: Sequence[Sequence[int]], batch_size: int = 8, device: str = "cpu"
+) -> Perplexity:
+    """PPL = exp( (1/N) sum_t -log p(x_t | x_<t) ) over every token but each window's first (the usual
+    definition, e.g. Jurafsky & Martin, Speech and Language Processing, 3rd ed., section 3.3, eq. 3.15;
+    each window is an independent context). Windows of one length are batched; no padding is needed
+    because the shorter last window runs alone."""
+    assert windows, "no window of at least 2 tokens: the text is too short"
+    by_length: dict[int, list[Sequence[int]]] = {}
+    for w in windows:
+        by_length.setdefault(len(w), []).append(w)
+    total_nll, total_tokens = 0.0, 0
+    with torch.no_grad():
+        for length, group in by_length.items():
+            for i in range(0, len(group), batch_size):
+                ids = torch.tensor(group[i : i + batch_size], dtype=torch.long, device=device)  # [B, T]
+                logits = model(input_ids=ids).logits.float()  # [B, T, V]
+                nll = nn.functional.cross_entropy(
+                    logits[:, :-1].reshape(-1, logits.shape[-1]),  # [B*(T-1), V]
+                    ids[:, 1:].reshape(-1),  # [B*(T-1)]
+                    reduction="sum",
+                )
+                total_nll += float(nll)
+                total_tokens += ids.shape[0] * (length - 1)
+    mean = total_nll / total_tokens
+    return Perplexity(perplexity=math.exp(mean), nll=mean, tokens=total_tokens)
+
+
+@dataclass(frozen=True)
+class ChoiceItem:
+    prompt: str
+    choices: list[str]
+    answer: int  # index into choices
+
+
+def load_choice_jsonl(path: str | Path, limit: int | None = None) -> list[ChoiceItem]:
+    """Lines ``{"question" (or "prompt"): str, "choices": [str, ...], "answer": int index}``."""
+    items: list[ChoiceItem] = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        prompt = row.get("question", row.get("prompt"))
+        choices, answer = row.get("choices"), row.get("answer")
+        if not isinstance(prompt, str) or not isinstance(choices, list) or len(choices) < 2:
+            raise ValueError(f"{path}:{n}: needs 'question' (or 'prompt') and at least 2 'choices'")
+        if not isinstance(answer, int) or not 0 <= answer < len(choices):
+            raise ValueError(f"{path}:{n}: 'answer' must be an index into the {len(choices)} choices")
+        items.append(ChoiceItem(prompt, [str(c) for c in choices], answer))
+        if limit is not None and len(items) >= limit:
+            break
+    if not items:
+        raise ValueError(f"{path}: no item")
+    return items
+
+
+def choice_log_likelihoods(
+    model: nn.Module, tokenizer: PreTrainedTokenizerBase, item: ChoiceItem, device: str = "cpu"
+) -> Tensor:
+    """[C] sum over each choice's tokens of log p(token | prompt, earlier choice tokens) (option
+    log-likelihood, as lm-evaluation-harness scores multiple choice). The prompt and the choice are
+    tokenised apart (the choice with a leading space unless it has one) so every choice shares the prompt's
+    tokens; the choices of an item run as one right-padded batch."""
+    prompt = tokenizer(item.prompt)["input_ids"]
+    assert len(prompt) >= 1, f"prompt {item.prompt!r} has no token"
+    conts = [
+        tokenizer(c if c[:1].isspace() else " " + c, add_special_tokens=False)["input_ids"]
+        for c in item.choices
+    ]
+    rows = [prompt + c for c in conts]
+    T = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows], device=device)  # [C, T]
+    mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows], device=device)  # [C, T]
+    with torch.no_grad():
+        logp = torch.log_softmax(
+            model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1
+        )  # [C, T, V]
+    out = []
+    for c, cont in enumerate(conts):
+        start = len(prompt)  # position of the choice's first token; predicted at start - 1
+        positions = torch.arange(start - 1, start - 1 + len(cont), device=device)  # [n]
+        targets = torch.tensor(cont, device=device)  # [n]
+        out.append(logp[c, positions, targets].sum())
+    return torch.stack(out)
+
+
+def choice_accuracy(
+    model: nn.Module, tokenizer: PreTrainedTokenizerBase, items: Sequence[ChoiceItem], device: str = "cpu"
+) -> float:
+    """Fraction of items whose highest option log-likelihood is the answer (ties: the first choice)."""
+    right = 0
+    for item in items:
+        scores = choice_log_likelihoods(model, tokenizer, item, device)
+        right += int(int(scores.argmax()) == item.answer)
+    return right / len(items)

@@ -1,0 +1,336 @@
+"""Kind ``topk_eval``: a model trained at k evaluated at every experts-per-token k' (issue 11; SMoE paper 004,
+section 2.1), through one knob that finds every router by class and attribute
+(``worker.core.models.routers``).
+
+Metrics: ``{score}/train_k{k}`` at step k' (one line per train k; ``ood_acc/train_k{k}`` for SRAVEN).
+Result: one ``topk_eval_point`` per (train k, k'). In the ``{}`` demo the in-run SMoE trainings log their
+own curves under ``train/k{k}/...``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from worker.core.models import load_model
+from worker.core.models.routers import RouterError, experts_per_token, find_routers
+from worker.core.reasonformer.build import load_model as load_reasonformer
+from worker.core.reasonformer.build import model_reasoning
+from worker.core.reasonformer.data.tokenizer import load_tokenizer
+from worker.core.sraven.generator import SravenGenerator
+from worker.core.sraven.saved import load_sraven_model
+from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
+from worker.core.topk.text import SAMPLE_TEXT
+from worker.kinds import smoe_sraven
+from worker.kinds.reasonformer_parts import MODEL_DIR as REASONFORMER_MODEL_DIR
+from worker.kinds.reasonformer_parts import eval_metrics, eval_rng, run_predictions, suite_of
+from worker.specs.reasonformer_parts import TrainSpec
+from worker.specs.smoe_sraven import SmoeSravenSpec, SravenMoE
+from worker.specs.topk_eval import TopkEvalPoint, TopkEvalSpec
+from worker.tracking.context import RunContext, RunError
+
+
+class TrainingContext(RunContext):
+    """The context of an SMoE trained inside a ``topk_eval`` run: metrics under ``train/k{k}/``, results
+    kept here (the parent kind does not post ``sraven_cell``), cancel and progress from the parent. No
+    checkpoint: an attempt that is retried trains again from the start."""
+
+    def __init__(self, parent: RunContext, k: int, index: int, count: int) -> None:
+        self.parent, self.k, self.index, self.count = parent, k, index, count
+        self.seed, self.device = parent.seed, parent.device
+        self.out_dir = parent.out_dir / f"train-k{k}"
+        self.results: list[Any] = []
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        self.parent.log_metrics({f"train/k{self.k}/{key}": v for key, v in metrics.items()}, step)
+
+    def log_result(self, record: Any) -> None:
+        self.results.append(record)
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        # the trainings are the first `count` of count + 1 equal shares; evaluation is the last
+        share = (self.index + done / max(total, 1)) / (self.count + 1)
+        self.parent.progress(int(share * 1000), 1000, f"training k={self.k}: {message}")
+
+    def should_stop(self) -> bool:
+        return self.parent.should_stop()
+
+    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+        pass
+
+    def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
+        return None
+
+    def log(self, line: str) -> None:
+        self.parent.log(f"[train k={self.k}] {line}")
+
+
+@dataclass
+class SmoeSource:
+    label: str
+    source_run_id: int | None
+    model: nn.Module
+    source_spec: SmoeSravenSpec
+
+
+def _checked_ks(spec: TopkEvalSpec, model: nn.Module, field: str = "eval_k") -> tuple[list[int], int]:
+    """k' to evaluate (the spec's, or 1..E) and E; a model without routers or a k' above E is a RunError."""
+    routers = find_routers(model)
+    if not routers:
+        raise RunError(f"{type(model).__name__} has no router: topk_eval needs a mixture-of-experts model")
+    experts = [r.experts for r in routers if r.experts is not None]
+    if not experts:
+        raise RunError("cannot tell how many experts the routers choose among")
+    E = min(experts)
+    ks = spec.eval_k or list(range(1, E + 1))
+    above = [k for k in ks if k > E]
+    if above:
+        raise RunError(f"{field}: k' {above} above the model's {E} experts (1..{E})")
+    return ks, E
+
+
+def _trained_k(model: nn.Module) -> int:
+    return int(getattr(find_routers(model)[0].module, "top_k"))  # noqa: B009 - nn.Module attribute typing
+
+
+def _smoe_from_folder(folder: Path, label: str, run_id: int | None, device: str) -> SmoeSource:
+    try:
+        model, meta = load_sraven_model(folder, device)
+    except FileNotFoundError as exc:
+        raise RunError(
+            f"{exc}; smoe_sraven saves its model since issue 11: re-run the source with this version"
+        ) from exc
+    source_spec = SmoeSravenSpec.model_validate(meta["spec"])
+    if source_spec.moe is None:
+        raise RunError(f"{label} has a dense FFN: no router to set")
+    return SmoeSource(label, run_id, model, source_spec)
+
+
+def smoe_sources(spec: TopkEvalSpec, ctx: RunContext) -> Iterator[SmoeSource]:
+    s = spec.smoe
+    if s.run_id is not None:
+        outputs = ctx.run_outputs(s.run_id)
+        if outputs is None:
+            raise RunError(f"this run context cannot see run {s.run_id}'s outputs; give smoe.path instead")
+        yield _smoe_from_folder(outputs / smoe_sraven.MODEL_DIR, f"run {s.run_id}", s.run_id, ctx.device)
+        return
+    if s.path is not None:
+        yield _smoe_from_folder(Path(s.path), s.path, None, ctx.device)
+        return
+    demo = s.demo
+    for index, k in enumerate(s.train_k):
+        train_spec = SmoeSravenSpec(
+            seed=spec.seed,
+            resources=spec.resources,
+            data=demo.data,
+            model=demo.model,
+            moe=SravenMoE(num_experts=demo.moe.num_experts, top_k=k, expert_hidden=demo.moe.expert_hidden),
+            train=demo.train,
+        )
+        sub = TrainingContext(ctx, k, index, len(s.train_k))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the generator's OOD warning at small M, once per training
+            smoe_sraven.run(train_spec, sub)
+        if ctx.should_stop():
+            return
+        yield _smoe_from_folder(sub.out_dir / smoe_sraven.MODEL_DIR, f"in-run k={k}", None, ctx.device)
+
+
+def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
+    device = torch.device(ctx.device)
+    trains = len(spec.smoe.train_k) if spec.smoe.trains_in_run else 0
+    for source in smoe_sources(spec, ctx):
+        model, src = source.model, source.source_spec
+        ks, E = _checked_ks(spec, model)
+        train_k = _trained_k(model)
+        M = src.data.num_features
+        generator = SravenGenerator(
+            M,
+            ood_fraction=src.data.ood_fraction,
+            permute_features=src.data.permute_features,
+            split_seed=src.data.split_seed,
+            holdout_buckets=src.data.holdout_buckets,
+        )
+        size = spec.smoe.eval_size or src.train.eval_size
+        sets = [smoe_sraven.EvalSet.of("test", generator.eval_set("test", size, src.data.test_seed))]
+        if len(generator.ood_idx):
+            sets.append(smoe_sraven.EvalSet.of("ood", generator.eval_set("ood", size, src.data.ood_seed)))
+        for i, k in enumerate(ks):
+            if ctx.should_stop():
+                return
+            with experts_per_token(model, k) as report, torch.no_grad():
+                scores = smoe_sraven.evaluate_sets(model, sets, spec.smoe.eval_batch_size, device)
+            ctx.log_metrics(
+                {
+                    f"test_acc/train_k{train_k}": scores["test_acc"],
+                    **({f"ood_acc/train_k{train_k}": scores["ood_acc"]} if "ood_acc" in scores else {}),
+                },
+                k,
+            )
+            ctx.log_result(
+                TopkEvalPoint(
+                    target="smoe_sraven",
+                    model=source.label,
+                    family="smoe",
+                    source_run_id=source.source_run_id,
+                    train_k=train_k,
+                    eval_k=k,
+                    num_experts=E,
+                    routers=report.routers,
+                    renormalises=report.renormalises,
+                    score="test_acc",
+                    value=scores["test_acc"],
+                    higher_is_better=True,
+                    ood_value=scores.get("ood_acc"),
+                    per_feature=[scores[f"test_acc/f{j}"] for j in range(M)],
+                    M=M,
+                    extra={key: v for key, v in scores.items() if key.endswith("_loss")},
+                )
+            )
+            if trains:
+                share = trains + 1
+                done = (trains + (i + 1) / len(ks)) / share
+                ctx.progress(int(done * 1000), 1000, f"{source.label}: k'={k}")
+            else:
+                ctx.progress(i + 1, len(ks), f"{source.label}: k'={k} test_acc {scores['test_acc']:.3f}")
+
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
+    h = spec.hf
+    loaded = load_model(h.model, seed=spec.seed, dtype=DTYPES[h.dtype])
+    model: nn.Module = loaded.model
+    model = model.to(torch.device(ctx.device)).eval()
+    ks, E = _checked_ks(spec, model)
+    train_k = _trained_k(model)
+    tokenizer = loaded.tokenizer
+    ctx.log_params({"derived": {"model_type": loaded.model_type, "experts": E, "trained_k": train_k}})
+    windows: list[list[int]] = []
+    items = []
+    if h.score == "perplexity":
+        text = Path(h.text_path).read_text() if h.text_path is not None else SAMPLE_TEXT
+        windows = token_windows(tokenizer(text)["input_ids"], h.window, h.max_tokens)
+        if not windows:
+            raise RunError("hf.text_path: the text has fewer than 2 tokens")
+    else:
+        assert h.choices_path is not None
+        try:
+            items = load_choice_jsonl(h.choices_path, h.limit)
+        except (OSError, ValueError) as exc:
+            raise RunError(f"hf.choices_path: {exc}") from exc
+    for i, k in enumerate(ks):
+        if ctx.should_stop():
+            return
+        with experts_per_token(model, k) as report:
+            extra: dict[str, float] = {}
+            if h.score == "perplexity":
+                p = perplexity(model, windows, h.batch_size, ctx.device)
+                score, value, higher = "perplexity", p.perplexity, False
+                extra = {"nll": p.nll, "tokens": float(p.tokens)}
+            else:
+                score, value, higher = (
+                    "choice_accuracy",
+                    choice_accuracy(model, tokenizer, items, ctx.device),
+                    True,
+                )
+                extra = {"items": float(len(items))}
+        ctx.log_metrics({f"{score}/train_k{train_k}": value}, k)
+        ctx.log_result(
+            TopkEvalPoint(
+                target="hf",
+                model=h.model,
+                family=loaded.model_type,
+                train_k=train_k,
+                eval_k=k,
+                num_experts=E,
+                routers=report.routers,
+                renormalises=report.renormalises,
+                score=score,
+                value=value,
+                higher_is_better=higher,
+                extra=extra,
+            )
+        )
+        ctx.progress(i + 1, len(ks), f"k'={k} {score} {value:.4g}")
+
+
+def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
+    r = spec.reasonformer
+    run_id = r.pretrain_run_id or r.finetune_run_id
+    if run_id is not None:
+        outputs = ctx.run_outputs(run_id)
+        if outputs is None:
+            raise RunError(f"this run context cannot see run {run_id}'s outputs; give reasonformer.path")
+        folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
+    else:
+        assert r.path is not None
+        folder, label = Path(r.path), r.path
+    model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
+    rc = model_reasoning(model)
+    if rc is None:
+        raise RunError(f"{label} is a plain T5: it has no skill router")
+    ks, E = _checked_ks(spec, model)
+    train_k = rc.k
+    suite = suite_of(r.suite)
+    which = r.examples if r.examples != "auto" else ("pretrain" if r.pretrain_run_id else "downstream")
+    if which == "pretrain":
+        examples = suite.pretrain_eval(eval_rng(r.suite.split_seed, 1), r.eval_per_task)
+    else:
+        rng = eval_rng(r.suite.split_seed, 2)
+        tasks = r.tasks or list(suite.available_tasks())
+        examples = [suite.downstream(task, rng) for task in tasks for _ in range(r.eval_per_task)]
+    t = TrainSpec(eval_batch_size=r.eval_batch_size)
+    for i, k in enumerate(ks):
+        if ctx.should_stop():
+            return
+        with experts_per_token(model, k) as report:
+            metrics = eval_metrics(
+                run_predictions(model, examples, tokenizer, t, r.max_source_length, ctx.device)
+            )
+        value = metrics.pop("eval/average")
+        ctx.log_metrics({f"eval_average/train_k{train_k}": value}, k)
+        ctx.log_result(
+            TopkEvalPoint(
+                target="reasonformer",
+                model=label,
+                family="reasonformer",
+                source_run_id=run_id,
+                train_k=train_k,
+                eval_k=k,
+                num_experts=E,
+                routers=report.routers,
+                renormalises=report.renormalises,
+                score="eval_average",
+                value=value,
+                higher_is_better=True,
+                extra={key.removeprefix("eval/"): v for key, v in metrics.items()},
+            )
+        )
+        ctx.progress(i + 1, len(ks), f"k'={k} average {value:.3f}")
+
+
+def run(spec: TopkEvalSpec, ctx: RunContext) -> None:
+    if ctx.device == "cpu":
+        torch.set_num_threads(spec.threads)
+    torch.manual_seed(spec.seed)
+    ctx.log_params(spec.model_dump(mode="json"))
+    try:
+        if spec.target == "smoe_sraven":
+            run_smoe(spec, ctx)
+        elif spec.target == "hf":
+            run_hf(spec, ctx)
+        else:
+            run_reasonformer(spec, ctx)
+    except RouterError as exc:
+        raise RunError(str(exc)) from exc

@@ -1,0 +1,336 @@
+"""The ``topk_eval`` kind: inference-time experts-per-token against a cheap score, for any model with routers
+in the lab (issue 11; SMoE paper 004, section 2.1: the top-k axis). One knob, every router
+(``worker/core/models/routers.py``): a model trained at k is evaluated at every k' of ``eval_k``.
+
+Targets:
+- ``smoe_sraven``: our SMoE trained on SRAVEN, from a ``smoe_sraven`` run (``smoe.run_id``), a saved folder
+  (``smoe.path``) or, with neither, tiny SMoEs trained in this run at each ``smoe.train_k`` (the ``{}`` CPU
+  demo); score: SRAVEN ID-test accuracy (all M right), with OOD and per-feature accuracy.
+- ``hf``: an HF mixture-of-experts causal LM (model-store name, path or tiny preset); score: perplexity on
+  a text file, or multiple-choice accuracy on a JSONL.
+- ``reasonformer``: the skill router of a ``reasonformer_pretrain`` or ``reasonformer_finetune`` run;
+  score: the synthetic suite's average accuracy.
+
+docs/experiments/topk_eval.md.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from worker.specs.base import SpecBase, StrictModel
+from worker.specs.manifest import Example, KindManifest
+from worker.specs.reasonformer_pretrain import SuiteSpec
+from worker.specs.smoe_sraven import SravenData, SravenModel, SravenTrain
+
+# Experts per router of the models the platform can name, so a k' above E is a 422 before the run starts;
+# other models are checked when the run loads them. The tiny presets are worker/core/models/presets.py's.
+KNOWN_EXPERTS: dict[str, int] = {
+    "tiny-mixtral": 4,
+    "tiny-qwen2-moe": 4,
+    "tiny-olmoe": 4,
+    "mistralai/Mixtral-8x7B-v0.1": 8,
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": 8,
+    "mistralai/Mixtral-8x22B-v0.1": 8,
+    "Qwen/Qwen1.5-MoE-A2.7B": 60,
+    "Qwen/Qwen1.5-MoE-A2.7B-Chat": 60,
+    "allenai/OLMoE-1B-7B-0924": 64,
+    "allenai/OLMoE-1B-7B-0924-Instruct": 64,
+    "databricks/dbrx-base": 16,
+    "databricks/dbrx-instruct": 16,
+}
+
+K = Annotated[int, Field(ge=1, le=1024)]
+
+
+def _distinct(values: list[int]) -> list[int]:
+    if len(set(values)) != len(values):
+        raise ValueError(f"values must be distinct, got {values}")
+    return sorted(values)
+
+
+class SmoeDemoMoE(StrictModel):
+    num_experts: int = Field(8, ge=1, le=256, description="E of the in-run SMoEs (paper: 8)")
+    expert_hidden: int = Field(64, ge=1, le=65536, description="hidden width of each expert's MLP")
+
+
+class SmoeDemo(StrictModel):
+    """The SMoEs trained in this run when no source is named: one per ``train_k``, same seed and data."""
+
+    data: SravenData = Field(
+        default_factory=lambda: SravenData(num_features=1),
+        description="SRAVEN task (demo: M = 1, learnt in a few hundred steps on CPU)",
+    )
+    model: SravenModel = Field(
+        default_factory=lambda: SravenModel(
+            d_model=64, num_layers=2, num_heads=8, qk_dim=32, v_dim=32, mlp_hidden=128
+        ),
+        description="the transformer (demo: half the reference width, 2 blocks)",
+    )
+    moe: SmoeDemoMoE = Field(default_factory=SmoeDemoMoE)
+    train: SravenTrain = Field(
+        default_factory=lambda: SravenTrain(
+            batch_size=64,
+            steps=600,
+            lr=3e-3,
+            warmup_steps=50,
+            eval_interval=600,
+            eval_size=512,
+            checkpoint_every=600,
+            log_every=50,
+        ),
+        description="training of each SMoE (smoe_sraven's train fields)",
+    )
+
+
+class SmoeTarget(StrictModel):
+    run_id: int | None = Field(
+        None, ge=1, description="a succeeded smoe_sraven run: the model it saved (its outputs' model/)"
+    )
+    path: str | None = Field(
+        None, min_length=1, description="a folder smoe_sraven saved (outputs/model), for local runs"
+    )
+    train_k: list[K] = Field(
+        default_factory=lambda: [1, 2, 8],
+        min_length=1,
+        max_length=16,
+        description="without run_id or path: train a fresh SMoE at each k in this run (the rows of the matrix)",
+    )
+    demo: SmoeDemo = Field(default_factory=SmoeDemo, description="the SMoEs trained in-run (train_k)")
+    eval_size: int | None = Field(
+        None, ge=1, le=1_000_000, description="problems per ID-test/OOD set; null = the source run's"
+    )
+    eval_batch_size: int = Field(1024, ge=1, le=1_000_000, description="problems per evaluation forward")
+
+    @field_validator("train_k")
+    @classmethod
+    def _train_k_distinct(cls, train_k: list[int]) -> list[int]:
+        return _distinct(train_k)
+
+    @field_validator("path")
+    @classmethod
+    def _one_source(cls, path: str | None, info: ValidationInfo) -> str | None:
+        if path is not None and info.data.get("run_id") is not None:
+            raise ValueError("name the model by run_id or by path, not both")
+        return path
+
+    @property
+    def trains_in_run(self) -> bool:
+        return self.run_id is None and self.path is None
+
+
+class HfTarget(StrictModel):
+    model: str = Field(
+        "tiny-mixtral",
+        min_length=1,
+        description="model-store name, local path or HF id of an MoE causal LM (tiny presets: tiny-mixtral, "
+        "tiny-qwen2-moe, tiny-olmoe)",
+    )
+    score: Literal["perplexity", "multiple_choice"] = Field(
+        "perplexity", description="perplexity on text_path, or accuracy on choices_path"
+    )
+    text_path: str | None = Field(
+        None, min_length=1, description="UTF-8 text for perplexity; null = a built-in paragraph"
+    )
+    choices_path: str | None = Field(
+        None,
+        min_length=1,
+        validate_default=True,
+        description='JSONL of {"question", "choices": [...], "answer": index} for multiple_choice',
+    )
+    window: int = Field(
+        128, ge=2, le=32768, description="tokens per perplexity window (independent contexts)"
+    )
+    max_tokens: int = Field(4096, ge=2, le=10_000_000, description="cap on the text's tokens")
+    limit: int | None = Field(None, ge=1, le=1_000_000, description="first items of choices_path; null = all")
+    batch_size: int = Field(8, ge=1, le=4096, description="windows per forward")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="weights' dtype")
+
+    @field_validator("choices_path")
+    @classmethod
+    def _choices_for_multiple_choice(cls, path: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("score") == "multiple_choice" and path is None:
+            raise ValueError("score multiple_choice needs choices_path (a JSONL file)")
+        return path
+
+
+class ReasonFormerTarget(StrictModel):
+    pretrain_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_pretrain run")
+    finetune_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_finetune run")
+    path: str | None = Field(None, min_length=1, description="a saved ReasonFormer folder (outputs/model)")
+    suite: SuiteSpec = Field(
+        default_factory=SuiteSpec, description="the synthetic suite the model was trained on (same settings)"
+    )
+    examples: Literal["auto", "pretrain", "downstream"] = Field(
+        "auto",
+        description="pretrain: the pre-training kind's evaluation set (every program); downstream: the "
+        "suite's downstream tasks; auto: pretrain for a pretrain run, downstream otherwise",
+    )
+    tasks: list[str] | None = Field(None, description="downstream tasks of the suite; null = all")
+    eval_per_task: int = Field(16, ge=1, le=100_000, description="evaluation examples per task (program)")
+    max_source_length: int = Field(64, ge=8, le=65536, description="source tokens kept")
+    eval_batch_size: int = Field(64, ge=1, le=65536, description="examples per evaluation forward")
+
+    @field_validator("path")
+    @classmethod
+    def _one_source(cls, path: str | None, info: ValidationInfo) -> str | None:
+        named = [k for k in ("pretrain_run_id", "finetune_run_id") if info.data.get(k) is not None]
+        if len(named) + (path is not None) > 1:
+            raise ValueError("name one model: pretrain_run_id, finetune_run_id or path")
+        return path
+
+    @property
+    def source_named(self) -> bool:
+        return any(v is not None for v in (self.pretrain_run_id, self.finetune_run_id, self.path))
+
+
+def _error(
+    loc: tuple[str | int, ...], kind: str, message: str, ctx: dict[str, Any], value: Any
+) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError(kind, message, ctx), loc=loc, input=value)
+
+
+class TopkEvalSpec(SpecBase):
+    kind: Literal["topk_eval"] = "topk_eval"
+    target: Literal["smoe_sraven", "hf", "reasonformer"] = Field(
+        "smoe_sraven", description="which model family: our SMoE on SRAVEN, an HF MoE LM, ReasonFormer"
+    )
+    smoe: SmoeTarget = Field(default_factory=SmoeTarget)
+    hf: HfTarget = Field(default_factory=HfTarget)
+    reasonformer: ReasonFormerTarget = Field(default_factory=ReasonFormerTarget)
+    eval_k: list[K] | None = Field(
+        None, min_length=1, max_length=1024, description="experts per token k' to evaluate; null = 1..E"
+    )
+    threads: int = Field(
+        1, ge=1, le=256, description="CPU threads (tiny models are op-bound: a second thread mostly spins)"
+    )
+
+    @field_validator("eval_k")
+    @classmethod
+    def _eval_k_distinct(cls, eval_k: list[int] | None) -> list[int] | None:
+        return _distinct(eval_k) if eval_k is not None else None
+
+    def known_experts(self) -> int | None:
+        """E where the spec alone tells it (a known HF model, or the SMoEs trained in-run)."""
+        if self.target == "hf":
+            return KNOWN_EXPERTS.get(self.hf.model)
+        if self.target == "smoe_sraven" and self.smoe.trains_in_run:
+            return self.smoe.demo.moe.num_experts
+        return None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _k_within_experts(cls, data: Any, handler: Any) -> Any:
+        """k' (and an in-run train k) above a known E names its field; a reasonformer target needs a model."""
+        spec: TopkEvalSpec = handler(data)
+        errors: list[InitErrorDetails] = []
+        E = spec.known_experts()
+        over = "k {k} is above the model's {experts} experts (1..{experts})"
+        if E is not None:
+            for i, k in enumerate(spec.eval_k or []):
+                if k > E:
+                    errors.append(_error(("eval_k", i), "k_above_experts", over, {"k": k, "experts": E}, k))
+            if spec.target == "smoe_sraven":
+                for i, k in enumerate(spec.smoe.train_k):
+                    if k > E:
+                        loc = ("smoe", "train_k", i)
+                        errors.append(_error(loc, "k_above_experts", over, {"k": k, "experts": E}, k))
+        if spec.target == "reasonformer" and not spec.reasonformer.source_named:
+            errors.append(
+                _error(
+                    ("reasonformer", "pretrain_run_id"),
+                    "missing_model",
+                    "target reasonformer needs pretrain_run_id, finetune_run_id or path",
+                    {},
+                    None,
+                )
+            )
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        return spec
+
+
+class TopkEvalPoint(StrictModel):
+    """Result record ``topk_eval_point``: one (train k, eval k') cell of the matrix."""
+
+    kind: Literal["topk_eval_point"] = "topk_eval_point"
+    target: Literal["smoe_sraven", "hf", "reasonformer"]
+    model: str = Field(description="what was evaluated: 'run 12', a path, a model name, 'in-run k=2'")
+    family: str = Field(description="model family: smoe, reasonformer, or the HF model_type (mixtral, ...)")
+    source_run_id: int | None = Field(None, description="the run the model came from, if any")
+    train_k: int | None = Field(description="experts per token the model was trained at (null: unknown)")
+    eval_k: int = Field(description="experts per token k' at evaluation")
+    num_experts: int = Field(description="E: experts each router chooses among")
+    routers: int = Field(description="routers the knob was set on")
+    renormalises: bool | None = Field(
+        description="the router renormalises its top-k weights to sum to 1 (null: mixed or unknown); "
+        "without it, raising k also raises the total expert weight (a confound across families)"
+    )
+    score: str = Field(description="test_acc | perplexity | choice_accuracy | eval_average")
+    value: float
+    higher_is_better: bool
+    ood_value: float | None = Field(None, description="SRAVEN: OOD accuracy at this k'")
+    per_feature: list[float] | None = Field(None, description="SRAVEN: ID-test accuracy per query feature")
+    M: int | None = Field(None, description="SRAVEN: features per panel (the task's difficulty)")
+    extra: dict[str, float] = Field(default_factory=dict, description="other scores at this k'")
+
+
+MANIFEST = KindManifest(
+    name="topk_eval",
+    description="Inference-time experts-per-token: a model trained at k evaluated at every k' (one knob on "
+    "every router: our SMoE on SRAVEN, HF MoE LMs, ReasonFormer's skill router); the train-k x eval-k' "
+    "matrix of a cheap score (SMoE paper, section 2.1; issue 11).",
+    spec=TopkEvalSpec,
+    results=(TopkEvalPoint,),
+    source_runs={
+        "smoe.run_id": "smoe_sraven",
+        "reasonformer.pretrain_run_id": "reasonformer_pretrain",
+        "reasonformer.finetune_run_id": "reasonformer_finetune",
+    },
+    examples=(
+        Example(
+            name="smoe-run",
+            description="evaluate a smoe_sraven run's model at k' = 1..8 (put its run id)",
+            spec={"target": "smoe_sraven", "smoe": {"run_id": 1}, "eval_k": [1, 2, 3, 4, 5, 6, 7, 8]},
+        ),
+        Example(
+            name="mixtral-perplexity-gpu",
+            description="Mixtral-8x7B-Instruct, perplexity of a text at k' = 1..8: about 93 GB of weights in "
+            "bf16, one H200 (141 GB); docs/experiments/topk_eval.md",
+            spec={
+                "target": "hf",
+                "resources": {"device": "cuda", "gpus": 1},
+                "hf": {
+                    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+                    "score": "perplexity",
+                    "text_path": "/data/wikitext-2-test.txt",
+                    "window": 2048,
+                    "max_tokens": 65536,
+                    "batch_size": 1,
+                    "dtype": "bfloat16",
+                },
+                "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
+            },
+        ),
+        Example(
+            name="tiny-olmoe-choices",
+            description="a tiny random OLMoE (a non-renormalising router), multiple-choice accuracy",
+            spec={
+                "target": "hf",
+                "hf": {
+                    "model": "tiny-olmoe",
+                    "score": "multiple_choice",
+                    "choices_path": "examples/choices.jsonl",
+                },
+            },
+        ),
+        Example(
+            name="reasonformer-pretrain-run",
+            description="a reasonformer_pretrain run's skill router at k' = 1..6 (put its run id)",
+            spec={"target": "reasonformer", "reasonformer": {"pretrain_run_id": 1}},
+        ),
+    ),
+)
