@@ -1,0 +1,107 @@
+"""An OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, TGI, llama.cpp's server, ...) as a
+chat model (``worker.core.skillmix.chat.ChatModel``): a Skill-Mix student or grader.
+
+It uses the standard library's HTTP client: the kinds may not import httpx (an import-linter contract
+keeps the API client out of them), and a POST with a timeout needs nothing more. A request that times
+out, fails to connect, gets a 429 or 5xx, or answers garbage (not JSON, no message content) is retried
+with exponential backoff; after the last retry the reply is a ``ChatFailure`` (recorded by the caller,
+never raised). Other 4xx answers (a bad key, a bad model name) are not retried.
+
+The API key is a constructor argument read from the environment by the caller; it is kept out of this
+object's repr, of every failure reason and of the identity used in cache keys and records."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from worker.core.skillmix.chat import ChatFailure, Conversation, Reply, Sampling
+
+
+class _Garbage(ValueError):
+    """A 200 answer that is no chat completion."""
+
+
+def completions_url(url: str) -> str:
+    """``https://host/v1`` -> ``https://host/v1/chat/completions`` (a full URL is kept as it is)."""
+    url = url.rstrip("/")
+    return url if url.endswith("/chat/completions") else f"{url}/chat/completions"
+
+
+@dataclass
+class OpenAIChat:
+    url: str
+    model: str
+    api_key: str = field(repr=False)
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    concurrency: int = 4
+    backoff_s: float = 0.5
+
+    @property
+    def identity(self) -> str:
+        parts = urlsplit(completions_url(self.url))
+        return f"openai:{self.model}@{parts.scheme}://{parts.netloc}{parts.path}"
+
+    def complete(
+        self, conversations: Sequence[Conversation], seeds: Sequence[int], sampling: Sampling
+    ) -> list[Reply]:
+        assert len(conversations) == len(seeds), f"{len(conversations)} conversations, {len(seeds)} seeds"
+        if not conversations:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(conversations)))) as pool:
+            return list(pool.map(lambda cs: self.one(cs[0], cs[1], sampling), zip(conversations, seeds)))
+
+    def one(self, conversation: Conversation, seed: int, sampling: Sampling) -> Reply:
+        body = json.dumps(
+            {
+                "model": self.model,
+                "messages": [{"role": m["role"], "content": m["content"]} for m in conversation],
+                "temperature": sampling.temperature,
+                "max_tokens": sampling.max_new_tokens,
+                "seed": seed,
+            }
+        ).encode()
+        reason = "not sent"
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            request = urllib.request.Request(
+                completions_url(self.url),
+                data=body,
+                method="POST",
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    return _content(response.read())
+            except urllib.error.HTTPError as exc:
+                reason = f"HTTP {exc.code}"
+                if exc.code != 429 and exc.code < 500:
+                    return ChatFailure(f"{reason} (not retried)")
+            except TimeoutError:
+                reason = f"timed out after {self.timeout_s:g} s"
+            except urllib.error.URLError as exc:
+                timed_out = isinstance(exc.reason, TimeoutError)
+                reason = f"timed out after {self.timeout_s:g} s" if timed_out else "connection failed"
+            except (_Garbage, http.client.HTTPException, OSError) as exc:
+                reason = str(exc) if isinstance(exc, _Garbage) else "connection failed"
+        return ChatFailure(f"{reason} ({self.max_retries + 1} attempts)")
+
+
+def _content(raw: bytes) -> str:
+    try:
+        data = json.loads(raw)
+        content = data["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise _Garbage("garbage answer (no chat completion)") from None
+    if not isinstance(content, str) or not content.strip():
+        raise _Garbage("empty completion")
+    return content
