@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,9 @@ def _worker_settings() -> SharedSettings:
         raise click.ClickException(f"bad settings: {exc}") from exc
 
 
+LOG_DIR = "logs"
+
+
 @click.command()
 @click.option("--home", default=None, help="home folder of the embedded mode (default ./.reasonlab)")
 @click.option("--port", default=8000, show_default=True, type=int)
@@ -56,37 +59,91 @@ def _worker_settings() -> SharedSettings:
     type=float,
     help="seconds the workers get at Ctrl-C to checkpoint and give their runs back before they are killed",
 )
-def up(home: str | None, port: int, host: str, n_workers: int, stop_timeout: float) -> None:
-    """Migrate, create the admin on first start, start the API and a worker; Ctrl-C stops both.
+@click.option(
+    "--mlflow-ui/--no-mlflow-ui",
+    default=True,
+    show_default=True,
+    help="serve MLflow's UI on the embedded MLflow store (the dashboard's 'Open in MLflow' links to it)",
+)
+@click.option(
+    "--mlflow-port",
+    default=5000,
+    show_default=True,
+    type=int,
+    help="port of MLflow's UI (a free one if this one is taken)",
+)
+def up(
+    home: str | None,
+    port: int,
+    host: str,
+    n_workers: int,
+    stop_timeout: float,
+    mlflow_ui: bool,
+    mlflow_port: int,
+) -> None:
+    """Migrate, create the admin on first start, start the API, a worker and MLflow's UI; Ctrl-C stops all.
+
+    The terminal gets a short banner (URL, login, token file, where the logs are); what the services
+    print (Celery's banner, uvicorn's access log, MLflow's notices) goes to HOME/logs/ (api.log,
+    worker-N.log, mlflow.log).
 
     Stopping goes in order: the workers first (SIGTERM: a running job checkpoints and gives its run back
     through the API, so it resumes later without using up an attempt), then, once they are gone or after
-    ``--stop-timeout``, the API. The services run in process groups of their own, so a Ctrl-C in the
-    terminal reaches this command only and not the API at the same time; a second Ctrl-C kills the workers
-    at once.
+    ``--stop-timeout``, the API and MLflow's UI. The services run in process groups of their own, so a
+    Ctrl-C in the terminal reaches this command only and not the API at the same time; a second Ctrl-C
+    kills the workers at once.
     """
-    from backend.bootstrap import ensure_admin, ensure_worker_token, migrate
-
     home_dir = Path(home or os.environ.get("REASONLAB_HOME", ".reasonlab")).resolve()
     home_dir.mkdir(parents=True, exist_ok=True)
-    api_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
-    env = {**os.environ, "REASONLAB_HOME": str(home_dir), "REASONLAB_API_URL": api_url}
-    os.environ.update(env)
-    settings = _settings(str(home_dir))
-    migrate(settings)
-    # the home tells the CLI where its server is (cli/client.py reads it when no URL is given)
-    (home_dir / client.API_URL_FILE).write_text(api_url + "\n")
-    creds = ensure_admin(settings)
-    env["REASONLAB_WORKER_TOKEN"] = ensure_worker_token(settings)
-    if creds is not None:
-        click.echo("First start: created the admin account (shown once).")
-        click.echo(f"  login:     {creds.username}")
-        click.echo(f"  password:  {creds.password}")
-        click.echo(f"  API token: {creds.token}")
-        click.echo(f"  (the token is also in {home_dir / 'admin.token'}, mode 600)")
+    logs = home_dir / LOG_DIR
+    logs.mkdir(exist_ok=True)
+    with _quiet_startup(logs / "up.log"):
+        from backend.bootstrap import ensure_admin, ensure_worker_token, migrate
+
+        public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        api_url = f"http://{public_host}:{port}"
+        env = {**os.environ, "REASONLAB_HOME": str(home_dir), "REASONLAB_API_URL": api_url}
+        os.environ.update(env)
+        settings = _settings(str(home_dir))
+        migrate(settings)
+        # the home tells the CLI where its server is (cli/client.py reads it when no URL is given)
+        (home_dir / client.API_URL_FILE).write_text(api_url + "\n")
+        creds = ensure_admin(settings)
+        env["REASONLAB_WORKER_TOKEN"] = ensure_worker_token(settings)
     python = sys.executable
-    # process_group=0: each service in a group of its own, out of the terminal's foreground group
-    api_proc = subprocess.Popen(
+
+    def start(name: str, argv: list[str], **extra_env: str) -> subprocess.Popen[bytes]:
+        # process_group=0: each service in a group of its own, out of the terminal's foreground group
+        with (logs / f"{name}.log").open("ab") as log:
+            return subprocess.Popen(
+                argv,
+                env={**env, **extra_env},
+                process_group=0,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    mlflow_url, mlflow_note = settings.mlflow_ui, ""
+    mlflow_procs: list[subprocess.Popen[bytes]] = []
+    if mlflow_url is None and mlflow_ui and settings.mlflow_tracking_uri.startswith("sqlite:"):
+        ui_port = mlflow_port if _port_free(host, mlflow_port) else _port_free_any(host)
+        if ui_port != mlflow_port:
+            mlflow_note = f" (port {mlflow_port} is taken)"
+        mlflow_url = f"http://{public_host}:{ui_port}"
+        # without its job runner: eight more processes (huey consumers) for features a UI does not need
+        mlflow_procs.append(
+            start(
+                "mlflow",
+                _mlflow_argv(python, settings.mlflow_tracking_uri, host, ui_port),
+                MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
+            )
+        )
+        env["REASONLAB_MLFLOW_UI_URL"] = mlflow_url
+    elif mlflow_url is None:
+        env["REASONLAB_MLFLOW_UI_URL"] = "none"
+    api_proc = start(
+        "api",
         [
             python,
             "-m",
@@ -98,15 +155,11 @@ def up(home: str | None, port: int, host: str, n_workers: int, stop_timeout: flo
             "--port",
             str(port),
             "--log-level",
-            "warning",
+            "info",
         ],
-        env=env,
-        process_group=0,
     )
     workers = [
-        subprocess.Popen(
-            [python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"], env=env, process_group=0
-        )
+        start(f"worker-{i}", [python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"])
         for i in range(n_workers)
     ]
     signals = 0
@@ -119,21 +172,107 @@ def up(home: str | None, port: int, host: str, n_workers: int, stop_timeout: flo
         signal.signal(signum, _stop)
     try:
         if _wait_healthy(api_url, api_proc, stop=lambda: signals > 0):
-            click.echo(f"ReasonLab is up: {api_url}  (API {api_url}/api/v1, docs {api_url}/api/v1/docs)")
+            _banner(api_url, home_dir, logs, creds, mlflow_url, mlflow_note, n_workers)
         elif not signals:
             signals = 1
-            click.echo("the API did not start; see the messages above", err=True)
+            click.echo(f"the API did not start; see {logs / 'api.log'}", err=True)
         while not signals and all(p.poll() is None for p in (api_proc, *workers)):
             time.sleep(0.5)
+        for name, p in (("api", api_proc), *((f"worker-{i}", w) for i, w in enumerate(workers))):
+            if not signals and p.poll() is not None:
+                click.echo(f"{name} exited ({p.returncode}); see {logs / (name + '.log')}", err=True)
         click.echo("stopping ReasonLab: the workers give their runs back first (Ctrl-C again: kill them)...")
         seen = signals
         _stop_all(workers, stop_timeout, force=lambda: signals > seen)
-        _stop_all([api_proc], 20.0)
+        _stop_all([api_proc, *mlflow_procs], 20.0)  # MLflow's UI: the workers write its store directly
     finally:  # an error above must not leave the services running in their own groups
-        for p in (*workers, api_proc):
+        for p in (*workers, api_proc, *mlflow_procs):
             if p.poll() is None:
                 _kill_group(p)
     click.echo("stopped.")
+
+
+def _banner(
+    api_url: str,
+    home: Path,
+    logs: Path,
+    creds: Any,
+    mlflow_url: str | None,
+    mlflow_note: str,
+    n_workers: int,
+) -> None:
+    """What a user needs to start, and nothing else: where, who, the token file, the logs."""
+    token_file = home / "admin.token"
+    click.echo(f"ReasonLab is up: {api_url}")
+    if creds is not None:
+        click.echo("  First start: the admin account (the password is shown this once)")
+        click.echo(f"  login:     {creds.username}")
+        click.echo(f"  password:  {creds.password}")
+    else:
+        click.echo(
+            "  login:     the accounts of this home (the admin's password was shown at its first start)"
+        )
+    click.echo(f"  API token: {token_file} (mode 600)")
+    click.echo(f"  API docs:  {api_url}/api/v1/docs")
+    click.echo(
+        f"  MLflow UI: {mlflow_url or 'none (reasonlab up --mlflow-ui, or REASONLAB_MLFLOW_UI_URL)'}{mlflow_note}"
+    )
+    click.echo(f"  workers:   {n_workers}")
+    click.echo(f"  logs:      {logs}/ (api.log, worker-N.log, mlflow.log)")
+    click.echo("Ctrl-C stops ReasonLab.")
+
+
+@contextlib.contextmanager
+def _quiet_startup(log_file: Path) -> Iterator[None]:
+    """Python logging of this process (alembic's INFO lines of the migrations, MLflow's notices) goes to
+    ``log_file``, not the terminal: the banner is the terminal's only news."""
+    import logging
+
+    root = logging.getLogger()
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    yield
+
+
+def _mlflow_argv(python: str, tracking_uri: str, host: str, port: int) -> list[str]:
+    """MLflow's own server on the embedded store: its UI (and REST API) for the browser. Runs' artifacts
+    stay where the workers wrote them (file URIs the server reads), so it serves no artifact store."""
+    return [
+        python,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        tracking_uri,
+        "--no-serve-artifacts",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+
+
+def _port_free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _port_free_any(host: str) -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -34,6 +34,11 @@ class SharedSettings(BaseSettings):
 
     broker_url: str = Field("", description="default: Celery filesystem broker under home")
     mlflow_tracking_uri: str = Field("", description="default: sqlite MLflow store under home")
+    mlflow_ui_url: str = Field(
+        "",
+        description="where a browser opens MLflow's UI (the dashboard's 'Open in MLflow'); default: the "
+        "tracking URI when it is an http(s) server, else none; 'none' hides the link",
+    )
     artifact_root: str = Field("", description="checkpoints and artifacts; default: home/artifacts")
 
     api_url: str = Field("http://127.0.0.1:8000", description="where workers and the CLI reach the API")
@@ -64,6 +69,19 @@ class SharedSettings(BaseSettings):
                 "REASONLAB_WORKER_TOKEN is a placeholder or shorter than 16 characters: set a real token in server mode"
             )
         return self
+
+    @property
+    def mlflow_ui(self) -> str | None:
+        """MLflow's UI for browsers, or None where there is none (an embedded sqlite store that nothing
+        serves: ``reasonlab up`` starts ``mlflow server`` on it and sets REASONLAB_MLFLOW_UI_URL)."""
+        url = self.mlflow_ui_url.strip()
+        if url.lower() == "none":
+            return None
+        if url:
+            return url.rstrip("/")
+        if self.mlflow_tracking_uri.startswith(("http://", "https://")):
+            return self.mlflow_tracking_uri.rstrip("/")
+        return None
 
     @property
     def broker_folder(self) -> Path:

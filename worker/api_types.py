@@ -66,6 +66,7 @@ class Bucket(TypedDict):
     min: float | None
     step_end: int
     step_start: int
+    time: NotRequired[str | None]
 
 
 CapCurve = TypedDict(
@@ -196,6 +197,17 @@ class CarmaTrain(TypedDict):
     weight_decay: NotRequired[float]
 
 
+class ChatEndpoint(TypedDict):
+    """An OpenAI-compatible chat-completions endpoint. The key is read on the worker from the"""
+
+    api_key_env: str
+    concurrency: NotRequired[int]
+    max_retries: NotRequired[int]
+    model: str
+    timeout_s: NotRequired[float]
+    url: str
+
+
 class ClaimIn(TypedDict):
     attempt: int
     worker: str
@@ -291,7 +303,13 @@ class ExperimentCreate(TypedDict):
     name: str
     project: NotRequired[str | None]
     spec: NotRequired[
-        CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
     ]
     sweep: NotRequired[Sweep | None]
     tags: NotRequired[list[str]]
@@ -309,7 +327,15 @@ class ExperimentDetail(TypedDict):
     review_state: str | None
     run_count: int
     runs: list[RunPublic]
-    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
     starred: bool
     status_counts: dict[str, int]
     sweep: dict[str, Any] | None
@@ -332,7 +358,15 @@ class ExperimentPublic(TypedDict):
     project_id: int
     review_state: str | None
     run_count: int
-    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
     starred: bool
     status_counts: dict[str, int]
     sweep: dict[str, Any] | None
@@ -383,6 +417,18 @@ class HeartbeatOut(TypedDict):
     cancel_requested: bool
 
 
+class HfTarget(TypedDict):
+    batch_size: NotRequired[int]
+    choices_path: NotRequired[str | None]
+    dtype: NotRequired[Literal["float32", "bfloat16", "float16"]]
+    limit: NotRequired[int | None]
+    max_tokens: NotRequired[int]
+    model: NotRequired[str]
+    score: NotRequired[Literal["perplexity", "multiple_choice"]]
+    text_path: NotRequired[str | None]
+    window: NotRequired[int]
+
+
 class InitSpec(TypedDict):
     path: NotRequired[str | None]
     run_id: NotRequired[int | None]
@@ -397,7 +443,13 @@ class KindExample(TypedDict):
 
 class KindPublic(TypedDict):
     defaults: (
-        CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
     )
     description: str
     examples: list[KindExample]
@@ -454,6 +506,11 @@ class MetricPoint(TypedDict):
     step: int
     time: NotRequired[str | None]
     value: float | None
+
+
+class MetricValue(TypedDict):
+    mean: float
+    stderr: float | None
 
 
 class MetricsEvent(TypedDict):
@@ -519,7 +576,15 @@ class PreviewRun(TypedDict):
     index: int
     params: dict[str, Any]
     queue: str
-    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
 
 
 class Progress(TypedDict):
@@ -598,6 +663,18 @@ class ReasonFormerPretrainSpec(TypedDict):
     train: NotRequired[TrainSpec]
 
 
+class ReasonFormerTarget(TypedDict):
+    eval_batch_size: NotRequired[int]
+    eval_per_task: NotRequired[int]
+    examples: NotRequired[Literal["auto", "pretrain", "downstream"]]
+    finetune_run_id: NotRequired[int | None]
+    max_source_length: NotRequired[int]
+    path: NotRequired[str | None]
+    pretrain_run_id: NotRequired[int | None]
+    suite: NotRequired[SuiteSpec]
+    tasks: NotRequired[list[str] | None]
+
+
 class ReleaseIn(TypedDict):
     attempt: int
 
@@ -614,7 +691,15 @@ class ResultIn(TypedDict):
     key: NotRequired[str | None]
     kind: str
     payload: (
-        CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+        CapCurve
+        | CarmaEval
+        | DiagnosticResult
+        | ReasonFormerEval
+        | Routing
+        | SkillmixCell
+        | SravenCell
+        | SynonymConsistency
+        | TopkEvalPoint
     )
 
 
@@ -624,7 +709,15 @@ class ResultPublic(TypedDict):
     kind: str
     params: NotRequired[dict[str, Any]]
     payload: (
-        CapCurve | CarmaEval | DiagnosticResult | ReasonFormerEval | Routing | SravenCell | SynonymConsistency
+        CapCurve
+        | CarmaEval
+        | DiagnosticResult
+        | ReasonFormerEval
+        | Routing
+        | SkillmixCell
+        | SravenCell
+        | SynonymConsistency
+        | TopkEvalPoint
     )
     run_id: int
 
@@ -701,7 +794,15 @@ class RunPublic(TypedDict):
     progress: Progress
     project_id: int
     queue: str
-    spec: CarmaSpec | DiagnosticSpec | ReasonFormerFinetuneSpec | ReasonFormerPretrainSpec | SmoeSravenSpec
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
     started_at: str | None
     status: RunStatus
     summary: dict[str, float | None]
@@ -716,6 +817,118 @@ class Series(TypedDict):
     total_points: int
 
 
+class ServerConfig(TypedDict):
+    """What the dashboard needs to know about this deployment."""
+
+    mlflow_ui_url: str | None
+    version: str
+
+
+class SkillmixCache(TypedDict):
+    dir: NotRequired[str | None]
+    enabled: NotRequired[bool]
+
+
+class SkillmixCell(TypedDict):
+    """Result record ``skillmix_cell``: one cell (model, ept, k) of Table 1 / Figure 6 of paper 004 with"""
+
+    all_skills: MetricValue
+    cached_replies: int
+    combinations: int
+    default_ept: int | None
+    ept: int | None
+    failed_generations: int
+    failed_gradings: int
+    filter_skill_names: bool
+    full_marks: MetricValue
+    generations: int
+    grader: str
+    gradings: int
+    k: int
+    kind: NotRequired[Literal["skillmix_cell"]]
+    model: str
+    new_replies: int
+    num_experts: int | None
+    renormalises: bool | None
+    rescaled_score: MetricValue
+    routers: int | None
+    samples: list[SkillmixSample]
+    skill_fraction: MetricValue
+    student: Literal["hf", "endpoint"]
+    total_gradings: int
+    total_score: MetricValue
+    total_skill_score: MetricValue
+
+
+class SkillmixData(TypedDict):
+    skills: NotRequired[str | None]
+    topics: NotRequired[str | None]
+
+
+class SkillmixGeneration(TypedDict):
+    max_new_tokens: NotRequired[int]
+    temperature: NotRequired[float]
+
+
+class SkillmixGrader(TypedDict):
+    attempts: NotRequired[int]
+    endpoint: NotRequired[ChatEndpoint | None]
+    max_new_tokens: NotRequired[int]
+    model: NotRequired[str]
+    temperature: NotRequired[float]
+    type: NotRequired[Literal["rules", "local", "endpoint"]]
+
+
+class SkillmixSample(TypedDict):
+    """One combination: its texts, their voted points and the best of each metric."""
+
+    best: dict[str, float]
+    index: int
+    points: list[list[int]]
+    sentences: list[int | None]
+    skills: list[str]
+    texts: list[str | None]
+    topic: str
+
+
+class SkillmixSpec(TypedDict):
+    cache: NotRequired[SkillmixCache]
+    combinations: NotRequired[int]
+    data: NotRequired[SkillmixData]
+    ept: NotRequired[int | None]
+    filter_skill_names: NotRequired[bool]
+    generation: NotRequired[SkillmixGeneration]
+    generations: NotRequired[int]
+    grader: NotRequired[SkillmixGrader]
+    gradings: NotRequired[int]
+    k: NotRequired[int]
+    kind: NotRequired[Literal["skillmix"]]
+    resources: NotRequired[Resources]
+    seed: NotRequired[int]
+    student: NotRequired[SkillmixStudent]
+
+
+class SkillmixStudent(TypedDict):
+    batch_size: NotRequired[int]
+    dtype: NotRequired[Literal["float32", "bfloat16"]]
+    endpoint: NotRequired[ChatEndpoint | None]
+    name: NotRequired[str]
+
+
+class SmoeDemo(TypedDict):
+    """The SMoEs trained in this run when no source is named: one per ``train_k``, same seed and data."""
+
+    data: NotRequired[SravenData]
+    model: NotRequired[SravenModel]
+    moe: NotRequired[SmoeDemoMoE]
+    train: NotRequired[SravenTrain]
+
+
+class SmoeDemoMoE(TypedDict):
+    expert_hidden: NotRequired[int]
+    num_experts: NotRequired[int]
+
+
 class SmoeSravenSpec(TypedDict):
     data: NotRequired[SravenData]
     kind: NotRequired[Literal["smoe_sraven"]]
@@ -724,6 +937,15 @@ class SmoeSravenSpec(TypedDict):
     resources: NotRequired[Resources]
     seed: NotRequired[int]
     train: NotRequired[SravenTrain]
+
+
+class SmoeTarget(TypedDict):
+    demo: NotRequired[SmoeDemo]
+    eval_batch_size: NotRequired[int]
+    eval_size: NotRequired[int | None]
+    path: NotRequired[str | None]
+    run_id: NotRequired[int | None]
+    train_k: NotRequired[list[int]]
 
 
 class SravenCell(TypedDict):
@@ -861,6 +1083,40 @@ class TokenOut(TypedDict):
     access_token: str
     expires_at: str
     token_type: NotRequired[str]
+
+
+class TopkEvalPoint(TypedDict):
+    """Result record ``topk_eval_point``: one (train k, eval k') cell of the matrix."""
+
+    M: NotRequired[int | None]
+    eval_k: int
+    extra: NotRequired[dict[str, float]]
+    family: str
+    higher_is_better: bool
+    kind: NotRequired[Literal["topk_eval_point"]]
+    model: str
+    num_experts: int
+    ood_value: NotRequired[float | None]
+    per_feature: NotRequired[list[float] | None]
+    renormalises: bool | None
+    routers: int
+    score: str
+    source_run_id: NotRequired[int | None]
+    target: Literal["smoe_sraven", "hf", "reasonformer"]
+    train_k: int | None
+    value: float
+
+
+class TopkEvalSpec(TypedDict):
+    eval_k: NotRequired[list[int] | None]
+    hf: NotRequired[HfTarget]
+    kind: NotRequired[Literal["topk_eval"]]
+    reasonformer: NotRequired[ReasonFormerTarget]
+    resources: NotRequired[Resources]
+    seed: NotRequired[int]
+    smoe: NotRequired[SmoeTarget]
+    target: NotRequired[Literal["smoe_sraven", "hf", "reasonformer"]]
+    threads: NotRequired[int]
 
 
 class TrainSpec(TypedDict):

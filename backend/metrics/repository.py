@@ -24,8 +24,7 @@ from backend.models import Metric, MetricLatest
 # bucket, on Postgres and SQLite alike). A plain join back to ``metric`` let the planner, which cannot
 # estimate the number of buckets, hash the whole series: ~270 ms for a 1,000,000-point key even when
 # the buckets cover 1% of it (bench/metric_query.py).
-_BUCKETS = text(
-    """
+_BUCKETS_SQL = """
     WITH pts AS (
         SELECT step, value, (step - :lo) / :width AS bucket
         FROM metric
@@ -37,10 +36,17 @@ _BUCKETS = text(
     )
     SELECT agg.s0, agg.s1, agg.vmin, agg.vmax,
         (SELECT m.value FROM metric m WHERE m.run_id = :run_id AND m.key = :key AND m.step = agg.s1) AS vlast,
-        agg.n
+        agg.n{time}
     FROM agg
     ORDER BY agg.bucket
     """
+_BUCKETS = text(_BUCKETS_SQL.format(time=""))
+# the same with the time of each bucket's last point (a chart over wall-clock time): one more probe per
+# bucket, so only when asked
+_BUCKETS_TIMED = text(
+    _BUCKETS_SQL.format(
+        time=",\n        (SELECT m.time FROM metric m WHERE m.run_id = :run_id AND m.key = :key AND m.step = agg.s1)"
+    )
 )
 
 
@@ -194,19 +200,21 @@ def count(session: Session, run_id: int, key: str) -> int:
 
 
 def buckets(
-    session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int
+    session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool = False
 ) -> list[tuple[Any, ...]]:
+    """Rows ``(step_start, step_end, min, max, last, count)`` per bucket, ``with_time``: and the time of
+    the bucket's last point (a datetime, or SQLite's text of one)."""
     width = max(1, math.ceil((hi - lo + 1) / max_points))
     params = {"run_id": run_id, "key": key, "lo": lo, "hi": hi, "width": width}
     if session.get_bind().dialect.name == "sqlite" and width >= RANGE_WALK_MIN_WIDTH:
-        return _buckets_by_range(session, run_id, key, lo, hi, width)
+        return _buckets_by_range(session, run_id, key, lo, hi, width, with_time)
     if session.get_bind().dialect.name == "postgresql":
         # The planner cannot estimate the number of buckets (it guesses one per point), so the statement
         # looks expensive enough for JIT compilation, which then costs more than the query itself
         # (~170 ms of a ~680 ms query over 1,000,000 points; 16 of 23 ms for a zoom). Off for this
         # transaction only.
         session.execute(text("SET LOCAL jit = off"))
-    return [tuple(r) for r in session.execute(_BUCKETS, params)]
+    return [tuple(r) for r in session.execute(_BUCKETS_TIMED if with_time else _BUCKETS, params)]
 
 
 # Below this bucket width (a deep zoom: few points per bucket) one GROUP BY statement beats a statement
@@ -216,11 +224,11 @@ _RANGE_AGG = (
     "SELECT MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*) FROM metric "
     "WHERE run_id = ? AND key = ? AND step >= ? AND step <= ?"
 )
-_VALUE_AT = "SELECT value FROM metric WHERE run_id = ? AND key = ? AND step = ?"
+_VALUE_AT = "SELECT value, time FROM metric WHERE run_id = ? AND key = ? AND step = ?"
 
 
 def _buckets_by_range(
-    session: Session, run_id: int, key: str, lo: int, hi: int, width: int
+    session: Session, run_id: int, key: str, lo: int, hi: int, width: int, with_time: bool = False
 ) -> list[tuple[Any, ...]]:
     """SQLite: one indexed range aggregate per bucket. SQLite sorts a GROUP BY over a computed bucket
     in a temporary B-tree (it cannot see that the bucket grows with the step), which costs as much as the
@@ -233,8 +241,8 @@ def _buckets_by_range(
         end = min(start + width - 1, hi)
         s0, s1, vmin, vmax, n = cursor.execute(_RANGE_AGG, (run_id, key, start, end)).fetchone()
         if n:
-            (vlast,) = cursor.execute(_VALUE_AT, (run_id, key, s1)).fetchone()
-            out.append((s0, s1, vmin, vmax, vlast, n))
+            vlast, tlast = cursor.execute(_VALUE_AT, (run_id, key, s1)).fetchone()
+            out.append((s0, s1, vmin, vmax, vlast, n, tlast) if with_time else (s0, s1, vmin, vmax, vlast, n))
         start += width
     return out
 

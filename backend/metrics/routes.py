@@ -40,11 +40,14 @@ def get_metrics(
     max_points: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     step_min: Annotated[int | None, Query(ge=0)] = None,
     step_max: Annotated[int | None, Query(ge=0)] = None,
+    with_time: Annotated[
+        bool, Query(description="each bucket's time (its last point's): charts over wall-clock time")
+    ] = False,
 ) -> MetricsOut:
     run = runs.get_visible(session, principal, run_id)
     key_list = [k for k in (s.strip() for s in keys.split(",")) if k]
     return MetricsOut(
-        run_id=run.id, series=service.query(session, run, key_list, max_points, step_min, step_max)
+        run_id=run.id, series=service.query(session, run, key_list, max_points, step_min, step_max, with_time)
     )
 
 

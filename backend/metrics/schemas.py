@@ -30,6 +30,9 @@ class Bucket(BaseModel):
     max: float | None
     last: float | None
     count: int
+    time: datetime | None = Field(
+        None, description="when the bucket's last point was logged (UTC); only with with_time=true"
+    )
 
 
 class Series(BaseModel):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -57,8 +57,22 @@ def summaries(session: Session, runs: Sequence[Run]) -> dict[int, dict[str, floa
     return repository.summaries(session, [r.id for r in runs])
 
 
+def _utc(value: datetime | str | None) -> datetime | None:
+    """A bucket's time as an aware UTC datetime (SQLite's raw rows give naive UTC text)."""
+    if value is None:
+        return None
+    t = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
 def query(
-    session: Session, run: Run, keys: list[str], max_points: int, step_min: int | None, step_max: int | None
+    session: Session,
+    run: Run,
+    keys: list[str],
+    max_points: int,
+    step_min: int | None,
+    step_max: int | None,
+    with_time: bool = False,
 ) -> dict[str, Series]:
     out: dict[str, Series] = {}
     for key in keys or repository.keys(session, run.id):
@@ -68,7 +82,7 @@ def query(
             continue
         lo = max(smin, step_min) if step_min is not None else smin
         hi = min(smax, step_max) if step_max is not None else smax
-        rows = repository.buckets(session, run.id, key, lo, hi, max_points) if lo <= hi else []
+        rows = repository.buckets(session, run.id, key, lo, hi, max_points, with_time) if lo <= hi else []
         # buckets over the whole series already counted every point; a zoom needs its own count
         whole = lo == smin and hi == smax
         total = sum(int(r[5]) for r in rows) if whole else repository.count(session, run.id, key)
@@ -77,8 +91,16 @@ def query(
             step_min=smin,
             step_max=smax,
             buckets=[
-                Bucket(step_start=s0, step_end=s1, min=_finite(a), max=_finite(b), last=_finite(c), count=n)
-                for s0, s1, a, b, c, n in rows
+                Bucket(
+                    step_start=r[0],
+                    step_end=r[1],
+                    min=_finite(r[2]),
+                    max=_finite(r[3]),
+                    last=_finite(r[4]),
+                    count=r[5],
+                    time=_utc(r[6]) if with_time else None,
+                )
+                for r in rows
             ],
         )
     return out

@@ -23,6 +23,7 @@ from tests.backend.conftest import USER_PASSWORD, Api
 #   site_admin: site admins only
 POLICY: dict[str, str] = {
     "health-get": "public",
+    "server-config": "user",
     "auth-login": "public",
     "auth-me": "user",
     "auth-list_tokens": "user",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 
 from tests.backend.conftest import Api
 
@@ -144,3 +145,24 @@ def test_a_stale_attempt_cannot_write_and_results_are_idempotent(api: Api) -> No
     assert api.client.post(f"{url}/metrics", json=pts, headers=api.worker).status_code == 409  # after finish
     logs = {"lines": ["late"], "attempt": 1}
     assert api.client.post(f"{url}/logs", json=logs, headers=api.worker).status_code == 409
+
+
+def test_with_time_gives_each_bucket_its_last_points_time(api: Api) -> None:
+    # charts over wall-clock or relative time need the points' times: each bucket carries its last one
+    run = api.submit({}).json()["runs"][0]
+    t0 = datetime(2023, 11, 14, 22, 13, tzinfo=UTC)  # step s was logged at t0 + s seconds
+    pts = [
+        {"key": "loss", "step": s, "value": float(s), "time": (t0 + timedelta(seconds=s)).isoformat()}
+        for s in range(200)
+    ]
+    assert _post(api, run["id"], pts).status_code == 200
+    url = f"/api/v1/runs/{run['id']}/metrics?keys=loss"
+    plain = api.client.get(f"{url}&max_points=10", headers=api.h()).json()["series"]["loss"]["buckets"]
+    assert all(b["time"] is None for b in plain)  # not asked: no extra probe per bucket
+    for max_points in (10, 200):  # wide buckets (SQLite walks ranges) and one point per bucket (one query)
+        got = api.client.get(f"{url}&max_points={max_points}&with_time=true", headers=api.h()).json()
+        buckets = got["series"]["loss"]["buckets"]
+        assert len(buckets) == max_points
+        for b in buckets:
+            when = datetime.fromisoformat(b["time"].replace("Z", "+00:00"))
+            assert when == t0 + timedelta(seconds=b["step_end"]), b

@@ -27,7 +27,7 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
     home, port = tmp_path / "home", _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port)],
+        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port), "--no-mlflow-ui"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -57,7 +57,7 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
-    assert "API token: rl_" in out and "stopped." in out
+    assert f"API token: {home / 'admin.token'}" in out and "stopped." in out
     assert (home / "reasonlab.db").is_file() and (home / "broker").is_dir()
 
 
@@ -100,7 +100,7 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
     env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
     api_url = f"http://127.0.0.1:{port}/api/v1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port)],
+        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port), "--no-mlflow-ui"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -136,7 +136,87 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
             "SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (run_id,)
         ).fetchone()
     assert (status, attempt, max_attempts) == ("queued", 2, 4), out[-3000:]
-    assert f"run {run_id} attempt 1 released at worker shutdown" in out, out[-3000:]
+    worker_log = (home / "logs" / "worker-0.log").read_text()
+    assert f"run {run_id} attempt 1 released at worker shutdown" in worker_log, worker_log[-3000:]
     # the API outlived the worker: no storm of connection errors from a worker whose API went away
-    storm = [ln for ln in out.splitlines() if "API unavailable" in ln or "onnection refused" in ln]
+    storm = [ln for ln in worker_log.splitlines() if "API unavailable" in ln or "onnection refused" in ln]
     assert not storm, "\n".join(storm[:20])
+
+
+# what the services print, which belongs in their logs and not in the terminal (issue 12, item 5)
+CHATTER = (
+    "celery@",  # Celery's banner: "-------------- embedded0@host v5.x"
+    "[tasks]",
+    "superuser privileges",  # Celery's root warning
+    "No hostname was supplied",  # kombu
+    "WARNING",  # MLflow's notices, Celery's warnings
+    "GET /api/v1/health",  # uvicorn's access log
+    "Uvicorn running",
+    "alembic",
+)
+
+
+def _wait_for(url: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def test_up_prints_a_short_banner_serves_mlflow_ui_and_logs_the_chatter(tmp_path: Path) -> None:
+    """`reasonlab up` as a new user meets it: the terminal shows the URL, the login, the token file, the
+    MLflow UI and where the logs are, and none of the services' chatter, which is in HOME/logs/. The
+    API tells the dashboard where MLflow's UI is, and the link of a run ("Open in MLflow") answers."""
+    home, port, mlflow_port = tmp_path / "home", _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
+    argv = ["up", "--home", str(home), "--port", str(port), "--mlflow-port", str(mlflow_port)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    api, ui = f"http://127.0.0.1:{port}/api/v1", f"http://127.0.0.1:{mlflow_port}"
+    try:
+        assert _wait_for(f"{api}/health", 90), "reasonlab up did not serve /api/v1/health"
+        auth = {"Authorization": f"Bearer {(home / 'admin.token').read_text().strip()}"}
+        server = httpx.get(f"{api}/server", headers=auth).json()
+        assert server["mlflow_ui_url"] == ui
+        assert _wait_for(f"{ui}/health", 90), "MLflow's UI did not start"
+        assert "<html" in httpx.get(f"{ui}/").text.lower()  # the page the link opens
+        spec = {"train": {"steps": 20}}
+        body = {"name": "mlflow-link", "kind": "diagnostic", "spec": spec}
+        run_id = httpx.post(f"{api}/experiments", json=body, headers=auth, timeout=30).json()["runs"][0]["id"]
+        deadline, run = time.monotonic() + 120, {}
+        while time.monotonic() < deadline and run.get("status") != "succeeded":
+            time.sleep(0.5)
+            run = httpx.get(f"{api}/runs/{run_id}", headers=auth).json()
+        assert run["status"] == "succeeded" and run["mlflow_run_id"], run
+        # the dashboard links to {mlflow_ui_url}/#/runs/{mlflow_run_id}: that server knows the run
+        got = httpx.get(f"{ui}/api/2.0/mlflow/runs/get", params={"run_id": run["mlflow_run_id"]}, timeout=10)
+        assert got.status_code == 200 and got.json()["run"]["info"]["status"] == "FINISHED"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    lines = out.splitlines()
+    banner = lines[: lines.index("Ctrl-C stops ReasonLab.") + 1]
+    assert banner[0] == f"ReasonLab is up: http://127.0.0.1:{port}"
+    assert "  login:     admin" in banner and any(ln.startswith("  password:  ") for ln in banner)
+    assert f"  API token: {home / 'admin.token'} (mode 600)" in banner
+    assert f"  MLflow UI: {ui}" in banner
+    assert f"  logs:      {home / 'logs'}/ (api.log, worker-N.log, mlflow.log)" in banner
+    assert len(banner) <= 12, banner
+    for noise in CHATTER:
+        assert noise not in out, f"{noise!r} reached the terminal:\n{out}"
+    logs = {p.name: p.read_text() for p in (home / "logs").iterdir()}
+    assert "No hostname was supplied" in logs["worker-0.log"] and "[tasks]" in logs["worker-0.log"]
+    assert "GET /api/v1/health" in logs["api.log"]  # uvicorn's access log
+    assert "Uvicorn running" in logs["mlflow.log"] or "Listening" in logs["mlflow.log"]
+    assert "alembic" in logs["up.log"]

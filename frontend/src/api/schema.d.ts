@@ -651,6 +651,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Server Config */
+        get: operations["server-config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -788,6 +805,11 @@ export interface components {
             step_end: number;
             /** Step Start */
             step_start: number;
+            /**
+             * Time
+             * @description when the bucket's last point was logged (UTC); only with with_time=true
+             */
+            time?: string | null;
         };
         /**
          * CapCurve
@@ -1245,6 +1267,46 @@ export interface components {
              */
             weight_decay: number;
         };
+        /**
+         * ChatEndpoint
+         * @description An OpenAI-compatible chat-completions endpoint. The key is read on the worker from the
+         *     environment variable ``api_key_env``: it never appears in specs, logs, results or MLflow.
+         */
+        ChatEndpoint: {
+            /**
+             * Api Key Env
+             * @description name of the worker's environment variable holding the API key (never the key)
+             */
+            api_key_env: string;
+            /**
+             * Concurrency
+             * @description requests in flight at once
+             * @default 4
+             */
+            concurrency: number;
+            /**
+             * Max Retries
+             * @description retries of a timed-out, failed or garbage answer
+             * @default 3
+             */
+            max_retries: number;
+            /**
+             * Model
+             * @description the model name sent with each request
+             */
+            model: string;
+            /**
+             * Timeout S
+             * @description seconds per request before a retry
+             * @default 120
+             */
+            timeout_s: number;
+            /**
+             * Url
+             * @description base URL (…/v1) or the full …/chat/completions URL
+             */
+            url: string;
+        };
         /** ClaimIn */
         ClaimIn: {
             /** Attempt */
@@ -1463,7 +1525,7 @@ export interface components {
              * Spec
              * @description the kind's spec; fields left out take their defaults
              */
-            spec?: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec?: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             sweep?: components["schemas"]["Sweep"] | null;
             /** Tags */
             tags?: string[];
@@ -1496,7 +1558,7 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunPublic"][];
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -1543,7 +1605,7 @@ export interface components {
             /** Run Count */
             run_count: number;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             /** Starred */
             starred: boolean;
             /** Status Counts */
@@ -1672,6 +1734,62 @@ export interface components {
             /** Cancel Requested */
             cancel_requested: boolean;
         };
+        /** HfTarget */
+        HfTarget: {
+            /**
+             * Batch Size
+             * @description windows per forward
+             * @default 8
+             */
+            batch_size: number;
+            /**
+             * Choices Path
+             * @description JSONL of {"question", "choices": [...], "answer": index} for multiple_choice
+             */
+            choices_path?: string | null;
+            /**
+             * Dtype
+             * @description weights' dtype
+             * @default float32
+             * @enum {string}
+             */
+            dtype: "float32" | "bfloat16" | "float16";
+            /**
+             * Limit
+             * @description first items of choices_path; null = all
+             */
+            limit?: number | null;
+            /**
+             * Max Tokens
+             * @description cap on the text's tokens
+             * @default 4096
+             */
+            max_tokens: number;
+            /**
+             * Model
+             * @description model-store name, local path or HF id of an MoE causal LM (tiny presets: tiny-mixtral, tiny-qwen2-moe, tiny-olmoe)
+             * @default tiny-mixtral
+             */
+            model: string;
+            /**
+             * Score
+             * @description perplexity on text_path, or accuracy on choices_path
+             * @default perplexity
+             * @enum {string}
+             */
+            score: "perplexity" | "multiple_choice";
+            /**
+             * Text Path
+             * @description UTF-8 text for perplexity; null = a built-in paragraph
+             */
+            text_path?: string | null;
+            /**
+             * Window
+             * @description tokens per perplexity window (independent contexts)
+             * @default 128
+             */
+            window: number;
+        };
         /** InitSpec */
         InitSpec: {
             /**
@@ -1703,7 +1821,7 @@ export interface components {
         /** KindPublic */
         KindPublic: {
             /** Defaults */
-            defaults: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            defaults: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             /** Description */
             description: string;
             /** Examples */
@@ -1838,6 +1956,16 @@ export interface components {
             series: {
                 [key: string]: components["schemas"]["Series"];
             };
+        };
+        /** MetricValue */
+        MetricValue: {
+            /** Mean */
+            mean: number;
+            /**
+             * Stderr
+             * @description std (ddof 1) / sqrt(combinations); null for one combination
+             */
+            stderr: number | null;
         };
         /**
          * ModelSpec
@@ -2020,7 +2148,7 @@ export interface components {
              */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
         };
         /** Progress */
         Progress: {
@@ -2208,6 +2336,56 @@ export interface components {
             seed: number;
             train?: components["schemas"]["TrainSpec"];
         };
+        /** ReasonFormerTarget */
+        ReasonFormerTarget: {
+            /**
+             * Eval Batch Size
+             * @description examples per evaluation forward
+             * @default 64
+             */
+            eval_batch_size: number;
+            /**
+             * Eval Per Task
+             * @description evaluation examples per task (program)
+             * @default 16
+             */
+            eval_per_task: number;
+            /**
+             * Examples
+             * @description pretrain: the pre-training kind's evaluation set (every program); downstream: the suite's downstream tasks; auto: pretrain for a pretrain run, downstream otherwise
+             * @default auto
+             * @enum {string}
+             */
+            examples: "auto" | "pretrain" | "downstream";
+            /**
+             * Finetune Run Id
+             * @description a succeeded reasonformer_finetune run
+             */
+            finetune_run_id?: number | null;
+            /**
+             * Max Source Length
+             * @description source tokens kept
+             * @default 64
+             */
+            max_source_length: number;
+            /**
+             * Path
+             * @description a saved ReasonFormer folder (outputs/model)
+             */
+            path?: string | null;
+            /**
+             * Pretrain Run Id
+             * @description a succeeded reasonformer_pretrain run
+             */
+            pretrain_run_id?: number | null;
+            /** @description the synthetic suite the model was trained on (same settings) */
+            suite?: components["schemas"]["SuiteSpec"];
+            /**
+             * Tasks
+             * @description downstream tasks of the suite; null = all
+             */
+            tasks?: string[] | null;
+        };
         /** ReleaseIn */
         ReleaseIn: {
             /** Attempt */
@@ -2253,7 +2431,7 @@ export interface components {
              * Payload
              * @description the record (its kind may be left out)
              */
-            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SkillmixCell"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"] | components["schemas"]["TopkEvalPoint"];
         };
         /** ResultPublic */
         ResultPublic: {
@@ -2271,7 +2449,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /** Payload */
-            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"];
+            payload: components["schemas"]["CapCurve"] | components["schemas"]["CarmaEval"] | components["schemas"]["DiagnosticResult"] | components["schemas"]["ReasonFormerEval"] | components["schemas"]["Routing"] | components["schemas"]["SkillmixCell"] | components["schemas"]["SravenCell"] | components["schemas"]["SynonymConsistency"] | components["schemas"]["TopkEvalPoint"];
             /** Run Id */
             run_id: number;
         };
@@ -2444,7 +2622,7 @@ export interface components {
             /** Queue */
             queue: string;
             /** Spec */
-            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SmoeSravenSpec"];
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["RunStatus"];
@@ -2476,6 +2654,327 @@ export interface components {
             /** Total Points */
             total_points: number;
         };
+        /**
+         * ServerConfig
+         * @description What the dashboard needs to know about this deployment.
+         */
+        ServerConfig: {
+            /**
+             * Mlflow Ui Url
+             * @description MLflow's UI for browsers ('Open in MLflow' links to <url>/#/runs/<MLflow run id>); null where none is served: the dashboard hides the link
+             */
+            mlflow_ui_url: string | null;
+            /** Version */
+            version: string;
+        };
+        /** SkillmixCache */
+        SkillmixCache: {
+            /**
+             * Dir
+             * @description cache folder; null = <cache root>/skillmix
+             */
+            dir?: string | null;
+            /**
+             * Enabled
+             * @description reuse generations and gradings of earlier runs
+             * @default true
+             */
+            enabled: boolean;
+        };
+        /**
+         * SkillmixCell
+         * @description Result record ``skillmix_cell``: one cell (model, ept, k) of Table 1 / Figure 6 of paper 004 with
+         *     the six metrics of A.3.1 (mean and standard error over combinations).
+         */
+        SkillmixCell: {
+            all_skills: components["schemas"]["MetricValue"];
+            /**
+             * Cached Replies
+             * @description replies taken from the cache (not paid again)
+             */
+            cached_replies: number;
+            /** Combinations */
+            combinations: number;
+            /**
+             * Default Ept
+             * @description the model's own experts per token
+             */
+            default_ept: number | null;
+            /**
+             * Ept
+             * @description experts per token in effect (null: dense model or endpoint)
+             */
+            ept: number | null;
+            /**
+             * Failed Generations
+             * @description texts the student failed to produce (score zeros)
+             */
+            failed_generations: number;
+            /**
+             * Failed Gradings
+             * @description gradings that failed after their attempts (count as zeros)
+             */
+            failed_gradings: number;
+            /** Filter Skill Names */
+            filter_skill_names: boolean;
+            full_marks: components["schemas"]["MetricValue"];
+            /** Generations */
+            generations: number;
+            /**
+             * Grader
+             * @description the grader: rules, a local model or an endpoint model (no secret)
+             */
+            grader: string;
+            /** Gradings */
+            gradings: number;
+            /** K */
+            k: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "skillmix_cell";
+            /** Model */
+            model: string;
+            /**
+             * New Replies
+             * @description replies asked of the models in this run
+             */
+            new_replies: number;
+            /**
+             * Num Experts
+             * @description experts per MoE layer (E)
+             */
+            num_experts: number | null;
+            /**
+             * Renormalises
+             * @description whether the routers renormalise their top-k weights (a confound across families)
+             */
+            renormalises: boolean | null;
+            rescaled_score: components["schemas"]["MetricValue"];
+            /**
+             * Routers
+             * @description routers the override reached
+             */
+            routers: number | null;
+            /** Samples */
+            samples: components["schemas"]["SkillmixSample"][];
+            skill_fraction: components["schemas"]["MetricValue"];
+            /**
+             * Student
+             * @enum {string}
+             */
+            student: "hf" | "endpoint";
+            /** Total Gradings */
+            total_gradings: number;
+            total_score: components["schemas"]["MetricValue"];
+            total_skill_score: components["schemas"]["MetricValue"];
+        };
+        /** SkillmixData */
+        SkillmixData: {
+            /**
+             * Skills
+             * @description a Skill-Mix skills CSV (skill, definition, example, ...); null = our 12 skills
+             */
+            skills?: string | null;
+            /**
+             * Topics
+             * @description a topics file, one per line; null = our 10 topics
+             */
+            topics?: string | null;
+        };
+        /** SkillmixGeneration */
+        SkillmixGeneration: {
+            /**
+             * Max New Tokens
+             * @description tokens per turn (paper scale: 512)
+             * @default 64
+             */
+            max_new_tokens: number;
+            /**
+             * Temperature
+             * @description sampling temperature (Skill-Mix: 0.7)
+             * @default 0.7
+             */
+            temperature: number;
+        };
+        /** SkillmixGrader */
+        SkillmixGrader: {
+            /**
+             * Attempts
+             * @description a grading that fails or cannot be parsed is asked up to this many times
+             * @default 3
+             */
+            attempts: number;
+            /** @description the grader's endpoint (type endpoint) */
+            endpoint?: components["schemas"]["ChatEndpoint"] | null;
+            /**
+             * Max New Tokens
+             * @description tokens of a grading answer
+             * @default 384
+             */
+            max_new_tokens: number;
+            /**
+             * Model
+             * @description the local grader's model (type local)
+             * @default smollm2-135m
+             */
+            model: string;
+            /**
+             * Temperature
+             * @description grading temperature (Skill-Mix's grader default: 0.7)
+             * @default 0.7
+             */
+            temperature: number;
+            /**
+             * Type
+             * @description rules: a scripted grader from surface features (demos, tests); local: an HF model; endpoint: an OpenAI-compatible endpoint (the paper: GPT-4)
+             * @default rules
+             * @enum {string}
+             */
+            type: "rules" | "local" | "endpoint";
+        };
+        /**
+         * SkillmixSample
+         * @description One combination: its texts, their voted points and the best of each metric.
+         */
+        SkillmixSample: {
+            /**
+             * Best
+             * @description per metric, the maximum over the generations
+             */
+            best: {
+                [key: string]: number;
+            };
+            /** Index */
+            index: number;
+            /**
+             * Points
+             * @description per generation, the voted k+3 points (skills, topic, sense, sentences)
+             */
+            points: number[][];
+            /**
+             * Sentences
+             * @description per generation, the sentence counter's count
+             */
+            sentences: (number | null)[];
+            /** Skills */
+            skills: string[];
+            /**
+             * Texts
+             * @description the graded text of each generation; null = it failed
+             */
+            texts: (string | null)[];
+            /** Topic */
+            topic: string;
+        };
+        /** SkillmixSpec */
+        SkillmixSpec: {
+            cache?: components["schemas"]["SkillmixCache"];
+            /**
+             * Combinations
+             * @description (k skills, topic) combinations (paper: 5; one gives no +-)
+             * @default 3
+             */
+            combinations: number;
+            data?: components["schemas"]["SkillmixData"];
+            /**
+             * Ept
+             * @description experts per token on every router; null = the model's default
+             */
+            ept?: number | null;
+            /**
+             * Filter Skill Names
+             * @description zero a skill point when the text names the skill (Skill-Mix's filter)
+             * @default false
+             */
+            filter_skill_names: boolean;
+            generation?: components["schemas"]["SkillmixGeneration"];
+            /**
+             * Generations
+             * @description texts per combination; the best counts (paper: 3)
+             * @default 3
+             */
+            generations: number;
+            grader?: components["schemas"]["SkillmixGrader"];
+            /**
+             * Gradings
+             * @description gradings per text; majority vote (paper: 3)
+             * @default 3
+             */
+            gradings: number;
+            /**
+             * K
+             * @description skills per combination: the task's difficulty
+             * @default 2
+             */
+            k: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "skillmix";
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            student?: components["schemas"]["SkillmixStudent"];
+        };
+        /** SkillmixStudent */
+        SkillmixStudent: {
+            /**
+             * Batch Size
+             * @description conversations generated at once (left padded)
+             * @default 8
+             */
+            batch_size: number;
+            /**
+             * Dtype
+             * @description weights' dtype (HF students)
+             * @default float32
+             * @enum {string}
+             */
+            dtype: "float32" | "bfloat16";
+            /** @description an OpenAI-compatible endpoint as the student instead of an HF model */
+            endpoint?: components["schemas"]["ChatEndpoint"] | null;
+            /**
+             * Name
+             * @description a tiny preset, a store alias (smollm2-135m), a local folder or a Hugging Face id; ignored when `endpoint` is set
+             * @default smollm2-135m
+             */
+            name: string;
+        };
+        /**
+         * SmoeDemo
+         * @description The SMoEs trained in this run when no source is named: one per ``train_k``, same seed and data.
+         */
+        SmoeDemo: {
+            /** @description SRAVEN task (demo: M = 1, learnt in a few hundred steps on CPU) */
+            data?: components["schemas"]["SravenData"];
+            /** @description the transformer (demo: half the reference width, 2 blocks) */
+            model?: components["schemas"]["SravenModel"];
+            moe?: components["schemas"]["SmoeDemoMoE"];
+            /** @description training of each SMoE (smoe_sraven's train fields) */
+            train?: components["schemas"]["SravenTrain"];
+        };
+        /** SmoeDemoMoE */
+        SmoeDemoMoE: {
+            /**
+             * Expert Hidden
+             * @description hidden width of each expert's MLP
+             * @default 64
+             */
+            expert_hidden: number;
+            /**
+             * Num Experts
+             * @description E of the in-run SMoEs (paper: 8)
+             * @default 8
+             */
+            num_experts: number;
+        };
         /** SmoeSravenSpec */
         SmoeSravenSpec: {
             data?: components["schemas"]["SravenData"];
@@ -2495,6 +2994,37 @@ export interface components {
              */
             seed: number;
             train?: components["schemas"]["SravenTrain"];
+        };
+        /** SmoeTarget */
+        SmoeTarget: {
+            /** @description the SMoEs trained in-run (train_k) */
+            demo?: components["schemas"]["SmoeDemo"];
+            /**
+             * Eval Batch Size
+             * @description problems per evaluation forward
+             * @default 1024
+             */
+            eval_batch_size: number;
+            /**
+             * Eval Size
+             * @description problems per ID-test/OOD set; null = the source run's
+             */
+            eval_size?: number | null;
+            /**
+             * Path
+             * @description a folder smoe_sraven saved (outputs/model), for local runs
+             */
+            path?: string | null;
+            /**
+             * Run Id
+             * @description a succeeded smoe_sraven run: the model it saved (its outputs' model/)
+             */
+            run_id?: number | null;
+            /**
+             * Train K
+             * @description without run_id or path: train a fresh SMoE at each k in this run (the rows of the matrix)
+             */
+            train_k?: number[];
         };
         /**
          * SravenCell
@@ -2973,6 +3503,129 @@ export interface components {
              * @default bearer
              */
             token_type: string;
+        };
+        /**
+         * TopkEvalPoint
+         * @description Result record ``topk_eval_point``: one (train k, eval k') cell of the matrix.
+         */
+        TopkEvalPoint: {
+            /**
+             * Eval K
+             * @description experts per token k' at evaluation
+             */
+            eval_k: number;
+            /**
+             * Extra
+             * @description other scores at this k'
+             */
+            extra?: {
+                [key: string]: number;
+            };
+            /**
+             * Family
+             * @description model family: smoe, reasonformer, or the HF model_type (mixtral, ...)
+             */
+            family: string;
+            /** Higher Is Better */
+            higher_is_better: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "topk_eval_point";
+            /**
+             * M
+             * @description SRAVEN: features per panel (the task's difficulty)
+             */
+            M?: number | null;
+            /**
+             * Model
+             * @description what was evaluated: 'run 12', a path, a model name, 'in-run k=2'
+             */
+            model: string;
+            /**
+             * Num Experts
+             * @description E: experts each router chooses among
+             */
+            num_experts: number;
+            /**
+             * Ood Value
+             * @description SRAVEN: OOD accuracy at this k'
+             */
+            ood_value?: number | null;
+            /**
+             * Per Feature
+             * @description SRAVEN: ID-test accuracy per query feature
+             */
+            per_feature?: number[] | null;
+            /**
+             * Renormalises
+             * @description the router renormalises its top-k weights to sum to 1 (null: mixed or unknown); without it, raising k also raises the total expert weight (a confound across families)
+             */
+            renormalises: boolean | null;
+            /**
+             * Routers
+             * @description routers the knob was set on
+             */
+            routers: number;
+            /**
+             * Score
+             * @description test_acc | perplexity | choice_accuracy | eval_average
+             */
+            score: string;
+            /**
+             * Source Run Id
+             * @description the run the model came from, if any
+             */
+            source_run_id?: number | null;
+            /**
+             * Target
+             * @enum {string}
+             */
+            target: "smoe_sraven" | "hf" | "reasonformer";
+            /**
+             * Train K
+             * @description experts per token the model was trained at (null: unknown)
+             */
+            train_k: number | null;
+            /** Value */
+            value: number;
+        };
+        /** TopkEvalSpec */
+        TopkEvalSpec: {
+            /**
+             * Eval K
+             * @description experts per token k' to evaluate; null = 1..E
+             */
+            eval_k?: number[] | null;
+            hf?: components["schemas"]["HfTarget"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "topk_eval";
+            reasonformer?: components["schemas"]["ReasonFormerTarget"];
+            resources?: components["schemas"]["Resources"];
+            /**
+             * Seed
+             * @description seed of every random stream of the run
+             * @default 0
+             */
+            seed: number;
+            smoe?: components["schemas"]["SmoeTarget"];
+            /**
+             * Target
+             * @description which model family: our SMoE on SRAVEN, an HF MoE LM, ReasonFormer
+             * @default smoe_sraven
+             * @enum {string}
+             */
+            target: "smoe_sraven" | "hf" | "reasonformer";
+            /**
+             * Threads
+             * @description CPU threads (tiny models are op-bound: a second thread mostly spins)
+             * @default 1
+             */
+            threads: number;
         };
         /** TrainSpec */
         TrainSpec: {
@@ -6050,6 +6703,8 @@ export interface operations {
                 max_points?: number;
                 step_max?: number | null;
                 step_min?: number | null;
+                /** @description each bucket's time (its last point's): charts over wall-clock time */
+                with_time?: boolean;
             };
             header?: never;
             path: {
@@ -6558,6 +7213,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": string[];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "server-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerConfig"];
                 };
             };
             /** @description no or bad credentials */
