@@ -71,11 +71,13 @@ class Platform:
         self.token = creds.token
         self.client = ReasonLabClient(self.api_url, self.token, timeout=30)
 
-    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, args: list[str], log_name: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.logs / log_name, "ab")  # noqa: SIM115 - owned by the process
         return subprocess.Popen(
             [sys.executable, "-m", *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -112,10 +114,12 @@ class Platform:
             self.api_proc.wait(20)
         self.api_proc = None
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
+    def start_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """A `reasonlab worker`; ``env`` overrides the platform's settings for it (another host's
+        home and artifact root, ...)."""
         n = len(self.workers)
         proc = self._spawn(
-            ["cli.main", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log"
+            ["cli.main", "worker", "--hostname", f"w{n}@%h", "--loglevel", "INFO"], f"worker{n}.log", env
         )
         self.workers.append(proc)
         return proc

@@ -277,7 +277,7 @@ class ApiRunContext(TrackedRunContext):
         local = self.artifact_root / "runs" / f"run-{run_id}"
         pulled = self.artifacts.pull_outputs(run_id, local)
         if pulled:
-            logger.info("run %s: %d output files of run %s downloaded", self.run_id, pulled, run_id)
+            self.log(f"{pulled} output files of run {run_id} downloaded from the artifact store")
         return local
 
     def mark_lease_lost(self) -> None:
@@ -313,10 +313,8 @@ class ApiRunContext(TrackedRunContext):
         except Exception as exc:
             logger.warning("run %s: stored checkpoints not read (%s); using this host's", self.run_id, exc)
         else:
-            if pulled:
-                logger.info(
-                    "run %s: checkpoint step %s downloaded from the artifact store", self.run_id, pulled[-1]
-                )
+            if pulled:  # in the run's own log too (the capture skips worker.tracking's records)
+                self.log(f"checkpoint step {pulled[-1]} downloaded from the artifact store")
         return super().load_checkpoint()
 
     def close(self, status: RunStatus, *, final: bool = True) -> None:
