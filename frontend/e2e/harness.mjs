@@ -1,7 +1,7 @@
 // Starts a real platform (`reasonlab up` on a temporary home and a free port) and a headless Debian
 // chromium driven by playwright-core, for the e2e tests and the perf script. No browser is downloaded.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -29,7 +29,7 @@ export function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** `reasonlab up` on a fresh home; resolves once /api/v1/health answers, with the admin's login. */
-export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1 } = {}) {
+export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1, mlflowUi = false } = {}) {
   const home = mkdtempSync(join(tmpdir(), 'reasonlab-e2e-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -37,6 +37,8 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
   // --stop-timeout: `up` stops its workers, then the API, each in a process group of its own; stop() below
   // waits for that before it kills `up`'s group (a kill too early would orphan the API and the workers)
   const args = ['up', '--home', home, '--port', String(port), '--workers', String(workers), '--stop-timeout', '20'];
+  // MLflow's UI only for the suites that open it: it is one more server to start on a shared machine
+  args.push(...(mlflowUi ? ['--mlflow-port', String(await freePort())] : ['--no-mlflow-ui']));
   const proc = spawn(REASONLAB, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -57,6 +59,8 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
     if (Date.now() > deadline) throw new Error(`reasonlab up did not answer in ${timeoutMs} ms:\n${out}`);
     await sleep(300);
   }
+  // the banner (login, password) may follow the first healthy answer by a moment
+  while (!/Ctrl-C stops/.test(out) && Date.now() < deadline && proc.exitCode === null) await sleep(200);
   const password = /password:\s*(\S+)/.exec(out)?.[1];
   const username = /login:\s*(\S+)/.exec(out)?.[1] ?? 'admin';
   const token = readFileSync(join(home, 'admin.token'), 'utf8').trim();
@@ -66,7 +70,14 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
     home,
     port,
     admin: { username, password, token },
-    log: () => out,
+    /** what `up` printed, then the tail of each service's log (HOME/logs/) */
+    log: () => {
+      const logs = join(home, 'logs');
+      const tails = existsSync(logs)
+        ? readdirSync(logs).map((f) => `--- ${f} ---\n${readFileSync(join(logs, f), 'utf8').slice(-4000)}`)
+        : [];
+      return [out, ...tails].join('\n');
+    },
     /** a server-side CLI command against this platform's home */
     cli: (...args) => execFileSync(REASONLAB, args, { cwd: ROOT, env: { ...process.env, REASONLAB_HOME: home }, encoding: 'utf8' }),
     async api(path, { method = 'GET', body, token: t = token } = {}) {

@@ -292,6 +292,37 @@ MANIFEST = KindManifest(
     },
     examples=(
         Example(
+            name="tiny-in-run",
+            description="two tiny SMoEs trained in-run at k = 1 and 2 (4 experts, 20 steps), each evaluated "
+            "at k' = 1..4: the whole matrix in seconds (the browser test's)",
+            spec={
+                "smoe": {
+                    "train_k": [1, 2],
+                    "eval_size": 64,
+                    "demo": {
+                        "model": {
+                            "d_model": 16,
+                            "num_layers": 1,
+                            "num_heads": 2,
+                            "qk_dim": 8,
+                            "v_dim": 8,
+                            "mlp_hidden": 16,
+                        },
+                        "moe": {"num_experts": 4, "expert_hidden": 16},
+                        "train": {
+                            "steps": 20,
+                            "batch_size": 16,
+                            "warmup_steps": 2,
+                            "eval_interval": 20,
+                            "eval_size": 64,
+                            "checkpoint_every": 20,
+                            "log_every": 5,
+                        },
+                    },
+                }
+            },
+        ),
+        Example(
             name="smoe-run",
             description="evaluate a smoe_sraven run's model at k' = 1..8 (put its run id)",
             spec={"target": "smoe_sraven", "smoe": {"run_id": 1}, "eval_k": [1, 2, 3, 4, 5, 6, 7, 8]},

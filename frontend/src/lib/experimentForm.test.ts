@@ -22,7 +22,9 @@ const form = { name: ' my run ', description: '', project: 'default', sweep: nul
 describe('exampleForm', () => {
   it('lays the example spec over the defaults and reads its sweep into the editor model', () => {
     const { spec, sweep } = exampleForm(kind, kind.examples[0]!);
-    expect(spec).toEqual({ ...defaultSpec(kind), train: { ...kind.defaults.train, steps: 20 } });
+    // defaults are typed as the union of every kind's spec; this fixture is the diagnostic kind's
+    const defaults = kind.defaults as Extract<Kind['defaults'], { kind: 'diagnostic' }>;
+    expect(spec).toEqual({ ...defaultSpec(kind), train: { ...defaults.train, steps: 20 } });
     expect(sweep.grid).toEqual([{ type: 'grid', path: 'seed', text: '1, 2, 3' }]);
   });
 });

@@ -1,0 +1,81 @@
+// The topk_eval kind in the browser: the kind's tiny example (two SMoEs trained in-run at k = 1 and 2,
+// each evaluated at k' = 1..4) submitted from the New experiment page, run by a real worker; then the
+// experiment's train-k x eval-k' matrix (diagonal marked) with the lines of score against k', and a
+// point on the run's Results tab. Screenshots in test-output/e2e/topk-*.png.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+
+const RUNS_TIMEOUT = 600_000;
+let platform;
+let browser;
+let page;
+let experimentId;
+
+describe('topk_eval views', { timeout: 900_000 }, () => {
+  before(async () => {
+    platform = await startPlatform();
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    page.on('pageerror', (e) => console.error('page error:', e.message));
+    await page.goto(`${platform.url}/login`);
+    await page.getByLabel('Username').fill(platform.admin.username);
+    await page.locator('input[name="password"]').fill(platform.admin.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByTestId('current-user').waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await platform?.stop();
+  });
+
+  it('submits the tiny in-run example from the New experiment page and runs it', async () => {
+    await page.goto(`${platform.url}/experiments/new`);
+    await page.getByTestId('schema-form').waitFor();
+    await page.locator('#kind').selectOption('topk_eval');
+    await page.getByLabel('Name').first().fill('e2e topk matrix');
+    await page.getByLabel('Load example').selectOption('tiny-in-run');
+    await page.getByTestId('example-description').filter({ hasText: 'two tiny SMoEs' }).waitFor();
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByTestId('preview-count').filter({ hasText: '1 run' }).waitFor();
+    await page.getByTestId('submit-experiment').click();
+    await page.waitForURL(/\/experiments\/\d+$/);
+    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
+    await page.waitForFunction(
+      () => document.querySelector('[role="row"][data-status="succeeded"]') || document.querySelector('[role="row"][data-status="failed"]'),
+      null,
+      { timeout: RUNS_TIMEOUT, polling: 1000 },
+    );
+    const detail = await platform.api(`/experiments/${experimentId}`);
+    assert.deepEqual(detail.runs.map((r) => r.status), ['succeeded'], platform.log().slice(-3000));
+    const results = await platform.api(`/experiments/${experimentId}/results?kind=topk_eval_point`);
+    const cells = results.map((r) => [r.payload.train_k, r.payload.eval_k]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    assert.deepEqual(cells, [1, 2].flatMap((k) => [1, 2, 3, 4].map((kp) => [k, kp])));
+  });
+
+  it('draws the train-k x eval-k matrix and the lines of score against k', async () => {
+    await page.getByRole('tab', { name: 'Top-k matrix' }).click();
+    const matrix = page.getByTestId('topk-matrix');
+    await matrix.waitFor();
+    await matrix.locator('canvas').first().waitFor();
+    const box = await matrix.boundingBox();
+    assert.ok(box && box.width > 300 && box.height > 200);
+    assert.match(await page.getByText('◆ trained k (diagonal)').innerText(), /best k/);
+    await page.getByTestId('topk-lines').locator('canvas').first().waitFor();
+    await page.getByLabel('matrix colour').getByText('OOD accuracy').click();
+    await page.waitForTimeout(300);
+    await page.getByLabel('matrix colour').getByText('score').click();
+    await page.waitForTimeout(500);
+    await screenshot(page, 'topk-matrix');
+  });
+
+  it("shows a point's train k, k' and router facts on the run's Results tab", async () => {
+    const detail = await platform.api(`/experiments/${experimentId}`);
+    await page.goto(`${platform.url}/runs/${detail.runs[0].id}`);
+    await page.getByRole('tab', { name: /Results/ }).click();
+    await page.getByText('renormalises').first().waitFor();
+    await page.waitForTimeout(300);
+    await screenshot(page, 'topk-run-results');
+  });
+});
