@@ -1,0 +1,70 @@
+// One Skill-Mix metric by ept (rows) and k (columns), the best ept of each column starred; hover names the
+// run, click opens it. A pure chart: the table in (shape.ts), picture out.
+import { memo, useMemo } from 'react';
+import { useNavigate } from 'react-router';
+import { EChart } from '../../components/charts/EChart';
+import type { EChartsOption } from '../../components/charts/echarts';
+import { heatmapCells, METRIC_LABELS, rowLabel, type Metric, type SkillmixTable } from './shape';
+
+export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOption {
+  const cells = heatmapCells(table, metric);
+  const best = new Set(table.best[metric].flatMap((rows, x) => rows.map((y) => `${x},${y}`)));
+  const values = cells.map((c) => c.value);
+  const lo = values.length ? Math.min(...values) : 0;
+  const hi = values.length ? Math.max(...values) : 1;
+  return {
+    animation: false,
+    grid: { left: 110, right: 12, top: 10, bottom: 70 },
+    xAxis: { type: 'category', data: table.cols.map((k) => `k=${k}`), name: 'k', nameLocation: 'middle', nameGap: 24 },
+    yAxis: { type: 'category', data: table.rows.map((e) => rowLabel(e, table.defaultEpt)), inverse: true },
+    visualMap: {
+      dimension: 2,
+      min: lo,
+      max: lo === hi ? lo + 1 : hi,
+      calculable: false,
+      orient: 'horizontal',
+      left: 'center',
+      bottom: 0,
+      itemHeight: 120,
+      text: [hi.toFixed(2), `${METRIC_LABELS[metric]} ${lo.toFixed(2)}`],
+      inRange: { color: ['#fff5f5', '#ffa94d', '#2f9e44'] },
+    },
+    tooltip: {
+      formatter: (p: unknown) => {
+        const [x, y, v, runId] = (p as { data: number[] }).data;
+        return `${rowLabel(table.rows[y!] ?? null, table.defaultEpt)} · k=${table.cols[x!]}<br/>${METRIC_LABELS[metric]}=${v!.toFixed(3)}<br/>run ${runId} (click to open)`;
+      },
+    },
+    series: [
+      {
+        type: 'heatmap',
+        data: cells.map((c) => [c.x, c.y, c.value, c.runId]),
+        label: {
+          show: true,
+          fontSize: 11,
+          formatter: (p: unknown) => {
+            const [x, y, v] = (p as { data: number[] }).data;
+            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}`;
+          },
+        },
+      },
+    ],
+  };
+}
+
+function SkillmixHeatmapImpl({ table, metric }: { table: SkillmixTable; metric: Metric }) {
+  const navigate = useNavigate();
+  const option = useMemo(() => heatmapOption(table, metric), [table, metric]);
+  const on = useMemo(() => ({ click: (p: unknown) => navigate(`/runs/${(p as { data: number[] }).data[3]}`) }), [navigate]);
+  return (
+    <EChart
+      option={option}
+      on={on}
+      height={Math.max(220, 80 + 34 * table.rows.length)}
+      ariaLabel={`${METRIC_LABELS[metric]} heatmap, ept by k`}
+      testId="skillmix-heatmap"
+    />
+  );
+}
+
+export const SkillmixHeatmap = memo(SkillmixHeatmapImpl);

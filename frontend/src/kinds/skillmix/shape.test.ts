@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import type { ExperimentResult } from '../../api/types';
+import { bestEptPerK, formatValue, heatmapCells, rowLabel, skillmixCells, skillmixTables, type SkillmixCell } from './shape';
+
+type Row = Pick<ExperimentResult, 'run_id' | 'payload'>;
+const v = (mean: number, stderr: number | null = 0) => ({ mean, stderr });
+
+// headline metrics of a cell: full marks, all skills, skill fraction
+const cell = (run_id: number, ept: number | null, k: number, [fm, as, sf]: [number, number, number], model = 'mixtral'): Row => ({
+  run_id,
+  payload: {
+    kind: 'skillmix_cell', model, student: 'hf', grader: 'rules', k, ept, default_ept: ept === null ? null : 2, num_experts: ept === null ? null : 8,
+    routers: ept === null ? null : 32, renormalises: ept === null ? null : true, combinations: 5, generations: 3, gradings: 3, filter_skill_names: false,
+    full_marks: v(fm, 0.2), all_skills: v(as, 0.2), skill_fraction: v(sf, 0.1), total_score: v(k + 3 * sf), total_skill_score: v(k * sf), rescaled_score: v(sf ** 2),
+    failed_gradings: run_id === 3 ? 2 : 0, total_gradings: 45, failed_generations: 0, cached_replies: 0, new_replies: 75, samples: [],
+  } satisfies SkillmixCell,
+});
+
+// a slice of paper 004's Table 1: ept 1..3 x k 1..2 (k=2, ept 3 missing), plus an unrelated result
+const RESULTS: Row[] = [
+  cell(1, 1, 1, [0, 0, 0]),
+  cell(2, 2, 1, [1, 1, 1]),
+  cell(3, 3, 1, [0, 0.4, 0]),
+  cell(4, 1, 2, [0, 0, 0.2]),
+  cell(5, 2, 2, [0, 0, 0.2]),
+  { run_id: 9, payload: { kind: 'routing' } } as unknown as Row,
+];
+
+describe('skillmixTables', () => {
+  const [table] = skillmixTables(skillmixCells(RESULTS));
+
+  it('lays the cells out as Table 1: rows ept, columns k, missing cells null', () => {
+    expect(skillmixCells(RESULTS)).toHaveLength(5);
+    expect(table!.rows).toEqual([1, 2, 3]);
+    expect(table!.cols).toEqual([1, 2]);
+    expect(table!.cells[2]![1]).toBeNull();
+    expect(table!.cells[1]![0]!.values.full_marks).toEqual({ mean: 1, stderr: 0.2 });
+    expect(table!.cells[2]![0]!.failedGradings).toBe(2);
+    expect(table!.defaultEpt).toBe(2);
+    expect(table!.renormalises).toBe(true);
+  });
+
+  it('marks the best ept of each column per metric, ties included, none when all are 0', () => {
+    expect(table!.best.full_marks).toEqual([[1], []]);
+    expect(table!.best.all_skills).toEqual([[1], []]);
+    expect(table!.best.skill_fraction).toEqual([[1], [0, 1]]);
+  });
+
+  it('gives the best ept per k and the heatmap cells', () => {
+    expect(bestEptPerK(table!, 'skill_fraction')).toEqual([
+      { k: 1, epts: [2], value: 1 },
+      { k: 2, epts: [1, 2], value: 0.2 },
+    ]);
+    expect(bestEptPerK(table!, 'full_marks')[1]).toEqual({ k: 2, epts: [], value: 0 });
+    expect(heatmapCells(table!, 'all_skills')).toEqual([
+      { x: 0, y: 0, value: 0, runId: 1 },
+      { x: 1, y: 0, value: 0, runId: 4 },
+      { x: 0, y: 1, value: 1, runId: 2 },
+      { x: 1, y: 1, value: 0, runId: 5 },
+      { x: 0, y: 2, value: 0.4, runId: 3 },
+    ]);
+  });
+
+  it('averages runs of one cell (seeds) without a ±, and splits models', () => {
+    const tables = skillmixTables(skillmixCells([cell(1, 2, 1, [1, 1, 1]), cell(2, 2, 1, [0, 0, 0.5]), cell(3, null, 1, [0, 0, 0], 'dense')]));
+    expect(tables.map((t) => t.model)).toEqual(['dense', 'mixtral']);
+    expect(tables[1]!.cells[0]![0]!.values.skill_fraction).toEqual({ mean: 0.75, stderr: null });
+    expect(tables[1]!.cells[0]![0]!.runIds).toEqual([1, 2]);
+    expect(tables[0]!.rows).toEqual([null]);
+    expect(tables[0]!.renormalises).toBeNull();
+  });
+});
+
+describe('labels', () => {
+  it('labels the default ept and prints values as the paper does', () => {
+    expect([rowLabel(2, 2), rowLabel(3, 2), rowLabel(null, null)]).toEqual(['ept=2 (default)', 'ept=3', 'model default']);
+    expect(formatValue({ mean: 0.2, stderr: 0.2 })).toBe('0.20 ± 0.200');
+    expect(formatValue({ mean: 0.4666, stderr: null })).toBe('0.47');
+  });
+});

@@ -1,0 +1,160 @@
+// Shapes an experiment's `skillmix_cell` results (one per run: a model, an experts-per-token, a k) into
+// paper 004's Table 1 layout: rows ept, columns k, each cell three headline metrics with their ±, the best
+// ept of each column marked per metric, the model's default ept labelled; and into a heatmap of one metric
+// and the best ept per k.
+import type { ExperimentResult, PayloadOf } from '../../api/types';
+
+export type SkillmixCell = PayloadOf<'skillmix_cell'>;
+
+export const METRICS = [
+  'full_marks',
+  'all_skills',
+  'skill_fraction',
+  'total_score',
+  'total_skill_score',
+  'rescaled_score',
+] as const;
+export type Metric = (typeof METRICS)[number];
+/** Table 1's three metrics, in its order (Ratio of Full Marks / Ratio of All Skills / Skill Fraction). */
+export const HEADLINE: readonly Metric[] = ['full_marks', 'all_skills', 'skill_fraction'];
+export const METRIC_LABELS: Record<Metric, string> = {
+  full_marks: 'Ratio of Full Marks',
+  all_skills: 'Ratio of All Skills',
+  skill_fraction: 'Skill Fraction',
+  total_score: 'Total Score',
+  total_skill_score: 'Total Skill Score',
+  rescaled_score: 'Rescaled Score',
+};
+
+export interface Tagged {
+  run_id: number;
+  payload: SkillmixCell;
+}
+
+export function skillmixCells(results: readonly Pick<ExperimentResult, 'run_id' | 'payload'>[]): Tagged[] {
+  return results.flatMap((r) => (r.payload.kind === 'skillmix_cell' ? [{ run_id: r.run_id, payload: r.payload }] : []));
+}
+
+export interface Value {
+  mean: number;
+  /** null when the cell has one combination, or averages several runs */
+  stderr: number | null;
+}
+
+export interface TableCell {
+  runIds: number[];
+  values: Record<Metric, Value>;
+  failedGradings: number;
+  totalGradings: number;
+}
+
+export interface SkillmixTable {
+  model: string;
+  /** ept values, ascending (null: the model has no router, or an endpoint) */
+  rows: (number | null)[];
+  /** k values, ascending */
+  cols: number[];
+  /** cells[row][col], null where no run produced that cell */
+  cells: (TableCell | null)[][];
+  defaultEpt: number | null;
+  renormalises: boolean | null;
+  /** best[metric][col]: the row indices holding the column's best value (empty when every value is 0) */
+  best: Record<Metric, number[][]>;
+}
+
+const byNumber = (a: number | null, b: number | null) => (a ?? 0) - (b ?? 0);
+
+/** Runs of the same (model, ept, k), several seeds for instance, average their means (no ± then). */
+function merge(cells: readonly Tagged[]): TableCell {
+  const values = {} as Record<Metric, Value>;
+  for (const m of METRICS) {
+    const means = cells.map((c) => c.payload[m].mean);
+    values[m] = {
+      mean: means.reduce((a, b) => a + b, 0) / means.length,
+      stderr: cells.length === 1 ? (cells[0]!.payload[m].stderr ?? null) : null,
+    };
+  }
+  return {
+    runIds: cells.map((c) => c.run_id).sort((a, b) => a - b),
+    values,
+    failedGradings: cells.reduce((a, c) => a + c.payload.failed_gradings, 0),
+    totalGradings: cells.reduce((a, c) => a + c.payload.total_gradings, 0),
+  };
+}
+
+export function bestRows(cells: readonly (TableCell | null)[][], metric: Metric, col: number): number[] {
+  let top = 0;
+  for (const row of cells) top = Math.max(top, row[col]?.values[metric].mean ?? 0);
+  if (top <= 0) return [];
+  return cells.flatMap((row, i) => (row[col] !== null && Math.abs(row[col]!.values[metric].mean - top) < 1e-9 ? [i] : []));
+}
+
+/** One table per model (an experiment usually sweeps one), models in name order. */
+export function skillmixTables(results: readonly Tagged[]): SkillmixTable[] {
+  const byModel = new Map<string, Tagged[]>();
+  for (const r of results) byModel.set(r.payload.model, [...(byModel.get(r.payload.model) ?? []), r]);
+  return [...byModel.keys()].sort().map((model) => {
+    const list = byModel.get(model)!;
+    const rows = [...new Set(list.map((r) => r.payload.ept))].sort(byNumber);
+    const cols = [...new Set(list.map((r) => r.payload.k))].sort(byNumber);
+    const cells = rows.map((ept) =>
+      cols.map((k) => {
+        const here = list.filter((r) => r.payload.ept === ept && r.payload.k === k);
+        return here.length ? merge(here) : null;
+      }),
+    );
+    const best = {} as Record<Metric, number[][]>;
+    for (const m of METRICS) best[m] = cols.map((_, j) => bestRows(cells, m, j));
+    const flags = new Set(list.map((r) => r.payload.renormalises));
+    return {
+      model,
+      rows,
+      cols,
+      cells,
+      defaultEpt: list.find((r) => r.payload.default_ept !== null)?.payload.default_ept ?? null,
+      renormalises: flags.size === 1 ? [...flags][0]! : null,
+      best,
+    };
+  });
+}
+
+export function rowLabel(ept: number | null, defaultEpt: number | null): string {
+  if (ept === null) return 'model default';
+  return ept === defaultEpt ? `ept=${ept} (default)` : `ept=${ept}`;
+}
+
+/** "0.20 ± 0.200" as the paper prints it; "0.20" without a ±. */
+export function formatValue(v: Value): string {
+  return v.stderr === null ? v.mean.toFixed(2) : `${v.mean.toFixed(2)} ± ${v.stderr.toFixed(3)}`;
+}
+
+export interface BestEpt {
+  k: number;
+  /** the ept values tied for the best mean; empty when every value is 0 */
+  epts: (number | null)[];
+  value: number;
+}
+
+export function bestEptPerK(table: SkillmixTable, metric: Metric): BestEpt[] {
+  return table.cols.map((k, j) => {
+    const rows = table.best[metric][j]!;
+    return {
+      k,
+      epts: rows.map((i) => table.rows[i]!),
+      value: rows.length ? table.cells[rows[0]!]![j]!.values[metric].mean : 0,
+    };
+  });
+}
+
+export interface HeatCell {
+  x: number; // column (k) index
+  y: number; // row (ept) index
+  value: number;
+  runId: number;
+}
+
+export function heatmapCells(table: SkillmixTable, metric: Metric): HeatCell[] {
+  return table.cells.flatMap((row, y) =>
+    row.flatMap((cell, x) => (cell === null ? [] : [{ x, y, value: cell.values[metric].mean, runId: cell.runIds[0]! }])),
+  );
+}

@@ -1,0 +1,96 @@
+"""Skill-Mix through the whole platform: a tiny MoE student swept over ept x k by a real worker, graded by
+a scripted grader served over real HTTP that speaks the OpenAI chat-completions API (its first answer to
+each prompt is garbage, so every grading is retried), the 422s of bad specs, and the grader's API key
+searched for, and not found, in every log, stored spec, result, the database and the MLflow store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.platform import Platform
+from tests.skillmix_grader import Script, serve
+from tests.tiny_moe import tiny_moe
+from worker.client import Invalid
+
+pytestmark = pytest.mark.slow
+KEY = "sk-skillmix-e2e-KEY-7f3a9c1d5e"
+KEY_ENV = "SKILLMIX_E2E_GRADER_KEY"
+
+
+def _invalid(platform: Platform, spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(Invalid) as info:
+        platform.client.create_experiment("bad", "skillmix", spec)
+    return [tuple(e["loc"]) for e in info.value.errors]
+
+
+def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
+    embedded_platform: Platform, tmp_path: Path
+) -> None:
+    p = embedded_platform
+    p.env[KEY_ENV] = KEY  # the worker's environment only
+    p.start_api()
+    endpoint_without_key = {"url": "http://127.0.0.1:1/v1", "model": "g"}
+    assert _invalid(p, {"ept": 0}) == [("body", "spec", "ept")]
+    assert _invalid(p, {"k": 0}) == [("body", "spec", "k")]
+    assert _invalid(p, {"grader": {"type": "endpoint", "endpoint": endpoint_without_key}}) == [
+        ("body", "spec", "grader", "endpoint", "api_key_env")
+    ]
+    assert _invalid(p, {"student": {"name": "mistralai/Mixtral-8x7B-Instruct-v0.1"}, "ept": 9}) == [
+        ("body", "spec", "ept")
+    ]
+
+    student = tiny_moe(tmp_path / "tiny-mixtral", "mixtral")
+    script = Script(key=KEY, garbage_first=1, table_style="yesno")
+    cache = tmp_path / "skillmix-cache"
+    with serve(script) as url:
+        spec = {
+            "student": {"name": student},
+            "combinations": 2,
+            "generations": 2,
+            "gradings": 3,
+            "generation": {"max_new_tokens": 6},
+            "grader": {
+                "type": "endpoint",
+                "endpoint": {"url": url, "model": "scripted-gpt", "api_key_env": KEY_ENV, "max_retries": 2},
+            },
+            "cache": {"dir": str(cache)},
+        }
+        p.start_worker()
+        exp = p.client.create_experiment(
+            "skillmix-e2e", "skillmix", spec, {"grid": {"ept": [1, 4], "k": [1, 2]}}
+        )
+        runs = p.wait_finished([r["id"] for r in exp["runs"]], timeout=600)
+    assert [r["status"] for r in runs] == ["succeeded"] * 4, p.diagnostics()
+
+    cells = p.client.get_experiment_results(exp["id"], kind="skillmix_cell")
+    assert {(c["payload"]["ept"], c["payload"]["k"]) for c in cells} == {(1, 1), (1, 2), (4, 1), (4, 2)}
+    for c in cells:
+        payload = c["payload"]
+        assert payload["default_ept"] == 2 and payload["num_experts"] == 4 and payload["renormalises"] is True
+        assert payload["grader"] == "endpoint:scripted-gpt" and payload["failed_gradings"] == 0
+        assert payload["total_gradings"] == 2 * 2 * 3
+        assert all(len(points) == payload["k"] + 3 for s in payload["samples"] for points in s["points"])
+    # every grading prompt's first answer was garbage and was asked again; the student never asked it.
+    # A grading already asked in another cell (same text, same round) came from the shared cache: the
+    # gradings the server answered are exactly the new ones (new replies less the 2 x 2 x 2 student turns)
+    assert all(r["model"] == "scripted-gpt" for r in script.requests)
+    new_gradings = sum(c["payload"]["new_replies"] - 8 for c in cells)
+    assert sum(script.seen.values()) - len(script.seen) == new_gradings > 0
+    assert "full_marks" in p.client.metric_keys(runs[0]["id"])
+
+    # the key: nowhere in what the API serves ...
+    served: list[Any] = [p.client.get_experiment(exp["id"]), cells]
+    for run in runs:
+        served += [p.client.get_run(run["id"]), p.client.get_results(run["id"]), p.client.get_logs(run["id"])]
+        assert run["mlflow_run_id"], "the runs are mirrored to MLflow"
+    text = json.dumps(served)
+    assert KEY_ENV in text and KEY not in text
+    # ... nor in any file of the platform (database, logs, artifacts, MLflow's store) or the cache
+    files = [f for root in (p.home, cache) for f in root.rglob("*") if f.is_file()]
+    assert any(f.name == "mlflow.db" for f in files) and any(f.suffix == ".log" for f in files)
+    leaks = [str(f) for f in files if KEY.encode() in f.read_bytes()]
+    assert leaks == []

@@ -1,0 +1,143 @@
+"""The skillmix kind: 422 paths of bad specs, a tiny student graded by the rule-based grader, the cache
+serving a repeated run, an MoE student whose experts per token reach every router (the renormalise flag
+recorded), ept above E failing with the field named, and an endpoint grader whose key comes from the
+environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.skillmix_grader import Script, serve
+from tests.tiny_moe import tiny_moe
+from tests.worker.kinds.sraven_context import MemoryContext
+from worker.kinds.skillmix import run
+from worker.specs import manifest
+from worker.specs.skillmix import SkillmixCell, SkillmixSpec
+from worker.tracking.context import RunError
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
+TINY = {"combinations": 2, "generations": 2, "gradings": 3, "generation": {"max_new_tokens": 6}}
+
+
+def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with pytest.raises(ValidationError) as info:
+        SkillmixSpec.model_validate(spec)
+    return [tuple(e["loc"]) for e in info.value.errors()]
+
+
+ENDPOINT = {"url": "http://127.0.0.1:1/v1", "model": "g", "api_key_env": "GRADER_KEY"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc"),
+    [
+        ({"ept": 0}, ("ept",)),
+        ({"k": 0}, ("k",)),
+        ({"k": 13}, ("k",)),  # the built-in list has 12 skills
+        ({"student": {"name": MIXTRAL}, "ept": 9}, ("ept",)),  # Mixtral has 8 experts
+        ({"ept": 2}, ("ept",)),  # smollm2-135m is dense
+        ({"student": {"endpoint": ENDPOINT}, "ept": 2}, ("ept",)),
+        ({"grader": {"type": "endpoint", "endpoint": {"url": "http://h/v1", "model": "g"}}}, ("grader", "endpoint", "api_key_env")),
+        ({"grader": {"type": "endpoint", "endpoint": {**ENDPOINT, "api_key_env": "sk-abc123"}}}, ("grader", "endpoint", "api_key_env")),
+        ({"grader": {"type": "endpoint"}}, ("grader", "endpoint")),
+        ({"grader": {"endpoint": ENDPOINT}}, ("grader", "endpoint")),
+        ({"generations": 0}, ("generations",)),
+    ],
+)  # fmt: skip
+def test_bad_specs_name_the_field(spec: dict[str, Any], loc: tuple[str, ...]) -> None:
+    assert error_locs(spec) == [loc]
+
+
+def test_empty_spec_is_the_cpu_demo_and_every_example_is_valid() -> None:
+    spec = SkillmixSpec.model_validate({})
+    assert (spec.student.name, spec.ept, spec.k, spec.grader.type) == ("smollm2-135m", None, 2, "rules")
+    assert (spec.generations, spec.gradings, spec.generation.temperature) == (3, 3, 0.7)
+    assert SkillmixSpec.model_validate({"student": {"name": MIXTRAL}, "ept": 8})
+    for example in manifest("skillmix").examples:
+        SkillmixSpec.model_validate(dict(example.spec))
+
+
+def cell_of(ctx: MemoryContext) -> SkillmixCell:
+    (record,) = ctx.results
+    return SkillmixCell.model_validate(record.model_dump())
+
+
+def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path) -> None:
+    spec = SkillmixSpec.model_validate(
+        {"student": {"name": "tiny-llama"}, **TINY, "cache": {"dir": str(tmp_path / "cache")}}
+    )
+    ctx = MemoryContext(out_dir=tmp_path)
+    run(spec, ctx)
+    cell = cell_of(ctx)
+    assert (cell.model, cell.student, cell.grader, cell.k, cell.ept, cell.renormalises) == (
+        "tiny-llama", "hf", "rules", 2, None, None
+    )  # fmt: skip
+    assert cell.total_gradings == 2 * 2 * 3 and cell.failed_gradings == 0
+    asked = 2 * 2 * 2 + 2 * 2 * 3  # two turns per text, three gradings per text
+    assert (cell.cached_replies, cell.new_replies) == (0, asked)
+    assert len(cell.samples) == 2 and all(len(s.points[0]) == 5 for s in cell.samples)
+    assert 0.0 <= cell.skill_fraction.mean <= 1.0 and cell.total_score.stderr is not None
+    assert set(ctx.metrics) >= {"full_marks", "rescaled_score", "failed_gradings"}
+
+    again = MemoryContext(out_dir=tmp_path)
+    run(spec, again)
+    repeat = cell_of(again)
+    assert (repeat.cached_replies, repeat.new_replies) == (asked, 0)
+    assert repeat.samples == cell.samples and repeat.full_marks == cell.full_marks
+
+
+@pytest.mark.parametrize(("model_type", "renormalises"), [("mixtral", True), ("qwen2_moe", False)])
+def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field(
+    tmp_path: Path, model_type: str, renormalises: bool
+) -> None:
+    name = tiny_moe(tmp_path / model_type, model_type)
+    spec = {"student": {"name": name}, **TINY, "combinations": 1, "cache": {"enabled": False}}
+    ctx = MemoryContext(out_dir=tmp_path)
+    run(SkillmixSpec.model_validate({**spec, "ept": 3}), ctx)
+    cell = cell_of(ctx)
+    assert (cell.ept, cell.default_ept, cell.num_experts, cell.routers, cell.renormalises) == (
+        3, 2, 4, 2, renormalises
+    )  # fmt: skip
+    assert ctx.params["derived"]["ept"] == 3
+    default = MemoryContext(out_dir=tmp_path)
+    run(SkillmixSpec.model_validate(spec), default)
+    assert (cell_of(default).ept, cell_of(default).default_ept) == (2, 2)
+    with pytest.raises(RunError, match=r"^ept: 5 cannot be set .*1\.\.4"):
+        run(SkillmixSpec.model_validate({**spec, "ept": 5}), MemoryContext(out_dir=tmp_path))
+
+
+def test_endpoint_grader_reads_its_key_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-kind-test-key-42"
+    script = Script(key=key, garbage_first=1, table_style="bare")
+    with serve(script) as url:
+        spec = SkillmixSpec.model_validate(
+            {
+                "student": {"name": "tiny-llama"},
+                **TINY,
+                "grader": {
+                    "type": "endpoint",
+                    "endpoint": {"url": url, "model": "g", "api_key_env": "SKM_KEY"},
+                },
+                "cache": {"enabled": False},
+            }
+        )
+        monkeypatch.delenv("SKM_KEY", raising=False)
+        with pytest.raises(
+            RunError, match=r"grader\.endpoint\.api_key_env: the environment variable SKM_KEY"
+        ):
+            run(spec, MemoryContext(out_dir=tmp_path))
+        monkeypatch.setenv("SKM_KEY", key)
+        ctx = MemoryContext(out_dir=tmp_path)
+        run(spec, ctx)
+    cell = cell_of(ctx)
+    assert cell.grader == "endpoint:g" and cell.failed_gradings == 0 and cell.total_gradings == 12
+    # each distinct prompt's first answer was garbage and was asked again
+    assert sum(script.seen.values()) == 12 + len(script.seen)
+    assert key not in repr(ctx.params) + repr(ctx.results) + "\n".join(ctx.lines)

@@ -1,0 +1,231 @@
+"""Kind ``skillmix``: one cell (model, ept, k) of paper 004's Table 1 / Figure 6 (section 2.2, appendix
+A.3). The student (an HF causal LM, its experts per token set on every router when ``ept`` is given, or an
+OpenAI-compatible endpoint) writes two turns per (combination, generation); the grader (rules, a local HF
+model or an endpoint) grades each text ``gradings`` times; the six metrics of A.3.1 are posted as one
+``skillmix_cell``. Replies are cached on disk by (model, ept, prompt, seed): a resumed attempt, a retried
+run or a repeated sweep asks only what was never answered. docs/experiments/skillmix.md.
+
+Metrics (step 0): the six metrics' means, ``failed_gradings``, ``cached_replies``, ``new_replies``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from worker.core.data.offline import cache_root
+from worker.core.models import ModelNotFound, load_model
+from worker.core.models.routers import RouterError, find_routers, set_experts_per_token
+from worker.core.skillmix.cache import ReplyCache
+from worker.core.skillmix.chat import ChatModel, Sampling
+from worker.core.skillmix.combinations import sample_combinations
+from worker.core.skillmix.hf_chat import HFChat
+from worker.core.skillmix.metrics import METRICS
+from worker.core.skillmix.pipeline import Engine, Stopped, score_cell
+from worker.core.skillmix.rule_grader import RuleGrader
+from worker.core.skillmix.sentences import count_sentences
+from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
+from worker.endpoints.openai_chat import OpenAIChat
+from worker.specs.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
+from worker.tracking.context import RunContext, RunError
+
+
+def endpoint_model(endpoint: ChatEndpoint, field: str) -> OpenAIChat:
+    """The endpoint with its key from the worker's environment (the key is never logged or recorded)."""
+    key = os.environ.get(endpoint.api_key_env)
+    if not key:
+        raise RunError(
+            f"{field}.api_key_env: the environment variable {endpoint.api_key_env} is not set on this worker"
+        )
+    return OpenAIChat(
+        url=endpoint.url,
+        model=endpoint.model,
+        api_key=key,
+        timeout_s=endpoint.timeout_s,
+        max_retries=endpoint.max_retries,
+        concurrency=endpoint.concurrency,
+    )
+
+
+def hf_model(name: str, dtype: str, seed: int, device: torch.device, field: str) -> Any:
+    try:
+        lm = load_model(name, seed=seed, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    except ModelNotFound as exc:
+        raise RunError(f"{field}: {exc}") from None
+    lm.model.to(device).eval()  # type: ignore[arg-type]
+    return lm
+
+
+def routing(model: torch.nn.Module, ept: int | None, name: str) -> dict[str, Any]:
+    """Set ept on every router (``ept`` given) and describe the routing: ept in effect, the model's
+    default, E, routers reached, whether they renormalise their top-k weights."""
+    routers = find_routers(model)
+    default = sorted({int(getattr(r.module, "top_k")) for r in routers})  # noqa: B009
+    info: dict[str, Any] = {
+        "ept": default[0] if len(default) == 1 else None,
+        "default_ept": default[0] if len(default) == 1 else None,
+        "num_experts": min((r.experts for r in routers if r.experts is not None), default=None),
+        "routers": len(routers) or None,
+        "renormalises": None,
+    }
+    flags = {r.renormalises for r in routers}
+    info["renormalises"] = flags.pop() if len(flags) == 1 else None
+    if ept is None:
+        return info
+    try:
+        report = set_experts_per_token(model, ept)
+    except RouterError as exc:
+        raise RunError(f"ept: {ept} cannot be set on {name}: {exc}") from None
+    info.update(
+        ept=report.top_k, num_experts=report.experts, routers=report.routers, renormalises=report.renormalises
+    )
+    return info
+
+
+def run(spec: SkillmixSpec, ctx: RunContext) -> None:
+    device = torch.device(ctx.device)
+    torch.manual_seed(spec.seed)
+    try:
+        skills = load_skills(spec.data.skills)
+        topics = load_topics(spec.data.topics)
+    except (OSError, SkillListError) as exc:
+        raise RunError(f"data: {exc}") from None
+    if spec.k > len(skills):
+        raise RunError(f"k: {spec.k} is above the {len(skills)} skills of {spec.data.skills or 'the list'}")
+    combinations = sample_combinations(skills, topics, spec.k, spec.combinations, spec.seed)
+
+    s = spec.student
+    student: ChatModel
+    route: dict[str, Any] = {
+        "ept": None, "default_ept": None, "num_experts": None, "routers": None, "renormalises": None
+    }  # fmt: skip
+    if s.endpoint is not None:
+        student, label, student_kind = (
+            endpoint_model(s.endpoint, "student.endpoint"),
+            s.endpoint.model,
+            "endpoint",
+        )
+        student_key: dict[str, Any] = {"model": student.identity, "ept": None}
+    else:
+        lm = hf_model(s.name, s.dtype, spec.seed, device, "student.name")
+        route = routing(lm.model, spec.ept, s.name)
+        student = HFChat(lm.model, lm.tokenizer, s.name, batch_size=s.batch_size)
+        label, student_kind = s.name, "hf"
+        # a random preset's weights depend on the seed; a loaded checkpoint's do not
+        weights = f"seed{spec.seed}" if lm.source == "preset" else lm.source
+        student_key = {"model": student.identity, "weights": weights, "dtype": s.dtype, "ept": route["ept"]}
+
+    g = spec.grader
+    grader: ChatModel
+    if g.type == "endpoint":
+        assert g.endpoint is not None  # the spec refuses type endpoint without one
+        grader = endpoint_model(g.endpoint, "grader.endpoint")
+        grader_label = f"endpoint:{g.endpoint.model}"
+    elif g.type == "local":
+        glm = lm if s.endpoint is None and g.model == s.name and spec.ept is None else None
+        glm = glm or hf_model(g.model, "float32", spec.seed, device, "grader.model")
+        grader, grader_label = (
+            HFChat(glm.model, glm.tokenizer, g.model, batch_size=s.batch_size),
+            f"local:{g.model}",
+        )
+    else:
+        grader, grader_label = RuleGrader(), "rules"
+
+    cache_dir = Path(spec.cache.dir) if spec.cache.dir else cache_root() / "skillmix"
+    cache = ReplyCache(cache_dir if spec.cache.enabled else None)
+    ctx.log_params(
+        {
+            **spec.model_dump(mode="json"),
+            "derived": {**route, "student_identity": student.identity, "grader_identity": grader.identity},
+        }
+    )
+    ctx.log(
+        f"student {label} ({student_kind}, ept {route['ept']}, default {route['default_ept']}, "
+        f"E {route['num_experts']}, renormalises {route['renormalises']}); grader {grader_label}; "
+        f"{len(combinations)} combinations of k={spec.k}"
+    )
+    phases = {"generation turn 1": 0, "generation turn 2": 1, "grading": 2}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        ctx.progress(phases[phase] * 100 + (100 * done // max(total, 1)), 300, f"{phase}: {done}/{total}")
+
+    engine = Engine(
+        student=student,
+        grader=grader,
+        student_key=student_key,
+        generation=Sampling(spec.generation.temperature, spec.generation.max_new_tokens),
+        grading=Sampling(g.temperature, g.max_new_tokens),
+        cache=cache,
+        chunk=s.batch_size,
+        grading_attempts=g.attempts,
+        should_stop=ctx.should_stop,
+        progress=progress,
+    )
+    try:
+        gens = engine.generate(combinations, spec.generations, spec.seed)
+        gradings = engine.grade(gens, spec.gradings, spec.seed)
+    except Stopped as stop:
+        ctx.log(f"stopped during {stop}: the replies so far are cached, a retry resumes from them")
+        return
+    cell = score_cell(gens, gradings, spec.filter_skill_names)
+    for i, gen in enumerate(gens):
+        for grading in gradings[i]:
+            if grading.failure is not None:
+                ctx.log(
+                    f"combination {gen.combination.index} generation {gen.index}: failed grading: {grading.failure}"
+                )
+        if gen.failure is not None:
+            ctx.log(f"combination {gen.combination.index} generation {gen.index}: failed: {gen.failure}")
+    samples = []
+    for c, best in zip(combinations, cell.per_combination, strict=True):
+        rows = [
+            (gen, p) for gen, p in zip(gens, cell.points, strict=True) if gen.combination.index == c.index
+        ]
+        samples.append(
+            {
+                "index": c.index,
+                "skills": c.skill_names,
+                "topic": c.topic,
+                "texts": [gen.text for gen, _ in rows],
+                "points": [p for _, p in rows],
+                "sentences": [count_sentences(gen.text) if gen.text is not None else None for gen, _ in rows],
+                "best": best,
+            }
+        )
+    metrics = {m: {"mean": cell.metrics[m].mean, "stderr": cell.metrics[m].stderr} for m in METRICS}
+    ctx.log_result(
+        SkillmixCell.model_validate(
+            {
+                "model": label,
+                "student": student_kind,
+                "grader": grader_label,
+                "k": spec.k,
+                **route,
+                "combinations": len(combinations),
+                "generations": spec.generations,
+                "gradings": spec.gradings,
+                "filter_skill_names": spec.filter_skill_names,
+                **metrics,
+                "failed_gradings": cell.failed_gradings,
+                "total_gradings": cell.total_gradings,
+                "failed_generations": cell.failed_generations,
+                "cached_replies": cache.hits,
+                "new_replies": cache.misses,
+                "samples": samples,
+            }
+        )
+    )
+    ctx.log_metrics(
+        {
+            **{m: cell.metrics[m].mean for m in METRICS},
+            "failed_gradings": float(cell.failed_gradings),
+            "cached_replies": float(cache.hits),
+            "new_replies": float(cache.misses),
+        },
+        0,
+    )
+    ctx.progress(300, 300, f"done: full marks {cell.metrics['full_marks'].mean:.2f}, "
+                           f"skill fraction {cell.metrics['skill_fraction'].mean:.2f}")  # fmt: skip
