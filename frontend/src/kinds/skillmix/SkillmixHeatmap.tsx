@@ -11,7 +11,8 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
   const best = new Set(table.best[metric].flatMap((rows, x) => rows.map((y) => `${x},${y}`)));
   const values = cells.map((c) => c.value);
   const lo = values.length ? Math.min(...values) : 0;
-  const hi = values.length ? Math.max(...values) : 1;
+  const top = values.length ? Math.max(...values) : 1;
+  const hi = top === lo ? lo + 1 : top; // a flat table still gets a scale
   return {
     animation: false,
     grid: { left: 110, right: 12, top: 10, bottom: 70 },
@@ -20,7 +21,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
     visualMap: {
       dimension: 2,
       min: lo,
-      max: lo === hi ? lo + 1 : hi,
+      max: hi,
       calculable: false,
       orient: 'horizontal',
       left: 'center',
