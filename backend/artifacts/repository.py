@@ -34,6 +34,10 @@ class Escapes(Exception):
     """A path a symbolic link takes outside the run's folder."""
 
 
+class Occupied(Exception):
+    """A path whose folder is a file, or which is itself a folder: no file can be written there."""
+
+
 @dataclass(frozen=True)
 class StoredFile:
     path: str  # relative to the run's folder, '/'-separated
@@ -66,8 +70,13 @@ class Staged:
         self.target = target
         if store.is_local:
             folder = os.path.dirname(target)
-            os.makedirs(folder, exist_ok=True)
             store.check_inside(run_id, folder)
+            if os.path.isdir(target):
+                raise Occupied(target)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):  # a file where a folder of the path would be
+                raise Occupied(target) from None
             fd, self.spool = tempfile.mkstemp(prefix=".upload-", suffix=".tmp", dir=folder)
         else:
             fd, self.spool = tempfile.mkstemp(prefix="reasonlab-upload-", suffix=".tmp")
@@ -85,7 +94,12 @@ class Staged:
             self.file.close()
             if self.store.is_local:
                 self.store.check_inside(self.run_id, self.target)  # no link planted meanwhile
-                os.replace(self.spool, self.target)  # atomic on POSIX: the old file or the new, never half
+                try:
+                    os.replace(
+                        self.spool, self.target
+                    )  # atomic on POSIX: the old file or the new, never half
+                except IsADirectoryError:  # a folder made at the target meanwhile
+                    raise Occupied(self.target) from None
             else:
                 self.store.fs.put_file(self.spool, self.target)  # one put: the object appears complete
         finally:

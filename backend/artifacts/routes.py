@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from backend.artifacts import service
-from backend.artifacts.repository import CHUNK, ArtifactStore, Escapes, store_for
+from backend.artifacts.repository import CHUNK, ArtifactStore, Escapes, Occupied, store_for
 from backend.artifacts.schemas import ArtifactList, ArtifactPublic
 from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep
-from backend.errors import NotFound
+from backend.errors import Conflict, NotFound
 from backend.runs import service as runs
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])
@@ -99,6 +99,10 @@ def _writable(session: Session, principal: Principal, run_id: int, attempt: int)
     _release(session)
 
 
+def _occupied(run_id: int, path: str) -> Conflict:
+    return Conflict(f"run {run_id} has a folder at {path!r}, or a file where one of its folders would be")
+
+
 UPLOAD_BODY: dict[str, Any] = {
     "requestBody": {"required": True, "content": {"application/octet-stream": BINARY}}
 }
@@ -127,6 +131,8 @@ async def upload_artifact(
         staged = await run_in_threadpool(store.stage, run_id, clean)
     except Escapes:
         raise service.escapes(clean) from None
+    except Occupied:
+        raise _occupied(run_id, clean) from None
     try:
         pending = bytearray()
         async for chunk in request.stream():
@@ -139,6 +145,8 @@ async def upload_artifact(
         await run_in_threadpool(staged.commit)
     except Escapes:
         raise service.escapes(clean) from None
+    except Occupied:
+        raise _occupied(run_id, clean) from None
     finally:
         await run_in_threadpool(staged.discard)
     stored = await run_in_threadpool(service.stat, store, run_id, clean)

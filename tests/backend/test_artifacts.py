@@ -210,3 +210,16 @@ def test_clean_path_refuses_what_could_leave_the_folder() -> None:
             service.clean_path(bad)
     with pytest.raises(Invalid):
         service.clean_path("outputs/" + "a" * 256)
+
+
+def test_a_file_used_as_a_folder_is_a_conflict_not_a_server_error(api: Api) -> None:
+    rid = _running_run(api)["id"]
+    assert _put(api, rid, "outputs/a.txt", b"a file").status_code == 200
+    under_file = _put(api, rid, "outputs/a.txt/b.txt", b"x")
+    assert under_file.status_code == 409 and under_file.json()["code"] == "conflict", under_file.text
+    assert _put(api, rid, "outputs", b"x").status_code == 422
+    assert _put(api, rid, "outputs/d/x.txt", b"x").status_code == 200
+    over_folder = _put(api, rid, "outputs/d", b"x")
+    assert over_folder.status_code == 409 and over_folder.json()["code"] == "conflict", over_folder.text
+    got = api.client.get(f"/api/v1/runs/{rid}/artifacts/outputs/a.txt/b.txt", headers=api.h())
+    assert got.status_code == 404
