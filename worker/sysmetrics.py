@@ -57,9 +57,10 @@ class SystemSampler:
         self._nvidia_smi = shutil.which("nvidia-smi")
         self._nvml: Any = None
         self._failed: set[str] = set()
-        # cpu_percent(None) compares with the previous call: prime both so the first sample means something
-        psutil.cpu_percent(None)
-        self._proc.cpu_percent(None)
+        # utilisation between two samples of this sampler: psutil.cpu_percent(None) would compare with any
+        # caller's last call in the process (a library's too), so the machine's is kept here
+        self._cpu_times = psutil.cpu_times()
+        self._proc.cpu_percent(None)  # per Process object: its own baseline
 
     def step(self, now: float | None = None) -> int:
         return max(0, int((time.time() if now is None else now) - self.origin))
@@ -77,8 +78,10 @@ class SystemSampler:
         return out
 
     def _host(self) -> dict[str, float]:
+        now = psutil.cpu_times()
+        before, self._cpu_times = self._cpu_times, now
         return {
-            f"{PREFIX}cpu_percent": float(psutil.cpu_percent(None)),
+            f"{PREFIX}cpu_percent": busy_percent(before, now),
             f"{PREFIX}memory_percent": float(psutil.virtual_memory().percent),
         }
 
@@ -139,6 +142,17 @@ class SystemSampler:
                 check=True,
             ).stdout
         )
+
+
+def busy_percent(before: Any, after: Any) -> float:
+    """The machine's CPU utilisation between two ``psutil.cpu_times()``: the share of the elapsed CPU time
+    (all fields) that was not idle or waiting for I/O, in percent (as psutil.cpu_percent computes it)."""
+    idle = ("idle", "iowait")
+    total = sum(after) - sum(before)
+    if total <= 0:
+        return 0.0
+    busy = total - sum(getattr(after, f, 0.0) - getattr(before, f, 0.0) for f in idle)
+    return max(0.0, min(100.0, 100.0 * busy / total))
 
 
 def parse_nvidia_smi(text: str) -> dict[str, float]:

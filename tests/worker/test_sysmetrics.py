@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import namedtuple
 from pathlib import Path
 
 import psutil
@@ -13,7 +14,7 @@ import psutil
 from common.settings import SharedSettings
 from tests.worker.worker_fake_api import FakeApi
 from worker.executor import execute
-from worker.sysmetrics import SystemSampler, parse_nvidia_smi, step_origin
+from worker.sysmetrics import SystemSampler, busy_percent, parse_nvidia_smi, step_origin
 from worker.tracking import WriterOptions
 
 FAST = WriterOptions(flush_interval=0.05, backoff_initial=0.01, backoff_max=0.05)
@@ -53,6 +54,28 @@ def test_the_step_is_whole_seconds_since_the_run_was_created() -> None:
     assert sampler.step(origin + 59.9) == 59
     assert sampler.step(origin - 5) == 0  # a worker clock behind the API's never logs a negative step
     assert abs(step_origin({}) - time.time()) < 5  # no creation time: now
+
+
+def test_cpu_utilisation_is_the_busy_share_of_the_elapsed_cpu_time() -> None:
+    times = namedtuple("times", "user nice system idle iowait irq softirq steal guest guest_nice")
+    before = times(100, 0, 50, 800, 50, 0, 0, 0, 0, 0)
+    after = times(160, 0, 70, 810, 60, 0, 0, 0, 0, 0)  # 100 s elapsed: 80 busy, 10 idle, 10 iowait
+    assert busy_percent(before, after) == 80.0
+    assert busy_percent(after, after) == 0.0  # no time elapsed
+
+
+def test_a_busy_child_shows_in_the_job_cpu() -> None:
+    sampler = SystemSampler(origin=0.0)
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        sampler.sample()  # the child's baseline
+        time.sleep(1.0)
+        sample = sampler.sample()
+        assert sample["system/process_cpu_percent"] > 20.0, sample  # a spinning core (shared machine)
+        assert sample["system/cpu_percent"] > 0.0, sample
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_nvidia_smi_lines_become_per_gpu_metrics() -> None:
