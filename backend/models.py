@@ -164,6 +164,28 @@ class MetricLatest(Base):
     value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL
 
 
+class MetricRollup(Base):
+    """One block of one series, summarised at ingest: the points with ``step // width == block``, their
+    first and last step, min and max value, count, and the value and time at the last step. Kept for
+    ``width`` in ``ROLLUP_WIDTHS`` (10, 100, 1,000, 10,000 steps), each level recomputed from the finer one
+    in the transaction that writes the points (backend/metrics/repository.py), so a re-sent batch or a
+    resumed run overwrites instead of double-counting. The downsampled query reads these for wide windows:
+    ~1,000 rows instead of a 1,000,000-point scan."""
+
+    __tablename__ = "metric_rollup"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(250), primary_key=True)
+    width: Mapped[int] = mapped_column(Integer, primary_key=True)
+    block: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    s0: Mapped[int] = mapped_column(BigInteger)
+    s1: Mapped[int] = mapped_column(BigInteger)
+    vmin: Mapped[float | None] = mapped_column(Float, nullable=True)  # over the finite values; NULL: none
+    vmax: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n: Mapped[int] = mapped_column(Integer)
+    vlast: Mapped[float | None] = mapped_column(Float, nullable=True)  # the value at s1 (NULL: a gap)
+    tlast: Mapped[datetime] = mapped_column(TS)
+
+
 class Result(Base):
     __tablename__ = "results"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

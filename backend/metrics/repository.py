@@ -1,8 +1,11 @@
 """Metric storage and the downsampling query.
 
 Points are upserted on (run, key, step), so a resumed run or a re-sent batch overwrites instead of
-duplicating. Downsampling is one SQL statement per key: equal step-range buckets with min, max, count
-and the value at the bucket's last step, so a spike survives in ``max`` whatever the zoom.
+duplicating. Downsampling gives equal step-range buckets with min, max, count and the value at the
+bucket's last step, so a spike survives in ``max`` whatever the zoom. A narrow window (fewer than
+``ROLLUP_WIDTHS[0]`` steps a bucket) is one SQL statement over the raw points; a wider one reads the
+roll-ups (``metric_rollup``: per-block min/max/last/count at widths 10 to 10,000 steps, kept at ingest in
+the points' transaction), so any window of a series reads about as many rows as it has buckets.
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import func, select, text
+from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from backend.models import Metric, MetricLatest
+from backend.models import Metric, MetricLatest, MetricRollup
 
 # ``last`` is looked up per bucket through the primary key (a correlated subquery: one index probe per
 # bucket, on Postgres and SQLite alike). A plain join back to ``metric`` let the planner, which cannot
@@ -142,16 +145,17 @@ def upsert_series(
                 for (k, s), (v, t) in points.items()
             ],
         )
+        refresh_rollups(session, run_id, _spans(points))
         return
     rows = [(run_id, k, s, v, _utc(t)) for (k, s), (v, t) in points.items()]
     try:
-        if (
+        if not (
             first_steps is not None
             and not _may_overwrite(session, run_id, first_steps)
             and _append(session, rows)
         ):
-            return
-        _merge(session, rows)
+            _merge(session, rows)
+        refresh_rollups(session, run_id, _spans(points))
     except psycopg.Error as exc:
         # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
         # was deleted meanwhile), 422 (a value Postgres refuses) or 503 (a lost connection), with a reason
@@ -178,11 +182,6 @@ def keys(session: Session, run_id: int) -> list[str]:
     )
 
 
-def extent(session: Session, run_id: int, key: str) -> tuple[int | None, int | None, int]:
-    lo, hi = step_range(session, run_id, key)
-    return lo, hi, count(session, run_id, key) if lo is not None else 0
-
-
 def step_range(session: Session, run_id: int, key: str) -> tuple[int | None, int | None]:
     """The series' first and last step: two primary-key probes (no scan, unlike a count)."""
     row = session.execute(
@@ -192,6 +191,7 @@ def step_range(session: Session, run_id: int, key: str) -> tuple[int | None, int
 
 
 def count(session: Session, run_id: int, key: str) -> int:
+    """The series' number of points by counting them (a scan; ``total`` reads the roll-ups)."""
     return int(
         session.execute(
             select(func.count()).select_from(Metric).where(Metric.run_id == run_id, Metric.key == key)
@@ -199,15 +199,33 @@ def count(session: Session, run_id: int, key: str) -> int:
     )
 
 
+def total(session: Session, run_id: int, key: str) -> int:
+    """The series' number of points: a sum over its coarsest roll-up (100 rows for 1,000,000 points)."""
+    return int(
+        session.execute(
+            select(func.coalesce(func.sum(MetricRollup.n), 0)).where(
+                MetricRollup.run_id == run_id,
+                MetricRollup.key == key,
+                MetricRollup.width == ROLLUP_WIDTHS[-1],
+            )
+        ).scalar_one()
+    )
+
+
 def buckets(
     session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool = False
 ) -> list[tuple[Any, ...]]:
-    """Rows ``(step_start, step_end, min, max, last, count)`` per bucket, ``with_time``: and the time of
-    the bucket's last point (a datetime, or SQLite's text of one)."""
+    """Rows ``(step_start, step_end, min, max, last, count)`` per bucket, at most ``max_points`` of them,
+    ``with_time``: and the time of the bucket's last point (a datetime, or SQLite's text of one).
+
+    Buckets of ``ceil((hi - lo + 1) / max_points)`` steps from ``lo`` over the raw points when that is
+    under ``ROLLUP_WIDTHS[0]``; otherwise from the roll-ups: the widest roll-up width ``w`` not above it,
+    buckets a multiple of ``w`` wide on a grid of multiples of ``w`` (each block falls in one bucket), the
+    window's ragged ends filled from finer widths and at last from the raw points."""
     width = max(1, math.ceil((hi - lo + 1) / max_points))
+    if width >= ROLLUP_WIDTHS[0]:
+        return _buckets_from_rollups(session, run_id, key, lo, hi, max_points, with_time)
     params = {"run_id": run_id, "key": key, "lo": lo, "hi": hi, "width": width}
-    if session.get_bind().dialect.name == "sqlite" and width >= RANGE_WALK_MIN_WIDTH:
-        return _buckets_by_range(session, run_id, key, lo, hi, width, with_time)
     if session.get_bind().dialect.name == "postgresql":
         # The planner cannot estimate the number of buckets (it guesses one per point), so the statement
         # looks expensive enough for JIT compilation, which then costs more than the query itself
@@ -217,34 +235,181 @@ def buckets(
     return [tuple(r) for r in session.execute(_BUCKETS_TIMED if with_time else _BUCKETS, params)]
 
 
-# Below this bucket width (a deep zoom: few points per bucket) one GROUP BY statement beats a statement
-# per bucket on SQLite (1M-point series: width 1000: 246 vs 508 ms; width 100: 35 vs 51; width 10: 12 vs 7).
-RANGE_WALK_MIN_WIDTH = 32
-_RANGE_AGG = (
-    "SELECT MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*) FROM metric "
-    "WHERE run_id = ? AND key = ? AND step >= ? AND step <= ?"
+# -- roll-ups ------------------------------------------------------------------------------------------
+
+# Block widths in steps, each a multiple of the one before (a block lies inside one block of every coarser
+# width). A factor of 10 between them bounds a query's reads at ~10x its buckets: a window whose buckets
+# are just under a width wide reads the width below.
+ROLLUP_WIDTHS = (10, 100, 1000, 10000)
+
+_ROLLUP_COLUMNS = "(run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast)"
+_ROLLUP_UPSERT = """
+    ON CONFLICT (run_id, key, width, block) DO UPDATE SET s0 = excluded.s0, s1 = excluded.s1,
+        vmin = excluded.vmin, vmax = excluded.vmax, n = excluded.n, vlast = excluded.vlast, tlast = excluded.tlast
+"""
+# The finest width from the points of whole blocks; ``last`` through a join restricted to the same range
+# (a join on the bare key let Postgres hash the whole series, see _BUCKETS_SQL).
+_ROLLUP_FROM_POINTS = (
+    f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
+    + """
+    SELECT a.run_id, a.key, {w}, a.blk, a.s0, a.s1, a.vmin, a.vmax, a.n, m.value, m.time
+    FROM (
+        SELECT run_id, key, step / {w} AS blk, MIN(step) AS s0, MAX(step) AS s1,
+            MIN(value) AS vmin, MAX(value) AS vmax, COUNT(*) AS n
+        FROM metric WHERE run_id = :run_id AND key IN :keys AND step >= :lo AND step <= :hi
+        GROUP BY run_id, key, step / {w}
+    ) a
+    JOIN metric m ON m.run_id = :run_id AND m.key IN :keys AND m.step >= :lo AND m.step <= :hi
+        AND m.key = a.key AND m.step = a.s1
+    WHERE true
+    """
+    + _ROLLUP_UPSERT
 )
-_VALUE_AT = "SELECT value, time FROM metric WHERE run_id = ? AND key = ? AND step = ?"
+# A coarser width from the blocks of the width below (``r`` of them a block); ``last`` is the last child's.
+_ROLLUP_FROM_FINER = (
+    f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
+    + """
+    SELECT a.run_id, a.key, {w}, a.blk, a.s0, a.s1, a.vmin, a.vmax, a.n, c.vlast, c.tlast
+    FROM (
+        SELECT run_id, key, block / {r} AS blk, MIN(s0) AS s0, MAX(s1) AS s1,
+            MIN(vmin) AS vmin, MAX(vmax) AS vmax, SUM(n) AS n, MAX(block) AS child
+        FROM metric_rollup
+        WHERE run_id = :run_id AND key IN :keys AND width = {c} AND block >= :lo AND block <= :hi
+        GROUP BY run_id, key, block / {r}
+    ) a
+    JOIN metric_rollup c ON c.run_id = :run_id AND c.key IN :keys AND c.width = {c}
+        AND c.block >= :lo AND c.block <= :hi AND c.key = a.key AND c.block = a.child
+    WHERE true
+    """
+    + _ROLLUP_UPSERT
+)
 
 
-def _buckets_by_range(
-    session: Session, run_id: int, key: str, lo: int, hi: int, width: int, with_time: bool = False
+def _rollup_statement(width: int) -> Any:
+    if width == ROLLUP_WIDTHS[0]:
+        sql = _ROLLUP_FROM_POINTS.format(w=width)
+    else:
+        finer = ROLLUP_WIDTHS[ROLLUP_WIDTHS.index(width) - 1]
+        sql = _ROLLUP_FROM_FINER.format(w=width, c=finer, r=width // finer)
+    return text(sql).bindparams(bindparam("keys", expanding=True))
+
+
+_ROLLUP_STATEMENTS = {w: _rollup_statement(w) for w in ROLLUP_WIDTHS}
+# keys per statement (each bound twice)
+_ROLLUP_KEYS_CHUNK = 500
+# a lock on the run's roll-ups (pg_advisory_xact_lock(class, run id)): see refresh_rollups
+_ROLLUP_LOCK_CLASS = 0x524C
+
+
+def _spans(points: Mapping[tuple[str, int], Any]) -> dict[str, tuple[int, int]]:
+    """``{key: (first step, last step)}`` of a batch."""
+    spans: dict[str, tuple[int, int]] = {}
+    for key, step in points:
+        span = spans.get(key)
+        spans[key] = (step, step) if span is None else (min(span[0], step), max(span[1], step))
+    return spans
+
+
+def refresh_rollups(session: Session, run_id: int, spans: Mapping[str, tuple[int, int]]) -> None:
+    """Recompute the roll-up blocks over ``{key: (first step, last step)}`` of points just written.
+
+    Each touched block is recomputed, not incremented: the finest width from the points (a partly filled
+    block re-reads at most ``ROLLUP_WIDTHS[0] - 1`` older points), each coarser width from the ten blocks
+    below it. So a re-sent batch, a resumed run rewriting its steps, or a batch overwriting a few points
+    leaves the roll-ups equal to a recomputation from the points, never double-counted. Keys with the same
+    span (a training loop's keys, logged at the same steps) share a statement per width.
+
+    On Postgres two transactions writing into one run could each recompute a block before the other's
+    points are visible and the later upsert would keep a stale block; a transaction-scoped advisory lock on
+    the run makes the recomputations take turns, and a later one (a new statement under READ COMMITTED)
+    sees the earlier one's committed points. Only this step waits: the points still go in concurrently.
+    SQLite serialises writers anyway."""
+    if not spans:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:cls, :run_id)"), {"cls": _ROLLUP_LOCK_CLASS, "run_id": run_id}
+        )
+    groups: dict[tuple[int, int], list[str]] = {}
+    for key, span in spans.items():
+        groups.setdefault(span, []).append(key)
+    for (first, last), group in groups.items():
+        group.sort()
+        for i in range(0, len(group), _ROLLUP_KEYS_CHUNK):
+            chunk = group[i : i + _ROLLUP_KEYS_CHUNK]
+            for j, width in enumerate(ROLLUP_WIDTHS):
+                if j == 0:  # steps of the touched blocks
+                    lo, hi = first // width * width, last // width * width + width - 1
+                else:  # blocks of the width below inside the touched blocks
+                    r = width // ROLLUP_WIDTHS[j - 1]
+                    lo, hi = first // width * r, last // width * r + r - 1
+                session.execute(
+                    _ROLLUP_STATEMENTS[width], {"run_id": run_id, "keys": chunk, "lo": lo, "hi": hi}
+                )
+
+
+_RAW_POINTS = (
+    "SELECT step, step, value, value, value, 1, time FROM metric "
+    "WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
+)
+_ROLLUP_BLOCKS = (
+    "SELECT s0, s1, vmin, vmax, vlast, n, tlast FROM metric_rollup "
+    "WHERE run_id = :run_id AND key = :key AND width = :width AND block >= :lo AND block <= :hi ORDER BY block"
+)
+
+
+def _cover(
+    session: Session, run_id: int, key: str, lo: int, hi: int, level: int, out: list[tuple[Any, ...]]
+) -> None:
+    """Append to ``out`` pieces ``(s0, s1, min, max, last, n, time)`` covering steps ``lo..hi`` exactly:
+    the whole blocks of ``ROLLUP_WIDTHS[level]`` inside it, the ends by finer widths, then raw points."""
+    if lo > hi:
+        return
+    if level < 0:
+        out.extend(
+            tuple(r)
+            for r in session.execute(text(_RAW_POINTS), {"run_id": run_id, "key": key, "lo": lo, "hi": hi})
+        )
+        return
+    w = ROLLUP_WIDTHS[level]
+    first, last = -(-lo // w), (hi + 1) // w - 1  # whole blocks inside lo..hi
+    if first > last:
+        _cover(session, run_id, key, lo, hi, level - 1, out)
+        return
+    _cover(session, run_id, key, lo, first * w - 1, level - 1, out)
+    params = {"run_id": run_id, "key": key, "width": w, "lo": first, "hi": last}
+    out.extend(tuple(r) for r in session.execute(text(_ROLLUP_BLOCKS), params))
+    _cover(session, run_id, key, (last + 1) * w, hi, level - 1, out)
+
+
+def _buckets_from_rollups(
+    session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool
 ) -> list[tuple[Any, ...]]:
-    """SQLite: one indexed range aggregate per bucket. SQLite sorts a GROUP BY over a computed bucket
-    in a temporary B-tree (it cannot see that the bucket grows with the step), which costs as much as the
-    scan itself; walking the primary-key index bucket by bucket needs no sort (2x faster at 1,000,000
-    points). Same buckets as the single statement: [lo + i*width, lo + (i+1)*width - 1]."""
-    cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
-    out: list[tuple[Any, ...]] = []
-    start = lo
-    while start <= hi:
-        end = min(start + width - 1, hi)
-        s0, s1, vmin, vmax, n = cursor.execute(_RANGE_AGG, (run_id, key, start, end)).fetchone()
-        if n:
-            vlast, tlast = cursor.execute(_VALUE_AT, (run_id, key, s1)).fetchone()
-            out.append((s0, s1, vmin, vmax, vlast, n, tlast) if with_time else (s0, s1, vmin, vmax, vlast, n))
-        start += width
-    return out
+    width = max(1, math.ceil((hi - lo + 1) / max_points))
+    level = max(i for i, w in enumerate(ROLLUP_WIDTHS) if w <= width)
+    w = ROLLUP_WIDTHS[level]
+    base = lo // w * w
+    # a multiple of w, wide enough that the grid from base holds lo..hi in max_points buckets
+    bucket = w * math.ceil(math.ceil((hi - base + 1) / max_points) / w)
+    pieces: list[tuple[Any, ...]] = []
+    _cover(session, run_id, key, lo, hi, level, pieces)
+    merged: dict[int, list[Any]] = {}
+    for s0, s1, vmin, vmax, vlast, n, tlast in pieces:
+        i = (s0 - base) // bucket
+        b = merged.get(i)
+        if b is None:
+            merged[i] = [s0, s1, vmin, vmax, vlast, n, tlast]
+            continue
+        b[0] = min(b[0], s0)
+        if vmin is not None and (b[2] is None or vmin < b[2]):
+            b[2] = vmin
+        if vmax is not None and (b[3] is None or vmax > b[3]):
+            b[3] = vmax
+        if s1 > b[1]:
+            b[1], b[4], b[6] = s1, vlast, tlast
+        b[5] += n
+    rows = [merged[i] for i in sorted(merged)]
+    return [tuple(r) if with_time else tuple(r[:6]) for r in rows]
 
 
 # -- each series' latest point (the run's summary) ---------------------------------------------------

@@ -83,9 +83,9 @@ def query(
         lo = max(smin, step_min) if step_min is not None else smin
         hi = min(smax, step_max) if step_max is not None else smax
         rows = repository.buckets(session, run.id, key, lo, hi, max_points, with_time) if lo <= hi else []
-        # buckets over the whole series already counted every point; a zoom needs its own count
+        # buckets over the whole series already counted every point; a zoom sums the coarsest roll-up
         whole = lo == smin and hi == smax
-        total = sum(int(r[5]) for r in rows) if whole else repository.count(session, run.id, key)
+        total = sum(int(r[5]) for r in rows) if whole else repository.total(session, run.id, key)
         out[key] = Series(
             total_points=total,
             step_min=smin,
