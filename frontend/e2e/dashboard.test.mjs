@@ -25,7 +25,7 @@ async function logout() {
 
 describe('dashboard', { timeout: 600_000 }, () => {
   before(async () => {
-    platform = await startPlatform();
+    platform = await startPlatform({ mlflowUi: true });
     browser = await launchBrowser();
     page = await browser.context.newPage();
     page.on('pageerror', (e) => console.error('page error:', e.message));
@@ -138,6 +138,94 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByRole('tab', { name: 'Logs' }).click();
     await page.waitForTimeout(500);
     await screenshot(page, '07c-run-logs');
+    state.liveRunId = runId;
+  });
+
+  it('groups the run page metrics by prefix, searches keys, and sets each chart to log, smoothed, over time', async () => {
+    const runId = state.liveRunId;
+    // the keys of an SMoE run beside the diagnostic's own: a section per prefix, each key once
+    const t0 = Date.now() - 60_000;
+    const points = [];
+    for (let step = 1; step <= 40; step++) {
+      const time = new Date(t0 + step * 1000).toISOString();
+      for (let e = 0; e < 4; e++) points.push({ key: `moe/load/e${e}`, step, value: 0.25 + 0.01 * Math.sin(step + e), time });
+      points.push({ key: 'moe/entropy', step, value: 1.3 - step / 100, time });
+    }
+    await platform.api(`/runs/${runId}/metrics`, { method: 'POST', body: { points } });
+    const keys = await platform.api(`/runs/${runId}/metric-keys`);
+    // the worker sampled the run's CPU and memory at its heartbeats
+    assert.ok(keys.includes('system/cpu_percent') && keys.includes('system/process_memory_mb'), keys.join(', '));
+    await page.goto(`${platform.url}/runs/${runId}`);
+    try {
+      for (const name of ['general', 'moe', 'system']) await page.getByTestId(`metric-section-${name}`).waitFor();
+    } catch (e) {
+      await screenshot(page, '07d-run-metric-sections-missing');
+      throw new Error(`${e.message}\n${await page.locator('main').innerText().catch(() => '')}`);
+    }
+    const sections = await page.locator('[data-testid^="metric-section-"][data-open]').evaluateAll((els) => els.map((e) => e.dataset.testid));
+    assert.equal(sections.at(-1), 'metric-section-system', `system last: ${sections}`);
+    const panels = page.locator('[data-testid^="metric-panel-"]');
+    await page.getByTestId('metric-chart-system/cpu_percent').waitFor();
+    assert.equal(await panels.count(), new Set(keys).size, 'one panel per key');
+    await page.getByTestId('metric-chart-moe/load/e3').waitFor();
+    await screenshot(page, '07d-run-metric-sections');
+
+    // collapse and reopen a section
+    await page.getByTestId('metric-section-toggle-moe').click();
+    await page.getByTestId('metric-panel-moe/load/e0').waitFor({ state: 'detached' });
+    await page.getByTestId('metric-section-toggle-moe').click();
+    await page.getByTestId('metric-panel-moe/load/e0').waitFor();
+
+    // search: every term must occur in the key
+    await page.getByTestId('metric-search').fill('load e1');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid^="metric-panel-"]').length === 1);
+    await page.getByTestId('metric-panel-moe/load/e1').waitFor();
+    await page.getByTestId('metric-search').fill('');
+    await page.getByTestId('metric-panel-loss').waitFor();
+
+    // one chart's options: log scale, smoothing, x axis; the other charts keep theirs
+    const loss = page.getByTestId('metric-chart-loss');
+    await page.getByTestId('chart-options-loss').click();
+    const panel = page.getByTestId('chart-options-panel-loss');
+    await panel.getByRole('switch', { name: 'Log scale' }).check();
+    await page.locator('[data-testid="metric-chart-loss"][data-y-scale="log"]').waitFor();
+    await panel.getByRole('slider', { name: 'smoothing' }).focus();
+    for (let i = 0; i < 60; i++) await page.keyboard.press('ArrowRight');
+    assert.ok(Number(await loss.getAttribute('data-smoothing')) >= 0.5);
+    await panel.getByText('Relative', { exact: true }).click();
+    await page.locator('[data-testid="metric-chart-loss"][data-x-axis="relative"]').waitFor();
+    assert.ok(Number(await page.getByTestId('metric-chart-loss').getAttribute('data-points')) > 0);
+    await page.waitForTimeout(300);
+    await screenshot(page, '07e-run-chart-options');
+    await panel.getByText('Wall time', { exact: true }).click();
+    await page.locator('[data-testid="metric-chart-loss"][data-x-axis="time"]').waitFor();
+    assert.equal(await page.getByTestId('metric-chart-moe/entropy').getAttribute('data-x-axis'), 'step'); // the other charts keep theirs
+    await page.getByTestId('chart-options-loss').click(); // hides the options, keeps them
+    await page.getByTestId('chart-options-panel-loss').waitFor({ state: 'detached' });
+    assert.equal(await page.getByTestId('metric-chart-loss').getAttribute('data-x-axis'), 'time');
+  });
+
+  it("opens the run in MLflow's UI that reasonlab up serves, and hides the link where there is none", async () => {
+    const server = await platform.api('/server');
+    assert.match(server.mlflow_ui_url ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);
+    const run = await platform.api(`/runs/${state.liveRunId}`);
+    assert.ok(run.mlflow_run_id, 'the worker mirrored the run to MLflow');
+    await page.goto(`${platform.url}/runs/${run.id}`);
+    const link = page.getByTestId('open-in-mlflow');
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), `${server.mlflow_ui_url}/#/runs/${run.mlflow_run_id}`);
+    // the link's target answers: MLflow's UI page, and its API knows the run
+    const ui = await page.request.get(server.mlflow_ui_url);
+    assert.equal(ui.status(), 200);
+    const known = await page.request.get(`${server.mlflow_ui_url}/api/2.0/mlflow/runs/get?run_id=${run.mlflow_run_id}`);
+    assert.equal(known.status(), 200);
+    // an API that names no MLflow UI (reasonlab up --no-mlflow-ui, reasonlab api on a sqlite store)
+    await page.route('**/api/v1/server', (route) => route.fulfill({ json: { version: server.version, mlflow_ui_url: null } }));
+    await page.reload();
+    await page.getByTestId('run-experiment').waitFor();
+    await page.getByTestId('metric-section-general').waitFor();
+    assert.equal(await page.getByTestId('open-in-mlflow').count(), 0);
+    await page.unroute('**/api/v1/server');
   });
 
   it('shows the error and traceback of a failed run, and retries it', async () => {

@@ -34,15 +34,28 @@ export function useMetricKeys(runId: number, live: boolean) {
  * Downsampled series of some keys of a run, over the whole run or a zoomed step range. `version` (the
  * latest step the event stream reported) makes a live run's chart refetch as points arrive.
  */
-export function useMetrics(runId: number, keys: readonly string[], range: StepRange | null = null, version = 0, maxPoints = CHART_MAX_POINTS) {
+export function useMetrics(
+  runId: number,
+  keys: readonly string[],
+  range: StepRange | null = null,
+  version = 0,
+  maxPoints = CHART_MAX_POINTS,
+  withTime = false,
+) {
   return useQuery({
-    queryKey: ['runs', runId, 'metrics', [...keys].sort().join(','), range?.min ?? null, range?.max ?? null, maxPoints, version],
+    queryKey: ['runs', runId, 'metrics', [...keys].sort().join(','), range?.min ?? null, range?.max ?? null, maxPoints, version, withTime],
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/runs/{run_id}/metrics', {
           params: {
             path: { run_id: runId },
-            query: { keys: keys.join(','), max_points: maxPoints, ...(range ? { step_min: range.min, step_max: range.max } : {}) },
+            query: {
+              keys: keys.join(','),
+              max_points: maxPoints,
+              ...(range ? { step_min: range.min, step_max: range.max } : {}),
+              // each bucket's time, for a chart over wall-clock or relative time
+              ...(withTime ? { with_time: true } : {}),
+            },
           },
         }),
       ),
@@ -77,11 +90,26 @@ export interface MetricView {
  * (`latestStep`), plus finer buckets of the zoomed steps once a zoom gesture rests ZOOM_DEBOUNCE_MS.
  * `view` is null when the run has no point of the key yet.
  */
-export function useZoomableMetric(runId: number, metricKey: string, latestStep = -1) {
+export function useZoomableMetric(
+  runId: number,
+  metricKey: string,
+  latestStep = -1,
+  {
+    withTime = false,
+    toRange,
+  }: {
+    /** fetch each bucket's time (a chart over time) */
+    withTime?: boolean;
+    /** the step range a zoom selects when the x axis is not the step (default: linear in steps) */
+    toRange?: (zoom: Zoom) => StepRange | null;
+  } = {},
+) {
   const [zoom, setZoom] = useState<Zoom>({ start: 0, end: 100 });
   const [range, setRange] = useState<StepRange | null>(null);
   const [version, setVersion] = useState(0);
-  const overview = useMetrics(runId, [metricKey], null, version);
+  const toRangeRef = useRef(toRange);
+  toRangeRef.current = toRange;
+  const overview = useMetrics(runId, [metricKey], null, version, CHART_MAX_POINTS, withTime);
   const drawnMax = overview.data?.series[metricKey]?.step_max ?? -1;
   const behind = !overview.isPending && !overview.isFetching && latestStep > drawnMax;
   const latestRef = useRef(latestStep);
@@ -92,7 +120,7 @@ export function useZoomableMetric(runId: number, metricKey: string, latestStep =
     const t = setTimeout(() => setVersion(latestRef.current), LIVE_REFRESH_MS);
     return () => clearTimeout(t);
   }, [behind]);
-  const fine = useMetrics(runId, range ? [metricKey] : [], range);
+  const fine = useMetrics(runId, range ? [metricKey] : [], range, 0, CHART_MAX_POINTS, withTime);
   const series = overview.data?.series[metricKey];
   const fullMin = series?.step_min ?? null;
   const fullMax = series?.step_max ?? null;
@@ -103,7 +131,10 @@ export function useZoomableMetric(runId: number, metricKey: string, latestStep =
     return range && zoomed ? mergeZoomed(base, zoomed, range) : base;
   }, [series, zoomed, range]);
 
-  const requestRange = useDebouncedCallback((z: Zoom) => setRange(full ? zoomToStepRange(full, z.start, z.end) : null), ZOOM_DEBOUNCE_MS);
+  const requestRange = useDebouncedCallback(
+    (z: Zoom) => setRange(toRangeRef.current ? toRangeRef.current(z) : full ? zoomToStepRange(full, z.start, z.end) : null),
+    ZOOM_DEBOUNCE_MS,
+  );
   const onZoom = useMemo(
     () => (z: Zoom) => {
       setZoom(z);

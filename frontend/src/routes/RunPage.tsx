@@ -1,6 +1,6 @@
 // One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
-import { Alert, Anchor, Button, Code, Grid, Group, Paper, Progress, SimpleGrid, Stack, Tabs, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Code, Grid, Group, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useEffect, useRef } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Run } from '../api/types';
@@ -13,7 +13,7 @@ import { ResultView } from '../components/results/ResultView';
 import { Comments } from '../components/review/Comments';
 import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
-import { RunMetricChart } from '../components/runs/RunMetricChart';
+import { MetricPanels } from '../components/runs/MetricPanels';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
@@ -24,9 +24,9 @@ import { canRetry, isFinished } from '../lib/runStatus';
 import { durationSeconds } from '../lib/runsTable';
 import { cancelNote, progressNote } from '../lib/runNotes';
 import { useExperimentName } from '../hooks/experiments';
+import { useServerConfig } from '../hooks/server';
+import { mlflowRunUrl } from '../lib/mlflowLink';
 
-/** Where MLflow's UI is; the embedded mode's `mlflow ui` default unless the build says otherwise. */
-export const MLFLOW_UI = (import.meta.env.VITE_MLFLOW_URL as string | undefined) ?? 'http://127.0.0.1:5000';
 
 function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const p = live.progress ?? run.progress;
@@ -80,6 +80,8 @@ function RunView({ run }: { run: Run }) {
   const duration = durationSeconds(run);
   const experiment = useExperimentName(run.experiment_id);
   const cancelled = cancelNote(run);
+  // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
+  const mlflowUrl = mlflowRunUrl(useServerConfig().data?.mlflow_ui_url, run.mlflow_run_id);
 
   return (
     <Stack>
@@ -101,8 +103,8 @@ function RunView({ run }: { run: Run }) {
           <Tags target={{ type: 'run', id: run.id }} tags={run.tags} canWrite={canWrite} />
         </Stack>
         <Group>
-          {run.mlflow_run_id && (
-            <Button component="a" href={`${MLFLOW_UI}/#/runs/${run.mlflow_run_id}`} target="_blank" rel="noreferrer" variant="default">
+          {mlflowUrl && (
+            <Button component="a" href={mlflowUrl} target="_blank" rel="noreferrer" variant="default" data-testid="open-in-mlflow">
               Open in MLflow
             </Button>
           )}
@@ -144,13 +146,7 @@ function RunView({ run }: { run: Run }) {
               keys.data!.length === 0 ? (
                 <Text c="dimmed">No metrics yet.</Text>
               ) : (
-                <SimpleGrid cols={{ base: 1, lg: keys.data!.length > 1 ? 2 : 1 }}>
-                  {keys.data!.map((k) => (
-                    <Paper key={k} withBorder p="xs">
-                      <RunMetricChart runId={run.id} metricKey={k} latestStep={live.steps[k] ?? -1} />
-                    </Paper>
-                  ))}
-                </SimpleGrid>
+                <MetricPanels runId={run.id} keys={keys.data!} steps={live.steps} startedAt={run.started_at} />
               )
             }
           </QueryState>

@@ -3,7 +3,8 @@
 import { Group, Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import type { MetricView, Zoom } from '../../hooks/metrics';
-import { bucketsToSeries, type Bucket, type StepRange } from '../../lib/buckets';
+import { type Bucket, type StepRange } from '../../lib/buckets';
+import { DEFAULT_CHART_OPTIONS, formatSeconds, shapeSeries, type ChartOptions } from '../../lib/metricPanels';
 import { formatValue } from '../../lib/dotted';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
@@ -17,8 +18,25 @@ interface ZoomEvent {
   batch?: { start?: number; end?: number }[];
 }
 
-export function bandOption(key: string, buckets: readonly Bucket[], full: StepRange | null, zoom: Zoom): EChartsOption {
-  const s = bucketsToSeries(buckets);
+export function bandOption(
+  key: string,
+  buckets: readonly Bucket[],
+  full: StepRange | null,
+  zoom: Zoom,
+  options: ChartOptions = DEFAULT_CHART_OPTIONS,
+  originMs: number | null = null,
+): EChartsOption {
+  const s = shapeSeries(buckets, options, originMs);
+  const smoothed = options.smoothing > 0;
+  const xAxis =
+    options.xAxis === 'step'
+      ? { type: 'value', name: 'step', nameLocation: 'middle', nameGap: 24, min: full?.min, max: full?.max, scale: true }
+      : options.xAxis === 'time'
+        ? { type: 'time', name: 'time', nameLocation: 'middle', nameGap: 24, scale: true }
+        : {
+            type: 'value', name: 'time since start', nameLocation: 'middle', nameGap: 24, scale: true,
+            axisLabel: { formatter: (v: number) => formatSeconds(v) },
+          };
   return {
     animation: false,
     grid: { left: 56, right: 16, top: 28, bottom: 56 },
@@ -27,8 +45,8 @@ export function bandOption(key: string, buckets: readonly Bucket[], full: StepRa
       trigger: 'axis',
       valueFormatter: (v: unknown) => formatValue(v),
     },
-    xAxis: { type: 'value', name: 'step', nameLocation: 'middle', nameGap: 24, min: full?.min, max: full?.max, scale: true },
-    yAxis: { type: 'value', scale: true },
+    xAxis,
+    yAxis: options.logScale ? { type: 'log', scale: true } : { type: 'value', scale: true },
     dataZoom: [
       { type: 'inside', xAxisIndex: 0, filterMode: 'none', start: zoom.start, end: zoom.end },
       { type: 'slider', xAxisIndex: 0, filterMode: 'none', height: 18, bottom: 4, start: zoom.start, end: zoom.end },
@@ -39,8 +57,13 @@ export function bandOption(key: string, buckets: readonly Bucket[], full: StepRa
         name: 'max − min', type: 'line', data: s.hasBand ? s.width : [], stack: 'band', symbol: 'none', lineStyle: { opacity: 0 },
         areaStyle: { color: 'rgba(34, 139, 230, 0.18)' }, silent: true, tooltip: { show: false },
       },
+      // smoothing: the raw values stay visible, faint, under the smoothed line
       {
-        name: key, type: 'line', data: s.line, lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
+        name: 'raw', type: 'line', data: s.raw, symbol: 'none', lineStyle: { width: 1, color: '#1c7ed6', opacity: 0.3 },
+        silent: true, tooltip: { show: false },
+      },
+      {
+        name: smoothed ? `${key} (smoothed)` : key, type: 'line', data: s.line, lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
         // few points: show them; many: a plain line
         symbol: s.line.length <= FEW_POINTS ? 'circle' : 'none', symbolSize: 4,
       },
@@ -54,11 +77,18 @@ interface Props {
   /** a zoom gesture (wheel, drag, slider) moved the window */
   onZoom: (zoom: Zoom) => void;
   height?: number;
+  /** log scale, smoothing, x axis (lib/metricPanels.ts) */
+  options?: ChartOptions;
+  /** relative time's origin (ms since the epoch) */
+  originMs?: number | null;
 }
 
-function MetricChartImpl({ metricKey, view, onZoom, height = 280 }: Props) {
+function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFAULT_CHART_OPTIONS, originMs = null }: Props) {
   const { series, buckets, full, zoom, range } = view;
-  const option = useMemo(() => bandOption(metricKey, buckets, full, zoom), [metricKey, buckets, full, zoom]);
+  const option = useMemo(
+    () => bandOption(metricKey, buckets, full, zoom, options, originMs),
+    [metricKey, buckets, full, zoom, options, originMs],
+  );
   const on = useMemo(
     () => ({
       datazoom: (p: unknown) => {
@@ -88,8 +118,19 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280 }: Props) {
       data-buckets={buckets.length}
       data-range={range ? `${range.min}-${range.max}` : ''}
       data-refined={view.refined ? 'true' : 'false'}
+      data-x-axis={options.xAxis}
+      data-y-scale={options.logScale ? 'log' : 'linear'}
+      data-smoothing={options.smoothing}
     >
-      <EChart option={option} on={on} height={height} notMerge={false} ariaLabel={`${metricKey} over steps`} />
+      {/* an axis type change (value -> time -> log) is a new chart option, not a merge into the old one */}
+      <EChart
+        key={`${options.xAxis}-${options.logScale}`}
+        option={option}
+        on={on}
+        height={height}
+        notMerge={false}
+        ariaLabel={`${metricKey} over ${options.xAxis === 'step' ? 'steps' : 'time'}`}
+      />
       <Group gap="xs" justify="flex-end">
         <Text size="xs" c="dimmed">
           {series.total_points.toLocaleString()} points

@@ -1,0 +1,73 @@
+// A chart's options, opened by a small button in its corner and shown inline above the chart: log
+// scale, smoothing (EMA weight), x axis (step, wall time, time since the run started).
+import { ActionIcon, Group, SegmentedControl, Slider, Switch, Text } from '@mantine/core';
+import { MAX_SMOOTHING, type ChartOptions, type XAxisMode } from '../../lib/metricPanels';
+
+const X_AXES: { value: XAxisMode; label: string }[] = [
+  { value: 'step', label: 'Step' },
+  { value: 'time', label: 'Wall time' },
+  { value: 'relative', label: 'Relative' },
+];
+
+export function isDefault(options: ChartOptions): boolean {
+  return !options.logScale && options.smoothing === 0 && options.xAxis === 'step';
+}
+
+/** The corner button that shows or hides a chart's options. */
+export function ChartOptionsButton({ metricKey, open, changed, onToggle }: { metricKey: string; open: boolean; changed: boolean; onToggle: () => void }) {
+  return (
+    <ActionIcon
+      variant={open || changed ? 'light' : 'subtle'}
+      size="sm"
+      onClick={onToggle}
+      aria-label={`chart options of ${metricKey}`}
+      aria-expanded={open}
+      data-testid={`chart-options-${metricKey}`}
+    >
+      {/* three sliders: the options are settings */}
+      <svg width="14" height="14" viewBox="0 0 16 16" fill="none" stroke="currentColor" strokeWidth="1.6" aria-hidden>
+        <path d="M2 4h12M2 8h12M2 12h12" />
+        <circle cx="5" cy="4" r="1.6" fill="white" />
+        <circle cx="11" cy="8" r="1.6" fill="white" />
+        <circle cx="7" cy="12" r="1.6" fill="white" />
+      </svg>
+    </ActionIcon>
+  );
+}
+
+/** The options row itself. */
+export function ChartOptionsBar({ metricKey, options, onChange }: { metricKey: string; options: ChartOptions; onChange: (options: ChartOptions) => void }) {
+  return (
+    <Group gap="md" wrap="wrap" pr={32} pb={4} data-testid={`chart-options-panel-${metricKey}`}>
+      <Switch
+        size="xs"
+        label="Log scale"
+        checked={options.logScale}
+        onChange={(e) => onChange({ ...options, logScale: e.currentTarget.checked })}
+        data-testid="option-log-scale"
+      />
+      <Group gap={6} wrap="nowrap">
+        <Text size="xs">Smoothing {options.smoothing.toFixed(2)}</Text>
+        <Slider
+          w={110}
+          size="xs"
+          min={0}
+          max={MAX_SMOOTHING}
+          step={0.01}
+          value={options.smoothing}
+          onChange={(smoothing) => onChange({ ...options, smoothing })}
+          label={(v) => v.toFixed(2)}
+          thumbLabel="smoothing"
+          data-testid="option-smoothing"
+        />
+      </Group>
+      <SegmentedControl
+        size="xs"
+        data={X_AXES}
+        value={options.xAxis}
+        onChange={(v) => onChange({ ...options, xAxis: v as XAxisMode })}
+        data-testid="option-x-axis"
+      />
+    </Group>
+  );
+}

@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import type { Bucket } from './buckets';
+import {
+  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, relativeOrigin, sectionOf, shapeSeries,
+  zoomToStepRangeByX,
+} from './metricPanels';
+
+const b = (step: number, last: number | null, extra: Partial<Bucket> = {}): Bucket => ({
+  step_start: step, step_end: step, min: last, max: last, last, count: 1, time: null, ...extra,
+});
+
+// the keys of a one-layer SMoE run on SRAVEN and the worker's system metrics
+const SMOE_KEYS = [
+  'loss', 'lr', 'train_acc', 'test_acc', 'ood_acc', 'test_acc/f0', 'test_acc/f1', 'ood_acc/f0',
+  'moe/entropy', 'moe/load/e0', 'moe/load/e1', 'moe/load/e10', 'moe/load/e2',
+  'system/cpu_percent', 'system/memory_percent', 'system/gpu0/utilization',
+];
+
+describe('groupMetricKeys', () => {
+  it('groups by the first path segment, general first and system last, keys in natural order', () => {
+    const sections = groupMetricKeys(SMOE_KEYS);
+    expect(sections.map((s) => s.name)).toEqual(['general', 'moe', 'ood_acc', 'test_acc', 'system']);
+    expect(sections[0]!.keys).toEqual(['loss', 'lr', 'ood_acc', 'test_acc', 'train_acc']);
+    expect(sections[1]!.keys).toEqual(['moe/entropy', 'moe/load/e0', 'moe/load/e1', 'moe/load/e2', 'moe/load/e10']);
+    expect(sections[4]!.keys).toEqual(['system/cpu_percent', 'system/gpu0/utilization', 'system/memory_percent']);
+  });
+
+  it('shows a key once however often it is listed', () => {
+    const sections = groupMetricKeys(['moe/load/e0', 'loss', 'moe/load/e0', 'loss']);
+    expect(sections).toEqual([
+      { name: 'general', keys: ['loss'] },
+      { name: 'moe', keys: ['moe/load/e0'] },
+    ]);
+  });
+
+  it('keeps only the keys that match every search term, and drops emptied sections', () => {
+    expect(groupMetricKeys(SMOE_KEYS, 'LOAD e1')).toEqual([{ name: 'moe', keys: ['moe/load/e1', 'moe/load/e10'] }]);
+    expect(groupMetricKeys(SMOE_KEYS, 'nothing-like-this')).toEqual([]);
+    expect(groupMetricKeys(SMOE_KEYS, '  ').flatMap((s) => s.keys)).toHaveLength(SMOE_KEYS.length);
+  });
+
+  it('names sections and matches as documented', () => {
+    expect(sectionOf('loss')).toBe('general');
+    expect(sectionOf('/odd')).toBe('general');
+    expect(sectionOf('moe/l0/load/e1')).toBe('moe');
+    expect(matchesSearch('moe/l0/load/e3', 'load l0')).toBe(true);
+    expect(matchesSearch('moe/load/e3', 'load l0')).toBe(false);
+  });
+});
+
+describe('emaSmooth', () => {
+  it('matches a step-by-step debiased EMA', () => {
+    const values = [4, 2, 8, 6, 10];
+    const w = 0.6;
+    // independent computation: s_i = w*s_{i-1} + (1-w)*v_i, s_{-1} = 0, debiased by 1 - w^(i+1)
+    const expected: number[] = [];
+    let s = 0;
+    values.forEach((v, i) => {
+      s = w * s + (1 - w) * v;
+      expected.push(s / (1 - Math.pow(w, i + 1)));
+    });
+    const got = emaSmooth(values, w);
+    got.forEach((g, i) => expect(g).toBeCloseTo(expected[i]!, 12));
+    expect(got[0]).toBe(4); // debiased: the first point is itself, not 0.4 * 4
+  });
+
+  it('is the identity at 0, keeps gaps without advancing, and caps the weight', () => {
+    expect(emaSmooth([1, null, 3], 0)).toEqual([1, null, 3]);
+    const gap = emaSmooth([2, null, 4], 0.5);
+    expect(gap[1]).toBeNull();
+    expect(gap[2]).toBeCloseTo((0.25 * 2 + 0.5 * 4) / (1 - 0.25), 12); // as if the gap were not there
+    const capped = emaSmooth([1, 1000], 5);
+    expect(capped).toEqual(emaSmooth([1, 1000], 0.99));
+  });
+});
+
+describe('shapeSeries', () => {
+  const buckets = [
+    b(0, 5, { time: '2026-01-01T00:00:00Z' }),
+    b(10, -1, { time: '2026-01-01T00:00:30Z' }),
+    b(20, 0.5, { time: '2026-01-01T00:01:00Z', min: 0.1, max: 2, count: 10 }),
+    b(30, null, { time: null }),
+  ];
+
+  it('draws steps by default, with the band where a bucket aggregates points', () => {
+    const s = shapeSeries(buckets, DEFAULT_CHART_OPTIONS);
+    expect(s.line).toEqual([[0, 5], [10, -1], [20, 0.5]]);
+    expect(s.hasBand).toBe(true);
+    expect(s.width[2]).toEqual([20, 1.9]);
+    expect(s.raw).toEqual([]);
+  });
+
+  it('drops values a log scale cannot draw and says how many', () => {
+    const s = shapeSeries(buckets, { ...DEFAULT_CHART_OPTIONS, logScale: true });
+    expect(s.line).toEqual([[0, 5], [20, 0.5]]);
+    expect(s.lower.map(([x]) => x)).toEqual([0, 20]);
+    expect(s.dropped).toBe(1);
+  });
+
+  it('puts wall time (ms) or seconds since the origin on x; a bucket without a time is dropped', () => {
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    expect(shapeSeries(buckets, { ...DEFAULT_CHART_OPTIONS, xAxis: 'time' }).line.map(([x]) => x)).toEqual([t0, t0 + 30_000, t0 + 60_000]);
+    const rel = shapeSeries(buckets, { ...DEFAULT_CHART_OPTIONS, xAxis: 'relative' }, t0 - 10_000);
+    expect(rel.line.map(([x]) => x)).toEqual([10, 40, 70]);
+    expect(rel.dropped).toBe(1);
+  });
+
+  it('smooths the line and keeps the raw values beside it', () => {
+    const s = shapeSeries([b(0, 1), b(1, 3)], { ...DEFAULT_CHART_OPTIONS, smoothing: 0.5 });
+    expect(s.raw).toEqual([[0, 1], [1, 3]]);
+    expect(s.line[1]![1]).toBeCloseTo((0.25 * 1 + 0.5 * 3) / 0.75, 12);
+  });
+});
+
+describe('relative time and zoom over time', () => {
+  it('starts relative time at the run start, else at the first timed bucket', () => {
+    const buckets = [b(0, 1), b(1, 1, { time: '2026-01-01T00:00:05Z' })];
+    expect(relativeOrigin('2026-01-01T00:00:00Z', buckets)).toBe(Date.parse('2026-01-01T00:00:00Z'));
+    expect(relativeOrigin(null, buckets)).toBe(Date.parse('2026-01-01T00:00:05Z'));
+    expect(relativeOrigin(undefined, [b(0, 1)])).toBeNull();
+  });
+
+  it('maps a zoom window over x to the steps of the buckets inside it', () => {
+    // x (seconds) grows unevenly with the step: a pause between steps 20 and 30
+    const buckets = [0, 10, 20, 30, 40].map((s) => b(s, 1, { step_start: s, step_end: s + 9 }));
+    const xs = [0, 10, 20, 80, 100];
+    expect(zoomToStepRangeByX(buckets, xs, 0, 25)).toEqual({ min: 0, max: 29 }); // x 0..25
+    expect(zoomToStepRangeByX(buckets, xs, 75, 100)).toEqual({ min: 30, max: 49 }); // x 75..100
+    expect(zoomToStepRangeByX(buckets, xs, 0, 100)).toBeNull(); // all of it: the overview is enough
+    expect(zoomToStepRangeByX(buckets, xs, 30, 50)).toBeNull(); // x 30..50: no bucket there
+  });
+
+  it('formats seconds for the relative axis', () => {
+    expect([formatSeconds(45), formatSeconds(725), formatSeconds(12_000), formatSeconds(-60)]).toEqual(['45s', '12m 5s', '3h 20m', '-1m']);
+  });
+});

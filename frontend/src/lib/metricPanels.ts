@@ -1,0 +1,195 @@
+// The run page's metric panels: keys grouped into sections by their first path segment (`moe/load/e0`
+// -> `moe`), filtered by a search box, and the per-chart options (log scale, smoothing, x axis) applied
+// to a downsampled series. Pure functions, unit-tested (metricPanels.test.ts).
+import type { Bucket } from './buckets';
+
+/** Keys without a `/` go to this section, first. */
+export const GENERAL_SECTION = 'general';
+/** The worker's system metrics (worker/sysmetrics.py): their own section, last. */
+export const SYSTEM_SECTION = 'system';
+
+export interface MetricSection {
+  name: string;
+  keys: string[];
+}
+
+/** A key's section: its first path segment, or GENERAL_SECTION for a key without one. */
+export function sectionOf(key: string): string {
+  const i = key.indexOf('/');
+  return i > 0 ? key.slice(0, i) : GENERAL_SECTION;
+}
+
+/**
+ * Whether `key` matches the search box: every whitespace-separated term occurs in it (case-insensitive),
+ * so `load l0` finds `moe/l0/load/e3`. An empty search matches everything.
+ */
+export function matchesSearch(key: string, search: string): boolean {
+  const k = key.toLowerCase();
+  return search
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean)
+    .every((term) => k.includes(term));
+}
+
+/** Natural order: `e2` before `e10`, `f1` before `f12`. */
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
+/**
+ * The run's keys in sections, each key once (a repeated key is one panel), sections in name order with
+ * GENERAL_SECTION first and SYSTEM_SECTION last, keys in natural order; sections with no key matching
+ * `search` are left out.
+ */
+export function groupMetricKeys(keys: readonly string[], search = ''): MetricSection[] {
+  const sections = new Map<string, Set<string>>();
+  for (const key of keys) {
+    if (!matchesSearch(key, search)) continue;
+    const name = sectionOf(key);
+    let set = sections.get(name);
+    if (!set) sections.set(name, (set = new Set()));
+    set.add(key);
+  }
+  const rank = (name: string) => (name === GENERAL_SECTION ? 0 : name === SYSTEM_SECTION ? 2 : 1);
+  return [...sections.entries()]
+    .sort(([a], [b]) => rank(a) - rank(b) || collator.compare(a, b))
+    .map(([name, set]) => ({ name, keys: [...set].sort(collator.compare) }));
+}
+
+// -- per-chart options -------------------------------------------------------------------------------
+
+export type XAxisMode = 'step' | 'time' | 'relative';
+
+export interface ChartOptions {
+  logScale: boolean;
+  /** EMA weight in [0, MAX_SMOOTHING]: 0 is the raw series */
+  smoothing: number;
+  xAxis: XAxisMode;
+}
+
+export const DEFAULT_CHART_OPTIONS: ChartOptions = { logScale: false, smoothing: 0, xAxis: 'step' };
+/** Above this the EMA lags the data by ~100 points: a flat line, no longer a trend. */
+export const MAX_SMOOTHING = 0.99;
+
+/**
+ * Exponential moving average with TensorBoard's debiasing: s_i = w*s_{i-1} + (1-w)*v_i from s_{-1} = 0,
+ * divided by 1 - w^(n_i) (n_i: values seen so far), so the first points are not pulled towards zero.
+ * Null values (gaps) stay null and do not advance the average.
+ */
+export function emaSmooth(values: readonly (number | null)[], weight: number): (number | null)[] {
+  const w = Math.min(Math.max(weight, 0), MAX_SMOOTHING);
+  if (w === 0) return [...values];
+  let acc = 0;
+  let n = 0;
+  return values.map((v) => {
+    if (v === null || !Number.isFinite(v)) return null;
+    acc = w * acc + (1 - w) * v;
+    n += 1;
+    return acc / (1 - w ** n);
+  });
+}
+
+/** One bucket's x under an axis mode: its last step, its time (epoch ms), or seconds since `origin` (ms). */
+export function bucketX(b: Bucket, mode: XAxisMode, originMs: number | null): number | null {
+  if (mode === 'step') return b.step_end;
+  const t = b.time ? Date.parse(b.time) : NaN;
+  if (!Number.isFinite(t)) return null;
+  if (mode === 'time') return t;
+  return (t - (originMs ?? t)) / 1000;
+}
+
+/** The origin of relative time: the run's start, else the first bucket's time (ms since the epoch). */
+export function relativeOrigin(startedAt: string | null | undefined, buckets: readonly Bucket[]): number | null {
+  const started = startedAt ? Date.parse(startedAt) : NaN;
+  if (Number.isFinite(started)) return started;
+  for (const b of buckets) {
+    const t = b.time ? Date.parse(b.time) : NaN;
+    if (Number.isFinite(t)) return t;
+  }
+  return null;
+}
+
+export interface ShapedSeries {
+  /** [x, last] per bucket, smoothed if asked */
+  line: [number, number][];
+  /** [x, raw last] when smoothing: drawn faint under the smoothed line */
+  raw: [number, number][];
+  /** [x, min] and [x, max - min]: the band, when buckets aggregate several points */
+  lower: [number, number][];
+  width: [number, number][];
+  hasBand: boolean;
+  /** points left out: not positive on a log scale, or without a time on a time axis */
+  dropped: number;
+}
+
+const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
+
+/**
+ * The chart's series under its options: x from the axis mode, the line smoothed (the EMA runs over the
+ * buckets' last values in step order), and on a log scale only positive values (a band whose min is not
+ * positive is left out, its line point kept if positive).
+ */
+export function shapeSeries(buckets: readonly Bucket[], options: ChartOptions, originMs: number | null = null): ShapedSeries {
+  const smoothed = emaSmooth(buckets.map((b) => (finite(b.last) ? b.last : null)), options.smoothing);
+  const ok = (v: number) => !options.logScale || v > 0;
+  const out: ShapedSeries = { line: [], raw: [], lower: [], width: [], hasBand: false, dropped: 0 };
+  buckets.forEach((b, i) => {
+    const x = bucketX(b, options.xAxis, originMs);
+    if (x === null) {
+      out.dropped += 1;
+      return;
+    }
+    const y = smoothed[i];
+    if (finite(y) && ok(y)) out.line.push([x, y]);
+    else if (finite(b.last)) out.dropped += 1;
+    if (options.smoothing > 0 && finite(b.last) && ok(b.last)) out.raw.push([x, b.last]);
+    if (finite(b.min) && finite(b.max) && ok(b.min)) {
+      out.lower.push([x, b.min]);
+      out.width.push([x, b.max - b.min]);
+      if (b.count > 1 && b.max > b.min) out.hasBand = true;
+    }
+  });
+  return out;
+}
+
+/**
+ * The step range a zoom of [startPct, endPct] selects when the x axis is not the step: the x window
+ * over the drawn extent, then the steps of the buckets inside it (x grows with the step: time does).
+ * Null when the window covers (nearly) everything (`minFraction`) or no bucket.
+ */
+export function zoomToStepRangeByX(
+  buckets: readonly Bucket[],
+  xs: readonly (number | null)[],
+  startPct: number,
+  endPct: number,
+  minFraction = 0.9,
+): { min: number; max: number } | null {
+  const drawn = xs.filter(finite);
+  if (drawn.length < 2) return null;
+  const x0 = Math.min(...drawn);
+  const x1 = Math.max(...drawn);
+  const lo = Math.max(0, Math.min(100, startPct)) / 100;
+  const hi = Math.max(0, Math.min(100, endPct)) / 100;
+  if (hi - lo >= minFraction || x1 <= x0) return null;
+  const a = x0 + lo * (x1 - x0);
+  const b = x0 + hi * (x1 - x0);
+  let min: number | null = null;
+  let max: number | null = null;
+  buckets.forEach((bucket, i) => {
+    const x = xs[i];
+    if (!finite(x) || x < a || x > b) return;
+    min = min === null ? bucket.step_start : Math.min(min, bucket.step_start);
+    max = max === null ? bucket.step_end : Math.max(max, bucket.step_end);
+  });
+  return min !== null && max !== null ? { min, max } : null;
+}
+
+/** An axis label for seconds: 45s, 12m 5s, 3h 20m. */
+export function formatSeconds(s: number): string {
+  if (!Number.isFinite(s)) return '';
+  const sign = s < 0 ? '-' : '';
+  let t = Math.round(Math.abs(s));
+  if (t < 60) return `${sign}${t}s`;
+  if (t < 3600) return `${sign}${Math.floor(t / 60)}m${t % 60 ? ` ${t % 60}s` : ''}`;
+  t = Math.round(t / 60);
+  return `${sign}${Math.floor(t / 60)}h${t % 60 ? ` ${t % 60}m` : ''}`;
+}
