@@ -141,3 +141,23 @@ def test_endpoint_grader_reads_its_key_from_the_environment(
     # each distinct prompt's first answer was garbage and was asked again
     assert sum(script.seen.values()) == 12 + len(script.seen)
     assert key not in repr(ctx.params) + repr(ctx.results) + "\n".join(ctx.lines)
+
+
+def test_a_local_grader_answering_garbage_gives_failed_gradings_not_a_crash(tmp_path: Path) -> None:
+    spec = SkillmixSpec.model_validate(
+        {
+            "student": {"name": "tiny-llama"},
+            **TINY,
+            "combinations": 1,
+            "gradings": 1,
+            "grader": {"type": "local", "model": "tiny-llama", "max_new_tokens": 16, "attempts": 2},
+            "cache": {"enabled": False},
+        }
+    )
+    ctx = MemoryContext(out_dir=tmp_path)
+    run(spec, ctx)  # a random tiny model writes no rubric table
+    cell = cell_of(ctx)
+    assert cell.grader == "local:tiny-llama"
+    assert cell.failed_gradings == cell.total_gradings == 2
+    assert cell.total_skill_score.mean == 0.0  # failed gradings vote zeros
+    assert sum("failed grading: unparseable reply (after 2 attempt(s))" in line for line in ctx.lines) == 2
