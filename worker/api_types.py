@@ -913,6 +913,7 @@ class SkillmixStudent(TypedDict):
     dtype: NotRequired[Literal["float32", "bfloat16"]]
     endpoint: NotRequired[ChatEndpoint | None]
     name: NotRequired[str]
+    threads: NotRequired[int | None]
 
 
 class SmoeDemo(TypedDict):

@@ -87,6 +87,8 @@ def routing(model: torch.nn.Module, ept: int | None, name: str) -> dict[str, Any
 
 def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
+    if device.type == "cpu" and spec.student.threads is not None:
+        torch.set_num_threads(spec.student.threads)
     torch.manual_seed(spec.seed)
     try:
         skills = load_skills(spec.data.skills)

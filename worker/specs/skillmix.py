@@ -70,6 +70,13 @@ class SkillmixStudent(StrictModel):
         None, description="an OpenAI-compatible endpoint as the student instead of an HF model"
     )
     batch_size: int = Field(8, ge=1, le=1024, description="conversations generated at once (left padded)")
+    threads: int | None = Field(
+        1,
+        ge=1,
+        le=256,
+        description="torch intra-op threads on CPU (null = torch's default); 1: on a shared 2-core machine "
+        "a second thread mostly waits (SmolLM2 generation ran several times faster at 1 than at 2 there)",
+    )
 
 
 class SkillmixGeneration(StrictModel):

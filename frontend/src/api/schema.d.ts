@@ -2946,6 +2946,12 @@ export interface components {
              * @default smollm2-135m
              */
             name: string;
+            /**
+             * Threads
+             * @description torch intra-op threads on CPU (null = torch's default); 1: on a shared 2-core machine a second thread mostly waits (SmolLM2 generation ran several times faster at 1 than at 2 there)
+             * @default 1
+             */
+            threads: number | null;
         };
         /**
          * SmoeDemo
