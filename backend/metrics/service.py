@@ -90,8 +90,9 @@ def query(
             total_points=total,
             step_min=smin,
             step_max=smax,
+            # built without validation (typed columns from the database): 1,000 buckets a series
             buckets=[
-                Bucket(
+                Bucket.model_construct(
                     step_start=r[0],
                     step_end=r[1],
                     min=_finite(r[2]),
