@@ -36,11 +36,14 @@ export default defineConfig({
     chunkSizeWarningLimit: 1500,
     rollupOptions: {
       output: {
-        // echarts is large and changes rarely: its own chunk caches across releases.
-        manualChunks(id: string) {
-          if (id.includes('node_modules/echarts') || id.includes('node_modules/zrender')) return 'echarts';
-          if (id.includes('node_modules/@mantine')) return 'mantine';
-          return undefined;
+        // echarts and mantine are large and change rarely: their own chunks cache across releases. Groups,
+        // not manualChunks: the echarts chunk took the helpers mantine shares with it (tslib), so the entry
+        // preloaded all of ECharts though only the pages with charts use it (issue 12, bundle per page).
+        codeSplitting: {
+          groups: [
+            { name: 'mantine', test: /node_modules[\\/](@mantine|tslib)[\\/]/, priority: 2 },
+            { name: 'echarts', test: /node_modules[\\/](echarts|zrender)[\\/]/, priority: 1 },
+          ],
         },
       },
     },

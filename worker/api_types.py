@@ -810,6 +810,21 @@ class RunPublic(TypedDict):
     worker: str | None
 
 
+class RunsTable(TypedDict):
+    """An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th"""
+
+    attempt: list[int]
+    created_at: list[str]
+    experiment_id: int
+    finished_at: list[str | None]
+    id: list[int]
+    index: list[int]
+    params: dict[str, list[Any]]
+    started_at: list[str | None]
+    status: list[RunStatus]
+    summary: dict[str, list[float | None]]
+
+
 class Series(TypedDict):
     buckets: list[Bucket]
     step_max: int | None

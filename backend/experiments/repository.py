@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -78,3 +79,22 @@ def page(
 
 def runs_of(session: Session, experiment_id: int) -> list[Run]:
     return list(session.scalars(select(Run).where(Run.experiment_id == experiment_id).order_by(Run.index)))
+
+
+def run_rows(session: Session, experiment_id: int) -> list[Any]:
+    """The columns of the runs table, as rows (no ORM objects, no specs): 10,000 runs in one select."""
+    stmt = (
+        select(
+            Run.id,
+            Run.index,
+            Run.status,
+            Run.attempt,
+            Run.created_at,
+            Run.started_at,
+            Run.finished_at,
+            Run.params,
+        )
+        .where(Run.experiment_id == experiment_id)
+        .order_by(Run.index)
+    )
+    return list(session.execute(stmt).all())

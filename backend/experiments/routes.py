@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from backend import cursor
 from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
@@ -14,12 +14,15 @@ from backend.experiments.schemas import (
     ExperimentPage,
     ExperimentPublic,
     Preview,
+    RunsTable,
 )
+from backend.metrics import repository as metrics_repo
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs.schemas import RunPublic
+from common.runs import RunStatus
 
 router = APIRouter(tags=["experiments"])
 
@@ -64,7 +67,11 @@ def get_visible(
     return experiment
 
 
-def detail(session: SessionDep, principal: Principal, experiment: Experiment) -> ExperimentDetail:
+def detail(
+    session: SessionDep, principal: Principal, experiment: Experiment, with_runs: bool = True
+) -> ExperimentDetail:
+    if not with_runs:
+        return ExperimentDetail(**present(session, principal, [experiment])[0].model_dump(), runs=[])
     runs = repository.runs_of(session, experiment.id)
     run_tags = repository.run_tags_of(session, [r.id for r in runs])
     summaries = metrics.summaries(session, runs)
@@ -125,5 +132,53 @@ def list_experiments(
 
 
 @router.get("/experiments/{experiment_id}", response_model=ExperimentDetail, operation_id="experiments-get")
-def get_experiment(experiment_id: Id, principal: PrincipalDep, session: SessionDep) -> ExperimentDetail:
-    return detail(session, principal, get_visible(session, principal, experiment_id))
+def get_experiment(
+    experiment_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    with_runs: Annotated[
+        bool,
+        Query(
+            description="false: runs left empty (run_count and status_counts still say how many); "
+            "GET .../runs-table has them as columns"
+        ),
+    ] = True,
+) -> ExperimentDetail:
+    return detail(session, principal, get_visible(session, principal, experiment_id), with_runs)
+
+
+@router.get(
+    "/experiments/{experiment_id}/runs-table", response_model=RunsTable, operation_id="experiments-runs-table"
+)
+def get_runs_table(experiment_id: Id, principal: PrincipalDep, session: SessionDep) -> Response:
+    """The experiment's runs as columns (the dashboard's runs table): what a table of 10,000 runs shows,
+    without their specs, in one answer."""
+    experiment = get_visible(session, principal, experiment_id)
+    rows = repository.run_rows(session, experiment.id)
+    summaries = metrics_repo.experiment_summaries(session, experiment.id)
+    n = len(rows)
+    params: dict[str, list[Any]] = {}
+    summary: dict[str, list[float | None]] = {}
+    for i, row in enumerate(rows):
+        for name, value in (row.params or {}).items():
+            if name not in params:
+                params[name] = [None] * n
+            params[name][i] = value
+        for key, value in summaries.get(row.id, {}).items():
+            if key not in summary:
+                summary[key] = [None] * n
+            summary[key][i] = value
+    # serialised here, not validated again by FastAPI: the columns come typed from the database
+    table = RunsTable.model_construct(
+        experiment_id=experiment.id,
+        id=[r.id for r in rows],
+        index=[r.index for r in rows],
+        status=[RunStatus(r.status) for r in rows],
+        attempt=[r.attempt for r in rows],
+        created_at=[r.created_at for r in rows],
+        started_at=[r.started_at for r in rows],
+        finished_at=[r.finished_at for r in rows],
+        params=dict(sorted(params.items())),
+        summary=dict(sorted(summary.items())),
+    )
+    return Response(table.model_dump_json(), media_type="application/json")

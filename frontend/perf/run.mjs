@@ -2,8 +2,9 @@
 // runs stay put while we measure). Prints a table and writes test-output/perf/results.json.
 //
 //   run page, one metric of 1,000,000 points: time to first chart; time to a zoomed re-render
-//     (wheel zoom -> debounce -> finer buckets of the zoomed steps from the API -> drawn)
-//   experiment page, 2,000 runs: time to interactive (rows drawn), scroll smoothness (frame times while
+//     (wheel zoom -> debounce -> finer buckets of the zoomed steps from the API -> drawn); the JavaScript
+//     the page fetched before its first API request and before its metrics request (bytes, as parsed)
+//   experiment page, 10,000 runs: time to interactive (rows drawn), scroll smoothness (frame times while
 //     scrolling the virtualised table end to end), time to re-sort by a metric
 //
 // Not a test: figures are reported, not asserted (goal: each under 1 s on this machine).
@@ -13,12 +14,13 @@ import { join } from 'node:path';
 import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
 
 const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
-const RUNS = Number(process.env.PERF_RUNS ?? 2_000);
+const RUNS = Number(process.env.PERF_RUNS ?? 10_000);
 const BATCH = 10_000;
 const REPEAT = Number(process.env.PERF_REPEAT ?? 3);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (x) => `${x.toFixed(0)} ms`;
+const kb = (x) => `${(x / 1024).toFixed(0)} KiB`;
 
 async function seedBigMetric(platform) {
   const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'perf 1M points', kind: 'diagnostic', spec: {} } });
@@ -83,7 +85,30 @@ async function measureRunPage(page, platform, runId) {
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const zoomed = Date.now() - z0;
   const range = await page.getAttribute('[data-testid="metric-chart-loss"]', 'data-range');
-  return { firstChart, zoomed, range };
+  return { firstChart, zoomed, range, ...(await scriptBytes(page)) };
+}
+
+/** The JavaScript a page fetched (resource timing: decoded = as parsed, encoded = on the wire) before its
+ *  first API request, before its first metrics request, and in all so far. */
+async function scriptBytes(page) {
+  return page.evaluate(() => {
+    const res = performance.getEntriesByType('resource');
+    const first = (re) => Math.min(...res.filter((e) => re.test(e.name)).map((e) => e.startTime));
+    const firstApi = first(/\/api\/v1\//);
+    const firstMetrics = first(/\/api\/v1\/runs\/\d+\/metrics\?/);
+    const js = res.filter((e) => /\.js(\?|$)/.test(e.name));
+    const sum = (xs, f) => xs.reduce((a, e) => a + e[f], 0);
+    const before = (t) => js.filter((e) => e.startTime < t);
+    return {
+      jsBeforeFirstApi: sum(before(firstApi), 'decodedBodySize'),
+      jsBeforeFirstApiWire: sum(before(firstApi), 'encodedBodySize'),
+      jsBeforeMetrics: sum(before(firstMetrics), 'decodedBodySize'),
+      jsTotal: sum(js, 'decodedBodySize'),
+      jsTotalWire: sum(js, 'encodedBodySize'),
+      firstApiAtMs: firstApi,
+      firstMetricsAtMs: firstMetrics,
+    };
+  });
 }
 
 async function measureExperimentPage(page, platform, experimentId) {
@@ -93,6 +118,7 @@ async function measureExperimentPage(page, platform, experimentId) {
   await page.waitForSelector('[data-testid="runs-table"] [role="row"][data-run-id]');
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const interactive = Date.now() - t0;
+  const js = await scriptBytes(page);
   // scroll the table end to end over ~3 s, one step per frame, recording frame intervals
   const scroll = await page.evaluate(async () => {
     const el = document.querySelector('[data-testid="runs-table"]');
@@ -117,7 +143,7 @@ async function measureExperimentPage(page, platform, experimentId) {
   await header.click();
   await page.waitForFunction((b) => document.querySelector('[role="row"][data-run-id]')?.getAttribute('data-run-id') !== b, before);
   const sort = Date.now() - s0;
-  return { interactive, sort, ...scroll };
+  return { interactive, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, ...scroll };
 }
 
 /** The API's share: the downsampled query alone, timed from node (median of REPEAT). */
@@ -160,7 +186,17 @@ try {
     points: POINTS,
     runs: RUNS,
     repeat: REPEAT,
-    runPage: { firstChartMs: median(runTimes.map((r) => r.firstChart)), zoomedRerenderMs: median(runTimes.map((r) => r.zoomed)), zoomRange: runTimes[0].range, all: runTimes },
+    runPage: {
+      firstChartMs: median(runTimes.map((r) => r.firstChart)),
+      zoomedRerenderMs: median(runTimes.map((r) => r.zoomed)),
+      zoomRange: runTimes[0].range,
+      jsBeforeFirstApi: runTimes[0].jsBeforeFirstApi,
+      jsBeforeFirstApiWire: runTimes[0].jsBeforeFirstApiWire,
+      jsBeforeMetrics: runTimes[0].jsBeforeMetrics,
+      jsTotal: runTimes[0].jsTotal,
+      jsTotalWire: runTimes[0].jsTotalWire,
+      all: runTimes,
+    },
     experimentPage: {
       interactiveMs: median(expTimes.map((r) => r.interactive)),
       sortMs: median(expTimes.map((r) => r.sort)),
@@ -179,6 +215,7 @@ try {
 | run page, ${POINTS.toLocaleString()} points: first chart | ${ms(results.runPage.firstChartMs)} |
 | run page: zoomed re-render (incl. ${200} ms debounce) | ${ms(results.runPage.zoomedRerenderMs)} |
 | of which the API: full-range query / zoomed query | ${ms(apiTimes.fullMs)} / ${ms(apiTimes.zoomedMs)} |
+| run page: JavaScript before its first API request / before its metrics request / by the first chart | ${kb(results.runPage.jsBeforeFirstApi)} / ${kb(results.runPage.jsBeforeMetrics)} / ${kb(results.runPage.jsTotal)} (wire: ${kb(results.runPage.jsBeforeFirstApiWire)} / - / ${kb(results.runPage.jsTotalWire)}) |
 | experiment page, ${RUNS.toLocaleString()} runs: interactive | ${ms(results.experimentPage.interactiveMs)} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |

@@ -177,6 +177,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/experiments/{experiment_id}/runs-table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Runs Table
+         * @description The experiment's runs as columns (the dashboard's runs table): what a table of 10,000 runs shows,
+         *     without their specs, in one answer.
+         */
+        get: operations["experiments-runs-table"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/experiments/{experiment_id}/star": {
         parameters: {
             query?: never;
@@ -1555,7 +1576,10 @@ export interface components {
             review_state: string | null;
             /** Run Count */
             run_count: number;
-            /** Runs */
+            /**
+             * Runs
+             * @description every run, in index order; empty with with_runs=false
+             */
             runs: components["schemas"]["RunPublic"][];
             /** Spec */
             spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
@@ -2637,6 +2661,44 @@ export interface components {
             tags: string[];
             /** Worker */
             worker: string | null;
+        };
+        /**
+         * RunsTable
+         * @description An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th
+         *     entry of each is the i-th run (index order); no specs (GET /runs/{id} has a run's spec). 10,000 runs
+         *     are ~1 MB of JSON here against ~7 MB as ``ExperimentDetail.runs``.
+         */
+        RunsTable: {
+            /** Attempt */
+            attempt: number[];
+            /** Created At */
+            created_at: string[];
+            /** Experiment Id */
+            experiment_id: number;
+            /** Finished At */
+            finished_at: (string | null)[];
+            /** Id */
+            id: number[];
+            /** Index */
+            index: number[];
+            /**
+             * Params
+             * @description each swept parameter's value per run (null where a run has no such parameter)
+             */
+            params: {
+                [key: string]: unknown[];
+            };
+            /** Started At */
+            started_at: (string | null)[];
+            /** Status */
+            status: components["schemas"]["RunStatus"][];
+            /**
+             * Summary
+             * @description each metric's latest value per run (null: no such metric, or a non-finite value)
+             */
+            summary: {
+                [key: string]: (number | null)[];
+            };
         };
         /**
          * RunStatus
@@ -4229,7 +4291,10 @@ export interface operations {
     };
     "experiments-get": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description false: runs left empty (run_count and status_counts still say how many); GET .../runs-table has them as columns */
+                with_runs?: boolean;
+            };
             header?: never;
             path: {
                 experiment_id: number;
@@ -4590,6 +4655,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReviewPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "experiments-runs-table": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunsTable"];
                 };
             };
             /** @description no or bad credentials */

@@ -20,6 +20,7 @@ export type Run = Ok<'runs-get'>;
 export type RunPage = Ok<'runs-list'>;
 export type Experiment = Ok<'experiments-list'>['items'][number];
 export type ExperimentDetail = Ok<'experiments-get'>;
+export type RunsTableColumns = Ok<'experiments-runs-table'>;
 export type ExperimentCreate = Body<'experiments-create'>;
 export type Preview = Ok<'experiments-preview'>;
 export type MetricsResponse = Ok<'metrics-get'>;

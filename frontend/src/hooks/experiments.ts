@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
-import type { ExperimentCreate, ExperimentDetail, ResultKind } from '../api/types';
+import type { ExperimentCreate, ResultKind } from '../api/types';
+import { rowsOfTable } from '../lib/runsTable';
 import { isFinished } from '../lib/runStatus';
 
 /** How often a page with unfinished runs polls for their status: every 1.5 s, slower for big sweeps
@@ -17,27 +18,31 @@ export function useExperiments(project: string | undefined) {
   });
 }
 
-function hasUnfinished(detail: ExperimentDetail | undefined): boolean {
-  return !!detail && detail.runs.some((r) => !isFinished(r.status));
+const fetchExperiment = (id: number) =>
+  unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id }, query: { with_runs: false } } }));
+
+/** An experiment's own fields (name, spec, sweep, counts, review), without its runs: useRunsTable has those. */
+export function useExperiment(id: number) {
+  return useQuery({ queryKey: ['experiments', id], queryFn: () => fetchExperiment(id) });
 }
 
-/** An experiment with its runs; polls while any run is queued or running, so statuses move live. */
-export function useExperiment(id: number) {
+/**
+ * An experiment's runs as table rows, from the columnar runs table (no specs: 10,000 runs are ~1 MB, not
+ * ~7 MB, in one request); polls while any run is queued or running, so statuses move live.
+ */
+export function useRunsTable(id: number) {
   return useQuery({
-    queryKey: ['experiments', id],
-    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id } } })),
-    refetchInterval: (q) => (hasUnfinished(q.state.data) ? livePollMs(q.state.data!.runs.length) : false),
+    queryKey: ['experiments', id, 'runs-table'],
+    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/runs-table', { params: { path: { experiment_id: id } } })),
+    select: rowsOfTable,
+    refetchInterval: (q) => (q.state.data?.status.some((s) => !isFinished(s)) ? livePollMs(q.state.data.id.length) : false),
   });
 }
 
 /** An experiment's name for a page that shows one of its runs: the cached detail, fetched once (no polling). */
 export function useExperimentName(id: number): { name: string; runs: number } | undefined {
-  const q = useQuery({
-    queryKey: ['experiments', id],
-    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id } } })),
-    staleTime: 60_000,
-  });
-  return q.data ? { name: q.data.name, runs: q.data.runs.length } : undefined;
+  const q = useQuery({ queryKey: ['experiments', id], queryFn: () => fetchExperiment(id), staleTime: 60_000 });
+  return q.data ? { name: q.data.name, runs: q.data.run_count } : undefined;
 }
 
 /**

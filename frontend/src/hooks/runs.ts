@@ -1,8 +1,9 @@
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { api, runEventsUrl, unwrap } from '../api/client';
-import type { ExperimentDetail, Run } from '../api/types';
+import type { ExperimentDetail, Run, RunsTableColumns } from '../api/types';
 import { applyRunEvent, decodeRunEvent, NOT_LIVE, RUN_EVENT_NAMES, type LiveState } from '../lib/runEvents';
+import { patchTable } from '../lib/runsTable';
 import { isFinished } from '../lib/runStatus';
 
 export type { LiveState };
@@ -26,6 +27,7 @@ function storeRun(qc: ReturnType<typeof useQueryClient>, run: Run) {
   qc.setQueryData<ExperimentDetail>(['experiments', run.experiment_id], (old) =>
     old ? { ...old, runs: old.runs.map((r) => (r.id === run.id ? run : r)) } : old,
   );
+  qc.setQueryData<RunsTableColumns>(['experiments', run.experiment_id, 'runs-table'], (old) => (old ? patchTable(old, run) : old));
 }
 
 export function useRunAction(action: 'cancel' | 'retry') {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { columnsOf, durationSeconds, filterAndSort, matchesFilter, statusCounts, type RunFilter, type RunRow } from './runsTable';
+import { columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, type RunFilter, type RunRow } from './runsTable';
 import type { RunStatus } from './runStatus';
 
 const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: Record<string, number | null>): RunRow => ({
@@ -63,5 +63,41 @@ describe('helpers', () => {
   it('does not match a comparison against a missing value', () => {
     expect(matchesFilter(undefined, '>1')).toBe(false);
     expect(matchesFilter(3, '>=3')).toBe(true);
+  });
+});
+
+describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
+  const table = {
+    experiment_id: 7,
+    id: [11, 12, 13],
+    index: [0, 1, 2],
+    status: ['succeeded', 'running', 'queued'] as const,
+    attempt: [1, 2, 1],
+    created_at: ['2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'],
+    started_at: ['2026-01-01T00:01:00Z', '2026-01-01T00:02:00Z', null],
+    finished_at: ['2026-01-01T00:03:00Z', null, null],
+    params: { 'train.lr': [0.1, 0.01, null], seed: [0, 0, 1] },
+    summary: { loss: [0.5, null, null], acc: [null, 0.75, null] },
+  };
+
+  it('gives one row per run, nulls left out of params and summary', () => {
+    const rows = rowsOfTable({ ...table, status: [...table.status] });
+    expect(rows.map((r) => [r.id, r.index, r.status, r.attempt])).toEqual([[11, 0, 'succeeded', 1], [12, 1, 'running', 2], [13, 2, 'queued', 1]]);
+    expect(rows.map((r) => r.params)).toEqual([{ 'train.lr': 0.1, seed: 0 }, { 'train.lr': 0.01, seed: 0 }, { seed: 1 }]);
+    expect(rows.map((r) => r.summary)).toEqual([{ loss: 0.5 }, { acc: 0.75 }, {}]);
+    expect(rows[2]!.started_at).toBeNull();
+    expect(rows[1]!.finished_at).toBeNull();
+    // the table's columns and sorting see the same runs as from ExperimentDetail.runs
+    expect(columnsOf(rows)).toEqual({ params: ['seed', 'train.lr'], metrics: ['acc', 'loss'] });
+    expect(filterAndSort(rows, { statuses: new Set(), columns: {} }, { column: 'metric:loss', desc: false }).map((r) => r.id)[0]).toBe(11);
+  });
+
+  it('patches one run and leaves the others', () => {
+    const t = { ...table, status: [...table.status] };
+    const next = patchTable(t, { id: 12, status: 'cancelled', attempt: 2, started_at: '2026-01-01T00:02:00Z', finished_at: '2026-01-01T00:04:00Z' });
+    expect(next.status).toEqual(['succeeded', 'cancelled', 'queued']);
+    expect(next.finished_at).toEqual(['2026-01-01T00:03:00Z', '2026-01-01T00:04:00Z', null]);
+    expect(t.status[1]).toBe('running');
+    expect(patchTable(t, { id: 99, status: 'failed', attempt: 1, started_at: null, finished_at: null })).toBe(t);
   });
 });

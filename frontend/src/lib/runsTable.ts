@@ -1,7 +1,7 @@
 // Filtering and sorting of an experiment's runs table, done in the browser: an experiment holds at
 // most 10,000 runs (docs/api.md), which sort in a few milliseconds, and the table stays responsive
 // while the server streams status changes.
-import type { Run } from '../api/types';
+import type { Run, RunsTableColumns } from '../api/types';
 import { formatValue } from './dotted';
 import type { RunStatus } from './runStatus';
 
@@ -102,4 +102,44 @@ export function statusCounts(runs: readonly { status: RunStatus }[]): Partial<Re
   const counts: Partial<Record<RunStatus, number>> = {};
   for (const r of runs) counts[r.status] = (counts[r.status] ?? 0) + 1;
   return counts;
+}
+
+/**
+ * The rows of GET /experiments/{id}/runs-table (one array per field, the i-th entry of each is the i-th
+ * run): a null parameter or metric is left out of the run's params or summary, as a run without it.
+ */
+export function rowsOfTable(t: RunsTableColumns): RunRow[] {
+  const params = Object.entries(t.params);
+  const summary = Object.entries(t.summary);
+  return t.id.map((id, i) => {
+    const p: Record<string, unknown> = {};
+    for (const [name, column] of params) if (column[i] !== null && column[i] !== undefined) p[name] = column[i];
+    const s: Record<string, number | null> = {};
+    for (const [key, column] of summary) if (column[i] !== null && column[i] !== undefined) s[key] = column[i]!;
+    return {
+      id,
+      index: t.index[i]!,
+      status: t.status[i]!,
+      attempt: t.attempt[i]!,
+      created_at: t.created_at[i]!,
+      started_at: t.started_at[i] ?? null,
+      finished_at: t.finished_at[i] ?? null,
+      params: p,
+      summary: s,
+    };
+  });
+}
+
+/** The table with one run's fresh status fields (a cancel or retry answered with the run). */
+export function patchTable(t: RunsTableColumns, run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'>): RunsTableColumns {
+  const i = t.id.indexOf(run.id);
+  if (i < 0) return t;
+  const set = <T,>(xs: readonly T[], v: T): T[] => xs.map((x, j) => (j === i ? v : x));
+  return {
+    ...t,
+    status: set(t.status, run.status),
+    attempt: set(t.attempt, run.attempt),
+    started_at: set(t.started_at, run.started_at ?? null),
+    finished_at: set(t.finished_at, run.finished_at ?? null),
+  };
 }

@@ -15,22 +15,21 @@ import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { RunsTable } from '../components/runs/RunsTable';
-import { useExperiment } from '../hooks/experiments';
+import { useExperiment, useRunsTable } from '../hooks/experiments';
 import { useCanWrite } from '../hooks/projects';
 import { useRunAction } from '../hooks/runs';
 import { kindViews } from '../kinds';
 import { parallelData } from '../lib/parallel';
 import { canCancel, canRetry, isFinished } from '../lib/runStatus';
-import { columnsOf, statusCounts } from '../lib/runsTable';
+import { columnsOf, statusCounts, type RunRow } from '../lib/runsTable';
 
 function preferredMetric(metrics: readonly string[]): string | undefined {
   return metrics.find((m) => m === 'loss') ?? metrics.find((m) => m.includes('acc')) ?? metrics[0];
 }
 
-function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
+function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; runs: readonly RunRow[] }) {
   const navigate = useNavigate();
   const canWrite = useCanWrite(experiment.project_id);
-  const runs = experiment.runs;
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const { metrics } = useMemo(() => columnsOf(runs), [runs]);
   const [metricChoice, setMetric] = useState<string | undefined>();
@@ -157,10 +156,12 @@ function ExperimentView({ experiment }: { experiment: ExperimentDetail }) {
 
 export function ExperimentPage() {
   const id = Number(useParams().id);
+  // the experiment's fields and its runs (as table columns) in two requests, side by side
   const experiment = useExperiment(id);
+  const runs = useRunsTable(id);
   return (
-    <QueryState isPending={experiment.isPending} error={experiment.error}>
-      {() => <ExperimentView experiment={experiment.data!} />}
+    <QueryState isPending={experiment.isPending || runs.isPending} error={experiment.error ?? runs.error}>
+      {() => <ExperimentView experiment={experiment.data!} runs={runs.data!} />}
     </QueryState>
   );
 }

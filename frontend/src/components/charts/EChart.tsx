@@ -1,7 +1,13 @@
 // The one ECharts host: creates the chart once, applies option changes (not a new chart per render),
 // follows its container's size, and forwards the events a page asks for.
-import { memo, useEffect, useRef } from 'react';
-import { echarts, type ECharts, type EChartsOption } from './echarts';
+//
+// ECharts (~680 KB of JavaScript) is imported on the first chart, not with the page: a page's code runs
+// and sends its API requests while ECharts downloads and parses, instead of after (issue 12).
+import { memo, useEffect, useRef, useState } from 'react';
+import type { ECharts, EChartsOption } from './echarts';
+
+let echartsModule: Promise<typeof import('./echarts')> | null = null;
+const loadECharts = () => (echartsModule ??= import('./echarts'));
 
 export interface EChartProps {
   option: EChartsOption;
@@ -17,36 +23,43 @@ export interface EChartProps {
 
 function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onReady, testId }: EChartProps) {
   const el = useRef<HTMLDivElement>(null);
-  const chart = useRef<ECharts | null>(null);
+  const [chart, setChart] = useState<ECharts | null>(null);
   const handlers = useRef(on);
   handlers.current = on;
 
   useEffect(() => {
-    const c = echarts.init(el.current!, undefined, { renderer: 'canvas' });
-    chart.current = c;
-    const resize = new ResizeObserver(() => c.resize());
-    resize.observe(el.current!);
-    onReady?.(c);
+    let disposed = false;
+    let cleanup = () => {};
+    void loadECharts().then(({ echarts }) => {
+      if (disposed || !el.current) return;
+      const c = echarts.init(el.current, undefined, { renderer: 'canvas' });
+      const resize = new ResizeObserver(() => c.resize());
+      resize.observe(el.current);
+      cleanup = () => {
+        resize.disconnect();
+        c.dispose();
+      };
+      onReady?.(c);
+      setChart(c);
+    });
     return () => {
-      resize.disconnect();
-      c.dispose();
-      chart.current = null;
+      disposed = true;
+      cleanup();
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   useEffect(() => {
-    chart.current?.setOption(option, { notMerge, lazyUpdate: true });
-  }, [option, notMerge]);
+    chart?.setOption(option, { notMerge, lazyUpdate: true });
+  }, [chart, option, notMerge]);
 
   const eventNames = Object.keys(on ?? {}).sort().join(',');
   useEffect(() => {
-    const c = chart.current;
-    if (!c || !eventNames) return;
+    if (!chart || !eventNames) return;
     const names = eventNames.split(',');
-    for (const name of names) c.on(name, (params: unknown) => handlers.current?.[name]?.(params, c));
-    return () => names.forEach((name) => c.off(name));
-  }, [eventNames]);
+    for (const name of names) chart.on(name, (params: unknown) => handlers.current?.[name]?.(params, chart));
+    return () => names.forEach((name) => chart.off(name));
+  }, [chart, eventNames]);
 
   return <div ref={el} role="img" aria-label={ariaLabel} data-testid={testId} style={{ width: '100%', height }} />;
 }

@@ -1,0 +1,54 @@
+"""GET /experiments/{id}/runs-table (issue 12): an experiment's runs as columns for a table of 10,000 runs,
+the same facts as ExperimentDetail.runs without the specs; GET /experiments/{id}?with_runs=false."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.backend.conftest import Api
+
+
+def test_runs_table_columns_equal_the_detail_runs(api: Api) -> None:
+    exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01, 0.001]}, "seeds": [0, 1]}).json()
+    runs = exp["runs"]
+    # metrics on some runs only, one non-finite (a null in the summary)
+    for r, points in (
+        (runs[0], [("loss", 3, 0.5), ("acc", 3, 0.9)]),
+        (runs[3], [("loss", 1, 2.0), ("loss", 7, 1.25)]),
+        (runs[5], [("acc", 2, None)]),
+    ):
+        body = {"points": [{"key": k, "step": s, "value": v} for k, s, v in points]}
+        assert (
+            api.client.post(f"/api/v1/runs/{r['id']}/metrics", json=body, headers=api.worker).status_code
+            == 200
+        )
+    detail = api.client.get(f"/api/v1/experiments/{exp['id']}", headers=api.h()).json()
+    table = api.client.get(f"/api/v1/experiments/{exp['id']}/runs-table", headers=api.h()).json()
+    want: list[dict[str, Any]] = sorted(detail["runs"], key=lambda r: r["index"])
+    assert table["experiment_id"] == exp["id"]
+    for field in ("id", "index", "status", "attempt", "created_at", "started_at", "finished_at"):
+        assert table[field] == [r[field] for r in want], field
+    assert sorted(table["params"]) == ["seed", "train.lr"]
+    for name, column in table["params"].items():
+        assert column == [r["params"].get(name) for r in want]
+    assert table["summary"] == {
+        "acc": [0.9, None, None, None, None, None],
+        "loss": [0.5, None, None, 1.25, None, None],
+    }
+    assert [r["summary"] for r in want][5] == {"acc": None}
+
+
+def test_detail_without_runs_keeps_the_counts(api: Api) -> None:
+    exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01]}}).json()
+    r = api.client.get(f"/api/v1/experiments/{exp['id']}", params={"with_runs": "false"}, headers=api.h())
+    assert r.status_code == 200
+    body = r.json()
+    assert body["runs"] == [] and body["run_count"] == 2 and body["status_counts"] == {"queued": 2}
+
+
+def test_runs_table_needs_a_visible_experiment(api: Api) -> None:
+    assert api.client.get("/api/v1/experiments/999999/runs-table", headers=api.h()).status_code == 404
+    exp = api.submit({}).json()
+    outsider = api.user("outsider", project="elsewhere")
+    r = api.client.get(f"/api/v1/experiments/{exp['id']}/runs-table", headers=api.h(outsider))
+    assert r.status_code in (403, 404)
