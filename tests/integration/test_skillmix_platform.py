@@ -79,7 +79,11 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
     # gradings the server answered are exactly the new ones (new replies less the 2 x 2 x 2 student turns)
     assert all(r["model"] == "scripted-gpt" for r in script.requests)
     new_gradings = sum(c["payload"]["new_replies"] - 8 for c in cells)
-    assert sum(script.seen.values()) - len(script.seen) == new_gradings > 0
+    answered = sum(script.seen.values()) - len(script.seen)
+    if all(r["attempt"] == 1 for r in runs):
+        assert answered == new_gradings > 0
+    else:  # a run reaped on a loaded machine ran again: its second attempt found its first's replies cached
+        assert answered >= new_gradings > 0
     assert "full_marks" in p.client.metric_keys(runs[0]["id"])
 
     # the key: nowhere in what the API serves ...
