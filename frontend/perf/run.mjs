@@ -119,6 +119,11 @@ async function measureExperimentPage(page, platform, experimentId) {
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const interactive = Date.now() - t0;
   const js = await scriptBytes(page);
+  // the runs' request: when it started and ended after navigation, and its size (decoded / on the wire)
+  const table = await page.evaluate(() => {
+    const e = performance.getEntriesByType('resource').find((x) => /\/runs-table/.test(x.name));
+    return e ? { start: e.startTime, end: e.responseEnd, bytes: e.decodedBodySize, wire: e.encodedBodySize } : null;
+  });
   // scroll the table end to end over ~3 s, one step per frame, recording frame intervals
   const scroll = await page.evaluate(async () => {
     const el = document.querySelector('[data-testid="runs-table"]');
@@ -143,7 +148,7 @@ async function measureExperimentPage(page, platform, experimentId) {
   await header.click();
   await page.waitForFunction((b) => document.querySelector('[role="row"][data-run-id]')?.getAttribute('data-run-id') !== b, before);
   const sort = Date.now() - s0;
-  return { interactive, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, ...scroll };
+  return { interactive, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, table, ...scroll };
 }
 
 /** The API's share: the downsampled query alone, timed from node (median of REPEAT). */
@@ -207,6 +212,8 @@ try {
       all: expTimes,
     },
   };
+  const t = expTimes.map((r) => r.table).filter(Boolean);
+  const tableAt = t.length ? `${ms(median(t.map((x) => x.start)))} / ${ms(median(t.map((x) => x.end)))} (${kb(t[0].bytes)}, ${kb(t[0].wire)} on the wire)` : 'not seen';
   mkdirSync(join(ROOT, 'test-output/perf'), { recursive: true });
   writeFileSync(join(ROOT, 'test-output/perf/results.json'), JSON.stringify(results, null, 2));
   console.log(`
@@ -217,6 +224,7 @@ try {
 | of which the API: full-range query / zoomed query | ${ms(apiTimes.fullMs)} / ${ms(apiTimes.zoomedMs)} |
 | run page: JavaScript before its first API request / before its metrics request / by the first chart | ${kb(results.runPage.jsBeforeFirstApi)} / ${kb(results.runPage.jsBeforeMetrics)} / ${kb(results.runPage.jsTotal)} (wire: ${kb(results.runPage.jsBeforeFirstApiWire)} / - / ${kb(results.runPage.jsTotalWire)}) |
 | experiment page, ${RUNS.toLocaleString()} runs: interactive | ${ms(results.experimentPage.interactiveMs)} |
+| of which the runs' request (GET .../runs-table): started / answered after navigation | ${tableAt} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
 

@@ -7,10 +7,11 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { RouterProvider } from 'react-router';
 import { makeQueryClient } from './api/queryClient';
-import { router } from './router';
+import { makeRouter } from './router';
 
 const theme = createTheme({ primaryColor: 'blue', defaultRadius: 'sm' });
 const queryClient = makeQueryClient();
+const router = makeRouter(queryClient);
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

@@ -22,12 +22,14 @@ export const OVERLAY_MAX_POINTS = 500;
 /** More overlaid runs than this are unreadable; the caller is told to narrow the selection. */
 export const OVERLAY_MAX_RUNS = 20;
 
+/** A run's metric keys (also prefetched by the run page's route, src/router.tsx). */
+export const metricKeysQuery = (runId: number) => ({
+  queryKey: ['runs', runId, 'metric-keys'] as const,
+  queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/metric-keys', { params: { path: { run_id: runId } } })),
+});
+
 export function useMetricKeys(runId: number, live: boolean) {
-  return useQuery({
-    queryKey: ['runs', runId, 'metric-keys'],
-    queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/metric-keys', { params: { path: { run_id: runId } } })),
-    refetchInterval: live ? 3000 : false,
-  });
+  return useQuery({ ...metricKeysQuery(runId), refetchInterval: live ? 3000 : false });
 }
 
 /**

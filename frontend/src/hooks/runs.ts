@@ -8,7 +8,8 @@ import { isFinished } from '../lib/runStatus';
 
 export type { LiveState };
 
-const runQuery = (id: number) => ({
+/** A run (also prefetched by the run page's route, src/router.tsx). */
+export const runQuery = (id: number) => ({
   queryKey: ['runs', id] as const,
   queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}', { params: { path: { run_id: id } } })),
 });

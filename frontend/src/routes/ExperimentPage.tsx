@@ -1,7 +1,7 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
 // parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<kind>/), and its review.
 import { Alert, Button, Grid, Group, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
-import { useCallback, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
 import { ParallelCoords } from '../components/charts/ParallelCoords';
@@ -44,7 +44,15 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
   const counts = useMemo(() => statusCounts(runs), [runs]);
   const openRun = useCallback((id: number) => navigate(`/runs/${id}`), [navigate]);
   const overlayRuns = useMemo(() => (selectedRuns.length ? selectedRuns : runs.slice(0, 10)), [selectedRuns, runs]);
-  const parallel = useMemo(() => (metric ? parallelData(runs, metric) : null), [runs, metric]);
+  const [tab, setTab] = useState<string | null>('runs');
+  // the sweep's parallel coordinates only while their tab is open (10,000 runs: not on every render)
+  const parallel = useMemo(() => (metric && tab === 'sweep' ? parallelData(runs, metric) : null), [runs, metric, tab]);
+  // the overlay (and ECharts with it) after the table's first paint: the table is what the page is for
+  const [painted, setPainted] = useState(false);
+  useEffect(() => {
+    const frame = requestAnimationFrame(() => setTimeout(() => setPainted(true), 0));
+    return () => cancelAnimationFrame(frame);
+  }, []);
 
   return (
     <Stack>
@@ -81,7 +89,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
       </Group>
       {experiment.description && <Text>{experiment.description}</Text>}
 
-      <Tabs defaultValue="runs" keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="runs">Runs</Tabs.Tab>
           <Tabs.Tab value="sweep">Sweep analysis</Tabs.Tab>
@@ -105,7 +113,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
                   <Text fw={600}>{selectedRuns.length ? 'Selected runs' : `First ${overlayRuns.length} runs`}</Text>
                   <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
                 </Group>
-                {metric ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : <Text c="dimmed">No metrics yet.</Text>}
+                {!metric ? <Text c="dimmed">No metrics yet.</Text> : painted ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : null}
               </Paper>
             </Grid.Col>
           </Grid>
