@@ -1,0 +1,145 @@
+// The topk_eval CPU demo through the platform, from the browser (docs/experiments/topk_eval.md): against a
+// platform you started (`reasonlab up --home /tmp/demo11-home --port PORT`), log in, submit from the New
+// experiment page a small smoe_sraven run trained at k = 2 (top-2 of 8 experts, M = 1, the width and the
+// 600 steps of topk_eval's in-run SMoEs, typed as JSON), wait for it; then submit from the same page a
+// topk_eval experiment naming that run (the kind's example "smoe-run" with its run id put in: k' = 1..8),
+// wait, and screenshot the Top-k matrix tab (one row: train k = 2) and a point on the run's Results tab
+// into docs/img/topk-eval-demo-*.png; the runs and points go to test-output/topk-eval-demo.json. With
+// `--in-run` it also submits `{}` (three SMoEs trained in-run at k = 1, 2, 8) and screenshots its matrix;
+// `--in-run-only` does only that (the JSON goes to test-output/topk-eval-demo-in-run.json).
+// Not a test (node --test skips this file name).
+//
+//   node e2e/topk_eval_demo.mjs http://127.0.0.1:PORT admin PASSWORD [--in-run | --in-run-only]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, launchBrowser } from './harness.mjs';
+
+const [url, username, password, ...flags] = process.argv.slice(2);
+if (!url || !username || !password) {
+  console.error('usage: node e2e/topk_eval_demo.mjs URL USERNAME PASSWORD [--in-run | --in-run-only]');
+  process.exit(2);
+}
+const inRunOnly = flags.includes('--in-run-only');
+const inRun = inRunOnly || flags.includes('--in-run');
+const IMG = join(ROOT, 'docs/img');
+const OUT = join(ROOT, 'test-output');
+mkdirSync(IMG, { recursive: true });
+mkdirSync(OUT, { recursive: true });
+const started = Date.now();
+const log = (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`);
+
+// topk_eval's in-run SMoE (worker/specs/topk_eval.py SmoeDemo) at k = 2: M = 1, half the reference width
+const SMOE_K2 = {
+  seed: 0,
+  data: { num_features: 1 },
+  model: { d_model: 64, num_layers: 2, num_heads: 8, qk_dim: 32, v_dim: 32, mlp_hidden: 128 },
+  moe: { num_experts: 8, top_k: 2, expert_hidden: 64 },
+  train: { batch_size: 64, steps: 600, lr: 0.003, warmup_steps: 50, eval_interval: 600, eval_size: 512, checkpoint_every: 600, log_every: 50 },
+};
+
+async function waitRuns(page) {
+  await page.waitForFunction(
+    () => {
+      const rows = [...document.querySelectorAll('[role="row"][data-run-id]')];
+      return rows.length > 0 && rows.every((r) => ['succeeded', 'failed', 'cancelled'].includes(r.getAttribute('data-status')));
+    },
+    null,
+    { timeout: 3_600_000, polling: 5000 },
+  );
+}
+
+async function submit(page, kind, name, { example, json, edit } = {}) {
+  await page.goto(`${url}/experiments/new`);
+  await page.getByTestId('schema-form').waitFor();
+  await page.locator('#kind').selectOption(kind);
+  await page.getByLabel('Name').first().fill(name);
+  if (example) {
+    await page.getByLabel('Load example').selectOption(example);
+    await page.getByTestId('example-description').waitFor();
+  }
+  if (edit) await edit();
+  if (json) {
+    await page.getByLabel('spec editor').getByText('JSON').click();
+    await page.getByLabel('spec as json').fill(JSON.stringify(json, null, 2));
+  }
+  await page.getByRole('button', { name: 'Preview' }).click();
+  await page.getByTestId('preview-count').waitFor();
+  await page.getByTestId('submit-experiment').click();
+  await page.waitForURL(/\/experiments\/\d+$/);
+  const id = Number(new URL(page.url()).pathname.split('/').pop());
+  log(`submitted ${kind} experiment ${id}`);
+  return id;
+}
+
+const minutes = (r) => (r.started_at && r.finished_at ? (Date.parse(r.finished_at) - Date.parse(r.started_at)) / 60_000 : null);
+
+const browser = await launchBrowser();
+try {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await page.goto(`${url}/login`);
+  await page.getByLabel('Username').fill(username);
+  await page.locator('input[name="password"]').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('current-user').waitFor();
+  const token = await page.evaluate(() => Object.values(localStorage).find((v) => typeof v === 'string' && v.split('.').length === 3));
+  const api = async (path) => {
+    const r = await fetch(`${url}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  const out = {};
+
+  // 1. the SMoE trained at k = 2
+  if (!inRunOnly) {
+    const smoeId = await submit(page, 'smoe_sraven', 'topk_eval demo: SMoE trained at k=2', { json: SMOE_K2 });
+    await waitRuns(page);
+    const smoe = await api(`/experiments/${smoeId}`);
+    const smoeRun = smoe.runs[0];
+    const cell = (await api(`/experiments/${smoeId}/results?kind=sraven_cell`))[0]?.payload;
+    out.smoe = { experiment: smoeId, run: smoeRun.id, status: smoeRun.status, minutes: minutes(smoeRun), test_acc: cell?.test_acc, ood_acc: cell?.ood_acc };
+    log(`smoe_sraven run ${smoeRun.id} ${smoeRun.status}`);
+    if (smoeRun.status !== 'succeeded') throw new Error(`smoe_sraven run ${smoeRun.id} ${smoeRun.status}: ${smoeRun.error}`);
+
+    // 2. that run at k' = 1..8: the kind's example "smoe-run" with the run id put in
+    const topkId = await submit(page, 'topk_eval', `topk_eval demo: run ${smoeRun.id} at k'=1..8`, {
+      example: 'smoe-run',
+      edit: async () => page.getByRole('group', { name: 'smoe' }).getByLabel('run_id', { exact: true }).fill(String(smoeRun.id)),
+    });
+    await waitRuns(page);
+    await page.screenshot({ path: join(IMG, 'topk-eval-demo-runs.png'), fullPage: true });
+    await page.getByRole('tab', { name: 'Top-k matrix' }).click();
+    await page.getByTestId('topk-matrix').locator('canvas').first().waitFor();
+    await page.getByTestId('topk-lines').locator('canvas').first().waitFor();
+    await page.waitForTimeout(1500);
+    await page.screenshot({ path: join(IMG, 'topk-eval-demo-matrix.png'), fullPage: true });
+    const topk = await api(`/experiments/${topkId}`);
+    const points = (await api(`/experiments/${topkId}/results?kind=topk_eval_point`)).map((r) => r.payload);
+    out.topk = { experiment: topkId, runs: topk.runs.map((r) => ({ id: r.id, status: r.status, minutes: minutes(r) })), points };
+    await page.goto(`${url}/runs/${topk.runs[0].id}`);
+    await page.getByRole('tab', { name: /Results/ }).click();
+    await page.getByText('renormalises').first().waitFor();
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: join(IMG, 'topk-eval-demo-run-results.png'), fullPage: true });
+  }
+
+  // 3. optionally `{}`: three SMoEs trained in-run at k = 1, 2, 8, each at k' = 1..8
+  if (inRun) {
+    const demoId = await submit(page, 'topk_eval', 'topk_eval demo: {} (k = 1, 2, 8 trained in-run)');
+    await waitRuns(page);
+    await page.getByRole('tab', { name: 'Top-k matrix' }).click();
+    await page.getByTestId('topk-matrix').locator('canvas').first().waitFor();
+    await page.waitForTimeout(1500);
+    await page.screenshot({ path: join(IMG, 'topk-eval-demo-in-run-matrix.png'), fullPage: true });
+    const demo = await api(`/experiments/${demoId}`);
+    const demoPoints = (await api(`/experiments/${demoId}/results?kind=topk_eval_point`)).map((r) => r.payload);
+    out.inRun = { experiment: demoId, runs: demo.runs.map((r) => ({ id: r.id, status: r.status, minutes: minutes(r) })), points: demoPoints };
+  }
+  log('screenshots in docs/img/topk-eval-demo-*.png');
+
+  writeFileSync(join(OUT, inRunOnly ? 'topk-eval-demo-in-run.json' : 'topk-eval-demo.json'), JSON.stringify(out, null, 2));
+  const brief = (ps) => ps.map((p) => ({ train_k: p.train_k, eval_k: p.eval_k, value: p.value, ood: p.ood_value })).sort((a, b) => a.train_k - b.train_k || a.eval_k - b.eval_k);
+  console.log(JSON.stringify({ smoe: out.smoe, topk: out.topk && { ...out.topk, points: brief(out.topk.points) }, inRun: out.inRun && { ...out.inRun, points: brief(out.inRun.points) } }, null, 2));
+} finally {
+  await browser.close();
+}
