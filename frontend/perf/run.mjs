@@ -88,8 +88,8 @@ async function measureRunPage(page, platform, runId) {
   return { firstChart, zoomed, range, ...(await scriptBytes(page)) };
 }
 
-/** The JavaScript a page fetched (resource timing: decoded = as parsed, encoded = on the wire) before its
- *  first API request, before its first metrics request, and in all so far. */
+/** The JavaScript a page had downloaded (resource timing: decoded = as parsed, encoded = on the wire)
+ *  when its first API request and its first metrics request started, and in all so far. */
 async function scriptBytes(page) {
   return page.evaluate(() => {
     const res = performance.getEntriesByType('resource');
@@ -98,7 +98,8 @@ async function scriptBytes(page) {
     const firstMetrics = first(/\/api\/v1\/runs\/\d+\/metrics\?/);
     const js = res.filter((e) => /\.js(\?|$)/.test(e.name));
     const sum = (xs, f) => xs.reduce((a, e) => a + e[f], 0);
-    const before = (t) => js.filter((e) => e.startTime < t);
+    // downloaded before the request went out (a chunk fetched alongside it does not hold it up)
+    const before = (t) => js.filter((e) => e.responseEnd <= t);
     return {
       jsBeforeFirstApi: sum(before(firstApi), 'decodedBodySize'),
       jsBeforeFirstApiWire: sum(before(firstApi), 'encodedBodySize'),

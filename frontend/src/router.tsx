@@ -1,6 +1,7 @@
 import type { QueryClient } from '@tanstack/react-query';
 import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
 import { AppLayout } from './components/layout/AppLayout';
+import { experimentQuery, runsTableQuery } from './hooks/experiments';
 import { metricKeysQuery } from './hooks/metrics';
 import { runQuery } from './hooks/runs';
 import { LoginPage } from './routes/LoginPage';
@@ -8,8 +9,8 @@ import { LoginPage } from './routes/LoginPage';
 // One chunk per page (issue 12): the entry holds the layout and the login page; a page's code, ECharts
 // and the form and table code come with the first visit to a page that uses them.
 //
-// The run page's first requests do not wait for its code: its loader (run while the page's chunk loads)
-// starts the run and its metric keys into the query cache, and ECharts' chunk downloading.
+// The run and experiment pages' first requests do not wait for their code: their loaders (run while the
+// page's chunk loads) start them into the query cache (and, for the run page, ECharts' download).
 function prefetchRun(queryClient: QueryClient) {
   return ({ params }: LoaderFunctionArgs) => {
     const id = Number(params.id);
@@ -17,6 +18,18 @@ function prefetchRun(queryClient: QueryClient) {
       void queryClient.prefetchQuery(runQuery(id));
       void queryClient.prefetchQuery(metricKeysQuery(id));
       void import('./components/charts/echarts');
+    }
+    return null;
+  };
+}
+
+/** The experiment page's two requests (the experiment, its runs as columns), likewise. */
+function prefetchExperiment(queryClient: QueryClient) {
+  return ({ params }: LoaderFunctionArgs) => {
+    const id = Number(params.id);
+    if (Number.isInteger(id) && id > 0) {
+      void queryClient.prefetchQuery(experimentQuery(id));
+      void queryClient.prefetchQuery(runsTableQuery(id));
     }
     return null;
   };
@@ -30,7 +43,7 @@ export function makeRouter(queryClient: QueryClient) {
       children: [
         { index: true, lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
         { path: 'experiments/new', lazy: async () => ({ Component: (await import('./routes/NewExperimentPage')).NewExperimentPage }) },
-        { path: 'experiments/:id', lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
+        { path: 'experiments/:id', loader: prefetchExperiment(queryClient), lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
         { path: 'runs/:id', loader: prefetchRun(queryClient), lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },

@@ -21,9 +21,18 @@ export function useExperiments(project: string | undefined) {
 const fetchExperiment = (id: number) =>
   unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id }, query: { with_runs: false } } }));
 
+/** An experiment's own fields (also prefetched by the experiment page's route, src/router.tsx). */
+export const experimentQuery = (id: number) => ({ queryKey: ['experiments', id] as const, queryFn: () => fetchExperiment(id) });
+
+/** An experiment's runs as columns (also prefetched by the experiment page's route). */
+export const runsTableQuery = (id: number) => ({
+  queryKey: ['experiments', id, 'runs-table'] as const,
+  queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/runs-table', { params: { path: { experiment_id: id } } })),
+});
+
 /** An experiment's own fields (name, spec, sweep, counts, review), without its runs: useRunsTable has those. */
 export function useExperiment(id: number) {
-  return useQuery({ queryKey: ['experiments', id], queryFn: () => fetchExperiment(id) });
+  return useQuery(experimentQuery(id));
 }
 
 /**
@@ -32,8 +41,7 @@ export function useExperiment(id: number) {
  */
 export function useRunsTable(id: number) {
   return useQuery({
-    queryKey: ['experiments', id, 'runs-table'],
-    queryFn: () => unwrap(api.GET('/api/v1/experiments/{experiment_id}/runs-table', { params: { path: { experiment_id: id } } })),
+    ...runsTableQuery(id),
     select: rowsOfTable,
     refetchInterval: (q) => (q.state.data?.status.some((s) => !isFinished(s)) ? livePollMs(q.state.data.id.length) : false),
   });
@@ -41,7 +49,7 @@ export function useRunsTable(id: number) {
 
 /** An experiment's name for a page that shows one of its runs: the cached detail, fetched once (no polling). */
 export function useExperimentName(id: number): { name: string; runs: number } | undefined {
-  const q = useQuery({ queryKey: ['experiments', id], queryFn: () => fetchExperiment(id), staleTime: 60_000 });
+  const q = useQuery({ ...experimentQuery(id), staleTime: 60_000 });
   return q.data ? { name: q.data.name, runs: q.data.run_count } : undefined;
 }
 
