@@ -38,6 +38,7 @@ POLICY: dict[str, str] = {
     "experiments-create": "member",
     "experiments-preview": "user",  # validates a spec, stores and reads nothing of a project
     "experiments-get": "viewer",
+    "experiments-runs-table": "viewer",
     "results-list_experiment": "viewer",
     "reviews-experiment_comments": "viewer",
     "reviews-comment_experiment": "member",
