@@ -73,7 +73,13 @@ def test_worker_host_file_runs_the_same_gpu_worker(
     assert settings.api_url == WORKER_HOST_ENV["WORKER_API_URL"]
     assert settings.broker_url == WORKER_HOST_ENV["BROKER_URL"]
     assert settings.mlflow_tracking_uri == WORKER_HOST_ENV["WORKER_MLFLOW_URL"]
+    # the connection settings are required; the local artifact folder is optional (artifacts reach the
+    # host through the API, docs/operations.md "Artifacts"), with a default under the project folder
+    optional = {"ARTIFACT_ROOT_ON_HOST"}
     for missing in sorted(WORKER_HOST_ENV):
         partial = {k: v for k, v in WORKER_HOST_ENV.items() if k != missing}
         out = run_compose(compose, tmp_path, partial, "config", "--quiet", file=WORKER_HOST_FILE)
+        if missing in optional:
+            assert out.returncode == 0, out.stderr
+            continue
         assert out.returncode != 0 and missing in out.stderr, f"worker host config accepted without {missing}"
