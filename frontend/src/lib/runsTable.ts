@@ -22,12 +22,15 @@ export interface RunFilter {
   columns: Partial<Record<ColumnId, string>>;
 }
 
+/** The worker's machine samples (`system/cpu_percent`, ...): charted on the run page, not table columns. */
+export const isSystemMetric = (key: string): boolean => key.startsWith('system/');
+
 export function columnsOf(runs: readonly RunRow[]): { params: string[]; metrics: string[] } {
   const params = new Set<string>();
   const metrics = new Set<string>();
   for (const r of runs) {
     for (const k of Object.keys(r.params)) params.add(k);
-    for (const k of Object.keys(r.summary)) metrics.add(k);
+    for (const k of Object.keys(r.summary)) if (!isSystemMetric(k)) metrics.add(k);
   }
   return { params: [...params].sort(), metrics: [...metrics].sort() };
 }
