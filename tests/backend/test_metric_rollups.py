@@ -221,11 +221,10 @@ def test_migration_fills_rollups_from_stored_points(api: Api) -> None:
     _assert_rollups_match(engine, run_id)
 
 
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)  # SQLite serialises writers
 def test_concurrent_writers_of_one_run_leave_exact_rollups(api: Api) -> None:
     """Postgres: batches into one run from several connections at once (overlapping blocks, some points
     written twice): the advisory lock orders the recomputations, the roll-ups still match the points."""
-    if not api.settings.database_url.startswith("postgresql"):
-        pytest.skip("SQLite serialises writers")
     engine = get_engine(api.settings.database_url)
     run_id = api.submit({}).json()["runs"][0]["id"]
     errors: list[BaseException] = []
