@@ -65,7 +65,9 @@ def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) 
 def test_k_above_experts_is_not_checked_where_the_spec_cannot_know_e() -> None:
     # a source run's E is only known when the run loads it
     assert TopkEvalSpec.model_validate({"smoe": {"run_id": 4}, "eval_k": [1, 16]}).eval_k == [1, 16]
-    assert TopkEvalSpec.model_validate({"target": "hf", "hf": {"model": "/models/x"}, "eval_k": [9]})
+    assert TopkEvalSpec.model_validate(
+        {"target": "hf", "hf": {"model": "/models/x"}, "eval_k": [9]}
+    ).eval_k == [9]
 
 
 def train_smoe(out_dir: Path, k: int = 2) -> SravenCell:
