@@ -25,26 +25,24 @@ from worker.core.reasonformer.data.hub import HUB_TASKS, load_task
 from worker.core.reasonformer.data.jsonl import load_downstream_jsonl
 from worker.core.reasonformer.data.synthetic import ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
+from worker.core.reasonformer.evaluate import Predictions
 from worker.core.reasonformer.freeze import freeze
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer_parts import (
     MODEL_DIR,
     batch_maker,
-    eval_metrics,
     eval_record,
     eval_rng,
+    evaluate,
     fit,
     reasoning_config,
-    routing_metrics,
-    routing_record,
-    run_predictions,
     save_model,
     set_threads,
     suite_of,
     train_config,
 )
 from worker.specs.reasonformer_finetune import ReasonFormerFinetuneSpec
-from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS
+from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
 from worker.tracking.context import RunContext
 
 SYNTHETIC_REASONING = {"compose2": "2 skills", "compose3": "3 skills", "choose2": "2 skills, choice"}
@@ -157,42 +155,31 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
 
     routing_regroup: Callable[[Example], str] | None = regroup if suite is not None else None
 
-    def evaluate(m: nn.Module, step: int) -> dict[str, float]:
-        pred = run_predictions(m, eval_examples, tokenizer, t, d.max_source_length, ctx.device)
-        out = eval_metrics(pred)
-        routed = routing_record(
+    def evaluation(m: nn.Module, cases_per_task: int) -> tuple[Predictions, dict[str, float], Routing | None]:
+        return evaluate(
+            m,
+            eval_examples,
+            tokenizer,
+            t,
+            d.max_source_length,
+            ctx.device,
             stage="finetune",
-            model=m,
-            pred=pred,
             pretrained=pretrained,
-            cases_per_task=0,
+            cases_per_task=cases_per_task,
             seed=spec.seed,
-            regroup=routing_regroup,
             suite=suite,
+            regroup=routing_regroup,
         )
-        if routed is not None:
-            out.update(routing_metrics(routed[0]))
-        return out
 
-    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=False, evaluate=evaluate)
+    def during(m: nn.Module, step: int) -> dict[str, float]:
+        return evaluation(m, 0)[1]
+
+    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=False, evaluate=during)
     if outcome.stopped:
         ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
         return
 
-    pred = run_predictions(model, eval_examples, tokenizer, t, d.max_source_length, ctx.device)
-    metrics = eval_metrics(pred)
-    routed = routing_record(
-        stage="finetune",
-        model=model,
-        pred=pred,
-        pretrained=pretrained,
-        cases_per_task=spec.analysis.cases_per_task,
-        seed=spec.seed,
-        regroup=routing_regroup,
-        suite=suite,
-    )
-    if routed is not None:
-        metrics.update(routing_metrics(routed[0]))
+    pred, metrics, routed = evaluation(model, spec.analysis.cases_per_task)
     ctx.log_metrics(metrics, outcome.step)
     ctx.log_result(
         eval_record(
@@ -209,5 +196,5 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
         )
     )
     if routed is not None:
-        ctx.log_result(routed[0])
+        ctx.log_result(routed)
     save_model(model, tokenizer, ctx.out_dir)

@@ -334,6 +334,42 @@ def routing_metrics(record: Routing) -> dict[str, float]:
     return out
 
 
+def evaluate(
+    model: nn.Module,
+    examples: Sequence[Example],
+    tokenizer: TextTokenizer,
+    t: TrainSpec,
+    max_source: int,
+    device: str,
+    *,
+    stage: str,
+    pretrained: bool,
+    cases_per_task: int,
+    seed: int,
+    suite: SkillSuite | None,
+    regroup: Callable[[Example], str] | None = None,
+) -> tuple[Predictions, dict[str, float], Routing | None]:
+    """One evaluation of either kind: the predictions, their ``eval/*`` metrics with the ``routing/*``
+    ones merged in, and the ``routing`` record (None for plain T5). Used during training (no case
+    studies) and at the end."""
+    pred = run_predictions(model, examples, tokenizer, t, max_source, device)
+    metrics = eval_metrics(pred)
+    routed = routing_record(
+        stage=stage,
+        model=model,
+        pred=pred,
+        pretrained=pretrained,
+        cases_per_task=cases_per_task,
+        seed=seed,
+        regroup=regroup,
+        suite=suite,
+    )
+    if routed is None:
+        return pred, metrics, None
+    metrics.update(routing_metrics(routed[0]))
+    return pred, metrics, routed[0]
+
+
 def save_model(model: nn.Module, tokenizer: TextTokenizer, out_dir: Path) -> Path:
     path = out_dir / MODEL_DIR
     assert isinstance(model, PreTrainedModel), f"cannot save a {type(model).__name__}"

@@ -22,23 +22,21 @@ from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.jsonl import load_pretrain_jsonl
 from worker.core.reasonformer.data.synthetic import PRIMITIVE_NAMES, ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
+from worker.core.reasonformer.evaluate import Predictions
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer_parts import (
     batch_maker,
-    eval_metrics,
     eval_record,
     eval_rng,
+    evaluate,
     fit,
     reasoning_config,
-    routing_metrics,
-    routing_record,
-    run_predictions,
     save_model,
     set_threads,
     suite_of,
     train_config,
 )
-from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS
+from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
 from worker.specs.reasonformer_pretrain import ReasonFormerPretrainSpec
 from worker.tracking.context import RunContext
 
@@ -123,40 +121,30 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
         }
     )
 
-    def evaluate(m: nn.Module, step: int) -> dict[str, float]:
-        pred = run_predictions(m, eval_examples, tokenizer, t, data.max_source_length, ctx.device)
-        out = eval_metrics(pred)
-        routed = routing_record(
+    def evaluation(m: nn.Module, cases_per_task: int) -> tuple[Predictions, dict[str, float], Routing | None]:
+        return evaluate(
+            m,
+            eval_examples,
+            tokenizer,
+            t,
+            data.max_source_length,
+            ctx.device,
             stage="pretrain",
-            model=m,
-            pred=pred,
             pretrained=True,
-            cases_per_task=0,
+            cases_per_task=cases_per_task,
             seed=spec.seed,
             suite=suite,
         )
-        if routed is not None:
-            out.update(routing_metrics(routed[0]))
-        return out
 
-    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=True, evaluate=evaluate)
+    def during(m: nn.Module, step: int) -> dict[str, float]:
+        return evaluation(m, 0)[1]
+
+    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=True, evaluate=during)
     if outcome.stopped:
         ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
         return
 
-    pred = run_predictions(model, eval_examples, tokenizer, t, data.max_source_length, ctx.device)
-    metrics = eval_metrics(pred)
-    routed = routing_record(
-        stage="pretrain",
-        model=model,
-        pred=pred,
-        pretrained=True,
-        cases_per_task=spec.analysis.cases_per_task,
-        seed=spec.seed,
-        suite=suite,
-    )
-    if routed is not None:
-        metrics.update(routing_metrics(routed[0]))
+    pred, metrics, routed = evaluation(model, spec.analysis.cases_per_task)
     ctx.log_metrics(metrics, outcome.step)
     rc_used = rc.routing_loss_weight > 0 if rc is not None else False
     ctx.log_result(
@@ -172,6 +160,6 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
         )
     )
     if routed is not None:
-        ctx.log_result(routed[0])
+        ctx.log_result(routed)
     path = save_model(model, tokenizer, ctx.out_dir)
     ctx.log(f"saved the model to {path}")
