@@ -93,9 +93,10 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     logredact.install()
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
-    # level 5, not Starlette's 9: a 137 KB metric answer costs 4.8 ms of CPU instead of 11 ms on the event
-    # loop, for 1.6% more bytes (bench/load_test.py profile)
-    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=5)
+    # level 1, not Starlette's 9 (nor 5, as before): a 139 KB metric answer costs 1.5 ms of CPU on the
+    # event loop instead of 4-8 ms at level 5 and ~11 ms at 9, for 9% more bytes (40 KB instead of 37 KB;
+    # docs/benchmarks.md, "Metric query"); the 1 MB runs table of 10,000 runs likewise
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     # at most max_requests_in_flight requests at once (below the connection pool; backend/admission.py)
     app.add_middleware(AdmissionLimit, limit=settings.max_requests_in_flight)
     # Outermost last: the security headers go on every answer (refusals and preflights included); CORS

@@ -182,19 +182,27 @@ def keys(session: Session, run_id: int) -> list[str]:
     )
 
 
-def step_range(session: Session, run_id: int, key: str) -> tuple[int | None, int | None]:
-    """The series' first and last step: two primary-key probes (no scan, unlike a count). Two scalar
+def head(session: Session, run_id: int, key: str) -> tuple[int | None, int | None, int]:
+    """The series' first and last step and its number of points, in one round trip: two primary-key
+    probes (no scan) and a sum over the coarsest roll-up (100 rows for 1,000,000 points). Scalar
     subqueries, not ``SELECT min(step), max(step)``: SQLite probes the index for a lone min or max only,
     and scanned the series for both (~140 ms at 1,000,000 points)."""
     series = (Metric.run_id == run_id, Metric.key == key)
     first = select(func.min(Metric.step)).where(*series).scalar_subquery()
     last = select(func.max(Metric.step)).where(*series).scalar_subquery()
-    row = session.execute(select(first, last)).one()
-    return row[0], row[1]
+    total = (
+        select(func.coalesce(func.sum(MetricRollup.n), 0))
+        .where(
+            MetricRollup.run_id == run_id, MetricRollup.key == key, MetricRollup.width == ROLLUP_WIDTHS[-1]
+        )
+        .scalar_subquery()
+    )
+    row = session.execute(select(first, last, total)).one()
+    return row[0], row[1], int(row[2])
 
 
 def count(session: Session, run_id: int, key: str) -> int:
-    """The series' number of points by counting them (a scan; ``total`` reads the roll-ups)."""
+    """The series' number of points by counting them (a scan; ``head`` reads the roll-ups)."""
     return int(
         session.execute(
             select(func.count()).select_from(Metric).where(Metric.run_id == run_id, Metric.key == key)
@@ -202,22 +210,9 @@ def count(session: Session, run_id: int, key: str) -> int:
     )
 
 
-def total(session: Session, run_id: int, key: str) -> int:
-    """The series' number of points: a sum over its coarsest roll-up (100 rows for 1,000,000 points)."""
-    return int(
-        session.execute(
-            select(func.coalesce(func.sum(MetricRollup.n), 0)).where(
-                MetricRollup.run_id == run_id,
-                MetricRollup.key == key,
-                MetricRollup.width == ROLLUP_WIDTHS[-1],
-            )
-        ).scalar_one()
-    )
-
-
 def buckets(
     session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool = False
-) -> list[tuple[Any, ...]]:
+) -> Sequence[Sequence[Any]]:
     """Rows ``(step_start, step_end, min, max, last, count)`` per bucket, at most ``max_points`` of them,
     ``with_time``: and the time of the bucket's last point (a datetime, or SQLite's text of one).
 
@@ -229,8 +224,8 @@ def buckets(
     if width >= ROLLUP_WIDTHS[0]:
         return _buckets_from_rollups(session, run_id, key, lo, hi, max_points, with_time)
     if width == 1:  # a point a bucket: the points themselves, no grouping
-        rows = session.execute(_RAW_POINTS, {"run_id": run_id, "key": key, "lo": lo, "hi": hi}).all()
-        return [tuple(r) if with_time else tuple(r[:6]) for r in rows]
+        stmt = _RAW_POINTS_TIMED if with_time else _RAW_POINTS
+        return session.execute(stmt, {"run_id": run_id, "key": key, "lo": lo, "hi": hi}).all()
     params = {"run_id": run_id, "key": key, "lo": lo, "hi": hi, "width": width}
     if session.get_bind().dialect.name == "postgresql":
         # The planner cannot estimate the number of buckets (it guesses one per point), so the statement
@@ -238,7 +233,7 @@ def buckets(
         # (~170 ms of a ~680 ms query over 1,000,000 points; 16 of 23 ms for a zoom). Off for this
         # transaction only.
         session.execute(text("SET LOCAL jit = off"))
-    return [tuple(r) for r in session.execute(_BUCKETS_TIMED if with_time else _BUCKETS, params)]
+    return session.execute(_BUCKETS_TIMED if with_time else _BUCKETS, params).all()
 
 
 # -- roll-ups ------------------------------------------------------------------------------------------
@@ -353,63 +348,85 @@ def refresh_rollups(session: Session, run_id: int, spans: Mapping[str, tuple[int
                 )
 
 
+# each bucket's time only when asked (a chart over wall-clock time): decoding 1,000 timestamps costs
+# more than reading the rows
 _RAW_POINTS = text(
+    "SELECT step, step, value, value, value, 1 FROM metric "
+    "WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
+)
+_RAW_POINTS_TIMED = text(
     "SELECT step, step, value, value, value, 1, time FROM metric "
     "WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
 )
 _ROLLUP_BLOCKS = text(
+    "SELECT s0, s1, vmin, vmax, vlast, n FROM metric_rollup "
+    "WHERE run_id = :run_id AND key = :key AND width = :width AND block >= :lo AND block <= :hi ORDER BY block"
+)
+_ROLLUP_BLOCKS_TIMED = text(
     "SELECT s0, s1, vmin, vmax, vlast, n, tlast FROM metric_rollup "
     "WHERE run_id = :run_id AND key = :key AND width = :width AND block >= :lo AND block <= :hi ORDER BY block"
 )
 
 
-def _cover(session: Session, run_id: int, key: str, lo: int, hi: int, level: int, out: list[Any]) -> None:
-    """Append to ``out`` pieces ``(s0, s1, min, max, last, n, time)`` covering steps ``lo..hi`` exactly:
-    the whole blocks of ``ROLLUP_WIDTHS[level]`` inside it, the ends by finer widths, then raw points."""
+def _cover(
+    session: Session, run_id: int, key: str, lo: int, hi: int, level: int, with_time: bool, out: list[Any]
+) -> None:
+    """Append to ``out`` pieces ``(s0, s1, min, max, last, n[, time])`` covering steps ``lo..hi``
+    exactly: the whole blocks of ``ROLLUP_WIDTHS[level]`` inside it, the ends by finer widths, then raw
+    points."""
     if lo > hi:
         return
     if level < 0:
-        out.extend(session.execute(_RAW_POINTS, {"run_id": run_id, "key": key, "lo": lo, "hi": hi}).all())
+        stmt = _RAW_POINTS_TIMED if with_time else _RAW_POINTS
+        out.extend(session.execute(stmt, {"run_id": run_id, "key": key, "lo": lo, "hi": hi}).all())
         return
     w = ROLLUP_WIDTHS[level]
     first, last = -(-lo // w), (hi + 1) // w - 1  # whole blocks inside lo..hi
     if first > last:
-        _cover(session, run_id, key, lo, hi, level - 1, out)
+        _cover(session, run_id, key, lo, hi, level - 1, with_time, out)
         return
-    _cover(session, run_id, key, lo, first * w - 1, level - 1, out)
+    _cover(session, run_id, key, lo, first * w - 1, level - 1, with_time, out)
     params = {"run_id": run_id, "key": key, "width": w, "lo": first, "hi": last}
-    out.extend(session.execute(_ROLLUP_BLOCKS, params).all())
-    _cover(session, run_id, key, (last + 1) * w, hi, level - 1, out)
+    out.extend(session.execute(_ROLLUP_BLOCKS_TIMED if with_time else _ROLLUP_BLOCKS, params).all())
+    _cover(session, run_id, key, (last + 1) * w, hi, level - 1, with_time, out)
 
 
 def _buckets_from_rollups(
     session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool
-) -> list[tuple[Any, ...]]:
+) -> Sequence[Sequence[Any]]:
     width = max(1, math.ceil((hi - lo + 1) / max_points))
     level = max(i for i, w in enumerate(ROLLUP_WIDTHS) if w <= width)
     w = ROLLUP_WIDTHS[level]
     base = lo // w * w
     # a multiple of w, wide enough that the grid from base holds lo..hi in max_points buckets
     bucket = w * math.ceil(math.ceil((hi - base + 1) / max_points) / w)
-    pieces: list[Any] = []  # rows of the database driver
-    _cover(session, run_id, key, lo, hi, level, pieces)
-    merged: dict[int, list[Any]] = {}
-    for s0, s1, vmin, vmax, vlast, n, tlast in pieces:
-        i = (s0 - base) // bucket
-        b = merged.get(i)
-        if b is None:
-            merged[i] = [s0, s1, vmin, vmax, vlast, n, tlast]
+    pieces: list[Any] = []  # rows of the database driver, in step order
+    _cover(session, run_id, key, lo, hi, level, with_time, pieces)
+    # pieces arrive in step order, so a bucket's pieces are consecutive: merge each into the one before
+    # when it falls in the same bucket (most buckets are one piece: no merging at all)
+    out: list[tuple[Any, ...]] = []
+    current = -1
+    b: list[Any] = []
+    for piece in pieces:
+        i = (piece[0] - base) // bucket
+        if i != current:
+            if b:
+                out.append(tuple(b))
+            current, b = i, list(piece)
             continue
-        b[0] = min(b[0], s0)
+        vmin, vmax = piece[2], piece[3]
         if vmin is not None and (b[2] is None or vmin < b[2]):
             b[2] = vmin
         if vmax is not None and (b[3] is None or vmax > b[3]):
             b[3] = vmax
-        if s1 > b[1]:
-            b[1], b[4], b[6] = s1, vlast, tlast
-        b[5] += n
-    rows = [merged[i] for i in sorted(merged)]
-    return [tuple(r) if with_time else tuple(r[:6]) for r in rows]
+        # later in step order: its last step is the bucket's last so far
+        b[1], b[4] = piece[1], piece[4]
+        if with_time:
+            b[6] = piece[6]
+        b[5] += piece[5]
+    if b:
+        out.append(tuple(b))
+    return out
 
 
 # -- each series' latest point (the run's summary) ---------------------------------------------------

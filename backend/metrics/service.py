@@ -3,13 +3,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
 from backend.errors import TooLarge
 from backend.metrics import repository
-from backend.metrics.schemas import Bucket, MetricBatch, Series
+from backend.metrics.schemas import MetricBatch
 from backend.models import Run
 
 
@@ -65,6 +66,24 @@ def _utc(value: datetime | str | None) -> datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
+def _bucket(r: Sequence[Any]) -> dict[str, Any]:
+    return {
+        "step_start": r[0],
+        "step_end": r[1],
+        "min": _finite(r[2]),
+        "max": _finite(r[3]),
+        "last": _finite(r[4]),
+        "count": r[5],
+        "time": None,
+    }
+
+
+def _timed_bucket(r: Sequence[Any]) -> dict[str, Any]:
+    out = _bucket(r)
+    out["time"] = _utc(r[6])
+    return out
+
+
 def query(
     session: Session,
     run: Run,
@@ -73,35 +92,24 @@ def query(
     step_min: int | None,
     step_max: int | None,
     with_time: bool = False,
-) -> dict[str, Series]:
-    out: dict[str, Series] = {}
+) -> dict[str, dict[str, Any]]:
+    """``{key: Series}`` with each series as plain data (dicts and lists) in the shape and field order of
+    ``schemas.Series``, for ``pydantic_core.to_json``: 1,000 buckets a series as pydantic objects cost
+    more than the database's reads (~10 of a ~25 ms query over 1,000,000 points, bench/metric_query.py)."""
+    out: dict[str, dict[str, Any]] = {}
+    bucket = _timed_bucket if with_time else _bucket
     for key in keys or repository.keys(session, run.id):
-        smin, smax = repository.step_range(session, run.id, key)
+        smin, smax, total = repository.head(session, run.id, key)
         if smin is None or smax is None:
-            out[key] = Series(total_points=0, step_min=None, step_max=None, buckets=[])
+            out[key] = {"total_points": 0, "step_min": None, "step_max": None, "buckets": []}
             continue
         lo = max(smin, step_min) if step_min is not None else smin
         hi = min(smax, step_max) if step_max is not None else smax
         rows = repository.buckets(session, run.id, key, lo, hi, max_points, with_time) if lo <= hi else []
-        # buckets over the whole series already counted every point; a zoom sums the coarsest roll-up
-        whole = lo == smin and hi == smax
-        total = sum(int(r[5]) for r in rows) if whole else repository.total(session, run.id, key)
-        out[key] = Series(
-            total_points=total,
-            step_min=smin,
-            step_max=smax,
-            # built without validation (typed columns from the database): 1,000 buckets a series
-            buckets=[
-                Bucket.model_construct(
-                    step_start=r[0],
-                    step_end=r[1],
-                    min=_finite(r[2]),
-                    max=_finite(r[3]),
-                    last=_finite(r[4]),
-                    count=r[5],
-                    time=_utc(r[6]) if with_time else None,
-                )
-                for r in rows
-            ],
-        )
+        out[key] = {
+            "total_points": total,
+            "step_min": smin,
+            "step_max": smax,
+            "buckets": [bucket(r) for r in rows],
+        }
     return out
