@@ -1,9 +1,11 @@
 """Tiny random HF mixture-of-experts checkpoints (4 experts, top-2, 2 layers, d 32) with Llama 3's real
-tokenizer, saved to a folder so a spec can name them by path."""
+tokenizer, saved to a folder so a spec can name them by path; the CPU budget that splits one over the CPU
+and the disk under a device_map."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 MOE_FIELDS = {
     "mixtral": {"num_local_experts": 4},
@@ -38,3 +40,14 @@ def tiny_moe(folder: Path, model_type: str) -> str:
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def cpu_budget_for_one_layer(model: Any) -> int:
+    """Bytes of a ``max_memory["cpu"]`` under which accelerate's ``device_map="auto"`` keeps the input
+    embeddings and layer 0 on the CPU and sends layer 1 on to the disk (accelerate keeps room on its main
+    device for the largest module, here the LM head, so that counts too)."""
+    def size(module: Any) -> int:
+        return sum(p.numel() * p.element_size() for p in module.parameters())
+
+    layer = size(model.model.layers[0])
+    return size(model.get_input_embeddings()) + size(model.get_output_embeddings()) + layer + layer // 2

@@ -18,6 +18,9 @@ OLMoE do not by default): with no renormalisation, raising k also raises the tot
 across families that every result records (issue 11). It is read from the module (``renormalises`` on our
 own, ``norm_topk_prob``, DBRX's ``moe_normalize_expert_weights`` = 1), else measured: the gate run at k = 1 on
 a zero hidden state (uniform probabilities) gives weight 1 when it renormalises and 1/E when it does not.
+
+A model spread over devices by accelerate (``device_map``) keeps its module tree: its routers are found and
+set the same way, and a gate whose weights were offloaded is probed on the device its hook computes on.
 """
 
 from __future__ import annotations
@@ -102,6 +105,15 @@ def _experts_of(module: nn.Module, gate: nn.Module) -> int | None:
     return None
 
 
+def _run_device(module: nn.Module, weight: torch.Tensor) -> torch.device:
+    """Where ``module`` computes: its weight's device, or, for a weight accelerate offloaded (on the meta
+    device until the forward), the execution device of the hook that brings it back (device_map)."""
+    execution = getattr(getattr(module, "_hf_hook", None), "execution_device", None)
+    if weight.device.type == "meta" and execution is not None:
+        return torch.device(execution)
+    return weight.device
+
+
 def _probe_renormalises(gate: nn.Module, experts: int | None) -> bool | None:
     """Run a gate returning ``(logits, weights, indices)`` at k = 1 on a zero hidden state: the logits are
     all 0, the probabilities uniform, so the kept weight is 1 if renormalised and 1/E if not."""
@@ -112,7 +124,7 @@ def _probe_renormalises(gate: nn.Module, experts: int | None) -> bool | None:
     try:
         _set_k(gate, 1)
         with torch.no_grad():
-            out = gate(weight.new_zeros(1, weight.shape[1]))
+            out = gate(torch.zeros(1, weight.shape[1], dtype=weight.dtype, device=_run_device(gate, weight)))
     except Exception:  # a gate of another signature: nothing can be told
         return None
     finally:

@@ -9,6 +9,11 @@
 4. a Hugging Face id, loaded by ``from_pretrained`` where the user's machine reaches the hub or has it
    cached.
 
+A model loaded from a checkpoint (2-4) may be spread over several devices by accelerate (``Placement``:
+``device_map`` auto | balanced | sequential, an optional ``max_memory`` per device, an offload folder for
+what lands on the disk); it then stays where accelerate put it (never ``.to(device)``), and its inputs go
+to ``input_device(model)``, the device of its input embeddings.
+
 The store lives under the cache root (``REASONLAB_CACHE``, default ``~/.cache/reasonlab``) in
 ``models/<alias>/``, so every platform home and clone of one machine shares it.
 """
@@ -22,12 +27,14 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from worker.core.data.offline import cache_root
@@ -65,6 +72,51 @@ ALIASES: dict[str, GGUFAlias] = {
 }
 
 
+class PlacementError(ValueError):
+    """A placement that cannot apply to the named model (a tiny preset is built in memory, on one device)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a checkpoint's weights go: accelerate's ``device_map`` ("auto", "balanced", "sequential"), the
+    most each device may hold (``max_memory``: GPU index, "cpu" or "disk" -> bytes; None = what each has
+    free) and the folder for weights offloaded to the disk (None = a fresh folder under the cache root,
+    removed with the model)."""
+
+    device_map: str
+    max_memory: Mapping[int | str, int] | None = None
+    offload_folder: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.device_map not in ("auto", "balanced", "sequential"):
+            raise PlacementError(f"device_map must be auto, balanced or sequential, got {self.device_map!r}")
+
+
+def _offload_folder(placement: Placement) -> tuple[Path, bool]:
+    """(folder, whether it is ours to remove). transformers creates it only if some weight goes to disk."""
+    if placement.offload_folder is not None:
+        return placement.offload_folder, False
+    root = cache_root() / "offload"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="weights-", dir=root)), True
+
+
+def input_device(model: nn.Module) -> torch.device:
+    """Where a model's inputs go: the device of its input embeddings. Under a device_map that is the
+    first device of the map; for embeddings offloaded by accelerate (weights on the meta device), the
+    execution device its hook moves them to."""
+    get = getattr(model, "get_input_embeddings", None)
+    embeddings = get() if callable(get) else None
+    module: nn.Module = embeddings if isinstance(embeddings, nn.Module) else model
+    execution = getattr(getattr(module, "_hf_hook", None), "execution_device", None)
+    if execution is not None:
+        return torch.device(execution)
+    for tensor in (*module.parameters(), *model.parameters()):
+        if tensor.device.type != "meta":
+            return tensor.device
+    return torch.device("cpu")
+
+
 @dataclass
 class LoadedModel:
     model: PreTrainedModel
@@ -80,6 +132,12 @@ class LoadedModel:
     @property
     def model_type(self) -> str:
         return str(self.model.config.model_type)
+
+    @property
+    def device_map(self) -> dict[str, Any] | None:
+        """Module -> device where accelerate placed the model (``load_model(placement=...)``), else None."""
+        found = getattr(self.model, "hf_device_map", None)
+        return dict(found) if isinstance(found, dict) else None
 
 
 def store_root() -> Path:
@@ -169,10 +227,18 @@ def _prepare_tokenizer(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenize
     return tokenizer
 
 
-def load_model(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load a causal LM and its tokenizer by preset, alias, local path or Hugging Face id."""
+def load_model(
+    name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32, placement: Placement | None = None
+) -> LoadedModel:
+    """Load a causal LM and its tokenizer by preset, alias, local path or Hugging Face id; with a
+    ``placement``, spread over devices by accelerate (checkpoints only: a preset is a PlacementError)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if name in PRESETS and placement is not None:
+        raise PlacementError(
+            f"{name} is a tiny preset built in memory on one device: a device_map applies to checkpoints "
+            "(a store alias, a local folder or a Hugging Face id)"
+        )
     if name in PRESETS:
         preset = PRESETS[name]
         tokenizer = family_tokenizer(preset.tokenizer, fresh=True)
@@ -191,15 +257,34 @@ def load_model(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32) 
     else:
         folder, source = None, "hub"
     target: Any = str(folder) if folder is not None else name
+    placed: dict[str, Any] = {}
+    offload, ours = None, False
+    if placement is not None:
+        offload, ours = _offload_folder(placement)
+        placed = {
+            "device_map": placement.device_map,
+            "max_memory": dict(placement.max_memory) if placement.max_memory is not None else None,
+            "offload_folder": str(offload),
+        }
+    loaded: Any = None
     try:
-        loaded: Any = AutoTokenizer.from_pretrained(target)
-        model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
+        loaded = AutoTokenizer.from_pretrained(target)
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype, **placed)
     except (OSError, ValueError) as exc:
+        if ours and offload is not None:
+            shutil.rmtree(offload, ignore_errors=True)
+        if placement is not None and loaded is not None and isinstance(exc, ValueError):
+            # the name was found (its tokenizer loaded): accelerate refused the placement
+            raise PlacementError(
+                f"cannot place {name} with device_map {placement.device_map!r}: {exc}"
+            ) from exc
         raise ModelNotFound(
             f"cannot load model {name!r}: it is no tiny preset ({', '.join(PRESETS)}), no alias "
             f"({', '.join(ALIASES)}), no local folder, and no Hugging Face id this machine can load "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from exc
+    if ours and offload is not None:
+        weakref.finalize(model, shutil.rmtree, offload, ignore_errors=True)
     return LoadedModel(model, _prepare_tokenizer(loaded), name, source, str(folder) if folder else None)
 
 
