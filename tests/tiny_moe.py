@@ -46,6 +46,7 @@ def cpu_budget_for_one_layer(model: Any) -> int:
     """Bytes of a ``max_memory["cpu"]`` under which accelerate's ``device_map="auto"`` keeps the input
     embeddings and layer 0 on the CPU and sends layer 1 on to the disk (accelerate keeps room on its main
     device for the largest module, here the LM head, so that counts too)."""
+
     def size(module: Any) -> int:
         return sum(p.numel() * p.element_size() for p in module.parameters())
 

@@ -16,7 +16,8 @@ from worker.core.models import Placement, PlacementError, input_device, load_mod
 from worker.core.models.routers import find_routers, set_experts_per_token
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-PROMPT = [[128000, 791, 4062, 14198, 39935, 35308, 927]]  # Llama 3 ids ("<bos>The quick brown fox jumps over")
+# Llama 3's ids of "<bos>The quick brown fox jumps over"
+PROMPT = [[128000, 791, 4062, 14198, 39935, 35308, 927]]
 
 
 def logits(model: torch.nn.Module) -> torch.Tensor:
