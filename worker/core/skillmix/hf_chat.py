@@ -1,35 +1,36 @@
 """A HuggingFace causal LM as a chat model (a Skill-Mix student or a local grader): the tokenizer's chat
-template (a plain 'User:/Assistant:' layout for tokenizers without one), batched generation with LEFT
-padding (every row's next token sits at the last position), and sampling with one seeded generator per
-conversation, so a reply depends on its own seed and not on the batch it was generated in."""
+template (a plain 'User:/Assistant:' layout for tokenizers without one), batched generation, and sampling
+with one seeded generator per conversation, so a reply depends on its own seed and not on the batch it
+was generated in.
+
+A batch runs through our own decoding loop (``decode.py``: the prompts' common prefix computed once,
+finished rows dropped from the batch). A model that cannot take that loop (``decode.unsupported``: an
+attention implementation or a cache with a sliding window it was not checked for, a generation config
+that shapes the scores, ...) falls back to HF ``generate`` with LEFT padding (every row's next token sits
+at the last position) and the same per-row sampler."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase
 
 from worker.core.skillmix.chat import Conversation, Reply, Sampling
+from worker.core.skillmix.decode import LoopOptions, RowSampler, decode, stop_tokens, unsupported
 
 
 class PerRowSampler(LogitsProcessor):
-    """Samples each row's next token from softmax(logits / T) with that row's own generator and leaves
-    it as the only finite logit, so the (greedy) decoding loop picks it."""
+    """``generate``'s side of the per-row draw (the fallback path): samples each row's next token with
+    that row's own generator (``RowSampler``, as our loop does) and leaves it as the only finite logit, so
+    the (greedy) decoding loop picks it."""
 
     def __init__(self, seeds: Sequence[int], temperature: float, device: torch.device) -> None:
-        assert temperature > 0, f"sampling needs a temperature > 0, got {temperature}"
-        self.temperature = temperature
-        self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+        self.rows = RowSampler(seeds, temperature, device)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        rows = scores.shape[0]  # scores: [B, V]
-        assert len(self.generators) == rows, f"{rows} rows for {len(self.generators)} generators"
-        probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # [B, V]
-        chosen = torch.stack(
-            [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(self.generators)]
-        )  # [B, 1]
+        chosen = self.rows.draw(scores)[:, None]  # scores: [B, V] -> [B, 1]
         out = torch.full_like(scores, float("-inf"))
         out.scatter_(1, chosen, 0.0)
         return out  # type: ignore[return-value]
@@ -53,6 +54,8 @@ class HFChat:
     name: str  # the model's name in records and cache keys
     batch_size: int = 8
     max_input_tokens: int = 2048
+    use_generate: bool = False  # always HF generate (the path before our own loop; benchmarks compare)
+    loop: LoopOptions = field(default_factory=LoopOptions)
 
     @property
     def identity(self) -> str:
@@ -63,46 +66,77 @@ class HFChat:
         self, conversations: Sequence[Conversation], seeds: Sequence[int], sampling: Sampling
     ) -> list[Reply]:
         assert len(conversations) == len(seeds), f"{len(conversations)} conversations, {len(seeds)} seeds"
-        texts = [render_chat(self.tokenizer, c) for c in conversations]
-        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        prompts = [self.tokenize(render_chat(self.tokenizer, c)) for c in conversations]
         # rows of similar length share a batch: less padding to compute
-        order = sorted(range(len(texts)), key=lambda i: lengths[i])
-        replies: list[Reply] = [""] * len(texts)
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        replies: list[Reply] = [""] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            outs = self.generate([texts[i] for i in rows], [seeds[i] for i in rows], sampling)
+            outs = self.generate_batch([prompts[i] for i in rows], [seeds[i] for i in rows], sampling)
             for i, out in zip(rows, outs, strict=True):
                 replies[i] = out
         return replies
 
-    def generate(self, texts: Sequence[str], seeds: Sequence[int], sampling: Sampling) -> list[str]:
-        """One batch: left-padded prompts -> the decoded new tokens of each row."""
+    def generate_batch(
+        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], sampling: Sampling
+    ) -> list[str]:
+        """One batch: prompts' token ids -> the decoded new tokens of each row."""
         tok = self.tokenizer
-        tok.padding_side = "left"
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
+        stop = stop_tokens(self.model, tok.eos_token_id)
+        # the longest a row's cache gets: prefix + pads + suffix is the longest prompt, then the new tokens
+        longest = max(len(p) for p in prompts) + sampling.max_new_tokens
+        why_not = "asked for generate" if self.use_generate else unsupported(self.model, longest)
+        if why_not is None:
+            new = decode(
+                self.model,
+                prompts,
+                seeds,
+                sampling.temperature,
+                sampling.max_new_tokens,
+                stop,
+                tok.pad_token_id,
+                self.loop,
+            )
+        else:
+            new = self.generate_with_hf(prompts, seeds, sampling, stop)
+        return [str(tok.decode(row, skip_special_tokens=True)).strip() for row in new]
+
+    def tokenize(self, text: str) -> list[int]:
+        """A prompt's ids, cut to ``max_input_tokens`` on the tokenizer's truncation side (done here: not
+        every backend takes the tokenizer's own truncation arguments)."""
+        ids = [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
+        if len(ids) <= self.max_input_tokens:
+            return ids
+        keep_end = getattr(self.tokenizer, "truncation_side", "right") == "left"
+        return ids[-self.max_input_tokens :] if keep_end else ids[: self.max_input_tokens]
+
+    def generate_with_hf(
+        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], sampling: Sampling, stop: set[int]
+    ) -> list[list[int]]:
+        """HF ``generate`` on LEFT-padded prompts, stopping on the same tokens -> each row's new tokens."""
+        pad = self.tokenizer.pad_token_id
         device = next(self.model.parameters()).device
-        enc = tok(
-            list(texts),
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=False,
-            truncation=True,
-            max_length=self.max_input_tokens,
-        ).to(device)
-        T = enc["input_ids"].shape[1]  # [B, T], left-padded
+        T = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), T), pad, dtype=torch.long)  # [B, T], left-padded
+        mask = torch.zeros(len(prompts), T, dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, T - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[i, T - len(p) :] = 1
         processors = LogitsProcessorList()
         if sampling.temperature > 0:
             processors.append(PerRowSampler(seeds, sampling.temperature, device))
         out = self.model.generate(  # type: ignore[operator]
-            **enc,
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
             max_new_tokens=sampling.max_new_tokens,
             do_sample=False,  # the sampler above draws; the loop then takes its only finite token
             logits_processor=processors,
-            pad_token_id=tok.pad_token_id,
+            pad_token_id=pad,
+            eos_token_id=sorted(stop) or None,
             temperature=None,
             top_p=None,
             top_k=None,
         )
-        new = out[:, T:]  # [B, new tokens]
-        return [str(tok.decode(row, skip_special_tokens=True)).strip() for row in new]
+        return [row.tolist() for row in out[:, T:]]  # [B, new tokens]
