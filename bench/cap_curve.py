@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--sorted", action="store_true", help="batch the items in order of token length")
     ap.add_argument("--naive", action="store_true", help="also time the naive CAP (slowest)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -43,6 +44,8 @@ def main() -> None:
     n = lm.num_layers
     items, _ = encode(wordnet_idm(("n",)), lm.tokenizer, prompt_template("idm", lm.model_type), 64)
     test = split(items, 42).test[: args.items]
+    if args.sorted:
+        test = sorted(test, key=lambda e: len(e.input_ids))
     data = batches(test, args.batch_size, int(lm.tokenizer.pad_token_id))
     layers = list(range(n))
 
@@ -55,6 +58,7 @@ def main() -> None:
     variants: dict[str, Callable[[list[Batch]], object]] = {
         "anchor (3n forwards)": anchor,
         "ours": lambda d: cap_curve(model, d, layers),
+        "ours, unchunked": lambda d: cap_curve(model, d, layers, chunked=False),
     }
     if args.naive:
         variants["naive CAP"] = lambda d: cap_curve_naive(model, d, layers)
@@ -70,7 +74,7 @@ def main() -> None:
     tokens = [tuple(b.input_ids.shape) for b in data]
     print(
         f"model {args.model} ({n} blocks), {len(test)} items in batches {tokens}, start layers 0..{n - 1}, "
-        f"protocols {', '.join(PROTOCOLS)}; torch {torch.__version__}, {args.threads} threads, "
+        f"protocols {', '.join(PROTOCOLS)}; {'sorted by length, ' if args.sorted else ''}torch {torch.__version__}, {args.threads} threads, "
         f"{platform.processor() or platform.machine()}"
     )
     base = statistics.median(times["anchor (3n forwards)"])

@@ -61,17 +61,58 @@ def run_from_layer(model: nn.Module, start: int, states: Tensor, attention_mask:
         return last_token_logits(model, attention_mask, inputs_embeds=states)
 
 
-def _pooled_predictions(
-    model: nn.Module, start: int, stream: Tensor, batch: Batch, protocols: Sequence[Protocol]
-) -> dict[Protocol, Tensor]:
-    """Argmax predictions [B] for each protocol at start layer ``start``, the protocols stacked into one
-    forward of P*B rows. stream: [B, T, d], the residual stream entering block ``start``."""
+def length_chunks(lengths: Sequence[int], min_rows: int = 8, slack: float = 0.25) -> list[list[int]]:
+    """Row indices grouped into chunks of similar length, longest first. A right-padded row costs its
+    padding in every block it passes, and each chunk costs one more call of the model: a chunk takes the
+    next longest row while it has fewer than ``min_rows`` rows or its padded size (rows x its longest
+    row) stays within ``1 + slack`` of the real tokens it holds."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    chunks: list[list[int]] = []
+    real = 0
+    for i in order:
+        chunk = chunks[-1] if chunks else None
+        if chunk is not None:
+            longest = lengths[chunk[0]]
+            padded = (len(chunk) + 1) * longest
+            if len(chunk) < min_rows or padded <= (1 + slack) * (real + lengths[i]):
+                chunk.append(i)
+                real += lengths[i]
+                continue
+        chunks.append([i])
+        real = lengths[i]
+    return chunks
+
+
+def pooled_logits(
+    model: nn.Module,
+    start: int,
+    stream: Tensor,
+    batch: Batch,
+    protocols: Sequence[Protocol],
+    chunked: bool = True,
+) -> Tensor:
+    """The last word group's logits [P*B, V] under CAP from start layer ``start``, protocol-major (rows
+    p*B..p*B+B-1 are protocol p). The protocols' pooled rows run blocks ``start``.. together, in chunks of
+    similar word count (``length_chunks``) so a short definition does not carry the longest one's padding
+    through every block; ``chunked=False`` runs them as one padded batch (the tests compare the two).
+    stream: [B, T, d], the residual stream entering block ``start``."""
     group, num_groups = token_groups(batch.word_ids, batch.attention_mask)  # [B, T], [B]
     pooled = [pool(stream, group, num_groups, p) for p in protocols]  # P x ([B, W, d], [B, W])
     states = torch.cat([s for s, _ in pooled])  # [P*B, W, d]
     mask = torch.cat([m for _, m in pooled])  # [P*B, W]
-    predictions = run_from_layer(model, start, states, mask).argmax(dim=-1)  # [P*B]
-    return dict(zip(protocols, predictions.split(len(batch))))
+    if not chunked:
+        return run_from_layer(model, start, states, mask)
+    lengths = mask.sum(dim=1)  # [P*B]
+    out: Tensor | None = None
+    for chunk in length_chunks(lengths.tolist()):
+        index = torch.tensor(chunk, device=mask.device)  # [C]
+        width = int(lengths[index].max())
+        logits = run_from_layer(model, start, states[index, :width], mask[index, :width])  # [C, V]
+        if out is None:
+            out = logits.new_empty(len(mask), logits.shape[-1])  # [P*B, V]
+        out[index] = logits
+    assert out is not None, "CAP needs at least one row"
+    return out
 
 
 @dataclass
@@ -112,9 +153,12 @@ def cap_curve(
     batches: Sequence[Batch],
     layers: Sequence[int],
     protocols: Sequence[Protocol] = PROTOCOLS,
+    chunked: bool = True,
 ) -> CapCurves:
     """CAP accuracy for every start layer and protocol. One clean forward per batch records the stream
-    entering each start layer; every L reuses it (no recomputation of blocks below L)."""
+    entering each start layer; every L reuses it (no recomputation of blocks below L). ``chunked``: the
+    pooled rows run in chunks of similar length (``pooled_logits``); False runs one padded batch per L
+    (bench/cap_curve.py times both)."""
     curves = _curves(model, layers, protocols)
     for batch in batches:
         with capture_inputs(model, curves.layers) as stream:
@@ -122,7 +166,8 @@ def cap_curve(
         curves.total += len(batch)
         curves.clean_correct += int((clean.argmax(dim=-1) == batch.labels).sum())
         for L in curves.layers:
-            for p, predicted in _pooled_predictions(model, L, stream[L], batch, protocols).items():
+            logits = pooled_logits(model, L, stream[L], batch, protocols, chunked)  # [P*B, V]
+            for p, predicted in zip(protocols, logits.argmax(dim=-1).split(len(batch)), strict=True):
                 curves.correct[p][L] += int((predicted == batch.labels).sum())
     return curves
 
@@ -143,7 +188,7 @@ def cap_curve_naive(
             for p in protocols:
                 with capture_inputs(model, [L]) as stream:
                     clean = last_token_logits(model, batch.attention_mask, input_ids=batch.input_ids)
-                predicted = _pooled_predictions(model, L, stream[L], batch, [p])[p]
+                predicted = pooled_logits(model, L, stream[L], batch, [p]).argmax(dim=-1)  # [B]
                 curves.correct[p][L] += int((predicted == batch.labels).sum())
         curves.clean_correct += int((clean.argmax(dim=-1) == batch.labels).sum())
     return curves

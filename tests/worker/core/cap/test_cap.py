@@ -3,11 +3,15 @@ prefix-reused curve equals the naive recomputation (paper 003, appendix C.1)."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
+import worker.core.cap.curve as curve
 from tests.worker.core.carma.tiny import EXAMPLES, tiny, tiny_batch
 from worker.core.cap import PROTOCOLS, cap_curve, cap_curve_naive, pool, run_from_layer, token_groups
+from worker.core.cap.curve import length_chunks, pooled_logits
 from worker.core.carma.batches import Batch
 from worker.core.carma.residual import capture_inputs, last_token_logits
 from worker.core.carma.spans import group_ids
@@ -74,6 +78,47 @@ def test_prefix_reuse_equals_the_naive_recomputation(name: str) -> None:
     assert reused.correct == naive.correct and reused.clean_correct == naive.clean_correct
     assert reused.total == naive.total == sum(len(b) for b in batches)
     assert [x for _, x, _ in reused.accuracy("mean")] == [L / (lm.num_layers - 1) for L in layers]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_length_chunks_cover_every_row_once_with_bounded_padding(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 40, (int(torch.randint(1, 60, (1,), generator=g)),), generator=g).tolist()
+    chunks = length_chunks(lengths, min_rows=4, slack=0.25)
+    assert sorted(i for c in chunks for i in c) == list(range(len(lengths)))
+    flat = [lengths[i] for c in chunks for i in c]
+    assert flat == sorted(lengths, reverse=True)  # longest first, so each chunk's first row is its widest
+    for c in chunks:
+        padded, real = len(c) * lengths[c[0]], sum(lengths[i] for i in c)
+        # a chunk grew past its first four rows only while the padding stayed within 25%
+        assert len(c) <= 4 or padded <= 1.25 * real
+    # a new chunk opened only where adding the row would have broken the bound
+    for before, after in itertools.pairwise(chunks):
+        grown = [*before, after[0]]
+        assert len(before) >= 4 and len(grown) * lengths[grown[0]] > 1.25 * sum(lengths[i] for i in grown)
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama"])
+def test_chunked_pooled_rows_equal_one_padded_batch(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Running the pooled rows in chunks of similar length changes no logit (only the padding run)."""
+    lm = tiny(name)
+    batch = tiny_batch(lm)
+    seen: list[int] = []
+
+    def one_row_each(lengths: list[int]) -> list[list[int]]:
+        seen.append(len(lengths))
+        return [[i] for i in range(len(lengths))]
+
+    monkeypatch.setattr(curve, "length_chunks", one_row_each)
+    with torch.no_grad():
+        with capture_inputs(lm.model, range(lm.num_layers)) as stream:
+            last_token_logits(lm.model, batch.attention_mask, input_ids=batch.input_ids)
+        for L in range(lm.num_layers):
+            one = pooled_logits(lm.model, L, stream[L], batch, PROTOCOLS, chunked=False)
+            rows = pooled_logits(lm.model, L, stream[L], batch, PROTOCOLS)
+            assert one.shape == (len(PROTOCOLS) * len(batch), lm.model.config.vocab_size)
+            torch.testing.assert_close(rows, one, rtol=1e-4, atol=1e-4, msg=f"L={L}")
+    assert len(seen) == lm.num_layers  # the chunked path ran, one row per call
 
 
 def test_blocks_below_the_start_layer_are_not_run() -> None:
