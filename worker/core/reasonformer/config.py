@@ -154,6 +154,24 @@ class ReasonFormerConfig(T5Config):
 
 # --- T5 presets: configs built locally (no hub access needed) ---------------------------------------
 
+
+def _t5_v1_1(d_model: int, d_ff: int, layers: int, heads: int) -> dict[str, Any]:
+    """The google/t5-v1_1-* architecture of that size (their config.json): gated GELU, 64-dim heads,
+    untied embeddings, dropout 0.1, the same encoder and decoder depth."""
+    return dict(
+        d_model=d_model,
+        d_kv=64,
+        d_ff=d_ff,
+        num_layers=layers,
+        num_decoder_layers=layers,
+        num_heads=heads,
+        feed_forward_proj="gated-gelu",
+        dropout_rate=0.1,
+        vocab_size=32128,
+        tie_word_embeddings=False,
+    )
+
+
 T5_PRESETS: dict[str, dict[str, Any]] = {
     # tests and CPU demos: 6 encoder blocks (2 representation + room for 3 private steps of 1 block, or a
     # 3-block shared module plus one spare), 2 decoder blocks, T5 v1.1's gated GELU
@@ -182,42 +200,9 @@ T5_PRESETS: dict[str, dict[str, Any]] = {
         relative_attention_max_distance=128,
     ),
     # the google/t5-v1_1-* architectures (their config.json), for random-init runs and parameter counts
-    "t5-v1_1-small": dict(
-        d_model=512,
-        d_kv=64,
-        d_ff=1024,
-        num_layers=8,
-        num_decoder_layers=8,
-        num_heads=6,
-        feed_forward_proj="gated-gelu",
-        dropout_rate=0.1,
-        vocab_size=32128,
-        tie_word_embeddings=False,
-    ),
-    "t5-v1_1-base": dict(
-        d_model=768,
-        d_kv=64,
-        d_ff=2048,
-        num_layers=12,
-        num_decoder_layers=12,
-        num_heads=12,
-        feed_forward_proj="gated-gelu",
-        dropout_rate=0.1,
-        vocab_size=32128,
-        tie_word_embeddings=False,
-    ),
-    "t5-v1_1-large": dict(
-        d_model=1024,
-        d_kv=64,
-        d_ff=2816,
-        num_layers=24,
-        num_decoder_layers=24,
-        num_heads=16,
-        feed_forward_proj="gated-gelu",
-        dropout_rate=0.1,
-        vocab_size=32128,
-        tie_word_embeddings=False,
-    ),
+    "t5-v1_1-small": _t5_v1_1(d_model=512, d_ff=1024, layers=8, heads=6),
+    "t5-v1_1-base": _t5_v1_1(d_model=768, d_ff=2048, layers=12, heads=12),
+    "t5-v1_1-large": _t5_v1_1(d_model=1024, d_ff=2816, layers=24, heads=16),
 }
 
 
