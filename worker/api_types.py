@@ -420,8 +420,10 @@ class HeartbeatOut(TypedDict):
 class HfTarget(TypedDict):
     batch_size: NotRequired[int]
     choices_path: NotRequired[str | None]
+    device_map: NotRequired[Literal["auto", "balanced", "sequential"] | None]
     dtype: NotRequired[Literal["float32", "bfloat16", "float16"]]
     limit: NotRequired[int | None]
+    max_memory: NotRequired[dict[str, str] | None]
     max_tokens: NotRequired[int]
     model: NotRequired[str]
     score: NotRequired[Literal["perplexity", "multiple_choice"]]
@@ -887,7 +889,10 @@ class SkillmixGeneration(TypedDict):
 
 class SkillmixGrader(TypedDict):
     attempts: NotRequired[int]
+    device_map: NotRequired[Literal["auto", "balanced", "sequential"] | None]
+    dtype: NotRequired[Literal["float32", "bfloat16"]]
     endpoint: NotRequired[ChatEndpoint | None]
+    max_memory: NotRequired[dict[str, str] | None]
     max_new_tokens: NotRequired[int]
     model: NotRequired[str]
     temperature: NotRequired[float]
@@ -925,8 +930,10 @@ class SkillmixSpec(TypedDict):
 
 class SkillmixStudent(TypedDict):
     batch_size: NotRequired[int]
+    device_map: NotRequired[Literal["auto", "balanced", "sequential"] | None]
     dtype: NotRequired[Literal["float32", "bfloat16"]]
     endpoint: NotRequired[ChatEndpoint | None]
+    max_memory: NotRequired[dict[str, str] | None]
     name: NotRequired[str]
     threads: NotRequired[int | None]
 

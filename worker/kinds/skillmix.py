@@ -5,7 +5,10 @@ model or an endpoint) grades each text ``gradings`` times; the six metrics of A.
 ``skillmix_cell``. Replies are cached on disk by (model, ept, prompt, seed): a resumed attempt, a retried
 run or a repeated sweep asks only what was never answered. docs/experiments/skillmix.md.
 
-Metrics (step 0): the six metrics' means, ``failed_gradings``, ``cached_replies``, ``new_replies``.
+Metrics, at step n = combinations graded so far (logged as each combination's last grading comes in, so
+the run page draws lines while the cell is graded): the six metrics' running means over those n
+combinations, ``failed_gradings`` so far, ``cached_replies`` and ``new_replies`` so far (replies taken from
+the cache vs asked of the models). At the last step (n = combinations) they are the cell's.
 """
 
 from __future__ import annotations
@@ -17,18 +20,19 @@ from typing import Any
 import torch
 
 from worker.core.data.offline import cache_root
-from worker.core.models import ModelNotFound, load_model
+from worker.core.models import LoadedModel, ModelNotFound, Placement, PlacementError, load_model
 from worker.core.models.routers import RouterError, find_routers, set_experts_per_token
 from worker.core.skillmix.cache import ReplyCache
 from worker.core.skillmix.chat import ChatModel, Sampling
-from worker.core.skillmix.combinations import sample_combinations
+from worker.core.skillmix.combinations import Combination, sample_combinations
 from worker.core.skillmix.hf_chat import HFChat
 from worker.core.skillmix.metrics import METRICS
-from worker.core.skillmix.pipeline import Engine, Stopped, score_cell
+from worker.core.skillmix.pipeline import Engine, Generation, Grading, Stopped, combination_best, score_cell
 from worker.core.skillmix.rule_grader import RuleGrader
 from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
 from worker.endpoints.openai_chat import OpenAIChat
+from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunContext, RunError
 
@@ -50,12 +54,46 @@ def endpoint_model(endpoint: ChatEndpoint, field: str) -> OpenAIChat:
     )
 
 
-def hf_model(name: str, dtype: str, seed: int, device: torch.device, field: str) -> Any:
+def placement(device_map: str | None, max_memory: dict[str, str] | None, gpus: int) -> Placement | None:
+    """The spec's placement fields as the model store takes them (None: one device, the run's)."""
+    if device_map is None:
+        return None
+    return Placement(device_map, accelerate_max_memory(max_memory), gpus=gpus)
+
+
+def devices_of(lm: LoadedModel) -> dict[str, int]:
+    """Modules per device of a model placed by a device_map (``{"0": 12, "1": 13}``); {} on one device."""
+    counts: dict[str, int] = {}
+    for device in (lm.device_map or {}).values():
+        counts[str(device)] = counts.get(str(device), 0) + 1
+    return counts
+
+
+def hf_model(
+    name: str,
+    dtype: str,
+    seed: int,
+    device: torch.device,
+    prefix: str,
+    name_field: str,
+    where: Placement | None,
+) -> LoadedModel:
+    """An HF chat model for ``prefix`` (student or grader): on the run's device, or where ``where``'s
+    device_map puts it (left there: inputs go to its input embeddings' device)."""
     try:
-        lm = load_model(name, seed=seed, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+        lm = load_model(
+            name,
+            seed=seed,
+            dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32,
+            placement=where,
+        )
     except ModelNotFound as exc:
-        raise RunError(f"{field}: {exc}") from None
-    lm.model.to(device).eval()  # type: ignore[arg-type]
+        raise RunError(f"{prefix}.{name_field}: {exc}") from None
+    except PlacementError as exc:
+        raise RunError(f"{prefix}.device_map: {exc}") from None
+    if where is None:
+        lm.model.to(device)  # type: ignore[arg-type]
+    lm.model.eval()
     return lm
 
 
@@ -101,6 +139,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
 
     s = spec.student
     student: ChatModel
+    placed: dict[str, dict[str, int]] = {}  # modules per device of a model spread by a device_map
     route: dict[str, Any] = {
         "ept": None, "default_ept": None, "num_experts": None, "routers": None, "renormalises": None
     }  # fmt: skip
@@ -112,7 +151,16 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
         )
         student_key: dict[str, Any] = {"model": student.identity, "ept": None}
     else:
-        lm = hf_model(s.name, s.dtype, spec.seed, device, "student.name")
+        lm = hf_model(
+            s.name,
+            s.dtype,
+            spec.seed,
+            device,
+            "student",
+            "name",
+            placement(s.device_map, s.max_memory, spec.resources.gpus),
+        )
+        placed["student_devices"] = devices_of(lm)
         route = routing(lm.model, spec.ept, s.name)
         student = HFChat(lm.model, lm.tokenizer, s.name, batch_size=s.batch_size)
         label, student_kind = s.name, "hf"
@@ -122,17 +170,24 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
 
     g = spec.grader
     grader: ChatModel
+    grader_key: dict[str, Any] | None = None  # None: the grader's identity names its replies
     if g.type == "endpoint":
         assert g.endpoint is not None  # the spec refuses type endpoint without one
         grader = endpoint_model(g.endpoint, "grader.endpoint")
         grader_label = f"endpoint:{g.endpoint.model}"
     elif g.type == "local":
-        glm = lm if s.endpoint is None and g.model == s.name and spec.ept is None else None
-        glm = glm or hf_model(g.model, "float32", spec.seed, device, "grader.model")
+        same = (g.model, g.dtype, g.device_map, g.max_memory) == (s.name, s.dtype, s.device_map, s.max_memory)
+        glm = lm if s.endpoint is None and same and spec.ept is None else None
+        if glm is None:
+            where = placement(g.device_map, g.max_memory, spec.resources.gpus)
+            glm = hf_model(g.model, g.dtype, spec.seed, device, "grader", "model", where)
+            placed["grader_devices"] = devices_of(glm)
         grader, grader_label = (
             HFChat(glm.model, glm.tokenizer, g.model, batch_size=s.batch_size),
             f"local:{g.model}",
         )
+        if g.dtype != "float32":  # a float32 grader keeps the cache keys it always had
+            grader_key = {"model": grader.identity, "dtype": g.dtype}
     else:
         grader, grader_label = RuleGrader(), "rules"
 
@@ -141,7 +196,12 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     ctx.log_params(
         {
             **spec.model_dump(mode="json"),
-            "derived": {**route, "student_identity": student.identity, "grader_identity": grader.identity},
+            "derived": {
+                **route,
+                "student_identity": student.identity,
+                "grader_identity": grader.identity,
+                **{key: devices for key, devices in placed.items() if devices},
+            },
         }
     )
     ctx.log(
@@ -149,10 +209,32 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
         f"E {route['num_experts']}, renormalises {route['renormalises']}); grader {grader_label}; "
         f"{len(combinations)} combinations of k={spec.k}"
     )
+    for key, devices in placed.items():
+        if devices:
+            spread = ", ".join(f"{device}: {n} modules" for device, n in devices.items())
+            ctx.log(f"{key.removesuffix('_devices')} spread by its device_map over {spread}")
     phases = {"generation turn 1": 0, "generation turn 2": 1, "grading": 2}
 
     def progress(phase: str, done: int, total: int) -> None:
         ctx.progress(phases[phase] * 100 + (100 * done // max(total, 1)), 300, f"{phase}: {done}/{total}")
+
+    running: list[dict[str, float]] = []  # per combination graded so far, its best of each metric
+    failed_so_far = 0
+
+    def graded(combination: Combination, gens: list[Generation], gradings: list[list[Grading]]) -> None:
+        nonlocal failed_so_far
+        running.append(combination_best(gens, gradings, spec.filter_skill_names))
+        failed_so_far += sum(1 for rounds in gradings for grading in rounds if grading.points is None)
+        n = len(running)
+        ctx.log_metrics(
+            {
+                **{m: sum(r[m] for r in running) / n for m in METRICS},
+                "failed_gradings": float(failed_so_far),
+                "cached_replies": float(cache.hits),
+                "new_replies": float(cache.misses),
+            },
+            n,
+        )
 
     engine = Engine(
         student=student,
@@ -165,6 +247,8 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
         grading_attempts=g.attempts,
         should_stop=ctx.should_stop,
         progress=progress,
+        graded=graded,
+        grader_key=grader_key,
     )
     try:
         gens = engine.generate(combinations, spec.generations, spec.seed)
@@ -227,7 +311,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
             "cached_replies": float(cache.hits),
             "new_replies": float(cache.misses),
         },
-        0,
+        len(combinations),  # the last running step: the cell's own values (the same means, in index order)
     )
     ctx.progress(300, 300, f"done: full marks {cell.metrics['full_marks'].mean:.2f}, "
                            f"skill fraction {cell.metrics['skill_fraction'].mean:.2f}")  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from worker.core.models import load_model
+from worker.core.models import Placement, PlacementError, input_device, load_model
 from worker.core.models.routers import RouterError, experts_per_token, find_routers
 from worker.core.reasonformer.build import load_model as load_reasonformer
 from worker.core.reasonformer.build import model_reasoning
@@ -30,6 +30,7 @@ from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds import smoe_sraven
 from worker.kinds.reasonformer_parts import MODEL_DIR as REASONFORMER_MODEL_DIR
 from worker.kinds.reasonformer_parts import eval_metrics, eval_rng, run_predictions, suite_of
+from worker.specs.placement import accelerate_max_memory
 from worker.specs.reasonformer_parts import TrainSpec
 from worker.specs.smoe_sraven import SmoeSravenSpec, SravenMoE
 from worker.specs.topk_eval import TopkEvalPoint, TopkEvalSpec
@@ -209,13 +210,27 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
     h = spec.hf
-    loaded = load_model(h.model, seed=spec.seed, dtype=DTYPES[h.dtype])
+    where = (
+        Placement(h.device_map, accelerate_max_memory(h.max_memory), gpus=spec.resources.gpus)
+        if h.device_map
+        else None
+    )
+    try:
+        loaded = load_model(h.model, seed=spec.seed, dtype=DTYPES[h.dtype], placement=where)
+    except PlacementError as exc:
+        raise RunError(f"hf.device_map: {exc}") from None
     model: nn.Module = loaded.model
-    model = model.to(torch.device(ctx.device)).eval()
+    if where is None:
+        model = model.to(torch.device(ctx.device))
+    model = model.eval()
+    device = str(input_device(model))  # the run's device, or the first of a device_map's
     ks, E = _checked_ks(spec, model)
     train_k = _trained_k(model)
     tokenizer = loaded.tokenizer
-    ctx.log_params({"derived": {"model_type": loaded.model_type, "experts": E, "trained_k": train_k}})
+    derived: dict[str, Any] = {"model_type": loaded.model_type, "experts": E, "trained_k": train_k}
+    if loaded.device_map is not None:
+        derived["device_map"] = {str(module): str(d) for module, d in loaded.device_map.items()}
+    ctx.log_params({"derived": derived})
     windows: list[list[int]] = []
     items = []
     if h.score == "perplexity":
@@ -235,13 +250,13 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
         with experts_per_token(model, k) as report:
             extra: dict[str, float] = {}
             if h.score == "perplexity":
-                p = perplexity(model, windows, h.batch_size, ctx.device)
+                p = perplexity(model, windows, h.batch_size, device)
                 score, value, higher = "perplexity", p.perplexity, False
                 extra = {"nll": p.nll, "tokens": float(p.tokens)}
             else:
                 score, value, higher = (
                     "choice_accuracy",
-                    choice_accuracy(model, tokenizer, items, ctx.device),
+                    choice_accuracy(model, tokenizer, items, device),
                     True,
                 )
                 extra = {"items": float(len(items))}

@@ -19,6 +19,13 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import SpecBase, StrictModel
 from worker.specs.manifest import Example, KindManifest
+from worker.specs.placement import (
+    DEVICE_MAP_DESCRIPTION,
+    MAX_MEMORY_DESCRIPTION,
+    DeviceMapName,
+    MaxMemory,
+    placement_errors,
+)
 
 # Experts per MoE layer and the default experts per token of models the platform can name, so an ept
 # above E is a 422 before the run starts (other models are checked when the run loads them).
@@ -65,7 +72,11 @@ class SkillmixStudent(StrictModel):
         description="a tiny preset, a store alias (smollm2-135m), a local folder or a Hugging Face id; "
         "ignored when `endpoint` is set",
     )
-    dtype: Literal["float32", "bfloat16"] = Field("float32", description="weights' dtype (HF students)")
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="weights' dtype (HF students; bfloat16 for large models)"
+    )
+    device_map: DeviceMapName | None = Field(None, description=DEVICE_MAP_DESCRIPTION)
+    max_memory: MaxMemory | None = Field(None, description=MAX_MEMORY_DESCRIPTION)
     endpoint: ChatEndpoint | None = Field(
         None, description="an OpenAI-compatible endpoint as the student instead of an HF model"
     )
@@ -93,6 +104,13 @@ class SkillmixGrader(StrictModel):
     model: str = Field(
         "smollm2-135m", min_length=1, max_length=500, description="the local grader's model (type local)"
     )
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="the local grader's weights' dtype (bfloat16 for large models)"
+    )
+    device_map: DeviceMapName | None = Field(
+        None, description=f"the local grader's: {DEVICE_MAP_DESCRIPTION}"
+    )
+    max_memory: MaxMemory | None = Field(None, description=f"the local grader's: {MAX_MEMORY_DESCRIPTION}")
     endpoint: ChatEndpoint | None = Field(
         None, validate_default=True, description="the grader's endpoint (type endpoint)"
     )
@@ -154,16 +172,18 @@ class SkillmixSpec(SpecBase):
     @model_validator(mode="wrap")
     @classmethod
     def _ept_and_k_fit(cls, data: Any, handler: Any) -> Any:
-        """ept against what the spec can know of the student, k against the built-in list: 422s that
-        name ``ept`` or ``k``."""
+        """ept against what the spec can know of the student, k against the built-in list, the models'
+        placements against the run's resources: 422s that name ``ept``, ``k`` or the placement field."""
         spec = handler(data)
         errors: list[InitErrorDetails] = []
         name = spec.student.name
         if spec.ept is not None:
             if spec.student.endpoint is not None:
-                errors.append(
-                    _error(("ept",), "ept_endpoint", "an endpoint student's experts cannot be set", spec.ept)
+                message = (
+                    "an OpenAI-compatible endpoint serves a fixed model: its experts per token are the "
+                    "server's, not the spec's; leave ept null (or name an HF model as the student)"
                 )
+                errors.append(_error(("ept",), "ept_endpoint", message, spec.ept))
             elif name in KNOWN_DENSE:
                 errors.append(
                     _error(("ept",), "ept_dense", f"{name} is dense (no router): leave ept null", spec.ept)
@@ -175,6 +195,9 @@ class SkillmixSpec(SpecBase):
         if spec.data.skills is None and spec.k > BUILTIN_SKILLS:
             message = f"k {spec.k} is above the {BUILTIN_SKILLS} skills of the built-in list"
             errors.append(_error(("k",), "k_above_skills", message, spec.k))
+        s, g = spec.student, spec.grader
+        errors += placement_errors(("student",), s.device_map, s.max_memory, spec.resources)
+        errors += placement_errors(("grader",), g.device_map, g.max_memory, spec.resources)
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
         return spec

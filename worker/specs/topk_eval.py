@@ -23,6 +23,13 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import SpecBase, StrictModel
 from worker.specs.manifest import Example, KindManifest
+from worker.specs.placement import (
+    DEVICE_MAP_DESCRIPTION,
+    MAX_MEMORY_DESCRIPTION,
+    DeviceMapName,
+    MaxMemory,
+    placement_errors,
+)
 from worker.specs.reasonformer_pretrain import SuiteSpec
 from worker.specs.smoe_sraven import SravenData, SravenModel, SravenTrain
 
@@ -147,7 +154,11 @@ class HfTarget(StrictModel):
     max_tokens: int = Field(4096, ge=2, le=10_000_000, description="cap on the text's tokens")
     limit: int | None = Field(None, ge=1, le=1_000_000, description="first items of choices_path; null = all")
     batch_size: int = Field(8, ge=1, le=4096, description="windows per forward")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="weights' dtype")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="weights' dtype (bfloat16 for large models)"
+    )
+    device_map: DeviceMapName | None = Field(None, description=DEVICE_MAP_DESCRIPTION)
+    max_memory: MaxMemory | None = Field(None, description=MAX_MEMORY_DESCRIPTION)
 
     @field_validator("choices_path")
     @classmethod
@@ -224,7 +235,8 @@ class TopkEvalSpec(SpecBase):
     @model_validator(mode="wrap")
     @classmethod
     def _k_within_experts(cls, data: Any, handler: Any) -> Any:
-        """k' (and an in-run train k) above a known E names its field; a reasonformer target needs a model."""
+        """k' (and an in-run train k) above a known E names its field; a reasonformer target needs a model;
+        an hf target's placement fits the run's resources."""
         spec: TopkEvalSpec = handler(data)
         errors: list[InitErrorDetails] = []
         E = spec.known_experts()
@@ -238,6 +250,8 @@ class TopkEvalSpec(SpecBase):
                     if k > E:
                         loc = ("smoe", "train_k", i)
                         errors.append(_error(loc, "k_above_experts", over, {"k": k, "experts": E}, k))
+        if spec.target == "hf":
+            errors += placement_errors(("hf",), spec.hf.device_map, spec.hf.max_memory, spec.resources)
         if spec.target == "reasonformer" and not spec.reasonformer.source_named:
             errors.append(
                 _error(

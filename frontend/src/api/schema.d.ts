@@ -1772,8 +1772,13 @@ export interface components {
              */
             choices_path?: string | null;
             /**
+             * Device Map
+             * @description null: the whole model on the run's device; auto | balanced | sequential: accelerate spreads its layers over the GPUs (then the CPU, then the disk), balanced evenly or filling each device in turn (sequential); inputs go to the device of the input embeddings
+             */
+            device_map?: ("auto" | "balanced" | "sequential") | null;
+            /**
              * Dtype
-             * @description weights' dtype
+             * @description weights' dtype (bfloat16 for large models)
              * @default float32
              * @enum {string}
              */
@@ -1783,6 +1788,13 @@ export interface components {
              * @description first items of choices_path; null = all
              */
             limit?: number | null;
+            /**
+             * Max Memory
+             * @description with a device_map: the most each device may hold, e.g. {'0': '70GiB', '1': '70GiB', 'cpu': '100GiB'}; devices: a GPU index (or cuda:N), cpu, disk; sizes: a number and B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; null = what each device has free
+             */
+            max_memory?: {
+                [key: string]: string;
+            } | null;
             /**
              * Max Tokens
              * @description cap on the text's tokens
@@ -2868,8 +2880,27 @@ export interface components {
              * @default 3
              */
             attempts: number;
+            /**
+             * Device Map
+             * @description the local grader's: null: the whole model on the run's device; auto | balanced | sequential: accelerate spreads its layers over the GPUs (then the CPU, then the disk), balanced evenly or filling each device in turn (sequential); inputs go to the device of the input embeddings
+             */
+            device_map?: ("auto" | "balanced" | "sequential") | null;
+            /**
+             * Dtype
+             * @description the local grader's weights' dtype (bfloat16 for large models)
+             * @default float32
+             * @enum {string}
+             */
+            dtype: "float32" | "bfloat16";
             /** @description the grader's endpoint (type endpoint) */
             endpoint?: components["schemas"]["ChatEndpoint"] | null;
+            /**
+             * Max Memory
+             * @description the local grader's: with a device_map: the most each device may hold, e.g. {'0': '70GiB', '1': '70GiB', 'cpu': '100GiB'}; devices: a GPU index (or cuda:N), cpu, disk; sizes: a number and B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; null = what each device has free
+             */
+            max_memory?: {
+                [key: string]: string;
+            } | null;
             /**
              * Max New Tokens
              * @description tokens of a grading answer
@@ -2994,14 +3025,26 @@ export interface components {
              */
             batch_size: number;
             /**
+             * Device Map
+             * @description null: the whole model on the run's device; auto | balanced | sequential: accelerate spreads its layers over the GPUs (then the CPU, then the disk), balanced evenly or filling each device in turn (sequential); inputs go to the device of the input embeddings
+             */
+            device_map?: ("auto" | "balanced" | "sequential") | null;
+            /**
              * Dtype
-             * @description weights' dtype (HF students)
+             * @description weights' dtype (HF students; bfloat16 for large models)
              * @default float32
              * @enum {string}
              */
             dtype: "float32" | "bfloat16";
             /** @description an OpenAI-compatible endpoint as the student instead of an HF model */
             endpoint?: components["schemas"]["ChatEndpoint"] | null;
+            /**
+             * Max Memory
+             * @description with a device_map: the most each device may hold, e.g. {'0': '70GiB', '1': '70GiB', 'cpu': '100GiB'}; devices: a GPU index (or cuda:N), cpu, disk; sizes: a number and B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; null = what each device has free
+             */
+            max_memory?: {
+                [key: string]: string;
+            } | null;
             /**
              * Name
              * @description a tiny preset, a store alias (smollm2-135m), a local folder or a Hugging Face id; ignored when `endpoint` is set

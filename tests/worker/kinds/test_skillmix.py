@@ -12,10 +12,12 @@ import pytest
 from pydantic import ValidationError
 
 from tests.skillmix_grader import Script, serve
-from tests.tiny_moe import tiny_moe
+from tests.tiny_moe import cpu_budget_for_one_layer, tiny_moe
 from tests.worker.kinds.sraven_context import MemoryContext
+from worker.core.models import load_model
 from worker.kinds.skillmix import run
 from worker.specs import manifest
+from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix import SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunError
 
@@ -31,6 +33,7 @@ def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 
 ENDPOINT = {"url": "http://127.0.0.1:1/v1", "model": "g", "api_key_env": "GRADER_KEY"}
+GPUS = {"device": "cuda", "gpus": 2}
 
 
 @pytest.mark.parametrize(
@@ -47,10 +50,53 @@ ENDPOINT = {"url": "http://127.0.0.1:1/v1", "model": "g", "api_key_env": "GRADER
         ({"grader": {"type": "endpoint"}}, ("grader", "endpoint")),
         ({"grader": {"endpoint": ENDPOINT}}, ("grader", "endpoint")),
         ({"generations": 0}, ("generations",)),
+        ({"student": {"device_map": "everywhere"}}, ("student", "device_map")),
+        ({"student": {"max_memory": {"cpu": "8GiB"}}}, ("student", "max_memory")),  # no device_map
+        ({"student": {"device_map": "auto", "max_memory": {"gpu0": "70GiB"}}, "resources": GPUS}, ("student", "max_memory", "gpu0", "[key]")),
+        ({"student": {"device_map": "auto", "max_memory": {"0": "70 gigs"}}, "resources": GPUS}, ("student", "max_memory", "0")),
+        ({"student": {"device_map": "auto", "max_memory": {"0": "0GiB"}}, "resources": GPUS}, ("student", "max_memory", "0")),
+        ({"student": {"device_map": "auto", "max_memory": {"cuda:2": "70GiB"}}, "resources": GPUS}, ("student", "max_memory", "cuda:2")),
+        ({"student": {"device_map": "auto", "max_memory": {"0": "1GiB", "cuda:0": "2GiB"}}, "resources": GPUS}, ("student", "max_memory")),
+        ({"student": {"device_map": "auto", "max_memory": {"0": "70GiB"}}}, ("student", "max_memory", "0")),  # gpus 0
+        ({"grader": {"type": "local", "device_map": "auto", "max_memory": {"disk": "1 TB", "cpu": "-1GB"}}}, ("grader", "max_memory", "cpu")),
     ],
 )  # fmt: skip
 def test_bad_specs_name_the_field(spec: dict[str, Any], loc: tuple[str, ...]) -> None:
     assert error_locs(spec) == [loc]
+
+
+def test_an_endpoint_student_refuses_ept_and_says_why() -> None:
+    with pytest.raises(ValidationError) as info:
+        SkillmixSpec.model_validate({"student": {"endpoint": ENDPOINT}, "ept": 2})
+    (error,) = info.value.errors()
+    assert error["loc"] == ("ept",)
+    assert "endpoint serves a fixed model" in error["msg"] and "leave ept null" in error["msg"]
+    assert SkillmixSpec.model_validate({"student": {"endpoint": ENDPOINT}}).ept is None
+
+
+def test_placements_that_fit_the_resources_are_accepted() -> None:
+    spec = SkillmixSpec.model_validate(
+        {
+            "student": {
+                "name": MIXTRAL,
+                "dtype": "bfloat16",
+                "device_map": "auto",
+                "max_memory": {"0": "70GiB", "cuda:1": "70.5 GiB", "cpu": "100GB", "disk": "1TiB"},
+            },
+            "grader": {"type": "local", "model": MIXTRAL, "dtype": "bfloat16", "device_map": "sequential"},
+            "resources": GPUS,
+        }
+    )
+    assert spec.student.max_memory == {"0": "70GiB", "cuda:1": "70.5 GiB", "cpu": "100GB", "disk": "1TiB"}
+    assert accelerate_max_memory(spec.student.max_memory) == {
+        0: 70 * 2**30, 1: int(70.5 * 2**30), "cpu": 100 * 10**9, "disk": 2**40
+    }  # fmt: skip
+    assert (spec.grader.device_map, spec.grader.max_memory, spec.grader.dtype) == (
+        "sequential",
+        None,
+        "bfloat16",
+    )
+    assert SkillmixSpec.model_validate({}).student.device_map is None
 
 
 def test_empty_spec_is_the_cpu_demo_and_every_example_is_valid() -> None:
@@ -82,13 +128,25 @@ def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path)
     assert (cell.cached_replies, cell.new_replies) == (0, asked)
     assert len(cell.samples) == 2 and all(len(s.points[0]) == 5 for s in cell.samples)
     assert 0.0 <= cell.skill_fraction.mean <= 1.0 and cell.total_score.stderr is not None
-    assert set(ctx.metrics) >= {"full_marks", "rescaled_score", "failed_gradings"}
+    # a point per combination graded (the run page's charts draw lines): running means, replies so far
+    headline = ("full_marks", "all_skills", "skill_fraction")
+    for key in (*headline, "rescaled_score", "failed_gradings", "cached_replies", "new_replies"):
+        assert set(ctx.metrics[key]) == {1, 2}, key
+    first, both = cell.samples[0].best, cell.samples
+    for m in headline:
+        assert ctx.metrics[m][1] == pytest.approx(first[m])
+        assert ctx.metrics[m][2] == pytest.approx((both[0].best[m] + both[1].best[m]) / 2)
+        assert ctx.metrics[m][2] == pytest.approx(getattr(cell, m).mean)
+    assert 2 * 2 * 2 < ctx.metrics["new_replies"][1] <= ctx.metrics["new_replies"][2] == asked
+    assert ctx.metrics["cached_replies"] == {1: 0.0, 2: 0.0}
 
     again = MemoryContext(out_dir=tmp_path)
     run(spec, again)
     repeat = cell_of(again)
     assert (repeat.cached_replies, repeat.new_replies) == (asked, 0)
     assert repeat.samples == cell.samples and repeat.full_marks == cell.full_marks
+    assert again.metrics["cached_replies"] == {1: asked, 2: asked}
+    assert again.metrics["full_marks"] == pytest.approx(ctx.metrics["full_marks"])
 
 
 @pytest.mark.parametrize(("model_type", "renormalises"), [("mixtral", True), ("qwen2_moe", False)])
@@ -109,6 +167,35 @@ def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field
     assert (cell_of(default).ept, cell_of(default).default_ept) == (2, 2)
     with pytest.raises(RunError, match=r"^ept: 5 cannot be set .*1\.\.4"):
         run(SkillmixSpec.model_validate({**spec, "ept": 5}), MemoryContext(out_dir=tmp_path))
+
+
+def test_a_student_split_over_cpu_and_disk_writes_what_the_single_device_student_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """device_map auto with a CPU budget that sends layer 1 to the disk: same texts and points as the
+    student on one device, ept 3 set on both routers (the offloaded one too)."""
+    name = tiny_moe(tmp_path / "mixtral", "mixtral")
+    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "cache"))  # the offload folder goes under it
+    budget = cpu_budget_for_one_layer(load_model(name).model)
+    spec = {"student": {"name": name}, **TINY, "combinations": 1, "ept": 3, "cache": {"enabled": False}}
+    single = MemoryContext(out_dir=tmp_path)
+    run(SkillmixSpec.model_validate(spec), single)
+    placement = {"device_map": "auto", "max_memory": {"cpu": f"{budget}B"}}
+    placed = MemoryContext(out_dir=tmp_path)
+    run(SkillmixSpec.model_validate({**spec, "student": {"name": name, **placement}}), placed)
+
+    one, split = cell_of(single), cell_of(placed)
+    assert split.samples == one.samples and all(t for s in split.samples for t in s.texts)
+    assert (split.ept, split.default_ept, split.routers, split.renormalises) == (3, 2, 2, True)
+    assert set(placed.params["derived"]["student_devices"]) == {"cpu", "disk"}
+    assert "student_devices" not in single.params["derived"]
+    assert any(line.startswith("student spread by its device_map over cpu") for line in placed.lines)
+
+
+def test_a_preset_student_with_a_device_map_fails_naming_the_field(tmp_path: Path) -> None:
+    spec = SkillmixSpec.model_validate({"student": {"name": "tiny-llama", "device_map": "auto"}, **TINY})
+    with pytest.raises(RunError, match=r"^student\.device_map: tiny-llama is a tiny preset"):
+        run(spec, MemoryContext(out_dir=tmp_path))
 
 
 def test_endpoint_grader_reads_its_key_from_the_environment(

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.tiny_moe import cpu_budget_for_one_layer, tiny_moe
 from tests.worker.kinds.sraven_context import MemoryContext
+from worker.core.models import load_model
 from worker.core.reasonformer.build import build_model
 from worker.core.reasonformer.config import ReasoningConfig
 from worker.core.reasonformer.data.synthetic import SkillSuite
@@ -56,8 +58,12 @@ def test_empty_spec_is_a_registered_in_run_demo() -> None:
         ({"smoe": {"run_id": 3, "path": "/x"}}, ("smoe", "path")),
         ({"eval_k": [2, 2]}, ("eval_k",)),
         ({"smoe": {"run_id": 0}}, ("smoe", "run_id")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"1": "8GiB"}}, "resources": {"gpus": 1}}, ("hf", "max_memory", "1")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"npu0": "8GiB"}}}, ("hf", "max_memory", "npu0", "[key]")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"cpu": "8 GiBs"}}}, ("hf", "max_memory", "cpu")),
+        ({"target": "hf", "hf": {"max_memory": {"cpu": "8GiB"}}}, ("hf", "max_memory")),
     ],
-)
+)  # fmt: skip
 def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) -> None:
     assert loc in error_locs(spec)
 
@@ -157,6 +163,27 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
     assert one.family == "mixtral" and one.renormalises is True and one.score == "perplexity"
     assert not one.higher_is_better and one.value != four.value and one.value > 1.0
     assert one.extra["tokens"] > 100
+
+
+def test_hf_model_split_over_cpu_and_disk_scores_what_the_single_device_model_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = tiny_moe(tmp_path / "mixtral", "mixtral")
+    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "cache"))  # the offload folder goes under it
+    budget = cpu_budget_for_one_layer(load_model(name).model)
+    hf = {"model": name, "window": 16, "max_tokens": 64}
+    placed = {**hf, "device_map": "auto", "max_memory": {"cpu": f"{budget}B"}}
+    runs = []
+    for target in (hf, placed):
+        ctx = MemoryContext(out_dir=tmp_path)
+        get_kind("topk_eval").run(TopkEvalSpec.model_validate({"target": "hf", "hf": target}), ctx)
+        runs.append(ctx)
+    single, split = (points(ctx) for ctx in runs)
+    assert [p.eval_k for p in split] == [1, 2, 3, 4] and all(p.routers == 2 for p in split)
+    assert [p.value for p in split] == pytest.approx([p.value for p in single], rel=1e-5)
+    assert len({round(p.value, 6) for p in split}) > 1  # k' reached the router on the disk too
+    assert set(runs[1].params["derived"]["device_map"].values()) == {"cpu", "disk"}
+    assert "device_map" not in runs[0].params["derived"]
 
 
 def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router() -> None:

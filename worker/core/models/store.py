@@ -86,10 +86,24 @@ class Placement:
     device_map: str
     max_memory: Mapping[int | str, int] | None = None
     offload_folder: Path | None = None
+    gpus: int = 0  # GPUs the run asked for (resources.gpus): this process must see at least as many
 
     def __post_init__(self) -> None:
         if self.device_map not in ("auto", "balanced", "sequential"):
             raise PlacementError(f"device_map must be auto, balanced or sequential, got {self.device_map!r}")
+
+    def check_visible_gpus(self) -> None:
+        """A placement naming GPU n (or asking for n GPUs) on a process that sees fewer is refused, not
+        left to accelerate (which would warn and put the rest on the CPU or the disk)."""
+        named = [k + 1 for k in self.max_memory or {} if isinstance(k, int)]
+        needed = max([self.gpus, *named])
+        visible = torch.cuda.device_count()
+        if needed > visible:
+            raise PlacementError(
+                f"the placement needs {needed} GPU(s) (resources.gpus, max_memory) but this worker sees "
+                f"{visible}: run it on a worker started with every GPU it needs visible "
+                "(CUDA_VISIBLE_DEVICES=a,b,...; docs/operations.md, Multi-GPU runs)"
+            )
 
 
 def _offload_folder(placement: Placement) -> tuple[Path, bool]:
@@ -260,6 +274,7 @@ def load_model(
     placed: dict[str, Any] = {}
     offload, ours = None, False
     if placement is not None:
+        placement.check_visible_gpus()
         offload, ours = _offload_folder(placement)
         placed = {
             "device_map": placement.device_map,

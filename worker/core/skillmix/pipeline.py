@@ -55,6 +55,10 @@ class Grading:
     attempts: int = 1
 
 
+# a combination whose every grading is in: (combination, its generations, their gradings in round order)
+Graded = Callable[[Combination, list[Generation], list[list[Grading]]], None]
+
+
 @dataclass
 class Engine:
     """What a cell needs besides its combinations: the models, their settings and the cache."""
@@ -69,6 +73,8 @@ class Engine:
     grading_attempts: int = 3  # a failed or unparseable grading is asked again up to this many times
     should_stop: Callable[[], bool] = lambda: False
     progress: Progress = lambda phase, done, total: None
+    graded: Graded = lambda combination, gens, gradings: None  # as each combination's gradings complete
+    grader_key: dict[str, Any] | None = None  # what names the grader's replies; None = its identity alone
 
     def _ask(
         self,
@@ -80,10 +86,12 @@ class Engine:
         phase: str,
         accept: Callable[[int, str], bool] = lambda n, reply: True,
         attempts: int = 1,
+        answered: Callable[[list[tuple[int, Reply]]], None] = lambda done: None,
     ) -> list[Reply]:
         """Replies through the cache: only the misses reach the model, in chunks. A reply that
         ``accept(position, reply)`` refuses is asked again (with a derived seed) up to ``attempts`` times,
-        then is a ChatFailure."""
+        then is a ChatFailure. ``answered`` gets each final (position, reply): the cached ones first, then
+        each chunk's."""
         keys = [
             cache_key(
                 **key_parts,
@@ -97,6 +105,7 @@ class Engine:
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
         done = len(replies) - len(todo)
+        answered([(i, r) for i, r in enumerate(replies) if r is not None])
         self.progress(phase, done, len(replies))
         for start in range(0, len(todo), self.chunk):
             if self.should_stop():
@@ -119,6 +128,7 @@ class Engine:
                 if not pending:
                     break
             done += len(rows)
+            answered([(i, r) for i in rows if (r := replies[i]) is not None])
             self.progress(phase, done, len(replies))
         return [r if r is not None else ChatFailure("not asked") for r in replies]
 
@@ -153,31 +163,54 @@ class Engine:
         return gens
 
     def grade(self, gens: Sequence[Generation], rounds: int, seed: int) -> list[list[Grading]]:
-        """``rounds`` gradings of every generated text (none for a failed generation)."""
+        """``rounds`` gradings of every generated text (none for a failed generation). ``graded`` hears of
+        each combination as soon as its last grading is in (one whose every generation failed: at once)."""
         asks: list[tuple[int, int]] = [
             (i, r) for i, g in enumerate(gens) if g.text is not None for r in range(rounds)
         ]
         prompts = {i: grading_prompt(g.combination, g.text) for i, g in enumerate(gens) if g.text is not None}
         rubrics = {i: criteria(g.combination) for i, g in enumerate(gens)}
-        out: list[list[Grading]] = [[] for _ in gens]
-        if not asks:
-            return out
-        replies = self._ask(
-            self.grader,
-            {"kind": "grading", "model": self.grader.identity},
-            [[user(prompts[i])] for i, _ in asks],
-            [derive_seed(seed, gens[i].combination.index, gens[i].index, r, 7) for i, r in asks],
-            self.grading,
-            "grading",
-            accept=lambda n, reply: parse_grade(reply, rubrics[asks[n][0]]).points is not None,
-            attempts=self.grading_attempts,
-        )
-        for (i, _), reply in zip(asks, replies, strict=True):
-            if isinstance(reply, ChatFailure):
-                out[i].append(Grading(None, reply.reason))
-            else:
-                out[i].append(Grading(parse_grade(reply, rubrics[i]).points))
-        return out
+        members: dict[int, list[int]] = {}  # combination index -> its generations' positions
+        for i, g in enumerate(gens):
+            members.setdefault(g.combination.index, []).append(i)
+        left = {c: sum(1 for i, _ in asks if gens[i].combination.index == c) for c in members}
+        done: dict[tuple[int, int], Grading] = {}
+
+        def gradings_of(i: int) -> list[Grading]:
+            return [done[(i, r)] for r in range(rounds) if (i, r) in done]
+
+        def finished(c: int) -> None:
+            rows = members[c]
+            self.graded(gens[rows[0]].combination, [gens[i] for i in rows], [gradings_of(i) for i in rows])
+
+        def answered(replies: list[tuple[int, Reply]]) -> None:
+            for n, reply in replies:
+                i, r = asks[n]
+                if isinstance(reply, ChatFailure):
+                    done[(i, r)] = Grading(None, reply.reason)
+                else:
+                    done[(i, r)] = Grading(parse_grade(reply, rubrics[i]).points)
+                c = gens[i].combination.index
+                left[c] -= 1
+                if left[c] == 0:
+                    finished(c)
+
+        for c, count in left.items():
+            if count == 0:
+                finished(c)
+        if asks:
+            self._ask(
+                self.grader,
+                {"kind": "grading", **(self.grader_key or {"model": self.grader.identity})},
+                [[user(prompts[i])] for i, _ in asks],
+                [derive_seed(seed, gens[i].combination.index, gens[i].index, r, 7) for i, r in asks],
+                self.grading,
+                "grading",
+                accept=lambda n, reply: parse_grade(reply, rubrics[asks[n][0]]).points is not None,
+                attempts=self.grading_attempts,
+                answered=answered,
+            )
+        return [gradings_of(i) for i in range(len(gens))]
 
 
 def voted_points(gen: Generation, gradings: Sequence[Grading], filter_skill_names: bool) -> list[int]:
@@ -205,14 +238,29 @@ class CellScore:
     failed_generations: int
 
 
+def combination_best(
+    gens: Sequence[Generation], gradings: Sequence[Sequence[Grading]], filter_skill_names: bool
+) -> dict[str, float]:
+    """One combination's score: per metric, the best of its generations' voted points."""
+    return best_of(
+        [
+            text_metrics(voted_points(g, gr, filter_skill_names), g.combination.k)
+            for g, gr in zip(gens, gradings, strict=True)
+        ]
+    )
+
+
 def score_cell(
     gens: Sequence[Generation], gradings: Sequence[Sequence[Grading]], filter_skill_names: bool
 ) -> CellScore:
     points = [voted_points(g, gr, filter_skill_names) for g, gr in zip(gens, gradings, strict=True)]
-    by_combination: dict[int, list[dict[str, float]]] = {}
-    for g, p in zip(gens, points, strict=True):
-        by_combination.setdefault(g.combination.index, []).append(text_metrics(p, g.combination.k))
-    per_combination = [best_of(by_combination[i]) for i in sorted(by_combination)]
+    members: dict[int, list[int]] = {}
+    for n, g in enumerate(gens):
+        members.setdefault(g.combination.index, []).append(n)
+    per_combination = [
+        combination_best([gens[n] for n in members[c]], [gradings[n] for n in members[c]], filter_skill_names)
+        for c in sorted(members)
+    ]
     return CellScore(
         metrics=aggregate(per_combination),
         per_combination=per_combination,

@@ -97,3 +97,15 @@ def test_a_preset_or_a_bad_device_map_cannot_be_placed() -> None:
         load_model("tiny-mixtral", placement=Placement("auto"))
     with pytest.raises(PlacementError, match="auto, balanced or sequential"):
         Placement("everywhere")
+
+
+@pytest.mark.parametrize("how", ["max_memory", "gpus"])
+def test_a_placement_needing_more_gpus_than_the_worker_sees_is_refused_before_loading(how: str) -> None:
+    visible = torch.cuda.device_count()  # 0 on the CPU machines that run the tests
+    if how == "max_memory":
+        placement = Placement("auto", {visible: 2**30, "cpu": 2**30})  # GPU `visible` is one too many
+    else:
+        placement = Placement("auto", gpus=visible + 1)
+    # refused before any loading: the hub id is never looked up
+    with pytest.raises(PlacementError, match=rf"needs {visible + 1} GPU\(s\) .* this worker sees {visible}:"):
+        load_model("mistralai/Mixtral-8x7B-Instruct-v0.1", placement=placement)
