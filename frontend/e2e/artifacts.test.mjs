@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
@@ -15,8 +15,7 @@ describe('run artifacts', { timeout: 300_000 }, () => {
   before(async () => {
     platform = await startPlatform();
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
+    page = await openPage(browser);
   });
 
   after(async () => {
@@ -43,11 +42,7 @@ describe('run artifacts', { timeout: 300_000 }, () => {
       ['checkpoints/step-20.pt', 'checkpoints/step-30.pt', 'model/step-30.pt'],
     );
 
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    await signIn(page, platform.url, platform.admin);
     await page.goto(`${platform.url}/runs/${runId}`);
     await page.getByRole('tab', { name: 'Artifacts' }).click();
     await page.getByTestId('artifacts').waitFor();

@@ -4,7 +4,7 @@
 // Screenshots in test-output/e2e/carma-*.png.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, openExample, openRunResults, runExperiment, screenshot, signedInPage, startPlatform } from './harness.mjs';
 
 const RUNS_TIMEOUT = 600_000;
 let platform;
@@ -16,13 +16,7 @@ describe('carma views', { timeout: 900_000 }, () => {
   before(async () => {
     platform = await startPlatform();
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    page = await signedInPage(browser, platform.url, platform.admin);
   });
 
   after(async () => {
@@ -31,25 +25,9 @@ describe('carma views', { timeout: 900_000 }, () => {
   });
 
   it('submits Original, FT and CARMA from the kind example and runs them', async () => {
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('carma');
-    await page.getByLabel('Name').first().fill('e2e carma three variants');
-    await page.getByLabel('Load example').selectOption('tiny-gpt2-three-variants');
-    await page.getByTestId('example-description').filter({ hasText: 'tiny GPT-2' }).waitFor();
+    await openExample(page, platform.url, { kind: 'carma', name: 'e2e carma three variants', example: 'tiny-gpt2-three-variants', description: 'tiny GPT-2' });
     assert.equal(await page.getByLabel('grid axis 1 parameter').inputValue(), 'variant');
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '3 runs' }).waitFor();
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
-    await page.waitForFunction(
-      () => document.querySelectorAll('[role="row"][data-status="succeeded"]').length === 3 || document.querySelector('[role="row"][data-status="failed"]'),
-      null,
-      { timeout: RUNS_TIMEOUT, polling: 1000 },
-    );
-    const detail = await platform.api(`/experiments/${experimentId}`);
-    assert.deepEqual(detail.runs.map((r) => r.status), ['succeeded', 'succeeded', 'succeeded'], platform.log().slice(-3000));
+    experimentId = await runExperiment(page, platform, { runs: 3, timeoutMs: RUNS_TIMEOUT });
   });
 
   it('draws the CAP curves, a line per variant, with the protocol toggle', async () => {
@@ -86,8 +64,7 @@ describe('carma views', { timeout: 900_000 }, () => {
   it("shows a run's accuracy, CAP curves and synonym rows on its Results tab", async () => {
     const detail = await platform.api(`/experiments/${experimentId}`);
     const carmaRun = detail.runs.find((r) => r.params.variant === 'carma');
-    await page.goto(`${platform.url}/runs/${carmaRun.id}`);
-    await page.getByRole('tab', { name: /Results/ }).click();
+    await openRunResults(page, platform.url, carmaRun.id);
     await page.getByText('test accuracy').first().waitFor();
     await page.waitForTimeout(300);
     await screenshot(page, 'carma-run-results');

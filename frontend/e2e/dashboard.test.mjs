@@ -2,21 +2,13 @@
 // Debian's chromium. Screenshots of every page land in test-output/e2e/.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, loadExample, newExperimentForm, openExample, openPage, previewExperiment, screenshot, signIn, startPlatform, submitExperiment } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
 let browser;
 let page;
 const state = {};
-
-async function login(username, password) {
-  await page.goto(`${platform.url}/login`);
-  await page.getByLabel('Username').fill(username);
-  await page.locator('input[name="password"]').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('current-user').filter({ hasText: username }).waitFor();
-}
 
 async function logout() {
   await page.getByRole('button', { name: 'Sign out' }).click();
@@ -27,8 +19,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
   before(async () => {
     platform = await startPlatform({ mlflowUi: true });
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
+    page = await openPage(browser);
   });
 
   after(async () => {
@@ -40,7 +31,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.goto(`${platform.url}/`);
     await page.waitForURL(/\/login/);
     await screenshot(page, '01-login');
-    await login(platform.admin.username, platform.admin.password);
+    await signIn(page, platform.url, platform.admin, { named: true });
     await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
     await screenshot(page, '02-experiments-empty');
   });
@@ -57,12 +48,9 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByLabel('grid axis 1 parameter').fill('train.lr');
     await page.keyboard.press('Escape');
     await page.getByLabel('grid axis 1 values').fill('0.1, 0.03, 0.01');
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '3 runs' }).waitFor();
+    await previewExperiment(page, 3);
     await screenshot(page, '03-new-experiment-preview');
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    state.experimentId = Number(new URL(page.url()).pathname.split('/').pop());
+    state.experimentId = await submitExperiment(page, { previewed: true });
     await page.getByTestId('experiment-name').filter({ hasText: 'e2e lr sweep' }).waitFor();
     const detail = await platform.api(`/experiments/${state.experimentId}`);
     assert.equal(detail.runs.length, 3);
@@ -292,8 +280,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
 
   it('shows the field error of a bad value and creates nothing', async () => {
     const before = (await platform.api('/experiments?limit=200')).items.length;
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
+    await newExperimentForm(page, platform.url);
     // every control of the form is labelled, and the keyboard walks the fields in order
     const unlabelled = await page.evaluate(() =>
       [...document.querySelectorAll('form[aria-label="new experiment"] input, form[aria-label="new experiment"] select, form[aria-label="new experiment"] textarea')]
@@ -322,20 +309,14 @@ describe('dashboard', { timeout: 600_000 }, () => {
   });
 
   it('loads a kind example into the spec and the sweep, and previews it', async () => {
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('diagnostic');
-    await page.getByLabel('Load example').selectOption('watch-live');
-    await page.getByTestId('example-description').filter({ hasText: 'watch progress' }).waitFor();
+    await openExample(page, platform.url, { kind: 'diagnostic', example: 'watch-live', description: 'watch progress' });
     assert.equal(await page.locator('#spec-train-step_delay').inputValue(), '0.2');
     // the next example lays its spec over the defaults, not over the previous example
-    await page.getByLabel('Load example').selectOption('seed-sweep');
-    await page.getByTestId('example-description').filter({ hasText: 'three seeds' }).waitFor();
+    await loadExample(page, 'seed-sweep', 'three seeds');
     assert.equal(await page.locator('#spec-train-step_delay').inputValue(), '0');
     assert.equal(await page.getByLabel('grid axis 1 parameter').inputValue(), 'seed');
     assert.equal(await page.getByLabel('grid axis 1 values').inputValue(), '1, 2, 3');
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '3 runs' }).waitFor();
+    await previewExperiment(page, 3);
     await screenshot(page, '11b-new-experiment-example');
     // back to the defaults, no sweep
     await page.getByLabel('Load example').selectOption('');
@@ -433,13 +414,12 @@ describe('dashboard', { timeout: 600_000 }, () => {
     platform.cli('user', 'create', 'vera', '--password', 'viewer-pass-123', '--role', 'viewer');
     await page.goto(`${platform.url}/`); // back to the dashboard (the test before left the page on the API docs)
     await logout();
-    await login('vera', 'viewer-pass-123');
+    await signIn(page, platform.url, { username: 'vera', password: 'viewer-pass-123' }, { named: true });
     await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
     assert.equal(await page.getByTestId('new-experiment').count(), 0);
     assert.equal(await page.getByRole('link', { name: 'New experiment' }).count(), 0);
     await screenshot(page, '15-viewer-experiments');
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
+    await newExperimentForm(page, platform.url);
     assert.equal(await page.getByTestId('submit-experiment').count(), 0);
     await screenshot(page, '16-viewer-new-experiment');
     await page.goto(`${platform.url}/experiments/${state.experimentId}`);

@@ -1,5 +1,8 @@
 // Starts a real platform (`reasonlab up` on a temporary home and a free port) and a headless Debian
 // chromium driven by playwright-core, for the e2e tests and the perf script. No browser is downloaded.
+// Below them, the steps the tests and the demo scripts share: sign in, fill the New experiment page from a
+// kind's example, submit it, wait for its runs.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -134,4 +137,142 @@ export async function launchBrowser() {
 export async function screenshot(page, name) {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** A new page of the browser that logs its uncaught errors; `viewport` ({width, height}) replaces the default. */
+export async function openPage(browser, { viewport } = {}) {
+  const page = await browser.context.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e.message));
+  if (viewport) await page.setViewportSize(viewport);
+  return page;
+}
+
+/**
+ * Signs in on `url`/login as `user` ({username, password}); resolves once the header shows a signed-in user,
+ * with `named` that user by name (after signing out and in as someone else).
+ */
+export async function signIn(page, url, { username, password }, { named = false } = {}) {
+  await page.goto(`${url}/login`);
+  await page.getByLabel('Username').fill(username);
+  await page.locator('input[name="password"]').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const current = page.getByTestId('current-user');
+  await (named ? current.filter({ hasText: username }) : current).waitFor();
+}
+
+/** openPage, then signIn as `user` (a platform's admin, or the user a demo script is given). */
+export async function signedInPage(browser, url, user, options) {
+  const page = await openPage(browser, options);
+  await signIn(page, url, user);
+  return page;
+}
+
+/**
+ * The API as the page's signed-in user (the token the dashboard keeps in localStorage): api(path, init)
+ * resolves to the answer's JSON; a body given in `init` (a JSON string) is sent as JSON.
+ */
+export async function pageApi(page, url) {
+  const token = await page.evaluate(() => Object.values(localStorage).find((v) => typeof v === 'string' && v.split('.').length === 3));
+  return async (path, init = {}) => {
+    const r = await fetch(`${url}/api/v1${path}`, {
+      ...init,
+      headers: { Authorization: `Bearer ${token}`, ...(init.body ? { 'Content-Type': 'application/json' } : {}) },
+    });
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+}
+
+/** The New experiment page, once its form is there. */
+export async function newExperimentForm(page, url) {
+  await page.goto(`${url}/experiments/new`);
+  await page.getByTestId('schema-form').waitFor();
+}
+
+/** Loads a kind example into the form; waits for its description (with `description`, one showing that text). */
+export async function loadExample(page, example, description) {
+  await page.getByLabel('Load example').selectOption(example);
+  const shown = page.getByTestId('example-description');
+  await (description ? shown.filter({ hasText: description }) : shown).waitFor();
+}
+
+/** The New experiment page with `kind` picked, then (each where given) the experiment's name and a kind example. */
+export async function openExample(page, url, { kind, name, example, description }) {
+  await newExperimentForm(page, url);
+  await page.locator('#kind').selectOption(kind);
+  if (name !== undefined) await page.getByLabel('Name').first().fill(name);
+  if (example) await loadExample(page, example, description);
+}
+
+/** Previews the form's experiment; waits for the count of runs (with `runs`, that count: '1 run', '3 runs'). */
+export async function previewExperiment(page, runs) {
+  await page.getByRole('button', { name: 'Preview' }).click();
+  const count = page.getByTestId('preview-count');
+  await (runs === undefined ? count : count.filter({ hasText: `${runs} run${runs === 1 ? '' : 's'}` })).waitFor();
+}
+
+/**
+ * Submits the form's experiment, previewed first (see previewExperiment) unless `previewed`; resolves to
+ * the experiment's id, read from the URL of its page that the dashboard opens.
+ */
+export async function submitExperiment(page, { runs, previewed = false } = {}) {
+  if (!previewed) await previewExperiment(page, runs);
+  await page.getByTestId('submit-experiment').click();
+  await page.waitForURL(/\/experiments\/\d+$/);
+  return Number(new URL(page.url()).pathname.split('/').pop());
+}
+
+/** On an experiment's page: waits until `count` runs show succeeded or one shows failed (polled each second). */
+export async function waitForRuns(page, count, timeoutMs) {
+  await page.waitForFunction(
+    (n) => document.querySelectorAll('[role="row"][data-status="succeeded"]').length === n || document.querySelector('[role="row"][data-status="failed"]'),
+    count,
+    { timeout: timeoutMs, polling: 1000 },
+  );
+}
+
+/** Asserts that the experiment's runs are `count` runs that all succeeded (the platform log's tail as the message); returns the experiment. */
+export async function assertRunsSucceeded(platform, experimentId, count) {
+  const detail = await platform.api(`/experiments/${experimentId}`);
+  assert.deepEqual(detail.runs.map((r) => r.status), Array(count).fill('succeeded'), platform.log().slice(-3000));
+  return detail;
+}
+
+/** submitExperiment, waitForRuns and assertRunsSucceeded for an experiment of `runs` runs; resolves to its id. */
+export async function runExperiment(page, platform, { runs, timeoutMs }) {
+  const experimentId = await submitExperiment(page, { runs });
+  await waitForRuns(page, runs, timeoutMs);
+  await assertRunsSucceeded(platform, experimentId, runs);
+  return experimentId;
+}
+
+/** A run's page with its Results tab open. */
+export async function openRunResults(page, url, runId) {
+  await page.goto(`${url}/runs/${runId}`);
+  await page.getByRole('tab', { name: /Results/ }).click();
+}
+
+/** For the demo scripts' long runs: waits until the experiment's page lists runs and every one has finished, however it ended. */
+export async function waitUntilFinished(page, { timeoutMs = 3_600_000, pollMs = 5000 } = {}) {
+  await page.waitForFunction(
+    () => {
+      const rows = [...document.querySelectorAll('[role="row"][data-run-id]')];
+      return rows.length > 0 && rows.every((r) => ['succeeded', 'failed', 'cancelled'].includes(r.getAttribute('data-status')));
+    },
+    null,
+    { timeout: timeoutMs, polling: pollMs },
+  );
+}
+
+/**
+ * For the demo scripts: where their screenshots (docs/img) and JSON (test-output) go, both made if missing,
+ * and a log whose lines start with the seconds since this call.
+ */
+export function demoOutput() {
+  const IMG = join(ROOT, 'docs/img');
+  const OUT = join(ROOT, 'test-output');
+  mkdirSync(IMG, { recursive: true });
+  mkdirSync(OUT, { recursive: true });
+  const started = Date.now();
+  return { IMG, OUT, log: (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`) };
 }

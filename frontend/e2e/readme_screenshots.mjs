@@ -5,14 +5,10 @@
 // file name); takes a few minutes on a 2-core machine.
 //
 //   node e2e/readme_screenshots.mjs
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser, startPlatform } from './harness.mjs';
+import { demoOutput, launchBrowser, signedInPage, startPlatform } from './harness.mjs';
 
-const IMG = join(ROOT, 'docs/img');
-mkdirSync(IMG, { recursive: true });
-const started = Date.now();
-const log = (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`);
+const { IMG, log } = demoOutput();
 
 // the reference architecture shrunk to run in seconds per cell on a CPU (docs/experiments/smoe_sraven.md)
 const SPEC = {
@@ -46,13 +42,7 @@ try {
   log('every run finished');
 
   browser = await launchBrowser();
-  const page = await browser.context.newPage();
-  await page.setViewportSize({ width: 1440, height: 1000 });
-  await page.goto(`${platform.url}/login`);
-  await page.getByLabel('Username').fill(platform.admin.username);
-  await page.locator('input[name="password"]').fill(platform.admin.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('current-user').waitFor();
+  const page = await signedInPage(browser, platform.url, platform.admin, { viewport: { width: 1440, height: 1000 } });
 
   await page.goto(`${platform.url}/experiments/${exp.id}`);
   await page.getByRole('tab', { name: 'SRAVEN grid' }).click();

@@ -5,7 +5,7 @@
 // Comparison tab offers Table 2's ablation layout. Screenshots in test-output/e2e/reasonformer-*.png.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, openExample, openRunResults, runExperiment, screenshot, signedInPage, startPlatform, waitForRuns } from './harness.mjs';
 
 const RUNS_TIMEOUT = 600_000;
 let platform;
@@ -13,25 +13,11 @@ let browser;
 let page;
 let experimentId;
 
-async function waitAllSucceeded(count) {
-  await page.waitForFunction(
-    (n) => document.querySelectorAll('[role="row"][data-status="succeeded"]').length === n || document.querySelector('[role="row"][data-status="failed"]'),
-    count,
-    { timeout: RUNS_TIMEOUT, polling: 1000 },
-  );
-}
-
 describe('reasonformer views', { timeout: 1_200_000 }, () => {
   before(async () => {
     platform = await startPlatform();
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    page = await signedInPage(browser, platform.url, platform.admin);
   });
 
   after(async () => {
@@ -40,20 +26,13 @@ describe('reasonformer views', { timeout: 1_200_000 }, () => {
   });
 
   it('submits the tiny shared/private pre-training example and runs it', async () => {
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('reasonformer_pretrain');
-    await page.getByLabel('Name').first().fill('e2e reasonformer shared vs private');
-    await page.getByLabel('Load example').selectOption('tiny-shared-private');
-    await page.getByTestId('example-description').filter({ hasText: 'shared and the private' }).waitFor();
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '2 runs' }).waitFor();
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
-    await waitAllSucceeded(2);
-    const detail = await platform.api(`/experiments/${experimentId}`);
-    assert.deepEqual(detail.runs.map((r) => r.status), ['succeeded', 'succeeded'], platform.log().slice(-3000));
+    await openExample(page, platform.url, {
+      kind: 'reasonformer_pretrain',
+      name: 'e2e reasonformer shared vs private',
+      example: 'tiny-shared-private',
+      description: 'shared and the private',
+    });
+    experimentId = await runExperiment(page, platform, { runs: 2, timeoutMs: RUNS_TIMEOUT });
   });
 
   it('draws the routing heatmap per task with the stop gate and case studies', async () => {
@@ -85,8 +64,7 @@ describe('reasonformer views', { timeout: 1_200_000 }, () => {
 
   it("shows a run's routing and scores on its Results tab", async () => {
     const detail = await platform.api(`/experiments/${experimentId}`);
-    await page.goto(`${platform.url}/runs/${detail.runs[0].id}`);
-    await page.getByRole('tab', { name: /Results/ }).click();
+    await openRunResults(page, platform.url, detail.runs[0].id);
     await page.getByTestId('routing-panel').waitFor();
     await page.getByTestId('reasonformer-eval-tasks').waitFor();
     await screenshot(page, 'reasonformer-run-results');
@@ -100,7 +78,7 @@ describe('reasonformer views', { timeout: 1_200_000 }, () => {
       body: { name: 'e2e reasonformer adapter ablation', kind: 'reasonformer_finetune', spec: example.spec, sweep: example.sweep },
     });
     await page.goto(`${platform.url}/experiments/${exp.id}`);
-    await waitAllSucceeded(2);
+    await waitForRuns(page, 2, RUNS_TIMEOUT);
     await page.getByRole('tab', { name: 'Comparison' }).click();
     await page.getByLabel('comparison layout').getByText('Table 2: ablations').click();
     const table = page.getByTestId('table2');

@@ -7,61 +7,27 @@
 // the results as JSON. Not a test (node --test skips this file name).
 //
 //   node e2e/reasonformer_demo.mjs http://127.0.0.1:PORT admin PASSWORD
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser } from './harness.mjs';
+import { demoOutput, launchBrowser, openExample, pageApi, signedInPage, submitExperiment, waitUntilFinished } from './harness.mjs';
 
 const [url, username, password] = process.argv.slice(2);
 if (!url || !username || !password) {
   console.error('usage: node e2e/reasonformer_demo.mjs URL USERNAME PASSWORD');
   process.exit(2);
 }
-const IMG = join(ROOT, 'docs/img');
-mkdirSync(IMG, { recursive: true });
-const started = Date.now();
-const log = (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`);
+const { IMG, OUT, log } = demoOutput();
 
-async function waitRuns(page) {
-  await page.waitForFunction(
-    () => {
-      const rows = [...document.querySelectorAll('[role="row"][data-run-id]')];
-      return rows.length > 0 && rows.every((r) => ['succeeded', 'failed', 'cancelled'].includes(r.getAttribute('data-status')));
-    },
-    null,
-    { timeout: 7_200_000, polling: 10_000 },
-  );
-}
+// the sweep's runs take longer than the other demos': two hours at most, looked at every 10 s
+const waitRuns = (page) => waitUntilFinished(page, { timeoutMs: 7_200_000, pollMs: 10_000 });
 
 const browser = await launchBrowser();
 try {
-  const page = await browser.context.newPage();
-  await page.setViewportSize({ width: 1440, height: 1000 });
-  await page.goto(`${url}/login`);
-  await page.getByLabel('Username').fill(username);
-  await page.locator('input[name="password"]').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('current-user').waitFor();
-  const token = await page.evaluate(() => Object.values(localStorage).find((v) => typeof v === 'string' && v.split('.').length === 3));
-  const api = async (path, init = {}) => {
-    const r = await fetch(`${url}/api/v1${path}`, {
-      ...init,
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    });
-    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-    return r.json();
-  };
+  const page = await signedInPage(browser, url, { username, password }, { viewport: { width: 1440, height: 1000 } });
+  const api = await pageApi(page, url);
 
-  await page.goto(`${url}/experiments/new`);
-  await page.getByTestId('schema-form').waitFor();
-  await page.locator('#kind').selectOption('reasonformer_pretrain');
-  await page.getByLabel('Name').first().fill('ReasonFormer CPU demo: pre-training variants');
-  await page.getByLabel('Load example').selectOption('cpu-variants-sweep');
-  await page.getByTestId('example-description').waitFor();
-  await page.getByRole('button', { name: 'Preview' }).click();
-  await page.getByTestId('preview-count').waitFor();
-  await page.getByTestId('submit-experiment').click();
-  await page.waitForURL(/\/experiments\/\d+$/);
-  const preId = Number(new URL(page.url()).pathname.split('/').pop());
+  await openExample(page, url, { kind: 'reasonformer_pretrain', name: 'ReasonFormer CPU demo: pre-training variants', example: 'cpu-variants-sweep' });
+  const preId = await submitExperiment(page);
   log(`submitted pre-training experiment ${preId}`);
   await waitRuns(page);
   log('pre-training runs finished');
@@ -106,7 +72,7 @@ try {
     pretrain: { experiment: pre, results: await api(`/experiments/${preId}/results`) },
     finetune: { experiment: await api(`/experiments/${fine.id}`), results: await api(`/experiments/${fine.id}/results`) },
   };
-  writeFileSync(join(ROOT, 'test-output', 'reasonformer-demo-results.json'), JSON.stringify(results, null, 1));
+  writeFileSync(join(OUT, 'reasonformer-demo-results.json'), JSON.stringify(results, null, 1));
   log('screenshots in docs/img/reasonformer-demo-*.png, results in test-output/reasonformer-demo-results.json');
 } finally {
   await browser.close();

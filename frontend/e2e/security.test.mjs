@@ -3,7 +3,7 @@
 // violation, and a page of another origin cannot read the API (no CORS unless configured).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, newExperimentForm, screenshot, signIn, startPlatform } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
@@ -64,15 +64,10 @@ describe('security headers', { timeout: 600_000 }, () => {
     const runId = exp.runs[0].id;
     await waitForRun(runId);
 
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    await signIn(page, platform.url, platform.admin);
     await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
 
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
+    await newExperimentForm(page, platform.url);
 
     await page.goto(`${platform.url}/experiments/${exp.id}`);
     await page.getByTestId('experiment-name').filter({ hasText: 'csp run' }).waitFor();

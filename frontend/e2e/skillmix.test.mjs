@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, ROOT, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, openExample, openRunResults, ROOT, runExperiment, screenshot, signedInPage, startPlatform } from './harness.mjs';
 
 const RUNS_TIMEOUT = 600_000;
 let platform;
@@ -24,13 +24,7 @@ describe('skillmix views', { timeout: 900_000 }, () => {
     execFileSync(join(ROOT, '.venv/bin/python'), ['-c', `from pathlib import Path; from tests.tiny_moe import tiny_moe; tiny_moe(Path(${JSON.stringify(join(modelDir, 'mixtral'))}), 'mixtral')`], { cwd: ROOT });
     platform = await startPlatform();
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    page = await signedInPage(browser, platform.url, platform.admin);
   });
 
   after(async () => {
@@ -40,30 +34,14 @@ describe('skillmix views', { timeout: 900_000 }, () => {
   });
 
   it('submits a tiny ept x k sweep from the kind example and runs it', async () => {
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('skillmix');
-    await page.getByLabel('Name').first().fill('e2e skillmix ept x k');
-    await page.getByLabel('Load example').selectOption('tiny-k-sweep');
-    await page.getByTestId('example-description').filter({ hasText: 'tiny Llama' }).waitFor();
+    await openExample(page, platform.url, { kind: 'skillmix', name: 'e2e skillmix ept x k', example: 'tiny-k-sweep', description: 'tiny Llama' });
     const student = page.getByRole('group', { name: 'student' });
     await student.getByLabel('name', { exact: true }).fill(join(modelDir, 'mixtral'));
     assert.equal(await page.getByLabel('grid axis 1 parameter').inputValue(), 'k');
     await page.getByRole('button', { name: '+ grid axis' }).click();
     await page.getByLabel('grid axis 2 parameter').fill('ept');
     await page.getByLabel('grid axis 2 values').fill('1, 2');
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '4 runs' }).waitFor();
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
-    await page.waitForFunction(
-      () => document.querySelectorAll('[role="row"][data-status="succeeded"]').length === 4 || document.querySelector('[role="row"][data-status="failed"]'),
-      null,
-      { timeout: RUNS_TIMEOUT, polling: 1000 },
-    );
-    const detail = await platform.api(`/experiments/${experimentId}`);
-    assert.deepEqual(detail.runs.map((r) => r.status), Array(4).fill('succeeded'), platform.log().slice(-3000));
+    experimentId = await runExperiment(page, platform, { runs: 4, timeoutMs: RUNS_TIMEOUT });
   });
 
   it("shows Table 1's layout: rows ept with the default labelled, columns k, three metrics with ±", async () => {
@@ -94,8 +72,7 @@ describe('skillmix views', { timeout: 900_000 }, () => {
 
   it("shows a run's cell, routing and texts on its Results tab", async () => {
     const detail = await platform.api(`/experiments/${experimentId}`);
-    await page.goto(`${platform.url}/runs/${detail.runs[0].id}`);
-    await page.getByRole('tab', { name: /Results/ }).click();
+    await openRunResults(page, platform.url, detail.runs[0].id);
     await page.getByText('renormalises top-k').first().waitFor();
     assert.ok((await page.getByTestId('skillmix-samples').locator('tbody tr').count()) === 2);
     await page.waitForTimeout(300);

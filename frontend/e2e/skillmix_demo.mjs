@@ -11,63 +11,31 @@
 // A cache dir (the spec's cache.dir, typed into the form) makes every reply new: without it the runs
 // reuse the generations and gradings earlier runs left in <cache root>/skillmix, and time little.
 // EXPERIMENT=ID takes the screenshots and the JSON of an experiment already run instead of submitting one.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser } from './harness.mjs';
+import { demoOutput, launchBrowser, openExample, openRunResults, pageApi, signedInPage, submitExperiment, waitUntilFinished } from './harness.mjs';
 
 const [url, username, password, example = 'cpu-demo-k-sweep', name = 'Skill-Mix CPU demo', cacheDir] = process.argv.slice(2);
 if (!url || !username || !password) {
   console.error('usage: node e2e/skillmix_demo.mjs URL USERNAME PASSWORD [example] [name] [cache dir]');
   process.exit(2);
 }
-const IMG = join(ROOT, 'docs/img');
-const OUT = join(ROOT, 'test-output');
-mkdirSync(IMG, { recursive: true });
-mkdirSync(OUT, { recursive: true });
-const started = Date.now();
-const log = (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`);
+const { IMG, OUT, log } = demoOutput();
 
 const browser = await launchBrowser();
 try {
-  const page = await browser.context.newPage();
-  await page.setViewportSize({ width: 1440, height: 1000 });
-  await page.goto(`${url}/login`);
-  await page.getByLabel('Username').fill(username);
-  await page.locator('input[name="password"]').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('current-user').waitFor();
-  const token = await page.evaluate(() => Object.values(localStorage).find((v) => typeof v === 'string' && v.split('.').length === 3));
-  const api = async (path) => {
-    const r = await fetch(`${url}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
-    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-    return r.json();
-  };
+  const page = await signedInPage(browser, url, { username, password }, { viewport: { width: 1440, height: 1000 } });
+  const api = await pageApi(page, url);
 
   let experimentId = Number(process.env.EXPERIMENT ?? 0);
   if (experimentId) await page.goto(`${url}/experiments/${experimentId}`);
   else {
-    await page.goto(`${url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('skillmix');
-    await page.getByLabel('Name').first().fill(name);
-    await page.getByLabel('Load example').selectOption(example);
-    await page.getByTestId('example-description').waitFor();
+    await openExample(page, url, { kind: 'skillmix', name, example });
     if (cacheDir) await page.getByRole('group', { name: 'cache' }).getByLabel('dir', { exact: true }).fill(cacheDir);
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').waitFor();
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
+    experimentId = await submitExperiment(page);
     log(`submitted experiment ${experimentId}`);
   }
-  await page.waitForFunction(
-    () => {
-      const rows = [...document.querySelectorAll('[role="row"][data-run-id]')];
-      return rows.length > 0 && rows.every((r) => ['succeeded', 'failed', 'cancelled'].includes(r.getAttribute('data-status')));
-    },
-    null,
-    { timeout: 3_600_000, polling: 5000 },
-  );
+  await waitUntilFinished(page);
   log('every run finished');
   await page.screenshot({ path: join(IMG, 'skillmix-demo-runs.png'), fullPage: true });
 
@@ -86,8 +54,7 @@ try {
   const detail = await api(`/experiments/${experimentId}`);
   const cells = await api(`/experiments/${experimentId}/results?kind=skillmix_cell`);
   const last = detail.runs[detail.runs.length - 1];
-  await page.goto(`${url}/runs/${last.id}`);
-  await page.getByRole('tab', { name: /Results/ }).click();
+  await openRunResults(page, url, last.id);
   await page.getByTestId('skillmix-samples').waitFor();
   await page.waitForTimeout(1000);
   await page.screenshot({ path: join(IMG, 'skillmix-demo-run-results.png'), fullPage: true });

@@ -4,7 +4,7 @@
 // point on the run's Results tab. Screenshots in test-output/e2e/topk-*.png.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, screenshot, startPlatform } from './harness.mjs';
+import { launchBrowser, openExample, openRunResults, runExperiment, screenshot, signedInPage, startPlatform } from './harness.mjs';
 
 const RUNS_TIMEOUT = 600_000;
 let platform;
@@ -16,13 +16,7 @@ describe('topk_eval views', { timeout: 900_000 }, () => {
   before(async () => {
     platform = await startPlatform();
     browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    await page.goto(`${platform.url}/login`);
-    await page.getByLabel('Username').fill(platform.admin.username);
-    await page.locator('input[name="password"]').fill(platform.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('current-user').waitFor();
+    page = await signedInPage(browser, platform.url, platform.admin);
   });
 
   after(async () => {
@@ -31,24 +25,8 @@ describe('topk_eval views', { timeout: 900_000 }, () => {
   });
 
   it('submits the tiny in-run example from the New experiment page and runs it', async () => {
-    await page.goto(`${platform.url}/experiments/new`);
-    await page.getByTestId('schema-form').waitFor();
-    await page.locator('#kind').selectOption('topk_eval');
-    await page.getByLabel('Name').first().fill('e2e topk matrix');
-    await page.getByLabel('Load example').selectOption('tiny-in-run');
-    await page.getByTestId('example-description').filter({ hasText: 'two tiny SMoEs' }).waitFor();
-    await page.getByRole('button', { name: 'Preview' }).click();
-    await page.getByTestId('preview-count').filter({ hasText: '1 run' }).waitFor();
-    await page.getByTestId('submit-experiment').click();
-    await page.waitForURL(/\/experiments\/\d+$/);
-    experimentId = Number(new URL(page.url()).pathname.split('/').pop());
-    await page.waitForFunction(
-      () => document.querySelector('[role="row"][data-status="succeeded"]') || document.querySelector('[role="row"][data-status="failed"]'),
-      null,
-      { timeout: RUNS_TIMEOUT, polling: 1000 },
-    );
-    const detail = await platform.api(`/experiments/${experimentId}`);
-    assert.deepEqual(detail.runs.map((r) => r.status), ['succeeded'], platform.log().slice(-3000));
+    await openExample(page, platform.url, { kind: 'topk_eval', name: 'e2e topk matrix', example: 'tiny-in-run', description: 'two tiny SMoEs' });
+    experimentId = await runExperiment(page, platform, { runs: 1, timeoutMs: RUNS_TIMEOUT });
     const results = await platform.api(`/experiments/${experimentId}/results?kind=topk_eval_point`);
     const cells = results.map((r) => [r.payload.train_k, r.payload.eval_k]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     assert.deepEqual(cells, [1, 2].flatMap((k) => [1, 2, 3, 4].map((kp) => [k, kp])));
@@ -72,8 +50,7 @@ describe('topk_eval views', { timeout: 900_000 }, () => {
 
   it("shows a point's train k, k' and router facts on the run's Results tab", async () => {
     const detail = await platform.api(`/experiments/${experimentId}`);
-    await page.goto(`${platform.url}/runs/${detail.runs[0].id}`);
-    await page.getByRole('tab', { name: /Results/ }).click();
+    await openRunResults(page, platform.url, detail.runs[0].id);
     await page.getByText('renormalises').first().waitFor();
     await page.waitForTimeout(300);
     await screenshot(page, 'topk-run-results');

@@ -10,9 +10,9 @@
 // Not a test (node --test skips this file name).
 //
 //   node e2e/topk_eval_demo.mjs http://127.0.0.1:PORT admin PASSWORD [--in-run | --in-run-only]
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser } from './harness.mjs';
+import { demoOutput, launchBrowser, openExample, openRunResults, pageApi, signedInPage, submitExperiment, waitUntilFinished } from './harness.mjs';
 
 const [url, username, password, ...flags] = process.argv.slice(2);
 if (!url || !username || !password) {
@@ -21,12 +21,7 @@ if (!url || !username || !password) {
 }
 const inRunOnly = flags.includes('--in-run-only');
 const inRun = inRunOnly || flags.includes('--in-run');
-const IMG = join(ROOT, 'docs/img');
-const OUT = join(ROOT, 'test-output');
-mkdirSync(IMG, { recursive: true });
-mkdirSync(OUT, { recursive: true });
-const started = Date.now();
-const log = (m) => console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s ${m}`);
+const { IMG, OUT, log } = demoOutput();
 
 // topk_eval's in-run SMoE (worker/specs/topk_eval.py SmoeDemo) at k = 2 (M = 1, half the reference width),
 // trained 1,500 steps instead of 600 (600 leave it at 0.50 ID-test accuracy) and evaluated on 1,024
@@ -39,36 +34,14 @@ const SMOE_K2 = {
   train: { batch_size: 64, steps: 1500, lr: 0.003, warmup_steps: 100, eval_interval: 500, eval_size: 1024, checkpoint_every: 500, log_every: 50 },
 };
 
-async function waitRuns(page) {
-  await page.waitForFunction(
-    () => {
-      const rows = [...document.querySelectorAll('[role="row"][data-run-id]')];
-      return rows.length > 0 && rows.every((r) => ['succeeded', 'failed', 'cancelled'].includes(r.getAttribute('data-status')));
-    },
-    null,
-    { timeout: 3_600_000, polling: 5000 },
-  );
-}
-
 async function submit(page, kind, name, { example, json, edit } = {}) {
-  await page.goto(`${url}/experiments/new`);
-  await page.getByTestId('schema-form').waitFor();
-  await page.locator('#kind').selectOption(kind);
-  await page.getByLabel('Name').first().fill(name);
-  if (example) {
-    await page.getByLabel('Load example').selectOption(example);
-    await page.getByTestId('example-description').waitFor();
-  }
+  await openExample(page, url, { kind, name, example });
   if (edit) await edit();
   if (json) {
     await page.getByLabel('spec editor').getByText('JSON').click();
     await page.getByLabel('spec as json').fill(JSON.stringify(json, null, 2));
   }
-  await page.getByRole('button', { name: 'Preview' }).click();
-  await page.getByTestId('preview-count').waitFor();
-  await page.getByTestId('submit-experiment').click();
-  await page.waitForURL(/\/experiments\/\d+$/);
-  const id = Number(new URL(page.url()).pathname.split('/').pop());
+  const id = await submitExperiment(page);
   log(`submitted ${kind} experiment ${id}`);
   return id;
 }
@@ -77,25 +50,14 @@ const minutes = (r) => (r.started_at && r.finished_at ? (Date.parse(r.finished_a
 
 const browser = await launchBrowser();
 try {
-  const page = await browser.context.newPage();
-  await page.setViewportSize({ width: 1440, height: 1000 });
-  await page.goto(`${url}/login`);
-  await page.getByLabel('Username').fill(username);
-  await page.locator('input[name="password"]').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByTestId('current-user').waitFor();
-  const token = await page.evaluate(() => Object.values(localStorage).find((v) => typeof v === 'string' && v.split('.').length === 3));
-  const api = async (path) => {
-    const r = await fetch(`${url}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
-    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-    return r.json();
-  };
+  const page = await signedInPage(browser, url, { username, password }, { viewport: { width: 1440, height: 1000 } });
+  const api = await pageApi(page, url);
   const out = {};
 
   // 1. the SMoE trained at k = 2
   if (!inRunOnly) {
     const smoeId = await submit(page, 'smoe_sraven', 'topk_eval demo: SMoE trained at k=2', { json: SMOE_K2 });
-    await waitRuns(page);
+    await waitUntilFinished(page);
     const smoe = await api(`/experiments/${smoeId}`);
     const smoeRun = smoe.runs[0];
     const cell = (await api(`/experiments/${smoeId}/results?kind=sraven_cell`))[0]?.payload;
@@ -108,7 +70,7 @@ try {
       example: 'smoe-run',
       edit: async () => page.getByRole('group', { name: 'smoe' }).getByLabel('run_id', { exact: true }).fill(String(smoeRun.id)),
     });
-    await waitRuns(page);
+    await waitUntilFinished(page);
     await page.screenshot({ path: join(IMG, 'topk-eval-demo-runs.png'), fullPage: true });
     await page.getByRole('tab', { name: 'Top-k matrix' }).click();
     await page.getByTestId('topk-matrix').locator('canvas').first().waitFor();
@@ -118,8 +80,7 @@ try {
     const topk = await api(`/experiments/${topkId}`);
     const points = (await api(`/experiments/${topkId}/results?kind=topk_eval_point`)).map((r) => r.payload);
     out.topk = { experiment: topkId, runs: topk.runs.map((r) => ({ id: r.id, status: r.status, minutes: minutes(r) })), points };
-    await page.goto(`${url}/runs/${topk.runs[0].id}`);
-    await page.getByRole('tab', { name: /Results/ }).click();
+    await openRunResults(page, url, topk.runs[0].id);
     await page.getByText('renormalises').first().waitFor();
     await page.waitForTimeout(1000);
     await page.screenshot({ path: join(IMG, 'topk-eval-demo-run-results.png') });
@@ -128,7 +89,7 @@ try {
   // 3. optionally `{}`: three SMoEs trained in-run at k = 1, 2, 8, each at k' = 1..8
   if (inRun) {
     const demoId = await submit(page, 'topk_eval', 'topk_eval demo: {} (k = 1, 2, 8 trained in-run)');
-    await waitRuns(page);
+    await waitUntilFinished(page);
     await page.getByRole('tab', { name: 'Top-k matrix' }).click();
     await page.getByTestId('topk-matrix').locator('canvas').first().waitFor();
     await page.waitForTimeout(1500);
