@@ -85,6 +85,19 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
     else:  # a run reaped on a loaded machine ran again: its second attempt found its first's replies cached
         assert answered >= new_gradings > 0
     assert "full_marks" in p.client.metric_keys(runs[0]["id"])
+    # a point per combination graded (the run page's charts draw lines, not one dot at step 0): steps 1
+    # and 2 of the 2 combinations, the last one the cell's own values
+    by_run = {c["run_id"]: c["payload"] for c in cells}
+    for run in runs:
+        keys = ["full_marks", "skill_fraction", "new_replies", "cached_replies"]
+        series = p.client.get_metrics(run["id"], keys)["series"]
+        for key in keys:
+            got = series[key]
+            assert (got["total_points"], got["step_min"], got["step_max"]) == (2, 1, 2), key
+        last = {key: series[key]["buckets"][-1] for key in keys}
+        assert last["full_marks"]["step_end"] == 2
+        assert last["full_marks"]["last"] == pytest.approx(by_run[run["id"]]["full_marks"]["mean"])
+        assert last["new_replies"]["last"] == by_run[run["id"]]["new_replies"]
 
     # the key: nowhere in what the API serves ...
     served: list[Any] = [p.client.get_experiment(exp["id"]), cells]
