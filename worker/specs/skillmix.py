@@ -262,12 +262,32 @@ _GPT4 = {
     "endpoint": {"url": "https://api.openai.com/v1", "model": "gpt-4", "api_key_env": "OPENAI_API_KEY"},
     "max_new_tokens": 512,
 }
+_MIXTRAL_STUDENT = {"name": _MIXTRAL, "dtype": "bfloat16", "batch_size": 16}
 _PAPER = {
-    "student": {"name": _MIXTRAL, "dtype": "bfloat16", "batch_size": 16},
+    "student": _MIXTRAL_STUDENT,
     "combinations": 5,
     "generation": {"max_new_tokens": 512},
     "grader": _GPT4,
     "resources": {"device": "cuda", "gpus": 1},
+}
+# Mixtral over two 80 GB GPUs: 87 GiB of bf16 weights, about 43.5 GiB on each (auto balances them)
+_PAPER_2GPU = {
+    **_PAPER,
+    "student": {**_MIXTRAL_STUDENT, "device_map": "auto"},
+    "resources": {"device": "cuda", "gpus": 2},
+}
+# DBRX Instruct over four 80 GB GPUs: 246 GiB of bf16 weights, at most 64-66 GiB a GPU, the rest of each
+# GPU's ~79 GiB left to the KV cache, activations and CUDA's own (docs/experiments/skillmix.md)
+_DBRX = {
+    **_PAPER,
+    "student": {
+        "name": "databricks/dbrx-instruct",
+        "dtype": "bfloat16",
+        "batch_size": 16,
+        "device_map": "auto",
+        "max_memory": {"0": "64GiB", "1": "66GiB", "2": "66GiB", "3": "66GiB"},
+    },
+    "resources": {"device": "cuda", "gpus": 4},
 }
 
 MANIFEST = KindManifest(
@@ -302,9 +322,24 @@ MANIFEST = KindManifest(
             name="paper-mixtral-table-1",
             description="Table 1: Mixtral-8x7B Instruct, ept 1..8 x k 1..5, 5 combinations, graded by "
             "GPT-4 (key in the worker's OPENAI_API_KEY); bf16 on one 141 GB GPU (H200): 93 GB of weights "
-            "(the doc has the arithmetic)",
+            "(the doc has the arithmetic; two 80 GB GPUs: paper-mixtral-table-1-2gpu)",
             spec=_PAPER,
             sweep={"grid": {"ept": list(range(1, 9)), "k": [1, 2, 3, 4, 5]}},
+        ),
+        Example(
+            name="paper-mixtral-table-1-2gpu",
+            description="Table 1 as paper-mixtral-table-1 on two 80 GB GPUs (A100/H100): the bf16 weights "
+            "spread by device_map auto, ~43.5 GiB a GPU; needs a worker that sees both GPUs",
+            spec=_PAPER_2GPU,
+            sweep={"grid": {"ept": list(range(1, 9)), "k": [1, 2, 3, 4, 5]}},
+        ),
+        Example(
+            name="paper-dbrx-figure-6",
+            description="Figure 6: DBRX Instruct (132B, 16 experts, default ept 4), ept 1..16 x k 1..4, 5 "
+            "combinations, graded by GPT-4; bf16 (246 GiB) over four 80 GB GPUs by device_map auto with "
+            "max_memory; needs a worker that sees all four",
+            spec=_DBRX,
+            sweep={"grid": {"ept": list(range(1, 17)), "k": [1, 2, 3, 4]}},
         ),
         Example(
             name="sweep-ept-by-k",

@@ -344,7 +344,7 @@ MANIFEST = KindManifest(
         Example(
             name="mixtral-perplexity-gpu",
             description="Mixtral-8x7B-Instruct, perplexity of a text at k' = 1..8: about 93 GB of weights in "
-            "bf16, one H200 (141 GB); docs/experiments/topk_eval.md",
+            "bf16, one H200 (141 GB; two 80 GB GPUs: mixtral-perplexity-2gpu); docs/experiments/topk_eval.md",
             spec={
                 "target": "hf",
                 "resources": {"device": "cuda", "gpus": 1},
@@ -356,6 +356,26 @@ MANIFEST = KindManifest(
                     "max_tokens": 65536,
                     "batch_size": 1,
                     "dtype": "bfloat16",
+                },
+                "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
+            },
+        ),
+        Example(
+            name="mixtral-perplexity-2gpu",
+            description="the same on two 80 GB GPUs: the bf16 weights spread by device_map auto (~43.5 GiB a "
+            "GPU); needs a worker that sees both GPUs",
+            spec={
+                "target": "hf",
+                "resources": {"device": "cuda", "gpus": 2},
+                "hf": {
+                    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+                    "score": "perplexity",
+                    "text_path": "/data/wikitext-2-test.txt",
+                    "window": 2048,
+                    "max_tokens": 65536,
+                    "batch_size": 1,
+                    "dtype": "bfloat16",
+                    "device_map": "auto",
                 },
                 "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
             },
