@@ -1,16 +1,30 @@
-"""Skill-Mix generation: the batched student (batch 8, left padding) against one prompt at a time with the
-same model, in tokens/s (goal >= 3x on CPU), and a repeated cell against the first (the on-disk cache of
-generations and gradings; goal: the repeat costs < 5% of the first). The student is SmolLM2-135M-Instruct
-from the model store when it is there (``make offline``), else a tiny random Llama. Prints; asserts nothing.
+"""Skill-Mix generation: the batched student against one prompt at a time with the same model, in tokens/s
+(goal >= 3x at batch 8 on CPU), and a repeated cell against the first (the on-disk cache of generations
+and gradings; goal: the repeat costs < 5% of the first). The student is SmolLM2-135M-Instruct from the
+model store when it is there (``make offline``), else a tiny random Llama. Prints; asserts nothing.
 
-    .venv/bin/python bench/skillmix_generation.py                     # SmolLM2-135M, 8 prompts, 48 tokens
-    .venv/bin/python bench/skillmix_generation.py --model tiny-llama --tokens 16
+Side by side in one run, each repeat timing every mode (in a rotating order, so load bursts on a shared
+machine hit all alike), medians reported:
+- one at a time: plain HF ``generate``, batch 1 (the baseline);
+- batched generate: HF ``generate`` at batch 8, left padding (the student before its own loop);
+- batched, our loop: ``decode.py`` (the common prefix and duplicate prompts run once, finished rows
+  dropped), the student now;
+- with ``--ablations``: our loop without the prefix sharing, and without dropping finished rows.
+Per-row seeded sampling makes every mode write the same texts (checked), so tokens/s compare directly.
+``--generations 3`` asks each combination's prompt three times with three seeds, as a cell does.
+
+    .venv/bin/python bench/skillmix_generation.py --threads 1 --repeats 3     # SmolLM2-135M, 8 prompts
+    .venv/bin/python bench/skillmix_generation.py --model tiny-llama --tokens 16 --no-cell
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
+import os
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +36,8 @@ from worker.core.models import load_model
 from worker.core.models.store import ALIASES, store_root
 from worker.core.skillmix.chat import Sampling, user
 from worker.core.skillmix.combinations import sample_combinations
-from worker.core.skillmix.hf_chat import HFChat
+from worker.core.skillmix.decode import LoopOptions, common_prefix
+from worker.core.skillmix.hf_chat import HFChat, render_chat
 from worker.core.skillmix.prompts import first_turn
 from worker.core.skillmix.skills import load_skills, load_topics
 from worker.kinds.skillmix import run
@@ -64,29 +79,56 @@ def default_model() -> str:
     return name if name in ALIASES and (store_root() / name / "config.json").is_file() else "tiny-llama"
 
 
-def throughput(model: str, prompts: int, tokens: int, batch: int) -> dict[str, Any]:
+def modes(lm: Any, model: str, batch: int, ablations: bool) -> dict[str, HFChat]:
+    chat = functools.partial(HFChat, lm.model, lm.tokenizer, model)
+    out = {
+        "one at a time (generate)": chat(batch_size=1, use_generate=True),
+        f"batched generate (batch {batch})": chat(batch_size=batch, use_generate=True),
+        f"batched, our loop (batch {batch})": chat(batch_size=batch),
+    }
+    if ablations:
+        out["  our loop, no prefix sharing"] = chat(batch_size=batch, loop=LoopOptions(share_prefix=False))
+        out["  our loop, finished rows kept"] = chat(batch_size=batch, loop=LoopOptions(drop_finished=False))
+    return out
+
+
+def throughput(
+    model: str, prompts: int, generations: int, tokens: int, batch: int, repeats: int, ablations: bool
+) -> dict[str, Any]:
     lm = load_model(model)
     lm.model.eval()
-    combos = sample_combinations(load_skills(), load_topics(), 2, prompts, seed=0)
-    convs = [[user(first_turn(c))] for c in combos]
+    combos = sample_combinations(load_skills(), load_topics(), 2, math.ceil(prompts / generations), seed=0)
+    convs = [[user(first_turn(c))] for c in combos for _ in range(generations)][:prompts]
     seeds = list(range(prompts))
     sampling = Sampling(0.7, tokens)
-    chat = HFChat(lm.model, lm.tokenizer, model, batch_size=batch)
-    chat.complete(convs[:1], seeds[:1], Sampling(0.7, 2))  # warm-up
-    start = time.perf_counter()
-    batched = chat.complete(convs, seeds, sampling)
-    t_batched = time.perf_counter() - start
-    single = HFChat(lm.model, lm.tokenizer, model, batch_size=1)
-    start = time.perf_counter()
-    alone = single.complete(convs, seeds, sampling)
-    t_single = time.perf_counter() - start
-    # per-row seeded sampling: both modes write the same texts, so they hold the same tokens
-    generated = sum(len(lm.tokenizer(str(r), add_special_tokens=False)["input_ids"]) for r in batched)
+    chats = modes(lm, model, batch, ablations)
+    for chat in chats.values():  # warm-up
+        chat.complete(convs[:1], seeds[:1], Sampling(0.7, 2))
+    names = list(chats)
+    times: dict[str, list[float]] = {n: [] for n in names}  # wall clock
+    cpu: dict[str, list[float]] = {n: [] for n in names}  # this process's CPU time
+    texts: dict[str, list[list[Any]]] = {n: [] for n in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            out = chats[name].complete(convs, seeds, sampling)
+            times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+            texts[name].append(out)
+    baseline = texts[names[0]][0]
+    # the same texts in every mode and repeat: the same tokens, counted once
+    generated = sum(len(lm.tokenizer(str(r), add_special_tokens=False)["input_ids"]) for r in baseline)
+    ids = [chats[names[2]].tokenize(render_chat(lm.tokenizer, c)) for c in convs]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    batches = [[ids[i] for i in order[s : s + batch]] for s in range(0, len(order), batch)]
     return {
         "tokens": generated,
-        "batched_s": t_batched,
-        "single_s": t_single,
-        "same_texts": batched == alone,
+        "times": times,
+        "cpu": cpu,
+        "same_texts": {n: all(t == baseline for t in texts[n]) for n in names},
+        "prompt_tokens": sum(len(p) for p in ids),
+        "shared": [common_prefix(sorted({tuple(p) for p in b})) for b in batches],
+        "distinct": [len({tuple(p) for p in b}) for b in batches],
     }
 
 
@@ -122,8 +164,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="default: smollm2-135m if in the store, else tiny-llama")
     ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--generations", type=int, default=1, help="times each combination's prompt is asked")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=48, help="new tokens per reply")
+    ap.add_argument("--repeats", type=int, default=3, help="timings per mode; medians are reported")
+    ap.add_argument("--ablations", action="store_true", help="also our loop without each of its savings")
     ap.add_argument("--combinations", type=int, default=3, help="combinations of the cached-repeat cell")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--no-cell", action="store_true", help="skip the cached-repeat cell")
@@ -131,17 +176,34 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model = args.model or default_model()
     print(
-        f"model {model}, torch {torch.__version__}, {args.threads} threads, {platform.processor() or 'cpu'}"
+        f"model {model}, torch {torch.__version__}, {args.threads} threads, {platform.processor() or 'cpu'}, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
 
-    t = throughput(model, args.prompts, args.tokens, args.batch)
-    rate_b, rate_s = t["tokens"] / t["batched_s"], t["tokens"] / t["single_s"]
-    print(f"generation: {args.prompts} prompts x up to {args.tokens} tokens, {t['tokens']} tokens generated")
-    print(f"  batched (batch {args.batch}): {t['batched_s']:.1f} s, {rate_b:.1f} tokens/s")
-    print(f"  one at a time:      {t['single_s']:.1f} s, {rate_s:.1f} tokens/s")
-    print(
-        f"  batched / one-at-a-time throughput: {rate_b / rate_s:.2f}x (goal >= 3x); same texts: {t['same_texts']}"
+    t = throughput(
+        model, args.prompts, args.generations, args.tokens, args.batch, args.repeats, args.ablations
     )
+    print(
+        f"generation: {args.prompts} prompts ({args.generations} per combination) x up to {args.tokens} "
+        f"tokens, {t['tokens']} tokens generated; prompts {t['prompt_tokens']} tokens, common prefix per "
+        f"batch {t['shared']} tokens, distinct prompts per batch {t['distinct']}"
+    )
+    # with one thread, the process's CPU time leaves out the time other processes held the core: the
+    # steadier measure on a loaded machine; the wall clock is printed beside it
+    for label, key in (("CPU time", "cpu"), ("wall clock", "times")):
+        print(f" {label} (median of {args.repeats}; every repeat in brackets), ratio to one at a time:")
+        base = statistics.median(next(iter(t[key].values())))
+        for name, times in t[key].items():
+            median = statistics.median(times)
+            runs = ", ".join(f"{x:.1f}" for x in times)
+            print(
+                f"  {name:34s} {median:6.1f} s ({runs}), {t['tokens'] / median:5.1f} tokens/s, "
+                f"x{base / median:.2f} (goal >= 3x)"
+            )
+    print(
+        "  same texts as one at a time: " + ", ".join(f"{n.strip()} {v}" for n, v in t["same_texts"].items())
+    )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
     if args.no_cell:
         return
