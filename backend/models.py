@@ -170,10 +170,15 @@ class MetricRollup(Base):
     ``width`` in ``ROLLUP_WIDTHS`` (10, 100, 1,000, 10,000 steps), each level recomputed from the finer one
     in the transaction that writes the points (backend/metrics/repository.py), so a re-sent batch or a
     resumed run overwrites instead of double-counting. The downsampled query reads these for wide windows:
-    ~1,000 rows instead of a 1,000,000-point scan."""
+    ~1,000 rows instead of a 1,000,000-point scan.
+
+    ``run_id`` references ``runs.id`` as ``Metric.run_id`` does, without a declared foreign key (a check
+    per roll-up row at ingest): the rows are written after their points, in the points' transaction,
+    whose insert checks the run and holds it; the runs triggers (migrations 0003, 0005) cascade a run's
+    deletion to them."""
 
     __tablename__ = "metric_rollup"
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     width: Mapped[int] = mapped_column(Integer, primary_key=True)
     block: Mapped[int] = mapped_column(BigInteger, primary_key=True)

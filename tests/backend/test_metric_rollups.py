@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ from alembic import command
 from sqlalchemy import Engine, text
 
 from backend.bootstrap import alembic_config
-from backend.db import get_engine
+from backend.db import get_engine, session_factory
+from backend.metrics import repository
 from backend.metrics.repository import ROLLUP_WIDTHS
 from tests.backend.conftest import Api
 
@@ -249,3 +251,54 @@ def test_concurrent_writers_of_one_run_leave_exact_rollups(api: Api) -> None:
         t.join()
     assert not errors
     _assert_rollups_match(engine, run_id)
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)  # SQLite serialises writers
+def test_appends_folded_by_two_writers_into_the_same_blocks_stay_exact(api: Api) -> None:
+    """Postgres, the append path (roll-ups summarised from the batch and folded into the stored blocks):
+    two transactions append interleaved steps of one key into the same blocks, both seeing no stored
+    point of theirs. The second waits for the first's roll-up lock, then folds into its committed rows:
+    the block's last step is the first writer's (a later step than any of the second's), and every
+    count, min and max adds up."""
+    engine = get_engine(api.settings.database_url)
+    run_id = api.submit({}).json()["runs"][0]["id"]
+    _post(api, run_id, [("loss", s, float(s)) for s in range(0, 95)])  # a partly filled block of 100
+    factory = session_factory(engine)
+    first, second = factory(), factory()
+
+    def points(steps: range, value: float) -> dict[tuple[str, int], tuple[float | None, datetime]]:
+        return {("loss", s): (value + s, datetime(2026, 1, 1, tzinfo=UTC)) for s in steps}
+
+    a = points(range(100, 1200, 2), 1000.0)  # the later last step (1198), and the maximum
+    b = points(range(101, 1101, 2), -1000.0)  # the minimum; its last step (1099) inside a's blocks
+    repository.upsert_series(first, run_id, a, {"loss": 100})
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def second_writer() -> None:
+        try:
+            repository.upsert_series(second, run_id, b, {"loss": 101})  # waits for first's roll-up lock
+            second.commit()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=second_writer)
+    thread.start()
+    with engine.connect() as conn:  # the second writer's points are in; it waits for the roll-up lock
+        waiting = (
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        while not done.is_set() and conn.execute(text(waiting)).scalar_one() == 0:
+            done.wait(0.05)
+    assert not done.is_set(), errors
+    first.commit()
+    thread.join()
+    first.close()
+    second.close()
+    assert not errors
+    _assert_rollups_match(engine, run_id)
+    widest = _stored(engine, run_id)[("loss", ROLLUP_WIDTHS[-1], 0)]
+    assert widest[:5] == (0, 1198, -1000.0 + 101, 1000.0 + 1198, 95 + 550 + 500)

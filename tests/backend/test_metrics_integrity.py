@@ -102,12 +102,13 @@ def test_a_referenced_run_id_cannot_change_nor_a_point_move_to_a_missing_run(
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
-def test_truncating_runs_truncates_metric(api: Api, engine: Engine) -> None:
+def test_truncating_runs_truncates_metric_and_its_rollups(api: Api, engine: Engine) -> None:
     run = _run(api)
     _post(api, run["id"], [("loss", 1, 1.0)])
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE runs CASCADE"))
         assert conn.execute(text("SELECT count(*) FROM metric")).scalar_one() == 0
+        assert conn.execute(text("SELECT count(*) FROM metric_rollup")).scalar_one() == 0
 
 
 def _pg(api: Api) -> psycopg.Connection[Any]:
