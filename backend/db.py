@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -72,3 +73,17 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def driver_rows(session: Session, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` as the database driver returns them (plain tuples, no type processing), in the
+    session's transaction: for reads of tens of thousands of rows, where SQLAlchemy's row objects cost
+    as much as the database. ``sql`` marks its positional parameters ``{p}`` (``?`` for sqlite3, ``%s``
+    for psycopg)."""
+    mark = "%s" if session.get_bind().dialect.name == "postgresql" else "?"
+    cursor = session.connection().connection.cursor()
+    try:
+        cursor.execute(sql.format(p=mark), tuple(params))
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from backend.db import driver_rows
 from backend.models import Experiment, ExperimentTag, Review, Run, RunTag, Star
 
 
@@ -81,20 +82,16 @@ def runs_of(session: Session, experiment_id: int) -> list[Run]:
     return list(session.scalars(select(Run).where(Run.experiment_id == experiment_id).order_by(Run.index)))
 
 
-def run_rows(session: Session, experiment_id: int) -> list[Any]:
-    """The columns of the runs table, as rows (no ORM objects, no specs): 10,000 runs in one select."""
-    stmt = (
-        select(
-            Run.id,
-            Run.index,
-            Run.status,
-            Run.attempt,
-            Run.created_at,
-            Run.started_at,
-            Run.finished_at,
-            Run.params,
-        )
-        .where(Run.experiment_id == experiment_id)
-        .order_by(Run.index)
-    )
-    return list(session.execute(stmt).all())
+# The runs table's columns as the driver gives them: no ORM entities, no type processing per value (the
+# JSON column's decoding and the timestamps' conversion cost ~60% of a 10,000-run table through the ORM).
+_RUN_COLUMNS = (
+    'SELECT id, "index", status, attempt, created_at, started_at, finished_at, CAST(params AS TEXT) FROM runs'
+    ' WHERE experiment_id = {p} ORDER BY "index"'
+)
+
+
+def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
+    """The runs table's rows ``(id, index, status, attempt, created_at, started_at, finished_at,
+    params)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
+    text. 10,000 runs in one select, no specs."""
+    return driver_rows(session, _RUN_COLUMNS, [experiment_id])

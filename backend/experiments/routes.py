@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
 from backend import cursor
 from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import NotFound
-from backend.experiments import repository, service
+from backend.experiments import repository, service, table
 from backend.experiments.schemas import (
     ExperimentCreate,
     ExperimentDetail,
@@ -16,13 +16,11 @@ from backend.experiments.schemas import (
     Preview,
     RunsTable,
 )
-from backend.metrics import repository as metrics_repo
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs.schemas import RunPublic
-from common.runs import RunStatus
 
 router = APIRouter(tags=["experiments"])
 
@@ -154,31 +152,5 @@ def get_runs_table(experiment_id: Id, principal: PrincipalDep, session: SessionD
     """The experiment's runs as columns (the dashboard's runs table): what a table of 10,000 runs shows,
     without their specs, in one answer."""
     experiment = get_visible(session, principal, experiment_id)
-    rows = repository.run_rows(session, experiment.id)
-    summaries = metrics_repo.experiment_summaries(session, experiment.id)
-    n = len(rows)
-    params: dict[str, list[Any]] = {}
-    summary: dict[str, list[float | None]] = {}
-    for i, row in enumerate(rows):
-        for name, value in (row.params or {}).items():
-            if name not in params:
-                params[name] = [None] * n
-            params[name][i] = value
-        for key, value in summaries.get(row.id, {}).items():
-            if key not in summary:
-                summary[key] = [None] * n
-            summary[key][i] = value
-    # serialised here, not validated again by FastAPI: the columns come typed from the database
-    table = RunsTable.model_construct(
-        experiment_id=experiment.id,
-        id=[r.id for r in rows],
-        index=[r.index for r in rows],
-        status=[RunStatus(r.status) for r in rows],
-        attempt=[r.attempt for r in rows],
-        created_at=[r.created_at for r in rows],
-        started_at=[r.started_at for r in rows],
-        finished_at=[r.finished_at for r in rows],
-        params=dict(sorted(params.items())),
-        summary=dict(sorted(summary.items())),
-    )
-    return Response(table.model_dump_json(), media_type="application/json")
+    # RunsTable's JSON written from raw rows (backend/experiments/table.py); the response_model documents it
+    return Response(table.runs_table_json(session, experiment.id), media_type="application/json")

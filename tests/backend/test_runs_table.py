@@ -22,10 +22,19 @@ def test_runs_table_columns_equal_the_detail_runs(api: Api) -> None:
             api.client.post(f"/api/v1/runs/{r['id']}/metrics", json=body, headers=api.worker).status_code
             == 200
         )
+    # one run started and finished, one started: timestamps and statuses read raw from the database
+    for r, finish in ((runs[1], True), (runs[2], False)):
+        url = f"/api/v1/runs/{r['id']}"
+        claim = api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w1"}, headers=api.worker)
+        assert claim.status_code == 200
+        if finish:
+            fin = {"attempt": 1, "status": "succeeded"}
+            assert api.client.post(f"{url}/finish", json=fin, headers=api.worker).status_code == 200
     detail = api.client.get(f"/api/v1/experiments/{exp['id']}", headers=api.h()).json()
     table = api.client.get(f"/api/v1/experiments/{exp['id']}/runs-table", headers=api.h()).json()
     want: list[dict[str, Any]] = sorted(detail["runs"], key=lambda r: r["index"])
     assert table["experiment_id"] == exp["id"]
+    assert table["status"][1:3] == ["succeeded", "running"] and table["finished_at"][1] is not None
     for field in ("id", "index", "status", "attempt", "created_at", "started_at", "finished_at"):
         assert table[field] == [r[field] for r in want], field
     assert sorted(table["params"]) == ["seed", "train.lr"]
