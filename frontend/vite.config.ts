@@ -36,14 +36,13 @@ export default defineConfig({
     chunkSizeWarningLimit: 1500,
     rollupOptions: {
       output: {
-        // echarts and mantine are large and change rarely: their own chunks cache across releases. Groups,
-        // not manualChunks: the echarts chunk took the helpers mantine shares with it (tslib), so the entry
+        // mantine is large and changes rarely: its own chunk caches across releases. A group, not
+        // manualChunks: a manual echarts chunk took the helpers mantine shares with it (tslib), so the entry
         // preloaded all of ECharts though only the pages with charts use it (issue 12, bundle per page).
+        // ECharts is split by its two entry modules instead (components/charts/echarts.ts: line charts,
+        // what the run page draws; echartsFull.ts: the rest, for heatmaps, bars, parallel coordinates).
         codeSplitting: {
-          groups: [
-            { name: 'mantine', test: /node_modules[\\/](@mantine|tslib)[\\/]/, priority: 2 },
-            { name: 'echarts', test: /node_modules[\\/](echarts|zrender)[\\/]/, priority: 1 },
-          ],
+          groups: [{ name: 'mantine', test: /node_modules[\\/](@mantine|tslib)[\\/]/, priority: 2 }],
         },
       },
     },

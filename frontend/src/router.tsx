@@ -2,7 +2,7 @@ import type { QueryClient } from '@tanstack/react-query';
 import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
 import { AppLayout } from './components/layout/AppLayout';
 import { experimentQuery, runsTableQuery } from './hooks/experiments';
-import { metricKeysQuery } from './hooks/metrics';
+import { metricKeysQuery, metricsQuery } from './hooks/metrics';
 import { runQuery } from './hooks/runs';
 import { LoginPage } from './routes/LoginPage';
 
@@ -10,13 +10,18 @@ import { LoginPage } from './routes/LoginPage';
 // and the form and table code come with the first visit to a page that uses them.
 //
 // The run and experiment pages' first requests do not wait for their code: their loaders (run while the
-// page's chunk loads) start them into the query cache (and, for the run page, ECharts' download).
+// page's chunk loads) start them into the query cache (and, for the run page, ECharts' download). The run
+// page's charts' series follow its keys at once: each chart's first request (the whole run, by step, as a
+// chart starts) goes out when the keys arrive, not after the page and its charts have rendered.
 function prefetchRun(queryClient: QueryClient) {
   return ({ params }: LoaderFunctionArgs) => {
     const id = Number(params.id);
     if (Number.isInteger(id) && id > 0) {
       void queryClient.prefetchQuery(runQuery(id));
-      void queryClient.prefetchQuery(metricKeysQuery(id));
+      void queryClient
+        .fetchQuery(metricKeysQuery(id))
+        .then((keys) => keys.forEach((key) => void queryClient.prefetchQuery(metricsQuery(id, [key]))))
+        .catch(() => undefined); // the page's own query shows the error
       void import('./components/charts/echarts');
     }
     return null;

@@ -33,6 +33,38 @@ export function useMetricKeys(runId: number, live: boolean) {
 }
 
 /**
+ * The query of some keys' downsampled series of a run, over the whole run or a zoomed step range: shared
+ * by useMetrics and the run page's route loader (src/router.tsx), which starts each chart's first request
+ * as soon as the run's keys are known instead of after the page has rendered.
+ */
+export const metricsQuery = (
+  runId: number,
+  keys: readonly string[],
+  range: StepRange | null = null,
+  version = 0,
+  maxPoints = CHART_MAX_POINTS,
+  withTime = false,
+) => ({
+  queryKey: ['runs', runId, 'metrics', [...keys].sort().join(','), range?.min ?? null, range?.max ?? null, maxPoints, version, withTime] as const,
+  queryFn: () =>
+    unwrap(
+      api.GET('/api/v1/runs/{run_id}/metrics', {
+        params: {
+          path: { run_id: runId },
+          query: {
+            keys: keys.join(','),
+            max_points: maxPoints,
+            ...(range ? { step_min: range.min, step_max: range.max } : {}),
+            // each bucket's time, for a chart over wall-clock or relative time
+            ...(withTime ? { with_time: true } : {}),
+          },
+        },
+      }),
+    ),
+  staleTime: range ? 60_000 : 5_000,
+});
+
+/**
  * Downsampled series of some keys of a run, over the whole run or a zoomed step range. `version` (the
  * latest step the event stream reported) makes a live run's chart refetch as points arrive.
  */
@@ -45,25 +77,9 @@ export function useMetrics(
   withTime = false,
 ) {
   return useQuery({
-    queryKey: ['runs', runId, 'metrics', [...keys].sort().join(','), range?.min ?? null, range?.max ?? null, maxPoints, version, withTime],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/runs/{run_id}/metrics', {
-          params: {
-            path: { run_id: runId },
-            query: {
-              keys: keys.join(','),
-              max_points: maxPoints,
-              ...(range ? { step_min: range.min, step_max: range.max } : {}),
-              // each bucket's time, for a chart over wall-clock or relative time
-              ...(withTime ? { with_time: true } : {}),
-            },
-          },
-        }),
-      ),
+    ...metricsQuery(runId, keys, range, version, maxPoints, withTime),
     enabled: keys.length > 0,
     placeholderData: keepPreviousData,
-    staleTime: range ? 60_000 : 5_000,
   });
 }
 

@@ -1,16 +1,13 @@
 // One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
-import { Alert, Anchor, Button, Code, Grid, Group, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
-import { useEffect, useRef } from 'react';
+import { Alert, Anchor, Button, Code, Grid, Group, Loader, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
+import { lazy, Suspense, useEffect, useRef } from 'react';
 import { Link, useParams } from 'react-router';
 import type { Run } from '../api/types';
-import { JsonBlock } from '../components/common/JsonBlock';
 import { QueryState } from '../components/common/QueryState';
 import { StatusChip } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
 import { KeyValues } from '../components/results/KeyValues';
-import { ResultView } from '../components/results/ResultView';
-import { Comments } from '../components/review/Comments';
 import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
 import { MetricPanels } from '../components/runs/MetricPanels';
@@ -27,6 +24,11 @@ import { useExperimentName } from '../hooks/experiments';
 import { useServerConfig } from '../hooks/server';
 import { mlflowRunUrl } from '../lib/mlflowLink';
 
+// What only the other tabs show comes with the first visit to them, not with the page: the kinds' result
+// views (and Markdown), the YAML printer, the comments. The Metrics tab, open first, draws without them.
+const ResultView = lazy(() => import('../components/results/ResultView').then((m) => ({ default: m.ResultView })));
+const JsonBlock = lazy(() => import('../components/common/JsonBlock').then((m) => ({ default: m.JsonBlock })));
+const Comments = lazy(() => import('../components/review/Comments').then((m) => ({ default: m.Comments })));
 
 function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const p = live.progress ?? run.progress;
@@ -152,6 +154,7 @@ function RunView({ run }: { run: Run }) {
           </QueryState>
         </Tabs.Panel>
         <Tabs.Panel value="results" pt="md">
+          <Suspense fallback={<Loader size="sm" />}>
           <QueryState isPending={results.isPending} error={results.error}>
             {() =>
               results.data!.length === 0 ? (
@@ -168,8 +171,10 @@ function RunView({ run }: { run: Run }) {
               )
             }
           </QueryState>
+          </Suspense>
         </Tabs.Panel>
         <Tabs.Panel value="spec" pt="md">
+          <Suspense fallback={<Loader size="sm" />}>
           <Grid>
             <Grid.Col span={{ base: 12, md: 4 }}>
               <Title order={5} mb="xs">Sweep params</Title>
@@ -182,6 +187,7 @@ function RunView({ run }: { run: Run }) {
               <JsonBlock value={run.spec} yaml maxHeight={600} />
             </Grid.Col>
           </Grid>
+          </Suspense>
         </Tabs.Panel>
         <Tabs.Panel value="logs" pt="md">
           <LogsTail runId={run.id} live={unfinished} />
@@ -190,7 +196,9 @@ function RunView({ run }: { run: Run }) {
           <RunArtifacts runId={run.id} live={unfinished} />
         </Tabs.Panel>
         <Tabs.Panel value="comments" pt="md">
-          <Comments target={{ type: 'run', id: run.id }} canWrite={canWrite} />
+          <Suspense fallback={<Loader size="sm" />}>
+            <Comments target={{ type: 'run', id: run.id }} canWrite={canWrite} />
+          </Suspense>
         </Tabs.Panel>
       </Tabs>
     </Stack>

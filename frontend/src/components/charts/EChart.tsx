@@ -1,13 +1,21 @@
 // The one ECharts host: creates the chart once, applies option changes (not a new chart per render),
 // follows its container's size, and forwards the events a page asks for.
 //
-// ECharts (~680 KB of JavaScript) is imported on the first chart, not with the page: a page's code runs
-// and sends its API requests while ECharts downloads and parses, instead of after (issue 12).
+// ECharts is imported on the first chart, not with the page: a page's code runs and sends its API
+// requests while ECharts downloads and parses, instead of after (issue 12). Line charts need only
+// echarts.ts; an option with a heatmap, bars, parallel coordinates... loads echartsFull.ts first.
 import { memo, useEffect, useRef, useState } from 'react';
 import type { ECharts, EChartsOption } from './echarts';
+import { needsFullECharts } from './echartsNeeds';
 
 let echartsModule: Promise<typeof import('./echarts')> | null = null;
+let fullModule: Promise<unknown> | null = null;
+let fullLoaded = false;
 const loadECharts = () => (echartsModule ??= import('./echarts'));
+const loadFull = () =>
+  (fullModule ??= import('./echartsFull').then(() => {
+    fullLoaded = true;
+  }));
 
 export interface EChartProps {
   option: EChartsOption;
@@ -27,10 +35,11 @@ function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onRe
   const handlers = useRef(on);
   handlers.current = on;
 
+  const first = useRef(option);
   useEffect(() => {
     let disposed = false;
     let cleanup = () => {};
-    void loadECharts().then(({ echarts }) => {
+    void Promise.all([loadECharts(), needsFullECharts(first.current) ? loadFull() : null]).then(([{ echarts }]) => {
       if (disposed || !el.current) return;
       const c = echarts.init(el.current, undefined, { renderer: 'canvas' });
       const resize = new ResizeObserver(() => c.resize());
@@ -50,7 +59,16 @@ function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onRe
   }, []);
 
   useEffect(() => {
-    chart?.setOption(option, { notMerge, lazyUpdate: true });
+    if (!chart) return;
+    if (fullLoaded || !needsFullECharts(option)) {
+      chart.setOption(option, { notMerge, lazyUpdate: true });
+      return;
+    }
+    let live = true; // an option that needs more than lines, on a chart that started with lines only
+    void loadFull().then(() => live && !chart.isDisposed() && chart.setOption(option, { notMerge, lazyUpdate: true }));
+    return () => {
+      live = false;
+    };
   }, [chart, option, notMerge]);
 
   const eventNames = Object.keys(on ?? {}).sort().join(',');
