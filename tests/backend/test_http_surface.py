@@ -164,3 +164,28 @@ def test_cors_origins_read_from_the_environment(monkeypatch: pytest.MonkeyPatch,
     assert Settings(home=home).cors_origins == ["https://a.example", "https://b.example"]
     monkeypatch.setenv("REASONLAB_CORS_ORIGINS", "")
     assert Settings(home=home).cors_origins == []
+
+
+def test_hashed_assets_are_cached_for_good_and_the_page_is_revalidated(api: Api, tmp_path: Path) -> None:
+    """A built chunk's name carries its content's hash: browsers keep it without asking again. Files
+    without one (Swagger UI's) and index.html (which names the current chunks) are revalidated."""
+    static = tmp_path / "static"
+    (static / "assets" / "swagger").mkdir(parents=True)
+    (static / "index.html").write_text(INDEX)
+    (static / "assets" / "index-B59A1lcm.js").write_text("console.log(1)")
+    (static / "assets" / "mantine-CKg0vgt5.css").write_text("a{}")
+    (static / "assets" / "swagger" / "swagger-ui-bundle.js").write_text("ui")
+    (static / "assets" / "app.js").write_text("console.log(2)")
+    settings = api.settings.model_copy(update={"static_dir": static})
+    with TestClient(create_app(settings, background=False)) as client:
+        for path in ("/assets/index-B59A1lcm.js", "/assets/mantine-CKg0vgt5.css"):
+            r = client.get(path)
+            assert (
+                r.status_code == 200 and r.headers["cache-control"] == "public, max-age=31536000, immutable"
+            )
+        for path in ("/assets/swagger/swagger-ui-bundle.js", "/assets/app.js"):
+            r = client.get(path)
+            assert r.status_code == 200 and "cache-control" not in r.headers, path
+        for path in ("/", "/runs/1", "/experiments/2"):
+            r = client.get(path)
+            assert r.text == INDEX and r.headers["cache-control"] == "no-cache"
