@@ -26,15 +26,33 @@ function swaggerUi(): Plugin {
   };
 }
 
+/** src/early.ts, an entry of its own, loaded by index.html first and asynchronously: the page's first API
+ *  requests go out while the dashboard's code downloads (Vite would fold a second module script of
+ *  index.html into the main entry, which runs after all of its imports have loaded). */
+function earlyRequests(): Plugin {
+  return {
+    name: 'reasonlab-early-requests',
+    transformIndexHtml: {
+      order: 'post',
+      handler(_html, ctx) {
+        const chunk = Object.values(ctx.bundle ?? {}).find((c) => c.type === 'chunk' && c.isEntry && c.name === 'early');
+        const src = chunk ? `/${chunk.fileName}` : '/src/early.ts';
+        return [{ tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src }, injectTo: 'head-prepend' }];
+      },
+    },
+  };
+}
+
 // Built assets go to backend/static, which the API serves at `/`; `npm run dev` proxies /api to a
 // locally running API (`reasonlab up` or `reasonlab api`).
 export default defineConfig({
-  plugins: [react(), swaggerUi()],
+  plugins: [react(), swaggerUi(), earlyRequests()],
   build: {
     outDir: '../backend/static',
     emptyOutDir: true,
     chunkSizeWarningLimit: 1500,
     rollupOptions: {
+      input: { index: 'index.html', early: 'src/early.ts' },
       output: {
         // mantine is large and changes rarely: its own chunk caches across releases. A group, not
         // manualChunks: a manual echarts chunk took the helpers mantine shares with it (tslib), so the entry

@@ -1,6 +1,7 @@
 import type { QueryClient } from '@tanstack/react-query';
 import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
 import { AppLayout } from './components/layout/AppLayout';
+import { earlyKey, takeEarly } from './early';
 import { experimentQuery, runsTableQuery } from './hooks/experiments';
 import { metricKeysQuery, metricsQuery } from './hooks/metrics';
 import { runQuery } from './hooks/runs';
@@ -13,14 +14,29 @@ import { LoginPage } from './routes/LoginPage';
 // page's chunk loads) start them into the query cache (and, for the run page, ECharts' download). The run
 // page's charts' series follow its keys at once: each chart's first request (the whole run, by step, as a
 // chart starts) goes out when the keys arrive, not after the page and its charts have rendered.
+//
+// On the page the browser opened, src/early.ts started those requests before this code had arrived: a
+// query takes its early answer once (`early`), or asks the API when there is none or it failed.
+function early<T, K>(query: { queryKey: K; queryFn: () => Promise<T> }, key: string) {
+  return {
+    ...query,
+    queryFn: () => {
+      const answer = takeEarly<T>(key);
+      return answer ? answer.catch(() => query.queryFn()) : query.queryFn();
+    },
+  };
+}
+
 function prefetchRun(queryClient: QueryClient) {
   return ({ params }: LoaderFunctionArgs) => {
     const id = Number(params.id);
     if (Number.isInteger(id) && id > 0) {
-      void queryClient.prefetchQuery(runQuery(id));
+      void queryClient.prefetchQuery(early(runQuery(id), earlyKey.run(id)));
       void queryClient
-        .fetchQuery(metricKeysQuery(id))
-        .then((keys) => keys.forEach((key) => void queryClient.prefetchQuery(metricsQuery(id, [key]))))
+        .fetchQuery(early(metricKeysQuery(id), earlyKey.metricKeys(id)))
+        .then((keys) =>
+          keys.forEach((key) => void queryClient.prefetchQuery(early(metricsQuery(id, [key]), earlyKey.metrics(id, key)))),
+        )
         .catch(() => undefined); // the page's own query shows the error
       void import('./components/charts/echarts');
     }
@@ -33,8 +49,8 @@ function prefetchExperiment(queryClient: QueryClient) {
   return ({ params }: LoaderFunctionArgs) => {
     const id = Number(params.id);
     if (Number.isInteger(id) && id > 0) {
-      void queryClient.prefetchQuery(experimentQuery(id));
-      void queryClient.prefetchQuery(runsTableQuery(id));
+      void queryClient.prefetchQuery(early(experimentQuery(id), earlyKey.experiment(id)));
+      void queryClient.prefetchQuery(early(runsTableQuery(id), earlyKey.runsTable(id)));
     }
     return null;
   };

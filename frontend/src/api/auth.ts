@@ -1,5 +1,7 @@
 // The credential of the signed-in user (a JWT from POST /auth/login), kept in localStorage so a reload
 // keeps the session; subscribers (the router's auth guard) re-render when it changes or expires.
+import { readToken } from '../early';
+
 const TOKEN_KEY = 'reasonlab.token';
 const EXPIRES_KEY = 'reasonlab.expires_at';
 
@@ -7,18 +9,7 @@ type Listener = () => void;
 const listeners = new Set<Listener>();
 let expiredNotice = false;
 
-function read(): string | null {
-  try {
-    const token = localStorage.getItem(TOKEN_KEY);
-    const expires = localStorage.getItem(EXPIRES_KEY);
-    if (token && expires && Date.parse(expires) <= Date.now()) return null;
-    return token;
-  } catch {
-    return null;
-  }
-}
-
-let current: string | null = typeof localStorage === 'undefined' ? null : read();
+let current: string | null = typeof localStorage === 'undefined' ? null : readToken();
 
 export const authStore = {
   token: (): string | null => current,

@@ -2,13 +2,14 @@ import { useDebouncedCallback } from '@mantine/hooks';
 import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
+import { CHART_MAX_POINTS } from '../early';
 import type { Run } from '../api/types';
 import { mergeZoomed, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
 import { overlaySeries, type OverlaySeries } from '../lib/overlay';
 import { isFinished } from '../lib/runStatus';
 
-/** Buckets per key for a chart the width of a page: more would be sub-pixel. */
-export const CHART_MAX_POINTS = 1000;
+/** Buckets per key for a chart the width of a page (src/early.ts starts the run page's first ones). */
+export { CHART_MAX_POINTS };
 /** Milliseconds a zoom gesture must rest before the finer buckets are fetched. */
 export const ZOOM_DEBOUNCE_MS = 200;
 /**

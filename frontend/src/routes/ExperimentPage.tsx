@@ -1,6 +1,7 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
 // parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<kind>/), and its review.
 import { Alert, Button, Grid, Group, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
+import { useIntersection } from '@mantine/hooks';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
@@ -47,12 +48,20 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
   const [tab, setTab] = useState<string | null>('runs');
   // the sweep's parallel coordinates only while their tab is open (10,000 runs: not on every render)
   const parallel = useMemo(() => (metric && tab === 'sweep' ? parallelData(runs, metric) : null), [runs, metric, tab]);
-  // the overlay (and ECharts with it) after the table's first paint: the table is what the page is for
+  // the overlay (its runs' series, and ECharts) once a quarter of its panel is on the screen, after the
+  // table's first paint: the table is what the page is for, and with more than a dozen runs the overlay
+  // starts at the bottom edge of the window (drawing it there, unseen, held the table's first frames for
+  // ~0.3 s on a loaded machine, issue 12)
   const [painted, setPainted] = useState(false);
   useEffect(() => {
     const frame = requestAnimationFrame(() => setTimeout(() => setPainted(true), 0));
     return () => cancelAnimationFrame(frame);
   }, []);
+  const overlayPanel = useIntersection<HTMLDivElement>({ threshold: 0.25 });
+  const [overlayShown, setOverlayShown] = useState(false);
+  useEffect(() => {
+    if (painted && overlayPanel.entry?.isIntersecting) setOverlayShown(true);
+  }, [painted, overlayPanel.entry]);
 
   return (
     <Stack>
@@ -108,12 +117,12 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
               <RunsTable runs={runs} selected={selected} onSelect={setSelected} />
             </Grid.Col>
             <Grid.Col span={12}>
-              <Paper withBorder p="sm">
+              <Paper withBorder p="sm" ref={overlayPanel.ref} data-testid="overlay-panel">
                 <Group justify="space-between" mb="xs">
                   <Text fw={600}>{selectedRuns.length ? 'Selected runs' : `First ${overlayRuns.length} runs`}</Text>
                   <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
                 </Group>
-                {!metric ? <Text c="dimmed">No metrics yet.</Text> : painted ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : null}
+                {!metric ? <Text c="dimmed">No metrics yet.</Text> : overlayShown ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : null}
               </Paper>
             </Grid.Col>
           </Grid>
