@@ -4,14 +4,14 @@ Two things ``generate`` cannot do on its own and a Skill-Mix batch gains from (d
 "Skill-Mix generation"):
 
 1. **The shared prefix is computed once.** The prompts of a batch start alike (the chat template's system
-   part, the fixed instruction text) and a cell asks each prompt several times (``generations`` texts
+   part, the instruction's opening words) and a cell asks each prompt several times (``generations`` texts
    per combination). The prefill runs the batch's longest common token prefix once at batch 1, expands
    its KV cache to the distinct prompts, runs their suffixes (left-padded, the pads placed BETWEEN the
    prefix and the suffix, masked out, with explicit positions so each row sees the positions it has
    alone), then copies each distinct prompt's cache to the rows that share it. On a CPU the prefill is
    compute-bound: every prompt token not run is time saved.
-2. **Finished rows leave the batch.** A row that emits a stop token, or has its ``max_new_tokens``, is
-   removed from the cache, the mask, the positions and the samplers, so later steps cost less.
+2. **Finished rows leave the batch.** A row that emits a stop token is removed from the cache, the mask,
+   the positions and the samplers, so later steps cost less.
 
 Sampling is the student's per-row seeded draw (``RowSampler``): a reply depends on its own seed, not on
 its batch; temperature 0 is greedy (argmax). ``unsupported`` says when a model cannot take the scheme;
@@ -197,7 +197,9 @@ def prefill(
         model, input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache
     )  # [U, V]
 
-    index = torch.tensor(row_to_distinct, device=device)
+    # batch indices stay on the CPU: they may index a tensor on any device (a model spread over several
+    # devices keeps each layer's cache on that layer's device)
+    index = torch.tensor(row_to_distinct)
     if len(distinct) < len(prompts):  # else row i is distinct prompt i
         cache.batch_select_indices(index)  # [U, ...] -> [B, ...]
     lengths = torch.tensor([len(p) for p in prompts], device=device)
@@ -246,7 +248,7 @@ def decode(
             break
         if options.drop_finished and any(finished[row] for row in alive):
             kept = [i for i, row in enumerate(alive) if not finished[row]]
-            keep = torch.tensor(kept, device=device)
+            keep = torch.tensor(kept)  # on the CPU, as in prefill
             cache.batch_select_indices(keep)
             mask, positions, tokens = mask[keep], positions[keep], tokens[keep]
             alive = [alive[i] for i in kept]
