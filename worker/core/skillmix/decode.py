@@ -28,6 +28,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
+from worker.core.models import input_device
+
 # Attention implementations whose masking takes an arbitrary 0/1 padding mask (pads in the middle of a row)
 # and that the tests compare against a run without padding; others (flash attention's varlen kernels, ...)
 # are left to ``generate``.
@@ -42,14 +44,18 @@ class RowSampler:
     def __init__(self, seeds: Sequence[int], temperature: float, device: torch.device) -> None:
         assert temperature > 0, f"sampling needs a temperature > 0, got {temperature}"
         self.temperature = temperature
+        self.device = device
         self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
 
     def draw(self, logits: torch.Tensor) -> torch.Tensor:
-        """logits [B, V] (row i belongs to generator i) -> the drawn tokens [B]."""
+        """logits [B, V] (row i belongs to generator i) -> the drawn tokens [B], on the logits' device. The
+        draw happens on the generators' device: a model spread over several devices may give its logits
+        on another one than its inputs."""
         rows = logits.shape[0]
         assert len(self.generators) == rows, f"{rows} rows for {len(self.generators)} generators"
-        probs = torch.softmax(logits.float() / self.temperature, dim=-1)  # [B, V]
-        return torch.cat([torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(self.generators)])
+        probs = torch.softmax(logits.float().to(self.device) / self.temperature, dim=-1)  # [B, V]
+        drawn = [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(self.generators)]
+        return torch.cat(drawn).to(logits.device)
 
     def keep(self, rows: Sequence[int]) -> None:
         """Only these rows go on (in this order): the others' generators are dropped."""
@@ -158,7 +164,7 @@ def prefill(
     """Runs the prompts (token ids, no padding): their common prefix once and each distinct prompt once
     (``share=False``: every prompt whole, left-padded, as ``generate`` does)."""
     assert prompts and all(prompts), "prefill needs at least one prompt, each of at least one token"
-    device = next(model.parameters()).device
+    device = input_device(model)
     distinct: list[tuple[int, ...]] = []
     first: dict[tuple[int, ...], int] = {}
     row_to_distinct = []
@@ -232,7 +238,7 @@ def decode(
     out: list[list[int]] = [[] for _ in prompts]
     if not prompts or max_new_tokens <= 0:
         return out
-    device = next(model.parameters()).device
+    device = input_device(model)
     state = prefill(model, prompts, pad_token_id, share=options.share_prefix)
     cache, mask, positions, logits = state.cache, state.mask, state.positions, state.logits
     sampler = RowSampler(seeds, temperature, device) if temperature > 0 else None

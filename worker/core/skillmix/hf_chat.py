@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, PreTrainedModel, PreTrainedTokenizerBase
 
+from worker.core.models import input_device
 from worker.core.skillmix.chat import Conversation, Reply, Sampling
 from worker.core.skillmix.decode import LoopOptions, RowSampler, decode, stop_tokens, unsupported
 
@@ -117,7 +118,7 @@ class HFChat:
     ) -> list[list[int]]:
         """HF ``generate`` on LEFT-padded prompts, stopping on the same tokens -> each row's new tokens."""
         pad = self.tokenizer.pad_token_id
-        device = next(self.model.parameters()).device
+        device = input_device(self.model)
         T = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), T), pad, dtype=torch.long)  # [B, T], left-padded
         mask = torch.zeros(len(prompts), T, dtype=torch.long)
