@@ -43,10 +43,43 @@ function earlyRequests(): Plugin {
   };
 }
 
+/** V8's explicit compile hint (Chrome 136+; other engines read a comment): the code every page runs at
+ *  load (the entry and its static imports: React, the router, the query client, Mantine) and the line
+ *  charts' ECharts are compiled eagerly on a background thread while they download, instead of function
+ *  by function on the main thread when first called (issue 12: on the run page ~160 ms less main-thread
+ *  CPU of ~680, on the experiment page ~100 of ~680, load ~6; docs/benchmarks.md). */
+export const COMPILE_HINT = '//# allFunctionsCalledOnLoad\n';
+
+function compileHints(): Plugin {
+  return {
+    name: 'reasonlab-compile-hints',
+    apply: 'build',
+    generateBundle: {
+      // after Vite's own rewrites of the chunks (its preload helper goes at the top of a chunk too)
+      order: 'post',
+      handler(_options, bundle) {
+        const chunks = Object.values(bundle).filter((c) => c.type === 'chunk');
+        const byName = new Map(chunks.map((c) => [c.fileName, c]));
+        const eager = new Set<string>();
+        const visit = (fileName: string) => {
+          if (eager.has(fileName)) return;
+          eager.add(fileName);
+          byName.get(fileName)?.imports.forEach(visit);
+        };
+        for (const c of chunks) {
+          if (c.isEntry && c.name === 'index') visit(c.fileName);
+          if (c.facadeModuleId?.replaceAll('\\', '/').endsWith('/src/components/charts/echarts.ts')) visit(c.fileName);
+        }
+        for (const c of chunks) if (eager.has(c.fileName)) c.code = COMPILE_HINT + c.code;
+      },
+    },
+  };
+}
+
 // Built assets go to backend/static, which the API serves at `/`; `npm run dev` proxies /api to a
 // locally running API (`reasonlab up` or `reasonlab api`).
 export default defineConfig({
-  plugins: [react(), swaggerUi(), earlyRequests()],
+  plugins: [react(), swaggerUi(), earlyRequests(), compileHints()],
   build: {
     outDir: '../backend/static',
     emptyOutDir: true,
