@@ -66,7 +66,17 @@ async function signedInPage(browser, platform) {
   const { access_token: jwt } = await r.json();
   const page = await browser.context.newPage();
   await page.addInitScript((token) => localStorage.setItem('reasonlab.token', token), jwt);
+  // the renderer's main-thread CPU time (thread ticks): what the page itself cost, less sensitive to the
+  // machine's load than the wall clock (on two shared cores the wall clock waits for a core)
+  page.cdp = await browser.context.newCDPSession(page);
+  await page.cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
   return page;
+}
+
+/** Main-thread CPU ms of the page so far. */
+async function mainThreadMs(page) {
+  const { metrics } = await page.cdp.send('Performance.getMetrics');
+  return Math.round(metrics.find((m) => m.name === 'TaskDuration').value * 1000);
 }
 
 async function measureRunPage(page, platform, runId) {
@@ -76,6 +86,7 @@ async function measureRunPage(page, platform, runId) {
   await page.waitForSelector('[data-testid="metric-chart-loss"][data-buckets] canvas', { timeout: 60_000 });
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const firstChart = Date.now() - t0;
+  const firstChartCpu = await mainThreadMs(page);
   const canvas = page.locator('[data-testid="metric-chart-loss"] canvas').first();
   const box = await canvas.boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -85,7 +96,7 @@ async function measureRunPage(page, platform, runId) {
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const zoomed = Date.now() - z0;
   const range = await page.getAttribute('[data-testid="metric-chart-loss"]', 'data-range');
-  return { firstChart, zoomed, range, ...(await scriptBytes(page)) };
+  return { firstChart, firstChartCpu, zoomed, range, ...(await scriptBytes(page)) };
 }
 
 /** The JavaScript a page had downloaded (resource timing: decoded = as parsed, encoded = on the wire)
@@ -119,6 +130,7 @@ async function measureExperimentPage(page, platform, experimentId) {
   await page.waitForSelector('[data-testid="runs-table"] [role="row"][data-run-id]');
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const interactive = Date.now() - t0;
+  const interactiveCpu = await mainThreadMs(page);
   const js = await scriptBytes(page);
   // the runs' request: when it started and ended after navigation, and its size (decoded / on the wire)
   const table = await page.evaluate(() => {
@@ -149,7 +161,7 @@ async function measureExperimentPage(page, platform, experimentId) {
   await header.click();
   await page.waitForFunction((b) => document.querySelector('[role="row"][data-run-id]')?.getAttribute('data-run-id') !== b, before);
   const sort = Date.now() - s0;
-  return { interactive, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, table, ...scroll };
+  return { interactive, interactiveCpu, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, table, ...scroll };
 }
 
 /** The API's share: the downsampled query alone, timed from node (median of REPEAT). */
@@ -194,6 +206,7 @@ try {
     repeat: REPEAT,
     runPage: {
       firstChartMs: median(runTimes.map((r) => r.firstChart)),
+      firstChartMainThreadMs: median(runTimes.map((r) => r.firstChartCpu)),
       zoomedRerenderMs: median(runTimes.map((r) => r.zoomed)),
       zoomRange: runTimes[0].range,
       jsBeforeFirstApi: runTimes[0].jsBeforeFirstApi,
@@ -205,6 +218,7 @@ try {
     },
     experimentPage: {
       interactiveMs: median(expTimes.map((r) => r.interactive)),
+      interactiveMainThreadMs: median(expTimes.map((r) => r.interactiveCpu)),
       sortMs: median(expTimes.map((r) => r.sort)),
       meanFrameMs: median(expTimes.map((r) => r.meanFrame)),
       p95FrameMs: median(expTimes.map((r) => r.p95Frame)),
@@ -221,10 +235,12 @@ try {
 | measurement (median of ${REPEAT}) | time |
 | --- | --- |
 | run page, ${POINTS.toLocaleString()} points: first chart | ${ms(results.runPage.firstChartMs)} |
+| of which the page's main-thread CPU (thread ticks) | ${ms(results.runPage.firstChartMainThreadMs)} |
 | run page: zoomed re-render (incl. ${200} ms debounce) | ${ms(results.runPage.zoomedRerenderMs)} |
 | of which the API: full-range query / zoomed query | ${ms(apiTimes.fullMs)} / ${ms(apiTimes.zoomedMs)} |
 | run page: JavaScript before its first API request / before its metrics request / by the first chart | ${kb(results.runPage.jsBeforeFirstApi)} / ${kb(results.runPage.jsBeforeMetrics)} / ${kb(results.runPage.jsTotal)} (wire: ${kb(results.runPage.jsBeforeFirstApiWire)} / - / ${kb(results.runPage.jsTotalWire)}) |
 | experiment page, ${RUNS.toLocaleString()} runs: interactive | ${ms(results.experimentPage.interactiveMs)} |
+| of which the page's main-thread CPU (thread ticks) | ${ms(results.experimentPage.interactiveMainThreadMs)} |
 | of which the runs' request (GET .../runs-table): started / answered after navigation | ${tableAt} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
