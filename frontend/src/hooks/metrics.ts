@@ -69,16 +69,10 @@ export const metricsQuery = (
  * Downsampled series of some keys of a run, over the whole run or a zoomed step range. `version` (the
  * latest step the event stream reported) makes a live run's chart refetch as points arrive.
  */
-export function useMetrics(
-  runId: number,
-  keys: readonly string[],
-  range: StepRange | null = null,
-  version = 0,
-  maxPoints = CHART_MAX_POINTS,
-  withTime = false,
-) {
+export function useMetrics(...args: Parameters<typeof metricsQuery>) {
+  const keys = args[1];
   return useQuery({
-    ...metricsQuery(runId, keys, range, version, maxPoints, withTime),
+    ...metricsQuery(...args),
     enabled: keys.length > 0,
     placeholderData: keepPreviousData,
   });
