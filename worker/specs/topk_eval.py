@@ -292,6 +292,17 @@ class TopkEvalPoint(StrictModel):
     extra: dict[str, float] = Field(default_factory=dict, description="other scores at this k'")
 
 
+# Mixtral-8x7B-Instruct's perplexity on WikiText-2 in bf16: the GPU examples' model, on one GPU or spread
+_MIXTRAL_PERPLEXITY: dict[str, object] = {
+    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "score": "perplexity",
+    "text_path": "/data/wikitext-2-test.txt",
+    "window": 2048,
+    "max_tokens": 65536,
+    "batch_size": 1,
+    "dtype": "bfloat16",
+}
+
 MANIFEST = KindManifest(
     name="topk_eval",
     description="Inference-time experts-per-token: a model trained at k evaluated at every k' (one knob on "
@@ -348,15 +359,7 @@ MANIFEST = KindManifest(
             spec={
                 "target": "hf",
                 "resources": {"device": "cuda", "gpus": 1},
-                "hf": {
-                    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
-                    "score": "perplexity",
-                    "text_path": "/data/wikitext-2-test.txt",
-                    "window": 2048,
-                    "max_tokens": 65536,
-                    "batch_size": 1,
-                    "dtype": "bfloat16",
-                },
+                "hf": _MIXTRAL_PERPLEXITY,
                 "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
             },
         ),
@@ -367,16 +370,7 @@ MANIFEST = KindManifest(
             spec={
                 "target": "hf",
                 "resources": {"device": "cuda", "gpus": 2},
-                "hf": {
-                    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
-                    "score": "perplexity",
-                    "text_path": "/data/wikitext-2-test.txt",
-                    "window": 2048,
-                    "max_tokens": 65536,
-                    "batch_size": 1,
-                    "dtype": "bfloat16",
-                    "device_map": "auto",
-                },
+                "hf": {**_MIXTRAL_PERPLEXITY, "device_map": "auto"},
                 "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
             },
         ),
