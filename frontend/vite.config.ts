@@ -26,18 +26,58 @@ function swaggerUi(): Plugin {
   };
 }
 
+/** The chunks a page needs beyond the entry's: the page's own chunk and what it imports (and, for the run
+ *  page, the line charts' ECharts, which its loader asks for at once), file names as served. */
+export const PAGE_MODULES = {
+  experiment: ['/src/routes/ExperimentPage.tsx'],
+  run: ['/src/routes/RunPage.tsx', '/src/components/charts/echarts.ts'],
+};
+
+type Bundle = Record<string, { type: string; fileName: string; name?: string; isEntry?: boolean; facadeModuleId?: string | null; imports?: string[] }>;
+
+export function pageChunks(bundle: Bundle): Record<string, string[]> {
+  const chunks = Object.values(bundle).filter((c) => c.type === 'chunk');
+  const byFile = new Map(chunks.map((c) => [c.fileName, c]));
+  const closure = (roots: string[]) => {
+    const seen = new Set<string>();
+    const visit = (f: string) => {
+      if (seen.has(f)) return;
+      seen.add(f);
+      byFile.get(f)?.imports?.forEach(visit);
+    };
+    roots.forEach(visit);
+    return seen;
+  };
+  const entry = closure(chunks.filter((c) => c.isEntry && c.name === 'index').map((c) => c.fileName));
+  const facade = (m: string) => chunks.find((c) => c.facadeModuleId?.replaceAll('\\', '/').endsWith(m))?.fileName;
+  return Object.fromEntries(
+    Object.entries(PAGE_MODULES).map(([page, modules]) => {
+      const roots = modules.map(facade).filter((f): f is string => !!f);
+      return [page, [...closure(roots)].filter((f) => !entry.has(f)).map((f) => `/${f}`)];
+    }),
+  );
+}
+
 /** src/early.ts, an entry of its own, loaded by index.html first and asynchronously: the page's first API
  *  requests go out while the dashboard's code downloads (Vite would fold a second module script of
- *  index.html into the main entry, which runs after all of its imports have loaded). */
+ *  index.html into the main entry, which runs after all of its imports have loaded). Before it, a data
+ *  block (not a script: the CSP allows no inline one) names each page's chunks, which early.ts preloads for
+ *  the page being opened: without it the page's code is asked for only once the entry has run. */
 function earlyRequests(): Plugin {
   return {
     name: 'reasonlab-early-requests',
     transformIndexHtml: {
       order: 'post',
       handler(_html, ctx) {
-        const chunk = Object.values(ctx.bundle ?? {}).find((c) => c.type === 'chunk' && c.isEntry && c.name === 'early');
+        const bundle = (ctx.bundle ?? {}) as unknown as Bundle;
+        const chunk = Object.values(bundle).find((c) => c.type === 'chunk' && c.isEntry && c.name === 'early');
         const src = chunk ? `/${chunk.fileName}` : '/src/early.ts';
-        return [{ tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src }, injectTo: 'head-prepend' }];
+        return [
+          ...(chunk
+            ? [{ tag: 'script', attrs: { type: 'application/json', id: 'reasonlab-page-chunks' }, children: JSON.stringify(pageChunks(bundle)), injectTo: 'head-prepend' as const }]
+            : []),
+          { tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src }, injectTo: 'head-prepend' as const },
+        ];
       },
     },
   };

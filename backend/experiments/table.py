@@ -19,13 +19,30 @@ from backend.experiments import repository
 from backend.metrics import repository as metrics_repo
 
 
-def _times(values: list[Any]) -> list[datetime | None]:
-    """A timestamp column as aware UTC datetimes, as ``models.UTCDateTime`` reads them: SQLite's raw value
-    is the naive UTC text SQLAlchemy stored, Postgres' an aware datetime."""
+def _sqlite_iso(text: str) -> str:
+    """SQLite's stored naive UTC text (``2026-11-23 18:18:34.581926``) as the JSON of the aware datetime
+    ``models.UTCDateTime`` reads from it (``2026-11-23T18:18:34.581926Z``; no fraction when it is zero),
+    with string operations: parsing 30,000 of them into datetimes and writing them back cost ~15 ms of
+    the answer's ~100."""
+    if text.endswith(".000000"):
+        text = text[:-7]
+    return f"{text[:10]}T{text[11:]}Z"
+
+
+def _times(values: list[Any]) -> list[Any]:
+    """A timestamp column as ``models.UTCDateTime`` reads it, for the JSON of aware UTC datetimes: SQLite's
+    raw value is the naive UTC text SQLAlchemy stored (written as that JSON directly), Postgres' an aware
+    datetime."""
     return [
-        (datetime.fromisoformat(v + "+00:00") if "+" not in v else datetime.fromisoformat(v))
-        if isinstance(v, str)
-        else (v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v)
+        _sqlite_iso(v)
+        if isinstance(v, str) and len(v) >= 19 and "+" not in v
+        else (
+            datetime.fromisoformat(v)
+            if isinstance(v, str)
+            else v.replace(tzinfo=UTC)
+            if v is not None and v.tzinfo is None
+            else v
+        )
         for v in values
     ]
 

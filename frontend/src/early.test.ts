@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { earlyKey, startEarly, takeEarly } from './early';
+import { earlyKey, preloadPage, startEarly, takeEarly, takeEarlyOr, type PreloadDocument } from './early';
 
 function fakeFetch(answers: Record<string, { status: number; body: unknown }>) {
   const calls: { url: string; auth: string | null }[] = [];
@@ -17,6 +17,7 @@ afterEach(() => vi.unstubAllGlobals());
 describe('early requests', () => {
   it("start the run page's run, keys and, once the keys arrive, each key's first series, taken once", async () => {
     const calls = fakeFetch({
+      '/api/v1/auth/me': { status: 200, body: { username: 'ada' } },
       '/api/v1/runs/7': { status: 200, body: { id: 7 } },
       '/api/v1/runs/7/metric-keys': { status: 200, body: ['loss', 'moe/load e0'] },
       '/api/v1/runs/7/metrics?keys=loss&max_points=1000': { status: 200, body: { run_id: 7, series: { loss: {} } } },
@@ -28,8 +29,9 @@ describe('early requests', () => {
     expect(await takeEarly(earlyKey.metricKeys(7))).toEqual(['loss', 'moe/load e0']);
     expect(await takeEarly(earlyKey.metrics(7, 'loss'))).toEqual({ run_id: 7, series: { loss: {} } });
     expect(await takeEarly(earlyKey.metrics(7, 'moe/load e0'))).toEqual({ run_id: 7, series: {} });
+    expect(await takeEarly(earlyKey.me())).toEqual({ username: 'ada' });
     expect(calls.every((c) => c.auth === 'Bearer jwt')).toBe(true);
-    expect(calls).toHaveLength(4);
+    expect(calls).toHaveLength(5);
   });
 
   it("start the experiment page's experiment and runs table; a refused one rejects (the loader asks again)", async () => {
@@ -40,16 +42,69 @@ describe('early requests', () => {
     startEarly('/experiments/3/', 'jwt');
     expect(await takeEarly(earlyKey.experiment(3))).toEqual({ id: 3 });
     await expect(takeEarly(earlyKey.runsTable(3))).rejects.toThrow('401');
-    expect(calls.map((c) => c.url)).toEqual(['/api/v1/experiments/3?with_runs=false', '/api/v1/experiments/3/runs-table']);
+    expect(calls.map((c) => c.url)).toEqual(['/api/v1/auth/me', '/api/v1/experiments/3?with_runs=false', '/api/v1/experiments/3/runs-table']);
   });
 
-  it('ask nothing without a login, nor for other pages', () => {
+  it('ask nothing without a login; on other pages only the signed-in user', () => {
     const calls = fakeFetch({});
     startEarly('/runs/9', null);
+    expect(calls).toHaveLength(0);
     startEarly('/experiments/new', 'jwt');
     startEarly('/runs/9/extra', 'jwt');
     startEarly('/', 'jwt');
-    expect(calls).toHaveLength(0);
+    expect(calls.map((c) => c.url)).toEqual(['/api/v1/auth/me', '/api/v1/auth/me', '/api/v1/auth/me']);
     expect(takeEarly(earlyKey.run(9))).toBeUndefined();
+  });
+
+  it('a query takes the early answer once, and asks the API itself when there is none or it was refused', async () => {
+    fakeFetch({ '/api/v1/auth/me': { status: 401, body: { detail: 'expired' } } });
+    startEarly('/', 'jwt');
+    const ask = vi.fn(async () => 'asked');
+    expect(await takeEarlyOr(earlyKey.me(), ask)).toBe('asked'); // refused early: asked again
+    expect(await takeEarlyOr(earlyKey.me(), ask)).toBe('asked'); // none left
+    expect(ask).toHaveBeenCalledTimes(2);
+    fakeFetch({ '/api/v1/auth/me': { status: 200, body: { username: 'ada' } } });
+    startEarly('/', 'jwt');
+    expect(await takeEarlyOr(earlyKey.me(), ask)).toEqual({ username: 'ada' });
+    expect(ask).toHaveBeenCalledTimes(2);
+  });
+});
+
+/** A document with index.html's data block (or none) that records the links appended to its head. */
+function fakeDocument(block: string | null) {
+  const links: { rel: string; href: string; crossOrigin: string | null }[] = [];
+  const doc: PreloadDocument = {
+    getElementById: (id) => (id === 'reasonlab-page-chunks' && block !== null ? { textContent: block } : null),
+    createElement: () => ({ rel: '', href: '', crossOrigin: null }),
+    head: { appendChild: (node) => links.push(node as (typeof links)[number]) },
+  };
+  return { doc, links };
+}
+
+describe("a page's code, preloaded", () => {
+  const block = JSON.stringify({ run: ['/assets/RunPage-a.js', '/assets/echarts-b.js'], experiment: ['/assets/ExperimentPage-c.js'] });
+
+  it('the page being opened gets module preloads of its chunks, as the module scripts load them', () => {
+    fakeFetch({});
+    const { doc, links } = fakeDocument(block);
+    startEarly('/runs/4', 'jwt', doc);
+    expect(links).toEqual([
+      { rel: 'modulepreload', href: '/assets/RunPage-a.js', crossOrigin: '' },
+      { rel: 'modulepreload', href: '/assets/echarts-b.js', crossOrigin: '' },
+    ]);
+    const other = fakeDocument(block);
+    startEarly('/experiments/2', 'jwt', other.doc);
+    expect(other.links.map((l) => l.href)).toEqual(['/assets/ExperimentPage-c.js']);
+  });
+
+  it('nothing without the block (the dev server), with a broken one, or on a page without a list', () => {
+    for (const b of [null, '{not json', JSON.stringify({ run: 'x' }), JSON.stringify({ run: [3, '/a.js'] })]) {
+      const { doc, links } = fakeDocument(b);
+      preloadPage('run', doc);
+      expect(links.map((l) => l.href)).toEqual(b?.includes('/a.js') ? ['/a.js'] : []);
+    }
+    const { doc, links } = fakeDocument(block);
+    startEarly('/experiments/new', 'jwt', doc);
+    expect(links).toEqual([]);
   });
 });

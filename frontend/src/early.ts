@@ -1,8 +1,8 @@
 // The first API requests of the page being opened, started before the dashboard's code has arrived and
 // run: index.html loads this module on its own (no imports, ~1 KB) beside the entry (~0.65 MB of
 // JavaScript, ~0.3 s to download and run on a loaded 2-core machine before the route's loader could ask:
-// issue 12). The run page's run, metric keys and, as soon as the keys arrive, each key's series; the
-// experiment page's experiment and runs table. The route loaders (src/router.tsx) take the answers from
+// issue 12). On every page the signed-in user; the run page's run, metric keys and, as soon as the keys
+// arrive, each key's series; the experiment page's experiment and runs table. The route loaders (src/router.tsx) take the answers from
 // here once; anything but a 2xx (an expired login's 401) they ask again themselves, errors handled there.
 
 const TOKEN_KEY = 'reasonlab.token';
@@ -26,6 +26,7 @@ export const CHART_MAX_POINTS = 1000;
 
 /** The names of the early answers, shared with the route loaders. */
 export const earlyKey = {
+  me: () => 'me',
   run: (id: number) => `run:${id}`,
   metricKeys: (id: number) => `metric-keys:${id}`,
   metrics: (id: number, key: string) => `metrics:${id}:${key}`,
@@ -42,8 +43,48 @@ export function takeEarly<T>(key: string): Promise<T> | undefined {
   return answer;
 }
 
-/** Starts the page's first requests for `pathname` (the URL the browser opened). */
-export function startEarly(pathname: string, token: string | null): void {
+/** The early answer named `key` if there is one and it succeeds; else (none, or refused: an expired
+ *  login's 401) what `ask` gets from the API, where errors are handled. */
+export function takeEarlyOr<T>(key: string, ask: () => Promise<T>): Promise<T> {
+  const answer = takeEarly<T>(key);
+  return answer ? answer.catch(() => ask()) : ask();
+}
+
+/** What early.ts needs of the document (a test passes its own). */
+export interface PreloadDocument {
+  getElementById(id: string): { textContent: string | null } | null;
+  createElement(tag: 'link'): { rel: string; href: string; crossOrigin: string | null };
+  head: { appendChild(node: unknown): unknown };
+}
+
+/**
+ * Asks for a page's code at once, as module preloads: index.html's data block `reasonlab-page-chunks`
+ * (written by the build, vite.config.ts) names each page's chunks beyond the entry's. Without it the page's
+ * chunk is asked for only once the entry has run, and its own imports once it has arrived (on the
+ * experiment page the table's code arrived ~0.1 s after the runs did, issue 12). Nothing when the build
+ * wrote no list (the dev server) or the list is unreadable.
+ */
+export function preloadPage(page: 'run' | 'experiment', doc: PreloadDocument): void {
+  let files: unknown;
+  try {
+    files = (JSON.parse(doc.getElementById('reasonlab-page-chunks')?.textContent ?? '{}') as Record<string, unknown>)[page];
+  } catch {
+    return;
+  }
+  if (!Array.isArray(files)) return;
+  for (const file of files) {
+    if (typeof file !== 'string') continue;
+    const link = doc.createElement('link');
+    link.rel = 'modulepreload';
+    link.crossOrigin = ''; // as the module scripts load (crossorigin): one request serves both
+    link.href = file;
+    doc.head.appendChild(link);
+  }
+}
+
+/** Starts the page's first requests for `pathname` (the URL the browser opened), and with `doc` the
+ *  download of its code. */
+export function startEarly(pathname: string, token: string | null, doc?: PreloadDocument): void {
   if (!token) return;
   const get = (name: string, path: string) => {
     const answer = fetch(path, { headers: { Authorization: `Bearer ${token}` } }).then((r) =>
@@ -53,9 +94,12 @@ export function startEarly(pathname: string, token: string | null): void {
     started.set(name, answer);
     return answer;
   };
+  // every page shows who is signed in and what they may do (the layout, the pages' buttons)
+  get(earlyKey.me(), '/api/v1/auth/me');
   const run = /^\/runs\/(\d+)\/?$/.exec(pathname);
   if (run) {
     const id = Number(run[1]);
+    if (doc) preloadPage('run', doc);
     get(earlyKey.run(id), `/api/v1/runs/${id}`);
     void get(earlyKey.metricKeys(id), `/api/v1/runs/${id}/metric-keys`).then((keys) => {
       for (const key of keys as string[]) {
@@ -68,9 +112,10 @@ export function startEarly(pathname: string, token: string | null): void {
   const experiment = /^\/experiments\/(\d+)\/?$/.exec(pathname);
   if (experiment) {
     const id = Number(experiment[1]);
+    if (doc) preloadPage('experiment', doc);
     get(earlyKey.experiment(id), `/api/v1/experiments/${id}?with_runs=false`);
     get(earlyKey.runsTable(id), `/api/v1/experiments/${id}/runs-table`);
   }
 }
 
-if (typeof location !== 'undefined' && typeof fetch !== 'undefined') startEarly(location.pathname, readToken());
+if (typeof location !== 'undefined' && typeof fetch !== 'undefined') startEarly(location.pathname, readToken(), document);

@@ -1,7 +1,7 @@
 import type { QueryClient } from '@tanstack/react-query';
 import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
 import { AppLayout } from './components/layout/AppLayout';
-import { earlyKey, takeEarly } from './early';
+import { earlyKey, takeEarlyOr } from './early';
 import { experimentQuery, runsTableQuery } from './hooks/experiments';
 import { metricKeysQuery, metricsQuery } from './hooks/metrics';
 import { runQuery } from './hooks/runs';
@@ -18,13 +18,7 @@ import { LoginPage } from './routes/LoginPage';
 // On the page the browser opened, src/early.ts started those requests before this code had arrived: a
 // query takes its early answer once (`early`), or asks the API when there is none or it failed.
 function early<T, K>(query: { queryKey: K; queryFn: () => Promise<T> }, key: string) {
-  return {
-    ...query,
-    queryFn: () => {
-      const answer = takeEarly<T>(key);
-      return answer ? answer.catch(() => query.queryFn()) : query.queryFn();
-    },
-  };
+  return { ...query, queryFn: () => takeEarlyOr(key, query.queryFn) };
 }
 
 function prefetchRun(queryClient: QueryClient) {

@@ -61,3 +61,20 @@ def test_runs_table_needs_a_visible_experiment(api: Api) -> None:
     outsider = api.user("outsider", project="elsewhere")
     r = api.client.get(f"/api/v1/experiments/{exp['id']}/runs-table", headers=api.h(outsider))
     assert r.status_code in (403, 404)
+
+
+def test_sqlite_timestamps_are_written_as_the_datetimes_json() -> None:
+    """SQLite's stored text goes to the answer by string operations: the same JSON as the aware datetime
+    UTCDateTime reads from it, whatever the fraction (none written when it is zero)."""
+    from datetime import UTC, datetime
+
+    from pydantic_core import to_json
+
+    from backend.experiments.table import _times
+
+    stamps = [datetime(2026, 11, 23, 18, 18, 34, us, tzinfo=UTC) for us in (0, 10, 120000, 500000, 581926)]
+    stored = [s.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f") for s in stamps]
+    assert to_json(_times([*stored, None])) == to_json([*stamps, None])
+    # Postgres' aware datetimes, and naive ones, pass as datetimes
+    naive = stamps[2].replace(tzinfo=None)
+    assert to_json(_times([stamps[1], naive])) == to_json([stamps[1], stamps[2]])

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSyncExternalStore } from 'react';
 import { authStore } from '../api/auth';
 import { api, unwrap } from '../api/client';
+import { earlyKey, takeEarlyOr } from '../early';
 
 export function useToken(): string | null {
   return useSyncExternalStore(authStore.subscribe, authStore.token, authStore.token);
@@ -11,7 +12,8 @@ export function useMe() {
   const token = useToken();
   return useQuery({
     queryKey: ['me', token],
-    queryFn: () => unwrap(api.GET('/api/v1/auth/me')),
+    // the page's first ask takes the answer src/early.ts started before the dashboard's code arrived
+    queryFn: () => takeEarlyOr(earlyKey.me(), () => unwrap(api.GET('/api/v1/auth/me'))),
     enabled: token !== null,
     staleTime: 60_000,
   });

@@ -1,16 +1,14 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
 // parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<kind>/), and its review.
-import { Alert, Button, Grid, Group, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
+import { Alert, Button, Grid, Group, Loader, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useIntersection } from '@mantine/hooks';
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
 import { ParallelCoords } from '../components/charts/ParallelCoords';
-import { JsonBlock } from '../components/common/JsonBlock';
 import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
-import { Comments } from '../components/review/Comments';
 import { ReviewBadge, ReviewPanel } from '../components/review/ReviewPanel';
 import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
@@ -24,8 +22,48 @@ import { parallelData } from '../lib/parallel';
 import { canCancel, canRetry, isFinished } from '../lib/runStatus';
 import { columnsOf, statusCounts, type RunRow } from '../lib/runsTable';
 
+// What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
+// comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
+const JsonBlock = lazy(() => import('../components/common/JsonBlock').then((m) => ({ default: m.JsonBlock })));
+const Comments = lazy(() => import('../components/review/Comments').then((m) => ({ default: m.Comments })));
+
 function preferredMetric(metrics: readonly string[]): string | undefined {
   return metrics.find((m) => m === 'loss') ?? metrics.find((m) => m.includes('acc')) ?? metrics[0];
+}
+
+/**
+ * The overlaid curves under the table: drawn (its runs' series, and ECharts) once a quarter of the panel is
+ * on the screen, after the table's first paint: the table is what the page is for, and with more than a
+ * dozen runs the panel starts at the bottom edge of the window (drawing it there, unseen, held the table's
+ * first frames for ~0.3 s on a loaded machine, issue 12). Its own component, so that the paint and the
+ * panel coming into view re-render this panel, not the page (its header, tabs and table).
+ */
+function OverlayPanel({ runs, selected, metrics, metric, onMetric }: {
+  runs: readonly RunRow[];
+  selected: boolean;
+  metrics: readonly string[];
+  metric: string | undefined;
+  onMetric: (metric: string) => void;
+}) {
+  const [painted, setPainted] = useState(false);
+  useEffect(() => {
+    const frame = requestAnimationFrame(() => setTimeout(() => setPainted(true), 0));
+    return () => cancelAnimationFrame(frame);
+  }, []);
+  const panel = useIntersection<HTMLDivElement>({ threshold: 0.25 });
+  const [shown, setShown] = useState(false);
+  useEffect(() => {
+    if (painted && panel.entry?.isIntersecting) setShown(true);
+  }, [painted, panel.entry]);
+  return (
+    <Paper withBorder p="sm" ref={panel.ref} data-testid="overlay-panel">
+      <Group justify="space-between" mb="xs">
+        <Text fw={600}>{selected ? 'Selected runs' : `First ${runs.length} runs`}</Text>
+        <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => onMetric(e.currentTarget.value)} />
+      </Group>
+      {!metric ? <Text c="dimmed">No metrics yet.</Text> : shown ? <RunsOverlay runs={runs} metricKey={metric} /> : null}
+    </Paper>
+  );
 }
 
 function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; runs: readonly RunRow[] }) {
@@ -48,20 +86,6 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
   const [tab, setTab] = useState<string | null>('runs');
   // the sweep's parallel coordinates only while their tab is open (10,000 runs: not on every render)
   const parallel = useMemo(() => (metric && tab === 'sweep' ? parallelData(runs, metric) : null), [runs, metric, tab]);
-  // the overlay (its runs' series, and ECharts) once a quarter of its panel is on the screen, after the
-  // table's first paint: the table is what the page is for, and with more than a dozen runs the overlay
-  // starts at the bottom edge of the window (drawing it there, unseen, held the table's first frames for
-  // ~0.3 s on a loaded machine, issue 12)
-  const [painted, setPainted] = useState(false);
-  useEffect(() => {
-    const frame = requestAnimationFrame(() => setTimeout(() => setPainted(true), 0));
-    return () => cancelAnimationFrame(frame);
-  }, []);
-  const overlayPanel = useIntersection<HTMLDivElement>({ threshold: 0.25 });
-  const [overlayShown, setOverlayShown] = useState(false);
-  useEffect(() => {
-    if (painted && overlayPanel.entry?.isIntersecting) setOverlayShown(true);
-  }, [painted, overlayPanel.entry]);
 
   return (
     <Stack>
@@ -117,13 +141,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
               <RunsTable runs={runs} selected={selected} onSelect={setSelected} />
             </Grid.Col>
             <Grid.Col span={12}>
-              <Paper withBorder p="sm" ref={overlayPanel.ref} data-testid="overlay-panel">
-                <Group justify="space-between" mb="xs">
-                  <Text fw={600}>{selectedRuns.length ? 'Selected runs' : `First ${overlayRuns.length} runs`}</Text>
-                  <NativeSelect label="Metric" size="xs" data={metrics} value={metric ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
-                </Group>
-                {!metric ? <Text c="dimmed">No metrics yet.</Text> : overlayShown ? <RunsOverlay runs={overlayRuns} metricKey={metric} /> : null}
-              </Paper>
+              <OverlayPanel runs={overlayRuns} selected={selectedRuns.length > 0} metrics={metrics} metric={metric} onMetric={setMetric} />
             </Grid.Col>
           </Grid>
         </Tabs.Panel>
@@ -149,22 +167,26 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
             </Grid.Col>
             <Grid.Col span={{ base: 12, md: 7 }}>
               <Title order={4} mb="xs">Comments</Title>
-              <Comments target={{ type: 'experiment', id: experiment.id }} canWrite={canWrite} />
+              <Suspense fallback={<Loader size="sm" />}>
+                <Comments target={{ type: 'experiment', id: experiment.id }} canWrite={canWrite} />
+              </Suspense>
             </Grid.Col>
           </Grid>
         </Tabs.Panel>
 
         <Tabs.Panel value="spec" pt="md">
-          <Grid>
-            <Grid.Col span={{ base: 12, md: 6 }}>
-              <Title order={5}>Spec</Title>
-              <JsonBlock value={experiment.spec} yaml />
-            </Grid.Col>
-            <Grid.Col span={{ base: 12, md: 6 }}>
-              <Title order={5}>Sweep</Title>
-              {experiment.sweep ? <JsonBlock value={experiment.sweep} yaml /> : <Alert color="gray">A single run, no sweep.</Alert>}
-            </Grid.Col>
-          </Grid>
+          <Suspense fallback={<Loader size="sm" />}>
+            <Grid>
+              <Grid.Col span={{ base: 12, md: 6 }}>
+                <Title order={5}>Spec</Title>
+                <JsonBlock value={experiment.spec} yaml />
+              </Grid.Col>
+              <Grid.Col span={{ base: 12, md: 6 }}>
+                <Title order={5}>Sweep</Title>
+                {experiment.sweep ? <JsonBlock value={experiment.sweep} yaml /> : <Alert color="gray">A single run, no sweep.</Alert>}
+              </Grid.Col>
+            </Grid>
+          </Suspense>
         </Tabs.Panel>
       </Tabs>
     </Stack>
