@@ -8,8 +8,9 @@ machine hit all alike), medians reported:
 - one at a time: plain HF ``generate``, batch 1 (the baseline);
 - batched generate: HF ``generate`` at batch 8, left padding (the student before its own loop);
 - batched, our loop: ``decode.py`` (the common prefix and duplicate prompts run once, finished rows
-  dropped), the student now;
-- with ``--ablations``: our loop without the prefix sharing, and without dropping finished rows.
+  dropped, the KV cache written into room reserved ahead), the student now;
+- with ``--ablations``: our loop without the prefix sharing, without dropping finished rows, and with
+  HF's growing cache (a ``torch.cat`` a layer a step) instead of the reserved room.
 Per-row seeded sampling makes every mode write the same texts (checked), so tokens/s compare directly.
 ``--generations 3`` asks each combination's prompt three times with three seeds, as a cell does.
 
@@ -89,6 +90,7 @@ def modes(lm: Any, model: str, batch: int, ablations: bool) -> dict[str, HFChat]
     if ablations:
         out["  our loop, no prefix sharing"] = chat(batch_size=batch, loop=LoopOptions(share_prefix=False))
         out["  our loop, finished rows kept"] = chat(batch_size=batch, loop=LoopOptions(drop_finished=False))
+        out["  our loop, growing cache"] = chat(batch_size=batch, loop=LoopOptions(reserve_cache=False))
     return out
 
 

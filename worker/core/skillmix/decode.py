@@ -12,6 +12,8 @@ Two things ``generate`` cannot do on its own and a Skill-Mix batch gains from (d
    compute-bound: every prompt token not run is time saved.
 2. **Finished rows leave the batch.** A row that emits a stop token is removed from the cache, the mask,
    the positions and the samplers, so later steps cost less.
+3. **The KV cache is written into room reserved ahead** (``ReservedLayer``: the prompt plus the new
+   tokens), not concatenated into a fresh tensor a layer a step as ``DynamicCache`` does.
 
 Sampling is the student's per-row seeded draw (``RowSampler``): a reply depends on its own seed, not on
 its batch; temperature 0 is greedy (argmax). ``unsupported`` says when a model cannot take the scheme;
@@ -126,6 +128,79 @@ def unsupported(model: PreTrainedModel, longest: int) -> str | None:
     return None
 
 
+class ReservedLayer(DynamicLayer):
+    """A layer's KV cache written into room reserved ahead (the prompt plus the new tokens), instead of
+    ``DynamicLayer``'s ``torch.cat`` of the whole cache at every step: at batch 8 on a CPU that copy (a
+    fresh buffer a layer a step) took ~0.04 s of a ~0.19 s decode step (SmolLM2-135M, ~200 positions;
+    docs/benchmarks.md, "Skill-Mix generation"). ``keys``/``values`` are views of the written part, as
+    ``DynamicLayer``'s are its whole tensors; more than reserved grows the room (doubling)."""
+
+    def __init__(self, reserve: int) -> None:
+        super().__init__()
+        self.reserve = reserve
+        self._keys: torch.Tensor | None = None  # [B, heads, room, head dim]
+        self._values: torch.Tensor | None = None
+        self._length = 0
+
+    def _view(self) -> tuple[torch.Tensor, torch.Tensor]:
+        assert self._keys is not None and self._values is not None
+        keys, values = self._keys[..., : self._length, :], self._values[..., : self._length, :]
+        self.keys, self.values = keys, values
+        return keys, values
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: object, **kwargs: object
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self._length + key_states.shape[-2]
+        keys, values = self._keys, self._values
+        if keys is None or values is None or end > keys.shape[-2]:
+            room = max(end, self.reserve, 2 * (keys.shape[-2] if keys is not None else 0))
+            grown_keys = key_states.new_empty(*key_states.shape[:-2], room, key_states.shape[-1])
+            grown_values = value_states.new_empty(*value_states.shape[:-2], room, value_states.shape[-1])
+            if keys is not None and values is not None and self._length:
+                grown_keys[..., : self._length, :] = keys[..., : self._length, :]
+                grown_values[..., : self._length, :] = values[..., : self._length, :]
+            keys, values = self._keys, self._values = grown_keys, grown_values
+        keys[..., self._length : end, :] = key_states
+        values[..., self._length : end, :] = value_states
+        self._length = end
+        return self._view()
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        if self._keys is not None and self._values is not None:
+            self._keys = self._keys.repeat_interleave(repeats, dim=0)
+            self._values = self._values.repeat_interleave(repeats, dim=0)
+            self._view()
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self._keys is not None and self._values is not None:
+            self._keys, self._values = self._keys[indices, ...], self._values[indices, ...]
+            self._view()
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)  # validates; then the written part shrinks
+        if self._keys is not None and tokens_to_remove < 0:
+            self._length = max(self._length + tokens_to_remove, 0)
+            self._view()
+
+    def reset(self) -> None:
+        self._keys = self._values = None
+        self._length = 0
+        super().reset()
+
+
+def reserved_cache(model: PreTrainedModel, reserve: int) -> DynamicCache:
+    """The model's ``DynamicCache`` with each plain ``DynamicLayer`` replaced by a ``ReservedLayer`` of
+    ``reserve`` positions (sliding-window and other layers kept as they are)."""
+    cache = DynamicCache(config=model.config)
+    cache.layers = [
+        ReservedLayer(reserve) if type(layer) is DynamicLayer else layer for layer in cache.layers
+    ]
+    return cache
+
+
 @dataclass
 class Prefill:
     """The batch after its prompts: every row ready for its first new token."""
@@ -159,10 +234,15 @@ def common_prefix(prompts: Sequence[Sequence[int]]) -> int:
 
 
 def prefill(
-    model: PreTrainedModel, prompts: Sequence[Sequence[int]], pad_token_id: int, share: bool = True
+    model: PreTrainedModel,
+    prompts: Sequence[Sequence[int]],
+    pad_token_id: int,
+    share: bool = True,
+    reserve: int | None = None,
 ) -> Prefill:
     """Runs the prompts (token ids, no padding): their common prefix once and each distinct prompt once
-    (``share=False``: every prompt whole, left-padded, as ``generate`` does)."""
+    (``share=False``: every prompt whole, left-padded, as ``generate`` does). ``reserve``: the new tokens
+    to come, whose cache room is reserved now (``ReservedLayer``); None: ``DynamicCache``'s growing layers."""
     assert prompts and all(prompts), "prefill needs at least one prompt, each of at least one token"
     device = input_device(model)
     distinct: list[tuple[int, ...]] = []
@@ -176,7 +256,13 @@ def prefill(
         row_to_distinct.append(first[key])
     shared = common_prefix(distinct) if share else 0
 
-    cache = DynamicCache(config=model.config)
+    suffixes = [p[shared:] for p in distinct]
+    width = max(len(s) for s in suffixes)
+    cache = (
+        DynamicCache(config=model.config)
+        if reserve is None
+        else reserved_cache(model, shared + width + reserve)
+    )
     if shared > 0:
         _forward(
             model,
@@ -188,8 +274,6 @@ def prefill(
         cache.batch_repeat_interleave(len(distinct))  # [1, ...] -> [U, ...]
 
     # the suffixes, left-padded to the longest: the pads sit between the prefix and each suffix
-    suffixes = [p[shared:] for p in distinct]
-    width = max(len(s) for s in suffixes)
     ids = torch.full((len(suffixes), width), pad_token_id, dtype=torch.long)  # [U, S]
     mask = torch.zeros(len(suffixes), shared + width, dtype=torch.long)  # [U, P + S]
     mask[:, :shared] = 1
@@ -219,6 +303,7 @@ class LoopOptions:
 
     share_prefix: bool = True  # the common prefix and duplicate prompts run once
     drop_finished: bool = True  # a finished row leaves the batch
+    reserve_cache: bool = True  # the KV cache written into room reserved ahead, not concatenated a step
 
 
 @torch.no_grad()
@@ -239,7 +324,8 @@ def decode(
     if not prompts or max_new_tokens <= 0:
         return out
     device = input_device(model)
-    state = prefill(model, prompts, pad_token_id, share=options.share_prefix)
+    reserve = max_new_tokens if options.reserve_cache else None
+    state = prefill(model, prompts, pad_token_id, share=options.share_prefix, reserve=reserve)
     cache, mask, positions, logits = state.cache, state.mask, state.positions, state.logits
     sampler = RowSampler(seeds, temperature, device) if temperature > 0 else None
     alive = list(range(len(prompts)))  # batch row -> its prompt

@@ -225,3 +225,49 @@ def test_a_model_the_loop_does_not_take_falls_back_to_generate() -> None:
     )
     assert unsupported(sliding, 31) is None
     assert unsupported(sliding, 32) == "a sliding window of 32 within 32 positions"
+
+
+def test_a_reserved_layer_holds_what_a_dynamic_layer_holds() -> None:
+    """ReservedLayer writes into room reserved ahead instead of concatenating; through prefill-like
+    chunks, growth past the room, a batch expansion, a row selection and a crop it returns and keeps the
+    same keys and values as HF's DynamicLayer."""
+    from transformers.cache_utils import DynamicLayer
+
+    from worker.core.skillmix.decode import ReservedLayer
+
+    gen = torch.Generator().manual_seed(0)
+    ours, theirs = ReservedLayer(reserve=6), DynamicLayer()
+
+    def step(batch: int, new: int) -> None:
+        k, v = torch.randn(batch, 2, new, 4, generator=gen), torch.randn(batch, 2, new, 4, generator=gen)
+        got, want = ours.update(k, v), theirs.update(k, v)
+        for a, b in zip(got, want, strict=True):
+            assert torch.equal(a, b)
+
+    step(1, 3)  # a shared prefix at batch 1
+    ours.batch_repeat_interleave(3)
+    theirs.batch_repeat_interleave(3)
+    step(3, 2)  # the suffixes
+    step(3, 1)  # one new token: the room (6) is full
+    step(3, 1)  # past it: the room grows
+    step(3, 4)
+    keep = torch.tensor([2, 0])
+    ours.batch_select_indices(keep)
+    theirs.batch_select_indices(keep)
+    step(2, 1)
+    ours.crop(-2)
+    theirs.crop(-2)
+    step(2, 1)
+    assert ours.get_seq_length() == theirs.get_seq_length() == 11
+    assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
+
+
+def test_the_reserved_cache_decodes_what_the_growing_cache_decodes(lm: LoadedModel) -> None:
+    """The loop with its cache room reserved ahead writes the same greedy tokens as with HF's growing
+    DynamicCache (the rest of this file checks the loop against ``generate``)."""
+    prompts = [[1, 5, 9, 2, 7], [1, 5, 9, 4], [1, 5, 9, 2, 7], [1, 5, 3, 8, 8, 6]]
+    runs = [
+        decode(lm.model, prompts, [0, 1, 2, 3], 0.0, 12, set(), 0, LoopOptions(reserve_cache=reserve))
+        for reserve in (True, False)
+    ]
+    assert runs[0] == runs[1] and all(len(r) == 12 for r in runs[0])
