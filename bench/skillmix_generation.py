@@ -9,8 +9,9 @@ machine hit all alike), medians reported:
 - batched generate: HF ``generate`` at batch 8, left padding (the student before its own loop);
 - batched, our loop: ``decode.py`` (the common prefix and duplicate prompts run once, finished rows
   dropped, the KV cache written into room reserved ahead), the student now;
-- with ``--ablations``: our loop without the prefix sharing, without dropping finished rows, and with
-  HF's growing cache (a ``torch.cat`` a layer a step) instead of the reserved room.
+- with ``--ablations``: our loop without the prefix sharing, without dropping finished rows, with HF's
+  growing cache (a ``torch.cat`` a layer a step) instead of the reserved room, and with ``F.linear``'s
+  kernel in the decode steps instead of the weight-major product (``decode.few_rows_linears``).
 Per-row seeded sampling makes every mode write the same texts (checked), so tokens/s compare directly.
 ``--generations 3`` asks each combination's prompt three times with three seeds, as a cell does.
 
@@ -91,6 +92,7 @@ def modes(lm: Any, model: str, batch: int, ablations: bool) -> dict[str, HFChat]
         out["  our loop, no prefix sharing"] = chat(batch_size=batch, loop=LoopOptions(share_prefix=False))
         out["  our loop, finished rows kept"] = chat(batch_size=batch, loop=LoopOptions(drop_finished=False))
         out["  our loop, growing cache"] = chat(batch_size=batch, loop=LoopOptions(reserve_cache=False))
+        out["  our loop, F.linear kernels"] = chat(batch_size=batch, loop=LoopOptions(weight_major=False))
     return out
 
 

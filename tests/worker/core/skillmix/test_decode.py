@@ -16,7 +16,15 @@ from transformers import MistralConfig, MistralForCausalLM
 
 from worker.core.models import LoadedModel, load_model
 from worker.core.skillmix.chat import Sampling, user
-from worker.core.skillmix.decode import LoopOptions, decode, prefill, stop_tokens, unsupported
+from worker.core.skillmix.decode import (
+    FEW_ROWS,
+    LoopOptions,
+    decode,
+    few_rows_linears,
+    prefill,
+    stop_tokens,
+    unsupported,
+)
 from worker.core.skillmix.hf_chat import HFChat, render_chat
 
 FAMILIES = ["tiny-llama", "tiny-qwen2", "tiny-gpt2", "tiny-mixtral"]
@@ -271,3 +279,56 @@ def test_the_reserved_cache_decodes_what_the_growing_cache_decodes(lm: LoadedMod
         for reserve in (True, False)
     ]
     assert runs[0] == runs[1] and all(len(r) == 12 for r in runs[0])
+
+
+class _Quantised(torch.nn.Linear):
+    """A subclass of nn.Linear (as bitsandbytes' layers are): its forward is its own business."""
+
+
+class _Hooked(torch.nn.Linear):
+    pass
+
+
+def test_few_rows_linears_compute_f_linear_for_a_decode_step_and_leave_the_rest() -> None:
+    """Patched layers give F.linear's product (up to summation order) for up to FEW_ROWS rows, with and
+    without bias, on 2-D and 3-D inputs; more rows, other dtypes, subclasses and hooked layers keep their
+    own forward; the patch is gone after the block, also when the block raises."""
+    g = torch.Generator().manual_seed(0)
+    plain, no_bias = torch.nn.Linear(24, 40), torch.nn.Linear(40, 16, bias=False)
+    double, quantised, hooked = (
+        torch.nn.Linear(8, 8).to(torch.float64),
+        _Quantised(8, 8),
+        torch.nn.Linear(8, 8),
+    )
+    hooked._hf_hook = object()  # what accelerate sets beside its own forward
+    model = torch.nn.Sequential(plain, no_bias, double, quantised, hooked)
+    others = (double, quantised, hooked)
+    with torch.no_grad(), few_rows_linears(model) as patched:  # type: ignore[arg-type]
+        assert patched == 2
+        assert "forward" in plain.__dict__ and "forward" in no_bias.__dict__
+        assert not any("forward" in m.__dict__ for m in others)
+        for shape in [(1, 24), (8, 24), (3, 1, 24), (2, FEW_ROWS // 2, 24), (FEW_ROWS + 1, 24)]:
+            x = torch.randn(shape, generator=g)
+            hidden = plain(x)
+            assert hidden.shape == (*shape[:-1], 40) and hidden.is_contiguous()
+            torch.testing.assert_close(
+                hidden, torch.nn.functional.linear(x, plain.weight, plain.bias), rtol=1e-5, atol=1e-5
+            )
+            torch.testing.assert_close(no_bias(hidden), hidden @ no_bias.weight.T, rtol=1e-5, atol=1e-5)
+            assert hidden.view(*shape[:-1], 5, 8).shape[-2:] == (5, 8)  # what attention's view needs
+    assert not any("forward" in m.__dict__ for m in model)
+    with pytest.raises(RuntimeError, match="inside"), few_rows_linears(model):  # type: ignore[arg-type]
+        raise RuntimeError("inside")
+    assert not any("forward" in m.__dict__ for m in model)
+
+
+def test_the_weight_major_kernels_decode_what_f_linear_decodes(lm: LoadedModel) -> None:
+    """The loop with its decode steps' linear layers as (W @ x.T).T writes the same greedy tokens as with
+    F.linear (the rest of this file checks the loop, which has them on, against ``generate``)."""
+    prompts = [[1, 5, 9, 2, 7], [1, 5, 9, 4], [1, 5, 3, 8, 8, 6]]
+    runs = [
+        decode(lm.model, prompts, [0, 1, 2], 0.0, 12, set(), 0, LoopOptions(weight_major=on))
+        for on in (True, False)
+    ]
+    assert runs[0] == runs[1] and all(len(r) == 12 for r in runs[0])
+    assert not any("forward" in m.__dict__ for m in lm.model.modules())
