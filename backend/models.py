@@ -128,11 +128,17 @@ class Run(Base):
     started_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+    # +1 whenever a column the runs table shows changes (index, status, attempt, times, params): a trigger
+    # of migration 0006 does it, whatever code updates the row. With metric_latest.rev it lets the runs
+    # table's encoding be reused until something in it changes (backend/experiments/table.py).
+    table_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     experiment: Mapped[Experiment] = relationship()
 
     __table_args__ = (
         Index("ix_runs_status_dispatched", "status", "dispatched"),
         Index("ix_runs_status_heartbeat", "status", "heartbeat_at"),
+        # the runs table's fingerprint (count, sum of ids, sum of table_rev) read from the index alone
+        Index("ix_runs_experiment_table_rev", "experiment_id", "table_rev", "id"),
     )
 
 
@@ -162,6 +168,9 @@ class MetricLatest(Base):
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger)
     value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL
+    # 1 when inserted, +1 at every update of the row (upsert_latest): the sum over an experiment's rows
+    # grows with every change whatever the commits' order, without a lock on anything else
+    rev: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
 
 
 class MetricRollup(Base):

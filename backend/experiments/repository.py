@@ -90,6 +90,18 @@ _RUN_COLUMNS = (
 )
 
 
+_RUN_TABLE_REV = (
+    "SELECT count(*), coalesce(sum(id), 0), coalesce(sum(table_rev), 0) FROM runs WHERE experiment_id = {p}"
+)
+
+
+def run_table_rev(session: Session, experiment_id: int) -> tuple[int, int, int]:
+    """``(runs, sum of ids, sum of table_rev)``: changes when a run is added or removed or a column of
+    the runs table changes (``runs.table_rev``, migration 0006); read from an index alone."""
+    count, ids, revs = driver_rows(session, _RUN_TABLE_REV, [experiment_id])[0]
+    return int(count), int(ids), int(revs)
+
+
 def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
     """The runs table's rows ``(id, index, status, attempt, created_at, started_at, finished_at,
     params)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON

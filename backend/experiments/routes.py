@@ -152,5 +152,7 @@ def get_runs_table(experiment_id: Id, principal: PrincipalDep, session: SessionD
     """The experiment's runs as columns (the dashboard's runs table): what a table of 10,000 runs shows,
     without their specs, in one answer."""
     experiment = get_visible(session, principal, experiment_id)
-    # RunsTable's JSON written from raw rows (backend/experiments/table.py); the response_model documents it
-    return Response(table.runs_table_json(session, experiment.id), media_type="application/json")
+    # RunsTable's JSON written from raw rows and kept until the experiment changes
+    # (backend/experiments/table.py); the response_model documents it
+    data = table.cached_runs_table_json(session, experiment.id, experiment.created_at)
+    return Response(data, media_type="application/json")

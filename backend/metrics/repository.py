@@ -612,14 +612,17 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
     if not latest:
         return
     dialect = session.get_bind().dialect.name
-    rows = [{"run_id": run_id, "key": k, "step": s, "value": v} for k, (s, v) in sorted(latest.items())]
+    rows = [
+        {"run_id": run_id, "key": k, "step": s, "value": v, "rev": 1} for k, (s, v) in sorted(latest.items())
+    ]
     for i in range(0, len(rows), _LATEST_CHUNK):
         ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(MetricLatest)
         stmt = ins.values(rows[i : i + _LATEST_CHUNK])
         session.execute(
             stmt.on_conflict_do_update(
                 index_elements=[MetricLatest.run_id, MetricLatest.key],
-                set_={"step": stmt.excluded.step, "value": stmt.excluded.value},
+                # rev: +1 a change of the row, the runs table's cache key (backend/experiments/table.py)
+                set_={"step": stmt.excluded.step, "value": stmt.excluded.value, "rev": MetricLatest.rev + 1},
                 where=stmt.excluded.step >= MetricLatest.step,
             )
         )
@@ -658,6 +661,19 @@ _EXPERIMENT_LATEST = (
     "SELECT m.run_id, m.key, m.value FROM metric_latest m JOIN runs r ON r.id = m.run_id"
     " WHERE r.experiment_id = {p}"
 )
+
+
+_EXPERIMENT_LATEST_REV = (
+    "SELECT count(*), coalesce(sum(m.rev), 0) FROM metric_latest m JOIN runs r ON r.id = m.run_id"
+    " WHERE r.experiment_id = {p}"
+)
+
+
+def experiment_latest_rev(session: Session, experiment_id: int) -> tuple[int, int]:
+    """``(rows, sum of rev)`` of the experiment's metric_latest rows: changes whenever one of their
+    values does (a row's rev only grows), whatever order concurrent batches commit in."""
+    count, total = driver_rows(session, _EXPERIMENT_LATEST_REV, [experiment_id])[0]
+    return int(count), int(total)
 
 
 def experiment_latest(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from sqlalchemy import text
+
+from backend.db import get_engine
+from backend.experiments import table
 from tests.backend.conftest import Api
 
 
@@ -78,3 +83,76 @@ def test_sqlite_timestamps_are_written_as_the_datetimes_json() -> None:
     # Postgres' aware datetimes, and naive ones, pass as datetimes
     naive = stamps[2].replace(tzinfo=None)
     assert to_json(_times([stamps[1], naive])) == to_json([stamps[1], stamps[2]])
+
+
+def test_the_kept_table_follows_every_change_and_is_reused_until_one(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encoded runs table is built once and served again while nothing in it changes (a heartbeat,
+    an older metric step); a new metric value, a re-sent value at the same step, a status change through
+    the API or by a plain SQL update, each shows at the next request."""
+    built: list[int] = []
+    encode = table.runs_table_json
+
+    def counting(session: Any, experiment_id: int) -> bytes:
+        built.append(experiment_id)
+        return encode(session, experiment_id)
+
+    monkeypatch.setattr(table, "runs_table_json", counting)
+    exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01, 0.001]}}).json()
+    run = exp["runs"][0]["id"]
+    url = f"/api/v1/experiments/{exp['id']}/runs-table"
+
+    def get() -> dict[str, Any]:
+        r = api.client.get(url, headers=api.h())
+        assert r.status_code == 200
+        return r.json()  # type: ignore[no-any-return]
+
+    def metrics(*points: tuple[str, int, float]) -> None:
+        body = {"points": [{"key": k, "step": s, "value": v} for k, s, v in points]}
+        r = api.client.post(f"/api/v1/runs/{run}/metrics", json=body, headers=api.worker)
+        assert r.status_code == 200
+
+    first = get()
+    assert get() == first and len(built) == 1  # reused
+    metrics(("loss", 5, 2.0))
+    assert get()["summary"] == {"loss": [2.0, None, None]} and len(built) == 2
+    metrics(("loss", 3, 9.0))  # an older step: the summary keeps step 5
+    assert get()["summary"] == {"loss": [2.0, None, None]} and len(built) == 2
+    metrics(("loss", 5, 1.5))  # the same step re-sent with another value
+    assert get()["summary"] == {"loss": [1.5, None, None]} and len(built) == 3
+
+    runs_url = f"/api/v1/runs/{run}"
+    claim = api.client.post(f"{runs_url}/claim", json={"attempt": 1, "worker": "w1"}, headers=api.worker)
+    assert claim.status_code == 200
+    claimed = get()
+    assert claimed["status"][0] == "running" and claimed["started_at"][0] is not None and len(built) == 4
+    beat = api.client.post(f"{runs_url}/heartbeat", json={"attempt": 1}, headers=api.worker)
+    assert beat.status_code == 200
+    assert get() == claimed and len(built) == 4  # a heartbeat is not in the table
+
+    # a code path that updates a run without the ORM: the database's trigger counts it
+    engine = get_engine(api.settings.database_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET status = 'failed' WHERE id = :id"), {"id": run})
+    assert get()["status"][0] == "failed" and len(built) == 5
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET params = :p WHERE id = :id"), {"p": '{"train.lr": 7}', "id": run})
+    assert get()["params"]["train.lr"][0] == 7 and len(built) == 6
+    with engine.begin() as conn:  # a column the table does not show
+        conn.execute(text("UPDATE runs SET progress_message = 'half' WHERE id = :id"), {"id": run})
+    assert get()["params"]["train.lr"][0] == 7 and len(built) == 6
+
+
+def test_encoded_tables_keep_the_fingerprint_they_were_built_at_and_a_byte_budget() -> None:
+    tables = table.EncodedTables(max_bytes=10)
+    tables.put("a", 1, b"aaaa")
+    assert tables.get("a", 1) == b"aaaa" and tables.get("a", 2) is None and tables.get("b", 1) is None
+    tables.put("b", 1, b"bbbb")
+    assert tables.get("a", 1) == b"aaaa"  # a is now the most recently used
+    tables.put("c", 1, b"cccc")  # 12 bytes > 10: the least recently used (b) goes
+    assert tables.get("b", 1) is None and tables.get("a", 1) == b"aaaa" and tables.get("c", 1) == b"cccc"
+    tables.put("a", 2, b"A")  # replaced, not added
+    assert tables.get("a", 1) is None and tables.get("a", 2) == b"A"
+    tables.put("d", 1, b"x" * 11)  # larger than the budget: not kept
+    assert tables.get("d", 1) is None and tables.get("c", 1) == b"cccc"
