@@ -294,6 +294,7 @@ try {
 | the same from the harness (goto to its two-frame wait answered, polling included) | ${ms(results.experimentPage.interactiveMs)} |
 | of which the page's main-thread CPU (thread ticks) | ${ms(results.experimentPage.interactiveMainThreadMs)} |
 | of which the runs' request (GET .../runs-table): started / answered after navigation | ${tableAt} |
+| experiment page, each load in order, in the page / runs table answered (the first builds the runs table; later loads get it kept, unchanged) | ${expTimes.map((r) => `${ms(r.interactiveInPage)} / ${r.table ? ms(r.table.end) : '-'}`).join(', ')} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
 
