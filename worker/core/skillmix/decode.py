@@ -388,50 +388,36 @@ def decode(
     if not prompts or max_new_tokens <= 0:
         return out
     with few_rows_linears(model) if options.weight_major else nullcontext():
-        return _decode(model, prompts, seeds, temperature, max_new_tokens, stop, pad_token_id, options, out)
-
-
-def _decode(
-    model: PreTrainedModel,
-    prompts: Sequence[Sequence[int]],
-    seeds: Sequence[int],
-    temperature: float,
-    max_new_tokens: int,
-    stop: set[int],
-    pad_token_id: int,
-    options: LoopOptions,
-    out: list[list[int]],
-) -> list[list[int]]:
-    device = input_device(model)
-    reserve = max_new_tokens if options.reserve_cache else None
-    state = prefill(model, prompts, pad_token_id, share=options.share_prefix, reserve=reserve)
-    cache, mask, positions, logits = state.cache, state.mask, state.positions, state.logits
-    sampler = RowSampler(seeds, temperature, device) if temperature > 0 else None
-    alive = list(range(len(prompts)))  # batch row -> its prompt
-    finished = [False] * len(prompts)
-    for step in range(max_new_tokens):
-        tokens = sampler.draw(logits) if sampler is not None else logits.argmax(dim=-1)  # [b]
-        for row, token in zip(alive, tokens.tolist(), strict=True):
-            if not finished[row]:
-                out[row].append(int(token))
-                finished[row] = int(token) in stop
-        if step == max_new_tokens - 1 or all(finished):
-            break
-        if options.drop_finished and any(finished[row] for row in alive):
-            kept = [i for i, row in enumerate(alive) if not finished[row]]
-            keep = torch.tensor(kept)  # on the CPU, as in prefill
-            cache.batch_select_indices(keep)
-            mask, positions, tokens = mask[keep], positions[keep], tokens[keep]
-            alive = [alive[i] for i in kept]
-            if sampler is not None:
-                sampler.keep(kept)
-        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)  # [b, L + 1]
-        logits = _forward(
-            model,
-            input_ids=tokens[:, None],
-            attention_mask=mask,
-            position_ids=positions[:, None],
-            past_key_values=cache,
-        )
-        positions = positions + 1
-    return out
+        device = input_device(model)
+        reserve = max_new_tokens if options.reserve_cache else None
+        state = prefill(model, prompts, pad_token_id, share=options.share_prefix, reserve=reserve)
+        cache, mask, positions, logits = state.cache, state.mask, state.positions, state.logits
+        sampler = RowSampler(seeds, temperature, device) if temperature > 0 else None
+        alive = list(range(len(prompts)))  # batch row -> its prompt
+        finished = [False] * len(prompts)
+        for step in range(max_new_tokens):
+            tokens = sampler.draw(logits) if sampler is not None else logits.argmax(dim=-1)  # [b]
+            for row, token in zip(alive, tokens.tolist(), strict=True):
+                if not finished[row]:
+                    out[row].append(int(token))
+                    finished[row] = int(token) in stop
+            if step == max_new_tokens - 1 or all(finished):
+                break
+            if options.drop_finished and any(finished[row] for row in alive):
+                kept = [i for i, row in enumerate(alive) if not finished[row]]
+                keep = torch.tensor(kept)  # on the CPU, as in prefill
+                cache.batch_select_indices(keep)
+                mask, positions, tokens = mask[keep], positions[keep], tokens[keep]
+                alive = [alive[i] for i in kept]
+                if sampler is not None:
+                    sampler.keep(kept)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)  # [b, L + 1]
+            logits = _forward(
+                model,
+                input_ids=tokens[:, None],
+                attention_mask=mask,
+                position_ids=positions[:, None],
+                past_key_values=cache,
+            )
+            positions = positions + 1
+        return out
