@@ -1,6 +1,6 @@
 """Our own batched decoding loop for the HF student (``hf_chat.py``), in place of ``model.generate``.
 
-Two things ``generate`` cannot do on its own and a Skill-Mix batch gains from (docs/benchmarks.md,
+What ``generate`` does not do on its own and a Skill-Mix batch gains from (docs/benchmarks.md,
 "Skill-Mix generation"):
 
 1. **The shared prefix is computed once.** The prompts of a batch start alike (the chat template's system
