@@ -396,6 +396,27 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await screenshot(page, '12-experiments-filtered');
   });
 
+  it("switches the project from the header's switcher, whose list is built when it opens", async () => {
+    await platform.api('/projects', { method: 'POST', body: { name: 'e2e-other', description: 'an empty project' } });
+    // the run page has no select but the switcher's, and no dropdown until it opens (a hidden one kept
+    // mounted was placed by Floating UI at every page's load: a forced style and layout pass, issue 12)
+    const { runs } = await platform.api(`/experiments/${state.experimentId}`);
+    await page.goto(`${platform.url}/runs/${runs[0].id}`);
+    await page.getByTestId('metric-chart-loss').waitFor();
+    assert.equal(await page.locator('.mantine-Select-dropdown').count(), 0);
+    await page.goto(`${platform.url}/`);
+    await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
+    const switcher = page.getByRole('textbox', { name: 'Project' });
+    await switcher.click();
+    await page.getByRole('option', { name: 'e2e-other', exact: true }).click();
+    await page.getByRole('heading', { name: /Experiments in e2e-other/ }).waitFor();
+    assert.equal(await page.locator('table[aria-label="experiments"] tbody tr[data-experiment-id]').count(), 0);
+    await switcher.click();
+    await page.getByRole('option', { name: 'default', exact: true }).click();
+    await page.getByRole('heading', { name: /Experiments in default/ }).waitFor();
+    await page.locator('table[aria-label="experiments"] tbody tr[data-experiment-id]').first().waitFor();
+  });
+
   it('renders the API docs with every request to another origin refused (offline)', async () => {
     const foreign = [];
     const origin = new URL(platform.url).origin;

@@ -4,8 +4,11 @@ import { api, unwrap } from '../api/client';
 import type { Me, Role } from '../api/types';
 import { useMe } from './auth';
 
+/** The projects the signed-in user sees (the layout's switcher; prefetched with every page: src/router.tsx). */
+export const projectsQuery = () => ({ queryKey: ['projects'] as const, queryFn: () => unwrap(api.GET('/api/v1/projects')), staleTime: 60_000 });
+
 export function useProjects() {
-  return useQuery({ queryKey: ['projects'], queryFn: () => unwrap(api.GET('/api/v1/projects')), staleTime: 60_000 });
+  return useQuery(projectsQuery());
 }
 
 export function useActivity(projectId: number | undefined, limit = 50) {

@@ -20,6 +20,9 @@ export function ProjectSwitcher() {
       allowDeselect={false}
       rightSectionWidth={70}
       rightSection={role ? <span style={{ fontSize: 11, opacity: 0.7 }}>{role}</span> : null}
+      // the list is built when opened: kept mounted (Mantine's default), its hidden dropdown was placed by
+      // Floating UI at every page's load, a style and layout pass forced before the page's first frame
+      comboboxProps={{ keepMounted: false }}
     />
   );
 }
