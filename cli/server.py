@@ -83,6 +83,9 @@ def up(
 ) -> None:
     """Migrate, create the admin on first start, start the API, a worker and MLflow's UI; Ctrl-C stops all.
 
+    The workers start once the API answers its health check (a worker checks its token with the API as it
+    starts); an API that does not start within a minute stops everything.
+
     The terminal gets a short banner (URL, login, token file, where the logs are); what the services
     print (Celery's banner, uvicorn's access log, MLflow's notices) goes to HOME/logs/ (api.log,
     worker-N.log, mlflow.log).
@@ -158,10 +161,7 @@ def up(
             "info",
         ],
     )
-    workers = [
-        start(f"worker-{i}", [python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"])
-        for i in range(n_workers)
-    ]
+    workers: list[subprocess.Popen[bytes]] = []
     signals = 0
 
     def _stop(*_: Any) -> None:
@@ -172,6 +172,12 @@ def up(
         signal.signal(signum, _stop)
     try:
         if _wait_healthy(api_url, api_proc, stop=lambda: signals > 0):
+            # the workers once the API answers: their start-up check of the token reaches it (started
+            # beside it, they found it not listening yet and could only warn and start unchecked)
+            workers = [
+                start(f"worker-{i}", [python, "-m", "cli.main", "worker", "--hostname", f"embedded{i}@%h"])
+                for i in range(n_workers)
+            ]
             _banner(api_url, home_dir, logs, creds, mlflow_url, mlflow_note, n_workers)
         elif not signals:
             signals = 1
