@@ -15,37 +15,20 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
+import { drawnMs, drawnTargets, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
 
 const PAGE = process.env.PERF_PAGE ?? 'run';
 const POINTS = Number(process.env.PERF_POINTS ?? 100_000);
 const RUNS = Number(process.env.PERF_RUNS ?? 2_000);
 const REPEAT = Number(process.env.PERF_REPEAT ?? 3);
-const SLOWDOWN = Number(process.env.PERF_CPU_SLOWDOWN ?? 1);
 const SLICE_MS = 50;
-const WAIT_FOR = {
-  run: '[data-testid="metric-chart-loss"][data-buckets] canvas',
-  experiment: '[data-testid="runs-table"] [role="row"][data-run-id]',
-};
 const OUT = join(ROOT, 'test-output/perf');
+// what the load waits for, by page: the run page's first chart, the experiment page's rows (pages.mjs)
+const TARGET = PAGE === 'run' ? 'chart' : 'table';
 
 async function seed(platform) {
-  if (PAGE === 'run') {
-    const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'profile', kind: 'diagnostic', spec: {} } });
-    const runId = exp.runs[0].id;
-    for (let start = 0; start < POINTS; start += 10_000) {
-      const points = [];
-      for (let step = start; step < Math.min(POINTS, start + 10_000); step++)
-        points.push({ key: 'loss', step, value: 2 * Math.exp(-step / (POINTS / 5)) + 0.05 * Math.sin(step) });
-      await platform.api(`/runs/${runId}/metrics`, { method: 'POST', body: { points } });
-    }
-    return `/runs/${runId}`;
-  }
-  const seeds = Array.from({ length: RUNS / 2 }, (_, i) => i);
-  const exp = await platform.api('/experiments', {
-    method: 'POST',
-    body: { name: 'profile', kind: 'diagnostic', spec: {}, sweep: { grid: { 'train.lr': [0.1, 0.01] }, seeds } },
-  });
-  return `/experiments/${exp.id}`;
+  if (PAGE === 'run') return `/runs/${(await seedBigMetric(platform, POINTS)).runId}`;
+  return `/experiments/${(await seedManyRuns(platform, RUNS)).experimentId}`;
 }
 
 /** A function the page runs as it starts (an init script), busy for 2 ms, at a time it notes on its own
@@ -100,7 +83,7 @@ function report(profile, markedAtMs, doneMs) {
   const line = (m) =>
     [...m].sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 1).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ');
   console.log(`\nmain thread from the navigation's start to the second frame after the page's content (${doneMs.toFixed(0)} ms), ms per ${SLICE_MS} ms slice:`);
-  for (let s = 0; s <= last; s++) console.log(`${String(s * SLICE_MS).padStart(5)} ms  ${line(slices.get(s) ?? new Map()) || '-'}`);
+  for (let s = 0; s <= last; s++) console.log(`${String(s * SLICE_MS).padStart(5)} ms  ${line(slices.get(s) ?? new Map()) || '- (no samples: the page not yet in its renderer)'}`);
   const total = new Map();
   for (const s of slices.values()) for (const [k, v] of s) total.set(k, (total.get(k) ?? 0) + v);
   console.log(`\nin all: ${line(total)}`);
@@ -113,31 +96,16 @@ const platform = await startPlatform({ workers: 0 });
 const browser = await launchBrowser();
 try {
   const path = await seed(platform);
-  const r = await fetch(`${platform.url}/api/v1/auth/login`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ username: platform.admin.username, password: platform.admin.password }),
-  });
-  const { access_token: jwt } = await r.json();
+  const targets = { [TARGET]: drawnTargets(RUNS)[TARGET] };
   for (let n = 1; n <= REPEAT; n++) {
-    const page = await browser.context.newPage();
+    const page = await signedInPage(browser, platform, targets);
     await page.addInitScript(markNavigation);
-    await page.addInitScript((token) => localStorage.setItem('reasonlab.token', token), jwt);
-    await page.addInitScript((selector) => {
-      const done = (window.__done = {});
-      new MutationObserver(() => {
-        if (done.inDom || !document.querySelector(selector)) return;
-        done.inDom = performance.now();
-        requestAnimationFrame(() => requestAnimationFrame((t) => (done.secondFrame = t)));
-      }).observe(document, { childList: true, subtree: true, attributes: true });
-    }, WAIT_FOR[PAGE]);
-    const cdp = await browser.context.newCDPSession(page);
-    if (SLOWDOWN !== 1) await cdp.send('Emulation.setCPUThrottlingRate', { rate: SLOWDOWN });
+    const { cdp } = page;
     await cdp.send('Profiler.enable');
     await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
     await cdp.send('Profiler.start');
     await page.goto(`${platform.url}${path}`);
-    const doneMs = await (await page.waitForFunction(() => window.__done.secondFrame, undefined, { timeout: 60_000 })).jsonValue();
+    const doneMs = await drawnMs(page, TARGET);
     const markedAtMs = await page.evaluate(() => window.__markedAt);
     const { profile } = await cdp.send('Profiler.stop');
     writeFileSync(join(OUT, `${PAGE}-${n}.cpuprofile`), JSON.stringify(profile));

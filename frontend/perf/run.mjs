@@ -12,100 +12,16 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
+import { drawnMs, drawnTargets, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
 
 const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
 const RUNS = Number(process.env.PERF_RUNS ?? 10_000);
-const BATCH = 10_000;
+const DRAWN = drawnTargets(RUNS);
 const REPEAT = Number(process.env.PERF_REPEAT ?? 3);
-// The renderer's CPU slowed down this many times (Chrome's CPU throttling, as DevTools' "4x slowdown"):
-// the same figures as on a slower machine or in a shared VM's slow spell (the API is not slowed).
-const SLOWDOWN = Number(process.env.PERF_CPU_SLOWDOWN ?? 1);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (x) => `${x.toFixed(0)} ms`;
 const kb = (x) => `${(x / 1024).toFixed(0)} KiB`;
-
-async function seedBigMetric(platform) {
-  const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'perf 1M points', kind: 'diagnostic', spec: {} } });
-  const runId = exp.runs[0].id;
-  const t0 = performance.now();
-  let rng = 1;
-  const rand = () => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  for (let start = 0; start < POINTS; start += BATCH) {
-    const points = [];
-    for (let step = start; step < Math.min(POINTS, start + BATCH); step++) {
-      // a decaying loss with noise and a rare spike, so the band has something to show
-      const value = 2 * Math.exp(-step / (POINTS / 5)) + 0.05 * rand() + (rand() < 1e-4 ? 5 : 0);
-      points.push({ key: 'loss', step, value });
-    }
-    await platform.api(`/runs/${runId}/metrics`, { method: 'POST', body: { points } });
-  }
-  return { runId, ingestSeconds: (performance.now() - t0) / 1000 };
-}
-
-async function seedManyRuns(platform) {
-  const seeds = Array.from({ length: RUNS }, (_, i) => i);
-  const exp = await platform.api('/experiments', {
-    method: 'POST',
-    body: { name: `perf ${RUNS} runs`, kind: 'diagnostic', spec: {}, sweep: { grid: { 'train.lr': [0.1, 0.01] }, seeds: seeds.slice(0, RUNS / 2) } },
-  });
-  // one final metric per run so the table has metric columns to sort by
-  const queue = [...exp.runs];
-  const worker = async () => {
-    for (let r = queue.shift(); r; r = queue.shift())
-      await platform.api(`/runs/${r.id}/metrics`, { method: 'POST', body: { points: [{ key: 'loss', step: 10, value: Math.random() }, { key: 'acc', step: 10, value: Math.random() }] } });
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
-  return { experimentId: exp.id };
-}
-
-/** What each page is waiting for: the first chart with its data, every run listed and a row drawn. */
-const DRAWN = {
-  chart: { selector: '[data-testid="metric-chart-loss"][data-buckets] canvas' },
-  table: { selector: '[data-testid="runs-table"] [role="row"][data-run-id]', text: ['[data-testid="runs-shown"]', `${RUNS} of ${RUNS}`] },
-};
-
-/** In the page, from its start: when each of `targets` is first in the DOM, and the second frame after it
- *  (the first is the one that paints it; the second starts once the work that followed is done), in ms
- *  from the navigation's start. The figure the page itself gives, without the polling of the harness
- *  (a CDP round trip per check, and the evaluate that waits for two frames, ~0.2 s on this machine). */
-function watchDrawn(targets) {
-  const drawn = (window.__drawn = {});
-  const check = () => {
-    for (const [name, { selector, text }] of Object.entries(targets)) {
-      if (drawn[name] || !document.querySelector(selector)) continue;
-      if (text && !document.querySelector(text[0])?.textContent?.startsWith(text[1])) continue;
-      const mark = (drawn[name] = { inDom: performance.now() });
-      requestAnimationFrame(() => requestAnimationFrame((t) => (mark.secondFrame = t)));
-    }
-  };
-  new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
-}
-
-/** The page's own figure for `name` (watchDrawn), once its second frame has run. */
-async function drawnMs(page, name) {
-  const t = await page.waitForFunction((n) => window.__drawn?.[n]?.secondFrame, name);
-  return Math.round(await t.jsonValue());
-}
-
-/** A page signed in as the admin with a JWT from the login route (what the login page stores). */
-async function signedInPage(browser, platform) {
-  const r = await fetch(`${platform.url}/api/v1/auth/login`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ username: platform.admin.username, password: platform.admin.password }),
-  });
-  const { access_token: jwt } = await r.json();
-  const page = await browser.context.newPage();
-  await page.addInitScript((token) => localStorage.setItem('reasonlab.token', token), jwt);
-  await page.addInitScript(watchDrawn, DRAWN);
-  // the renderer's main-thread CPU time (thread ticks): what the page itself cost, less sensitive to the
-  // machine's load than the wall clock (on two shared cores the wall clock waits for a core)
-  page.cdp = await browser.context.newCDPSession(page);
-  await page.cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
-  if (SLOWDOWN !== 1) await page.cdp.send('Emulation.setCPUThrottlingRate', { rate: SLOWDOWN });
-  return page;
-}
 
 /** Main-thread CPU ms of the page so far. */
 async function mainThreadMs(page) {
@@ -235,16 +151,16 @@ const platform = await startPlatform({ workers: 0 });
 const browser = await launchBrowser();
 try {
   console.log(`seeding: one run with ${POINTS.toLocaleString()} points, one experiment with ${RUNS.toLocaleString()} runs…`);
-  const big = await seedBigMetric(platform);
-  const many = await seedManyRuns(platform);
+  const big = await seedBigMetric(platform, POINTS);
+  const many = await seedManyRuns(platform, RUNS);
   console.log(`seeded (metric ingest ${big.ingestSeconds.toFixed(1)} s)`);
   const runTimes = [];
   const expTimes = [];
   for (let i = 0; i < REPEAT; i++) {
-    const page = await signedInPage(browser, platform);
+    const page = await signedInPage(browser, platform, DRAWN);
     runTimes.push(await measureRunPage(page, platform, big.runId));
     await page.close();
-    const page2 = await signedInPage(browser, platform);
+    const page2 = await signedInPage(browser, platform, DRAWN);
     expTimes.push(await measureExperimentPage(page2, platform, many.experimentId));
     await page2.close();
   }
