@@ -11,10 +11,18 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend.auth import repository as auth_repo
-from backend.auth.security import STREAM, TOKEN_PREFIX, hash_api_token, read_jwt, same_secret
+from backend.auth.security import (
+    RUN_TOKEN_PREFIX,
+    STREAM,
+    TOKEN_PREFIX,
+    hash_api_token,
+    read_jwt,
+    read_run_token,
+    same_secret,
+)
 from backend.db import utcnow
-from backend.errors import Forbidden, Unauthorized
-from backend.models import User
+from backend.errors import Conflict, Forbidden, NotFound, Unauthorized
+from backend.models import Run, User
 from backend.settings import Settings
 
 
@@ -42,15 +50,24 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 # always means the write is durable (a failed commit becomes an error response, never a silent loss).
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
-_bearer = HTTPBearer(auto_error=False, description="JWT, API token (rl_...) or the worker token")
+_bearer = HTTPBearer(
+    auto_error=False, description="JWT, API token (rl_...), a run's token (rlrun....) or the worker token"
+)
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: a user (JWT or API token) or a worker (the shared worker token)."""
+    """Who is calling: a user (JWT or API token), a worker (the shared worker token: claim and release
+    only) or one attempt of one run (the run token its claim handed out: that run's own routes only)."""
 
     user: User | None
     is_worker: bool = False
+    run_id: int | None = None
+    attempt: int | None = None
+
+    @property
+    def is_run(self) -> bool:
+        return self.run_id is not None
 
     @property
     def user_id(self) -> int | None:
@@ -62,12 +79,19 @@ class Principal:
 
     @property
     def name(self) -> str:
-        return self.user.username if self.user is not None else "worker"
+        if self.user is not None:
+            return self.user.username
+        return f"run {self.run_id}" if self.is_run else "worker"
 
 
 def resolve_credential(session: Session, settings: Settings, credential: str) -> Principal:
     if same_secret(credential, settings.worker_token):
         return Principal(user=None, is_worker=True)
+    if credential.startswith(RUN_TOKEN_PREFIX):
+        scope = read_run_token(credential, settings.secret_key)
+        if scope is None:
+            raise Unauthorized("invalid or expired run token")
+        return Principal(user=None, run_id=scope[0], attempt=scope[1])
     if credential.startswith(TOKEN_PREFIX):
         token = auth_repo.token_by_hash(session, hash_api_token(credential))
         if token is None or token.revoked_at is not None:
@@ -106,23 +130,66 @@ def get_principal(
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
     principal = resolve_credential(session, settings, credential)
-    if principal.is_worker and getattr(route, "operation_id", None) not in WORKER_OPERATIONS:
-        raise Forbidden("the worker token may only call the worker routes and read runs")
+    operation = getattr(route, "operation_id", None)
+    if principal.is_worker and operation not in WORKER_OPERATIONS:
+        raise Forbidden("the worker token may only claim and release runs")
+    if principal.is_run:
+        check_run_scope(request, session, principal, operation)
     return principal
 
 
-# What the worker token may call (docs/api.md): the run lifecycle, its writes, and reading one run.
-WORKER_OPERATIONS = frozenset(
+def check_run_scope(request: Request, session: Session, principal: Principal, operation: str | None) -> None:
+    """A run token reaches its own run's routes only, and only while its attempt is the run's running
+    one: a finished, reaped or released attempt's token answers 409 (what a stale attempt gets anyway,
+    so the heartbeat reads it as a lost lease)."""
+    if operation not in RUN_OPERATIONS:
+        raise Forbidden("a run token may only call its own run's routes")
+    run = session.get(Run, principal.run_id)
+    if run is None:
+        raise NotFound(f"run {principal.run_id} not found")
+    # a finish re-sent after its answer was lost finds the run finished: the service answers it as before
+    ended = run.status != "running" and operation != "runs-finish"
+    if ended or run.attempt != principal.attempt:
+        raise Conflict(
+            f"attempt {principal.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
+        )
+    target = str(request.path_params.get("run_id"))
+    if target == str(run.id):
+        return
+    # A spec may name runs it starts from (a fine-tuning run's pre-training run: checked visible to its
+    # submitter at submission, backend/experiments/sources.py): their artifacts are readable, nothing else.
+    if operation in SOURCE_RUN_OPERATIONS and target in {str(i) for i in source_run_ids(run)}:
+        return
+    raise Forbidden("a run token reaches its own run only (and reads the runs its spec starts from)")
+
+
+def source_run_ids(run: Run) -> list[int]:
+    """The runs ``run``'s spec names as its sources (``KindManifest.source_runs``)."""
+    from backend.experiments.sources import field_value
+    from worker.specs import manifest
+
+    try:
+        paths = manifest(run.kind).source_runs
+    except KeyError:
+        return []
+    return [v for v in (field_value(run.spec, p) for p in paths) if isinstance(v, int)]
+
+
+# What the worker token may call (docs/operations.md, "Trust model"): claiming a run (which hands out the
+# run's own token) and giving a run back. It reads no run and writes no metric.
+WORKER_OPERATIONS = frozenset({"health-get", "runs-claim", "runs-release"})
+
+# What a run's token may call, on its own run only: its lifecycle, its writes and reading them back.
+RUN_OPERATIONS = frozenset(
     {
-        "health-get",
         "runs-get",
-        "runs-claim",
         "runs-heartbeat",
         "runs-finish",
         "runs-release",
         "runs-patch",
         "runs-post_logs",
         "runs-logs",
+        "runs-secret",
         "metrics-post",
         "metrics-get",
         "metrics-keys",
@@ -134,6 +201,9 @@ WORKER_OPERATIONS = frozenset(
         "artifacts-delete",
     }
 )
+
+# What a run's token may read of a source run its spec names (never a write).
+SOURCE_RUN_OPERATIONS = frozenset({"artifacts-list", "artifacts-download"})
 
 # What a one-run stream ticket opens (GET only): the run's event stream and its artifact downloads.
 TICKET_OPERATIONS = frozenset({"runs-events", "artifacts-download"})
@@ -155,7 +225,7 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 def get_user(principal: PrincipalDep) -> User:
     if principal.user is None:
-        raise Unauthorized("this route needs a user credential, not the worker token")
+        raise Unauthorized("this route needs a user credential, not a worker's or a run's token")
     return principal.user
 
 

@@ -199,6 +199,10 @@ class ReasonLabClient:
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
+    def with_token(self, token: str) -> ReasonLabClient:
+        """A client of the same API (and transport) that authenticates with ``token`` instead."""
+        return ReasonLabClient(self.base_url, token, self.timeout, transport=self._transport)
+
     def close(self) -> None:
         self._http.close()
 
@@ -420,10 +424,11 @@ class ReasonLabClient:
 
     # -- worker routes ----------------------------------------------------------------------------------
 
-    def claim(self, run_id: int, attempt: int, worker: str) -> api.RunPublic:
-        """Take the run's ``attempt``; the ``Run`` (now ``running``). ``Conflict`` if it is not
-        ``queued`` with that attempt (a redelivered message, a stale attempt)."""
-        result: api.RunPublic = self._post(f"/runs/{run_id}/claim", {"attempt": attempt, "worker": worker})
+    def claim(self, run_id: int, attempt: int | None, worker: str) -> api.ClaimOut:
+        """Take the run's ``attempt`` (None: its current one); the ``Run`` (now ``running``) with the
+        ``run_token`` the attempt works with from then on. ``Conflict`` if it is not ``queued`` with that
+        attempt (a redelivered message, a stale attempt)."""
+        result: api.ClaimOut = self._post(f"/runs/{run_id}/claim", {"attempt": attempt, "worker": worker})
         return result
 
     def heartbeat(

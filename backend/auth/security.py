@@ -36,6 +36,8 @@ def dummy_hash() -> str:
 
 ACCESS = "access"  # a login's bearer token
 STREAM = "stream"  # a short-lived ticket for one run's event stream (EventSource cannot send headers)
+RUN = "run"  # a run's own token: one run, one attempt (handed out by the claim, docs/operations.md)
+RUN_TOKEN_PREFIX = "rlrun."  # tells a run token from a login's JWT before any signature check
 
 
 def make_jwt(
@@ -57,6 +59,33 @@ def read_jwt(token: str, secret: str, typ: str = ACCESS) -> dict[str, Any] | Non
     except (jwt.PyJWTError, KeyError, ValueError):
         return None
     return claims if claims.get("typ") == typ else None
+
+
+def make_run_token(run_id: int, attempt: int, secret: str, ttl_seconds: int) -> tuple[str, datetime]:
+    """The token a claimed attempt's process works with: it names one run and one attempt, and the API
+    accepts it only while that attempt is the run's running one (``backend.deps``), so it expires with the
+    attempt whatever ``exp`` says; ``exp`` bounds a token that leaked from a run that never ended."""
+    expires = datetime.now(UTC) + timedelta(seconds=ttl_seconds)
+    payload = {"run": run_id, "attempt": attempt, "exp": expires, "typ": RUN}
+    return RUN_TOKEN_PREFIX + jwt.encode(payload, secret, algorithm="HS256"), expires
+
+
+def read_run_token(token: str, secret: str) -> tuple[int, int] | None:
+    """(run id, attempt) of a valid run token; None for anything else."""
+    if not token.startswith(RUN_TOKEN_PREFIX):
+        return None
+    try:
+        claims = jwt.decode(
+            token[len(RUN_TOKEN_PREFIX) :],
+            secret,
+            algorithms=["HS256"],
+            options={"require": ["exp", "run", "attempt", "typ"]},
+        )
+        if claims.get("typ") != RUN:
+            return None
+        return int(claims["run"]), int(claims["attempt"])
+    except (jwt.PyJWTError, KeyError, ValueError, TypeError):
+        return None
 
 
 def new_api_token() -> str:

@@ -119,7 +119,7 @@ def list_experiments(
     if project is not None:
         p = projects.resolve_project(session, principal, project)
         project_ids = [p.id]
-    elif principal.is_admin or principal.is_worker:
+    elif principal.is_admin:
         project_ids = None
     else:
         assert principal.user is not None

@@ -49,7 +49,7 @@ def role_in(session: Session, principal: Principal, project_id: int) -> str | No
     """The caller's effective role in a project (site admins are admins everywhere; workers read)."""
     if principal.is_admin:
         return "admin"
-    if principal.is_worker:
+    if principal.is_worker or principal.is_run:
         return "worker"
     assert principal.user is not None
     return repository.role_of(session, project_id, principal.user.id)
@@ -63,7 +63,7 @@ def require_role(session: Session, principal: Principal, project_id: int, minimu
     if role == "worker":
         if minimum == "viewer":
             return role
-        raise Forbidden("the worker token may only run runs and read them")
+        raise Forbidden("a worker's or a run's token may only run its runs and read them")
     if ROLE_RANK[role] < ROLE_RANK[minimum]:
         raise Forbidden(f"your role in this project is {role}; this needs {minimum}")
     return role
@@ -81,9 +81,10 @@ def resolve_project(session: Session, principal: Principal, name: str | None) ->
 
 
 def visible_projects(session: Session, principal: Principal) -> list[tuple[Project, str]]:
-    if principal.is_admin or principal.is_worker:
-        role = "admin" if principal.is_admin else "viewer"
-        return [(p, role) for p in repository.all_projects(session)]
+    if principal.is_worker or principal.is_run:
+        return []
+    if principal.is_admin:
+        return [(p, "admin") for p in repository.all_projects(session)]
     assert principal.user is not None
     return repository.memberships_of(session, principal.user.id)
 

@@ -5,7 +5,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, status
 
 from backend import cursor
-from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, WakeDispatcher
+from backend.auth.security import make_run_token
+from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
 from backend.metrics import service as metrics
@@ -15,6 +16,7 @@ from backend.projects import service as projects
 from backend.runs import repository, service
 from backend.runs.schemas import (
     ClaimIn,
+    ClaimOut,
     FinishIn,
     HeartbeatIn,
     HeartbeatOut,
@@ -69,7 +71,7 @@ def list_runs(
         project_ids = None
     elif project is not None:
         project_ids = [projects.resolve_project(session, principal, project).id]
-    elif principal.is_admin or principal.is_worker:
+    elif principal.is_admin:
         project_ids = None
     else:
         assert principal.user is not None
@@ -126,12 +128,15 @@ def retry_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request:
     return _present(session, [run])[0]
 
 
-@router.post("/{run_id}/claim", response_model=RunPublic, operation_id="runs-claim")
-def claim_run(run_id: Id, body: ClaimIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    return _present(
-        session,
-        [service.claim(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)],
-    )[0]
+@router.post("/{run_id}/claim", response_model=ClaimOut, operation_id="runs-claim")
+def claim_run(
+    run_id: Id, body: ClaimIn, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> ClaimOut:
+    """A worker takes the run's queued attempt; the answer carries the token that attempt's process works
+    with (this run's routes only, valid while the attempt runs): the worker token stays with the worker."""
+    run = service.claim(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)
+    token, _ = make_run_token(run.id, run.attempt, settings.secret_key, settings.run_token_ttl_seconds)
+    return ClaimOut(**_present(session, [run])[0].model_dump(), run_token=token)
 
 
 @router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")

@@ -71,13 +71,21 @@ class RunPublic(BaseModel):
         )
 
 
+class ClaimOut(RunPublic):
+    """The claimed run and the token its attempt works with from then on (its own routes only)."""
+
+    run_token: str = Field(description="a token for this run and attempt only; dies with the attempt")
+
+
 class RunPage(BaseModel):
     items: list[RunPublic]
     next_cursor: str | None
 
 
 class ClaimIn(BaseModel):
-    attempt: int = Field(ge=1, le=1_000_000)
+    attempt: int | None = Field(
+        None, ge=1, le=1_000_000, description="the attempt the message names; null: the run's current one"
+    )
     worker: str = Field(min_length=1, max_length=300)
 
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -16,6 +18,39 @@ from backend.projects import service as projects
 from backend.settings import Settings
 
 WORKER_TOKEN = "wk_test_worker_token_0123456789"
+# ``api.worker`` sends this: "the worker's side of a run", which the client's hook below turns into the
+# worker token for a claim or release, and into the run token of the run's latest claim for every other
+# route of that run (what the executor does: worker/executor.py). Tests of the tokens themselves send the
+# real headers (tests/backend/test_run_tokens.py).
+WORKER_SIDE = "worker-side-of-the-run"
+_RUN_PATH = re.compile(r"/api/v1/runs/(\d+)/(\w+)")
+
+
+class WorkerSide:
+    """Run tokens the claims handed out, by run id; the request and response hooks of the test client.
+    A run nobody claimed is written as a member would from a notebook (the fallback: the admin's token),
+    as the metric and result routes allow."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, str] = {}
+        self.fallback = WORKER_TOKEN
+
+    def request(self, request: httpx.Request) -> None:
+        if request.headers.get("authorization") != f"Bearer {WORKER_SIDE}":
+            return
+        match = _RUN_PATH.match(request.url.path)
+        token = WORKER_TOKEN
+        if match and match.group(2) not in ("claim",):
+            token = self.tokens.get(match.group(1), self.fallback)
+        request.headers["authorization"] = f"Bearer {token}"
+
+    def response(self, response: httpx.Response) -> None:
+        match = _RUN_PATH.match(response.request.url.path)
+        if match and match.group(2) == "claim" and response.status_code == 200:
+            response.read()
+            self.tokens[match.group(1)] = response.json()["run_token"]
+
+
 USER_PASSWORD = "correct-horse-battery-42"  # passes the password policy (backend/auth/policy.py)
 
 
@@ -31,6 +66,12 @@ class Api:
 
     @property
     def worker(self) -> dict[str, str]:
+        """The worker's side of a run: the worker token to claim, then the claim's run token."""
+        return {"Authorization": f"Bearer {WORKER_SIDE}"}
+
+    @property
+    def worker_token(self) -> dict[str, str]:
+        """The worker token itself."""
         return {"Authorization": f"Bearer {WORKER_TOKEN}"}
 
     def user(self, username: str, role: str = "member", project: str = "default") -> str:
@@ -74,5 +115,8 @@ def api(database_url: str, home: Path) -> Iterator[Api]:
     creds = ensure_admin(settings)
     assert creds is not None
     app = create_app(settings, background=False)
+    side = WorkerSide()
+    side.fallback = creds.token
     with TestClient(app) as client:
+        client.event_hooks = {"request": [side.request], "response": [side.response]}
         yield Api(client=client, settings=settings, admin_token=creds.token, admin_password=creds.password)

@@ -64,12 +64,15 @@ def test_another_projects_run_is_404(api: Api) -> None:
     assert r.status_code == 404
 
 
-def test_worker_token_runs_runs_but_cannot_submit(api: Api) -> None:
-    r = api.client.post("/api/v1/experiments", json={"name": "x", "kind": "diagnostic"}, headers=api.worker)
-    assert r.status_code == 403  # the worker token only runs runs
+def test_worker_token_claims_but_reads_nothing_and_cannot_submit(api: Api) -> None:
+    worker = api.worker_token
+    r = api.client.post("/api/v1/experiments", json={"name": "x", "kind": "diagnostic"}, headers=worker)
+    assert r.status_code == 403  # the worker token only claims and releases runs
     run = api.submit({}).json()["runs"][0]
-    assert api.client.get(f"/api/v1/runs/{run['id']}", headers=api.worker).status_code == 200
-    assert api.client.post(f"/api/v1/runs/{run['id']}/cancel", headers=api.worker).status_code == 403
+    assert api.client.get(f"/api/v1/runs/{run['id']}", headers=worker).status_code == 403
+    assert api.client.post(f"/api/v1/runs/{run['id']}/cancel", headers=worker).status_code == 403
+    r = api.client.post(f"/api/v1/runs/{run['id']}/claim", json={"worker": "w"}, headers=worker)
+    assert r.status_code == 200 and r.json()["run_token"].startswith("rlrun.")
 
 
 def test_missing_and_foreign_experiments_look_the_same(api: Api) -> None:

@@ -236,7 +236,7 @@ def test_outputs_of_a_succeeded_run_are_stored_and_another_run_reads_them(tmp_pa
 
     source = FakeApi(run_id=5)
     source.run.update(status="running")
-    with source.client() as client:
+    with source.run_client() as client:
         ctx = ApiRunContext(client, 5, 1, seed=0, device="cpu", artifact_root=tmp_path / "a", options=FAST)
         (ctx.out_dir / "model").mkdir()
         (ctx.out_dir / "model" / "config.json").write_text('{"d": 8}')
@@ -250,7 +250,7 @@ def test_outputs_of_a_succeeded_run_are_stored_and_another_run_reads_them(tmp_pa
 
     reader = FakeApi(run_id=6)
     reader.artifacts.update(source.artifacts)  # one store behind one API
-    with reader.client() as client:
+    with reader.run_client() as client:
         ctx = ApiRunContext(client, 6, 1, seed=0, device="cpu", artifact_root=tmp_path / "b", options=FAST)
         outputs = ctx.run_outputs(5)
         ctx.close("failed")

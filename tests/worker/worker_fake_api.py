@@ -39,6 +39,7 @@ class FakeApi:
         self.heartbeats: list[dict[str, Any]] = []
         self.finishes: list[dict[str, Any]] = []
         self.patches: list[dict[str, Any]] = []
+        self.run_tokens_seen: set[str] = set()
         self.requests: list[str] = []
         # the artifact store: (run id, path) -> bytes, as the API's store keeps them
         self.artifacts: dict[tuple[int, str], bytes] = {}
@@ -52,6 +53,20 @@ class FakeApi:
             "http://api.test", "worker-token", timeout=5, transport=httpx.MockTransport(self)
         )
 
+    def run_client(self, attempt: int = 1) -> ReasonLabClient:
+        """A client with the run token the claim of ``attempt`` hands out (what a run's context uses)."""
+        return self.client().with_token(f"run-token-{attempt}")
+
+    def check_token(self, request: httpx.Request, *, worker: bool) -> None:
+        """The claim takes the worker token; everything after it the run token the claim handed out (the
+        real API also refuses a token of another attempt: tests/backend/test_run_tokens.py)."""
+        auth = request.headers["authorization"]
+        if worker:
+            assert auth == "Bearer worker-token", auth
+        else:
+            assert auth.startswith("Bearer run-token-"), f"{request.url.path} called with {auth}"
+            self.run_tokens_seen.add(auth.removeprefix("Bearer "))
+
     def requeue(self, attempt: int) -> None:
         """What the reaper or a retry does: back to queued with a new attempt."""
         with self.lock:
@@ -63,15 +78,17 @@ class FakeApi:
         if "/artifacts" in path:
             return self._artifacts(request, path)
         body = json.loads(request.content) if request.content else {}
-        assert request.headers["authorization"] == "Bearer worker-token"
+        is_claim = request.method == "POST" and path.endswith("/claim")
+        self.check_token(request, worker=is_claim)
         with self.lock:
             self.requests.append(f"{request.method} {path}")
             run_path = f"/runs/{self.run['id']}"
             if request.method == "POST" and path == f"{run_path}/claim":
-                if self.run["status"] != "queued" or body["attempt"] != self.run["attempt"]:
+                attempt = body["attempt"] if body.get("attempt") is not None else self.run["attempt"]
+                if self.run["status"] != "queued" or attempt != self.run["attempt"]:
                     return _error(409, "conflict", "the run is not queued with that attempt")
                 self.run.update(status="running", worker=body["worker"])
-                return httpx.Response(200, json=self.run)
+                return httpx.Response(200, json={**self.run, "run_token": f"run-token-{attempt}"})
             if request.method == "POST" and path == f"{run_path}/heartbeat":
                 self.heartbeats.append(body)
                 if self.lease_lost or body["attempt"] != self.run["attempt"]:
@@ -124,7 +141,7 @@ class FakeApi:
 
     def _artifacts(self, request: httpx.Request, path: str) -> httpx.Response:
         """GET /runs/{id}/artifacts, and GET, PUT (attempt-checked), DELETE of /runs/{id}/artifacts/{path}."""
-        assert request.headers["authorization"] == "Bearer worker-token"
+        self.check_token(request, worker=False)
         body = request.read()
         run_part, _, name = path.removeprefix("/runs/").partition("/artifacts")
         run_id, name = int(run_part), name.removeprefix("/")
