@@ -11,12 +11,26 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    (``backend.deps.resolve_credential``: the worker token, an API token, a login JWT). That check only
    keeps anonymous bodies out; the route's own dependency still decides what the caller may do.
 
-A refusal of an unread body answers ``Connection: close``: the server drops the connection rather than
-reading the rest to reuse it.
+3. Time (issue 21): a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
+   second per ``request_body_min_rate`` bytes received (64 KiB a second: what a 64 MiB metric batch or a
+   checkpoint upload needs), counted while the application waits for it. A body that does not is a 408.
+   Bodies of every route class but the artifact upload are read here, whole, *before* the request takes
+   one of the admission slots (backend/admission.py) and is replayed to the route from memory: 25
+   anonymous clients that start a login and send a byte now and then each wait in their own read, for
+   at most ~11 s, and take no slot from anyone. An artifact upload (streamed to the store, up to 256 GiB,
+   never held whole) is read by its route inside its slot under the same deadline; it needs a credential
+   before a byte is read (2.). Uvicorn has no deadline for a request's *headers*: in a deployment a
+   reverse proxy in front of the API bounds them (docker/nginx.conf, docs/operations.md, "Reverse proxy
+   and slow clients").
+
+A refusal of an unread or unfinished body answers ``Connection: close``: the server drops the connection
+rather than reading the rest to reuse it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import re
 from dataclasses import dataclass
 
@@ -51,6 +65,7 @@ class RouteClass:
     name: str
     pattern: re.Pattern[str]
     limit: int
+    streamed: bool = False  # the route streams its body on (never whole in memory): not read ahead
 
 
 LIMITS: tuple[RouteClass, ...] = (
@@ -58,7 +73,9 @@ LIMITS: tuple[RouteClass, ...] = (
     RouteClass(
         "worker writes", re.compile(r"^/api/v1/runs/[^/]+/(?:logs|results|finish)/?$"), WORKER_WRITE_LIMIT
     ),
-    RouteClass("artifact upload", re.compile(r"^/api/v1/runs/[^/]+/artifacts/."), ARTIFACT_LIMIT),
+    RouteClass(
+        "artifact upload", re.compile(r"^/api/v1/runs/[^/]+/artifacts/."), ARTIFACT_LIMIT, streamed=True
+    ),
     RouteClass("login", re.compile(r"^/api/v1/auth/login/?$"), LOGIN_LIMIT),
     RouteClass("API", re.compile(r"^/api/v1(?:/|$)"), DEFAULT_LIMIT),
 )
@@ -66,12 +83,19 @@ LIMITS: tuple[RouteClass, ...] = (
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
 
 
+OUTSIDE_API = RouteClass("outside the API", re.compile(""), OUTSIDE_API_LIMIT)
+
+
+def route_class(path: str) -> RouteClass:
+    for candidate in LIMITS:
+        if candidate.pattern.match(path):
+            return candidate
+    return OUTSIDE_API
+
+
 def body_limit(path: str) -> int:
     """The largest body (bytes) a request to ``path`` may carry."""
-    for route_class in LIMITS:
-        if route_class.pattern.match(path):
-            return route_class.limit
-    return OUTSIDE_API_LIMIT
+    return route_class(path).limit
 
 
 def _size(n: int) -> str:
@@ -81,6 +105,8 @@ def _size(n: int) -> str:
         else f"{n // MiB} MiB"
         if n % MiB == 0
         else f"{n // KiB} KiB"
+        if n % KiB == 0
+        else f"{n} bytes"
     )
 
 
@@ -99,12 +125,57 @@ def _error(
     return JSONResponse({"detail": detail, "code": code, "errors": []}, status_code=status, headers=headers)
 
 
-class _BodyTooLarge(Exception):
-    """Raised out of ``receive`` when the streamed body passes the limit: the application stops reading."""
+def _too_large(limit: int) -> JSONResponse:
+    return _error(413, "too_large", f"request body over {_size(limit)}", close=True)
+
+
+def _too_slow(budget: _Budget) -> JSONResponse:
+    detail = (
+        f"the request body did not arrive in time ({budget.seconds:g} s, and 1 s more per "
+        f"{_size(budget.min_rate)} received)"
+    )
+    return _error(408, "timeout", detail, close=True)
+
+
+class _Refused(Exception):
+    """Raised out of ``receive`` when the streamed body passes the limit or its deadline: the application
+    stops reading, and ``response`` is the answer."""
+
+    def __init__(self, response: JSONResponse) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+class _BodyTimeout(Exception):
+    pass
+
+
+class _Budget:
+    """The time a body may take: ``seconds``, plus a second per ``min_rate`` bytes received, spent only
+    while the application waits in ``receive`` (an upload the store is slow to take is not the
+    client's fault)."""
+
+    def __init__(self, seconds: float, min_rate: int) -> None:
+        self.seconds, self.min_rate = seconds, min_rate
+        self.left = seconds
+
+    async def receive(self, receive: Receive) -> Message:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(max(self.left, 0.0)):
+                message = await receive()
+        except TimeoutError:
+            raise _BodyTimeout from None
+        self.left -= loop.time() - started
+        if message["type"] == "http.request":
+            self.left += len(message.get("body", b"")) / self.min_rate
+        return message
 
 
 class RequestLimits:
-    """The pure ASGI middleware: body size by route class, and a credential before any body is read."""
+    """The pure ASGI middleware: body size by route class, a credential before any body is read, and a
+    deadline for the body, read ahead of the admission slots."""
 
     def __init__(self, app: ASGIApp, *, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.app = app
@@ -117,7 +188,8 @@ class RequestLimits:
             return
         headers = Headers(scope=scope)
         path: str = scope["path"]
-        limit = body_limit(path)
+        kind = route_class(path)
+        limit = kind.limit
         declared_text = headers.get("content-length")
         chunked = "transfer-encoding" in headers
         declared: int | None = None
@@ -127,15 +199,22 @@ class RequestLimits:
                 return
             declared = int(declared_text.strip())
             if declared > limit:
-                response = _error(413, "too_large", f"request body over {_size(limit)}", close=True)
-                await response(scope, receive, send)
+                await _too_large(limit)(scope, receive, send)
                 return
-        if (chunked or bool(declared)) and _needs_credential(scope["method"], path):
+        has_body = chunked or bool(declared)
+        if has_body and _needs_credential(scope["method"], path):
             refusal = await self._refuse_credential(headers)
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
-        await self._call_limited(scope, receive, send, limit)
+        if not has_body:
+            await self.app(scope, receive, send)
+            return
+        budget = _Budget(self.settings.request_body_timeout, self.settings.request_body_min_rate)
+        if kind.streamed:
+            await self._call_streamed(scope, receive, send, limit, budget)
+        else:
+            await self._call_read_ahead(scope, receive, send, limit, budget)
 
     async def _refuse_credential(self, headers: Headers) -> JSONResponse | None:
         scheme, credential = get_authorization_scheme_param(headers.get("authorization"))
@@ -159,24 +238,65 @@ class RequestLimits:
         finally:
             session.close()
 
-    async def _call_limited(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    async def _call_read_ahead(
+        self, scope: Scope, receive: Receive, send: Send, limit: int, budget: _Budget
+    ) -> None:
+        """Read the whole body here (outside the admission slots), within its size and its deadline,
+        then hand the application the body from memory and, after it, the connection's own ``receive``
+        (a streaming answer listens there for the client's disconnect)."""
+        messages: collections.deque[Message] = collections.deque()
         received = 0
-        refused = False
+        while True:
+            try:
+                message = await budget.receive(receive)
+            except _BodyTimeout:
+                await _too_slow(budget)(scope, receive, send)
+                return
+            if message["type"] != "http.request":  # http.disconnect: the client left, no one to answer
+                return
+            received += len(message.get("body", b""))
+            if received > limit:
+                await _too_large(limit)(scope, receive, send)
+                return
+            messages.append(message)
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.popleft() if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _call_streamed(
+        self, scope: Scope, receive: Receive, send: Send, limit: int, budget: _Budget
+    ) -> None:
+        """The application reads the body as it goes (an artifact upload, streamed to the store); every
+        read is counted against the limit and the deadline until the body's last message."""
+        received = 0
+        refused: JSONResponse | None = None
+        finished = False
         started = False
 
         async def limited_receive() -> Message:
-            nonlocal received, refused
-            message = await receive()
+            nonlocal received, refused, finished
+            if finished:
+                return await receive()
+            try:
+                message = await budget.receive(receive)
+            except _BodyTimeout:
+                refused = _too_slow(budget)
+                raise _Refused(refused) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    refused = True
-                    raise _BodyTooLarge
+                    refused = _too_large(limit)
+                    raise _Refused(refused)
+                finished = not message.get("more_body", False)
             return message
 
         async def guarded_send(message: Message) -> None:
             nonlocal started
-            if refused:  # whatever the application answers to its aborted read, the answer is the 413
+            if refused is not None:  # whatever the application answers to its aborted read, ours goes
                 return
             if message["type"] == "http.response.start":
                 started = True
@@ -185,8 +305,7 @@ class RequestLimits:
         try:
             await self.app(scope, limited_receive, guarded_send)
         except Exception:
-            if not refused:
+            if refused is None:
                 raise
-        if refused and not started:
-            response = _error(413, "too_large", f"request body over {_size(limit)}", close=True)
-            await response(scope, receive, send)
+        if refused is not None and not started:
+            await refused(scope, receive, send)

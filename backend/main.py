@@ -113,9 +113,11 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.state.session_factory = factory
     app.state.dispatcher = None
     app.state.login_throttle = LoginThrottle(
-        settings.login_failures_per_account,
-        settings.login_failures_per_address,
-        settings.login_window_seconds,
+        free_failures=settings.login_failures_per_account,
+        per_address=settings.login_failures_per_address,
+        window=settings.login_window_seconds,
+        backoff=settings.login_backoff_seconds,
+        max_backoff=settings.login_backoff_max_seconds,
     )
     app.state.login_slots = asyncio.Semaphore(settings.login_hash_slots)
     install_handlers(app)
@@ -130,7 +132,8 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.add_middleware(AdmissionLimit, limit=settings.max_requests_in_flight)
     # Outermost last: the security headers go on every answer (refusals and preflights included); CORS
     # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;
-    # bodies are bounded and need a credential before any route reads them (backend/limits.py).
+    # bodies are bounded, need a credential before any route reads them, and are read within a deadline
+    # before the request takes an admission slot, so slow clients cannot hold the slots (backend/limits.py).
     app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
     app.add_middleware(OptionsResponder, router=app.router)
     if settings.cors_origins:

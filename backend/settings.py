@@ -94,6 +94,74 @@ class Settings(SharedSettings):
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
+    @property
+    def mlflow_ui(self) -> str | None:
+        """MLflow's UI for browsers, or None where there is none (an embedded sqlite store that nothing
+        serves: ``reasonlab up`` starts ``mlflow server`` on it and sets REASONLAB_MLFLOW_UI_URL)."""
+        url = self.mlflow_ui_url.strip()
+        if url.lower() == "none":
+            return None
+        if url:
+            return url.rstrip("/")
+        if self.mlflow_tracking_uri.startswith(("http://", "https://")):
+            return self.mlflow_tracking_uri.rstrip("/")
+        return None
+
+    # ---- The edge (issue 21): slow clients, proxies and login throttling -------------------------------
+    # docs/operations.md, "Reverse proxy and slow clients". The login throttle (backend/auth/throttle.py)
+    # also reads three fields above: login_failures_per_account is now the failures an (account, client
+    # address) pair makes before its delays start; login_failures_per_address and login_window_seconds
+    # are one address's failures across all accounts and the window they are counted in.
+    request_body_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="seconds a request's body may take to arrive, plus one second per "
+        "request_body_min_rate bytes received; a body that does not is a 408 and the connection closed",
+    )
+    request_body_min_rate: int = Field(
+        64 * 1024,
+        ge=1,
+        description="bytes a second a large body (a metric batch, an artifact) must average past "
+        "request_body_timeout",
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="addresses or networks (comma-separated) of the reverse proxies whose X-Forwarded-For "
+        "and X-Forwarded-Proto the API believes; empty (the default): none, the client's address is the "
+        "connection's peer",
+    )
+    login_backoff_seconds: float = Field(
+        1.0, gt=0, description="an (account, address) pair's first delay past its free failures; doubles"
+    )
+    login_backoff_max_seconds: float = Field(
+        900.0, gt=0, description="the longest delay of an (account, address) pair"
+    )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _parse_trusted_proxies(cls, value: Any) -> Any:
+        import ipaddress
+
+        items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            return value
+        parsed = []
+        for item in (str(v).strip() for v in items):
+            if not item:
+                continue
+            try:  # an address stays an address, a network is normalised (10.0.0.1/8 -> 10.0.0.0/8)
+                parsed.append(
+                    str(ipaddress.ip_network(item, strict=False))
+                    if "/" in item
+                    else str(ipaddress.ip_address(item))
+                )
+            except ValueError:
+                raise ValueError(
+                    f"trusted_proxies: {item!r} is not an IP address or network (no host names, no '*')"
+                ) from None
+        return parsed
+
 
 def _embedded_secret(home: Path) -> str:
     """Embedded mode keeps a random signing key in home/secret.key (mode 600), made on first use."""

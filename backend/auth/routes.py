@@ -31,23 +31,32 @@ router = APIRouter(prefix="/auth", tags=["auth"])
     responses={429: {"model": ErrorBody, "description": "too many failed logins; see Retry-After"}},
 )
 async def login(body: LoginIn, request: Request, session: SessionDep, settings: SettingsDep) -> TokenOut:
-    """Throttled per account and per client address (backend/auth/throttle.py); async so that logins
-    waiting for a hashing slot hold no worker thread the other routes need."""
+    """Throttled per (account, client address) pair and per client address (backend/auth/throttle.py):
+    failures from one address never refuse a login from another. The client address is the
+    connection's peer, or what a trusted proxy forwarded (REASONLAB_TRUSTED_PROXIES). Async so that
+    logins waiting for a hashing slot hold no worker thread the other routes need."""
     state = request.app.state
     throttle: LoginThrottle = state.login_throttle
     address = request.client.host if request.client else "unknown"
-    wait = throttle.wait(body.username, address)
-    if wait > 0:
-        raise TooManyRequests(f"too many failed logins; try again in {math.ceil(wait)} s", wait)
+    _refuse_if_throttled(throttle, body.username, address)
     async with state.login_slots:
+        # again, now that a slot is ours: failures recorded while this login queued for it count, so a
+        # burst of parallel guesses is no way around the delays
+        _refuse_if_throttled(throttle, body.username, address)
         try:
             user = await run_in_threadpool(service.authenticate, session, body.username, body.password)
         except Unauthorized:
             throttle.failed(body.username, address)
             raise
-    throttle.succeeded(body.username)
+    throttle.succeeded(body.username, address)
     token, expires = make_jwt(user.id, settings.secret_key, settings.jwt_ttl_seconds)
     return TokenOut(access_token=token, expires_at=expires)
+
+
+def _refuse_if_throttled(throttle: LoginThrottle, username: str, address: str) -> None:
+    wait = throttle.wait(username, address)
+    if wait > 0:
+        raise TooManyRequests(f"too many failed logins; try again in {math.ceil(wait)} s", wait)
 
 
 @router.get("/me", response_model=UserPublic, operation_id="auth-me")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import jwt
 import pytest
+from fastapi.testclient import TestClient
 
 from backend.auth import policy
 from backend.auth import service as auth_service
@@ -17,40 +20,114 @@ from backend.errors import Invalid
 from tests.backend.conftest import USER_PASSWORD, Api
 
 
-def _login(api: Api, username: str, password: str) -> int:
-    r = api.client.post("/api/v1/auth/login", json={"username": username, "password": password})
+def _login(api: Api, username: str, password: str, client: TestClient | None = None) -> int:
+    r = (client or api.client).post("/api/v1/auth/login", json={"username": username, "password": password})
     return r.status_code
 
 
-def test_wrong_passwords_are_throttled_per_account(api: Api) -> None:
+def _from(api: Api, address: str) -> TestClient:
+    """A client of the same app whose requests come from ``address`` (the connection's peer)."""
+    return TestClient(api.client.app, client=(address, 40000))
+
+
+ATTACKER, OWNER = "203.0.113.7", "198.51.100.2"
+
+
+def test_an_attacker_cannot_lock_the_owner_out(api: Api) -> None:
+    """Issue 21: five wrong passwords from anyone, anywhere, and the owner's right one was a 429 for five
+    minutes. Now the attacker's failures slow the attacker's own (account, address) pair only."""
     api.user("alice")
-    codes = [_login(api, "alice", f"wrong-{i}") for i in range(7)]
-    assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
-    r = api.client.post("/api/v1/auth/login", json={"username": "alice", "password": USER_PASSWORD})
-    assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1  # even the right one must wait
-    assert _login(api, "admin", api.admin_password) == 200  # other accounts are not locked out
+    attacker = _from(api, ATTACKER)
+    codes = [_login(api, "alice", f"wrong-{i}", attacker) for i in range(40)]
+    free = api.settings.login_failures_per_account
+    assert codes[:free] == [401] * free and set(codes[free:]) == {429}  # the attacker is slowed
+    r = attacker.post("/api/v1/auth/login", json={"username": "alice", "password": USER_PASSWORD})
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1  # its pair waits, right or wrong
+    # the owner, elsewhere, logs in at once, and again (a success clears nothing the attacker made)
+    owner = _from(api, OWNER)
+    assert _login(api, "alice", USER_PASSWORD, owner) == 200
+    assert _login(api, "alice", USER_PASSWORD, owner) == 200
+    assert _login(api, "admin", api.admin_password, attacker) == 200  # other accounts are not locked out
+    # and the owner's own typos do not add to the attacker's count, nor the other way round
+    assert _login(api, "alice", "my-own-typo-1", owner) == 401
+    assert _login(api, "alice", USER_PASSWORD, owner) == 200
 
 
-def test_wrong_passwords_are_throttled_per_client_address() -> None:
+def test_a_pairs_delays_grow_exponentially_and_are_capped() -> None:
     now = [0.0]
-    throttle = LoginThrottle(per_account=100, per_address=3, window=60, clock=lambda: now[0])
+    throttle = LoginThrottle(
+        free_failures=3, per_address=1000, window=60, backoff=1.0, max_backoff=30.0, clock=lambda: now[0]
+    )
+    waits = []
+    for _ in range(10):
+        wait = throttle.wait("alice", ATTACKER)
+        now[0] += wait  # the attacker waits exactly as long as told, then fails again
+        assert throttle.wait("alice", ATTACKER) == 0
+        throttle.failed("alice", ATTACKER)
+        waits.append(throttle.wait("alice", ATTACKER))
+    assert waits == [0, 0, 1, 2, 4, 8, 16, 30, 30, 30]
+    assert throttle.wait("ALICE", ATTACKER) == 30  # account names are case-insensitive
+    assert throttle.wait("alice", OWNER) == 0  # another address is another pair
+    assert throttle.wait("bob", ATTACKER) == 0  # another account too (until the address limit)
+    now[0] += 30 + 60 + 1  # quiet past the longest delay and the window: the pair is forgotten
+    throttle.failed("alice", ATTACKER)
+    assert throttle.wait("alice", ATTACKER) == 0
+
+
+def test_an_address_spraying_many_accounts_waits_alone() -> None:
+    now = [0.0]
+    throttle = LoginThrottle(free_failures=100, per_address=3, window=60, clock=lambda: now[0])
     for name in ("a", "b", "c"):
         assert throttle.wait(name, "10.0.0.1") == 0
         throttle.failed(name, "10.0.0.1")
     assert throttle.wait("d", "10.0.0.1") == pytest.approx(60)
-    assert throttle.wait("d", "10.0.0.2") == 0
+    assert throttle.wait("d", "10.0.0.2") == 0  # the owner of d, elsewhere
+    assert throttle.wait("a", "10.0.0.2") == 0
     now[0] = 30.0
     assert throttle.wait("d", "10.0.0.1") == pytest.approx(30)
     now[0] = 60.5
     assert throttle.wait("d", "10.0.0.1") == 0  # the window slid past the failures
 
 
-def test_a_success_clears_the_accounts_failures() -> None:
-    throttle = LoginThrottle(per_account=2, per_address=100, window=60, clock=lambda: 0.0)
+def test_a_success_clears_the_pair_only() -> None:
+    throttle = LoginThrottle(free_failures=1, per_address=2, window=60, clock=lambda: 0.0)
     throttle.failed("Alice", "x")
-    throttle.succeeded("alice")
-    throttle.failed("alice", "x")
+    throttle.succeeded("alice", "y")  # a success elsewhere clears nothing here
+    assert throttle.wait("alice", "x") > 0
+    throttle.succeeded("alice", "x")
     assert throttle.wait("alice", "x") == 0
+    throttle.failed("bob", "x")  # the address's count is kept: a guesser's own account cannot reset it
+    assert throttle.wait("carol", "x") > 0
+
+
+def test_the_throttles_maps_are_bounded() -> None:
+    throttle = LoginThrottle(free_failures=1, per_address=1, clock=lambda: 0.0, max_keys=100)
+    for i in range(1000):
+        throttle.failed(f"user{i}", f"10.0.{i // 256}.{i % 256}")
+    assert len(throttle._pairs) == 100 and len(throttle._addresses) == 100
+    assert throttle.wait("user999", "10.0.3.231") > 0  # the newest are kept
+
+
+def test_parallel_guesses_do_not_outrun_the_delays(api: Api) -> None:
+    """Twenty guesses at once from one address: each checks the throttle again once it has a hashing
+    slot, so only the free failures (and those already verifying then) are verified."""
+    api.user("alice")
+
+    async def burst() -> list[int]:
+        transport = httpx.ASGITransport(app=api.client.app, client=(ATTACKER, 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            answers = await asyncio.gather(
+                *(
+                    client.post("/api/v1/auth/login", json={"username": "alice", "password": f"wrong-{i}"})
+                    for i in range(20)
+                )
+            )
+        return [r.status_code for r in answers]
+
+    codes = asyncio.run(burst())
+    verified = codes.count(401)
+    assert set(codes) == {401, 429}
+    assert verified <= api.settings.login_failures_per_account + api.settings.login_hash_slots, codes
 
 
 def test_unknown_usernames_cost_a_password_verification(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
