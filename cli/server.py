@@ -145,22 +145,7 @@ def up(
         env["REASONLAB_MLFLOW_UI_URL"] = mlflow_url
     elif mlflow_url is None:
         env["REASONLAB_MLFLOW_UI_URL"] = "none"
-    api_proc = start(
-        "api",
-        [
-            python,
-            "-m",
-            "uvicorn",
-            "backend.main:create_app",
-            "--factory",
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--log-level",
-            "info",
-        ],
-    )
+    api_proc = start("api", api_argv(python, host, port, settings))
     workers: list[subprocess.Popen[bytes]] = []
     signals = 0
 
@@ -324,12 +309,56 @@ def _wait_healthy(
     return False
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """Uvicorn's options that the settings decide (``reasonlab api``; ``reasonlab up`` passes the same as
+    command-line flags, ``api_argv``).
+
+    Whose ``X-Forwarded-For``/``-Proto`` uvicorn believes: the addresses in REASONLAB_TRUSTED_PROXIES,
+    and no one when it is empty (the default). Left to itself uvicorn believes 127.0.0.1 and ::1 (or
+    $FORWARDED_ALLOW_IPS), so any local process, or a proxy on the host that passes the client's header
+    on, could name any client address and get a fresh login-throttle count for each (issue 21).
+
+    Uvicorn has no deadline for a request's headers; the body's is the API's own
+    (REASONLAB_REQUEST_BODY_TIMEOUT, backend/limits.py). In a deployment the reverse proxy bounds the
+    headers (docs/operations.md, "Reverse proxy and slow clients").
+    """
+    trusted = list(settings.trusted_proxies)
+    if not trusted:
+        return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted)}
+
+
+def api_argv(python: str, host: str, port: int, settings: Settings) -> list[str]:
+    """``python -m uvicorn ...`` for the API with ``uvicorn_options`` as flags."""
+    options = uvicorn_options(settings)
+    proxy = (
+        ["--proxy-headers", "--forwarded-allow-ips", options["forwarded_allow_ips"]]
+        if options["proxy_headers"]
+        else ["--no-proxy-headers"]
+    )
+    return [
+        python,
+        "-m",
+        "uvicorn",
+        "backend.main:create_app",
+        "--factory",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--log-level",
+        "info",
+        *proxy,
+    ]
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--migrate/--no-migrate", "do_migrate", default=True, show_default=True)
 def api(host: str, port: int, do_migrate: bool) -> None:
-    """Run the API service (with the dispatcher and reaper loops)."""
+    """Run the API service (with the dispatcher and reaper loops). It believes X-Forwarded-For only from
+    REASONLAB_TRUSTED_PROXIES (none by default)."""
     import uvicorn
 
     from backend.bootstrap import migrate
@@ -337,7 +366,14 @@ def api(host: str, port: int, do_migrate: bool) -> None:
     settings = _settings()
     if do_migrate:
         migrate(settings)
-    uvicorn.run("backend.main:create_app", factory=True, host=host, port=port, log_level="info")
+    uvicorn.run(
+        "backend.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        log_level="info",
+        **uvicorn_options(settings),
+    )
 
 
 NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.deps.MAX_ID)

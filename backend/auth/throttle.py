@@ -96,6 +96,12 @@ class LoginThrottle:
         with self._lock:
             self._pairs.pop((account.lower(), address), None)
 
+    def failures(self, account: str, address: str) -> int:
+        """The failures counted for the pair (what the operator, and the tests, can ask)."""
+        with self._lock:
+            pair = self._pairs.get((account.lower(), address))
+            return 0 if pair is None or self._forgotten(pair, self.clock()) else pair.failures
+
     def _forgotten(self, pair: _Pair, now: float) -> bool:
         return now - pair.last > self.max_backoff + self.window
 
