@@ -1,17 +1,68 @@
 """No credential in a logged URL: uvicorn's access log prints the request target, query string included,
-and a stream ticket (or a token a client put there by mistake) would sit in the log file."""
+and a stream ticket (or a token a client put there by mistake) would sit in the log file.
+
+The auth path (backend/deps.py) reads ``ticket`` from the *decoded* query (Starlette's query_params), so
+``?%74icket=``, ``?tick%65t=`` and ``?%74%69%63%6B%65%74=`` all open a stream, while the log line holds
+the raw, encoded target (issue 21: a redaction of the literal ``ticket=`` missed them). So the redaction
+decodes each parameter's name (percent-encoding in either case, ``+``, and again while decoding changes
+it: a double encoding too) and compares it case-insensitively, by substring, with the secret words:
+it covers every spelling the auth path accepts (the exact name ``ticket``, case-sensitive, however
+encoded) and more (``TICKET``, ``x-ticket``, ``api_key``, ``access_token``, ``password``...). Besides,
+anything shaped like a JWT (a stream ticket, a login token) or an API token (``rl_...``) is redacted
+wherever it stands in a logged line, a path included.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
+from urllib.parse import unquote_plus
 
-SECRET_PARAMS = re.compile(r"((?:^|[?&])(?:ticket|token|access_token|api_key|key|password)=)[^&\s\"]*", re.I)
+SECRET_WORDS = ("ticket", "token", "key", "password", "passwd", "secret", "auth", "credential", "session")
+
+# a query: from a '?' to the end of the target (whitespace or a quote ends it in a log line)
+_QUERY = re.compile(r"\?([^\s\"']*)")
+# a parameter's raw name: what the log may keep when the value goes
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_.~%+-]{1,64}$")
+# JWTs (three base64url parts, the first a JSON header: 'eyJ'), and ReasonLab's API and run tokens
+_TOKENS = re.compile(
+    r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*|\brl(?:run)?[_.][A-Za-z0-9_.-]{16,}"
+)
+REDACTED = "[redacted]"
+
+
+def decoded(text: str, rounds: int = 4) -> str:
+    """``text`` percent- and plus-decoded until it stops changing (at most ``rounds`` times)."""
+    for _ in range(rounds):
+        plain = unquote_plus(text)
+        if plain == text:
+            break
+        text = plain
+    return text
+
+
+def is_secret_name(raw_name: str) -> bool:
+    name = decoded(raw_name).lower()
+    return any(word in name for word in SECRET_WORDS)
+
+
+def _redact_query(query: str) -> str:
+    parts = re.split(r"([&;?])", query)
+    for i in range(0, len(parts), 2):
+        part = parts[i]
+        name = part.partition("=")[0]
+        # a name decoded to hold '=' or '&' (ticket%3D...) may carry the value itself: drop it all
+        if is_secret_name(name):
+            plain_name = _PLAIN_NAME.match(name) and not set(decoded(name)) & set("=&;")
+            parts[i] = f"{name}={REDACTED}" if plain_name else REDACTED
+    return "".join(parts)
 
 
 def redact(text: str) -> str:
-    """``/x?ticket=abc&y=1`` -> ``/x?ticket=[redacted]&y=1``."""
-    return SECRET_PARAMS.sub(r"\1[redacted]", text)
+    """``/x?ticket=abc&y=1`` -> ``/x?ticket=[redacted]&y=1``; also ``?%74icket=abc``, ``?TICKET=abc``,
+    and JWT- or API-token-shaped strings anywhere."""
+    text = _QUERY.sub(lambda m: "?" + _redact_query(m.group(1)), text)
+    return _TOKENS.sub(REDACTED, text)
 
 
 class RedactCredentials(logging.Filter):
