@@ -198,6 +198,59 @@ def test_one_password_policy(password: str, ok: bool) -> None:
     assert (policy.password_problem(password, "alice") is None) is ok
 
 
+@pytest.mark.parametrize(
+    "password",
+    [
+        "qwertyuiop0",  # the probe's: a listed password with a digit added
+        "qwertyuiop!!",
+        "0qwertyuiop",
+        "Password2024!",
+        "P@ssw0rd2024",  # look-alikes read as letters
+        "iloveyou!!!",
+        "Summer2024!",
+        "football#99",
+        "letmein12345",
+        "abc1234567",
+        "passwordpassword",
+        "poiuytrewq9",  # a keyboard row backwards
+        "mnbvcxz123",
+        "1qaz2wsx3edc4",  # columns
+        "zaq12wsx!!",
+        "!QAZ@WSX#EDC",  # the same keys shifted
+        "1q2w3e4r5t6y",  # a zig-zag
+        "asdfjkl;1234",
+        "qwer9384756",  # a walk of four, then digits
+    ],
+)
+def test_well_known_stems_and_keyboard_walks_are_refused(password: str) -> None:
+    """Issue 21: ``qwertyuiop0`` was accepted; a common word or keyboard walk with digits or symbols
+    around it is as guessable as the list entry itself."""
+    problem = policy.password_problem(password, "alice")
+    assert problem is not None and ("well-known" in problem or "keyboard" in problem), (password, problem)
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "correct-horse-battery-42",
+        "tr0ub4dor&3x",
+        "BzUyQoRevyK9ElV5",
+        "Tr1cky-Quokka-17",
+        "weredrew99x",
+        "7Kx#mq2Lp9",
+    ],
+)
+def test_ordinary_passwords_still_pass(password: str) -> None:
+    assert policy.password_problem(password, "alice") is None
+
+
+def test_keyboard_walks() -> None:
+    for walk in ("qwerty", "ytrewq", "1qaz", "zaq1", "1q2w3e", "asdfghjkl;'", "qazwsxedc", "`1234"):
+        assert policy.is_keyboard_walk(walk), walk
+    for not_walk in ("qw", "horse", "tr0ub4dor", "1qaz2", "qwertyuiop" * 7):  # the last: over 64 keys
+        assert not policy.is_keyboard_walk(not_walk), not_walk
+
+
 def test_weak_users_are_refused_where_users_are_made(api: Api) -> None:
     factory = session_factory(get_engine(api.settings.database_url))
     with session_scope(factory) as session, pytest.raises(Invalid) as bad:
