@@ -31,11 +31,13 @@ from backend.health import router as health_router
 from backend.kinds.routes import router as kinds_router
 from backend.limits import RequestLimits
 from backend.metrics.routes import router as metrics_router
+from backend.mirror.service import Mirror
 from backend.projects.routes import router as projects_router
 from backend.results.routes import router as results_router
 from backend.reviews.routes import router as reviews_router
 from backend.runs.events import router as events_router
 from backend.runs.routes import router as runs_router
+from backend.secrets.routes import router as secrets_router
 from backend.settings import Settings, get_settings
 from backend.storable import refuse_unstorable_text
 from backend.surface import (
@@ -91,13 +93,20 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tune_gc()
         dispatcher: Dispatcher | None = None
+        mirror: Mirror | None = None
         if run_loops:
             dispatcher = Dispatcher(settings, factory)
             dispatcher.start()
+            if settings.mlflow_mirror:  # MLflow, from the database (backend/mirror/)
+                mirror = Mirror(settings, factory)
+                mirror.start()
         app.state.dispatcher = dispatcher
+        app.state.mirror = mirror
         try:
             yield
         finally:
+            if mirror is not None:
+                mirror.stop()
             if dispatcher is not None:
                 dispatcher.stop()
 
@@ -163,6 +172,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         results_router,
         reviews_router,
         artifacts_router,
+        secrets_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -285,3 +286,65 @@ class Activity(Base):
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     actor: Mapped[User | None] = relationship()
+
+
+class MirrorRun(Base):
+    """The MLflow mirror's outbox entry of a run (backend/mirror/): where the run is mirrored and how far.
+
+    A trigger on ``runs`` (migration 0007) inserts the row, sets ``pending`` and bumps ``wanted`` whenever
+    the run's status changes to anything but ``queued``; the mirror clears ``pending`` once a finished run
+    is fully mirrored, only if ``wanted`` is still what it read. ``done`` / ``finishing`` are
+    ``"<attempt>:<status>"``: the finish the mirror completed / the one its cursors (``results_after``, a
+    result id; ``artifacts_after``, a stored path) belong to."""
+
+    __tablename__ = "mirror_runs"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    pending: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    wanted: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    mlflow_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    attempt: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the attempt its tags describe
+    done: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    finishing: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    results_after: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    artifacts_after: Mapped[str] = mapped_column(Text, default="", server_default="")
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    serviced_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index("ix_mirror_runs_pending", "pending", "run_id"),)
+
+
+class MirrorSeries(Base):
+    """The MLflow mirror's watermark of one series: ``sent_step``, the largest step sent to MLflow (every
+    point at or below it is there, once). Metric ingest bumps ``seq`` and lowers ``changed_from`` when it
+    rewrites a stored point with another value or adds one below the series' latest step; the mirror
+    advances ``sent_step`` only if ``seq`` did not move since it read the points, and rebuilds the run's
+    mirror when ``changed_from <= sent_step`` (MLflow appends a re-logged step)."""
+
+    __tablename__ = "mirror_series"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(250), primary_key=True)
+    sent_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    changed_from: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class ProjectSecret(Base):
+    """A key for an outside endpoint, set by a project admin (backend/secrets/): the value is sealed with
+    a key only the API holds and handed only to a run whose spec names it."""
+
+    __tablename__ = "project_secrets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    sealed: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    updated_by: Mapped[User | None] = relationship()
+
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_project_secrets_name"),)
+

@@ -26,6 +26,16 @@ class Settings(SharedSettings):
     database_url: str = Field("", description="default: sqlite under home")
     secret_key: str = Field("reasonlab-embedded-secret", description="JWT signing key")
     jwt_ttl_seconds: int = 12 * 3600
+    secrets_key: str = Field(
+        "",
+        description="the key project secrets are sealed with (32 bytes, urlsafe base64; `reasonlab secrets "
+        "keygen`); default: derived from secret_key. Only the API holds it, never a worker",
+    )
+    run_token_ttl_seconds: int = Field(
+        30 * 24 * 3600,
+        ge=60,
+        description="the longest a run token lives; it dies sooner, with its attempt (finish, release, reap)",
+    )
     login_failures_per_account: int = Field(5, ge=1, description="failed logins per account per window")
     login_failures_per_address: int = Field(
         30, ge=1, description="failed logins per client address per window"
@@ -51,7 +61,21 @@ class Settings(SharedSettings):
     default_max_attempts: int = Field(3, ge=1)
     max_metric_batch: int = 10_000
     max_runs_per_experiment: int = 10_000
-    run_background_loops: bool = Field(True, description="dispatcher and reaper inside the API process")
+    run_background_loops: bool = Field(
+        True, description="dispatcher, reaper and MLflow mirror inside the API process"
+    )
+    # The MLflow mirror (backend/mirror/): the API copies every run from the database into MLflow; workers
+    # never talk to MLflow.
+    mlflow_tracking_uri: str = Field("", description="default: sqlite MLflow store under home")
+    mlflow_ui_url: str = Field(
+        "",
+        description="where a browser opens MLflow's UI (the dashboard's 'Open in MLflow'); default: the "
+        "tracking URI when it is an http(s) server, else none; 'none' hides the link",
+    )
+    mlflow_mirror: bool = Field(True, description="mirror runs to MLflow (with the background loops)")
+    mirror_interval: float = Field(1.0, gt=0, description="seconds between the mirror's rounds")
+    mirror_batch: int = Field(10_000, ge=1, description="metric points the mirror sends a round, at most")
+    mirror_runs_per_tick: int = Field(50, ge=1, description="runs the mirror serves a round, at most")
     static_dir: Path | None = Field(None, description="built dashboard to serve at /")
     artifact_url: str = Field(
         "",
@@ -76,6 +100,8 @@ class Settings(SharedSettings):
         # runs after SharedSettings' validator: home is resolved, the worker token checked
         if not self.database_url:
             self.database_url = f"sqlite:///{self.home / 'reasonlab.db'}"
+        if not self.mlflow_tracking_uri:
+            self.mlflow_tracking_uri = f"sqlite:///{self.home / 'mlflow.db'}"
         if not self.artifact_url:
             self.artifact_url = (Path(self.artifact_root).expanduser().resolve() / "store").as_uri()
         if self.mode == "embedded" and self.secret_key in PLACEHOLDER_SECRETS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from functools import wraps
@@ -252,4 +253,73 @@ def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None)
                 time.sleep(1.0)
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs)
+@click.group()
+def secrets() -> None:
+    """Project secrets: keys for outside endpoints (a grader's API key). A spec names one in a
+    ``*_secret`` field; only the run whose spec names it gets the value, and no answer of the API holds it."""
+
+
+def _project_id(client: ReasonLabClient, project: str | None) -> int:
+    name = project or "default"
+    for p in client.list_projects():
+        if p["name"] == name:
+            return int(p["id"])
+    raise click.ClickException(f"project {name!r} not found (or you are not a member)")
+
+
+@secrets.command("list")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def secrets_list(project: str | None, api_url: str | None, token: str | None) -> None:
+    """The project's secrets by name, with who set them last."""
+    with _client(api_url, token) as client:
+        for s in client.list_secrets(_project_id(client, project)):
+            click.echo(f"{s['name']:32} set {s['updated_at'][:19]} by {s['updated_by'] or '-'}")
+
+
+@secrets.command("set")
+@click.argument("name")
+@click.option("--project", default=None, help="project name (default: default)")
+@click.option("--from-stdin", is_flag=True, help="read the value from standard input (else: a hidden prompt)")
+@client_options
+@friendly_errors
+def secrets_set(
+    name: str, project: str | None, from_stdin: bool, api_url: str | None, token: str | None
+) -> None:
+    """Set or replace a secret (project admins). The value is never an argument: it would stay in the
+    shell's history and in the process list."""
+    if from_stdin:
+        value = sys.stdin.read().rstrip("\r\n")
+    else:
+        value = str(click.prompt(f"value of {name}", hide_input=True, confirmation_prompt=True))
+    if not value:
+        raise click.ClickException("the value is empty")
+    with _client(api_url, token) as client:
+        client.set_secret(_project_id(client, project), name, value)
+    click.echo(f"secret {name} set")
+
+
+@secrets.command("delete")
+@click.argument("name")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def secrets_delete(name: str, project: str | None, api_url: str | None, token: str | None) -> None:
+    """Delete a secret (project admins); runs whose specs name it fail to start until it is set again."""
+    with _client(api_url, token) as client:
+        client.delete_secret(_project_id(client, project), name)
+    click.echo(f"secret {name} deleted")
+
+
+@secrets.command("keygen")
+def secrets_keygen() -> None:
+    """Print a new REASONLAB_SECRETS_KEY for the API (32 random bytes, urlsafe base64). Changing it makes
+    the secrets sealed under the old key unreadable: set them again."""
+    import base64
+    import os
+
+    click.echo(base64.urlsafe_b64encode(os.urandom(32)).decode())
+
+
+COMMANDS: tuple[click.Command, ...] = (submit, runs, secrets)

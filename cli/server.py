@@ -387,6 +387,12 @@ NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.deps.
 @click.option("--loglevel", default="INFO", show_default=True)
 def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None:
     """Run a Celery worker: one job slot, a fresh process per run."""
+    from worker.environment import sealed_start
+
+    # Runs are forks of this process: first re-execute with an allow-listed environment, credentials in
+    # memory only (worker/environment.py), so no run finds a credential in its environment.
+    sealed_start(["-c", "from cli.main import main; main()", *sys.argv[1:]])
+
     from worker.celery_app import app, worker_argv
     from worker.client import ApiUnavailable, Forbidden, NotFound, ReasonLabClient, Unauthorized
     from worker.executor import worker_token
@@ -394,9 +400,9 @@ def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None
     settings = _worker_settings()
     try:  # a mistyped token would otherwise take runs off the queue only to be refused at claim
         with ReasonLabClient(settings.api_url, worker_token(settings), timeout=10) as client:
-            # a route the worker token may call (reading a run): a run that cannot exist answers 404
-            # once the token is accepted, 401 when it is not
-            client.get_run(NO_SUCH_RUN)
+            # the one route the worker token may call: a run that cannot exist answers 404 once the token
+            # is accepted, 401 when it is not
+            client.claim(NO_SUCH_RUN, None, "token-check")
     except NotFound:
         pass
     except (Unauthorized, Forbidden) as exc:

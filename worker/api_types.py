@@ -198,9 +198,9 @@ class CarmaTrain(TypedDict):
 
 
 class ChatEndpoint(TypedDict):
-    """An OpenAI-compatible chat-completions endpoint. The key is read on the worker from the"""
+    """An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``"""
 
-    api_key_env: str
+    api_key_secret: NotRequired[str | None]
     concurrency: NotRequired[int]
     max_retries: NotRequired[int]
     model: str
@@ -209,8 +209,44 @@ class ChatEndpoint(TypedDict):
 
 
 class ClaimIn(TypedDict):
-    attempt: int
+    attempt: NotRequired[int | None]
     worker: str
+
+
+class ClaimOut(TypedDict):
+    """The claimed run and the token its attempt works with from then on (its own routes only)."""
+
+    attempt: int
+    cancel_requested: bool
+    created_at: str
+    error: str | None
+    experiment_id: int
+    finished_at: str | None
+    heartbeat_at: str | None
+    id: int
+    index: int
+    kind: str
+    max_attempts: int
+    mlflow_run_id: str | None
+    params: dict[str, Any]
+    progress: Progress
+    project_id: int
+    queue: str
+    run_token: str
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
+    started_at: str | None
+    status: RunStatus
+    summary: dict[str, float | None]
+    tags: list[str]
+    worker: str | None
 
 
 class CommentIn(TypedDict):
@@ -825,6 +861,25 @@ class RunsTable(TypedDict):
     started_at: list[str | None]
     status: list[RunStatus]
     summary: dict[str, list[float | None]]
+
+
+class SecretPublic(TypedDict):
+    """A secret as the API shows it: its name and when and by whom it was set, never its value."""
+
+    name: str
+    updated_at: str
+    updated_by: str | None
+
+
+class SecretSet(TypedDict):
+    value: str
+
+
+class SecretValue(TypedDict):
+    """A secret handed to the run whose spec names it (the run's own token only)."""
+
+    name: str
+    value: str
 
 
 class Series(TypedDict):

@@ -285,6 +285,19 @@ class ReasonLabClient:
 
     # -- kinds and experiments --------------------------------------------------------------------------
 
+    def list_secrets(self, project_id: int) -> list[api.SecretPublic]:
+        result: list[api.SecretPublic] = self._get(f"/projects/{project_id}/secrets")
+        return result
+
+    def set_secret(self, project_id: int, name: str, value: str) -> api.SecretPublic:
+        result: api.SecretPublic = self.request(
+            "PUT", f"/projects/{project_id}/secrets/{name}", json_body={"value": value}
+        )
+        return result
+
+    def delete_secret(self, project_id: int, name: str) -> None:
+        self.request("DELETE", f"/projects/{project_id}/secrets/{name}")
+
     def kinds(self) -> list[api.KindPublic]:
         result: list[api.KindPublic] = self._get("/kinds")
         return result
@@ -468,6 +481,11 @@ class ReasonLabClient:
         """Give the run back (this worker is shutting down after a checkpoint): queued as attempt+1."""
         result: api.RunPublic = self._post(f"/runs/{run_id}/release", {"attempt": attempt})
         return result
+
+    def get_secret(self, run_id: int, name: str) -> str:
+        """A project secret the run's spec names (the run's own token only)."""
+        result: api.SecretValue = self._get(f"/runs/{run_id}/secrets/{name}")
+        return result["value"]
 
     def post_logs(self, run_id: int, lines: Sequence[str], *, attempt: int | None = None) -> Json | None:
         body: Json = {"lines": list(lines)}

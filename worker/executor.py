@@ -5,7 +5,7 @@ database). The claim makes a task idempotent: a redelivered message, or a stale 
 returns without running anything. The heartbeat thread is ``worker.heartbeat``, the capture of the run's
 Python logging ``worker.logcapture``.
 
-    claim ──> heartbeat thread (progress, cancel, lease) ──> MLflow run ──> kind.run(spec, ctx)
+    claim ──> heartbeat thread (progress, cancel, lease) ──> kind.run(spec, ctx)
           ──> ctx.close (flush, retries) ──> finish (succeeded | cancelled | failed + traceback)
 """
 
@@ -30,9 +30,8 @@ from worker.kinds import get_kind
 from worker.logcapture import capture_logs
 from worker.sysmetrics import SystemSampler, step_origin
 from worker.tracking.context import RunError, RunStatus
-from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location, mlflow_key
 from worker.tracking.tracked import ApiRunContext, TrackingError
-from worker.tracking.writer import MetricPoint, WriterOptions
+from worker.tracking.writer import WriterOptions
 
 logger = logging.getLogger(__name__)
 
@@ -98,80 +97,12 @@ def call_with_retry(
             delay = min(delay * 2, maximum)
 
 
-def start_mlflow(
-    settings: SharedSettings, run: api.RunPublic, attempt: int, worker: str
-) -> MlflowSink | None:
-    """The run's MLflow mirror: reopened when the run already has one (attempt > 1), else created in the
-    experiment ``reasonlab/experiment-<id>``. None (with a warning) when MLflow is unreachable."""
-    experiment_id = run.get("experiment_id")
-    try:
-        return MlflowSink.start(
-            settings.mlflow_tracking_uri,
-            f"reasonlab/experiment-{experiment_id}",
-            f"run-{run['id']}",
-            tags={
-                "reasonlab.run_id": str(run["id"]),
-                "reasonlab.experiment_id": str(experiment_id),
-                "reasonlab.attempt": str(attempt),
-                "reasonlab.kind": str(run.get("kind")),
-                "reasonlab.worker": worker,
-                **{f"reasonlab.param.{k}": str(v) for k, v in (run.get("params") or {}).items()},
-            },
-            artifact_location=mlflow_artifact_location(
-                settings.mlflow_tracking_uri, Path(settings.artifact_root) / "mlflow"
-            ),
-            existing_run_id=run.get("mlflow_run_id") or None,
-        )
-    except Exception:
-        logger.warning("run %s: MLflow mirror unavailable, running without it", run["id"], exc_info=True)
-        return None
-
-
-MAX_POINTS = 10_000  # the API's largest max_points: a window this wide answers one bucket per step
-
-
-def platform_points(api: ReasonLabClient, run_id: int, after: dict[str, int]) -> list[MetricPoint]:
-    """The run's points the platform holds beyond ``after[mirror key]`` (every point of a key not in it),
-    read exactly: windows of ``MAX_POINTS`` steps, where every bucket is one step. Non-finite values,
-    which the platform stores as null, come back as NaN."""
-    points: list[MetricPoint] = []
-    now = time.time()
-    for key in api.metric_keys(run_id):
-        series = api.get_metrics(run_id, [key], max_points=1)["series"].get(key)
-        if series is None or series["step_min"] is None or series["step_max"] is None:
-            continue
-        lo = max(series["step_min"], after.get(mlflow_key(key), series["step_min"] - 1) + 1)
-        while lo <= series["step_max"]:
-            hi = lo + MAX_POINTS - 1
-            window = api.get_metrics(run_id, [key], max_points=MAX_POINTS, step_min=lo, step_max=hi)
-            for bucket in window["series"][key]["buckets"]:
-                value = bucket["last"]
-                points.append(
-                    MetricPoint(key, bucket["step_start"], float("nan") if value is None else value, now)
-                )
-            lo = hi + 1
-    return points
-
-
-def catch_up_mirror(api: ReasonLabClient, run_id: int, attempt: int, mlflow: MlflowSink) -> None:
-    """A later attempt: bring the MLflow mirror up to what the platform holds (the old attempt may have
-    died before its mirror caught up with its last checkpoint), so the mirror skips the steps this attempt
-    logs again and has no gap either. Best effort, like the mirror itself."""
-    try:
-        written = mlflow.catch_up(platform_points(api, run_id, mlflow.floor))
-    except Exception as exc:
-        logger.warning("run %s attempt %s: MLflow mirror not caught up: %s", run_id, attempt, exc)
-        return
-    if written:
-        logger.info("run %s attempt %s: %d points copied to the MLflow mirror", run_id, attempt, written)
-
-
 def _release(
     api: ReasonLabClient, ctx: ApiRunContext, heartbeat: Heartbeat, run_id: int, attempt: int
 ) -> Outcome:
     """The kind stopped on the shutdown signal after a checkpoint: persist everything, give the run back."""
     try:
-        ctx.close("succeeded", final=False)  # flush; MLflow's run stays open for the next attempt
+        ctx.close("succeeded", final=False)  # flush; not final: the next attempt goes on
         call_with_retry(lambda: api.release(run_id, attempt), what="release", deadline=PATCH_DEADLINE)
     except (Conflict, NotFound) as exc:
         logger.warning("run %s attempt %s: release refused (%s)", run_id, attempt, exc)
@@ -195,7 +126,6 @@ def execute(
     settings: SharedSettings,
     *,
     client: ReasonLabClient | None = None,
-    use_mlflow: bool = True,
     exit_with_parent: bool = False,
     writer_options: WriterOptions | None = None,
     worker: str | None = None,
@@ -211,25 +141,30 @@ def execute(
     api = client or ReasonLabClient(settings.api_url, worker_token(settings))
     worker = worker or worker_name()
     try:
-        if attempt is None:  # a message without an attempt runs the run's current one
-            attempt = int(
-                call_with_retry(lambda: api.get_run(run_id), what="get run", deadline=CLAIM_DEADLINE)[
-                    "attempt"
-                ]
-            )
-        claimed_attempt = attempt
         try:
             run = call_with_retry(
-                lambda: api.claim(run_id, claimed_attempt, worker), what="claim", deadline=CLAIM_DEADLINE
+                lambda: api.claim(run_id, attempt, worker), what="claim", deadline=CLAIM_DEADLINE
             )
         except (Conflict, NotFound) as exc:
             logger.info("run %s attempt %s not claimed (%s): nothing to do", run_id, attempt, exc)
             return "skipped"
-        logger.info("run %s attempt %s claimed by %s", run_id, attempt, worker)
-        return _run_claimed(api, run, attempt, settings, use_mlflow, exit_with_parent, writer_options, worker)
     finally:
         if owns_client:
             api.close()
+    claimed_attempt = int(run["attempt"])
+    logger.info("run %s attempt %s claimed by %s", run_id, claimed_attempt, worker)
+    # From here on the attempt works with its own token (its run's routes only, dead with the attempt):
+    # nothing the run does can reach another run or a project route with the worker's credentials.
+    if exit_with_parent:  # a fresh job process (worker/tasks.py) that runs this one run and no other
+        forget_worker_credentials(settings)
+    with api.with_token(run["run_token"]) as run_api:
+        return _run_claimed(run_api, run, claimed_attempt, settings, exit_with_parent, writer_options, worker)
+
+
+def forget_worker_credentials(settings: SharedSettings) -> None:
+    """Drop the worker token from this job process's settings once the claim is done (a job process runs
+    one run and never claims again)."""
+    settings.worker_token = ""
 
 
 def _run_claimed(
@@ -237,7 +172,6 @@ def _run_claimed(
     run: api.RunPublic,
     attempt: int,
     settings: SharedSettings,
-    use_mlflow: bool,
     exit_with_parent: bool,
     writer_options: WriterOptions | None,
     worker: str,
@@ -264,26 +198,11 @@ def _run_claimed(
         if _shutting_down:  # the signal came between the task's check and this handler
             heartbeat.interrupt()
     ctx: ApiRunContext | None = None
-    mlflow: MlflowSink | None = None
     status: RunStatus = "failed"
     error: str | None = None
     try:
         kind = get_kind(run["kind"])
         spec = kind.spec.model_validate(run["spec"])
-        if use_mlflow:
-            mlflow = start_mlflow(settings, run, attempt, worker)
-            if mlflow is not None and mlflow.run_id != run.get("mlflow_run_id"):
-                mlflow_run_id = mlflow.run_id
-                try:
-                    call_with_retry(
-                        lambda: api.patch_run(run_id, mlflow_run_id=mlflow_run_id),
-                        what="record the MLflow run",
-                        deadline=PATCH_DEADLINE,
-                    )
-                except Exception as exc:
-                    logger.warning("run %s: could not record MLflow run %s: %s", run_id, mlflow_run_id, exc)
-            if mlflow is not None and attempt > 1:
-                catch_up_mirror(api, run_id, attempt, mlflow)
         ctx = ApiRunContext(
             api,
             run_id,
@@ -291,7 +210,6 @@ def _run_claimed(
             seed=spec.seed,
             device=spec.resources.device,
             artifact_root=Path(settings.artifact_root),
-            mlflow=mlflow,
             options=writer_options,
         )
         heartbeat.attach(ctx)
@@ -333,17 +251,14 @@ def _run_claimed(
             logger.error("run %s: tracking failed: %s", run_id, exc)
             status = "failed"
             error = (error + "\n" if error else "") + f"tracking failed: {exc}"
-    elif mlflow is not None and not lease_lost:
-        try:
-            mlflow.finish(status)
-        except Exception as exc:
-            logger.warning("run %s: MLflow status not recorded: %s", run_id, exc)
     if heartbeat.lease_lost:
         heartbeat.stop()
         logger.warning("run %s attempt %s lost its lease: no finish sent", run_id, attempt)
         return "lost"
 
     progress = ctx.progress_snapshot() if ctx is not None else None
+    if ctx is not None and error is not None:  # a traceback may quote a secret the run was handed
+        error = ctx.redactor.text(error)
     # heartbeats go on until the finish is acknowledged: an API outage at finish time must not let the
     # reaper re-run work that is already done
     try:
@@ -353,7 +268,6 @@ def _run_claimed(
                 attempt,
                 status,
                 error=error,
-                mlflow_run_id=mlflow.run_id if mlflow else None,
                 progress=progress,
             ),
             what="finish",

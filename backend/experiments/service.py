@@ -20,8 +20,10 @@ from backend.experiments.sources import source_run_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
+from backend.secrets import repository as secrets_repo
 from backend.settings import Settings
 from worker.specs import manifest
+from worker.specs.secrets import secret_references
 
 
 def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:
@@ -38,9 +40,11 @@ def resolve(
     settings: Settings,
     session: Session | None = None,
     principal: Principal | None = None,
+    project_id: int | None = None,
 ) -> list[PreviewRun]:
     """Every run of the request, validated; raises Invalid with every error's field path. With a session,
-    the runs a spec names as its source (``KindManifest.source_runs``) are checked too."""
+    the runs a spec names as its source (``KindManifest.source_runs``) are checked too, and with a project
+    the project secrets it names (``*_secret`` fields, worker/specs/secrets.py)."""
     cls = spec_class(body.kind, ["body", "kind"])
     source_runs = manifest(body.kind).source_runs if session is not None and principal is not None else {}
     spec = {k: v for k, v in body.spec.items() if k != "kind"}
@@ -69,6 +73,13 @@ def resolve(
                 break
             continue
         dumped = model.model_dump(mode="json")
+        if session is not None and project_id is not None:
+            have = secrets_repo.names(session, project_id)
+            for path, name in secret_references(model).items():
+                if name not in have:
+                    loc = _error_loc({"loc": list(path)}, index, params, swept)
+                    msg = f"project secret {name!r} is not set (a project admin sets it in project settings)"
+                    errors.append({"loc": loc, "msg": msg, "type": "secret_not_set"})
         if source_runs:
             assert session is not None and principal is not None
             for field, msg, kind in source_run_errors(session, principal, source_runs, dumped):
@@ -88,7 +99,7 @@ def resolve(
 def create(session: Session, principal: Principal, body: ExperimentCreate, settings: Settings) -> Experiment:
     project = projects.resolve_project(session, principal, body.project)
     projects.require_role(session, principal, project.id, "member", f"project {project.name!r}")
-    runs = resolve(body, settings, session, principal)  # validate everything before anything is stored
+    runs = resolve(body, settings, session, principal, project.id)  # validate all before storing anything
     cls = spec_class(body.kind, ["body", "kind"])
     base = cls.model_validate({k: v for k, v in body.spec.items() if k != "kind"}) if not body.sweep else None
     # a sweep's base spec is kept as written (swept fields may be missing), tagged with its kind

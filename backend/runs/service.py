@@ -36,7 +36,7 @@ def get_for_worker(session: Session, principal: Principal, run_id: int, *, lifec
     run = session.get(Run, run_id)
     if run is None:
         raise NotFound(f"run {run_id} not found")
-    if principal.is_worker:
+    if principal.is_worker or principal.run_id == run.id:
         return run
     projects.require_role(session, principal, run.project_id, "member", f"run {run_id}")
     if lifecycle and not principal.is_admin:
@@ -68,10 +68,11 @@ def _activity(session: Session, run: Run, type_: str, message: str, actor_id: in
 
 def claim(session: Session, run: Run, body: ClaimIn) -> Run:
     now = utcnow()
+    attempt = run.attempt if body.attempt is None else body.attempt
     ok = repository.transition(
         session,
         run.id,
-        [Run.status == "queued", Run.attempt == body.attempt],
+        [Run.status == "queued", Run.attempt == attempt],
         {
             "status": "running",
             "worker": body.worker,
@@ -82,10 +83,10 @@ def claim(session: Session, run: Run, body: ClaimIn) -> Run:
     )
     if not ok:
         session.refresh(run)
-        if run.status == "running" and run.attempt == body.attempt and run.worker == body.worker:
+        if run.status == "running" and run.attempt == attempt and run.worker == body.worker:
             return run  # the same worker re-sent its claim (the first answer was lost)
         raise Conflict(
-            f"run {run.id} attempt {body.attempt} cannot be claimed: it is {run.status} at attempt {run.attempt}"
+            f"run {run.id} attempt {attempt} cannot be claimed: it is {run.status} at attempt {run.attempt}"
         )
     session.refresh(run)
     return run
@@ -109,9 +110,8 @@ def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
 
 
 def finish(session: Session, run: Run, body: FinishIn) -> Run:
+    # body.mlflow_run_id (sent by older workers) is ignored: the API's MLflow mirror owns runs.mlflow_run_id
     values: dict[str, object] = {"status": body.status, "finished_at": utcnow(), "error": body.error}
-    if body.mlflow_run_id:
-        values["mlflow_run_id"] = body.mlflow_run_id
     if body.progress is not None:
         values |= {
             "progress_done": body.progress.done,
@@ -168,13 +168,21 @@ def cancel(session: Session, principal: Principal, run: Run) -> tuple[Run, bool]
 
 
 def retry(session: Session, run: Run) -> Run:
+    """Requeue a failed or cancelled run as its next attempt.
+
+    The UPDATE holds only while the run is still ended *at the attempt read*, so an attempt is queued at
+    most once: two retries racing (a double click, the CLI and the dashboard) requeue the run once, and a
+    retry that read the run before another retry and a cancel is refused (409) instead of queueing the
+    attempt it read + 1 again. Task ids are per attempt (``backend.broker.task_id``) and the cancel of a
+    queued run revokes its attempt's id, which every worker then drops unrun for hours: that attempt
+    queued again would have no deliverable message (issue 21, item 7)."""
     if run.status not in ("failed", "cancelled"):
         raise Conflict(f"run {run.id} is {run.status}: only failed or cancelled runs can be retried")
     attempt = run.attempt + 1
-    repository.transition(
+    requeued = repository.transition(
         session,
         run.id,
-        [Run.status.in_(("failed", "cancelled"))],
+        [Run.status.in_(("failed", "cancelled")), Run.attempt == run.attempt],
         {
             "status": "queued",
             "attempt": attempt,
@@ -189,6 +197,11 @@ def retry(session: Session, run: Run) -> Run:
         },
     )
     session.refresh(run)
+    if not requeued:
+        raise Conflict(
+            f"run {run.id} changed while it was retried (another retry came first): it is "
+            f"{run.status} at attempt {run.attempt}"
+        )
     return run
 
 

@@ -75,6 +75,10 @@ POLICY: dict[str, str] = {
     "artifacts-download": "viewer",
     "artifacts-upload": "lifecycle",
     "artifacts-delete": "lifecycle",
+    "secrets-list": "viewer",  # names only, never a value
+    "secrets-set": "admin",
+    "secrets-delete": "admin",
+    "runs-secret": "run_only",  # the run's own token, for a secret its spec names
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -91,6 +95,8 @@ def expected(policy: str, caller: str, operation: str) -> int | None:
         return 401
     if caller == "worker":
         return None if operation in WORKER_OPERATIONS else 403
+    if policy == "run_only":
+        return 403
     if caller == "site_admin" or policy == "user":
         return None
     if policy == "site_admin":
@@ -125,6 +131,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "metrics-post": {"points": [{"key": "loss", "step": 1, "value": 1.0}]},
         "results-post": {"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
         "artifacts-upload": {"any": "bytes"},
+        "secrets-set": {"value": "sk-matrix-0123"},
     }
 
 
@@ -173,6 +180,7 @@ def test_authorization_matrix(api: Api) -> None:
         "token_id": 999_999,
         "tag": "matrix",
         "path": "outputs/none.txt",
+        "name": "MATRIX_KEY",
     }
     routes = _operations(api)
     wrong: list[str] = []

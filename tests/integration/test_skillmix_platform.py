@@ -18,7 +18,7 @@ from worker.client import Invalid
 
 pytestmark = pytest.mark.slow
 KEY = "sk-skillmix-e2e-KEY-7f3a9c1d5e"
-KEY_ENV = "SKILLMIX_E2E_GRADER_KEY"
+KEY_NAME = "SKILLMIX_E2E_GRADER_KEY"
 
 
 def _invalid(platform: Platform, spec: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -31,14 +31,22 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
     embedded_platform: Platform, tmp_path: Path
 ) -> None:
     p = embedded_platform
-    p.env[KEY_ENV] = KEY  # the worker's environment only
+    p.env[KEY_NAME] = "not-the-key-0000"  # a worker's environment variable is no key source any more
     p.start_api()
     endpoint_without_key = {"url": "http://127.0.0.1:1/v1", "model": "g"}
     assert _invalid(p, {"ept": 0}) == [("body", "spec", "ept")]
     assert _invalid(p, {"k": 0}) == [("body", "spec", "k")]
-    assert _invalid(p, {"grader": {"type": "endpoint", "endpoint": endpoint_without_key}}) == [
-        ("body", "spec", "grader", "endpoint", "api_key_env")
-    ]
+    endpoint_with_env = {**endpoint_without_key, "api_key_env": KEY_NAME}
+    assert ("body", "spec", "grader", "endpoint", "api_key_env") in _invalid(
+        p, {"grader": {"type": "endpoint", "endpoint": endpoint_with_env}}
+    )
+    # a secret the project does not have is refused at submission, naming the field
+    endpoint_with_secret = {**endpoint_without_key, "api_key_secret": KEY_NAME}
+    assert ("body", "spec", "grader", "endpoint", "api_key_secret") in _invalid(
+        p, {"grader": {"type": "endpoint", "endpoint": endpoint_with_secret}}
+    )
+    project = p.client.list_projects()[0]["id"]
+    p.client.set_secret(project, KEY_NAME, KEY)  # the project admin sets it once
     assert _invalid(p, {"student": {"name": "mistralai/Mixtral-8x7B-Instruct-v0.1"}, "ept": 9}) == [
         ("body", "spec", "ept")
     ]
@@ -55,7 +63,7 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
             "generation": {"max_new_tokens": 6},
             "grader": {
                 "type": "endpoint",
-                "endpoint": {"url": url, "model": "scripted-gpt", "api_key_env": KEY_ENV, "max_retries": 2},
+                "endpoint": {"url": url, "model": "scripted-gpt", "api_key_secret": KEY_NAME, "max_retries": 2},
             },
             "cache": {"dir": str(cache)},
         }
@@ -105,7 +113,8 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
         served += [p.client.get_run(run["id"]), p.client.get_results(run["id"]), p.client.get_logs(run["id"])]
         assert run["mlflow_run_id"], "the runs are mirrored to MLflow"
     text = json.dumps(served)
-    assert KEY_ENV in text and KEY not in text
+    assert KEY_NAME in text and KEY not in text
+    assert KEY not in json.dumps(p.client.list_secrets(project))
     # ... nor in any file of the platform (database, logs, artifacts, MLflow's store) or the cache
     files = [f for root in (p.home, cache) for f in root.rglob("*") if f.is_file()]
     assert any(f.name == "mlflow.db" for f in files) and any(f.suffix == ".log" for f in files)

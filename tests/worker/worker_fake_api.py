@@ -40,6 +40,7 @@ class FakeApi:
         self.finishes: list[dict[str, Any]] = []
         self.patches: list[dict[str, Any]] = []
         self.run_tokens_seen: set[str] = set()
+        self.secrets: dict[str, str] = {}  # what the API hands this run (the names its spec holds)
         self.requests: list[str] = []
         # the artifact store: (run id, path) -> bytes, as the API's store keeps them
         self.artifacts: dict[tuple[int, str], bytes] = {}
@@ -133,6 +134,11 @@ class FakeApi:
                 return httpx.Response(200, json=self.run)
             if request.method == "GET" and path == run_path:
                 return httpx.Response(200, json=self.run)
+            if request.method == "GET" and path.startswith(f"{run_path}/secrets/"):
+                name = path.rsplit("/", 1)[1]
+                if name not in self.secrets:
+                    return _error(403, "forbidden", f"the run's spec names no secret {name!r}")
+                return httpx.Response(200, json={"name": name, "value": self.secrets[name]})
             if request.method == "GET" and path == f"{run_path}/metric-keys":
                 return httpx.Response(200, json=sorted({key for key, _ in self.metrics}))
             if request.method == "GET" and path == f"{run_path}/metrics":

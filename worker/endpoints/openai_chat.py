@@ -2,10 +2,14 @@
 chat model (``worker.core.skillmix.chat.ChatModel``): a Skill-Mix student or grader.
 
 It uses the standard library's HTTP client: the kinds may not import httpx (an import-linter contract
-keeps the API client out of them), and a POST with a timeout needs nothing more. A request that times
-out, fails to connect, gets a 429 or 5xx, or answers garbage (not JSON, no message content) is retried
-with exponential backoff; after the last retry the reply is a ``ChatFailure`` (recorded by the caller,
-never raised). Other 4xx answers (a bad key, a bad model name) are not retried.
+keeps the API client out of them), and a POST with a timeout needs nothing more. Every attempt goes
+through ``worker.endpoints.outbound``: the URL and every address its host resolves to are checked against
+the admin's outbound policy, and the connection goes to a checked address only; redirects are not
+followed. A refused URL or address is a ``ChatFailure`` at once, before any connection, never retried. A
+request that times out, fails to connect (one message, ``connection failed``, whatever the cause), gets a
+429 or 5xx, or answers garbage (not JSON, no message content) is retried with exponential backoff; after
+the last retry the reply is a ``ChatFailure`` (recorded by the caller, never raised). Other 4xx and 3xx
+answers (a bad key, a bad model name, a redirect) are not retried.
 
 The API key is a constructor argument read from the environment by the caller; it is kept out of this
 object's repr, of every failure reason and of the identity used in cache keys and records."""
@@ -15,14 +19,23 @@ from __future__ import annotations
 import http.client
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from worker.core.skillmix.chat import ChatFailure, Conversation, Reply, Sampling
+from worker.endpoints.outbound import (
+    CONNECTION_FAILED,
+    ConnectFailed,
+    Opener,
+    OutboundRefused,
+    Resolver,
+    connection,
+    open_tcp,
+    pin,
+    system_resolve,
+)
 
 
 class _Garbage(ValueError):
@@ -44,6 +57,8 @@ class OpenAIChat:
     max_retries: int = 3
     concurrency: int = 4
     backoff_s: float = 0.5
+    resolve: Resolver = field(default=system_resolve, repr=False)  # stubbed by tests
+    open_socket: Opener = field(default=open_tcp, repr=False)  # stubbed by tests
 
     @property
     def identity(self) -> str:
@@ -73,27 +88,52 @@ class OpenAIChat:
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            request = urllib.request.Request(
-                completions_url(self.url),
-                data=body,
-                method="POST",
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
-            )
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return _content(response.read())
-            except urllib.error.HTTPError as exc:
-                reason = f"HTTP {exc.code}"
-                if exc.code != 429 and exc.code < 500:
-                    return ChatFailure(f"{reason} (not retried)")
+                status, raw = self._post(body)
+            except OutboundRefused as exc:
+                return ChatFailure(f"refused by the outbound policy: {exc} (not sent)")
+            except ConnectFailed:
+                reason = CONNECTION_FAILED
+                continue
             except TimeoutError:
                 reason = f"timed out after {self.timeout_s:g} s"
-            except urllib.error.URLError as exc:
-                timed_out = isinstance(exc.reason, TimeoutError)
-                reason = f"timed out after {self.timeout_s:g} s" if timed_out else "connection failed"
-            except (_Garbage, http.client.HTTPException, OSError) as exc:
-                reason = str(exc) if isinstance(exc, _Garbage) else "connection failed"
+                continue
+            except (http.client.HTTPException, OSError):
+                reason = CONNECTION_FAILED
+                continue
+            if 300 <= status < 400:
+                return ChatFailure(f"HTTP {status}: a redirect, not followed (not retried)")
+            if status >= 400:
+                reason = f"HTTP {status}"
+                if status != 429 and status < 500:
+                    return ChatFailure(f"{reason} (not retried)")
+                continue
+            try:
+                return _content(raw)
+            except _Garbage as exc:
+                reason = str(exc)
         return ChatFailure(f"{reason} ({self.max_retries + 1} attempts)")
+
+    def _post(self, body: bytes) -> tuple[int, bytes]:
+        """One POST to a checked, pinned address: (status, body). Raises OutboundRefused (nothing was
+        connected), ConnectFailed, TimeoutError or another OSError / HTTPException."""
+        pinned = pin(completions_url(self.url), self.resolve)
+        conn = connection(pinned, self.timeout_s, self.open_socket)
+        try:
+            conn.request(
+                "POST",
+                pinned.target.path,
+                body=body,
+                headers={
+                    "Content-Type": "application/json",
+                    **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+                    "Connection": "close",
+                },
+            )
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
 
 
 def _content(raw: bytes) -> str:

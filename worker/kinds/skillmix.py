@@ -13,13 +13,11 @@ the cache vs asked of the models). At the last step (n = combinations) they are 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from worker.core.data.offline import cache_root
+from worker import confine
 from worker.core.models import LoadedModel, ModelNotFound, Placement, PlacementError, load_model
 from worker.core.models.routers import RouterError, find_routers, set_experts_per_token
 from worker.core.skillmix.cache import ReplyCache
@@ -37,13 +35,15 @@ from worker.specs.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunContext, RunError
 
 
-def endpoint_model(endpoint: ChatEndpoint, field: str) -> OpenAIChat:
-    """The endpoint with its key from the worker's environment (the key is never logged or recorded)."""
-    key = os.environ.get(endpoint.api_key_env)
-    if not key:
-        raise RunError(
-            f"{field}.api_key_env: the environment variable {endpoint.api_key_env} is not set on this worker"
-        )
+def endpoint_model(endpoint: ChatEndpoint, field: str, ctx: RunContext) -> OpenAIChat:
+    """The endpoint with its key, the project secret the spec names (``ctx.secret``: handed to this run
+    only and redacted from everything it records)."""
+    key = ""
+    if endpoint.api_key_secret is not None:
+        try:
+            key = ctx.secret(endpoint.api_key_secret)
+        except RunError as exc:
+            raise RunError(f"{field}.api_key_secret: {exc}") from None
     return OpenAIChat(
         url=endpoint.url,
         model=endpoint.model,
@@ -128,9 +128,11 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     if device.type == "cpu" and spec.student.threads is not None:
         torch.set_num_threads(spec.student.threads)
     torch.manual_seed(spec.seed)
+    skills_file = confine.data_file(spec.data.skills, "data.skills") if spec.data.skills else None
+    topics_file = confine.data_file(spec.data.topics, "data.topics") if spec.data.topics else None
     try:
-        skills = load_skills(spec.data.skills)
-        topics = load_topics(spec.data.topics)
+        skills = load_skills(skills_file)
+        topics = load_topics(topics_file)
     except (OSError, SkillListError) as exc:
         raise RunError(f"data: {exc}") from None
     if spec.k > len(skills):
@@ -145,7 +147,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     }  # fmt: skip
     if s.endpoint is not None:
         student, label, student_kind = (
-            endpoint_model(s.endpoint, "student.endpoint"),
+            endpoint_model(s.endpoint, "student.endpoint", ctx),
             s.endpoint.model,
             "endpoint",
         )
@@ -173,7 +175,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     grader_key: dict[str, Any] | None = None  # None: the grader's identity names its replies
     if g.type == "endpoint":
         assert g.endpoint is not None  # the spec refuses type endpoint without one
-        grader = endpoint_model(g.endpoint, "grader.endpoint")
+        grader = endpoint_model(g.endpoint, "grader.endpoint", ctx)
         grader_label = f"endpoint:{g.endpoint.model}"
     elif g.type == "local":
         same = (g.model, g.dtype, g.device_map, g.max_memory) == (s.name, s.dtype, s.device_map, s.max_memory)
@@ -191,7 +193,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     else:
         grader, grader_label = RuleGrader(), "rules"
 
-    cache_dir = Path(spec.cache.dir) if spec.cache.dir else cache_root() / "skillmix"
+    cache_dir = confine.cache_folder(spec.cache.dir, "cache.dir", "skillmix")
     cache = ReplyCache(cache_dir if spec.cache.enabled else None)
     ctx.log_params(
         {

@@ -7,7 +7,7 @@ One run is one cell (model, ept, k) of Table 1. ``{}`` is a CPU demo of a few mi
 Instruct from the model store as the student (dense: ept stays null), k = 2, 3 combinations x 3
 generations, graded 3 times each by the rule-based grader. The sweep preset (ept in 1..E x k in 1..5) and
 the paper-scale settings are the manifest's examples. The API key of an endpoint never goes in a spec: the
-spec names the environment variable of the worker that holds it (``api_key_env``).
+spec names a project secret that holds it (``api_key_secret``; worker/specs/secrets.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.confine import CacheName, DataPath, EndpointUrl, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.placement import (
     DEVICE_MAP_DESCRIPTION,
@@ -26,6 +27,7 @@ from worker.specs.placement import (
     MaxMemory,
     placement_errors,
 )
+from worker.specs.secrets import SecretName
 
 # Experts per MoE layer and the default experts per token of models the platform can name, so an ept
 # above E is a 422 before the run starts (other models are checked when the run loads them).
@@ -43,21 +45,22 @@ BUILTIN_SKILLS = 12  # worker/core/skillmix/data/skills.csv (a test keeps the tw
 
 
 class ChatEndpoint(StrictModel):
-    """An OpenAI-compatible chat-completions endpoint. The key is read on the worker from the
-    environment variable ``api_key_env``: it never appears in specs, logs, results or MLflow."""
+    """An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``
+    names: set by a project admin, handed only to this run, never in specs, logs, results or MLflow."""
 
-    url: str = Field(
+    url: EndpointUrl = Field(
         min_length=1,
         max_length=2000,
         pattern=r"^https?://\S+$",
-        description="base URL (…/v1) or the full …/chat/completions URL",
+        description="base URL (…/v1) or the full …/chat/completions URL; its host must be on the admin's "
+        "outbound allow-list (REASONLAB_OUTBOUND_ALLOW); loopback, private, link-local and metadata "
+        "addresses are refused, also after DNS resolution (docs/spec-confinement.md)",
     )
     model: str = Field(min_length=1, max_length=500, description="the model name sent with each request")
-    api_key_env: str = Field(
-        min_length=1,
-        max_length=200,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="name of the worker's environment variable holding the API key (never the key)",
+    api_key_secret: SecretName | None = Field(
+        None,
+        description="the project secret holding the API key (its name, never the key; set by a project "
+        "admin under project settings); null: the endpoint takes no key",
     )
     timeout_s: float = Field(120.0, gt=0.0, le=3600.0, description="seconds per request before a retry")
     max_retries: int = Field(3, ge=0, le=10, description="retries of a timed-out, failed or garbage answer")
@@ -65,12 +68,12 @@ class ChatEndpoint(StrictModel):
 
 
 class SkillmixStudent(StrictModel):
-    name: str = Field(
+    name: ModelName = Field(
         "smollm2-135m",
         min_length=1,
         max_length=500,
-        description="a tiny preset, a store alias (smollm2-135m), a local folder or a Hugging Face id; "
-        "ignored when `endpoint` is set",
+        description="a tiny preset, a store alias (smollm2-135m), a folder of the model store (relative to "
+        "it) or a Hugging Face id; ignored when `endpoint` is set",
     )
     dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="weights' dtype (HF students; bfloat16 for large models)"
@@ -101,8 +104,11 @@ class SkillmixGrader(StrictModel):
         description="rules: a scripted grader from surface features (demos, tests); local: an HF model; "
         "endpoint: an OpenAI-compatible endpoint (the paper: GPT-4)",
     )
-    model: str = Field(
-        "smollm2-135m", min_length=1, max_length=500, description="the local grader's model (type local)"
+    model: ModelName = Field(
+        "smollm2-135m",
+        min_length=1,
+        max_length=500,
+        description="the local grader's model (type local): a preset, alias, model-store folder or HF id",
     )
     dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="the local grader's weights' dtype (bfloat16 for large models)"
@@ -127,22 +133,33 @@ class SkillmixGrader(StrictModel):
     def _endpoint_for_type(cls, endpoint: ChatEndpoint | None, info: ValidationInfo) -> ChatEndpoint | None:
         kind = info.data.get("type")
         if kind == "endpoint" and endpoint is None:
-            raise ValueError("grader type endpoint needs an endpoint {url, model, api_key_env}")
+            raise ValueError("grader type endpoint needs an endpoint {url, model, api_key_secret}")
         if kind is not None and kind != "endpoint" and endpoint is not None:
             raise ValueError(f"an endpoint is given but the grader type is {kind!r}: set type: endpoint")
         return endpoint
 
 
 class SkillmixData(StrictModel):
-    skills: str | None = Field(
-        None, description="a Skill-Mix skills CSV (skill, definition, example, ...); null = our 12 skills"
+    skills: DataPath | None = Field(
+        None,
+        max_length=1000,
+        description="a Skill-Mix skills CSV (skill, definition, example, ...) in the data store, relative to "
+        "it; null = our 12 skills",
     )
-    topics: str | None = Field(None, description="a topics file, one per line; null = our 10 topics")
+    topics: DataPath | None = Field(
+        None,
+        max_length=1000,
+        description="a topics file (one per line) in the data store, relative to it; null = our 10 topics",
+    )
 
 
 class SkillmixCache(StrictModel):
     enabled: bool = Field(True, description="reuse generations and gradings of earlier runs")
-    dir: str | None = Field(None, description="cache folder; null = <cache root>/skillmix")
+    dir: CacheName | None = Field(
+        None,
+        description="a cache of its own: a name (letters, digits, . _ -), the folder <cache root>/skillmix/"
+        "<name> on the worker; null = <cache root>/skillmix (shared by every run)",
+    )
 
 
 def _error(loc: tuple[str, ...], kind: str, message: str, value: Any) -> InitErrorDetails:
@@ -259,7 +276,7 @@ class SkillmixCell(StrictModel):
 _MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 _GPT4 = {
     "type": "endpoint",
-    "endpoint": {"url": "https://api.openai.com/v1", "model": "gpt-4", "api_key_env": "OPENAI_API_KEY"},
+    "endpoint": {"url": "https://api.openai.com/v1", "model": "gpt-4", "api_key_secret": "OPENAI_API_KEY"},
     "max_new_tokens": 512,
 }
 _MIXTRAL_STUDENT = {"name": _MIXTRAL, "dtype": "bfloat16", "batch_size": 16}

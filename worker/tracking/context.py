@@ -60,6 +60,12 @@ class RunContext(abc.ABC):
     def log(self, line: str) -> None:  # noqa: B027 - optional sink
         """A free-text log line (shown by ``reasonlab runs logs`` and the run page)."""
 
+    def secret(self, name: str) -> str:
+        """The project secret ``name`` that the spec names in a ``*_secret`` field (an endpoint's key).
+        The platform hands it to this run only and redacts it from the run's logs, params and results;
+        ``reasonlab run`` reads ``REASONLAB_SECRET_<NAME>`` from its environment."""
+        raise RunError(f"secret {name!r}: this context has no project secrets")
+
     def run_outputs(self, run_id: int) -> Path | None:
         """The output folder (``out_dir``) of another run of this platform, e.g. the model a source run
         saved; None where this context cannot see other runs (a local run names a folder instead). The

@@ -1,11 +1,12 @@
 """The concrete RunContexts: ``TrackedRunContext`` (records buffered to a list of sinks, checkpoints in a
-folder), ``LocalRunContext`` (a laptop or a test: local files, optional MLflow mirror) and
-``ApiRunContext`` (the platform: the API, mirrored to MLflow)."""
+folder), ``LocalRunContext`` (a laptop or a test: local files, optional MLflow run) and ``ApiRunContext``
+(the platform: the API, which mirrors the run to MLflow itself; backend/mirror/)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +17,8 @@ import torch
 
 from worker.tracking.artifacts import RunArtifacts
 from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
-from worker.tracking.context import RunContext, RunStatus, result_record
+from worker.tracking.context import RunContext, RunError, RunStatus, result_record
+from worker.tracking.redact import Redactor
 from worker.tracking.sinks import ApiSink, LocalSink
 from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
 
@@ -64,8 +66,8 @@ class TrackedRunContext(RunContext):
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint_dir = Path(checkpoint_dir)
-        # files of the kind to upload to the MLflow mirror at the end; None where out_dir is itself the
-        # local record of the run (reasonlab run: metrics.jsonl, the MLflow store, ...)
+        # files of the kind to upload to a sink's MLflow run at the end (log_outputs); None where out_dir
+        # is itself the local record of the run (reasonlab run: metrics.jsonl, the MLflow store, ...)
         self.outputs_dir: Path | None = None
         self.keep_checkpoints = keep_checkpoints
         self.writers = [SinkWriter(sink, options) for sink in sinks]
@@ -74,11 +76,13 @@ class TrackedRunContext(RunContext):
         self._progress_lock = threading.Lock()
         self._progress: dict[str, Any] | None = None
         self._closed = False
+        self.redactor = Redactor()  # the secrets this run was handed, masked in all it records
 
     # -- RunContext -------------------------------------------------------------------------------------
 
     def log_params(self, params: dict[str, Any]) -> None:
         snapshot = json.loads(json.dumps(params, default=str))  # a copy the kind cannot mutate later
+        snapshot = self.redactor.value(snapshot)
         for writer in self.writers:
             writer.add_op(("params", snapshot))
 
@@ -90,10 +94,12 @@ class TrackedRunContext(RunContext):
 
     def log_result(self, record: Any) -> None:
         kind, payload = result_record(record)
+        payload = self.redactor.value(payload)
         for writer in self.writers:
             writer.add_op(("result", (kind, payload)))
 
     def log(self, line: str) -> None:
+        line = self.redactor.text(line)
         for writer in self.writers:
             writer.add_logs([line])
 
@@ -222,6 +228,15 @@ class LocalRunContext(TrackedRunContext):
         self.mlflow = mlflow
         self._progress_callback = progress_callback
 
+    def secret(self, name: str) -> str:
+        """``reasonlab run`` has no platform: the secret comes from ``REASONLAB_SECRET_<NAME>``."""
+        variable = f"REASONLAB_SECRET_{name.upper()}"
+        value = os.environ.get(variable)
+        if not value:
+            raise RunError(f"secret {name!r}: set {variable} in the environment of this local run")
+        self.redactor.add(value)
+        return value
+
     def progress(self, done: int, total: int, message: str = "") -> None:
         super().progress(done, total, message)
         if self._progress_callback is not None:
@@ -229,7 +244,8 @@ class LocalRunContext(TrackedRunContext):
 
 
 class ApiRunContext(TrackedRunContext):
-    """A run on the platform: records to the API (the database), mirrored to MLflow; checkpoints under
+    """A run on the platform: records to the API (the database; the API mirrors them to MLflow, the worker
+    never talks to MLflow); checkpoints under
     ``<artifact_root>/checkpoints/run-<id>/`` locally and, through the API, in the platform's artifact
     store (``worker.tracking.artifacts``), so a new attempt on any host resumes from the newest one; the
     out_dir and the final model go to the store when the run succeeds.
@@ -248,13 +264,10 @@ class ApiRunContext(TrackedRunContext):
         seed: int,
         device: str,
         artifact_root: Path,
-        mlflow: MlflowSink | None = None,
         options: WriterOptions | None = None,
     ) -> None:
         root = Path(artifact_root)
         sinks: list[Sink] = [ApiSink(client, run_id, attempt)]
-        if mlflow is not None:
-            sinks.append(mlflow)
         super().__init__(
             seed=seed,
             device=resolve_device(device),
@@ -263,13 +276,24 @@ class ApiRunContext(TrackedRunContext):
             sinks=sinks,
             options=options,
         )
-        self.outputs_dir = self.out_dir
         self.artifact_root = root
         self.run_id = run_id
         self.attempt = attempt
-        self.mlflow = mlflow
         self.lease_lost = False
         self.artifacts = RunArtifacts(client, run_id, attempt)
+        self._client = client
+
+    def secret(self, name: str) -> str:
+        """The project secret ``name``, asked of the API with this run's token (the API hands out only
+        the secrets this run's spec names); masked from here on in everything the run records."""
+        from worker.client import ApiError
+
+        try:
+            value = self._client.get_secret(self.run_id, name)
+        except ApiError as exc:
+            raise RunError(f"secret {name!r}: {exc}") from None
+        self.redactor.add(value)
+        return value
 
     def run_outputs(self, run_id: int) -> Path | None:
         """Another run's outputs, pulled from the artifact store into ``<artifact_root>/runs/run-<id>``

@@ -11,8 +11,10 @@ export interface paths {
         put?: never;
         /**
          * Login
-         * @description Throttled per account and per client address (backend/auth/throttle.py); async so that logins
-         *     waiting for a hashing slot hold no worker thread the other routes need.
+         * @description Throttled per (account, client address) pair and per client address (backend/auth/throttle.py):
+         *     failures from one address never refuse a login from another. The client address is the
+         *     connection's peer, or what a trusted proxy forwarded (REASONLAB_TRUSTED_PROXIES). Async so that
+         *     logins waiting for a hashing slot hold no worker thread the other routes need.
          */
         post: operations["auth-login"];
         delete?: never;
@@ -338,6 +340,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Secrets
+         * @description The project's secrets by name (any member: specs name them); never a value.
+         */
+        get: operations["secrets-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set Secret
+         * @description Set or replace a secret (project admins). The answer, like every other, leaves the value out.
+         */
+        put: operations["secrets-set"];
+        post?: never;
+        /** Delete Secret */
+        delete: operations["secrets-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs": {
         parameters: {
             query?: never;
@@ -448,7 +491,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claim Run */
+        /**
+         * Claim Run
+         * @description A worker takes the run's queued attempt; the answer carries the token that attempt's process works
+         *     with (this run's routes only, valid while the attempt runs): the worker token stays with the worker.
+         */
         post: operations["runs-claim"];
         delete?: never;
         options?: never;
@@ -648,6 +695,26 @@ export interface paths {
         put?: never;
         /** Retry Run */
         post: operations["runs-retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run Secret
+         * @description A secret the run's spec names, for the run's own token only (no user, not the worker token).
+         */
+        get: operations["runs-secret"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -936,7 +1003,7 @@ export interface components {
             hf_config?: string | null;
             /**
              * Hf Name
-             * @description HuggingFace dataset (source hf)
+             * @description HuggingFace dataset id, name or org/name (source hf)
              * @default stanfordnlp/sst
              */
             hf_name: string;
@@ -976,7 +1043,7 @@ export interface components {
             negative_below: number;
             /**
              * Path
-             * @description the JSONL or CSV file (sources jsonl, csv)
+             * @description the JSONL or CSV file (sources jsonl, csv) in the data store, relative to it
              */
             path?: string | null;
             /**
@@ -1099,7 +1166,7 @@ export interface components {
             dtype: "float32" | "bfloat16";
             /**
              * Name
-             * @description a tiny preset (tiny-gpt2, tiny-llama, tiny-qwen2, tiny-gemma), a store alias (smollm2-135m), a local folder with an HF checkpoint, or a Hugging Face id
+             * @description a tiny preset (tiny-gpt2, tiny-llama, tiny-qwen2, tiny-gemma), a store alias (smollm2-135m), a folder of the model store with an HF checkpoint (relative to it), or a Hugging Face id
              * @default smollm2-135m
              */
             name: string;
@@ -1183,7 +1250,7 @@ export interface components {
             enabled: boolean;
             /**
              * Map Path
-             * @description the JSON synonym map (source json)
+             * @description the JSON synonym map (source json) in the data store, relative to it
              */
             map_path?: string | null;
             /**
@@ -1290,15 +1357,15 @@ export interface components {
         };
         /**
          * ChatEndpoint
-         * @description An OpenAI-compatible chat-completions endpoint. The key is read on the worker from the
-         *     environment variable ``api_key_env``: it never appears in specs, logs, results or MLflow.
+         * @description An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``
+         *     names: set by a project admin, handed only to this run, never in specs, logs, results or MLflow.
          */
         ChatEndpoint: {
             /**
-             * Api Key Env
-             * @description name of the worker's environment variable holding the API key (never the key)
+             * Api Key Secret
+             * @description the project secret holding the API key (its name, never the key; set by a project admin under project settings); null: the endpoint takes no key
              */
-            api_key_env: string;
+            api_key_secret?: string | null;
             /**
              * Concurrency
              * @description requests in flight at once
@@ -1324,16 +1391,82 @@ export interface components {
             timeout_s: number;
             /**
              * Url
-             * @description base URL (…/v1) or the full …/chat/completions URL
+             * @description base URL (…/v1) or the full …/chat/completions URL; its host must be on the admin's outbound allow-list (REASONLAB_OUTBOUND_ALLOW); loopback, private, link-local and metadata addresses are refused, also after DNS resolution (docs/spec-confinement.md)
              */
             url: string;
         };
         /** ClaimIn */
         ClaimIn: {
-            /** Attempt */
-            attempt: number;
+            /**
+             * Attempt
+             * @description the attempt the message names; null: the run's current one
+             */
+            attempt?: number | null;
             /** Worker */
             worker: string;
+        };
+        /**
+         * ClaimOut
+         * @description The claimed run and the token its attempt works with from then on (its own routes only).
+         */
+        ClaimOut: {
+            /** Attempt */
+            attempt: number;
+            /** Cancel Requested */
+            cancel_requested: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Error */
+            error: string | null;
+            /** Experiment Id */
+            experiment_id: number;
+            /** Finished At */
+            finished_at: string | null;
+            /** Heartbeat At */
+            heartbeat_at: string | null;
+            /** Id */
+            id: number;
+            /** Index */
+            index: number;
+            /** Kind */
+            kind: string;
+            /** Max Attempts */
+            max_attempts: number;
+            /** Mlflow Run Id */
+            mlflow_run_id: string | null;
+            /** Params */
+            params: {
+                [key: string]: unknown;
+            };
+            progress: components["schemas"]["Progress"];
+            /** Project Id */
+            project_id: number;
+            /** Queue */
+            queue: string;
+            /**
+             * Run Token
+             * @description a token for this run and attempt only; dies with the attempt
+             */
+            run_token: string;
+            /** Spec */
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
+            /** Started At */
+            started_at: string | null;
+            status: components["schemas"]["RunStatus"];
+            /**
+             * Summary
+             * @description each metric's value at its latest step (null: a non-finite value)
+             */
+            summary: {
+                [key: string]: number | null;
+            };
+            /** Tags */
+            tags: string[];
+            /** Worker */
+            worker: string | null;
         };
         /** CommentIn */
         CommentIn: {
@@ -1666,7 +1799,7 @@ export interface components {
         FinetuneData: {
             /**
              * Eval Path
-             * @description jsonl: evaluation file
+             * @description jsonl: evaluation file in the data store, relative to it
              */
             eval_path?: string | null;
             /**
@@ -1707,12 +1840,12 @@ export interface components {
             tasks?: string[] | null;
             /**
              * Tokenizer
-             * @description text data on a fresh preset: a tokenizer
+             * @description text data on a fresh preset: a tokenizer (a model-store folder or a hub id)
              */
             tokenizer?: string | null;
             /**
              * Train Path
-             * @description jsonl: training file
+             * @description jsonl: training file in the data store, relative to it
              */
             train_path?: string | null;
             /**
@@ -1768,7 +1901,7 @@ export interface components {
             batch_size: number;
             /**
              * Choices Path
-             * @description JSONL of {"question", "choices": [...], "answer": index} for multiple_choice
+             * @description JSONL of {"question", "choices": [...], "answer": index} for multiple_choice, in the data store (relative to it)
              */
             choices_path?: string | null;
             /**
@@ -1803,7 +1936,7 @@ export interface components {
             max_tokens: number;
             /**
              * Model
-             * @description model-store name, local path or HF id of an MoE causal LM (tiny presets: tiny-mixtral, tiny-qwen2-moe, tiny-olmoe)
+             * @description a tiny preset (tiny-mixtral, tiny-qwen2-moe, tiny-olmoe), a store alias, a folder of the model store (relative to it) or an HF id of an MoE causal LM
              * @default tiny-mixtral
              */
             model: string;
@@ -1816,7 +1949,7 @@ export interface components {
             score: "perplexity" | "multiple_choice";
             /**
              * Text Path
-             * @description UTF-8 text for perplexity; null = a built-in paragraph
+             * @description UTF-8 text for perplexity, in the data store (relative to it); null = a built-in paragraph
              */
             text_path?: string | null;
             /**
@@ -1830,7 +1963,7 @@ export interface components {
         InitSpec: {
             /**
              * Path
-             * @description or a saved model folder (reasonlab run, no platform); null = none
+             * @description or a saved model folder (a run's outputs/model, copied into the model store) relative to the model store; null = none
              */
             path?: string | null;
             /**
@@ -2017,7 +2150,7 @@ export interface components {
             adapter_bottleneck: number | null;
             /**
              * Backbone
-             * @description T5 backbone: a preset (t5-tiny, t5-mini, t5-v1_1-small/base/large: random init), a local folder or a hub id (google/t5-v1_1-base, the paper's)
+             * @description T5 backbone: a preset (t5-tiny, t5-mini, t5-v1_1-small/base/large: random init), a folder of the model store (relative to it) or a hub id (google/t5-v1_1-base, the paper's)
              * @default t5-tiny
              */
             backbone: string;
@@ -2123,7 +2256,7 @@ export interface components {
             eval_limit: number;
             /**
              * Eval Path
-             * @description jsonl: a held-out file; null = eval_fraction
+             * @description jsonl: a held-out file in the data store; null = eval_fraction
              */
             eval_path?: string | null;
             /**
@@ -2146,7 +2279,7 @@ export interface components {
             max_target_length: number;
             /**
              * Path
-             * @description jsonl: the pre-training file
+             * @description jsonl: the pre-training file in the data store, relative to it
              */
             path?: string | null;
             /**
@@ -2159,7 +2292,7 @@ export interface components {
             suite?: components["schemas"]["SuiteSpec"];
             /**
              * Tokenizer
-             * @description jsonl: tokenizer folder or hub id; null = the backbone's
+             * @description jsonl: a tokenizer folder of the model store (relative to it) or a hub id; null = the backbone's
              */
             tokenizer?: string | null;
         };
@@ -2406,7 +2539,7 @@ export interface components {
             max_source_length: number;
             /**
              * Path
-             * @description a saved ReasonFormer folder (outputs/model)
+             * @description a saved ReasonFormer folder (a run's outputs/model, copied into the model store), relative to the model store
              */
             path?: string | null;
             /**
@@ -2717,6 +2850,39 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /**
+         * SecretPublic
+         * @description A secret as the API shows it: its name and when and by whom it was set, never its value.
+         */
+        SecretPublic: {
+            /** Name */
+            name: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Updated By */
+            updated_by: string | null;
+        };
+        /** SecretSet */
+        SecretSet: {
+            /**
+             * Value
+             * @description the secret; never returned by the API
+             */
+            value: string;
+        };
+        /**
+         * SecretValue
+         * @description A secret handed to the run whose spec names it (the run's own token only).
+         */
+        SecretValue: {
+            /** Name */
+            name: string;
+            /** Value */
+            value: string;
+        };
         /** Series */
         Series: {
             /** Buckets */
@@ -2745,7 +2911,7 @@ export interface components {
         SkillmixCache: {
             /**
              * Dir
-             * @description cache folder; null = <cache root>/skillmix
+             * @description a cache of its own: a name (letters, digits, . _ -), the folder <cache root>/skillmix/<name> on the worker; null = <cache root>/skillmix (shared by every run)
              */
             dir?: string | null;
             /**
@@ -2848,12 +3014,12 @@ export interface components {
         SkillmixData: {
             /**
              * Skills
-             * @description a Skill-Mix skills CSV (skill, definition, example, ...); null = our 12 skills
+             * @description a Skill-Mix skills CSV (skill, definition, example, ...) in the data store, relative to it; null = our 12 skills
              */
             skills?: string | null;
             /**
              * Topics
-             * @description a topics file, one per line; null = our 10 topics
+             * @description a topics file (one per line) in the data store, relative to it; null = our 10 topics
              */
             topics?: string | null;
         };
@@ -2909,7 +3075,7 @@ export interface components {
             max_new_tokens: number;
             /**
              * Model
-             * @description the local grader's model (type local)
+             * @description the local grader's model (type local): a preset, alias, model-store folder or HF id
              * @default smollm2-135m
              */
             model: string;
@@ -3047,7 +3213,7 @@ export interface components {
             } | null;
             /**
              * Name
-             * @description a tiny preset, a store alias (smollm2-135m), a local folder or a Hugging Face id; ignored when `endpoint` is set
+             * @description a tiny preset, a store alias (smollm2-135m), a folder of the model store (relative to it) or a Hugging Face id; ignored when `endpoint` is set
              * @default smollm2-135m
              */
             name: string;
@@ -3123,7 +3289,7 @@ export interface components {
             eval_size?: number | null;
             /**
              * Path
-             * @description a folder smoe_sraven saved (outputs/model), for local runs
+             * @description a folder smoe_sraven saved (its outputs/model), copied into the model store: relative to the model store
              */
             path?: string | null;
             /**
@@ -5620,6 +5786,213 @@ export interface operations {
             };
         };
     };
+    "secrets-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "secrets-set": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the secret's name */
+                name: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SecretSet"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "secrets-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the secret's name */
+                name: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "runs-list": {
         parameters: {
             query?: {
@@ -6203,7 +6576,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunPublic"];
+                    "application/json": components["schemas"]["ClaimOut"];
                 };
             };
             /** @description no or bad credentials */
@@ -7258,6 +7631,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the secret's name */
+                name: string;
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretValue"];
                 };
             };
             /** @description no or bad credentials */

@@ -18,8 +18,13 @@ class MemoryContext(RunContext):
     metric steps were logged (a cooperative cancel)."""
 
     def __init__(
-        self, seed: int = 0, out_dir: Path | None = None, stop_after_step: int | None = None
+        self,
+        seed: int = 0,
+        out_dir: Path | None = None,
+        stop_after_step: int | None = None,
+        secrets: dict[str, str] | None = None,
     ) -> None:
+        self.secrets = dict(secrets or {})
         self.seed = seed
         self.device = "cpu"
         # smoe_sraven saves its model under out_dir: a fresh folder, never the working directory
@@ -31,6 +36,11 @@ class MemoryContext(RunContext):
         self.checkpoint: tuple[bytes, int] | None = None
         self.stop_after_step = stop_after_step
         self.last_step = 0
+
+    def secret(self, name: str) -> str:
+        if name not in self.secrets:
+            return super().secret(name)
+        return self.secrets[name]
 
     def log_params(self, params: dict[str, Any]) -> None:
         self.params.update(params)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from tests.skillmix_grader import Script, serve
 from tests.tiny_moe import cpu_budget_for_one_layer, tiny_moe
 from tests.worker.kinds.sraven_context import MemoryContext
+from tests.worker.stores import Stores
 from worker.core.models import load_model
 from worker.kinds.skillmix import run
 from worker.specs import manifest
@@ -21,7 +22,8 @@ from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix import SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunError
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+# the endpoints below are fake servers on 127.0.0.1: the admin's opt-in (loopback_endpoints) lets them be named
+pytestmark = pytest.mark.usefixtures("one_thread", "loopback_endpoints")
 MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 TINY = {"combinations": 2, "generations": 2, "gradings": 3, "generation": {"max_new_tokens": 6}}
 
@@ -32,7 +34,7 @@ def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [tuple(e["loc"]) for e in info.value.errors()]
 
 
-ENDPOINT = {"url": "http://127.0.0.1:1/v1", "model": "g", "api_key_env": "GRADER_KEY"}
+ENDPOINT = {"url": "http://127.0.0.1:1/v1", "model": "g", "api_key_secret": "GRADER_KEY"}
 GPUS = {"device": "cuda", "gpus": 2}
 
 
@@ -45,8 +47,8 @@ GPUS = {"device": "cuda", "gpus": 2}
         ({"student": {"name": MIXTRAL}, "ept": 9}, ("ept",)),  # Mixtral has 8 experts
         ({"ept": 2}, ("ept",)),  # smollm2-135m is dense
         ({"student": {"endpoint": ENDPOINT}, "ept": 2}, ("ept",)),
-        ({"grader": {"type": "endpoint", "endpoint": {"url": "http://h/v1", "model": "g"}}}, ("grader", "endpoint", "api_key_env")),
-        ({"grader": {"type": "endpoint", "endpoint": {**ENDPOINT, "api_key_env": "sk-abc123"}}}, ("grader", "endpoint", "api_key_env")),
+        ({"grader": {"type": "endpoint", "endpoint": {**ENDPOINT, "api_key_env": "OPENAI_API_KEY"}}}, ("grader", "endpoint", "api_key_env")),
+        ({"grader": {"type": "endpoint", "endpoint": {**ENDPOINT, "api_key_secret": "sk-abc-123"}}}, ("grader", "endpoint", "api_key_secret")),
         ({"grader": {"type": "endpoint"}}, ("grader", "endpoint")),
         ({"grader": {"endpoint": ENDPOINT}}, ("grader", "endpoint")),
         ({"generations": 0}, ("generations",)),
@@ -99,7 +101,8 @@ def test_placements_that_fit_the_resources_are_accepted() -> None:
     assert SkillmixSpec.model_validate({}).student.device_map is None
 
 
-def test_empty_spec_is_the_cpu_demo_and_every_example_is_valid() -> None:
+def test_empty_spec_is_the_cpu_demo_and_every_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REASONLAB_OUTBOUND_ALLOW", "api.openai.com")  # the paper examples' grader (GPT-4)
     spec = SkillmixSpec.model_validate({})
     assert (spec.student.name, spec.ept, spec.k, spec.grader.type) == ("smollm2-135m", None, 2, "rules")
     assert (spec.generations, spec.gradings, spec.generation.temperature) == (3, 3, 0.7)
@@ -113,10 +116,8 @@ def cell_of(ctx: MemoryContext) -> SkillmixCell:
     return SkillmixCell.model_validate(record.model_dump())
 
 
-def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path) -> None:
-    spec = SkillmixSpec.model_validate(
-        {"student": {"name": "tiny-llama"}, **TINY, "cache": {"dir": str(tmp_path / "cache")}}
-    )
+def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path, stores: Stores) -> None:
+    spec = SkillmixSpec.model_validate({"student": {"name": "tiny-llama"}, **TINY, "cache": {"dir": "mine"}})
     ctx = MemoryContext(out_dir=tmp_path)
     run(spec, ctx)
     cell = cell_of(ctx)
@@ -147,13 +148,15 @@ def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path)
     assert repeat.samples == cell.samples and repeat.full_marks == cell.full_marks
     assert again.metrics["cached_replies"] == {1: asked, 2: asked}
     assert again.metrics["full_marks"] == pytest.approx(ctx.metrics["full_marks"])
+    assert any((stores.cache / "skillmix" / "mine").iterdir())  # the named cache, under the cache root
 
 
 @pytest.mark.parametrize(("model_type", "renormalises"), [("mixtral", True), ("qwen2_moe", False)])
 def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field(
-    tmp_path: Path, model_type: str, renormalises: bool
+    tmp_path: Path, stores: Stores, model_type: str, renormalises: bool
 ) -> None:
-    name = tiny_moe(tmp_path / model_type, model_type)
+    tiny_moe(stores.models / "tiny" / model_type, model_type)
+    name = f"tiny/{model_type}"  # a folder of the model store, named relative to it
     spec = {"student": {"name": name}, **TINY, "combinations": 1, "cache": {"enabled": False}}
     ctx = MemoryContext(out_dir=tmp_path)
     run(SkillmixSpec.model_validate({**spec, "ept": 3}), ctx)
@@ -170,12 +173,12 @@ def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field
 
 
 def test_a_student_split_over_cpu_and_disk_writes_what_the_single_device_student_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, stores: Stores
 ) -> None:
     """device_map auto with a CPU budget that sends layer 1 to the disk: same texts and points as the
     student on one device, ept 3 set on both routers (the offloaded one too)."""
-    name = tiny_moe(tmp_path / "mixtral", "mixtral")
-    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "cache"))  # the offload folder goes under it
+    tiny_moe(stores.models / "mixtral", "mixtral")  # the offload folder goes under the cache root too
+    name = "mixtral"
     budget = cpu_budget_for_one_layer(load_model(name).model)
     spec = {"student": {"name": name}, **TINY, "combinations": 1, "ept": 3, "cache": {"enabled": False}}
     single = MemoryContext(out_dir=tmp_path)
@@ -198,7 +201,7 @@ def test_a_preset_student_with_a_device_map_fails_naming_the_field(tmp_path: Pat
         run(spec, MemoryContext(out_dir=tmp_path))
 
 
-def test_endpoint_grader_reads_its_key_from_the_environment(
+def test_endpoint_grader_gets_its_key_from_the_project_secret_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = "sk-kind-test-key-42"
@@ -210,18 +213,15 @@ def test_endpoint_grader_reads_its_key_from_the_environment(
                 **TINY,
                 "grader": {
                     "type": "endpoint",
-                    "endpoint": {"url": url, "model": "g", "api_key_env": "SKM_KEY"},
+                    "endpoint": {"url": url, "model": "g", "api_key_secret": "SKM_KEY"},
                 },
                 "cache": {"enabled": False},
             }
         )
-        monkeypatch.delenv("SKM_KEY", raising=False)
-        with pytest.raises(
-            RunError, match=r"grader\.endpoint\.api_key_env: the environment variable SKM_KEY"
-        ):
+        monkeypatch.setenv("SKM_KEY", key)  # a worker's environment variable is no key source any more
+        with pytest.raises(RunError, match=r"grader\.endpoint\.api_key_secret: secret 'SKM_KEY'"):
             run(spec, MemoryContext(out_dir=tmp_path))
-        monkeypatch.setenv("SKM_KEY", key)
-        ctx = MemoryContext(out_dir=tmp_path)
+        ctx = MemoryContext(out_dir=tmp_path, secrets={"SKM_KEY": key})
         run(spec, ctx)
     cell = cell_of(ctx)
     assert cell.grader == "endpoint:g" and cell.failed_gradings == 0 and cell.total_gradings == 12
