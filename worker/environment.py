@@ -58,24 +58,8 @@ ALLOWED_NAMES = frozenset(
 )
 # Prefixes of names a run may see: locale, thread pools, GPUs, torch's own switches.
 ALLOWED_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "PYTORCH_")
-# ReasonLab settings that are no secret: a run's process may see these (where the API is, the home
-# folder, the cache, heartbeat timing...). Every other REASONLAB_ variable is sealed.
-PUBLIC_SETTINGS = frozenset(
-    {
-        "REASONLAB_MODE",
-        "REASONLAB_HOME",
-        "REASONLAB_API_URL",
-        "REASONLAB_CACHE",
-        "REASONLAB_HEARTBEAT_INTERVAL",
-        "REASONLAB_HEARTBEAT_TIMEOUT",
-        "REASONLAB_SYSTEM_METRICS",
-        "REASONLAB_ARTIFACT_ROOT",
-        "REASONLAB_LOG_LEVEL",
-        "REASONLAB_OUTBOUND_ALLOW",
-        "REASONLAB_OUTBOUND_ALLOW_PRIVATE",
-        EXTRA_ALLOW,
-    }
-)
+# ReasonLab's own settings (REASONLAB_*) reach runs unless their names look like a credential (the worker
+# token, the broker's and MLflow's URLs, which may hold passwords, the signing key...): those are sealed.
 # Whatever its prefix, a name that looks like a credential never reaches a run.
 CREDENTIAL_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|KEY|AUTH|COOKIE|SESSION|_URL$|_URI$|_DSN$", re.I)
 # ...except these public settings whose names happen to match (URLs without credentials, by design)
@@ -88,9 +72,7 @@ def is_allowed(name: str, extra: frozenset[str] = frozenset()) -> bool:
         return True
     if CREDENTIAL_NAME.search(name):
         return False
-    if name.startswith("REASONLAB_"):
-        return name in PUBLIC_SETTINGS
-    return name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)
+    return name.startswith("REASONLAB_") or name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)
 
 
 def split_environment(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
