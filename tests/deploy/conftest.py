@@ -25,13 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 DOCKERFILES = [REPO / "docker" / "Dockerfile.api", REPO / "docker" / "Dockerfile.worker"]
+NGINX_CONF = REPO / "docker" / "nginx" / "reasonlab.conf"
 
 SECRETS = {
     "POSTGRES_PASSWORD": "pg-test-password-0123456789",
     "REASONLAB_SECRET_KEY": "test-secret-key-0123456789abcdef",
     "REASONLAB_WORKER_TOKEN": "wk_test-worker-token-0123456789",
 }
-SERVICES = {"postgres", "redis", "mlflow", "api", "worker", "worker-cpu"}
+SERVICES = {"postgres", "redis", "mlflow", "api", "proxy", "worker", "worker-cpu"}
 WORKERS = ("worker", "worker-cpu")
 
 

@@ -57,9 +57,11 @@ def test_healthchecks_and_start_order(config: dict[str, Any]) -> None:
     assert "redis-cli ping" in probe("redis")
     assert "127.0.0.1:5000/health" in probe("mlflow")
     assert "127.0.0.1:8000/api/v1/health" in probe("api")
+    assert "127.0.0.1:8000/api/v1/health" in probe("proxy")  # through nginx to the api
     wants = {
         "mlflow": {"postgres"},
         "api": {"postgres", "redis"},
+        "proxy": {"api"},
         "worker": {"api", "redis", "mlflow"},
         "worker-cpu": {"api", "redis", "mlflow"},
     }
