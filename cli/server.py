@@ -175,7 +175,7 @@ def up(
         click.echo("stopping ReasonLab: the workers give their runs back first (Ctrl-C again: kill them)...")
         seen = signals
         _stop_all(workers, stop_timeout, force=lambda: signals > seen)
-        _stop_all([api_proc, *mlflow_procs], 20.0)  # MLflow's UI: the workers write its store directly
+        _stop_all([api_proc, *mlflow_procs], 20.0)  # MLflow's UI: the API's mirror writes its store
     finally:  # an error above must not leave the services running in their own groups
         for p in (*workers, api_proc, *mlflow_procs):
             if p.poll() is None:

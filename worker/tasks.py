@@ -30,12 +30,12 @@ logger = logging.getLogger(__name__)
 
 @worker_init.connect
 def _preload(**_: Any) -> None:
-    """Import MLflow and every kind in the worker's parent process, so each fresh job process is forked
-    with them loaded and claims its run within milliseconds. Imports only: no torch op runs here, so
-    neither CUDA nor an OpenMP thread pool exists before the fork."""
+    """Import every kind in the worker's parent process, so each fresh job process is forked with them
+    loaded and claims its run within milliseconds. Imports only: no torch op runs here, so neither CUDA
+    nor an OpenMP thread pool exists before the fork. (MLflow is not loaded: the API mirrors runs to it.)"""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
     # torch._dynamo: torch.optim imports it at the first optimiser built (~3 s per process otherwise)
-    for module in ("torch._dynamo", "mlflow", "mlflow.store.tracking.sqlalchemy_store"):
+    for module in ("torch._dynamo",):
         try:
             importlib.import_module(module)
         except Exception as exc:

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from backend.db import driver_rows
+from backend.mirror import repository as mirror
 from backend.models import TS, Metric, MetricLatest, MetricRollup
 
 # ``last`` is looked up per bucket through the primary key (a correlated subquery: one index probe per
@@ -145,6 +146,8 @@ def upsert_series(
     if session.get_bind().dialect.name != "postgresql":
         # SQLite serialises writers, and this check reads in the writing transaction: it holds
         appended = first_steps is not None and not _may_overwrite(session, run_id, first_steps)
+        if not appended:  # before the points change: the MLflow mirror's watermarks (backend/mirror)
+            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
         _sqlite_upsert(
             session,
             [
@@ -169,6 +172,7 @@ def upsert_series(
         if appended:
             add_rollups(session, run_id, points)
         else:
+            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
             _merge(session, rows)
             refresh_rollups(session, run_id, _spans(points))
     except psycopg.Error as exc:

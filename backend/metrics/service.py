@@ -11,6 +11,7 @@ from backend.db import utcnow
 from backend.errors import TooLarge
 from backend.metrics import repository
 from backend.metrics.schemas import MetricBatch
+from backend.mirror import repository as mirror
 from backend.models import Run
 
 
@@ -50,6 +51,8 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     # stream's latest steps). Its own rows, upserted where the step is not smaller than the stored one:
     # no lock on the run row, so concurrent batches into one run neither wait for nor deadlock on it.
     repository.upsert_latest(session, run.id, tops)
+    if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
+        mirror.touch(session, run.id)
     return len(batch.points)
 
 

@@ -11,6 +11,7 @@ from backend.db import utcnow
 from backend.deps import Principal
 from backend.errors import Invalid, pydantic_errors
 from backend.kinds.service import result_class
+from backend.mirror import repository as mirror
 from backend.models import Result, Run
 from backend.results import repository
 from backend.results.schemas import ResultIn, ResultPublic
@@ -43,6 +44,8 @@ def post(session: Session, principal: Principal, run_id: int, body: ResultIn) ->
         session.add(result)
     else:  # the same record sent again (a retried post, a resumed attempt): replace, never duplicate
         result.kind, result.payload, result.created_at = body.kind, payload, utcnow()
+    if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
+        mirror.touch(session, run.id)
     session.flush()
     return public(result, run.params)
 

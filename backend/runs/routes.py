@@ -100,10 +100,9 @@ def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep) -> RunPubl
 
 @router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
 def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+    # body.mlflow_run_id (what older workers sent) is ignored: runs.mlflow_run_id is the API's MLflow
+    # mirror's (backend/mirror/), not something a run's own token may point elsewhere
     run = service.get_for_worker(session, principal, run_id, lifecycle=True)
-    if body.mlflow_run_id is not None:
-        run.mlflow_run_id = body.mlflow_run_id
-    session.flush()
     return _present(session, [run])[0]
 
 

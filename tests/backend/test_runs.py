@@ -38,7 +38,8 @@ def test_heartbeat_progress_finish_and_idempotent_finish(api: Api) -> None:
     assert api.client.post(f"{url}/finish", json=fin, headers=api.worker).status_code == 200
     assert api.client.post(f"{url}/finish", json=fin, headers=api.worker).status_code == 200
     got = api.client.get(url, headers=api.h()).json()
-    assert got["status"] == "succeeded" and got["finished_at"] and got["mlflow_run_id"] == "abc"
+    assert got["status"] == "succeeded" and got["finished_at"]
+    assert got["mlflow_run_id"] is None  # the API's MLflow mirror owns it; what a worker says is ignored
     r = api.client.post(f"{url}/heartbeat", json={"attempt": 1}, headers=api.worker)
     assert r.status_code == 409
 

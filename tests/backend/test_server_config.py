@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from common.settings import SharedSettings
+from backend.settings import Settings
 from tests.backend.conftest import Api
 
 
@@ -28,7 +28,7 @@ from tests.backend.conftest import Api
 def test_the_mlflow_ui_is_the_set_url_else_a_tracking_server_else_none(
     tmp_path: Path, tracking_uri: str, ui_url: str, expected: str | None
 ) -> None:
-    settings = SharedSettings(home=tmp_path, mlflow_tracking_uri=tracking_uri, mlflow_ui_url=ui_url)
+    settings = Settings(home=tmp_path, mlflow_tracking_uri=tracking_uri, mlflow_ui_url=ui_url)
     assert settings.mlflow_ui == expected
 
 

@@ -124,6 +124,13 @@ class Platform:
         self.workers.append(proc)
         return proc
 
+    def kill9_api(self) -> None:
+        """kill -9 of the API (and its mirror thread): no shutdown, whatever it was doing."""
+        assert self.api_proc is not None
+        os.killpg(self.api_proc.pid, signal.SIGKILL)
+        self.api_proc.wait(10)
+        self.api_proc = None
+
     def kill9_worker(self, proc: subprocess.Popen[bytes]) -> None:
         """kill -9 of the worker: the Celery parent and its job process, no chance to clean up."""
         os.killpg(proc.pid, signal.SIGKILL)
@@ -157,6 +164,31 @@ class Platform:
         except AssertionError:
             raise AssertionError(self.diagnostics()) from None
         return result
+
+    def wait_mirrored(self, run_ids: list[int], timeout: float = 120) -> None:
+        """Until the API's MLflow mirror (backend/mirror/) has finished each of these finished runs: all
+        of its points, results, artifacts and its status are in MLflow."""
+        from sqlalchemy import select
+
+        from backend.db import get_engine
+        from backend.models import MirrorRun, Run
+
+        def done() -> bool:
+            with get_engine(self.settings.database_url).connect() as conn:
+                rows = conn.execute(
+                    select(Run.attempt, Run.status, MirrorRun.pending, MirrorRun.done)
+                    .join(MirrorRun, MirrorRun.run_id == Run.id)
+                    .where(Run.id.in_(run_ids))
+                ).all()
+            return len(rows) == len(run_ids) and all(
+                not pending and finished == f"{attempt}:{status}"
+                for attempt, status, pending, finished in rows
+            )
+
+        try:
+            wait_for(done, timeout, f"the MLflow mirror of runs {run_ids}", interval=0.3)
+        except AssertionError:
+            raise AssertionError(self.diagnostics()) from None
 
     def loss_steps(self, run_id: int) -> list[tuple[int, float | None]]:
         series = self.client.get_metrics(run_id, keys=["loss"], max_points=10_000)["series"]["loss"]

@@ -14,13 +14,9 @@ SPEC = {"seed": 11, "train": {"steps": 60, "checkpoint_every": 10, "step_delay":
 
 
 def _host(platform: Platform, root: Path) -> dict[str, str]:
-    """A worker host of its own: home and artifact root on its local disk. MLflow's store stays the
-    platform's (in server mode an MLflow server every host reaches, like the API)."""
-    return {
-        "REASONLAB_HOME": str(root / "home"),
-        "REASONLAB_ARTIFACT_ROOT": str(root / "artifacts"),
-        "REASONLAB_MLFLOW_TRACKING_URI": platform.settings.mlflow_tracking_uri,
-    }
+    """A worker host of its own: home and artifact root on its local disk, no MLflow (the API mirrors
+    runs to MLflow)."""
+    return {"REASONLAB_HOME": str(root / "home"), "REASONLAB_ARTIFACT_ROOT": str(root / "artifacts")}
 
 
 def _checkpoint_steps(platform: Platform, run_id: int) -> list[int]:

@@ -1,4 +1,5 @@
-"""End to end: REST -> outbox -> broker -> a real `celery worker` process -> REST, with MLflow mirrors."""
+"""End to end: REST -> outbox -> broker -> a real `celery worker` process -> REST, and the API's MLflow
+mirror of every run (workers never talk to MLflow)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def _check_sweep(platform: Platform) -> None:
     assert len(ids) == 4
     runs = platform.wait_finished(ids)
     assert [r["status"] for r in runs] == ["succeeded"] * 4, platform.diagnostics()
+    platform.wait_mirrored(ids)
+    runs = [platform.client.get_run(i) for i in ids]
     for r in runs:
         steps = platform.loss_steps(r["id"])
         assert [s for s, _ in steps] == list(range(1, 21))
@@ -80,13 +83,18 @@ def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> N
     assert [s for s, _ in series] == list(range(1, 61)), f"missing or duplicate steps (killed at {killed_at})"
     total = pg_platform.client.get_metrics(rid, keys=["loss"])["series"]["loss"]["total_points"]
     assert total == 60
-    # the MLflow mirror too: one entry per step, although the resumed attempt logged again the steps
-    # between its checkpoint and the crash (MLflow appends), and none missing
+    # the MLflow mirror too (the API's, from the database): one entry per step, although the resumed
+    # attempt logged again the steps between its checkpoint and the crash (MLflow appends), none missing
+    pg_platform.wait_mirrored([rid])
+    final = pg_platform.client.get_run(rid)
     mirror = MlflowClient(pg_platform.settings.mlflow_tracking_uri)
     history = mirror.get_metric_history(final["mlflow_run_id"], "loss")
     assert sorted(m.step for m in history) == list(range(1, 61)), f"killed at {killed_at}"
     assert {m.step: m.value for m in history} == dict(series)
     assert len(mirror.get_metric_history(final["mlflow_run_id"], "final_loss")) == 1
+    ml = mirror.get_run(final["mlflow_run_id"])
+    assert ml.info.status == "FINISHED" and ml.data.tags["reasonlab.attempt"] == "2"
+    assert [a.path for a in mirror.list_artifacts(final["mlflow_run_id"], "model")] == ["model/step-60.pt"]
     mlflow.set_tracking_uri("")
     logs = "\n".join(i["line"] for i in pg_platform.client.get_logs(rid)["items"])
     assert "resum" in logs.lower(), logs[-2000:]
@@ -107,6 +115,36 @@ def _unacked(platform: Platform) -> list[str]:
 def _queued(platform: Platform) -> list[str]:
     broker = redis.Redis.from_url(platform.settings.broker_url)
     return [json.loads(raw)["headers"]["id"] for raw in broker.lrange("cpu", 0, -1)]
+
+
+def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -> None:
+    """kill -9 of the API while a run logs and the API's mirror copies it to MLflow, then a new API: the
+    worker buffered meanwhile; the mirror goes on from its watermarks in the database (a batch MLflow had
+    taken but whose watermark was not committed is sent again as the same points, which MLflow ignores):
+    one MLflow run, one point per step, the platform's values."""
+    pg_platform.env["REASONLAB_HEARTBEAT_TIMEOUT"] = "60"  # the outage is shorter than the reaper's patience
+    spec = {"seed": 5, "train": {"steps": 80, "checkpoint_every": 1000, "step_delay": 0.1}}
+    pg_platform.start_api()
+    pg_platform.start_worker()
+    rid = pg_platform.submit(spec, name="api-kill9")["runs"][0]["id"]
+    wait_for(lambda: len(pg_platform.loss_steps(rid)) >= 20, 120, "the run to log its first steps")
+    pg_platform.kill9_api()
+    time.sleep(2)
+    pg_platform.start_api()
+    (final,) = pg_platform.wait_finished([rid])
+    assert final["status"] == "succeeded" and final["attempt"] == 1, pg_platform.diagnostics()
+    series = pg_platform.loss_steps(rid)
+    assert [s for s, _ in series] == list(range(1, 81))
+    pg_platform.wait_mirrored([rid])
+    mid = pg_platform.client.get_run(rid)["mlflow_run_id"]
+    mirror = MlflowClient(pg_platform.settings.mlflow_tracking_uri)
+    history = mirror.get_metric_history(mid, "loss")
+    assert sorted(m.step for m in history) == list(range(1, 81))
+    assert {m.step: m.value for m in history} == dict(series)
+    ml = mirror.get_run(mid)
+    same = mirror.search_runs([ml.info.experiment_id], filter_string=f"tags.`reasonlab.run_id` = '{rid}'")
+    assert [r.info.run_id for r in same] == [mid] and ml.info.status == "FINISHED"
+    mlflow.set_tracking_uri("")
 
 
 def test_broker_down_at_submit_then_back(tmp_path: Path, postgres_url: str) -> None:

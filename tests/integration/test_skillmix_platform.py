@@ -63,7 +63,12 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
             "generation": {"max_new_tokens": 6},
             "grader": {
                 "type": "endpoint",
-                "endpoint": {"url": url, "model": "scripted-gpt", "api_key_secret": KEY_NAME, "max_retries": 2},
+                "endpoint": {
+                    "url": url,
+                    "model": "scripted-gpt",
+                    "api_key_secret": KEY_NAME,
+                    "max_retries": 2,
+                },
             },
             "cache": {"dir": str(cache)},
         }
@@ -73,6 +78,8 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
         )
         runs = p.wait_finished([r["id"] for r in exp["runs"]], timeout=600)
     assert [r["status"] for r in runs] == ["succeeded"] * 4, p.diagnostics()
+    p.wait_mirrored([r["id"] for r in runs])  # the API's MLflow mirror: in the store searched below too
+    runs = [p.client.get_run(r["id"]) for r in runs]
 
     cells = p.client.get_experiment_results(exp["id"], kind="skillmix_cell")
     assert {(c["payload"]["ept"], c["payload"]["k"]) for c in cells} == {(1, 1), (1, 2), (4, 1), (4, 2)}

@@ -1,5 +1,6 @@
 """The executor against an in-memory API (tests/worker/worker_fake_api.py): claim, heartbeat, cancel,
-lease loss, failure with traceback, API outages mid-run, and the MLflow mirror across attempts."""
+lease loss, failure with traceback, API outages mid-run, attempts that resume, and no MLflow anywhere (the
+API mirrors runs to MLflow: tests/backend/test_mirror.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ def settings(tmp_path: Path) -> SharedSettings:
 
 
 def _execute(api: FakeApi, settings: SharedSettings, attempt: int = 1, **kwargs: Any) -> str:
-    kwargs.setdefault("use_mlflow", False)
     return execute(
         api.run["id"], attempt, settings, client=api.client(), writer_options=FAST, worker="w:1", **kwargs
     )
@@ -108,40 +108,34 @@ def test_api_outage_mid_run_loses_no_point(settings: SharedSettings) -> None:
     assert api.unreachable_metric_posts == 0 and api.fail_metric_posts == 0
 
 
-def test_second_attempt_resumes_and_reuses_the_mlflow_run(tmp_path: Path, mlflow_uri: str) -> None:
-    from mlflow import MlflowClient
-
-    settings = SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
+def test_second_attempt_resumes_from_the_checkpoint(settings: SharedSettings) -> None:
+    """A failed attempt retried: the next one resumes from the last checkpoint; neither tells the API an
+    MLflow run (the API's mirror owns runs.mlflow_run_id)."""
     api = FakeApi(spec=_spec(fail_at_step=16))
-    assert _execute(api, settings, use_mlflow=True) == "failed"
-    mlflow_run_id = api.run["mlflow_run_id"]
-    assert api.patches == [{"mlflow_run_id": mlflow_run_id}]
-
+    assert _execute(api, settings) == "failed"
     api.requeue(attempt=2)  # what POST /runs/{id}/retry does
-    assert _execute(api, settings, attempt=2, use_mlflow=True) == "succeeded"
-    assert api.run["mlflow_run_id"] == mlflow_run_id and len(api.patches) == 1
+    assert _execute(api, settings, attempt=2) == "succeeded"
     assert api.finishes[-1] == {
         "attempt": 2,
         "status": "succeeded",
-        "mlflow_run_id": mlflow_run_id,
         "progress": {"done": 24, "total": 24, "message": "done"},
     }
     assert api.results[-1]["payload"]["resumed_from_step"] == 12
     assert _loss_steps(api) == list(range(1, 25))
+    assert api.patches == [] and all("mlflow_run_id" not in f for f in api.finishes)
 
-    mlflow = MlflowClient(tracking_uri=settings.mlflow_tracking_uri)
-    run = mlflow.get_run(mlflow_run_id)
-    assert run.info.status == "FINISHED"
-    assert run.data.params["train.steps"] == "24"
-    assert run.data.tags["reasonlab.attempt"] == "2"
-    # one entry per step: the steps 13-15, logged again after the resume from step 12, are not appended
-    history = mlflow.get_metric_history(mlflow_run_id, "loss")
-    assert sorted(m.step for m in history) == list(range(1, 25))
-    assert {m.step: m.value for m in history} == {step: api.metrics["loss", step] for step in range(1, 25)}
-    experiment = mlflow.get_experiment(run.info.experiment_id)
-    assert experiment.name == "reasonlab/experiment-3"
-    # the final model: the newest checkpoint of the succeeded run
-    assert [a.path for a in mlflow.list_artifacts(mlflow_run_id, "model")] == ["model/step-24.pt"]
+
+def test_the_worker_never_loads_mlflow(tmp_path: Path) -> None:
+    """A worker host needs no MLflow URL: neither the settings nor the executor's modules know MLflow."""
+    import subprocess
+    import sys
+
+    assert not any("mlflow" in name for name in SharedSettings.model_fields)
+    code = (
+        "import sys; import worker.executor, worker.tasks, worker.tracking.tracked; "
+        "sys.exit(1 if any(m == 'mlflow' or m.startswith('mlflow.') for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2]).returncode == 0
 
 
 def test_a_run_claimed_as_the_worker_shuts_down_is_given_back_at_once(
@@ -156,27 +150,6 @@ def test_a_run_claimed_as_the_worker_shuts_down_is_given_back_at_once(
     assert _execute(api, settings) == "released"
     assert api.run["status"] == "queued" and api.run["attempt"] == 2 and api.run["max_attempts"] == 4
     assert _loss_steps(api) == [] and api.finishes == []
-
-
-def test_later_attempt_fills_the_mirror_from_the_platform_without_duplicates(
-    tmp_path: Path, mlflow_uri: str
-) -> None:
-    """The first attempt's mirror fell behind (here: MLflow was unreachable throughout); the next attempt
-    copies the platform's points into the mirror, then skips the steps it logs again after its resume."""
-    from mlflow import MlflowClient
-
-    settings = SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05, mlflow_tracking_uri=mlflow_uri)
-    api = FakeApi(spec=_spec(fail_at_step=16))
-    assert _execute(api, settings, use_mlflow=False) == "failed"
-    assert _loss_steps(api) == list(range(1, 16)) and api.run["mlflow_run_id"] is None
-    api.requeue(attempt=2)
-    assert _execute(api, settings, attempt=2, use_mlflow=True) == "succeeded"
-    assert api.results[-1]["payload"]["resumed_from_step"] == 12
-    mlflow = MlflowClient(tracking_uri=settings.mlflow_tracking_uri)
-    history = mlflow.get_metric_history(api.run["mlflow_run_id"], "loss")
-    assert sorted(m.step for m in history) == list(range(1, 25))
-    assert {m.step: m.value for m in history} == {step: api.metrics["loss", step] for step in range(1, 25)}
-    assert [m.step for m in mlflow.get_metric_history(api.run["mlflow_run_id"], "final_loss")] == [24]
 
 
 def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSettings) -> None:

@@ -98,9 +98,7 @@ def test_an_executed_run_gets_system_metrics(tmp_path: Path) -> None:
         }
     )
     api.run["created_at"] = "2020-01-01T00:00:00Z"
-    status = execute(
-        api.run["id"], 1, settings, client=api.client(), writer_options=FAST, worker="w:1", use_mlflow=False
-    )
+    status = execute(api.run["id"], 1, settings, client=api.client(), writer_options=FAST, worker="w:1")
     assert status == "succeeded"
     system = {(k, s) for k, s in api.metrics if k.startswith("system/")}
     assert {k for k, _ in system} >= {
@@ -123,7 +121,6 @@ def test_system_metrics_can_be_turned_off(tmp_path: Path) -> None:
             client=api.client(),
             writer_options=FAST,
             worker="w:1",
-            use_mlflow=False,
         )
         == "succeeded"
     )

@@ -5,7 +5,7 @@
     writer       Sink (the interface), MetricPoint, SinkWriter (buffer + background flush), WriterOptions
     checkpoints  atomic step-<n>.pt files, the newest kept
     sinks        ApiSink (the platform, over REST), LocalSink (files under a folder)
-    mlflow       MlflowSink (the best-effort mirror), mlflow_artifact_location
+    mlflow       MlflowSink (a local run's MLflow run: platform runs are the API's), mlflow_artifact_location
     tracked      TrackedRunContext, LocalRunContext, ApiRunContext, TrackingError, resolve_device
 
 Every public name is re-exported here, ``from worker.tracking import X``, and imported on first use:

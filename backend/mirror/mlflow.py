@@ -1,0 +1,194 @@
+"""What the mirror writes to MLflow (``MlflowTarget``), behind a small interface (``Target``) that tests
+wrap to count calls or to play an MLflow that is down. MLflow is imported lazily: the API starts without
+it, and only the leader's mirror thread loads it.
+
+MLflow's tracking store appends a metric point: logging a (key, step) again with another value or time
+makes a second entry (its primary key is key, timestamp, step, run, value), while the very same point
+(value, timestamp and step) is ignored. The mirror therefore sends each point once, stamped with the time
+the platform stored for it, so that a batch sent again after an API crash (MLflow acknowledged it, the
+watermark was not committed) is the same points and adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import posixpath
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+logger = logging.getLogger("reasonlab.mirror")
+
+# MLflow's UI and API refuse some characters the platform accepts in keys
+_KEY_RE = re.compile(r"[^A-Za-z0-9_\-. /]")
+# log_batch limits of MLflow's REST API (mlflow.utils.validation), fixed here so that tests need no MLflow
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_PER_BATCH = 100
+MAX_PARAM_VALUE = 6000
+STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
+
+
+def mlflow_key(key: str) -> str:
+    """A platform key as MLflow names it: characters it refuses become ``_``, and a key MLflow would read
+    as another path (``a/../b``, ``./a``, ``/a``, ``a/``) has its slashes replaced too."""
+    name = _KEY_RE.sub("_", key)
+    norm = posixpath.normpath(name) if name else name
+    if norm != name or norm in (".", "..") or norm.startswith(("../", "/")):
+        name = name.replace("/", "_")
+    return name or "_"
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}`` (lists stay values)."""
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, prefix=f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def param_values(spec: dict[str, Any]) -> dict[str, str]:
+    """A run's resolved spec as MLflow params (flattened; values as text, cut to MLflow's limit)."""
+    return {
+        mlflow_key(k): (v if isinstance(v, str) else json.dumps(v))[:MAX_PARAM_VALUE]
+        for k, v in flatten(spec).items()
+    }
+
+
+def artifact_location(tracking_uri: str, fallback: Path) -> str | None:
+    """Where a new MLflow experiment keeps artifacts: the server decides for an http(s) store; for a file
+    or database store a folder beside it (MLflow's default, ./mlruns, depends on the working directory)."""
+    if tracking_uri.startswith(("http://", "https://", "databricks")):
+        return None
+    if tracking_uri.startswith("sqlite:///"):
+        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
+    return fallback.resolve().as_uri()
+
+
+class Target(Protocol):
+    """What the mirror needs of MLflow. Every call either succeeds or raises."""
+
+    def ensure_run(self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str]) -> str:
+        """The id of the active run of ``experiment`` tagged ``find``, made (with ``tags``) if none."""
+        ...
+
+    def log_params(self, run_id: str, params: dict[str, str]) -> None: ...
+
+    def log_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, int]]) -> None:
+        """``(key, value, timestamp_ms, step)`` points, at most MAX_METRICS_PER_BATCH."""
+        ...
+
+    def set_tags(self, run_id: str, tags: dict[str, str]) -> None: ...
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """``RUNNING`` or a terminal MLflow status (FINISHED, FAILED, KILLED)."""
+        ...
+
+    def log_dict(self, run_id: str, payload: dict[str, Any], path: str) -> None: ...
+
+    def log_file(self, run_id: str, local: Path, folder: str) -> None: ...
+
+    def delete_runs(self, experiment: str, find: dict[str, str], keep: str) -> int:
+        """Delete the active runs of ``experiment`` tagged ``find`` but ``keep``; how many."""
+        ...
+
+
+def _filter(find: dict[str, str]) -> str:
+    return " and ".join(f"tags.`{k}` = '{v}'" for k, v in sorted(find.items()))
+
+
+class MlflowTarget:
+    """``Target`` over ``mlflow.MlflowClient``. An http(s) server is asked with few retries (MLflow's
+    default backoff waits minutes): the mirror retries at its next tick instead."""
+
+    def __init__(self, tracking_uri: str, artifact_fallback: Path) -> None:
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+        from mlflow import MlflowClient
+
+        self.tracking_uri = tracking_uri
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.location = artifact_location(tracking_uri, artifact_fallback)
+        self._experiments: dict[str, str] = {}
+
+    def _experiment(self, name: str, create: bool = True) -> str | None:
+        found = self._experiments.get(name)
+        if found is not None:
+            return found
+        from mlflow.exceptions import MlflowException
+
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            self._experiments[name] = experiment.experiment_id
+            return str(experiment.experiment_id)
+        if not create:
+            return None
+        try:
+            made = self.client.create_experiment(name, artifact_location=self.location)
+        except MlflowException:  # made in between
+            again = self.client.get_experiment_by_name(name)
+            if again is None:
+                raise
+            made = again.experiment_id
+        self._experiments[name] = str(made)
+        return str(made)
+
+    def ensure_run(self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str]) -> str:
+        experiment_id = self._experiment(experiment)
+        assert experiment_id is not None
+        found = self.client.search_runs([experiment_id], filter_string=_filter(find), max_results=1)
+        if found:
+            return str(found[0].info.run_id)
+        return str(self.client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
+
+    def log_params(self, run_id: str, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in sorted(params.items())]
+        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=items[i : i + MAX_PARAMS_PER_BATCH])
+
+    def log_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, int]]) -> None:
+        from mlflow.entities import Metric
+
+        self.client.log_batch(run_id, metrics=[Metric(k, v, t, s) for k, v, t, s in points])
+
+    def set_tags(self, run_id: str, tags: dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in sorted(tags.items())])
+
+    def set_status(self, run_id: str, status: str) -> None:
+        if status == "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+        else:
+            self.client.set_terminated(run_id, status=status)
+
+    def log_dict(self, run_id: str, payload: dict[str, Any], path: str) -> None:
+        self.client.log_dict(run_id, payload, path)
+
+    def log_file(self, run_id: str, local: Path, folder: str) -> None:
+        self.client.log_artifact(run_id, str(local), folder)
+
+    def delete_runs(self, experiment: str, find: dict[str, str], keep: str) -> int:
+        experiment_id = self._experiment(experiment, create=False)
+        if experiment_id is None:
+            return 0
+        deleted = 0
+        for run in self.client.search_runs([experiment_id], filter_string=_filter(find), max_results=100):
+            if run.info.run_id != keep:
+                self.client.delete_run(run.info.run_id)
+                deleted += 1
+        return deleted
+
+
+def finite_or_nan(value: float | None) -> float:
+    """The platform stores a non-finite value as NULL (a gap); MLflow gets NaN for it."""
+    return value if value is not None and math.isfinite(value) else math.nan
