@@ -29,6 +29,7 @@ from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
 from worker.logcapture import capture_logs
 from worker.sysmetrics import SystemSampler, step_origin
+from worker.tracking.artifacts import TransferCancelled
 from worker.tracking.context import RunError, RunStatus
 from worker.tracking.tracked import ApiRunContext, TrackingError
 from worker.tracking.writer import WriterOptions
@@ -215,8 +216,13 @@ def _run_claimed(
         heartbeat.attach(ctx)
         with capture_logs(ctx):
             try:
-                logger.info("run %s attempt %s: kind %s on %s", run_id, attempt, run["kind"], ctx.device)
-                kind.run(spec, ctx)
+                if ctx.stop_reason == "cancel":  # cancelled before the kind began: it never starts
+                    logger.info("run %s attempt %s: cancelled before the kind started", run_id, attempt)
+                else:
+                    logger.info("run %s attempt %s: kind %s on %s", run_id, attempt, run["kind"], ctx.device)
+                    kind.run(spec, ctx)
+            except TransferCancelled:  # a download of the kind's setup, given up on the cancel
+                logger.info("run %s attempt %s: cancelled during the kind's setup", run_id, attempt)
             except RunError as exc:  # the kind explained the failure: its message, no traceback
                 error = f"{type(exc).__name__}: {exc}"
                 logger.error("run %s attempt %s failed: %s", run_id, attempt, error)
@@ -247,6 +253,8 @@ def _run_claimed(
     if ctx is not None:
         try:
             ctx.close(status, final=not lease_lost)  # every point and result persisted before finish
+            if ctx.closed_as == "cancelled":  # cancelled while its outputs were being stored
+                status = "cancelled"
         except TrackingError as exc:
             logger.error("run %s: tracking failed: %s", run_id, exc)
             status = "failed"

@@ -5,6 +5,7 @@ API mirrors runs to MLflow: tests/backend/test_mirror.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -229,3 +230,82 @@ def test_outputs_of_a_succeeded_run_are_stored_and_another_run_reads_them(tmp_pa
         ctx.close("failed")
     assert outputs == tmp_path / "b" / "runs" / "run-5"
     assert (outputs / "model" / "config.json").read_text() == '{"d": 8}'
+
+
+# -- a cancel stops a run in any phase ------------------------------------------------------------------
+
+
+def test_a_cancel_during_setup_never_starts_the_kind(
+    settings: SharedSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel came while the job was still setting up (here: a kind slow to import): the kind never
+    runs, the run finishes cancelled."""
+    import time
+
+    from worker import executor
+
+    api = FakeApi(spec=_spec(steps=100_000, step_delay=0.002))
+    real = executor.get_kind
+    started: list[str] = []
+
+    def slow_import(name: str) -> Any:
+        with api.lock:
+            api.run["cancel_requested"] = True  # the user cancels right after the claim
+        time.sleep(0.5)  # several heartbeats
+        kind = real(name)
+
+        def run(spec: Any, ctx: Any) -> None:
+            started.append(name)
+            kind.run(spec, ctx)
+
+        return SimpleNamespace(spec=kind.spec, run=run)
+
+    monkeypatch.setattr(executor, "get_kind", slow_import)
+    assert _execute(api, settings) == "cancelled"
+    assert started == [] and _loss_steps(api) == []
+    assert api.finishes[0]["status"] == "cancelled"
+
+
+def test_a_cancel_while_outputs_are_stored_ends_the_run_cancelled(settings: SharedSettings) -> None:
+    """The kind was done and its outputs were going up when the cancel came: the remaining files are not
+    sent and the run finishes cancelled, at once, instead of succeeding after the whole upload."""
+    import time
+
+    class CancelOnUpload(FakeApi):
+        def _artifacts(self, request: Any, path: str) -> Any:
+            if request.method == "PUT" and "/artifacts/outputs/" in path and not self.run["cancel_requested"]:
+                with self.lock:
+                    self.run["cancel_requested"] = True
+                time.sleep(0.5)  # the heartbeat sees the cancel while this file goes up
+            return super()._artifacts(request, path)
+
+    api = CancelOnUpload(spec=_spec())
+    out_dir = Path(settings.artifact_root) / "runs" / f"run-{api.run['id']}"
+    out_dir.mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (out_dir / name).write_text(name)
+    assert _execute(api, settings) == "cancelled"
+    assert api.finishes[-1]["status"] == "cancelled"
+    stored = sorted(p for _, p in api.artifacts if not p.startswith("checkpoints/"))
+    assert stored == ["outputs/a.txt"], stored  # neither the other outputs nor a final model
+    assert _loss_steps(api) == list(range(1, 25))  # every point still flushed before the finish
+
+
+def test_a_cancel_ends_downloads_but_never_the_checkpoint_upload(tmp_path: Path) -> None:
+    """Transfers before the kind's loop stop on a cancel; the checkpoint a kind writes when cancelled is
+    still stored (a retry resumes from it)."""
+    from worker.tracking.artifacts import RunArtifacts, TransferCancelled
+
+    api = FakeApi(run_id=5)
+    api.run.update(status="running")
+    api.artifacts[(5, "outputs/x.txt")] = b"x"
+    cancelled = [True]
+    local = tmp_path / "step-3.pt"
+    local.write_bytes(b"state")
+    with api.run_client() as client:
+        artifacts = RunArtifacts(client, 5, 1, stop=lambda: cancelled[0])
+        with pytest.raises(TransferCancelled):
+            artifacts.pull_outputs(5, tmp_path / "out")
+        artifacts.push_checkpoint(local, 3, keep=2)
+    assert api.artifacts[(5, "checkpoints/step-3.pt")] == b"state"
+    assert not (tmp_path / "out").exists()

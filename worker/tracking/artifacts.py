@@ -40,22 +40,42 @@ def _step_of(path: str) -> int | None:
     return None
 
 
+class TransferCancelled(RuntimeError):
+    """A transfer given up because the run was cancelled (a cancel stops a run in any phase: a download
+    before the kind's loop, the upload of its outputs at the end)."""
+
+
 class RunArtifacts:
     """The artifacts of one attempt of one run, through the API; every call retries while the API is
-    unavailable, up to ``deadline`` seconds, then raises ``ApiUnavailable``."""
+    unavailable, up to ``deadline`` seconds, then raises ``ApiUnavailable``. When ``stop()`` turns true
+    (the run was cancelled), the next file, or the next retry, raises ``TransferCancelled`` instead."""
 
     def __init__(
-        self, client: ReasonLabClient, run_id: int, attempt: int, *, deadline: float = 600.0
+        self,
+        client: ReasonLabClient,
+        run_id: int,
+        attempt: int,
+        *,
+        deadline: float = 600.0,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.run_id = run_id
         self.attempt = attempt
         self.deadline = deadline
+        self.stop = stop
 
-    def _retry(self, call: Callable[[], T], what: str) -> T:
+    def _check(self, what: str) -> None:
+        if self.stop is not None and self.stop():
+            raise TransferCancelled(f"run {self.run_id}: {what}: not done, the run was cancelled")
+
+    def _retry(self, call: Callable[[], T], what: str, *, stoppable: bool = True) -> T:
+        """``call()``, retried while the API is unavailable; a cancel ends it first (``stoppable``)."""
         end = time.monotonic() + self.deadline
         delay = 0.5
         while True:
+            if stoppable:
+                self._check(what)
             try:
                 return call()
             except ApiUnavailable as exc:
@@ -64,33 +84,43 @@ class RunArtifacts:
                 logger.warning(
                     "run %s: %s: API unavailable (%s); retrying in %.1f s", self.run_id, what, exc, delay
                 )
-                time.sleep(delay)
+                waited = 0.0
+                while waited < delay:  # in slices, so that a cancel ends the wait
+                    if stoppable:
+                        self._check(what)
+                    time.sleep(min(0.25, delay - waited))
+                    waited += 0.25
                 delay = min(delay * 2, 10.0)
 
-    def _push(self, path: str, source: Path) -> None:
+    def _push(self, path: str, source: Path, *, stoppable: bool = True) -> None:
         self._retry(
             lambda: self.client.upload_artifact(self.run_id, path, source, attempt=self.attempt),
             f"upload {path}",
+            stoppable=stoppable,
         )
 
-    def stored(self, run_id: int, folder: str) -> dict[str, int]:
+    def stored(self, run_id: int, folder: str, *, stoppable: bool = True) -> dict[str, int]:
         """``{path: size}`` of run ``run_id``'s files under ``folder/``."""
-        listing = self._retry(lambda: self.client.list_artifacts(run_id), "list artifacts")
+        listing = self._retry(
+            lambda: self.client.list_artifacts(run_id), "list artifacts", stoppable=stoppable
+        )
         return {i["path"]: i["size"] for i in listing["items"] if i["path"].startswith(folder + "/")}
 
     # -- checkpoints ------------------------------------------------------------------------------------
 
     def push_checkpoint(self, local: Path, step: int, keep: int) -> None:
         """Upload ``local`` as ``checkpoints/step-<step>.pt``, then drop the stored ones older than the
-        newest ``keep`` (after the upload: the store always holds a complete checkpoint)."""
-        self._push(f"{CHECKPOINTS}/step-{step}.pt", local)
-        steps = sorted(s for p in self.stored(self.run_id, CHECKPOINTS) if (s := _step_of(p)) is not None)
+        newest ``keep`` (after the upload: the store always holds a complete checkpoint). Not stopped by a
+        cancel: a kind checkpoints when it is cancelled, and a retry resumes from that checkpoint."""
+        self._push(f"{CHECKPOINTS}/step-{step}.pt", local, stoppable=False)
+        stored = self.stored(self.run_id, CHECKPOINTS, stoppable=False)
+        steps = sorted(s for p in stored if (s := _step_of(p)) is not None)
         for old in steps[:-keep]:
             delete = partial(
                 self.client.delete_artifact, self.run_id, f"{CHECKPOINTS}/step-{old}.pt", attempt=self.attempt
             )
             with contextlib.suppress(NotFound):  # another call removed it first
-                self._retry(delete, "delete an old checkpoint")
+                self._retry(delete, "delete an old checkpoint", stoppable=False)
 
     def pull_checkpoints(self, directory: Path) -> list[int]:
         """Download the stored checkpoints newer than the newest in ``directory`` (a host that never ran

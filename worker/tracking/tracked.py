@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from worker.tracking.artifacts import RunArtifacts
+from worker.tracking.artifacts import RunArtifacts, TransferCancelled
 from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
 from worker.tracking.context import RunContext, RunError, RunStatus, result_record
 from worker.tracking.redact import Redactor
@@ -280,7 +280,9 @@ class ApiRunContext(TrackedRunContext):
         self.run_id = run_id
         self.attempt = attempt
         self.lease_lost = False
-        self.artifacts = RunArtifacts(client, run_id, attempt)
+        # a cancel ends the transfers of the run (downloads before the kind's loop, the outputs' upload)
+        self.artifacts = RunArtifacts(client, run_id, attempt, stop=lambda: self.stop_reason == "cancel")
+        self.closed_as: RunStatus | None = None  # the status close() told the sinks
         self._client = client
 
     def secret(self, name: str) -> str:
@@ -346,10 +348,19 @@ class ApiRunContext(TrackedRunContext):
         that finished without them (the API unreachable past the deadline) fails instead."""
         if self._closed:
             return
+        self.closed_as = status
         if final and status == "succeeded" and not self.lease_lost:
             try:
                 stored = self.artifacts.push_outputs(self.out_dir, self.checkpoint_dir)
+            except TransferCancelled:  # cancelled while its outputs went up: it ends cancelled, at once
+                logger.warning(
+                    "run %s: cancelled while storing its outputs; the rest is not stored", self.run_id
+                )
+                self.closed_as = "cancelled"
+                super().close("cancelled", final=final)
+                return
             except Exception as exc:
+                self.closed_as = "failed"
                 super().close("failed", final=final)
                 raise TrackingError(f"outputs and final model not stored: {exc}") from exc
             newest = checkpoint_files(self.checkpoint_dir)[-1:]
