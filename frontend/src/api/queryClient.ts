@@ -1,13 +1,14 @@
 // One QueryClient with the one place errors are reported: a failed query or mutation shows a
 // notification, except 401 (the session ends and the login page says so) and mutations that show their
-// errors on a form (meta.formErrors: the 422 lands on the fields).
+// errors on a form (meta.formErrors: the 422 lands on the fields; meta.errorsInline: the component shows
+// every 4xx the API answers, as the secrets form does with its 422s and 403s).
 import { notifications } from '@mantine/notifications';
 import { MutationCache, QueryCache, QueryClient } from '@tanstack/react-query';
 import { errorMessage, isApiError } from './errors';
 
 declare module '@tanstack/react-query' {
   interface Register {
-    mutationMeta: { formErrors?: boolean };
+    mutationMeta: { formErrors?: boolean; errorsInline?: boolean };
   }
 }
 
@@ -25,6 +26,7 @@ export function makeQueryClient(): QueryClient {
     mutationCache: new MutationCache({
       onError: (error, _vars, _ctx, mutation) => {
         if (mutation.meta?.formErrors && isApiError(error, 422)) return;
+        if (mutation.meta?.errorsInline && isApiError(error) && error.status < 500) return;
         report(error, 'Action failed');
       },
     }),

@@ -30,6 +30,8 @@ export type LogPage = Ok<'runs-logs'>;
 export type Comment = Elem<Ok<'reviews-experiment_comments'>>;
 export type Review = Elem<Ok<'reviews-list'>>;
 export type Activity = Elem<Ok<'reviews-activity'>>;
+/** A project secret as the API shows it: name, when and by whom it was set; never its value. */
+export type Secret = Elem<Ok<'secrets-list'>>;
 export type Role = 'admin' | 'member' | 'viewer';
 
 /** A run's status (the API's `RunStatus` enum; lib/runStatus.ts lists it once). */

@@ -36,9 +36,14 @@ export function roleIn(me: Me | undefined, projectId: number | undefined): Role 
   return (m?.role as Role | undefined) ?? null;
 }
 
+/** The signed-in user's role in a project (site admins are admins everywhere); null while unknown or none. */
+export function useRole(projectId: number | undefined): Role | null {
+  const { data: me } = useMe();
+  return roleIn(me, projectId);
+}
+
 /** Whether the signed-in user may submit, cancel, retry, comment, review and tag in a project. */
 export function useCanWrite(projectId: number | undefined): boolean {
-  const { data: me } = useMe();
-  const role = roleIn(me, projectId);
+  const role = useRole(projectId);
   return role === 'admin' || role === 'member';
 }

@@ -44,6 +44,7 @@ function Header() {
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
             <NavItem to="/activity">Activity</NavItem>
+            <NavItem to="/settings">Settings</NavItem>
           </Group>
         </nav>
       </Group>

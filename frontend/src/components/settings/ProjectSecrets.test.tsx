@@ -1,0 +1,241 @@
+// @vitest-environment jsdom
+// The Secrets section of a project's settings, rendered in jsdom against a fake of the API's three
+// secrets operations (the typed client's GET/PUT/DELETE answered in memory, with the API's error bodies):
+// an admin sets, replaces and deletes; the value is sent once and kept nowhere; the API's 422s land on the
+// field they name and a 403 above the form, with no notification; members and viewers only read names.
+import { MantineProvider } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { api } from '../../api/client';
+import { makeQueryClient } from '../../api/queryClient';
+import type { Secret } from '../../api/types';
+import { ProjectSecrets } from './ProjectSecrets';
+
+const VALUE = 'sk-test-0123456789-do-not-show';
+const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+function json(status: number, body?: unknown) {
+  const response = new Response(body === undefined ? null : JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+  return status < 300 ? { data: body, response } : { error: body, response };
+}
+
+/** The API's secrets operations, in memory: what each request carried, and the answers the backend gives. */
+function fakeApi({ admin }: { admin: boolean }) {
+  const store: Secret[] = [{ name: 'GRADER_KEY', updated_at: '2025-01-02T03:04:05Z', updated_by: 'alice' }];
+  const requests: { method: string; path: unknown; body?: unknown }[] = [];
+  type Init = { params: { path: { project_id: number; name?: string } }; body?: { value: string } };
+  vi.spyOn(api, 'GET').mockImplementation((async (_url: string, init: Init) => {
+    requests.push({ method: 'GET', path: init.params.path });
+    return json(200, [...store]);
+  }) as never);
+  vi.spyOn(api, 'PUT').mockImplementation((async (_url: string, init: Init) => {
+    requests.push({ method: 'PUT', path: init.params.path, body: structuredClone(init.body) });
+    const name = init.params.path.name ?? '';
+    if (!NAME_PATTERN.test(name)) {
+      const msg = "String should match pattern '^[A-Za-z_][A-Za-z0-9_]{0,63}$'";
+      return json(422, { detail: `path.name: ${msg}`, code: 'invalid', errors: [{ loc: ['path', 'name'], msg, type: 'string_pattern_mismatch' }] });
+    }
+    if (!init.body?.value) {
+      const msg = 'String should have at least 1 character';
+      return json(422, { detail: `body.value: ${msg}`, code: 'invalid', errors: [{ loc: ['body', 'value'], msg, type: 'string_too_short' }] });
+    }
+    if (!admin) return json(403, { detail: 'project 1: admin role required', code: 'forbidden', errors: [] });
+    const secret = { name, updated_at: new Date().toISOString(), updated_by: 'root' };
+    store.splice(0, store.length, ...store.filter((s) => s.name !== name), secret);
+    return json(200, secret);
+  }) as never);
+  vi.spyOn(api, 'DELETE').mockImplementation((async (_url: string, init: Init) => {
+    requests.push({ method: 'DELETE', path: init.params.path });
+    store.splice(0, store.length, ...store.filter((s) => s.name !== init.params.path.name));
+    return { data: undefined, response: new Response(null, { status: 204 }) };
+  }) as never);
+  return { store, requests };
+}
+
+let root: Root | null = null;
+let container: HTMLElement;
+let qc: QueryClient;
+
+beforeEach(() => {
+  // what Mantine asks of a browser that jsdom lacks
+  window.matchMedia ??= ((query: string) => ({
+    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
+    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
+  })) as typeof window.matchMedia;
+  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  container = document.body.appendChild(document.createElement('div'));
+  qc = makeQueryClient();
+});
+
+afterEach(() => {
+  act(() => root?.unmount());
+  root = null;
+  container.remove();
+  document.body.innerHTML = '';
+  vi.restoreAllMocks();
+});
+
+async function render(canManage: boolean) {
+  await act(async () => {
+    root = createRoot(container);
+    root.render(
+      <MantineProvider env="test">
+        <QueryClientProvider client={qc}>
+          <ProjectSecrets projectId={1} canManage={canManage} />
+        </QueryClientProvider>
+      </MantineProvider>,
+    );
+  });
+  await until(() => container.querySelector('[data-testid="secrets-table"], [data-testid="secrets-empty"]'));
+}
+
+/** Lets React and the queries run until `ready` holds (1 s at most). */
+async function until<T>(ready: () => T): Promise<NonNullable<T>> {
+  for (let i = 0; i < 100; i++) {
+    const got = ready();
+    if (got) return got;
+    await act(() => new Promise((r) => setTimeout(r, 10)));
+  }
+  throw new Error(`not ready: ${ready}`);
+}
+
+const byLabel = (label: string) =>
+  [...document.querySelectorAll('label')].find((l) => l.textContent?.replace('*', '').trim() === label)?.control as HTMLInputElement;
+const button = (name: string) => [...document.querySelectorAll('button')].find((b) => (b.getAttribute('aria-label') ?? b.textContent) === name)!;
+const rows = () => [...container.querySelectorAll('[data-testid="secret-row"]')].map((r) => r.getAttribute('data-name'));
+
+async function typeName(text: string) {
+  const input = byLabel('Name');
+  await act(async () => {
+    Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!.call(input, text);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+async function typeValue(text: string) {
+  const input = byLabel('Value');
+  await act(async () => {
+    input.value = text;
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+const click = (b: HTMLElement) => act(async () => b.click());
+
+describe('ProjectSecrets for a project admin', () => {
+  it('lists names with who set them and when, never a value', async () => {
+    fakeApi({ admin: true });
+    await render(true);
+    expect(rows()).toEqual(['GRADER_KEY']);
+    const row = container.querySelector('[data-name="GRADER_KEY"]')!;
+    expect(row.textContent).toContain('alice');
+    expect(row.querySelector('td[title]')?.getAttribute('title')).toBe(new Date('2025-01-02T03:04:05Z').toLocaleString());
+    expect(container.textContent).toContain('api_key_secret: NAME');
+    expect(container.querySelector('[data-testid="secrets-read-only"]')).toBeNull();
+  });
+
+  it('sends the value once, in the body, then keeps it nowhere: not in the page, the input, React state or the mutation cache', async () => {
+    const { requests } = fakeApi({ admin: true });
+    const notified = vi.spyOn(notifications, 'show');
+    await render(true);
+    const value = byLabel('Value');
+    expect(value.type).toBe('password');
+    expect(value.autocomplete).toBe('new-password');
+    await typeName('OPENAI_API_KEY');
+    await typeValue(VALUE);
+    await click(button('Save secret'));
+    await until(() => rows().includes('OPENAI_API_KEY'));
+    expect(requests.filter((r) => r.method === 'PUT')).toEqual([{ method: 'PUT', path: { project_id: 1, name: 'OPENAI_API_KEY' }, body: { value: VALUE } }]);
+    expect(value.value).toBe('');
+    expect(byLabel('Name').value).toBe('');
+    expect(document.documentElement.outerHTML).not.toContain(VALUE);
+    expect(JSON.stringify(qc.getMutationCache().getAll().map((m) => m.state))).not.toContain(VALUE);
+    expect(JSON.stringify(qc.getQueryCache().getAll().map((q) => q.state.data))).not.toContain(VALUE);
+    expect(notified).not.toHaveBeenCalled();
+  });
+
+  it("shows the API's 422 on the field it names, the name's and the value's, and sends no name the URL cannot carry", async () => {
+    const { requests } = fakeApi({ admin: true });
+    await render(true);
+    await typeName('1-bad');
+    await typeValue(VALUE);
+    await click(button('Save secret'));
+    const nameInput = byLabel('Name');
+    await until(() => nameInput.getAttribute('aria-invalid') === 'true');
+    expect(document.getElementById(nameInput.getAttribute('aria-describedby')!.split(' ').find((id) => id.includes('error'))!)?.textContent).toMatch(
+      /should match pattern/,
+    );
+    expect(byLabel('Value').value).toBe(VALUE); // kept in the input to fix the name; never in React state or the page
+    expect(document.documentElement.outerHTML).not.toContain(VALUE);
+
+    await typeName('EMPTY_ONE');
+    await typeValue('');
+    await click(button('Save secret'));
+    await until(() => byLabel('Value').getAttribute('aria-invalid') === 'true');
+    expect(container.textContent).toContain('String should have at least 1 character');
+    expect(byLabel('Name').getAttribute('aria-invalid')).not.toBe('true');
+
+    const before = requests.length;
+    await typeName('a/b');
+    await click(button('Save secret'));
+    await until(() => container.textContent?.includes('letters, digits and _ only'));
+    expect(requests.length).toBe(before);
+  });
+
+  it('replaces a secret from its row: the name filled in, the value asked again', async () => {
+    const { requests } = fakeApi({ admin: true });
+    await render(true);
+    await click(button('replace GRADER_KEY'));
+    expect(byLabel('Name').value).toBe('GRADER_KEY');
+    expect(document.activeElement).toBe(byLabel('Value'));
+    await typeValue('new-value');
+    await click(button('Save secret'));
+    await until(() => requests.some((r) => r.method === 'PUT'));
+    expect(requests.find((r) => r.method === 'PUT')?.path).toEqual({ project_id: 1, name: 'GRADER_KEY' });
+  });
+
+  it('deletes only once confirmed', async () => {
+    const { requests } = fakeApi({ admin: true });
+    await render(true);
+    await click(button('delete GRADER_KEY'));
+    const dialog = await until(() => document.querySelector('[role="dialog"]'));
+    expect(dialog.textContent).toContain('Delete secret GRADER_KEY?');
+    await click(button('Cancel'));
+    expect(requests.some((r) => r.method === 'DELETE')).toBe(false);
+    expect(rows()).toEqual(['GRADER_KEY']);
+
+    await click(button('delete GRADER_KEY'));
+    await click(await until(() => document.querySelector<HTMLElement>('[data-testid="confirm-delete-secret"]')));
+    await until(() => container.querySelector('[data-testid="secrets-empty"]'));
+    expect(requests.filter((r) => r.method === 'DELETE')).toEqual([{ method: 'DELETE', path: { project_id: 1, name: 'GRADER_KEY' } }]);
+  });
+});
+
+describe('ProjectSecrets for members and viewers', () => {
+  it('shows the names read-only with the note, no form and no buttons', async () => {
+    fakeApi({ admin: false });
+    await render(false);
+    expect(rows()).toEqual(['GRADER_KEY']);
+    expect(container.querySelector('[data-testid="secrets-read-only"]')?.textContent).toBe(
+      'Only project admins set secrets; a spec names one in a field ending in _secret: api_key_secret: NAME.',
+    );
+    expect(container.querySelector('form')).toBeNull();
+    expect(container.querySelectorAll('button')).toHaveLength(0);
+  });
+
+  it("shows a 403 above the form when the API refuses (a role taken away meanwhile), with no notification", async () => {
+    fakeApi({ admin: false });
+    const notified = vi.spyOn(notifications, 'show');
+    await render(true);
+    await typeName('OPENAI_API_KEY');
+    await typeValue(VALUE);
+    await click(button('Save secret'));
+    const alert = await until(() => container.querySelector('[data-testid="secret-form-error"]'));
+    expect(alert.textContent).toBe('project 1: admin role required');
+    expect(notified).not.toHaveBeenCalled();
+    expect(rows()).toEqual(['GRADER_KEY']);
+  });
+});

@@ -1,0 +1,214 @@
+// A project's secrets (issue 21): the names, who set each and when; a project admin adds, replaces and
+// deletes them. The value is typed into an uncontrolled password input: React state never holds it, the
+// mutation takes it out of its variables as it sends it (hooks/secrets.ts), and the input is emptied once
+// the API has it. No answer of the API carries a value, so the page never shows one.
+import { Alert, Button, Code, Group, Modal, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useRef, useState, type FormEvent, type RefObject } from 'react';
+import { errorMessage } from '../../api/errors';
+import type { Secret } from '../../api/types';
+import { useDeleteSecret, useSecrets, useSetSecret } from '../../hooks/secrets';
+import { secretFormErrors, unsendableName, type SecretFormErrors } from '../../lib/secretForm';
+import { QueryState } from '../common/QueryState';
+import { timeAgo } from '../common/time';
+
+const SPEC_LINE = 'api_key_secret: NAME';
+
+interface FormProps {
+  projectId: number;
+  name: string;
+  setName: (name: string) => void;
+  valueRef: RefObject<HTMLInputElement | null>;
+  onSaved: (name: string) => void;
+}
+
+function SecretForm({ projectId, name, setName, valueRef, onSaved }: FormProps) {
+  const set = useSetSecret(projectId);
+  const [local, setLocal] = useState<SecretFormErrors>({});
+  const errors = set.error ? secretFormErrors(set.error) : local;
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const input = valueRef.current;
+    if (!input) return;
+    const wanted = name.trim();
+    const problem = unsendableName(wanted);
+    set.reset();
+    setLocal(problem ? { name: problem } : {});
+    if (problem) return;
+    set.mutate(
+      { name: wanted, value: input.value },
+      {
+        onSuccess: (secret) => {
+          input.value = '';
+          setName('');
+          onSaved(secret.name);
+        },
+      },
+    );
+  };
+
+  return (
+    <Paper withBorder p="md" component="form" onSubmit={submit} aria-label="Add or replace a secret" data-testid="secret-form">
+      <Stack gap="sm">
+        <Title order={5}>Add or replace a secret</Title>
+        {errors.form && (
+          <Alert color="red" role="alert" data-testid="secret-form-error">
+            {errors.form}
+          </Alert>
+        )}
+        <Group align="flex-start" gap="sm" wrap="wrap">
+          <TextInput
+            label="Name"
+            description="letters, digits and _; a name set before is replaced"
+            placeholder="OPENAI_API_KEY"
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            error={errors.name}
+            autoComplete="off"
+            spellCheck={false}
+            withAsterisk
+            w={340}
+            styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
+          />
+          <TextInput
+            ref={valueRef}
+            type="password"
+            label="Value"
+            description="never shown again once saved"
+            error={errors.value}
+            autoComplete="new-password"
+            spellCheck={false}
+            withAsterisk
+            w={340}
+          />
+        </Group>
+        <Group>
+          <Button type="submit" loading={set.isPending} data-testid="save-secret">
+            Save secret
+          </Button>
+        </Group>
+      </Stack>
+    </Paper>
+  );
+}
+
+function SecretsTable({ secrets, canManage, onReplace, onDelete, saved }: {
+  secrets: readonly Secret[];
+  canManage: boolean;
+  onReplace: (name: string) => void;
+  onDelete: (name: string) => void;
+  saved: string | null;
+}) {
+  if (secrets.length === 0) return <Text c="dimmed" data-testid="secrets-empty">No secrets in this project yet.</Text>;
+  return (
+    <Table withTableBorder fz="sm" data-testid="secrets-table">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Name</Table.Th>
+          <Table.Th>Set by</Table.Th>
+          <Table.Th>Updated</Table.Th>
+          {canManage && <Table.Th aria-label="actions" />}
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {secrets.map((s) => (
+          <Table.Tr key={s.name} data-testid="secret-row" data-name={s.name} bg={s.name === saved ? 'green.0' : undefined}>
+            <Table.Td ff="monospace">{s.name}</Table.Td>
+            <Table.Td>{s.updated_by ?? '—'}</Table.Td>
+            <Table.Td title={new Date(s.updated_at).toLocaleString()}>{timeAgo(s.updated_at)}</Table.Td>
+            {canManage && (
+              <Table.Td>
+                <Group gap={4} wrap="nowrap">
+                  <Button size="compact-xs" variant="subtle" onClick={() => onReplace(s.name)} aria-label={`replace ${s.name}`}>
+                    Replace
+                  </Button>
+                  <Button size="compact-xs" variant="subtle" color="red" onClick={() => onDelete(s.name)} aria-label={`delete ${s.name}`}>
+                    Delete
+                  </Button>
+                </Group>
+              </Table.Td>
+            )}
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function ConfirmDelete({ projectId, name, opened, onClose }: { projectId: number; name: string; opened: boolean; onClose: () => void }) {
+  const del = useDeleteSecret(projectId);
+  const close = () => {
+    del.reset();
+    onClose();
+  };
+  return (
+    <Modal opened={opened} onClose={close} title={`Delete secret ${name}?`} centered>
+      <Stack gap="sm">
+        <Text size="sm">
+          Until it is set again, experiments whose spec names <Code>{name}</Code> are refused, and their runs that have not started cannot get it.
+        </Text>
+        {del.error && (
+          <Alert color="red" role="alert" data-testid="secret-delete-error">
+            {errorMessage(del.error)}
+          </Alert>
+        )}
+        <Group justify="flex-end" gap="sm">
+          <Button variant="default" onClick={close}>
+            Cancel
+          </Button>
+          <Button color="red" loading={del.isPending} data-testid="confirm-delete-secret" onClick={() => del.mutate(name, { onSuccess: close })}>
+            Delete
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+/**
+ * The Secrets section of a project's settings. `canManage` (a project admin, or a site admin) gets the form
+ * and the replace and delete buttons; members and viewers see the names, read-only.
+ */
+export function ProjectSecrets({ projectId, canManage }: { projectId: number; canManage: boolean }) {
+  const secrets = useSecrets(projectId);
+  const [name, setName] = useState('');
+  const valueRef = useRef<HTMLInputElement>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  // the secret the delete dialog asks about; kept while the dialog closes so its title does not change
+  const [deleting, setDeleting] = useState<{ name: string; opened: boolean }>({ name: '', opened: false });
+
+  const replace = (secret: string) => {
+    setName(secret);
+    valueRef.current?.focus();
+  };
+
+  return (
+    <Stack gap="md" maw={900} data-testid="project-secrets">
+      {canManage ? (
+        <Text size="sm" c="dimmed">
+          Keys for outside endpoints (a grader&apos;s API key). A spec names one in a field ending in <Code>_secret</Code>, as in{' '}
+          <Code>{SPEC_LINE}</Code>; only the runs whose spec names it receive the value, and no page or API answer shows it once saved.
+        </Text>
+      ) : (
+        <Text size="sm" c="dimmed" data-testid="secrets-read-only">
+          Only project admins set secrets; a spec names one in a field ending in <Code>_secret</Code>: <Code>{SPEC_LINE}</Code>.
+        </Text>
+      )}
+      {canManage && <SecretForm projectId={projectId} name={name} setName={setName} valueRef={valueRef} onSaved={setSaved} />}
+      <QueryState isPending={secrets.isPending} error={secrets.error}>
+        {() => (
+          <SecretsTable
+            secrets={secrets.data ?? []}
+            canManage={canManage}
+            onReplace={replace}
+            onDelete={(secret) => setDeleting({ name: secret, opened: true })}
+            saved={saved}
+          />
+        )}
+      </QueryState>
+      {canManage && (
+        <ConfirmDelete projectId={projectId} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))} />
+      )}
+    </Stack>
+  );
+}

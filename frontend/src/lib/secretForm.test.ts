@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../api/errors';
+import { secretFormErrors, unsendableName } from './secretForm';
+
+describe('secretFormErrors', () => {
+  it("puts a 422's path name and body value errors on their fields", () => {
+    const e = new ApiError(422, 'invalid', 'path.name: bad', [
+      { loc: ['path', 'name'], msg: 'String should match pattern' },
+      { loc: ['body', 'value'], msg: 'String should have at least 1 character' },
+    ]);
+    expect(secretFormErrors(e)).toEqual({ name: 'String should match pattern', value: 'String should have at least 1 character' });
+  });
+
+  it('puts anything else above the form: other 422 locations, a 403, a 404, a network error', () => {
+    expect(secretFormErrors(new ApiError(422, 'invalid', 'body: Field required', [{ loc: ['body'], msg: 'Field required' }]))).toEqual({ form: 'body: Field required' });
+    expect(secretFormErrors(new ApiError(422, 'invalid', 'a value cannot be stored'))).toEqual({ form: 'a value cannot be stored' });
+    expect(secretFormErrors(new ApiError(403, 'forbidden', 'project 1: admin role required'))).toEqual({ form: 'project 1: admin role required' });
+    expect(secretFormErrors(new ApiError(404, 'not_found', "secret 'X' not found"))).toEqual({ form: "secret 'X' not found" });
+    expect(secretFormErrors(new TypeError('Failed to fetch'))).toEqual({ form: 'Failed to fetch' });
+  });
+});
+
+describe('unsendableName', () => {
+  it('refuses only what the URL cannot carry to the API; the API judges the rest', () => {
+    expect(unsendableName('')).toBe('a name is required');
+    expect(unsendableName('a/b')).toBe('letters, digits and _ only');
+    expect(unsendableName('..')).toBe('letters, digits and _ only');
+    for (const name of ['OPENAI_API_KEY', '1bad', 'has-dash', 'x'.repeat(65), 'a.b']) expect(unsendableName(name)).toBeUndefined();
+  });
+});
