@@ -32,6 +32,12 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 def task_id(run_id: int, attempt: int) -> str:
+    """The Celery task id of one attempt of one run. The cancel of a queued run revokes it, and every
+    worker then drops a message with that id unrun (acknowledged) for as long as it remembers the revoke
+    (Celery's ``CELERY_WORKER_REVOKE_EXPIRES``, 3 hours; a worker that starts copies its peers' revokes).
+    So an attempt is never queued again once it was: every way back to ``queued`` (retry, reaper,
+    release) moves to a new attempt in a conditional UPDATE on the attempt it read
+    (``backend.runs.service``)."""
     return f"run-{run_id}-attempt-{attempt}"
 
 

@@ -217,3 +217,44 @@ def test_release_requeues_without_using_up_an_attempt(api: Api) -> None:
     assert api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.h(member)).status_code == 403
     r = api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.worker).json()
     assert (r["status"], r["attempt"], r["max_attempts"], r["worker"]) == ("queued", 2, 4, None)
+
+
+def test_a_retry_never_queues_an_attempt_twice(api: Api) -> None:
+    """Issue 21, item 7: task ids are per attempt and the cancel of a queued run revokes its attempt's id
+    (workers drop such a message unrun for hours). Retry A reads the run (cancelled at attempt 1); retry
+    B requeues it as attempt 2 and a cancel revokes attempt 2; then A writes: it must not queue attempt
+    2 again (the run would wait, dispatched, for a message no worker runs)."""
+    import pytest
+
+    from backend.errors import Conflict
+    from backend.models import Run
+
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}"
+    factory = session_factory(get_engine(api.settings.database_url))
+    assert api.client.post(f"{url}/cancel", headers=api.h()).json()["status"] == "cancelled"
+    with factory() as session_a:
+        stale = session_a.get(Run, run["id"])  # what retry A read before B and the cancel
+        assert stale is not None and (stale.status, stale.attempt) == ("cancelled", 1)
+        session_a.commit()  # A's values stay as read (expire_on_commit=False)
+        assert api.client.post(f"{url}/retry", headers=api.h()).json()["attempt"] == 2
+        assert api.client.post(f"{url}/cancel", headers=api.h()).json()["status"] == "cancelled"
+        with pytest.raises(Conflict):
+            service.retry(session_a, stale)
+        session_a.rollback()
+    got = api.client.get(url, headers=api.h()).json()
+    assert (got["status"], got["attempt"]) == ("cancelled", 2)
+    r = api.client.post(f"{url}/retry", headers=api.h()).json()
+    assert (r["status"], r["attempt"]) == ("queued", 3)
+    # a double click: B requeued the run first; A's retry is refused and leaves B's attempt alone
+    api.client.post(f"{url}/cancel", headers=api.h())
+    with factory() as session_a:
+        stale = session_a.get(Run, run["id"])
+        assert stale is not None
+        session_a.commit()
+        assert api.client.post(f"{url}/retry", headers=api.h()).json()["attempt"] == 4
+        with pytest.raises(Conflict):
+            service.retry(session_a, stale)
+        session_a.rollback()
+    got = api.client.get(url, headers=api.h()).json()
+    assert (got["status"], got["attempt"]) == ("queued", 4)
