@@ -19,10 +19,12 @@ let modelDir;
 
 describe('skillmix views', { timeout: 900_000 }, () => {
   before(async () => {
+    // the worker's cache root of this test: a spec names a model folder relative to its model store
+    // (docs/spec-confinement.md), so the model goes to <cache root>/models/e2e/mixtral
     modelDir = mkdtempSync(join(tmpdir(), 'skillmix-e2e-'));
     // a random Mixtral (4 experts, top-2, d 32) with Llama 3's tokenizer, named by its folder in the spec
-    execFileSync(join(ROOT, '.venv/bin/python'), ['-c', `from pathlib import Path; from tests.tiny_moe import tiny_moe; tiny_moe(Path(${JSON.stringify(join(modelDir, 'mixtral'))}), 'mixtral')`], { cwd: ROOT });
-    platform = await startPlatform();
+    execFileSync(join(ROOT, '.venv/bin/python'), ['-c', `from pathlib import Path; from tests.tiny_moe import tiny_moe; tiny_moe(Path(${JSON.stringify(join(modelDir, 'models', 'e2e', 'mixtral'))}), 'mixtral')`], { cwd: ROOT });
+    platform = await startPlatform({ env: { REASONLAB_CACHE: modelDir } });
     browser = await launchBrowser();
     page = await signedInPage(browser, platform.url, platform.admin);
   });
@@ -36,7 +38,7 @@ describe('skillmix views', { timeout: 900_000 }, () => {
   it('submits a tiny ept x k sweep from the kind example and runs it', async () => {
     await openExample(page, platform.url, { kind: 'skillmix', name: 'e2e skillmix ept x k', example: 'tiny-k-sweep', description: 'tiny Llama' });
     const student = page.getByRole('group', { name: 'student' });
-    await student.getByLabel('name', { exact: true }).fill(join(modelDir, 'mixtral'));
+    await student.getByLabel('name', { exact: true }).fill('e2e/mixtral');
     assert.equal(await page.getByLabel('grid axis 1 parameter').inputValue(), 'k');
     await page.getByRole('button', { name: '+ grid axis' }).click();
     await page.getByLabel('grid axis 2 parameter').fill('ept');

@@ -32,6 +32,10 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
 ) -> None:
     p = embedded_platform
     p.env[KEY_NAME] = "not-the-key-0000"  # a worker's environment variable is no key source any more
+    # the scripted grader listens on 127.0.0.1: reachable only under the admin's explicit opt-in
+    p.env["REASONLAB_OUTBOUND_ALLOW"] = "127.0.0.1"
+    p.env["REASONLAB_OUTBOUND_ALLOW_PRIVATE"] = "1"
+    p.env["REASONLAB_CACHE"] = str(tmp_path / "cache")  # the worker's stores (docs/spec-confinement.md)
     p.start_api()
     endpoint_without_key = {"url": "http://127.0.0.1:1/v1", "model": "g"}
     assert _invalid(p, {"ept": 0}) == [("body", "spec", "ept")]
@@ -51,9 +55,10 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
         ("body", "spec", "ept")
     ]
 
-    student = tiny_moe(tmp_path / "tiny-mixtral", "mixtral")
+    tiny_moe(tmp_path / "cache" / "models" / "e2e" / "tiny-mixtral", "mixtral")
+    student = "e2e/tiny-mixtral"  # a folder of the worker's model store, named relative to it
     script = Script(key=KEY, garbage_first=1, table_style="yesno")
-    cache = tmp_path / "skillmix-cache"
+    cache = tmp_path / "cache" / "skillmix" / "e2e"  # the cache the spec names: "e2e"
     with serve(script) as url:
         spec = {
             "student": {"name": student},
@@ -70,7 +75,7 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
                     "max_retries": 2,
                 },
             },
-            "cache": {"dir": str(cache)},
+            "cache": {"dir": "e2e"},
         }
         p.start_worker()
         exp = p.client.create_experiment(

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from worker import confine
 from worker.core.cap import cap_curve
 from worker.core.carma.batches import Batch, EpochStream, batches
 from worker.core.carma.datasets import check_sentiment_labels, load_csv, load_hf, load_jsonl, wordnet_idm
@@ -39,7 +40,7 @@ def load_examples(spec: CarmaSpec) -> list[list[Example]]:
         return [wordnet_idm(d.wordnet_pos)]
     if d.source == "hf":
         return load_hf(
-            d.hf_name,
+            confine.hub_dataset(d.hf_name, "data.hf_name"),
             d.hf_config,
             d.hf_splits,
             d.text_field,
@@ -49,7 +50,8 @@ def load_examples(spec: CarmaSpec) -> list[list[Example]]:
         )
     assert d.path is not None
     loader = load_jsonl if d.source == "jsonl" else load_csv
-    return [loader(d.path, d.text_field, d.label_field, d.positive_above, d.negative_below)]
+    path = confine.data_file(d.path, "data.path")
+    return [loader(path, d.text_field, d.label_field, d.positive_above, d.negative_below)]
 
 
 def prepare_data(spec: CarmaSpec, lm: LoadedModel, template: str) -> tuple[Splits, dict[str, int]]:
@@ -218,10 +220,16 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
     torch.manual_seed(spec.seed)
     dtype = torch.bfloat16 if spec.model.dtype == "bfloat16" else torch.float32
+    # every file the spec names is checked before the model loads (a refusal costs nothing)
+    if spec.data.source in ("jsonl", "csv") and spec.data.path:
+        confine.data_file(spec.data.path, "data.path")
+    synonym_map = None
+    if spec.synonyms.enabled and spec.synonyms.source == "json" and spec.synonyms.map_path:
+        synonym_map = str(confine.data_file(spec.synonyms.map_path, "synonyms.map_path"))
     try:
         lm = load_model(spec.model.name, seed=spec.seed, dtype=dtype)
     except ModelNotFound as exc:
-        raise RunError(str(exc)) from None
+        raise RunError(f"model.name: {exc}") from None
     lm.model.to(device)  # type: ignore[arg-type]
     n = lm.num_layers
     trained = spec.variant != "original"
@@ -317,7 +325,7 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
     if spec.synonyms.enabled:
         syn = spec.synonyms
         count = syn.max_items or len(splits.test)
-        source = make_source(syn.source, syn.map_path)
+        source = make_source(syn.source, synonym_map)
         outcomes = synonym_intervention(
             model,
             lm.tokenizer,

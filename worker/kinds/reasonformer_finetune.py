@@ -17,7 +17,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from worker import confine
 from worker.core.reasonformer.build import build_model, load_model, model_reasoning
+from worker.core.reasonformer.config import T5_PRESETS
 from worker.core.reasonformer.data.batching import EpochBatches
 from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.fewshot import subsample
@@ -57,7 +59,7 @@ def source_folder(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> Path | Non
                 f"this run context cannot see run {spec.init.run_id}'s outputs; give init.path instead"
             )
         return outputs / MODEL_DIR
-    return Path(spec.init.path) if spec.init.path is not None else None
+    return confine.model_folder(spec.init.path, "init.path") if spec.init.path is not None else None
 
 
 def synthetic_data(spec: ReasonFormerFinetuneSpec, suite: SkillSuite) -> tuple[list[Example], list[Example]]:
@@ -78,7 +80,9 @@ def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Examp
     d = spec.data
     if d.source == "jsonl":
         assert d.train_path is not None and d.eval_path is not None
-        return load_downstream_jsonl(d.train_path), load_downstream_jsonl(d.eval_path)
+        train_file = confine.data_file(d.train_path, "data.train_path")
+        eval_file = confine.data_file(d.eval_path, "data.eval_path")
+        return load_downstream_jsonl(train_file), load_downstream_jsonl(eval_file)
     tasks = d.tasks or list(HUB_TASKS)
     train = [e for task in tasks for e in load_task(task, "train", limit=d.hub_limit)]
     evals = [e for task in tasks for e in load_task(task, "eval", limit=d.hub_limit)]
@@ -91,6 +95,13 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
     torch.manual_seed(spec.seed)
     suite = suite_of(d.suite) if d.source == "synthetic" else None
     folder = source_folder(spec, ctx)
+    if folder is None:
+        confine.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
+    if d.tokenizer is not None:
+        confine.model_name(d.tokenizer, "data.tokenizer")
+    if d.source == "jsonl" and d.train_path and d.eval_path:  # checked before anything loads
+        confine.data_file(d.train_path, "data.train_path")
+        confine.data_file(d.eval_path, "data.eval_path")
     tokenizer: TextTokenizer
     model: nn.Module
     if folder is not None:

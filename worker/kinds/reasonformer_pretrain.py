@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from worker import confine
 from worker.core.reasonformer.build import build_model
+from worker.core.reasonformer.config import T5_PRESETS
 from worker.core.reasonformer.data.batching import EpochBatches, StreamBatches
 from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.jsonl import load_pretrain_jsonl
@@ -64,6 +66,9 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
     data, t = spec.data, spec.train
     set_threads(t, ctx.device)
     torch.manual_seed(spec.seed)
+    confine.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
+    if data.tokenizer is not None:
+        confine.model_name(data.tokenizer, "data.tokenizer")
     suite: SkillSuite | None = None
     tokenizer: TextTokenizer
     if data.source == "synthetic":
@@ -76,11 +81,14 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
         reasoning_of = synthetic_reasoning(suite)
     else:
         assert data.path is not None
+        # the files the spec names, checked inside the data store before anything loads
+        train_file = confine.data_file(data.path, "data.path")
+        eval_file = confine.data_file(data.eval_path, "data.eval_path") if data.eval_path else None
         skills = spec.model.resolved_skills(PAPER_SKILLS)
         tokenizer = load_tokenizer(data.tokenizer or spec.model.backbone)
-        train_examples = load_pretrain_jsonl(data.path)
-        if data.eval_path:
-            eval_examples = load_pretrain_jsonl(data.eval_path)
+        train_examples = load_pretrain_jsonl(train_file)
+        if eval_file is not None:
+            eval_examples = load_pretrain_jsonl(eval_file)
         else:
             train_examples, eval_examples = split_holdout(train_examples, data.eval_fraction, spec.seed)
         eval_examples = eval_examples[: data.eval_limit]

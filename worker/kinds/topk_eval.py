@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from worker.core.models import Placement, PlacementError, input_device, load_model
+from worker import confine
+from worker.core.models import ModelNotFound, Placement, PlacementError, input_device, load_model
 from worker.core.models.routers import RouterError, experts_per_token, find_routers
 from worker.core.reasonformer.build import load_model as load_reasonformer
 from worker.core.reasonformer.build import model_reasoning
@@ -125,7 +126,7 @@ def smoe_sources(spec: TopkEvalSpec, ctx: RunContext) -> Iterator[SmoeSource]:
         yield _smoe_from_folder(outputs / smoe_sraven.MODEL_DIR, f"run {s.run_id}", s.run_id, ctx.device)
         return
     if s.path is not None:
-        yield _smoe_from_folder(Path(s.path), s.path, None, ctx.device)
+        yield _smoe_from_folder(confine.model_folder(s.path, "smoe.path"), s.path, None, ctx.device)
         return
     demo = s.demo
     for index, k in enumerate(s.train_k):
@@ -210,6 +211,12 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
     h = spec.hf
+    # the files the spec names, checked (inside the data store) before the model loads
+    text_file = confine.data_file(h.text_path, "hf.text_path") if h.text_path is not None else None
+    choices_file = None
+    if h.score == "multiple_choice":
+        assert h.choices_path is not None
+        choices_file = confine.data_file(h.choices_path, "hf.choices_path")
     where = (
         Placement(h.device_map, accelerate_max_memory(h.max_memory), gpus=spec.resources.gpus)
         if h.device_map
@@ -217,6 +224,8 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
     )
     try:
         loaded = load_model(h.model, seed=spec.seed, dtype=DTYPES[h.dtype], placement=where)
+    except ModelNotFound as exc:
+        raise RunError(f"hf.model: {exc}") from None
     except PlacementError as exc:
         raise RunError(f"hf.device_map: {exc}") from None
     model: nn.Module = loaded.model
@@ -234,14 +243,14 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
     windows: list[list[int]] = []
     items = []
     if h.score == "perplexity":
-        text = Path(h.text_path).read_text() if h.text_path is not None else SAMPLE_TEXT
+        text = text_file.read_text() if text_file is not None else SAMPLE_TEXT
         windows = token_windows(tokenizer(text)["input_ids"], h.window, h.max_tokens)
         if not windows:
             raise RunError("hf.text_path: the text has fewer than 2 tokens")
     else:
-        assert h.choices_path is not None
+        assert choices_file is not None
         try:
-            items = load_choice_jsonl(h.choices_path, h.limit)
+            items = load_choice_jsonl(choices_file, h.limit)
         except (OSError, ValueError) as exc:
             raise RunError(f"hf.choices_path: {exc}") from exc
     for i, k in enumerate(ks):
@@ -290,7 +299,7 @@ def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
         folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
     else:
         assert r.path is not None
-        folder, label = Path(r.path), r.path
+        folder, label = confine.model_folder(r.path, "reasonformer.path"), r.path
     model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
     rc = model_reasoning(model)
     if rc is None:

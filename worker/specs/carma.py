@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_v
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.confine import DataPath, HubConfigName, HubDatasetId, ModelName
 from worker.specs.manifest import Example, KindManifest
 
 # Depths (decoder blocks) of the models the platform names, so a layer past the depth is a 422 before the
@@ -43,12 +44,13 @@ KNOWN_DEPTHS: dict[str, int] = {
 
 
 class CarmaModelSpec(StrictModel):
-    name: str = Field(
+    name: ModelName = Field(
         "smollm2-135m",
         min_length=1,
         max_length=500,
         description="a tiny preset (tiny-gpt2, tiny-llama, tiny-qwen2, tiny-gemma), a store alias "
-        "(smollm2-135m), a local folder with an HF checkpoint, or a Hugging Face id",
+        "(smollm2-135m), a folder of the model store with an HF checkpoint (relative to it), or a Hugging "
+        "Face id",
     )
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="weights' dtype")
 
@@ -101,15 +103,20 @@ class CarmaData(StrictModel):
         validate_default=True,
         description="wordnet (IDM, offline), a JSONL or CSV file, or a HuggingFace dataset",
     )
-    path: str | None = Field(
-        None, validate_default=True, description="the JSONL or CSV file (sources jsonl, csv)"
+    path: DataPath | None = Field(
+        None,
+        max_length=1000,
+        validate_default=True,
+        description="the JSONL or CSV file (sources jsonl, csv) in the data store, relative to it",
     )
     text_field: str = Field("text", min_length=1, description="field/column of the input text")
     label_field: str = Field(
         "label", min_length=1, description="field/column of the label: a string, or an SST score in [0, 1]"
     )
-    hf_name: str = Field("stanfordnlp/sst", min_length=1, description="HuggingFace dataset (source hf)")
-    hf_config: str | None = Field(None, description="HuggingFace dataset configuration")
+    hf_name: HubDatasetId = Field(
+        "stanfordnlp/sst", min_length=1, description="HuggingFace dataset id, name or org/name (source hf)"
+    )
+    hf_config: HubConfigName | None = Field(None, description="HuggingFace dataset configuration")
     hf_splits: list[str] = Field(
         ["train", "validation", "test"],
         min_length=3,
@@ -216,8 +223,11 @@ class CarmaSynonyms(StrictModel):
     source: Literal["wordnet", "json"] = Field(
         "wordnet", description="wordnet (nltk, offline) or a JSON map {word: [synonyms]}"
     )
-    map_path: str | None = Field(
-        None, validate_default=True, description="the JSON synonym map (source json)"
+    map_path: DataPath | None = Field(
+        None,
+        max_length=1000,
+        validate_default=True,
+        description="the JSON synonym map (source json) in the data store, relative to it",
     )
     rates: list[float] = Field(
         [0.25, 0.4], min_length=1, description="fractions of words replaced (paper: 25%, 40%)"

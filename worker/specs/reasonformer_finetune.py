@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.confine import DataPath, ModelFolder, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.reasonformer_parts import (
     AnalysisSpec,
@@ -48,8 +49,11 @@ class InitSpec(StrictModel):
     run_id: int | None = Field(
         None, ge=1, description="a succeeded reasonformer_pretrain run to start from; null = fresh (model)"
     )
-    path: str | None = Field(
-        None, max_length=1000, description="or a saved model folder (reasonlab run, no platform); null = none"
+    path: ModelFolder | None = Field(
+        None,
+        max_length=1000,
+        description="or a saved model folder (a run's outputs/model, copied into the model store) relative "
+        "to the model store; null = none",
     )
 
     @field_validator("path")
@@ -84,9 +88,14 @@ class FinetuneData(StrictModel):
     tasks: list[str] | None = Field(
         None, min_length=1, max_length=64, description="synthetic or hub tasks; null = all of the source"
     )
-    train_path: str | None = Field(None, max_length=1000, description="jsonl: training file")
-    eval_path: str | None = Field(
-        None, max_length=1000, validate_default=True, description="jsonl: evaluation file"
+    train_path: DataPath | None = Field(
+        None, max_length=1000, description="jsonl: training file in the data store, relative to it"
+    )
+    eval_path: DataPath | None = Field(
+        None,
+        max_length=1000,
+        validate_default=True,
+        description="jsonl: evaluation file in the data store, relative to it",
     )
     train_per_task: int = Field(
         400, ge=1, le=10_000_000, description="synthetic: training instances per task"
@@ -99,8 +108,10 @@ class FinetuneData(StrictModel):
     few_shot: FewShot | None = Field(None, description="few-shot subsampling of the training set (5.3)")
     max_source_length: int = Field(512, ge=8, le=65536)
     max_target_length: int = Field(128, ge=2, le=65536)
-    tokenizer: str | None = Field(
-        None, max_length=500, description="text data on a fresh preset: a tokenizer"
+    tokenizer: ModelName | None = Field(
+        None,
+        max_length=500,
+        description="text data on a fresh preset: a tokenizer (a model-store folder or a hub id)",
     )
 
     @field_validator("tasks")

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import StrictModel
+from worker.specs.confine import ModelName
 
 Variant = Literal["shared", "private", "single", "morm", "t5"]
 # The paper's five skills and "general" (section 2); the synthetic suite's five primitives and "general".
@@ -28,12 +29,12 @@ class ModelSpec(StrictModel):
         "a module per (step, skill) (3.2.3); single: shared at depth 1 without adapters (4.3.1); morm: MoRM "
         "(4.3.3); t5: plain T5",
     )
-    backbone: str = Field(
+    backbone: ModelName = Field(
         "t5-tiny",
         min_length=1,
         max_length=500,
-        description="T5 backbone: a preset (t5-tiny, t5-mini, t5-v1_1-small/base/large: random init), a local "
-        "folder or a hub id (google/t5-v1_1-base, the paper's)",
+        description="T5 backbone: a preset (t5-tiny, t5-mini, t5-v1_1-small/base/large: random init), a "
+        "folder of the model store (relative to it) or a hub id (google/t5-v1_1-base, the paper's)",
     )
     skills: list[str] | None = Field(
         None,

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.confine import DataPath, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.reasonformer_parts import (
     AnalysisSpec,
@@ -57,11 +58,14 @@ class PretrainData(StrictModel):
         "synthetic",
         description="synthetic: the built-in suite; jsonl: {skill, input, output} lines (appendix A)",
     )
-    path: str | None = Field(
-        None, max_length=1000, validate_default=True, description="jsonl: the pre-training file"
+    path: DataPath | None = Field(
+        None,
+        max_length=1000,
+        validate_default=True,
+        description="jsonl: the pre-training file in the data store, relative to it",
     )
-    eval_path: str | None = Field(
-        None, max_length=1000, description="jsonl: a held-out file; null = eval_fraction"
+    eval_path: DataPath | None = Field(
+        None, max_length=1000, description="jsonl: a held-out file in the data store; null = eval_fraction"
     )
     eval_fraction: float = Field(
         0.02, gt=0.0, lt=1.0, description="jsonl without eval_path: held-out fraction"
@@ -71,8 +75,11 @@ class PretrainData(StrictModel):
     suite: SuiteSpec = Field(default_factory=SuiteSpec)
     max_source_length: int = Field(512, ge=8, le=65536, description="input tokens kept (T5: 512)")
     max_target_length: int = Field(128, ge=2, le=65536, description="target tokens kept")
-    tokenizer: str | None = Field(
-        None, max_length=500, description="jsonl: tokenizer folder or hub id; null = the backbone's"
+    tokenizer: ModelName | None = Field(
+        None,
+        max_length=500,
+        description="jsonl: a tokenizer folder of the model store (relative to it) or a hub id; null = the "
+        "backbone's",
     )
 
     @field_validator("path")
@@ -145,7 +152,7 @@ MANIFEST = KindManifest(
                 "resources": {"device": "cuda", "gpus": 1},
                 "data": {
                     "source": "jsonl",
-                    "path": "/data/reasonformer/pretrain.jsonl",
+                    "path": "reasonformer/pretrain.jsonl",
                     "eval_fraction": 0.002,
                     "max_source_length": 512,
                     "max_target_length": 128,

@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import SpecBase, StrictModel
+from worker.specs.confine import DataPath, ModelFolder, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.placement import (
     DEVICE_MAP_DESCRIPTION,
@@ -97,8 +98,12 @@ class SmoeTarget(StrictModel):
     run_id: int | None = Field(
         None, ge=1, description="a succeeded smoe_sraven run: the model it saved (its outputs' model/)"
     )
-    path: str | None = Field(
-        None, min_length=1, description="a folder smoe_sraven saved (outputs/model), for local runs"
+    path: ModelFolder | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="a folder smoe_sraven saved (its outputs/model), copied into the model store: relative "
+        "to the model store",
     )
     train_k: list[K] = Field(
         default_factory=lambda: [1, 2, 8],
@@ -130,23 +135,30 @@ class SmoeTarget(StrictModel):
 
 
 class HfTarget(StrictModel):
-    model: str = Field(
+    model: ModelName = Field(
         "tiny-mixtral",
         min_length=1,
-        description="model-store name, local path or HF id of an MoE causal LM (tiny presets: tiny-mixtral, "
-        "tiny-qwen2-moe, tiny-olmoe)",
+        max_length=500,
+        description="a tiny preset (tiny-mixtral, tiny-qwen2-moe, tiny-olmoe), a store alias, a folder of the "
+        "model store (relative to it) or an HF id of an MoE causal LM",
     )
     score: Literal["perplexity", "multiple_choice"] = Field(
         "perplexity", description="perplexity on text_path, or accuracy on choices_path"
     )
-    text_path: str | None = Field(
-        None, min_length=1, description="UTF-8 text for perplexity; null = a built-in paragraph"
-    )
-    choices_path: str | None = Field(
+    text_path: DataPath | None = Field(
         None,
         min_length=1,
+        max_length=1000,
+        description="UTF-8 text for perplexity, in the data store (relative to it); null = a built-in "
+        "paragraph",
+    )
+    choices_path: DataPath | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
         validate_default=True,
-        description='JSONL of {"question", "choices": [...], "answer": index} for multiple_choice',
+        description='JSONL of {"question", "choices": [...], "answer": index} for multiple_choice, in the '
+        "data store (relative to it)",
     )
     window: int = Field(
         128, ge=2, le=32768, description="tokens per perplexity window (independent contexts)"
@@ -171,7 +183,13 @@ class HfTarget(StrictModel):
 class ReasonFormerTarget(StrictModel):
     pretrain_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_pretrain run")
     finetune_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_finetune run")
-    path: str | None = Field(None, min_length=1, description="a saved ReasonFormer folder (outputs/model)")
+    path: ModelFolder | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="a saved ReasonFormer folder (a run's outputs/model, copied into the model store), "
+        "relative to the model store",
+    )
     suite: SuiteSpec = Field(
         default_factory=SuiteSpec, description="the synthetic suite the model was trained on (same settings)"
     )
@@ -293,10 +311,11 @@ class TopkEvalPoint(StrictModel):
 
 
 # Mixtral-8x7B-Instruct's perplexity on WikiText-2 in bf16: the GPU examples' model, on one GPU or spread
+# (the text file lies in the offline data store: <REASONLAB_CACHE>/data/wikitext-2-test.txt)
 _MIXTRAL_PERPLEXITY: dict[str, object] = {
     "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
     "score": "perplexity",
-    "text_path": "/data/wikitext-2-test.txt",
+    "text_path": "wikitext-2-test.txt",
     "window": 2048,
     "max_tokens": 65536,
     "batch_size": 1,
@@ -376,7 +395,8 @@ MANIFEST = KindManifest(
         ),
         Example(
             name="tiny-olmoe-choices",
-            description="a tiny random OLMoE (a non-renormalising router), multiple-choice accuracy",
+            description="a tiny random OLMoE (a non-renormalising router), multiple-choice accuracy on "
+            "examples/choices.jsonl of the data store (`make offline` copies the repository's there)",
             spec={
                 "target": "hf",
                 "hf": {

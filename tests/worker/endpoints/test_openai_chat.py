@@ -1,8 +1,12 @@
 """The OpenAI-compatible chat client against a real HTTP server: the bearer key, retries of timeouts and
 garbage, a failure after the last retry (returned, never raised), no retry of a refused key, and no key
-in its repr, identity or failure reasons."""
+in its repr, identity or failure reasons. The fake server listens on 127.0.0.1: the admin's opt-in lets
+the client reach it (``loopback_endpoints``); tests/worker/endpoints/test_outbound_guard.py shows what is
+refused without it."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.skillmix_grader import STUDENT_REPLY, Script, serve
 from worker.core.skillmix.chat import ChatFailure, Sampling, user
@@ -10,6 +14,8 @@ from worker.endpoints.openai_chat import OpenAIChat, completions_url
 
 KEY = "sk-test-0123456789abcdef-secret"
 SAMPLING = Sampling(0.7, 16)
+
+pytestmark = pytest.mark.usefixtures("loopback_endpoints")
 
 
 def client(url: str, key: str = KEY, **kw: float) -> OpenAIChat:

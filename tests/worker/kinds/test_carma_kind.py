@@ -11,13 +11,16 @@ import pytest
 from pydantic import ValidationError
 
 from tests.worker.kinds.sraven_context import MemoryContext
+from worker.core.data.offline import data_root
 from worker.kinds import get_kind
 from worker.local import run_local
 from worker.specs import manifest
 from worker.specs.carma import CapCurve, CarmaEval, CarmaSpec, SynonymConsistency
 from worker.tracking.context import RunError
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures(
+    "one_thread", "stores"
+)  # data files go into a data store of the test's own
 
 # answers that are one token in the GPT-2, Llama 3, Qwen and Gemma 3 tokenizers
 IDM_ROWS = [
@@ -80,11 +83,12 @@ def test_empty_spec_and_every_example_are_valid() -> None:
 
 
 def write_data(tmp_path: Path) -> tuple[str, str]:
-    data = tmp_path / "idm.jsonl"
-    data.write_text("".join(json.dumps({"text": t, "label": w}) + "\n" for t, w in IDM_ROWS))
-    synonyms = tmp_path / "synonyms.json"
-    synonyms.write_text(json.dumps(SYNONYMS))
-    return str(data), str(synonyms)
+    """The data and synonym files in the offline data store (the ``stores`` fixture's), named relative to it."""
+    store = data_root() / tmp_path.name
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "idm.jsonl").write_text("".join(json.dumps({"text": t, "label": w}) + "\n" for t, w in IDM_ROWS))
+    (store / "synonyms.json").write_text(json.dumps(SYNONYMS))
+    return f"{tmp_path.name}/idm.jsonl", f"{tmp_path.name}/synonyms.json"
 
 
 def tiny_spec(tmp_path: Path, model: str, **extra: Any) -> CarmaSpec:
@@ -153,9 +157,13 @@ def test_a_model_that_cannot_be_found_fails_with_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    spec = tiny_spec(tmp_path, str(tmp_path / "no-such-model"))
-    with pytest.raises(RunError, match="cannot load model"):
+    # neither a preset, an alias, a folder of the model store nor a hub id this machine can load
+    spec = tiny_spec(tmp_path, "no-such-model")
+    with pytest.raises(RunError, match=r"^model\.name: cannot load model"):
         get_kind("carma").run(spec, MemoryContext())
     outcome = run_local(spec.model_dump(mode="json"), out_dir=tmp_path / "run")
     assert outcome.status == "failed" and outcome.error is not None
-    assert outcome.error.startswith("RunError: cannot load model") and "Traceback" not in outcome.error
+    assert (
+        outcome.error.startswith("RunError: model.name: cannot load model")
+        and "Traceback" not in outcome.error
+    )

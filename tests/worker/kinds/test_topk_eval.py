@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from tests.tiny_moe import cpu_budget_for_one_layer, tiny_moe
 from tests.worker.kinds.sraven_context import MemoryContext
+from tests.worker.stores import Stores
 from worker.core.models import load_model
+from worker.core.models.prepare import example_data
 from worker.core.reasonformer.build import build_model
 from worker.core.reasonformer.config import ReasoningConfig
 from worker.core.reasonformer.data.synthetic import SkillSuite
@@ -26,7 +28,6 @@ pytestmark = [
     pytest.mark.usefixtures("one_thread"),
     pytest.mark.filterwarnings("ignore::worker.core.sraven.generator.OODMissesRuleWarning"),
 ]
-REPO = Path(__file__).resolve().parents[3]
 
 
 def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -55,7 +56,7 @@ def test_empty_spec_is_a_registered_in_run_demo() -> None:
         ({"target": "hf", "hf": {"model": "allenai/OLMoE-1B-7B-0924"}, "eval_k": [8, 65]}, ("eval_k", 1)),
         ({"target": "hf", "hf": {"score": "multiple_choice"}}, ("hf", "choices_path")),
         ({"target": "reasonformer"}, ("reasonformer", "pretrain_run_id")),
-        ({"smoe": {"run_id": 3, "path": "/x"}}, ("smoe", "path")),
+        ({"smoe": {"run_id": 3, "path": "x"}}, ("smoe", "path")),
         ({"eval_k": [2, 2]}, ("eval_k",)),
         ({"smoe": {"run_id": 0}}, ("smoe", "run_id")),
         ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"1": "8GiB"}}, "resources": {"gpus": 1}}, ("hf", "max_memory", "1")),
@@ -71,9 +72,9 @@ def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) 
 def test_k_above_experts_is_not_checked_where_the_spec_cannot_know_e() -> None:
     # a source run's E is only known when the run loads it
     assert TopkEvalSpec.model_validate({"smoe": {"run_id": 4}, "eval_k": [1, 16]}).eval_k == [1, 16]
-    assert TopkEvalSpec.model_validate(
-        {"target": "hf", "hf": {"model": "/models/x"}, "eval_k": [9]}
-    ).eval_k == [9]
+    assert TopkEvalSpec.model_validate({"target": "hf", "hf": {"model": "mine/x"}, "eval_k": [9]}).eval_k == [
+        9
+    ]
 
 
 def train_smoe(out_dir: Path, k: int = 2) -> SravenCell:
@@ -99,10 +100,10 @@ def points(ctx: MemoryContext) -> list[TopkEvalPoint]:
     return list(ctx.results)
 
 
-def test_smoe_checkpoint_trained_at_k2_is_evaluated_at_every_k(tmp_path: Path) -> None:
-    cell = train_smoe(tmp_path / "source")
-    assert (tmp_path / "source" / "model" / "config.json").is_file()
-    spec = TopkEvalSpec.model_validate({"smoe": {"path": str(tmp_path / "source" / "model")}})
+def test_smoe_checkpoint_trained_at_k2_is_evaluated_at_every_k(tmp_path: Path, stores: Stores) -> None:
+    cell = train_smoe(stores.models / "source")  # a run's outputs copied into the model store
+    assert (stores.models / "source" / "model" / "config.json").is_file()
+    spec = TopkEvalSpec.model_validate({"smoe": {"path": "source/model"}})
     ctx = MemoryContext(out_dir=tmp_path / "eval")
     get_kind("topk_eval").run(spec, ctx)
     got = points(ctx)
@@ -118,8 +119,9 @@ def test_smoe_checkpoint_trained_at_k2_is_evaluated_at_every_k(tmp_path: Path) -
     assert ctx.metrics["test_acc/train_k2"].keys() == set(range(1, 9))
 
 
-def test_smoe_source_without_a_saved_model_fails_with_a_message(tmp_path: Path) -> None:
-    spec = TopkEvalSpec.model_validate({"smoe": {"path": str(tmp_path)}})
+def test_smoe_source_without_a_saved_model_fails_with_a_message(tmp_path: Path, stores: Stores) -> None:
+    (stores.models / "empty").mkdir()
+    spec = TopkEvalSpec.model_validate({"smoe": {"path": "empty"}})
     with pytest.raises(Exception, match="no saved SRAVEN model"):
         get_kind("topk_eval").run(spec, MemoryContext(out_dir=tmp_path / "eval"))
 
@@ -166,10 +168,10 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
 
 
 def test_hf_model_split_over_cpu_and_disk_scores_what_the_single_device_model_scores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, stores: Stores
 ) -> None:
-    name = tiny_moe(tmp_path / "mixtral", "mixtral")
-    monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path / "cache"))  # the offload folder goes under it
+    tiny_moe(stores.models / "mixtral", "mixtral")  # the offload folder goes under the cache root too
+    name = "mixtral"
     budget = cpu_budget_for_one_layer(load_model(name).model)
     hf = {"model": name, "window": 16, "max_tokens": 64}
     placed = {**hf, "device_map": "auto", "max_memory": {"cpu": f"{budget}B"}}
@@ -186,14 +188,15 @@ def test_hf_model_split_over_cpu_and_disk_scores_what_the_single_device_model_sc
     assert "device_map" not in runs[0].params["derived"]
 
 
-def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router() -> None:
+def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router(stores: Stores) -> None:
+    example_data()  # `make offline` copies the repository's examples/*.jsonl into the data store
     spec = TopkEvalSpec.model_validate(
         {
             "target": "hf",
             "hf": {
                 "model": "tiny-olmoe",
                 "score": "multiple_choice",
-                "choices_path": str(REPO / "examples" / "choices.jsonl"),
+                "choices_path": "examples/choices.jsonl",
             },
             "eval_k": [1, 2],
         }
@@ -206,7 +209,7 @@ def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router() -> None:
     assert got[0].extra["items"] == 6
 
 
-def test_reasonformer_skill_router_at_every_k(tmp_path: Path) -> None:
+def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) -> None:
     suite = SkillSuite()
     tok = SymbolTokenizer(suite.vocabulary())
     rc = ReasoningConfig(
@@ -219,11 +222,11 @@ def test_reasonformer_skill_router_at_every_k(tmp_path: Path) -> None:
         adapter_bottleneck=8,
         router_hidden=16,
     )
-    save_model(build_model("shared", "t5-tiny", rc, vocab_size=tok.vocab_size), tok, tmp_path)
+    save_model(build_model("shared", "t5-tiny", rc, vocab_size=tok.vocab_size), tok, stores.models)
     spec = TopkEvalSpec.model_validate(
         {
             "target": "reasonformer",
-            "reasonformer": {"path": str(tmp_path / "model"), "eval_per_task": 2, "examples": "pretrain"},
+            "reasonformer": {"path": "model", "eval_per_task": 2, "examples": "pretrain"},
             "eval_k": [1, 3, 6],
         }
     )
@@ -237,10 +240,8 @@ def test_reasonformer_skill_router_at_every_k(tmp_path: Path) -> None:
     assert all(0.0 <= p.value <= 1.0 for p in got) and got[0].extra
 
 
-def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path) -> None:
-    train_smoe(tmp_path / "source")
-    spec = TopkEvalSpec.model_validate(
-        {"smoe": {"path": str(tmp_path / "source" / "model")}, "eval_k": [2, 12]}
-    )
+def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path, stores: Stores) -> None:
+    train_smoe(stores.models / "source")
+    spec = TopkEvalSpec.model_validate({"smoe": {"path": "source/model"}, "eval_k": [2, 12]})
     with pytest.raises(Exception, match=r"eval_k: k' \[12\] above the model's 8 experts"):
         get_kind("topk_eval").run(spec, MemoryContext(out_dir=tmp_path / "eval"))

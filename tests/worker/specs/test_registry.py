@@ -29,7 +29,8 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     registry_module.reload()
 
 
-def test_every_kind_in_the_repository_is_found_by_convention() -> None:
+def test_every_kind_in_the_repository_is_found_by_convention(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REASONLAB_OUTBOUND_ALLOW", "api.openai.com")  # the paper examples' grader (GPT-4)
     assert {"diagnostic", "smoe_sraven"} <= set(manifests())
     for name, manifest in manifests().items():
         assert manifest.spec.model_fields["kind"].default == name

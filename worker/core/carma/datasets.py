@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from worker.core.carma.tasks import SENTIMENT_LABELS, Example, sentiment_label
-from worker.core.data.offline import cache_root
+from worker.core.data.offline import OutsideStore, cache_root
 
 WORDNET_POS = ("n", "v", "a", "r")
 _PARENS = re.compile(r"\([^)]*\)")
@@ -133,7 +134,10 @@ def load_hf(
 ) -> list[list[Example]]:
     """Examples of each split of a HuggingFace dataset (``datasets.load_dataset``), e.g. SST with its own
     train/validation/test splits (paper 003, B.2: "the original dataset splits ... were maintained").
-    Needs the ``datasets`` package and a machine that reaches the hub or has the dataset cached."""
+    Needs the ``datasets`` package and a machine that reaches the hub or has the dataset cached. A name
+    that is a path of the working directory (``load_dataset`` would read it) is refused (``OutsideStore``)."""
+    if os.path.lexists(name):
+        raise OutsideStore(f"{name!r} names a local path of the worker, not a hub dataset")
     try:
         import datasets
     except ImportError as exc:

@@ -15,7 +15,9 @@ what lands on the disk); it then stays where accelerate put it (never ``.to(devi
 to ``input_device(model)``, the device of its input embeddings.
 
 The store lives under the cache root (``REASONLAB_CACHE``, default ``~/.cache/reasonlab``) in
-``models/<alias>/``, so every platform home and clone of one machine shares it.
+``models/<alias>/``, so every platform home and clone of one machine
+shares it. A spec's local folder is a name relative to the store (``offline.local_model``: symlinks leading
+out of it, and names shadowed by the working directory, are refused; docs/spec-confinement.md).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from worker.core.data.offline import cache_root
+from worker.core.data.offline import OutsideStore, cache_root, local_model, model_root
 from worker.core.models.presets import PRESETS
 from worker.core.models.tokenizers import family_tokenizer
 
@@ -155,7 +157,7 @@ class LoadedModel:
 
 
 def store_root() -> Path:
-    return cache_root() / "models"
+    return model_root()
 
 
 def gguf_path(alias: GGUFAlias) -> Path:
@@ -266,10 +268,15 @@ def load_model(
         return LoadedModel(model, tokenizer, name, "preset", None)
     if name in ALIASES:
         folder, source = converted_path(name), "store"
-    elif Path(name).expanduser().is_dir():
-        folder, source = Path(name).expanduser(), "path"
     else:
-        folder, source = None, "hub"
+        try:
+            local = local_model(name)
+        except OutsideStore as exc:
+            raise ModelNotFound(f"cannot load model {name!r}: {exc}") from None
+        if Path(local).is_dir():
+            folder, source = Path(local), "path"
+        else:
+            folder, source = None, "hub"
     target: Any = str(folder) if folder is not None else name
     placed: dict[str, Any] = {}
     offload, ours = None, False

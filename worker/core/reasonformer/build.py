@@ -9,6 +9,7 @@ from pathlib import Path
 from torch import nn
 from transformers import T5ForConditionalGeneration
 
+from worker.core.data.offline import local_model
 from worker.core.reasonformer.config import T5_PRESETS, ReasoningConfig, t5_preset
 from worker.core.reasonformer.model import ReasonFormerForConditionalGeneration
 
@@ -18,8 +19,9 @@ T5_VARIANT = "t5"  # the plain T5 baseline (Table 1's "T5" and "RPT-T5" columns)
 def build_t5(
     backbone: str, vocab_size: int | None = None, dropout: float | None = None
 ) -> T5ForConditionalGeneration:
-    """A T5: a preset (random init; ``vocab_size`` is the tokenizer's), else ``from_pretrained`` of a local
-    folder or a hub id (the real checkpoint, e.g. google/t5-v1_1-base, on machines that have it)."""
+    """A T5: a preset (random init; ``vocab_size`` is the tokenizer's), else ``from_pretrained`` of a folder
+    of the model store or a hub id (the real checkpoint, e.g. google/t5-v1_1-base, on machines that have
+    it); ``offline.local_model`` refuses a name leading outside the store (``OutsideStore``)."""
     if backbone in T5_PRESETS:
         overrides: dict[str, object] = {}
         if vocab_size is not None:
@@ -27,9 +29,10 @@ def build_t5(
         if dropout is not None:
             overrides["dropout_rate"] = dropout
         return T5ForConditionalGeneration(t5_preset(backbone, **overrides))
+    source = local_model(backbone)
     if dropout is not None:
-        return T5ForConditionalGeneration.from_pretrained(backbone, dropout_rate=dropout)
-    return T5ForConditionalGeneration.from_pretrained(backbone)
+        return T5ForConditionalGeneration.from_pretrained(source, dropout_rate=dropout)
+    return T5ForConditionalGeneration.from_pretrained(source)
 
 
 def build_model(

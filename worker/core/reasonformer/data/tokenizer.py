@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from worker.core.data.offline import local_model
+
 SYMBOL_VOCAB_FILE = "symbol_vocab.json"
 
 
@@ -86,7 +88,11 @@ class HFTokenizer:
 
 
 def load_tokenizer(source: str | Path) -> TextTokenizer:
-    """The tokenizer saved in a folder (``save``), or a transformers tokenizer by hub id or path."""
+    """The tokenizer saved in a folder (``save``), or a transformers tokenizer by hub id or path. A name
+    (``str``) is a folder of the model store or a hub id (``offline.local_model``: ``OutsideStore`` for one
+    leading outside the store); a ``Path`` is a folder the platform produced."""
+    if isinstance(source, str):
+        source = local_model(source)
     path = Path(source)
     if (path / SYMBOL_VOCAB_FILE).is_file():
         return SymbolTokenizer(json.loads((path / SYMBOL_VOCAB_FILE).read_text()))

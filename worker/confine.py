@@ -1,0 +1,92 @@
+"""The worker's side of spec confinement (docs/spec-confinement.md): a spec's file and model names resolved
+inside their stores, re-checked after every symlink is resolved, so a run reads and writes nothing outside
+the offline data store, the model store, the worker's cache and its own out_dir.
+
+The spec already refused absolute paths, ``..``, ``~`` and URLs (``worker.specs.confine``, checked again
+here); the stores' roots are the worker's (``worker.core.data.offline``), all under its cache root
+(``REASONLAB_CACHE``): ``data/``, ``models/`` and, for caches a spec names, ``<kind>/``. A refusal is a :class:`Refused` run error naming the
+spec field, raised before anything is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from worker.core.data.offline import OutsideStore, cache_root, data_root, inside, local_model, model_root
+from worker.specs import confine as rules
+from worker.tracking.context import RunError
+
+
+class Refused(RunError):
+    """A spec value that would reach outside its store; the run fails with this message (the field named)."""
+
+
+def _relative(value: str, field: str, what: str) -> str:
+    try:
+        return rules.relative_path(value, what)
+    except rules.Refused as exc:
+        raise Refused(f"{field}: {exc}") from None
+
+
+def data_file(value: str, field: str) -> Path:
+    """The real path of a file of the offline data store named by a spec (``data.path``, ...)."""
+    relative = _relative(value, field, "a data file")
+    try:
+        path = inside(data_root(), relative)
+    except OutsideStore:
+        raise Refused(f"{field}: {value!r} leads outside the data store") from None
+    if not path.is_file():
+        raise Refused(
+            f"{field}: no file {relative!r} in the data store ({data_root()}): an admin puts data files "
+            "there (docs/spec-confinement.md)"
+        )
+    return path
+
+
+def model_folder(value: str, field: str) -> Path:
+    """The real path of a saved model folder of the model store named by a spec (``init.path``, ...)."""
+    relative = _relative(value, field, "a model folder")
+    try:
+        path = inside(model_root(), relative)
+    except OutsideStore:
+        raise Refused(f"{field}: {value!r} leads outside the model store") from None
+    if not path.is_dir():
+        raise Refused(f"{field}: no folder {relative!r} in the model store ({model_root()})")
+    return path
+
+
+def model_name(value: str, field: str, known: Iterable[str] = ()) -> str:
+    """Check a spec's model name (a preset or alias in ``known``, a folder of the model store or a Hugging
+    Face id) and return it unchanged: the loaders resolve it again the same way (``offline.local_model``)."""
+    if value in set(known):
+        return value
+    relative = _relative(value, field, "a model name")
+    try:
+        local_model(relative)
+    except OutsideStore as exc:
+        raise Refused(f"{field}: {exc}") from None
+    return value
+
+
+def hub_dataset(value: str, field: str) -> str:
+    """A Hugging Face dataset id as a spec names it: never read from the worker's working directory."""
+    _relative(value, field, "a dataset id")
+    if os.path.lexists(value):
+        raise Refused(f"{field}: {value!r} names a local path of the worker, not a hub dataset")
+    return value
+
+
+def cache_folder(name: str | None, field: str, kind: str) -> Path:
+    """``<cache root>/<kind>`` or, named, ``<cache root>/<kind>/<name>`` (a name, never a path)."""
+    base = cache_root() / kind
+    if name is None:
+        return base
+    relative = _relative(name, field, "a cache name")
+    if "/" in relative:
+        raise Refused(f"{field}: a cache is a name, not a path")
+    try:
+        return inside(base, relative)
+    except OutsideStore:
+        raise Refused(f"{field}: {name!r} leads outside the cache") from None
