@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | md5su
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 
-.PHONY: up test venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium clean
+.PHONY: up test venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium nginx clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ frontend-build: backend/static/index.html
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
+# nginx for the reverse-proxy tests (tests/deploy/test_reverse_proxy.py runs it in front of the API)
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light)
+
 up: venv offline frontend-build
 	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT)
 
@@ -64,7 +68,7 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-pytest: venv offline
+pytest: venv offline nginx
 	$(VENV)/bin/pytest -q
 
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document

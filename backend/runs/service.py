@@ -143,7 +143,17 @@ def release(session: Session, run: Run, attempt: int) -> Run:
         "worker": None,
         "progress_message": f"released by {run.worker} at shutdown: requeued",
     }
-    if not repository.transition(session, run.id, repository.owned(attempt), values):
+    # a cancel asked of a run that is then given back is still a cancel: it ends cancelled, not queued
+    cancelled = {"status": "cancelled", "finished_at": utcnow(), "worker": None}
+    if repository.transition(
+        session, run.id, [*repository.owned(attempt), Run.cancel_requested.is_(True)], cancelled
+    ):
+        session.refresh(run)
+        _activity(session, run, "cancelled", f"run {run.id} cancelled (given back by its worker)")
+        return run
+    if not repository.transition(
+        session, run.id, [*repository.owned(attempt), Run.cancel_requested.is_(False)], values
+    ):
         session.refresh(run)
         raise Conflict(
             f"attempt {attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
@@ -154,17 +164,22 @@ def release(session: Session, run: Run, attempt: int) -> Run:
 
 def cancel(session: Session, principal: Principal, run: Run) -> tuple[Run, bool]:
     """Cancel a run; returns (run, revoke) where revoke says a queued task should be revoked."""
-    if run.status in FINISHED_STATUSES:
-        raise Conflict(f"run {run.id} is already {run.status}")
-    if repository.transition(
-        session, run.id, [Run.status == "queued"], {"status": "cancelled", "finished_at": utcnow()}
-    ):
+    # The run may move between queued and running while this runs (a claim; a reaper or a release that
+    # requeues it): try both until one holds, so a cancel is never lost in between.
+    for _ in range(5):
+        if run.status in FINISHED_STATUSES:
+            raise Conflict(f"run {run.id} is already {run.status}")
+        if repository.transition(
+            session, run.id, [Run.status == "queued"], {"status": "cancelled", "finished_at": utcnow()}
+        ):
+            session.refresh(run)
+            _activity(session, run, "cancelled", f"run {run.id} cancelled while queued", principal.user_id)
+            return run, True
+        if repository.transition(session, run.id, [Run.status == "running"], {"cancel_requested": True}):
+            session.refresh(run)
+            return run, False
         session.refresh(run)
-        _activity(session, run, "cancelled", f"run {run.id} cancelled while queued", principal.user_id)
-        return run, True
-    repository.transition(session, run.id, [Run.status == "running"], {"cancel_requested": True})
-    session.refresh(run)
-    return run, False
+    raise Conflict(f"run {run.id} kept changing state: cancel it again")
 
 
 def retry(session: Session, run: Run) -> Run:
@@ -210,7 +225,12 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
     cutoff = utcnow() - timedelta(seconds=timeout_seconds)
     outcomes: list[tuple[int, str]] = []
     for run in repository.stale_running(session, cutoff):
-        guard = [Run.status == "running", Run.attempt == run.attempt, Run.heartbeat_at == run.heartbeat_at]
+        guard = [
+            Run.status == "running",
+            Run.attempt == run.attempt,
+            Run.heartbeat_at == run.heartbeat_at,
+            Run.cancel_requested.is_(run.cancel_requested),  # a cancel landing meanwhile is not lost
+        ]
         if run.cancel_requested:  # a cancel asked of a worker that then died is still a cancel
             values_c: dict[str, object] = {"status": "cancelled", "finished_at": utcnow()}
             if repository.transition(session, run.id, guard, values_c):

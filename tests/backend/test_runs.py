@@ -219,6 +219,17 @@ def test_release_requeues_without_using_up_an_attempt(api: Api) -> None:
     assert (r["status"], r["attempt"], r["max_attempts"], r["worker"]) == ("queued", 2, 4, None)
 
 
+def test_a_run_given_back_after_a_cancel_ends_cancelled_not_queued(api: Api) -> None:
+    """A cancel asked of a running run whose worker then shuts down (and releases it) is still a cancel:
+    requeued, the next claim would clear the flag and run it again."""
+    run = _run(api)
+    url = f"/api/v1/runs/{run['id']}"
+    api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker)
+    assert api.client.post(f"{url}/cancel", headers=api.h()).json()["cancel_requested"] is True
+    r = api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.worker).json()
+    assert (r["status"], r["attempt"]) == ("cancelled", 1)
+
+
 def test_a_retry_never_queues_an_attempt_twice(api: Api) -> None:
     """Issue 21, item 7: task ids are per attempt and the cancel of a queued run revokes its attempt's id
     (workers drop such a message unrun for hours). Retry A reads the run (cancelled at attempt 1); retry
