@@ -249,6 +249,25 @@ class FaultSweep:
         series = r.json()["series"][key]
         return [(b["step_start"], b["last"], b["count"]) for b in series["buckets"]]
 
+    def wait_mirrored(self, timeout: float) -> None:
+        """The API mirrors finished runs to MLflow from its database a moment later (backend/mirror/):
+        wait for every run's MLflow status (the mirror's last step), or give up and let check() say."""
+        from mlflow import MlflowClient
+
+        mirror = MlflowClient(tracking_uri=self.api.env["REASONLAB_MLFLOW_TRACKING_URI"])
+
+        def mirrored() -> bool:
+            runs = self.runs()
+            return all(
+                r.get("mlflow_run_id") and mirror.get_run(r["mlflow_run_id"]).info.status != "RUNNING"
+                for r in runs
+            )
+
+        try:
+            wait_until(mirrored, timeout, "the MLflow mirror", interval=1)
+        except RuntimeError as exc:
+            self.note("mirror", str(exc))
+
     def check(self) -> tuple[list[tuple[str, bool, str]], list[list[Any]]]:
         from mlflow import MlflowClient
 
@@ -389,6 +408,7 @@ def main() -> int:
 
             wait_until(finished, max(1.0, deadline - time.monotonic()), "every run to finish", interval=1)
             sweep.note("finished", sweep.status_line())
+            sweep.wait_mirrored(120)
             checks, rows = sweep.check()
         except BaseException:
             res.keep_logs = True

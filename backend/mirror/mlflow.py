@@ -100,6 +100,28 @@ class Target(Protocol):
         ...
 
 
+def init_sqlite_store(path: Path) -> None:
+    """Make a new sqlite MLflow store whole or not at all. MLflow creates its tables with migrations whose
+    SQLite table rewrites are not transactional: an API killed meanwhile left ``_alembic_tmp_runs`` behind
+    and every later client failed on it. So a missing store is made under a temporary name and linked into
+    place (never over a store another process, e.g. MLflow's UI server, made meanwhile)."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.init-*"):  # a killed process's half-made store
+        stale.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.init-{os.getpid()}")
+    from mlflow import MlflowClient
+
+    MlflowClient(tracking_uri=f"sqlite:///{tmp}").search_experiments(max_results=1)  # makes the tables
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _filter(find: dict[str, str]) -> str:
     return " and ".join(f"tags.`{k}` = '{v}'" for k, v in sorted(find.items()))
 
@@ -113,6 +135,8 @@ class MlflowTarget:
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
         from mlflow import MlflowClient
 
+        if tracking_uri.startswith("sqlite:///"):
+            init_sqlite_store(Path(tracking_uri.removeprefix("sqlite:///")))
         self.tracking_uri = tracking_uri
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.location = artifact_location(tracking_uri, artifact_fallback)

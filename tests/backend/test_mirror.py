@@ -516,3 +516,21 @@ def test_note_changes_is_bounded_by_the_batch(api: Api) -> None:
             session, rid, {("a", 3): (1.0, None), ("a", 5_000_000_001): (1.0, None)}, {"a": 5_000_000_000}
         )
     assert changed == {"a": 3}
+
+
+def test_a_new_sqlite_mlflow_store_is_made_whole_or_not_at_all(tmp_path: Path) -> None:
+    """MLflow's own table migrations are not transactional on SQLite: an API killed while it made the store
+    left a broken one. The store is made under a temporary name and linked into place."""
+    from mlflow import MlflowClient
+
+    from backend.mirror.mlflow import init_sqlite_store
+
+    path = tmp_path / "home" / "mlflow.db"
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".mlflow.db.init-999999").write_bytes(b"half a store")  # a killed process's
+    init_sqlite_store(path)
+    assert path.is_file() and sorted(p.name for p in path.parent.iterdir()) == ["mlflow.db"]
+    assert MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()  # a working store
+    before = path.stat().st_ino
+    init_sqlite_store(path)  # an existing store (made by MLflow's UI server, or earlier) is kept
+    assert path.stat().st_ino == before
