@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     true,
 )
 from sqlalchemy.engine import Dialect
@@ -312,6 +313,8 @@ class MirrorRun(Base):
     retry_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     serviced_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # a point already in MLflow changed while the run was active: its MLflow run is rebuilt once it finished
+    stale: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     __table_args__ = (Index("ix_mirror_runs_pending", "pending", "run_id"),)
 
@@ -347,4 +350,3 @@ class ProjectSecret(Base):
     updated_by: Mapped[User | None] = relationship()
 
     __table_args__ = (UniqueConstraint("project_id", "name", name="uq_project_secrets_name"),)
-

@@ -15,7 +15,8 @@ the points that exist.
    ``changed_from``, which metric ingest bumps / lowers when a batch rewrites a stored point with another
    value or adds a point below the series' latest step (backend/mirror/repository.py, ``note_changes``).
    The mirror advances ``sent_step`` only while ``seq`` is what it read before reading the points; a
-   change at or below ``sent_step`` makes it rebuild the run's mirror (MLflow appends a re-logged step).
+   change at or below ``sent_step`` makes it rebuild the run's mirror (MLflow appends a re-logged step),
+   once the run finished (``mirror_runs.stale`` meanwhile).
 
 Runs mirrored by workers before this revision (``runs.mlflow_run_id`` set) are adopted as they are: their
 series count as sent up to their latest step. Runs that left ``queued`` without an MLflow run are queued
@@ -108,6 +109,7 @@ def upgrade() -> None:
         sa.Column("retry_at", backend.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("serviced_at", backend.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("stale", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.ForeignKeyConstraint(
             ["run_id"], ["runs.id"], name=op.f("fk_mirror_runs_run_id_runs"), ondelete="CASCADE"
         ),

@@ -116,6 +116,7 @@ class PendingRun:
     spec: dict[str, Any]
     started: bool
     created_at: datetime
+    stale: bool
 
 
 def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun]:
@@ -142,6 +143,7 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             Run.spec,
             Run.started_at,
             Run.created_at,
+            MirrorRun.stale,
         )
         .join(Run, Run.id == MirrorRun.run_id)
         .where(MirrorRun.pending == true())
@@ -171,6 +173,7 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             spec=dict(r[17] or {}),
             started=r[18] is not None,
             created_at=r[19],
+            stale=bool(r[20]),
         )
         for r in session.execute(stmt)
     ]
@@ -270,6 +273,17 @@ def advance(session: Session, run_id: int, key: str, sent_step: int, seq: int) -
         .values(sent_step=sent_step, changed_from=None)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_stale(session: Session, run_id: int, keys: Sequence[str]) -> None:
+    """Points of these series already in MLflow changed while the run is active: the run's MLflow run is
+    rebuilt once it finished (``stale``); their ``changed_from`` is taken into that."""
+    session.execute(update(MirrorRun).where(MirrorRun.run_id == run_id).values(stale=True))
+    session.execute(
+        update(MirrorSeries)
+        .where(MirrorSeries.run_id == run_id, MirrorSeries.key.in_(list(keys)))
+        .values(changed_from=None)
+    )
 
 
 def reset_series(session: Session, run_id: int) -> None:

@@ -13,8 +13,9 @@ Per run (``mirror_runs``, its outbox row, marked pending by a trigger whenever t
    series' latest step is held back (the run may log it again); once it finished, everything is sent.
    A watermark is committed only after MLflow acknowledged the points and only if ingest did not change
    the series meanwhile (``seq``); a point that changed at or below a watermark (a resumed attempt that is
-   not bit-exact, a point re-sent with another value) makes the mirror rebuild the run's MLflow run: a
-   new one filled from the database, the old one deleted, since MLflow appends a re-logged step. A batch
+   not bit-exact, a point re-sent with another value) makes the mirror rebuild the run's MLflow run, once
+   the run finished (``stale`` meanwhile: one rebuild however many such changes): a new one filled from the
+   database, the old one deleted, since MLflow appends a re-logged step. A batch
    sent again after a crash of the API (acknowledged, not committed) is the same points with the same
    timestamps, which MLflow ignores.
 3. once the run finished and its points are all sent: its result records as JSON artifacts
@@ -181,6 +182,8 @@ class Mirror:
             self._new_attempt(run, report)
             run = replace(run, attempt_tagged=run.attempt)
         try:
+            if run.stale and run.status in FINISHED:
+                raise Rebuild
             caught_up = self._metrics(run, report)
         except Rebuild:
             self._rebuild(run, report)
@@ -242,6 +245,7 @@ class Mirror:
                 finishing=None,
                 results_after=0,
                 artifacts_after="",
+                stale=False,
             )
             repo.record_mlflow_run(session, run.run_id, mlflow_run_id)
         log.info("run %s mirrored to MLflow run %s", run.run_id, mlflow_run_id)
@@ -254,6 +258,7 @@ class Mirror:
             finishing=None,
             results_after=0,
             artifacts_after="",
+            stale=False,
         )
 
     def _new_attempt(self, run: repo.PendingRun, report: TickReport) -> None:
@@ -293,15 +298,23 @@ class Mirror:
         """Send the run's points after its watermarks, within the tick's budget; True when every series
         is sent up to its horizon (its latest step once the run finished, the one before while active)."""
         assert run.mlflow_run_id is not None
+        finished = run.status in FINISHED
         with session_scope(self.factory) as session:
             repo.ensure_series(session, run.run_id)
             states = repo.series_states(session, run.run_id)
-        if any(
-            s.changed_from is not None and s.sent_step is not None and s.changed_from <= s.sent_step
+        changed = [
+            s
             for s in states
-        ):
+            if s.changed_from is not None and s.sent_step is not None and s.changed_from <= s.sent_step
+        ]
+        if changed and finished:
             raise Rebuild
-        finished = run.status in FINISHED
+        if changed:  # the run may change more: one rebuild once it finished
+            with session_scope(self.factory) as session:
+                repo.mark_stale(session, run.run_id, [s.key for s in changed])
+            for s in changed:
+                s.changed_from = None
+            self._note_stale(run)
         todo = [s for s in states if s.sent_step is None or s.sent_step < self._horizon(s, finished)]
         if not todo:
             return True
@@ -332,8 +345,15 @@ class Mirror:
             self.target.log_metrics(run.mlflow_run_id, batch)
             report.points += len(batch)
             report.writes += 1
-            self._advance(run.run_id, tops)
+            self._advance(run, tops, finished)
         return not todo
+
+    def _note_stale(self, run: repo.PendingRun) -> None:
+        if not run.stale:
+            log.info(
+                "run %s: a point already in MLflow changed; its MLflow run is rebuilt once the run finished",
+                run.run_id,
+            )
 
     @staticmethod
     def _horizon(state: repo.SeriesState, finished: bool) -> int:
@@ -341,17 +361,23 @@ class Mirror:
         before (a running run may log its latest step again)."""
         return state.latest if finished else state.latest - 1
 
-    def _advance(self, run_id: int, tops: dict[str, tuple[repo.SeriesState, int]]) -> None:
+    def _advance(
+        self, run: repo.PendingRun, tops: dict[str, tuple[repo.SeriesState, int]], finished: bool
+    ) -> None:
         """Commit the watermarks of the points MLflow acknowledged; a series that changed meanwhile at or
-        below them means a rebuild."""
+        below them means a rebuild (once the run finished)."""
+        run_id = run.run_id
         with session_scope(self.factory) as session:
             for key, (state, step) in tops.items():
                 seq = state.seq
                 while not repo.advance(session, run_id, key, step, seq):
                     _, seq, changed_from = repo.series_state(session, run_id, key)
                     if changed_from is not None and changed_from <= step:
-                        session.commit()  # the other series' watermarks hold
-                        raise Rebuild
+                        if finished:
+                            session.commit()  # the other series' watermarks hold
+                            raise Rebuild
+                        repo.mark_stale(session, run_id, [key])
+                        self._note_stale(run)
                 state.sent_step, state.seq, state.changed_from = step, seq, None
 
     # -- the finish -----------------------------------------------------------------------------------------

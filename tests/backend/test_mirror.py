@@ -197,7 +197,8 @@ def test_a_run_is_mirrored_whole(api: Api, target: Target, tmp_path: Path) -> No
 def test_points_sent_again_keep_the_mirror_exact(api: Api, target: Target) -> None:
     """The same points again (a retry, a bit-exact resumed attempt) change nothing; a point sent again with
     another value, or a new one below the mirrored steps, makes the mirror rebuild the MLflow run from the
-    database (MLflow appends a re-logged step): in the end one point per step, the final values."""
+    database (MLflow appends a re-logged step), once the run finished however many such changes came: in
+    the end one point per step, the final values."""
     rid = _start(api)
     loss = {s: float(s) for s in range(1, 101)}
     _post(api, rid, {"loss": loss})
@@ -213,22 +214,41 @@ def test_points_sent_again_keep_the_mirror_exact(api: Api, target: Target) -> No
 
     loss.update({s: s * 2.0 for s in range(60, 80)})  # a resumed attempt that is not bit-exact
     _post(api, rid, {"loss": {s: loss[s] for s in range(60, 80)}})
+    loss[0] = 7.0  # and a new point below the mirrored steps
+    _post(api, rid, {"loss": {0: 7.0}})
+    loss.update({101: 1.0, 102: 2.0})  # the run goes on
+    _post(api, rid, {"loss": {101: 1.0, 102: 2.0}})
+    # while the run is active the mirror goes on in the same MLflow run, marked stale (the run may
+    # change more); it is rebuilt once, when the run finished
+    assert _drain(mirror).rebuilt == 0 and _mlflow_id(api, rid) == first
+    assert [s for s, _ in _history(target, first, "loss")][-2:] == [100, 101]
+    factory = session_factory(get_engine(api.settings.database_url))
+    with session_scope(factory) as session:
+        assert session.get(MirrorRun, rid).stale  # type: ignore[union-attr]
+    _finish(api, rid)
     report = _drain(mirror)
     assert report.rebuilt == 1
     second = _mlflow_id(api, rid)
     assert second != first
     assert target.real.client.get_run(first).info.lifecycle_stage == "deleted"
-    _assert_exact(target, second, {"loss": {s: loss[s] for s in range(1, 100)}})
+    _assert_exact(target, second, {"loss": loss})
+    assert target.real.client.get_run(second).info.status == "FINISHED"
+    assert _alive(target, second) == [second]
+    with session_scope(factory) as session:
+        assert not session.get(MirrorRun, rid).stale  # type: ignore[union-attr]
 
-    loss[0] = 7.0  # a new point below the mirrored steps
-    _post(api, rid, {"loss": {0: 7.0}})
+    # a point of the finished run rewritten (a notebook): rebuilt at once
+    r = api.client.post(
+        f"/api/v1/runs/{rid}/metrics",
+        json={"points": [{"key": "loss", "step": 5, "value": 0.25}]},
+        headers=api.h(),
+    )
+    assert r.status_code == 200, r.text
+    loss[5] = 0.25
     assert _drain(mirror).rebuilt == 1
-    _finish(api, rid)
-    _drain(mirror)
     third = _mlflow_id(api, rid)
     _assert_exact(target, third, {"loss": loss})
-    assert target.real.client.get_run(third).info.status == "FINISHED"
-    assert _alive(target, third) == [third]
+    assert target.real.client.get_run(third).info.status == "FINISHED" and _alive(target, third) == [third]
 
 
 def test_ingest_notes_only_changed_points(api: Api) -> None:
