@@ -24,10 +24,12 @@ def _free_port() -> int:
 
 
 def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """... with two workers (`make up WORKERS=2`): both start and are ready, and both stop."""
     home, port = tmp_path / "home", _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
+    argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", "2"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port), "--no-mlflow-ui"],
+        [sys.executable, "-m", "cli.main", *argv],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -57,11 +59,19 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
             f"http://127.0.0.1:{port}/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"}
         )
         assert me.json()["username"] == "admin" and me.json()["is_admin"]
+        logs = [home / "logs" / f"worker-{i}.log" for i in (0, 1)]
+        while time.monotonic() < deadline and not all(
+            f.exists() and f"embedded{i}@" in f.read_text() and " ready." in f.read_text()
+            for i, f in enumerate(logs)
+        ):
+            time.sleep(0.3)
+        assert all(" ready." in f.read_text() for f in logs), [f.read_text()[-2000:] for f in logs]
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert f"API token: {home / 'admin.token'}" in out and "stopped." in out
+    assert "  workers:   2" in out
     assert (home / "reasonlab.db").is_file() and (home / "broker").is_dir()
 
 
@@ -203,10 +213,21 @@ def test_up_prints_a_short_banner_serves_mlflow_ui_and_logs_the_chatter(tmp_path
         while time.monotonic() < deadline and run.get("status") != "succeeded":
             time.sleep(0.5)
             run = httpx.get(f"{api}/runs/{run_id}", headers=auth).json()
-        assert run["status"] == "succeeded" and run["mlflow_run_id"], run
-        # the dashboard links to {mlflow_ui_url}/#/runs/{mlflow_run_id}: that server knows the run
-        got = httpx.get(f"{ui}/api/2.0/mlflow/runs/get", params={"run_id": run["mlflow_run_id"]}, timeout=10)
-        assert got.status_code == 200 and got.json()["run"]["info"]["status"] == "FINISHED"
+        assert run["status"] == "succeeded", run
+        # the dashboard links to {mlflow_ui_url}/#/runs/{mlflow_run_id}: that server knows the run, which
+        # the API's mirror (backend/mirror/) records and finishes there a moment after the run
+        status, deadline = None, time.monotonic() + 60
+        while time.monotonic() < deadline and status != "FINISHED":
+            time.sleep(0.5)
+            run = httpx.get(f"{api}/runs/{run_id}", headers=auth).json()
+            if not run["mlflow_run_id"]:
+                continue
+            got = httpx.get(
+                f"{ui}/api/2.0/mlflow/runs/get", params={"run_id": run["mlflow_run_id"]}, timeout=10
+            )
+            assert got.status_code == 200, got.text
+            status = got.json()["run"]["info"]["status"]
+        assert status == "FINISHED", run
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
