@@ -7,6 +7,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | md5sum | cut -c1-12)
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
+WORKERS ?= 1
 
 .PHONY: up test venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium nginx clean
 
@@ -60,7 +61,7 @@ nginx:
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light)
 
 up: venv offline frontend-build
-	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT)
+	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT) --workers $(WORKERS)
 
 lint: venv
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench

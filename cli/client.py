@@ -114,13 +114,40 @@ def client_options(fn: F) -> F:
     return fn
 
 
-@click.command()
+class _UsageError(click.UsageError):
+    exit_code = 1
+
+
+class _SubmitCommand(click.Command):
+    """A wrong option or a missing argument exits 1 like any other error of the command (click's own
+    usage status, 2, is `submit --wait`'s "a run failed")."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _UsageError(exc.format_message(), exc.ctx) from exc
+
+
+@click.command(cls=_SubmitCommand)
 @click.argument("spec_file")
 @click.option("--sweep", default=None, help="sweep as YAML/JSON file or inline JSON")
 @click.option("--name", default=None)
 @click.option("--kind", default=None)
 @click.option("--project", default=None)
-@click.option("--wait", is_flag=True, help="wait until every run has finished")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="wait until every run has finished; the exit status then tells how they ended (see above)",
+)
+@click.option(
+    "--wait-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="wait (implies --wait) at most this long, then exit with status 4; default: as long as it "
+    "takes, through API restarts and outages",
+)
 @client_options
 @friendly_errors
 def submit(
@@ -130,10 +157,24 @@ def submit(
     kind: str | None,
     project: str | None,
     wait: bool,
+    wait_timeout: float | None,
     api_url: str | None,
     token: str | None,
 ) -> None:
-    """Submit SPEC_FILE as an experiment (with an optional sweep)."""
+    """Submit SPEC_FILE as an experiment (with an optional sweep).
+
+    With --wait, the command follows the runs until every one has finished, keeps waiting while the
+    API is unreachable or answers 5xx (an API restart: it retries with backoff and says so on stderr),
+    ends with a summary and a line per run that did not succeed (its id, status and why), and exits
+    with the first of these that applies:
+
+    \b
+      1  the command itself failed: a wrong option, a bad spec, a refused request, no API
+      2  a run failed
+      3  a run was cancelled
+      4  --wait-timeout passed before every run finished
+      0  every run succeeded
+    """
     doc = experiment_file(spec_file, name, kind)
     if sweep:
         try:
@@ -153,19 +194,97 @@ def submit(
         click.echo(f"experiment {exp['id']} ({exp['name']}): {len(exp['runs'])} run(s) queued")
         for r in exp["runs"][:20]:
             click.echo(f"  run {r['id']}  {json.dumps(r['params'])}")
-        if wait:
-            _wait_all(client, [r["id"] for r in exp["runs"]])
+        if wait or wait_timeout is not None:
+            code = _wait_all(client, [r["id"] for r in exp["runs"]], timeout=wait_timeout)
+            if code:
+                click.get_current_context().exit(code)
 
 
-def _wait_all(client: ReasonLabClient, run_ids: list[int]) -> None:
-    pending = set(run_ids)
+# `submit --wait`'s exit statuses (documented in its help, README.md and docs/quickstart.md)
+EXIT_SUCCEEDED, EXIT_FAILED, EXIT_CANCELLED, EXIT_TIMEOUT = 0, 2, 3, 4
+WAIT_POLL_SECONDS = 1.0  # between two looks at the unfinished runs
+RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS = 1.0, 30.0  # backoff while the API is unreachable
+OUTAGE_NOTE_SECONDS = 300.0  # during a long outage, a line on stderr this often
+# the clock and the sleep of the wait (tests replace them)
+_sleep: Callable[[float], None] = time.sleep
+_now: Callable[[], float] = time.monotonic
+
+
+def error_line(error: str | None) -> str:
+    """One line that says why a run failed: a traceback's last line (the exception), else the error's
+    first line; cut at 300 characters."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+def _wait_all(client: ReasonLabClient, run_ids: list[int], timeout: float | None = None) -> int:
+    """Follow the runs until each has finished; the exit status of ``submit --wait``. An unreachable
+    API (connection refused, timeout, 429, 5xx: ``ApiUnavailable``) is waited out with backoff, with a
+    line on stderr, and never ends the wait; other API errors do (exit 1, through friendly_errors)."""
+    from worker.client import ApiUnavailable
+
+    deadline = None if timeout is None else _now() + timeout
+    pending = list(dict.fromkeys(run_ids))
+    ended: dict[int, Any] = {}
+    retry_in = RETRY_FIRST_SECONDS
+    down_since: float | None = None
+    said_at = 0.0
     while pending:
-        for rid in sorted(pending):
-            r = client.get_run(rid)
-            if r["status"] in ("succeeded", "failed", "cancelled"):
-                click.echo(f"run {rid}: {r['status']}")
-                pending.discard(rid)
-        time.sleep(1.0)
+        try:
+            for rid in list(pending):
+                r = client.get_run(rid)
+                if down_since is not None:
+                    click.echo(f"API reachable again after {_now() - down_since:.0f}s", err=True)
+                    down_since, retry_in = None, RETRY_FIRST_SECONDS
+                if r["status"] in ("succeeded", "failed", "cancelled"):
+                    ended[rid] = r
+                    pending.remove(rid)
+                    click.echo(f"run {rid}: {r['status']}")
+        except ApiUnavailable as exc:
+            if down_since is None:
+                down_since = said_at = _now()
+                click.echo(f"API unavailable, retrying... ({exc})", err=True)
+            elif _now() - said_at >= OUTAGE_NOTE_SECONDS:  # a long outage: a line every few minutes
+                said_at = _now()
+                click.echo(f"API still unavailable after {said_at - down_since:.0f}s, retrying...", err=True)
+            delay = retry_in
+            retry_in = min(retry_in * 2, RETRY_MAX_SECONDS)
+        else:
+            delay = WAIT_POLL_SECONDS
+        if not pending:
+            break
+        if deadline is not None and _now() + delay > deadline:
+            _sleep(max(0.0, deadline - _now()))
+            break
+        _sleep(delay)
+    return _wait_summary(ended, pending)
+
+
+def _wait_summary(ended: dict[int, Any], pending: list[int]) -> int:
+    counts: dict[str, int] = {}
+    for r in ended.values():
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    if pending:
+        counts["unfinished"] = len(pending)
+    total = len(ended) + len(pending)
+    parts = ", ".join(f"{n} {status}" for status, n in counts.items())
+    click.echo(f"{total} run(s): {parts}")
+    bad = [r for r in ended.values() if r["status"] != "succeeded"]
+    for r in sorted(bad, key=lambda r: r["id"]):
+        reason = error_line(r.get("error"))
+        click.echo(f"  run {r['id']} {r['status']}" + (f": {reason}" if reason else ""))
+    if pending:
+        click.echo(f"  unfinished at --wait-timeout: run(s) {', '.join(str(i) for i in sorted(pending))}")
+    if counts.get("failed"):
+        return EXIT_FAILED
+    if counts.get("cancelled"):
+        return EXIT_CANCELLED
+    if pending:
+        return EXIT_TIMEOUT
+    return EXIT_SUCCEEDED
 
 
 @click.group()

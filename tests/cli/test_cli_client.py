@@ -104,3 +104,147 @@ def test_a_local_run_writes_under_the_home_not_the_working_tree(
     assert result.exit_code == 0, result.output
     assert (home / "runs" / "tiny" / "metrics.jsonl").is_file()
     assert not (tmp_path / "runs").exists()
+
+
+# `submit --wait`: the exit status tells how the runs ended, and an API restart is waited out
+
+
+def _run(rid: int, status: str, error: str | None = None) -> dict[str, Any]:
+    return {"id": rid, "status": status, "error": error, "params": {}, "attempt": 1}
+
+
+def _fake_api(statuses: Any) -> httpx.MockTransport:
+    """POST /experiments answers runs 1 and 2; GET /runs/{id} answers ``statuses(run_id, poll)``: a run
+    dict, or an exception/response for an outage. ``poll`` counts that run's GETs from 0."""
+    polls: dict[int, int] = {}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path == "/api/v1/experiments":
+            runs = [_run(1, "queued"), _run(2, "queued")]
+            return httpx.Response(201, json={"id": 7, "name": "x", "runs": runs})
+        rid = int(request.url.path.rsplit("/", 1)[1])
+        poll = polls[rid] = polls.get(rid, -1) + 1
+        answer = statuses(rid, poll)
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, httpx.Response):
+            return answer
+        return httpx.Response(200, json=answer)
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.fixture
+def submit_wait(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:  # (statuses, *args) -> (result, slept)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: x\nkind: diagnostic\nspec: {}\n")
+    slept: list[float] = []
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(cli_client, "_sleep", sleep)
+    monkeypatch.setattr(cli_client, "_now", lambda: clock[0])
+
+    def invoke(statuses: Any, *args: str) -> tuple[Any, list[float]]:
+        transport = _fake_api(statuses)
+        monkeypatch.setattr(
+            cli_client, "_client", lambda *_: ReasonLabClient("http://api.test", "t", transport=transport)
+        )
+        return CliRunner().invoke(main, ["submit", str(spec), "--wait", *args]), slept
+
+    return invoke
+
+
+TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1, in run\nValueError: lr too big\n'
+
+
+def test_submit_wait_exits_0_when_every_run_succeeded(submit_wait: Any) -> None:
+    result, _ = submit_wait(lambda rid, poll: _run(rid, "running" if poll < 2 else "succeeded"))
+    assert result.exit_code == 0, result.output
+    assert "run 1: succeeded" in result.output and "2 run(s): 2 succeeded" in result.output
+
+
+def test_submit_wait_exits_2_when_a_run_failed_and_says_why(submit_wait: Any) -> None:
+    def statuses(rid: int, poll: int) -> dict[str, Any]:
+        if rid == 1:
+            return _run(1, "failed", TRACEBACK) if poll else _run(1, "running")
+        return _run(2, "cancelled" if poll > 1 else "running")
+
+    result, _ = submit_wait(statuses)
+    assert result.exit_code == 2, result.output  # failed wins over cancelled
+    assert "2 run(s): 1 failed, 1 cancelled" in result.output
+    assert "  run 1 failed: ValueError: lr too big" in result.output
+    assert "  run 2 cancelled" in result.output
+
+
+def test_submit_wait_exits_3_when_a_run_was_cancelled(submit_wait: Any) -> None:
+    result, _ = submit_wait(lambda rid, poll: _run(rid, "cancelled" if rid == 2 else "succeeded"))
+    assert result.exit_code == 3, result.output
+    assert "  run 2 cancelled" in result.output and "run 1 " not in result.output.split("run(s):")[1]
+
+
+def test_submit_wait_waits_out_an_api_restart(submit_wait: Any) -> None:
+    """Refused connections, then a proxy's 502 and 503 while the API starts: the wait goes on, with
+    backoff and a line on stderr, and ends with the runs' real outcome."""
+
+    requests = iter(range(1000))
+
+    def statuses(rid: int, poll: int) -> Any:
+        n = next(requests)  # the API's answers in order, whichever run they are about
+        if n < 2:
+            return _run(rid, "running")
+        if n < 5:
+            return httpx.ConnectError("[Errno 111] Connection refused")
+        if n < 7:
+            return httpx.Response(502 if n == 5 else 503, text="Bad Gateway")
+        return _run(rid, "succeeded")
+
+    result, slept = submit_wait(statuses)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("API unavailable, retrying... (") == 1  # once per outage
+    assert "Connection refused" in result.output
+    assert result.output.index("API reachable again") < result.output.index("run 1: succeeded")
+    assert "2 run(s): 2 succeeded" in result.output
+    assert slept[1:6] == [1.0, 2.0, 4.0, 8.0, 16.0]  # backoff while it is down, the poll interval after
+
+
+def test_submit_wait_timeout_exits_4_with_the_unfinished_runs(submit_wait: Any) -> None:
+    def statuses(rid: int, poll: int) -> Any:
+        return _run(1, "succeeded") if rid == 1 else httpx.ConnectError("Connection refused")
+
+    result, slept = submit_wait(statuses, "--wait-timeout", "60")
+    assert result.exit_code == 4, result.output
+    assert "2 run(s): 1 succeeded, 1 unfinished" in result.output
+    assert "unfinished at --wait-timeout: run(s) 2" in result.output
+    assert sum(slept) == pytest.approx(60)
+    assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 29.0]  # backoff, the last sleep cut at the deadline
+
+
+def test_a_long_outage_says_so_every_few_minutes(submit_wait: Any) -> None:
+    result, _ = submit_wait(lambda rid, poll: httpx.ConnectError("refused"), "--wait-timeout", "3600")
+    assert result.exit_code == 4
+    assert result.output.count("API unavailable, retrying...") == 1
+    assert 10 <= result.output.count("API still unavailable after") <= 12
+
+
+def test_submit_wait_stops_at_an_error_that_waiting_will_not_fix(submit_wait: Any) -> None:
+    result, _ = submit_wait(lambda rid, poll: httpx.Response(401, json={"detail": "token revoked"}))
+    assert result.exit_code == 1 and "token revoked" in result.output and "Traceback" not in result.output
+
+
+def test_submit_usage_errors_exit_1_not_2_which_means_a_run_failed(submit_wait: Any) -> None:
+    result, _ = submit_wait(lambda rid, poll: _run(rid, "succeeded"), "--wait-timeout", "soon")
+    assert result.exit_code == 1 and "--wait-timeout" in result.output
+    assert CliRunner().invoke(main, ["submit"]).exit_code == 1
+    assert CliRunner().invoke(main, ["submit", "--help"]).exit_code == 0
+
+
+def test_error_line_is_the_exception_of_a_traceback_or_the_first_line() -> None:
+    assert cli_client.error_line(TRACEBACK) == "ValueError: lr too big"
+    assert cli_client.error_line("worker w1 lost (no heartbeat)\nmore") == "worker w1 lost (no heartbeat)"
+    assert cli_client.error_line(None) == "" and len(cli_client.error_line("x" * 1000)) == 300
