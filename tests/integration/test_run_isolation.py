@@ -5,6 +5,7 @@ routes; the test then looks for every service credential the worker was started 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,33 @@ def test_a_runs_process_holds_no_service_credential_and_its_token_reaches_its_ru
         "claim another",
     ):
         assert answers[name] == 403, (name, answers)
+
+
+def test_a_hostile_path_stored_before_the_checks_is_refused_by_the_worker(pg_platform: Platform) -> None:
+    """Finding 2 on a real worker: a skillmix spec whose ``data.topics`` names ``/proc/self/environ`` is a
+    422 at submission; one already stored (written before the checks existed, or edited in the database)
+    fails on the worker naming the field, before any file is read."""
+    from sqlalchemy import update
+
+    from backend.db import get_engine
+    from backend.models import Run
+    from worker.client import Invalid
+
+    p = pg_platform
+    p.start_api()
+    hostile = {"data": {"topics": "/proc/self/environ"}}
+    with pytest.raises(Invalid) as refused:
+        p.client.create_experiment("hostile", "skillmix", hostile)
+    assert [tuple(e["loc"]) for e in refused.value.errors] == [("body", "spec", "data", "topics")]
+
+    run = p.client.create_experiment("stored", "skillmix", {})["runs"][0]
+    with get_engine(p.settings.database_url).begin() as conn:
+        stored = conn.execute(Run.__table__.select().where(Run.id == run["id"])).one()
+        spec = {**stored.spec, "data": {**stored.spec.get("data", {}), "topics": "/proc/self/environ"}}
+        conn.execute(update(Run).where(Run.id == run["id"]).values(spec=spec))
+    p.start_worker()
+    (final,) = p.wait_finished([run["id"]], timeout=180)
+    assert final["status"] == "failed", p.diagnostics()
+    assert "data.topics" in (final["error"] or ""), final["error"]
+    logs = json.dumps(p.client.get_logs(run["id"]))
+    assert "REASONLAB_" not in logs and "PATH=" not in logs
