@@ -5,6 +5,11 @@ every such run to Celery by task name (``runs.execute``), then marks it dispatch
 down the send fails, the run stays undispatched and is retried on the next tick. A crash between send
 and mark sends twice at worst, and the claim refuses the second delivery.
 
+Order: each tick sends the highest ``resources.priority`` first and, within a priority, the oldest run
+first (the smallest id: a requeued attempt keeps its run's place), each with its message priority
+(``common.broker.PRIORITIES``); the broker then hands them out in that order, first in first out within a
+priority (docs/architecture.md, "Queue order").
+
 The reaper returns runs whose heartbeat went stale to ``queued`` with attempt+1 (or fails them past
 ``max_attempts``); the dispatcher then sends the new attempt. The lost attempt's message, never
 acknowledged by its dead worker, is then removed from the broker (``discard_unacked``): the claim would
@@ -29,9 +34,16 @@ from backend.models import Run
 from backend.runs import repository as runs_repo
 from backend.runs import service as runs_service
 from backend.settings import Settings
-from common.broker import TASK_EXECUTE
+from common.broker import DEFAULT_PRIORITY, PRIORITIES, TASK_EXECUTE, message_priority
 
 log = logging.getLogger("reasonlab.dispatch")
+
+
+def run_priority(spec: Any) -> str:
+    """A run's ``resources.priority`` from its stored spec (runs stored before the field: normal)."""
+    resources = spec.get("resources") if isinstance(spec, dict) else None
+    level = resources.get("priority") if isinstance(resources, dict) else None
+    return level if isinstance(level, str) and level in PRIORITIES else DEFAULT_PRIORITY
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -56,15 +68,20 @@ class Dispatcher:
 
     # --- outbox ---
     def dispatch_once(self) -> int:
-        """Send every queued, undispatched run; returns how many were sent."""
+        """Send every queued, undispatched run, the highest priority first, then the oldest; returns how
+        many were sent."""
         sent = 0
         superseded: dict[int, int] = {}  # run -> the attempt just sent, when it follows an earlier one
         with session_scope(self.factory) as session:
             resend_before = utcnow() - timedelta(seconds=self.settings.redispatch_after)
-            pending = [(r.id, r.attempt, r.queue) for r in runs_repo.undispatched(session, resend_before)]
-        for run_id, attempt, queue in pending:
+            pending = [
+                (message_priority(run_priority(r.spec)), r.id, r.attempt, r.queue)
+                for r in runs_repo.undispatched(session, resend_before)  # the oldest runs, by id
+            ]
+        pending.sort(key=lambda p: (p[0], p[1]))  # lower message priority goes first (common.broker)
+        for priority, run_id, attempt, queue in pending:
             try:
-                self._send(run_id, attempt, queue)
+                self._send(run_id, attempt, queue, priority)
             except Exception as exc:  # broker down: leave it undispatched, retry next tick
                 if self.broker_ok:
                     log.warning("broker unavailable, run %s stays queued: %s", run_id, exc)
@@ -98,10 +115,17 @@ class Dispatcher:
             log.info("removed the unacknowledged messages of stale attempts: %s", ", ".join(removed))
         return removed
 
-    def _send(self, run_id: int, attempt: int, queue: str) -> None:
+    def _send(
+        self, run_id: int, attempt: int, queue: str, priority: int = PRIORITIES[DEFAULT_PRIORITY]
+    ) -> None:
         # retry=False: never block the loop on a dead broker; the outbox retries instead.
         self.celery.send_task(
-            TASK_EXECUTE, args=[run_id, attempt], queue=queue, task_id=task_id(run_id, attempt), retry=False
+            TASK_EXECUTE,
+            args=[run_id, attempt],
+            queue=queue,
+            task_id=task_id(run_id, attempt),
+            priority=priority,
+            retry=False,
         )
 
     def revoke(self, run_id: int, attempt: int) -> None:

@@ -19,6 +19,7 @@ from sqlalchemy import update
 from backend.db import get_engine, session_factory, utcnow
 from backend.dispatch import Dispatcher
 from backend.models import Run
+from common.broker import PRIORITIES, redis_queue_keys
 from tests.backend.conftest import Api
 
 
@@ -70,7 +71,10 @@ def throwaway_redis(tmp_path: Path, redis_url: str) -> Iterator[RedisProcess]:
 
 
 def _queued_messages(port: int, queue: str) -> list[dict]:
-    return [json.loads(m) for m in redis.Redis(port=port).lrange(queue, 0, -1)]
+    """The messages of ``queue``, in the order workers take them: kombu keeps one list per priority step
+    (LPUSH to send, BRPOP from the right to take)."""
+    client = redis.Redis(port=port)
+    return [json.loads(m) for key in redis_queue_keys(queue) for m in reversed(client.lrange(key, 0, -1))]
 
 
 def test_broker_down_at_submit_then_back(api: Api, throwaway_redis: RedisProcess) -> None:
@@ -104,6 +108,42 @@ def test_gpu_runs_go_to_the_gpu_queue(api: Api, throwaway_redis: RedisProcess) -
     assert dispatcher.dispatch_once() == 2
     assert len(_queued_messages(throwaway_redis.port, "gpu")) == 1
     assert len(_queued_messages(throwaway_redis.port, "cpu")) == 1
+
+
+class _Recorder:
+    """Stands for the dispatcher's Celery app: records what would be sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, int | None]] = []
+
+    def send_task(self, name: str, args: list[int], **options: Any) -> None:
+        self.sent.append((args[0], options.get("priority")))
+
+
+def test_the_dispatcher_sends_the_highest_priority_first_then_the_oldest(api: Api) -> None:
+    """Runs waiting together (the broker was down, a burst of submissions) go out by priority, then age;
+    each message carries its run's priority. Runs stored before ``resources.priority`` existed are normal."""
+    factory = session_factory(get_engine(api.settings.database_url))
+    ids: dict[str, list[int]] = {"high": [], "normal": [], "low": []}
+    for level in ("normal", "low", "high", None, "normal", "high", "low", None):
+        spec = {} if level is None else {"resources": {"priority": level}}
+        response = api.submit(spec)
+        assert response.status_code == 201, response.text
+        ids[level or "normal"].append(response.json()["runs"][0]["id"])
+    with factory() as s:  # a run stored before the field existed
+        old = ids["normal"][-1]
+        stored = s.get(Run, old)
+        assert stored is not None
+        stored.spec = {k: v for k, v in stored.spec.items() if k != "resources"}
+        s.commit()
+    recorder = _Recorder()
+    assert Dispatcher(api.settings, factory, celery=recorder).dispatch_once() == 8  # type: ignore[arg-type]
+    assert recorder.sent == [
+        (i, PRIORITIES[level]) for level in ("high", "normal", "low") for i in ids[level]
+    ]
+    assert (
+        PRIORITIES["high"] < PRIORITIES["normal"] < PRIORITIES["low"]
+    )  # lower is taken first (Redis's rule)
 
 
 # A worker that takes a message (not acknowledged: acks_late) and is killed with -9: no ack, no clean

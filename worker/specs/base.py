@@ -24,6 +24,12 @@ class Resources(StrictModel):
         "auto", description="auto = cuda when the worker has one, else cpu"
     )
     gpus: int = Field(0, ge=0, le=64, description="GPUs the run needs; > 0 routes it to the gpu queue")
+    priority: Literal["low", "normal", "high"] = Field(
+        "normal",
+        description="a free worker takes the queued run of the highest priority first, the oldest first "
+        "within a priority; high for short and interactive runs (a quick check, a sweep of seconds-long "
+        "runs), low for long ones that may wait (paper-scale training). It never stops a running run",
+    )
 
     @property
     def queue(self) -> str:
