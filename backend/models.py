@@ -121,6 +121,12 @@ class Run(Base):
     progress_done: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_total: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_message: Mapped[str] = mapped_column(Text, default="")
+    # the progress rate of the current attempt, for its ETA (backend/runs/eta.py): its first progress
+    # report (time and done, reset by a claim or when the total changes or done goes back) and when
+    # done last moved
+    progress_base_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    progress_base_done: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    progress_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     dispatched: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -229,7 +229,7 @@ class ClaimOut(TypedDict):
     max_attempts: int
     mlflow_run_id: str | None
     params: dict[str, Any]
-    progress: Progress
+    progress: RunProgress
     project_id: int
     queue: str
     run_token: str
@@ -632,7 +632,7 @@ class Progress(TypedDict):
 
 
 class ProgressEvent(TypedDict):
-    data: Progress
+    data: RunProgress
     event: Literal["progress"]
 
 
@@ -722,7 +722,6 @@ class Resources(TypedDict):
 
     device: NotRequired[Literal["auto", "cpu", "cuda"]]
     gpus: NotRequired[int]
-    priority: NotRequired[Literal["low", "normal", "high"]]
 
 
 class ResultIn(TypedDict):
@@ -816,6 +815,15 @@ class RunPatch(TypedDict):
     mlflow_run_id: NotRequired[str | None]
 
 
+class RunProgress(TypedDict):
+    """A run's last progress report, and when it should be done at that rate."""
+
+    done: NotRequired[int]
+    eta_at: NotRequired[str | None]
+    message: NotRequired[str]
+    total: NotRequired[int]
+
+
 class RunPublic(TypedDict):
     attempt: int
     cancel_requested: bool
@@ -830,7 +838,7 @@ class RunPublic(TypedDict):
     max_attempts: int
     mlflow_run_id: str | None
     params: dict[str, Any]
-    progress: Progress
+    progress: RunProgress
     project_id: int
     queue: str
     spec: (

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field, RootModel
 
 from backend.kinds.typing import SpecPayload
 from backend.models import Run
+from backend.runs import eta
 from common.runs import FinalStatus, RunStatus
 
 
@@ -14,6 +15,16 @@ class Progress(BaseModel):
     done: int = Field(0, ge=0, le=2**62)
     total: int = Field(0, ge=0, le=2**62)
     message: str = Field("", max_length=2000)
+
+
+class RunProgress(Progress):
+    """A run's last progress report, and when it should be done at that rate."""
+
+    eta_at: datetime | None = Field(
+        None,
+        description="while the run runs: when it should be done at the progress rate of its current "
+        "attempt (null until done has moved since the attempt's first report, or without a total)",
+    )
 
 
 class RunPublic(BaseModel):
@@ -30,7 +41,7 @@ class RunPublic(BaseModel):
     queue: str
     worker: str | None
     heartbeat_at: datetime | None
-    progress: Progress
+    progress: RunProgress
     error: str | None
     cancel_requested: bool
     created_at: datetime
@@ -59,7 +70,12 @@ class RunPublic(BaseModel):
             queue=run.queue,
             worker=run.worker,
             heartbeat_at=run.heartbeat_at,
-            progress=Progress(done=run.progress_done, total=run.progress_total, message=run.progress_message),
+            progress=RunProgress(
+                done=run.progress_done,
+                total=run.progress_total,
+                message=run.progress_message,
+                eta_at=eta.eta_at(run),
+            ),
             error=run.error,
             cancel_requested=run.cancel_requested,
             created_at=run.created_at,
@@ -149,7 +165,7 @@ class StatusEvent(BaseModel):
 
 class ProgressEvent(BaseModel):
     event: Literal["progress"]
-    data: Progress
+    data: RunProgress
 
 
 class MetricsEvent(BaseModel):

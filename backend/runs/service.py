@@ -16,7 +16,7 @@ from backend.deps import Principal
 from backend.errors import Conflict, Forbidden, NotFound
 from backend.models import Run, RunLog
 from backend.projects import service as projects
-from backend.runs import repository
+from backend.runs import eta, repository
 from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn
 from common.runs import FINISHED_STATUSES
 
@@ -79,6 +79,7 @@ def claim(session: Session, run: Run, body: ClaimIn) -> Run:
             "heartbeat_at": now,
             "started_at": run.started_at or now,
             "cancel_requested": False,
+            **eta.NEW_ATTEMPT,
         },
     )
     if not ok:
@@ -93,13 +94,10 @@ def claim(session: Session, run: Run, body: ClaimIn) -> Run:
 
 
 def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
-    values: dict[str, object] = {"heartbeat_at": utcnow()}
+    now = utcnow()
+    values: dict[str, object] = {"heartbeat_at": now}
     if body.progress is not None:
-        values |= {
-            "progress_done": body.progress.done,
-            "progress_total": body.progress.total,
-            "progress_message": body.progress.message,
-        }
+        values |= eta.progress_values(run, body.progress, now)
     if not repository.transition(session, run.id, repository.owned(body.attempt), values):
         session.refresh(run)
         raise Conflict(

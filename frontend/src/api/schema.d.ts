@@ -1441,7 +1441,7 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
-            progress: components["schemas"]["Progress"];
+            progress: components["schemas"]["RunProgress"];
             /** Project Id */
             project_id: number;
             /** Queue */
@@ -2339,7 +2339,7 @@ export interface components {
         };
         /** ProgressEvent */
         ProgressEvent: {
-            data: components["schemas"]["Progress"];
+            data: components["schemas"]["RunProgress"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -2578,13 +2578,6 @@ export interface components {
              * @default 0
              */
             gpus: number;
-            /**
-             * Priority
-             * @description a free worker takes the queued run of the highest priority first, the oldest first within a priority; high for short and interactive runs (a quick check, a sweep of seconds-long runs), low for long ones that may wait (paper-scale training). It never stops a running run
-             * @default normal
-             * @enum {string}
-             */
-            priority: "low" | "normal" | "high";
         };
         /** ResultIn */
         ResultIn: {
@@ -2759,6 +2752,32 @@ export interface components {
             /** Mlflow Run Id */
             mlflow_run_id?: string | null;
         };
+        /**
+         * RunProgress
+         * @description A run's last progress report, and when it should be done at that rate.
+         */
+        RunProgress: {
+            /**
+             * Done
+             * @default 0
+             */
+            done: number;
+            /**
+             * Eta At
+             * @description while the run runs: when it should be done at the progress rate of its current attempt (null until done has moved since the attempt's first report, or without a total)
+             */
+            eta_at?: string | null;
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /**
+             * Total
+             * @default 0
+             */
+            total: number;
+        };
         /** RunPublic */
         RunPublic: {
             /** Attempt */
@@ -2792,7 +2811,7 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
-            progress: components["schemas"]["Progress"];
+            progress: components["schemas"]["RunProgress"];
             /** Project Id */
             project_id: number;
             /** Queue */

@@ -47,6 +47,28 @@ export function useRunsTable(id: number) {
   });
 }
 
+/** How many running runs the ETAs of an experiment's runs table are asked for, at most (one page). */
+export const ETA_RUNS = 1000;
+
+/**
+ * Each running run's ETA (`progress.eta_at`), by run id: the columnar runs table leaves progress out, so
+ * while the table shows running runs this asks for them (a few: one per busy worker) as often as the
+ * table polls.
+ */
+export function useRunningEtas(experimentId: number, running: number) {
+  return useQuery({
+    queryKey: ['experiments', experimentId, 'running-etas'],
+    queryFn: async () => {
+      const page = await unwrap(
+        api.GET('/api/v1/runs', { params: { query: { experiment_id: experimentId, status: ['running'], limit: ETA_RUNS } } }),
+      );
+      return new Map(page.items.map((r): [number, string | null] => [r.id, r.progress.eta_at ?? null]));
+    },
+    enabled: running > 0,
+    refetchInterval: running > 0 ? livePollMs(running) : false,
+  });
+}
+
 /** An experiment's name for a page that shows one of its runs: the cached detail, fetched once (no polling). */
 export function useExperimentName(id: number): { name: string; runs: number } | undefined {
   const q = useQuery({ ...experimentQuery(id), staleTime: 60_000 });

@@ -104,7 +104,7 @@ export function useRunEvents(run: Run | undefined): LiveState {
             void qc.invalidateQueries({ queryKey: ['runs', runId] });
             if (runRef.current) void qc.invalidateQueries({ queryKey: ['experiments', runRef.current.experiment_id] });
           }
-          setState((st) => applyRunEvent(st, event, Date.now()));
+          setState((st) => applyRunEvent(st, event));
         });
       }
     };

@@ -1,29 +1,20 @@
-// Live progress and ETA from the run's `progress` events ({done, total, message}). The rate is measured
-// over a sliding window of recent samples so a run that sped up or slowed down is estimated by its
-// current pace, not its average since the start.
-export interface ProgressSample {
-  done: number;
-  /** milliseconds since epoch when the sample arrived */
-  at: number;
+// A running run's ETA. The API answers `progress.eta_at` (backend/runs/eta.py): when the run should be
+// done at the progress rate of its current attempt, measured from the attempt's first progress report.
+// So a page opened mid-run, and the runs table, have an ETA at once, with no progress history of their
+// own; between two reports the page counts down to that time.
+
+/** Seconds from `now` (ms since epoch) to `etaAt`; null without an estimate, negative once it has passed. */
+export function etaSeconds(etaAt: string | null | undefined, now: number): number | null {
+  if (!etaAt) return null;
+  const at = Date.parse(etaAt);
+  return Number.isFinite(at) ? (at - now) / 1000 : null;
 }
 
-/** How far back the rate looks, in milliseconds. */
-export const ETA_WINDOW_MS = 30_000;
-
-export function addSample(samples: readonly ProgressSample[], sample: ProgressSample): ProgressSample[] {
-  const kept = samples.filter((s) => sample.at - s.at <= ETA_WINDOW_MS && s.done <= sample.done);
-  return [...kept, sample];
-}
-
-/** Seconds left at the recent pace, or null when it cannot be told yet. */
-export function etaSeconds(samples: readonly ProgressSample[], total: number | null | undefined): number | null {
-  if (!total || samples.length < 2) return null;
-  const first = samples[0]!;
-  const last = samples[samples.length - 1]!;
-  const dt = (last.at - first.at) / 1000;
-  const dd = last.done - first.done;
-  if (dt <= 0 || dd <= 0) return null;
-  return Math.max(0, (total - last.done) / (dd / dt));
+/** What "ETA …" says: the time left, '—' without an estimate, 'overdue' once the estimate has passed. */
+export function formatEta(seconds: number | null): string {
+  if (seconds === null || Number.isNaN(seconds)) return '—';
+  if (seconds <= 0) return 'overdue';
+  return formatDuration(seconds);
 }
 
 export function formatDuration(seconds: number | null): string {
@@ -31,7 +22,8 @@ export function formatDuration(seconds: number | null): string {
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86400)}d ${String(Math.floor((s % 86400) / 3600)).padStart(2, '0')}h`;
 }
 
 export function percent(done: number, total: number | null | undefined): number | null {

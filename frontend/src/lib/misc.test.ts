@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deepMerge, flatten, formatValue, getPath, isJson, jsonObjectOf, setPath } from './dotted';
-import { addSample, etaSeconds, formatDuration, percent } from './eta';
+import { etaSeconds, formatDuration, formatEta, percent } from './eta';
 import { runLabel, varyingParams } from './labels';
 import { overlaySeries } from './overlay';
 import { parallelData } from './parallel';
@@ -26,20 +26,24 @@ describe('dotted paths', () => {
 });
 
 describe('eta', () => {
-  it('estimates from the recent pace', () => {
-    let s = addSample([], { done: 0, at: 0 });
-    s = addSample(s, { done: 10, at: 10_000 });
-    expect(etaSeconds(s, 100)).toBeCloseTo(90);
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  it("counts down to the API's estimate", () => {
+    expect(etaSeconds('2026-11-25T12:01:30Z', now)).toBe(90);
+    expect(etaSeconds('2026-11-25T12:01:30.500Z', now + 60_000)).toBe(30.5);
+    expect(formatEta(etaSeconds('2026-11-25T12:01:30Z', now))).toBe('1m 30s');
+    expect(formatEta(etaSeconds('2026-11-25T14:00:00Z', now))).toBe('2h 00m');
   });
-  it('forgets samples older than the window', () => {
-    let s = addSample([], { done: 0, at: 0 });
-    s = addSample(s, { done: 50, at: 100_000 });
-    expect(s).toHaveLength(1);
-    expect(etaSeconds(s, 100)).toBeNull();
+  it('says so without an estimate, or once the estimate has passed', () => {
+    expect(etaSeconds(null, now)).toBeNull();
+    expect(etaSeconds(undefined, now)).toBeNull();
+    expect(etaSeconds('not a time', now)).toBeNull();
+    expect(formatEta(null)).toBe('—');
+    expect(formatEta(etaSeconds('2026-11-25T11:59:00Z', now))).toBe('overdue');
   });
   it('formats durations and percentages', () => {
     expect(formatDuration(75)).toBe('1m 15s');
     expect(formatDuration(3700)).toBe('1h 01m');
+    expect(formatDuration(3 * 86400 + 7200)).toBe('3d 02h');
     expect(percent(5, 20)).toBe(25);
     expect(percent(5, null)).toBeNull();
   });

@@ -17,18 +17,18 @@ describe('decodeRunEvent', () => {
 });
 
 describe('applyRunEvent', () => {
-  it('keeps the latest progress and a sample for the ETA', () => {
-    const s1 = applyRunEvent(NOT_LIVE, { event: 'progress', data: { done: 1, total: 10, message: 'a' } }, 1000);
-    const s2 = applyRunEvent(s1, { event: 'progress', data: { done: 4, total: 10, message: 'b' } }, 2000);
-    expect(s2.progress).toEqual({ done: 4, total: 10, message: 'b' });
-    expect(s2.samples).toEqual([{ done: 1, at: 1000 }, { done: 4, at: 2000 }]);
+  it("keeps the latest progress with the API's ETA", () => {
+    const s1 = applyRunEvent(NOT_LIVE, { event: 'progress', data: { done: 1, total: 10, message: 'a', eta_at: null } });
+    const eta_at = '2026-11-25T12:01:30Z';
+    const s2 = applyRunEvent(s1, { event: 'progress', data: { done: 4, total: 10, message: 'b', eta_at } });
+    expect(s2.progress).toEqual({ done: 4, total: 10, message: 'b', eta_at });
   });
   it('merges the latest step per metric key', () => {
-    const s = applyRunEvent(applyRunEvent(NOT_LIVE, { event: 'metrics', data: { steps: { loss: 1, acc: 1 } } }, 0), { event: 'metrics', data: { steps: { loss: 5 } } }, 0);
+    const s = applyRunEvent(applyRunEvent(NOT_LIVE, { event: 'metrics', data: { steps: { loss: 1, acc: 1 } } }), { event: 'metrics', data: { steps: { loss: 5 } } });
     expect(s.steps).toEqual({ loss: 5, acc: 1 });
   });
   it('marks the stream closed at the end', () => {
-    expect(applyRunEvent({ ...NOT_LIVE, connected: true }, { event: 'end', data: { status: 'failed' } }, 0).connected).toBe(false);
+    expect(applyRunEvent({ ...NOT_LIVE, connected: true }, { event: 'end', data: { status: 'failed' } }).connected).toBe(false);
   });
 });
 

@@ -2,7 +2,6 @@
 // `status` carries the run, `progress` its Progress, `metrics` the latest step per key, `end` the final
 // status. Decoding and the live state they fold into are pure; hooks/runs.ts useRunEvents listens.
 import type { RunEvent, RunEventData, RunEventName } from '../api/types';
-import { addSample, type ProgressSample } from './eta';
 
 export const RUN_EVENT_NAMES = ['status', 'progress', 'metrics', 'end'] as const satisfies readonly RunEventName[];
 type Unlisted = Exclude<RunEventName, (typeof RUN_EVENT_NAMES)[number]>;
@@ -29,21 +28,20 @@ export function decodeRunEvent(name: string, data: string): RunEvent | null {
 }
 
 export interface LiveState {
+  /** the latest progress, with the API's ETA (`eta_at`) */
   progress: RunEventData<'progress'> | null;
-  /** progress samples of the ETA's sliding window */
-  samples: ProgressSample[];
   /** latest step per metric key, from `metrics` events */
   steps: Record<string, number>;
   connected: boolean;
 }
 
-export const NOT_LIVE: LiveState = { progress: null, samples: [], steps: {}, connected: false };
+export const NOT_LIVE: LiveState = { progress: null, steps: {}, connected: false };
 
-/** The live state after one event received at `now` (ms); `status` events change the cached run instead. */
-export function applyRunEvent(state: LiveState, event: RunEvent, now: number): LiveState {
+/** The live state after one event; `status` events change the cached run instead. */
+export function applyRunEvent(state: LiveState, event: RunEvent): LiveState {
   switch (event.event) {
     case 'progress':
-      return { ...state, progress: event.data, samples: addSample(state.samples, { done: event.data.done, at: now }) };
+      return { ...state, progress: event.data };
     case 'metrics':
       return { ...state, steps: { ...state.steps, ...event.data.steps } };
     case 'end':

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, type RunFilter, type RunRow } from './runsTable';
+import { cellValue, columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, withEtas, type RunFilter, type RunRow } from './runsTable';
 import type { RunStatus } from './runStatus';
 
 const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: Record<string, number | null>): RunRow => ({
@@ -104,5 +104,25 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     expect(next.finished_at).toEqual(['2026-01-01T00:03:00Z', '2026-01-01T00:04:00Z', null]);
     expect(t.status[1]).toBe('running');
     expect(patchTable(t, { id: 99, status: 'failed', attempt: 1, started_at: null, finished_at: null })).toBe(t);
+  });
+});
+
+describe('ETA column', () => {
+  const inMinutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
+  const rows = [run(1, 'running', {}, {}), run(2, 'running', {}, {}), run(3, 'running', {}, {}), run(4, 'succeeded', {}, {})];
+
+  it("puts each running run's ETA on its row, and none on the others", () => {
+    const etas = new Map([[1, inMinutes(30)], [2, inMinutes(5)], [3, null], [4, inMinutes(1)]]);
+    const merged = withEtas(rows, etas);
+    expect(merged.map((r) => r.eta_at ?? null)).toEqual([etas.get(1), etas.get(2), null, null]);
+    expect(merged[3]).toBe(rows[3]); // rows without an ETA are passed through
+    expect(withEtas(rows, undefined)).toBe(rows);
+  });
+  it('is the seconds left, sortable (no estimate last) and filterable', () => {
+    const merged = withEtas(rows, new Map([[1, inMinutes(30)], [2, inMinutes(5)], [3, null]]));
+    expect(cellValue(merged[1]!, 'eta')).toBeCloseTo(300, -1);
+    expect(cellValue(merged[3]!, 'eta')).toBeNull();
+    expect(filterAndSort(merged, none, { column: 'eta', desc: false }).map((r) => r.id)).toEqual([2, 1, 3, 4]);
+    expect(filterAndSort(merged, { ...none, columns: { eta: '< 600' } }, null).map((r) => r.id)).toEqual([2]);
   });
 });

@@ -3,13 +3,19 @@
 // while the server streams status changes.
 import type { Run, RunsTableColumns } from '../api/types';
 import { formatValue } from './dotted';
+import { etaSeconds } from './eta';
 import type { RunStatus } from './runStatus';
 
-/** What the table reads of a run (the generated RunPublic's fields; tests build rows without the rest). */
-export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' | 'summary' | 'created_at' | 'started_at' | 'finished_at'>;
+/**
+ * What the table reads of a run (the generated RunPublic's fields; tests build rows without the rest), and
+ * a running run's ETA (its `progress.eta_at`, which the columnar runs table does not carry: `withEtas`).
+ */
+export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' | 'summary' | 'created_at' | 'started_at' | 'finished_at'> & {
+  eta_at?: string | null;
+};
 
 /** A column is a run field, a sweep param ("param:train.lr") or a final metric ("metric:loss"). */
-export type ColumnId = 'id' | 'index' | 'status' | 'attempt' | 'duration' | `param:${string}` | `metric:${string}`;
+export type ColumnId = 'id' | 'index' | 'status' | 'attempt' | 'duration' | 'eta' | `param:${string}` | `metric:${string}`;
 
 export interface Sort {
   column: ColumnId;
@@ -53,6 +59,7 @@ export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column.startsWith('param:')) return run.params[column.slice(6)];
   if (column.startsWith('metric:')) return run.summary[column.slice(7)];
   if (column === 'duration') return durationSeconds(run);
+  if (column === 'eta') return run.status === 'running' ? etaSeconds(run.eta_at, Date.now()) : null;
   if (column === 'index') return run.index + 1; // "#1" is the experiment's first run, as the run page says
   return run[column as 'id' | 'index' | 'status' | 'attempt'];
 }
@@ -145,4 +152,17 @@ export function patchTable(t: RunsTableColumns, run: Pick<Run, 'id' | 'status' |
     started_at: set(t.started_at, run.started_at ?? null),
     finished_at: set(t.finished_at, run.finished_at ?? null),
   };
+}
+
+/**
+ * The rows with each running run's ETA (`GET /runs?status=running` answers the runs with their progress;
+ * the columnar runs table leaves progress out, so that heartbeats do not change it). Rows without an ETA
+ * are passed through as they are.
+ */
+export function withEtas(rows: readonly RunRow[], etas: ReadonlyMap<number, string | null> | undefined): RunRow[] {
+  if (!etas?.size) return rows as RunRow[];
+  return rows.map((r) => {
+    const eta_at = r.status === 'running' ? (etas.get(r.id) ?? null) : null;
+    return (r.eta_at ?? null) === eta_at ? r : { ...r, eta_at };
+  });
 }

@@ -14,13 +14,13 @@ import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { RunsTable } from '../components/runs/RunsTable';
-import { useExperiment, useRunsTable } from '../hooks/experiments';
+import { useExperiment, useRunningEtas, useRunsTable } from '../hooks/experiments';
 import { useCanWrite } from '../hooks/projects';
 import { useRunAction } from '../hooks/runs';
 import { kindViews } from '../kinds';
 import { parallelData } from '../lib/parallel';
 import { canCancel, canRetry, isFinished } from '../lib/runStatus';
-import { columnsOf, statusCounts, type RunRow } from '../lib/runsTable';
+import { columnsOf, statusCounts, withEtas, type RunRow } from '../lib/runsTable';
 
 // What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
 // comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
@@ -81,6 +81,8 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
   const cancellable = selectedRuns.filter((r) => canCancel(r.status)).map((r) => r.id);
   const retryable = selectedRuns.filter((r) => canRetry(r.status)).map((r) => r.id);
   const counts = useMemo(() => statusCounts(runs), [runs]);
+  const etas = useRunningEtas(experiment.id, counts.running ?? 0);
+  const tableRuns = useMemo(() => withEtas(runs, etas.data), [runs, etas.data]);
   const openRun = useCallback((id: number) => navigate(`/runs/${id}`), [navigate]);
   const overlayRuns = useMemo(() => (selectedRuns.length ? selectedRuns : runs.slice(0, 10)), [selectedRuns, runs]);
   const [tab, setTab] = useState<string | null>('runs');
@@ -138,7 +140,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
         <Tabs.Panel value="runs" pt="md">
           <Grid>
             <Grid.Col span={12}>
-              <RunsTable runs={runs} selected={selected} onSelect={setSelected} />
+              <RunsTable runs={tableRuns} selected={selected} onSelect={setSelected} />
             </Grid.Col>
             <Grid.Col span={12}>
               <OverlayPanel runs={overlayRuns} selected={selectedRuns.length > 0} metrics={metrics} metric={metric} onMetric={setMetric} />

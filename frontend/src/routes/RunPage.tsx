@@ -10,13 +10,14 @@ import { timeAgo } from '../components/common/time';
 import { KeyValues } from '../components/results/KeyValues';
 import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
+import { RunEta } from '../components/runs/Eta';
 import { MetricPanels } from '../components/runs/MetricPanels';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
 import { LOG_TAIL_LINES, useRun, useRunAction, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
 import { errorMessage } from '../api/errors';
-import { etaSeconds, formatDuration, percent } from '../lib/eta';
+import { formatDuration, percent } from '../lib/eta';
 import { canRetry, isFinished } from '../lib/runStatus';
 import { durationSeconds } from '../lib/runsTable';
 import { cancelNote, progressNote } from '../lib/runNotes';
@@ -34,7 +35,6 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const p = live.progress ?? run.progress;
   if (!p || (!p.total && !p.done)) return null;
   const pct = percent(p.done, p.total);
-  const eta = run.status === 'running' ? etaSeconds(live.samples, p.total) : null;
   const note = progressNote(run, p.message);
   return (
     <Stack gap={4} data-testid="run-progress">
@@ -44,7 +44,7 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
           {p.done.toLocaleString()}
           {p.total ? ` / ${p.total.toLocaleString()}` : ''} {pct !== null ? `(${pct.toFixed(0)}%)` : ''}
         </Text>
-        {run.status === 'running' && <Text size="sm" c="dimmed" data-testid="eta">ETA {formatDuration(eta)}</Text>}
+        {run.status === 'running' && <RunEta etaAt={p.eta_at} />}
         {note && <Text size="sm" c="dimmed" data-testid="progress-message">{note}</Text>}
         {live.connected && <Text size="xs" c="green">● live</Text>}
       </Group>

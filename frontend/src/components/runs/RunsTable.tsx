@@ -10,6 +10,7 @@ import { formatDuration } from '../../lib/eta';
 import { cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
 import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
+import { EtaCell } from './Eta';
 
 export const ROW_HEIGHT = 34;
 /** The table grows with its rows up to this height, then scrolls (virtualised). */
@@ -31,6 +32,7 @@ function render(run: RunRow, c: Column) {
         run {run.id}
       </Link>
     );
+  if (c.id === 'eta') return run.status === 'running' ? <EtaCell etaAt={run.eta_at} /> : null;
   const v = cellValue(run, c.id);
   if (c.id === 'duration') return formatDuration(v as number | null);
   return formatValue(v);
@@ -145,6 +147,7 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
       { id: 'status', label: 'status', width: 104 },
       { id: 'attempt', label: 'att.', width: 56, numeric: true },
       { id: 'duration', label: 'time', width: 80, numeric: true },
+      { id: 'eta', label: 'ETA', width: 80, numeric: true },
       ...params.map((p): Column => ({ id: `param:${p}`, label: p, width: 120 })),
       ...metrics.map((m): Column => ({ id: `metric:${m}`, label: m, width: 110, numeric: true })),
     ],
