@@ -21,6 +21,7 @@ from backend.db import get_engine, session_factory
 from backend.errors import Conflict
 from backend.models import Run
 from backend.runs import service
+from common.broker import PRIORITIES, REDIS_PRIORITY_SEP
 from tests.backend.test_dispatch import RedisProcess, _free_port
 from tests.integration.platform import Platform, wait_for
 
@@ -46,7 +47,8 @@ def pg_platform(tmp_path: Path, postgres_url: str) -> Iterator[Platform]:
 
 def _queued(platform: Platform) -> list[str]:
     broker = redis.Redis.from_url(platform.settings.broker_url)
-    raws = cast(list[bytes], broker.lrange("cpu", 0, -1))
+    # kombu's Redis list of the cpu queue's normal-priority messages (common.broker), newest first
+    raws = cast(list[bytes], broker.lrange(f"cpu{REDIS_PRIORITY_SEP}{PRIORITIES['normal']}", 0, -1))
     return [json.loads(raw)["headers"]["id"] for raw in raws]
 
 

@@ -13,6 +13,7 @@ import pytest
 import redis
 from mlflow.tracking import MlflowClient
 
+from common.broker import PRIORITIES, REDIS_PRIORITY_SEP
 from tests.backend.test_dispatch import RedisProcess, _free_port
 from tests.integration.platform import Platform, wait_for
 
@@ -114,7 +115,9 @@ def _unacked(platform: Platform) -> list[str]:
 
 def _queued(platform: Platform) -> list[str]:
     broker = redis.Redis.from_url(platform.settings.broker_url)
-    return [json.loads(raw)["headers"]["id"] for raw in broker.lrange("cpu", 0, -1)]
+    # kombu's Redis list of the cpu queue's normal-priority messages (common.broker), newest first
+    raws = broker.lrange(f"cpu{REDIS_PRIORITY_SEP}{PRIORITIES['normal']}", 0, -1)
+    return [json.loads(raw)["headers"]["id"] for raw in raws]
 
 
 def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -> None:

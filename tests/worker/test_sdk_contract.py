@@ -48,6 +48,7 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "finish": lambda c: c.finish(1, 1, "succeeded"),
     "release": lambda c: c.release(1, 1),
     "post_logs": lambda c: c.post_logs(1, ["line"], attempt=1),
+    "post_params": lambda c: c.post_params(1, {"derived": {"parameters": 3}}, attempt=1),
     "get_logs": lambda c: c.get_logs(1),
     "post_metrics": lambda c: c.post_metrics(1, [{"key": "loss", "step": 1, "value": 1.0}], attempt=1),
     "get_metrics": lambda c: c.get_metrics(1, keys=["loss"]),
@@ -60,11 +61,15 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
         1, "checkpoints/step-1.pt", SCRATCH / "a b.txt", attempt=1
     ),
     "delete_artifact": lambda c: c.delete_artifact(1, "checkpoints/step-1.pt", attempt=1),
+    "list_secrets": lambda c: c.list_secrets(1),
+    "set_secret": lambda c: c.set_secret(1, "GRADER_KEY", "sk-value"),
+    "delete_secret": lambda c: c.delete_secret(1, "GRADER_KEY"),
+    "get_secret": lambda c: c.get_secret(1, "GRADER_KEY"),
 }
 
 
 # calls that unwrap their answer: post_metrics returns Accepted.accepted, the count of stored points
-UNWRAPPED = {"post_metrics": "Accepted"}
+UNWRAPPED = {"post_metrics": "Accepted", "get_secret": "SecretValue"}
 
 
 def _operation(method: str, path: str) -> tuple[str, dict[str, Any]]:
@@ -114,7 +119,9 @@ def test_every_public_sdk_call_is_covered_here() -> None:
     public = {
         name
         for name, member in vars(ReasonLabClient).items()
-        if callable(member) and not name.startswith("_") and name not in {"request", "close", "events"}
+        if callable(member)
+        and not name.startswith("_")
+        and name not in {"request", "close", "events", "with_token"}
     }
     assert public - {"iter_runs"} == set(CALLS), "add the new SDK call to CALLS"
 
@@ -131,7 +138,7 @@ def test_each_sdk_call_is_an_operation_answered_with_its_return_type(name: str) 
             []
             if name.startswith(("list_", "get_results", "get_experiment_results", "metric_keys", "kinds"))
             and name not in {"list_runs", "list_experiments"}
-            else {"access_token": "t", "accepted": 1}
+            else {"access_token": "t", "accepted": 1, "value": "v"}
         )
         return httpx.Response(200, json=body)
 

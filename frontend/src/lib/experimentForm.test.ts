@@ -11,7 +11,7 @@ const kind: Kind = {
     kind: 'diagnostic',
     seed: 0,
     train: { steps: 200, lr: 0.01, batch_size: 64, checkpoint_every: 50, log_every: 1, step_delay: 0 },
-    resources: { device: 'auto', gpus: 0 },
+    resources: { device: 'auto', gpus: 0, priority: 'normal' },
   },
   examples: [
     { name: 'seed-sweep', description: 'three seeds', spec: { train: { steps: 20 } }, sweep: { grid: { seed: [1, 2, 3] } } },
