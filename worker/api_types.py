@@ -722,6 +722,7 @@ class Resources(TypedDict):
 
     device: NotRequired[Literal["auto", "cpu", "cuda"]]
     gpus: NotRequired[int]
+    priority: NotRequired[Literal["low", "normal", "high"]]
 
 
 class ResultIn(TypedDict):

@@ -2578,6 +2578,13 @@ export interface components {
              * @default 0
              */
             gpus: number;
+            /**
+             * Priority
+             * @description a free worker takes the queued run of the highest priority first, the oldest first within a priority; high for short and interactive runs (a quick check, a sweep of seconds-long runs), low for long ones that may wait (paper-scale training). It never stops a running run
+             * @default normal
+             * @enum {string}
+             */
+            priority: "low" | "normal" | "high";
         };
         /** ResultIn */
         ResultIn: {
