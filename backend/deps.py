@@ -188,6 +188,7 @@ RUN_OPERATIONS = frozenset(
         "runs-release",
         "runs-patch",
         "runs-post_logs",
+        "runs-post_params",
         "runs-logs",
         "runs-secret",
         "metrics-post",

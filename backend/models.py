@@ -140,6 +140,11 @@ class Run(Base):
     # of migration 0006 does it, whatever code updates the row. With metric_latest.rev it lets the runs
     # table's encoding be reused until something in it changes (backend/experiments/table.py).
     table_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # what the run logged itself (ctx.log_params; POST /runs/{id}/params): flattened keys, merged, the last
+    # value of a key kept; null until it logs any. logged_params_rev counts the merges that changed it
+    # (optimistic concurrency of the merge; the MLflow mirror compares it with mirror_runs.params_sent).
+    logged_params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    logged_params_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     experiment: Mapped[Experiment] = relationship()
 
     __table_args__ = (
@@ -321,6 +326,8 @@ class MirrorRun(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     # a point already in MLflow changed while the run was active: its MLflow run is rebuilt once it finished
     stale: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # the runs.logged_params_rev whose params its MLflow run has (null: none yet, or a new MLflow run)
+    params_sent: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (Index("ix_mirror_runs_pending", "pending", "run_id"),)
 

@@ -226,6 +226,7 @@ class ClaimOut(TypedDict):
     id: int
     index: int
     kind: str
+    logged_params: dict[str, Any]
     max_attempts: int
     mlflow_run_id: str | None
     params: dict[str, Any]
@@ -592,6 +593,11 @@ class ParameterCount(TypedDict):
     tuned: int
 
 
+class ParamsIn(TypedDict):
+    attempt: NotRequired[int | None]
+    params: dict[str, Any]
+
+
 class PretrainData(TypedDict):
     eval_fraction: NotRequired[float]
     eval_limit: NotRequired[int]
@@ -836,6 +842,7 @@ class RunPublic(TypedDict):
     id: int
     index: int
     kind: str
+    logged_params: dict[str, Any]
     max_attempts: int
     mlflow_run_id: str | None
     params: dict[str, Any]

@@ -494,6 +494,14 @@ class ReasonLabClient:
         result: Json | None = self._post(f"/runs/{run_id}/logs", body)
         return result
 
+    def post_params(self, run_id: int, params: dict[str, Any], *, attempt: int | None = None) -> None:
+        """Merge parameters the run logged (nested objects flattened to ``a.b`` keys; at most 1,000 keys,
+        values of at most 10,000 characters) into its ``logged_params``, the last value of a key kept."""
+        body: Json = {"params": params}
+        if attempt is not None:
+            body["attempt"] = attempt
+        self._post(f"/runs/{run_id}/params", body)
+
     def get_logs(self, run_id: int, *, after: int | None = None, limit: int | None = None) -> api.LogsPage:
         """``{"items": [{"seq", "time", "line"}], "last_seq"}``; pass ``last_seq`` back as ``after``."""
         result: api.LogsPage = self._get(f"/runs/{run_id}/logs", after=after, limit=limit)

@@ -29,6 +29,11 @@ _KEY_RE = re.compile(r"[^A-Za-z0-9_\-. /]")
 MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_VALUE = 6000
+MAX_KEY = 250  # a param's or tag's key
+MAX_TAG_VALUE = 5000
+# a param the run logged again with another value than the one its MLflow run has (MLflow params are
+# immutable): the platform's value goes to the tag of this prefix and the param's name
+PARAM_CONFLICT_TAG = "reasonlab.param_conflict."
 STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
 
 
@@ -39,7 +44,9 @@ def mlflow_key(key: str) -> str:
     norm = posixpath.normpath(name) if name else name
     if norm != name or norm in (".", "..") or norm.startswith(("../", "/")):
         name = name.replace("/", "_")
-    return name or "_"
+    if name.startswith(".."):  # MLflow refuses any name that starts with ".." (".", too)
+        name = "_" + name
+    return "_" if name in ("", ".") else name
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -55,11 +62,18 @@ def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def param_values(spec: dict[str, Any]) -> dict[str, str]:
-    """A run's resolved spec as MLflow params (flattened; values as text, cut to MLflow's limit)."""
+    """A run's resolved spec, or the params it logged, as MLflow params (flattened, as
+    ``worker.tracking.context.flatten_params`` does; keys as ``mlflow_key`` names them and cut to MLflow's
+    limit; values as text, cut to MLflow's limit). Two keys MLflow names alike: the last in key order."""
     return {
-        mlflow_key(k): (v if isinstance(v, str) else json.dumps(v))[:MAX_PARAM_VALUE]
-        for k, v in flatten(spec).items()
+        mlflow_key(k[: MAX_KEY - 1]): (v if isinstance(v, str) else json.dumps(v))[:MAX_PARAM_VALUE]
+        for k, v in sorted(flatten(spec).items())
     }
+
+
+def conflict_tag(key: str) -> str:
+    """The tag that holds the platform's value of the MLflow param ``key`` when they differ."""
+    return mlflow_key(f"{PARAM_CONFLICT_TAG}{key}"[: MAX_KEY - 1])
 
 
 def artifact_location(tracking_uri: str, fallback: Path) -> str | None:
@@ -80,6 +94,10 @@ class Target(Protocol):
         ...
 
     def log_params(self, run_id: str, params: dict[str, str]) -> None: ...
+
+    def run_params(self, run_id: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The params and tags the MLflow run has."""
+        ...
 
     def log_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, int]]) -> None:
         """``(key, value, timestamp_ms, step)`` points, at most MAX_METRICS_PER_BATCH."""
@@ -178,6 +196,10 @@ class MlflowTarget:
         items = [Param(k, v) for k, v in sorted(params.items())]
         for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
             self.client.log_batch(run_id, params=items[i : i + MAX_PARAMS_PER_BATCH])
+
+    def run_params(self, run_id: str) -> tuple[dict[str, str], dict[str, str]]:
+        data = self.client.get_run(run_id).data
+        return dict(data.params), dict(data.tags)
 
     def log_metrics(self, run_id: str, points: Sequence[tuple[str, float, int, int]]) -> None:
         from mlflow.entities import Metric

@@ -117,6 +117,13 @@ class PendingRun:
     started: bool
     created_at: datetime
     stale: bool
+    params_rev: int  # runs.logged_params_rev: 0 while the run logged no params
+    params_sent: int | None  # the revision its MLflow run has (None: none yet, or a new MLflow run)
+
+    @property
+    def params_due(self) -> bool:
+        """The run logged params its MLflow run may not have."""
+        return self.params_rev > 0 and self.params_sent != self.params_rev
 
 
 def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun]:
@@ -144,6 +151,8 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             Run.started_at,
             Run.created_at,
             MirrorRun.stale,
+            Run.logged_params_rev,
+            MirrorRun.params_sent,
         )
         .join(Run, Run.id == MirrorRun.run_id)
         .where(MirrorRun.pending == true())
@@ -174,6 +183,8 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             started=r[18] is not None,
             created_at=r[19],
             stale=bool(r[20]),
+            params_rev=int(r[21]),
+            params_sent=r[22],
         )
         for r in session.execute(stmt)
     ]
@@ -309,11 +320,21 @@ def results_after(
     return [(int(i), k, key, dict(p or {})) for i, k, key, p in session.execute(stmt)]
 
 
-def touch(session: Session, run_id: int) -> None:
+def touch(session: Session, run_id: int, *, finish: bool = True) -> None:
     """Points or results written to a run that is not running (a member's notebook adding to a finished
-    run): its mirror has work again, its finish included."""
-    session.execute(
-        update(MirrorRun)
-        .where(MirrorRun.run_id == run_id)
-        .values(pending=True, wanted=MirrorRun.wanted + 1, done=None)
-    )
+    run): its mirror has work again, its finish included (results and status; not for params alone)."""
+    values: dict[str, Any] = {"pending": True, "wanted": MirrorRun.wanted + 1}
+    if finish:
+        values["done"] = None
+    session.execute(update(MirrorRun).where(MirrorRun.run_id == run_id).values(**values))
+
+
+# -- logged params ------------------------------------------------------------------------------------
+
+
+def logged_params(session: Session, run_id: int) -> tuple[dict[str, Any], int]:
+    """The params the run logged (flattened) and their revision (``runs.logged_params_rev``)."""
+    params, rev = session.execute(
+        select(Run.logged_params, Run.logged_params_rev).where(Run.id == run_id)
+    ).one()
+    return dict(params or {}), int(rev)

@@ -18,6 +18,10 @@ Per run (``mirror_runs``, its outbox row, marked pending by a trigger whenever t
    database, the old one deleted, since MLflow appends a re-logged step. A batch
    sent again after a crash of the API (acknowledged, not committed) is the same points with the same
    timestamps, which MLflow ignores.
+   The params the run logged itself (``runs.logged_params``, ``POST /runs/{id}/params``) follow whenever
+   their revision is not the one ``mirror_runs.params_sent`` records, compared with what the MLflow run
+   has: a missing key is logged; a key it has with another value (MLflow params are immutable) keeps the
+   value MLflow got first and the platform's value goes to the tag ``reasonlab.param_conflict.<key>``.
 3. once the run finished and its points are all sent: its result records as JSON artifacts
    (``results/<kind>-<n>.json``), a succeeded run's outputs and final model copied from the artifact
    store (``outputs/``, ``model/``), then its MLflow status; then the outbox row is no longer pending
@@ -46,9 +50,11 @@ from backend.db import session_scope, utcnow
 from backend.mirror import repository as repo
 from backend.mirror.mlflow import (
     MAX_METRICS_PER_BATCH,
+    MAX_TAG_VALUE,
     STATUS,
     MlflowTarget,
     Target,
+    conflict_tag,
     finite_or_nan,
     mlflow_key,
     param_values,
@@ -181,6 +187,8 @@ class Mirror:
         elif run.attempt_tagged != run.attempt:
             self._new_attempt(run, report)
             run = replace(run, attempt_tagged=run.attempt)
+        if run.params_due:
+            run = self._params(run, report)
         try:
             if run.stale and run.status in FINISHED:
                 raise Rebuild
@@ -246,6 +254,7 @@ class Mirror:
                 results_after=0,
                 artifacts_after="",
                 stale=False,
+                params_sent=None,
             )
             repo.record_mlflow_run(session, run.run_id, mlflow_run_id)
         log.info("run %s mirrored to MLflow run %s", run.run_id, mlflow_run_id)
@@ -259,7 +268,41 @@ class Mirror:
             results_after=0,
             artifacts_after="",
             stale=False,
+            params_sent=None,
         )
+
+    def _params(self, run: repo.PendingRun, report: TickReport) -> repo.PendingRun:
+        """The params the run logged (``runs.logged_params``) into its MLflow run, compared with what the
+        MLflow run has (so a crash between MLflow's answer and the commit repeats nothing): a key it lacks
+        is logged; a key it has with another value (MLflow params are immutable: logged again by the run,
+        or the spec's value of that key) keeps its value there, and the platform's goes to the tag
+        ``reasonlab.param_conflict.<key>``, kept up to date. Recorded as ``params_sent``."""
+        assert run.mlflow_run_id is not None
+        with session_scope(self.factory) as session:
+            logged, rev = repo.logged_params(session, run.run_id)
+        wanted = param_values(logged)
+        have, tags = self.target.run_params(run.mlflow_run_id)
+        new = {k: v for k, v in wanted.items() if k not in have}
+        conflicts: dict[str, str] = {}
+        for key, value in wanted.items():
+            tag, text = conflict_tag(key), value[:MAX_TAG_VALUE]
+            if key in have and (have[key] != value or tag in tags) and tags.get(tag) != text:
+                conflicts[tag] = text
+        if new:
+            self.target.log_params(run.mlflow_run_id, new)
+            report.writes += 1
+        if conflicts:
+            self.target.set_tags(run.mlflow_run_id, conflicts)
+            report.writes += 1
+            log.info(
+                "run %s: %d logged params differ from the values its MLflow run has (tagged %s...)",
+                run.run_id,
+                len(conflicts),
+                next(iter(conflicts)),
+            )
+        with session_scope(self.factory) as session:
+            repo.update_run(session, run.run_id, params_sent=rev)
+        return replace(run, params_sent=rev, params_rev=rev)
 
     def _new_attempt(self, run: repo.PendingRun, report: TickReport) -> None:
         assert run.mlflow_run_id is not None

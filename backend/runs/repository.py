@@ -98,6 +98,28 @@ def last_log_seq(session: Session, run_id: int) -> int:
     )
 
 
+def logged_params(session: Session, run_id: int) -> tuple[dict[str, Any], int]:
+    """The run's logged params (flattened) and their revision, as committed now (not the session's copy)."""
+    params, rev = session.execute(
+        select(Run.logged_params, Run.logged_params_rev).where(Run.id == run_id)
+    ).one()
+    return dict(params or {}), int(rev)
+
+
+def set_logged_params(
+    session: Session, run_id: int, params: dict[str, Any], rev: int, where: list[Any]
+) -> bool:
+    """Store ``params`` as revision ``rev + 1`` if the stored revision is still ``rev`` and ``where``
+    holds; False otherwise (another post merged meanwhile, or the writing attempt lost the run)."""
+    stmt = (
+        update(Run)
+        .where(Run.id == run_id, Run.logged_params_rev == rev, *where)
+        .values(logged_params=params, logged_params_rev=rev + 1, updated_at=utcnow())
+    )
+    result = session.execute(stmt.execution_options(synchronize_session=False))
+    return bool(getattr(result, "rowcount", 0))
+
+
 def owned(attempt: int) -> list[Any]:
     """The condition that ``attempt`` still owns its run (running at that attempt)."""
     return [and_(Run.status == "running", Run.attempt == attempt)]

@@ -13,6 +13,7 @@ from backend.metrics import service as metrics
 from backend.models import Experiment, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
+from backend.runs import params as run_params
 from backend.runs import repository, service
 from backend.runs.schemas import (
     ClaimIn,
@@ -23,6 +24,7 @@ from backend.runs.schemas import (
     LogLine,
     LogsIn,
     LogsPage,
+    ParamsIn,
     ReleaseIn,
     RunPage,
     RunPatch,
@@ -168,6 +170,13 @@ def release_run(
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")
 def post_logs(run_id: Id, body: LogsIn, principal: PrincipalDep, session: SessionDep) -> None:
     service.add_logs(session, service.get_for_worker(session, principal, run_id), body.lines, body.attempt)
+
+
+@router.post("/{run_id}/params", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_params")
+def post_params(run_id: Id, body: ParamsIn, principal: PrincipalDep, session: SessionDep) -> None:
+    """Parameters the run logged itself (``ctx.log_params``: derived values such as parameter counts),
+    merged into its ``logged_params`` (flattened; the last value of a key kept) and mirrored to MLflow."""
+    run_params.log_params(session, service.get_for_worker(session, principal, run_id), body)
 
 
 @router.get("/{run_id}/logs", response_model=LogsPage, operation_id="runs-logs")

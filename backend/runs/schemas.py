@@ -48,6 +48,10 @@ class RunPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     mlflow_run_id: str | None
+    logged_params: dict[str, Any] = Field(
+        description="the parameters the run logged itself (ctx.log_params: derived values such as parameter "
+        "counts; its spec is `spec`), flattened (`derived.parameters`), the last value of a key kept"
+    )
     summary: dict[str, float | None] = Field(
         description="each metric's value at its latest step (null: a non-finite value)"
     )
@@ -82,6 +86,7 @@ class RunPublic(BaseModel):
             started_at=run.started_at,
             finished_at=run.finished_at,
             mlflow_run_id=run.mlflow_run_id,
+            logged_params=run.logged_params or {},
             summary=summary,
             tags=tags or [],
         )
@@ -132,6 +137,25 @@ class RunPatch(BaseModel):
 
 class LogsIn(BaseModel):
     lines: list[str] = Field(max_length=10_000)
+    attempt: int | None = Field(
+        None, ge=1, le=1_000_000, description="the writing attempt; 409 unless it still owns the run"
+    )
+
+
+# POST /runs/{id}/params: at most this many keys a post and a run, after flattening; each key at most
+# MAX_PARAM_KEY characters, each value at most MAX_PARAM_VALUE (a string's length, else its JSON text's)
+MAX_LOGGED_PARAMS = 1000
+MAX_PARAM_KEY = 250
+MAX_PARAM_VALUE = 10_000
+
+
+class ParamsIn(BaseModel):
+    params: dict[str, Any] = Field(
+        description='parameters the run logged: nested objects are flattened (`{"a": {"b": 1}}` is '
+        f"`a.b`); at most {MAX_LOGGED_PARAMS} keys (a post and a run), keys of at most {MAX_PARAM_KEY} "
+        f"characters, values (text, numbers, booleans, null, lists) of at most {MAX_PARAM_VALUE:,} "
+        "characters (a list or number as JSON text); merged into the run's, the last value of a key kept"
+    )
     attempt: int | None = Field(
         None, ge=1, le=1_000_000, description="the writing attempt; 409 unless it still owns the run"
     )

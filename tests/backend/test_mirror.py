@@ -554,3 +554,117 @@ def test_a_new_sqlite_mlflow_store_is_made_whole_or_not_at_all(tmp_path: Path) -
     before = path.stat().st_ino
     init_sqlite_store(path)  # an existing store (made by MLflow's UI server, or earlier) is kept
     assert path.stat().st_ino == before
+
+
+def _log_params(api: Api, rid: int, params: dict[str, Any], attempt: int | None = 1) -> None:
+    body: dict[str, Any] = {"params": params} if attempt is None else {"params": params, "attempt": attempt}
+    headers = api.worker if attempt is not None else api.h()  # the run's attempt, or a member
+    r = api.client.post(f"/api/v1/runs/{rid}/params", json=body, headers=headers)
+    assert r.status_code == 204, r.text
+
+
+def _params_and_tags(target: Target, mlflow_run_id: str) -> tuple[dict[str, str], dict[str, str]]:
+    data = target.real.client.get_run(mlflow_run_id).data
+    return dict(data.params), dict(data.tags)
+
+
+def test_the_params_a_run_logged_are_mirrored(api: Api, target: Target) -> None:
+    """What a kind logs with ctx.log_params (its spec again and derived values) reaches the MLflow run,
+    flattened, with MLflow's names and limits. MLflow params are immutable: a key logged again with another
+    value keeps the one MLflow got first and the platform's value is the tag reasonlab.param_conflict.<key>.
+    Nothing is sent twice; a rebuilt MLflow run gets them again, with the platform's values."""
+    rid = _start(api, {"seed": 3, "train": {"steps": 30, "lr": 0.02}})
+    spec = api.client.get(f"/api/v1/runs/{rid}", headers=api.h()).json()["spec"]
+    derived = {"parameters": 1234, "layers": [1, 2], "odd key:1": "x", "long": "v" * 8000, "none": None}
+    _log_params(api, rid, {**spec, "derived": derived})
+    _post(api, rid, {"loss": {1: 1.0, 2: 0.5}})
+    mirror = _mirror(api, target)
+    _drain(mirror)
+    mid = _mlflow_id(api, rid)
+    params, tags = _params_and_tags(target, mid)
+    assert params["derived.parameters"] == "1234" and params["derived.layers"] == "[1, 2]"
+    assert params["derived.odd key_1"] == "x" and params["derived.long"] == "v" * 6000
+    assert params["derived.none"] == "null"
+    assert params["train.lr"] == "0.02" and params["seed"] == "3"  # the spec logged again: the same values
+    assert not [t for t in tags if t.startswith("reasonlab.param_conflict.")]
+    assert target.calls["run_params"] == 1
+    _drain(mirror)  # the run is active (pending): nothing new, nothing asked of MLflow
+    assert target.calls["run_params"] == 1
+
+    # logged again with other values, and a new key
+    _log_params(api, rid, {"derived": {"parameters": 99}, "seed": 4, "late": 1})
+    _drain(mirror)
+    params, tags = _params_and_tags(target, mid)
+    assert params["derived.parameters"] == "1234" and params["seed"] == "3" and params["late"] == "1"
+    assert tags["reasonlab.param_conflict.derived.parameters"] == "99"
+    assert tags["reasonlab.param_conflict.seed"] == "4"
+    _log_params(api, rid, {"derived": {"parameters": 1234}})  # back to MLflow's value: the tag follows
+    _drain(mirror)
+    assert _params_and_tags(target, mid)[1]["reasonlab.param_conflict.derived.parameters"] == "1234"
+    _finish(api, rid)
+    _drain(mirror)
+    assert target.real.client.get_run(mid).info.status == "FINISHED"
+
+    # a member adds params to the finished run (a notebook): mirrored; its finish is not redone
+    _log_params(api, rid, {"eval": {"score": 0.5}}, attempt=None)
+    before = target.calls["log_dict"] + target.calls["set_status"]
+    _drain(mirror)
+    assert _params_and_tags(target, mid)[0]["eval.score"] == "0.5"
+    assert target.calls["log_dict"] + target.calls["set_status"] == before
+
+    # a rebuilt mirror (a point of the finished run rewritten): the new MLflow run has them, the spec's
+    # values first
+    r = api.client.post(
+        f"/api/v1/runs/{rid}/metrics",
+        json={"points": [{"key": "loss", "step": 1, "value": 7.0}]},
+        headers=api.h(),
+    )
+    assert r.status_code == 200, r.text
+    assert _drain(mirror).rebuilt == 1
+    second = _mlflow_id(api, rid)
+    assert second != mid
+    params, tags = _params_and_tags(target, second)
+    assert params["derived.parameters"] == "1234" and params["late"] == "1" and params["eval.score"] == "0.5"
+    assert params["seed"] == "3" and tags["reasonlab.param_conflict.seed"] == "4"
+    assert "reasonlab.param_conflict.derived.parameters" not in tags
+
+
+def test_logged_params_survive_a_kill_between_mlflow_and_the_commit(api: Api, target: Target) -> None:
+    """kill -9 of the API after MLflow took the params but before params_sent was committed, and the run
+    logs a key again with another value meanwhile: the restarted mirror compares with what the MLflow run
+    has, so MLflow never sees a param changed (which it refuses) and the mirror does not stall."""
+    rid = _start(api)
+    _log_params(api, rid, {"derived": {"parameters": 1}})
+    target.crash_after = {"log_params": 2}  # the spec's params, then the logged ones
+    with pytest.raises(Crash):
+        _mirror(api, target).tick()
+    _log_params(api, rid, {"derived": {"parameters": 2, "more": "m"}})
+    target.crash_after = {}
+    mirror = _mirror(api, target)
+    report = _drain(mirror)
+    assert report.failed == 0
+    mid = _mlflow_id(api, rid)
+    params, tags = _params_and_tags(target, mid)
+    assert params["derived.parameters"] == "1" and params["derived.more"] == "m"
+    assert tags["reasonlab.param_conflict.derived.parameters"] == "2"
+    factory = session_factory(get_engine(api.settings.database_url))
+    with session_scope(factory) as session:
+        row = session.get(MirrorRun, rid)
+        assert row is not None and row.params_sent == 2 and row.error is None
+
+
+def test_mlflow_names_every_key(api: Api) -> None:
+    """Keys MLflow would refuse (characters, paths, a leading '..', over 250 characters) get names it
+    takes: the mirror never stalls on a name."""
+    from mlflow.utils.validation import _validate_param_name, _validate_tag_name
+
+    from backend.mirror.mlflow import conflict_tag, mlflow_key, param_values
+
+    keys = ["a:b", "../x", "..x", "..", ".", "/a", "a/", "a//b", "x" * 300, "", "a b/c"]
+    for name in param_values({k: 1 for k in keys}):
+        _validate_param_name(name)
+        assert len(name) <= 250
+        tag = conflict_tag(name)
+        _validate_tag_name(tag)
+        assert len(tag) <= 250
+    assert mlflow_key("a b/c") == "a b/c" and mlflow_key("..x") == "_..x"

@@ -41,9 +41,10 @@ def test_an_api_run_gets_its_secret_and_records_it_nowhere(tmp_path: Path) -> No
         ctx.log_params({"endpoint": {"headers": {"Authorization": f"Bearer {KEY}"}}})
         ctx.log_result({"kind": "free_text", "text": f"echo: {KEY}"})  # no schema: sent as it is
         ctx.close("failed")
-    recorded: list[Any] = [fake.logs, fake.results, fake.patches, fake.requests]
+    recorded: list[Any] = [fake.logs, fake.results, fake.patches, fake.requests, fake.param_posts]
     assert KEY not in repr(recorded)
     assert any(MASK in line for line in fake.logs)
+    assert fake.params == {"endpoint.headers.Authorization": f"Bearer {MASK}"}
 
 
 def test_a_local_run_reads_the_secret_from_its_environment(

@@ -1,7 +1,7 @@
 """An in-memory stand-in for the worker routes of docs/api.md, served through httpx.MockTransport.
 
-It keeps what a worker sent (claims, heartbeats, metrics by (key, step), results, logs, finishes) and
-can misbehave on demand: refuse claims, request a cancel, lose the lease, or be unreachable.
+It keeps what a worker sent (claims, heartbeats, metrics by (key, step), results, logs, logged params,
+finishes) and can misbehave on demand: refuse claims, request a cancel, lose the lease, or be unreachable.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class FakeApi:
         self.metric_posts = 0
         self.results: list[dict[str, Any]] = []
         self.logs: list[str] = []
+        self.params: dict[str, Any] = {}  # the run's logged_params (flattened, merged)
+        self.param_posts: list[dict[str, Any]] = []
         self.heartbeats: list[dict[str, Any]] = []
         self.finishes: list[dict[str, Any]] = []
         self.patches: list[dict[str, Any]] = []
@@ -112,6 +114,8 @@ class FakeApi:
             if request.method == "POST" and path == f"{run_path}/results":
                 self.results.append(body)
                 return httpx.Response(201, json={"id": len(self.results), "run_id": self.run["id"], **body})
+            if request.method == "POST" and path == f"{run_path}/params":
+                return self._params(body)
             if request.method == "POST" and path == f"{run_path}/logs":
                 self.logs.extend(body["lines"])
                 return httpx.Response(200, json={"accepted": len(body["lines"])})
@@ -144,6 +148,25 @@ class FakeApi:
             if request.method == "GET" and path == f"{run_path}/metrics":
                 return httpx.Response(200, json=self._series(request.url.params))
             return _error(404, "not_found", f"no route {request.method} {path}")
+
+    def _params(self, body: dict[str, Any]) -> httpx.Response:
+        """POST /runs/{id}/params: flat keys (the SDK flattens), values of at most 10,000 characters."""
+        if body.get("attempt") is not None and (
+            self.run["status"] != "running" or body["attempt"] != self.run["attempt"]
+        ):
+            return _error(409, "conflict", "the attempt no longer owns the run")
+        params = body["params"]
+        errors = [
+            {"loc": ["body", "params", key], "msg": "a value over 10,000 characters", "type": "param_value"}
+            for key, value in params.items()
+            if len(value if isinstance(value, str) else json.dumps(value)) > 10_000
+        ]
+        if errors:
+            detail = f"param {errors[0]['loc'][2]!r}: a value over 10,000 characters"
+            return httpx.Response(422, json={"detail": detail, "code": "invalid", "errors": errors})
+        self.param_posts.append(body)
+        self.params.update(params)
+        return httpx.Response(204)
 
     def _artifacts(self, request: httpx.Request, path: str) -> httpx.Response:
         """GET /runs/{id}/artifacts, and GET, PUT (attempt-checked), DELETE of /runs/{id}/artifacts/{path}."""

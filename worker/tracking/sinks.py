@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from worker.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
-from worker.tracking.context import RunStatus
+from worker.tracking.context import RunStatus, flatten_params
 from worker.tracking.writer import MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,48 @@ class ApiSink(Sink):
         self._warned_keys: set[str] = set()
 
     def write_params(self, params: dict[str, Any]) -> None:
-        """The spec is the run's parameters on the platform; nothing to send."""
+        """Post them to the run's ``logged_params`` (flattened: ``derived.parameters``; the API merges them,
+        the last value of a key kept, and its mirror logs them to MLflow). Text the API cannot store is
+        escaped, a non-finite number sent as its JSON text (``NaN``); keys the API refuses (too long, a
+        value over its limit) are dropped with a logged error and a warning line, the rest go on."""
+        flat = {storable_text(key): _param_value(value) for key, value in flatten_params(params).items()}
+        refused = self._post_params_but_refused(flat)
+        if refused:
+            n = len(refused)
+            keys = ", ".join(f"{key!a}" for key, _ in refused[:10])
+            self._warn(f"dropped {n} param{'s' if n != 1 else ''} the API refused ({keys}): {refused[0][1]}")
+
+    def _post_params_but_refused(self, flat: dict[str, Any]) -> list[tuple[str, str]]:
+        """Post ``flat``; when the API refuses the content, post the keys its 422 does not name (a 413 is
+        split in halves: posts merge) and return the refused keys with the reason."""
+        if not flat:
+            return []
+        try:
+            self.client.post_params(self.run_id, flat, attempt=self.attempt)
+            return []
+        except ApiError as exc:
+            if exc.status not in CONTENT_REFUSALS:
+                raise
+            reason = f"HTTP {exc.status} {exc.code or 'error'}: {exc.detail}"[:300]
+            keys = list(flat)
+            if exc.status == 413 and len(keys) > 1:
+                half = len(keys) // 2
+                return self._post_params_but_refused(
+                    {k: flat[k] for k in keys[:half]}
+                ) + self._post_params_but_refused({k: flat[k] for k in keys[half:]})
+            named = {
+                loc[2]
+                for error in exc.errors
+                if isinstance(error, dict)
+                and isinstance(loc := error.get("loc"), list)
+                and len(loc) >= 3
+                and loc[:2] == ["body", "params"]
+                and loc[2] in flat
+            }
+            if not named or len(named) == len(keys):
+                return [(key, reason) for key in keys]
+            rest = {k: v for k, v in flat.items() if k not in named}
+            return [(key, reason) for key in keys if key in named] + self._post_params_but_refused(rest)
 
     def write_metrics(self, points: Sequence[MetricPoint]) -> None:
         """Post the batch. Points the API refuses (a key it cannot store, ...) are dropped with a logged
@@ -227,6 +268,20 @@ class ApiSink(Sink):
 
 def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def _param_value(value: Any) -> Any:
+    """A logged param's value as the API takes it: text it can store, a non-finite number as its JSON text
+    (``NaN``, ``Infinity``: what MLflow showed), in lists and their objects too."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        return [_param_value(v) for v in value]
+    if isinstance(value, dict):
+        return {storable_text(str(k)): _param_value(v) for k, v in value.items()}
+    return value
 
 
 def _json_safe(value: Any) -> Any:

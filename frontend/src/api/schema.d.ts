@@ -646,6 +646,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post Params
+         * @description Parameters the run logged itself (``ctx.log_params``: derived values such as parameter counts),
+         *     merged into its ``logged_params`` (flattened; the last value of a key kept) and mirrored to MLflow.
+         */
+        post: operations["runs-post_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/release": {
         parameters: {
             query?: never;
@@ -1433,6 +1454,13 @@ export interface components {
             index: number;
             /** Kind */
             kind: string;
+            /**
+             * Logged Params
+             * @description the parameters the run logged itself (ctx.log_params: derived values such as parameter counts; its spec is `spec`), flattened (`derived.parameters`), the last value of a key kept
+             */
+            logged_params: {
+                [key: string]: unknown;
+            };
             /** Max Attempts */
             max_attempts: number;
             /** Mlflow Run Id */
@@ -2240,6 +2268,21 @@ export interface components {
              */
             tuned: number;
         };
+        /** ParamsIn */
+        ParamsIn: {
+            /**
+             * Attempt
+             * @description the writing attempt; 409 unless it still owns the run
+             */
+            attempt?: number | null;
+            /**
+             * Params
+             * @description parameters the run logged: nested objects are flattened (`{"a": {"b": 1}}` is `a.b`); at most 1000 keys (a post and a run), keys of at most 250 characters, values (text, numbers, booleans, null, lists) of at most 10,000 characters (a list or number as JSON text); merged into the run's, the last value of a key kept
+             */
+            params: {
+                [key: string]: unknown;
+            };
+        };
         /** PretrainData */
         PretrainData: {
             /**
@@ -2810,6 +2853,13 @@ export interface components {
             index: number;
             /** Kind */
             kind: string;
+            /**
+             * Logged Params
+             * @description the parameters the run logged itself (ctx.log_params: derived values such as parameter counts; its spec is `spec`), flattened (`derived.parameters`), the last value of a key kept
+             */
+            logged_params: {
+                [key: string]: unknown;
+            };
             /** Max Attempts */
             max_attempts: number;
             /** Mlflow Run Id */
@@ -7423,6 +7473,75 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-post_params": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ParamsIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description validation error, with the field path of every error */
             422: {
