@@ -191,6 +191,7 @@ RUN_OPERATIONS = frozenset(
         "runs-post_params",
         "runs-logs",
         "runs-secret",
+        "runs-dataset",
         "metrics-post",
         "metrics-get",
         "metrics-keys",

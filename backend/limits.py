@@ -76,6 +76,10 @@ LIMITS: tuple[RouteClass, ...] = (
     RouteClass(
         "artifact upload", re.compile(r"^/api/v1/runs/[^/]+/artifacts/."), ARTIFACT_LIMIT, streamed=True
     ),
+    # PUT /projects/{id}/datasets/{name}: streamed to the store; the route holds it to dataset_max_bytes
+    RouteClass(
+        "dataset upload", re.compile(r"^/api/v1/projects/[^/]+/datasets/."), ARTIFACT_LIMIT, streamed=True
+    ),
     RouteClass("login", re.compile(r"^/api/v1/auth/login/?$"), LOGIN_LIMIT),
     RouteClass("API", re.compile(r"^/api/v1(?:/|$)"), DEFAULT_LIMIT),
 )

@@ -23,6 +23,7 @@ from backend.admission import AdmissionLimit
 from backend.artifacts.routes import router as artifacts_router
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
+from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
 from backend.dispatch import Dispatcher
 from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
@@ -173,6 +174,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         reviews_router,
         artifacts_router,
         secrets_router,
+        datasets_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -363,3 +363,23 @@ class ProjectSecret(Base):
     updated_by: Mapped[User | None] = relationship()
 
     __table_args__ = (UniqueConstraint("project_id", "name", name="uq_project_secrets_name"),)
+
+
+class ProjectDataset(Base):
+    """A data file a member uploaded to a project (backend/datasets/): the bytes in the artifact store
+    under ``datasets/project-<id>/<name>``, named by a spec as ``dataset:<name>`` in a data-path field
+    and fetched by a run whose spec names it, with its own token."""
+
+    __tablename__ = "project_datasets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    uploaded_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    uploaded_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    uploaded_by: Mapped[User | None] = relationship()
+
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_project_datasets_name"),)

@@ -83,6 +83,12 @@ class Settings(SharedSettings):
         "s3://, gs://, ...) only the API opens; workers stream through the API's artifact routes. "
         "Default: file://<artifact_root>/store",
     )
+    dataset_max_bytes: int = Field(
+        2 * 1024**3,
+        ge=1,
+        description="the largest data file a member may upload to a project (PUT /projects/{id}/datasets/"
+        "{name}); a larger one is a 413",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="origins (comma-separated) whose browser pages may call the API; empty: same origin only",

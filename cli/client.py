@@ -441,4 +441,53 @@ def secrets_keygen() -> None:
     click.echo(base64.urlsafe_b64encode(os.urandom(32)).decode())
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, secrets)
+@click.group()
+def datasets() -> None:
+    """Project datasets: data files uploaded to a project, for members without access to the worker
+    hosts. A spec names one as ``dataset:<name>`` in a data-path field (``data.path``, ``data.skills``,
+    ...); only a run of the project whose spec names it downloads it (docs/spec-confinement.md)."""
+
+
+@datasets.command("upload")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", default=None, help="the dataset's name (default: the file's name)")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def datasets_upload(
+    file: Path, name: str | None, project: str | None, api_url: str | None, token: str | None
+) -> None:
+    """Upload FILE (or replace the dataset of that name); project members."""
+    name = name or file.name
+    with _client(api_url, token) as client:
+        d = client.upload_dataset(_project_id(client, project), name, file)
+    click.echo(f"dataset {d['name']} uploaded ({d['size']} bytes, sha256 {d['sha256']}): dataset:{d['name']}")
+
+
+@datasets.command("list")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def datasets_list(project: str | None, api_url: str | None, token: str | None) -> None:
+    """The project's datasets: name, size, sha256, when and by whom uploaded."""
+    with _client(api_url, token) as client:
+        for d in client.list_datasets(_project_id(client, project)):
+            click.echo(
+                f"{d['name']:32} {d['size']:>12} {d['sha256'][:12]} "
+                f"{d['uploaded_at'][:19]} by {d['uploaded_by'] or '-'}"
+            )
+
+
+@datasets.command("delete")
+@click.argument("name")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def datasets_delete(name: str, project: str | None, api_url: str | None, token: str | None) -> None:
+    """Delete a dataset (a project admin or its uploader); specs naming it are refused from then on."""
+    with _client(api_url, token) as client:
+        client.delete_dataset(_project_id(client, project), name)
+    click.echo(f"dataset {name} deleted")
+
+
+COMMANDS: tuple[click.Command, ...] = (submit, runs, secrets, datasets)

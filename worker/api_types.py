@@ -263,6 +263,16 @@ class CommentPublic(TypedDict):
     run_id: int | None
 
 
+class DatasetPublic(TypedDict):
+    """A data file uploaded to a project; a spec names it as ``dataset:<name>`` in a data-path field."""
+
+    name: str
+    sha256: str
+    size: int
+    uploaded_at: str
+    uploaded_by: str | None
+
+
 class DiagnosticData(TypedDict):
     n_features: NotRequired[int]
     n_samples: NotRequired[int]

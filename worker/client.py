@@ -14,6 +14,7 @@ them). Every error is an ``ApiError`` subclass, so a caller retries only what is
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -298,6 +299,30 @@ class ReasonLabClient:
     def delete_secret(self, project_id: int, name: str) -> None:
         self.request("DELETE", f"/projects/{project_id}/secrets/{name}")
 
+    def list_datasets(self, project_id: int) -> list[api.DatasetPublic]:
+        """The data files uploaded to the project (a spec names one as ``dataset:<name>``)."""
+        result: list[api.DatasetPublic] = self._get(f"/projects/{project_id}/datasets")
+        return result
+
+    def upload_dataset(self, project_id: int, name: str, source: Path) -> api.DatasetPublic:
+        """Stream the local file ``source`` to the project as dataset ``name`` (replacing one of that
+        name); project members."""
+        url = f"/projects/{project_id}/datasets/{quote(name, safe='')}"
+        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        try:
+            with open(source, "rb") as fh:
+                response = self._http.put(url, content=fh, headers=headers)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"PUT {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
+        if response.is_error:
+            raise _error_from_response(response)
+        result: api.DatasetPublic = response.json()
+        return result
+
+    def delete_dataset(self, project_id: int, name: str) -> None:
+        """Delete a dataset of the project (a project admin or its uploader)."""
+        self.request("DELETE", f"/projects/{project_id}/datasets/{quote(name, safe='')}")
+
     def kinds(self) -> list[api.KindPublic]:
         result: list[api.KindPublic] = self._get("/kinds")
         return result
@@ -486,6 +511,33 @@ class ReasonLabClient:
         """A project secret the run's spec names (the run's own token only)."""
         result: api.SecretValue = self._get(f"/runs/{run_id}/secrets/{name}")
         return result["value"]
+
+    def download_dataset(self, run_id: int, name: str, dest: Path) -> str:
+        """Stream a dataset of the run's project that its spec names into ``dest`` (the run's own token;
+        a temporary file beside it, renamed when complete and its checksum matches); its sha256."""
+        url = f"/runs/{run_id}/datasets/{quote(name, safe='')}"
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "wb") as fh, self._http.stream("GET", url, headers=self._headers()) as resp:
+                if resp.is_error:
+                    resp.read()
+                    raise _error_from_response(resp)
+                expected = resp.headers.get("x-checksum-sha256", "")
+                for chunk in resp.iter_bytes(1024 * 1024):
+                    fh.write(chunk)
+                    digest.update(chunk)
+            if expected and digest.hexdigest() != expected:
+                raise ApiUnavailable(f"GET {self.base_url}{url}: the bytes do not match their checksum")
+            os.replace(tmp, dest)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return digest.hexdigest()
 
     def post_logs(self, run_id: int, lines: Sequence[str], *, attempt: int | None = None) -> Json | None:
         body: Json = {"lines": list(lines)}

@@ -5,13 +5,17 @@ the offline data store, the model store, the worker's cache and its own out_dir.
 The spec already refused absolute paths, ``..``, ``~`` and URLs (``worker.specs.confine``, checked again
 here); the stores' roots are the worker's (``worker.core.data.offline``), all under its cache root
 (``REASONLAB_CACHE``): ``data/``, ``models/`` and, for caches a spec names, ``<kind>/``. A refusal is a :class:`Refused` run error naming the
-spec field, raised before anything is opened.
+spec field, raised before anything is opened. A data path ``dataset:<name>`` names a dataset uploaded to
+the run's project: the run's context downloads it with the run's token into the run's own folder
+(``datasets_from``, set while the kind runs on the platform); a local run (``reasonlab run``) refuses it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from worker.core.data.offline import OutsideStore, cache_root, data_root, inside, local_model, model_root
@@ -30,8 +34,49 @@ def _relative(value: str, field: str, what: str) -> str:
         raise Refused(f"{field}: {exc}") from None
 
 
+DatasetFetcher = Callable[[str, str], Path]
+"""``(name, field) -> local file``: how the running run gets a dataset uploaded to its project."""
+
+_fetcher: ContextVar[DatasetFetcher | None] = ContextVar("reasonlab_dataset_fetcher", default=None)
+
+
+@contextmanager
+def datasets_from(fetch: DatasetFetcher) -> Iterator[None]:
+    """While the kind runs, ``dataset:<name>`` data paths are fetched with ``fetch`` (the run's context:
+    ``ApiRunContext.fetch_dataset``, with the run's own token)."""
+    token = _fetcher.set(fetch)
+    try:
+        yield
+    finally:
+        _fetcher.reset(token)
+
+
+def _uploaded(value: str, field: str) -> Path | None:
+    """The local copy of the dataset a ``dataset:<name>`` data path names, or None for a store path."""
+    try:
+        name = rules.uploaded_dataset(value)
+    except rules.Refused as exc:
+        raise Refused(f"{field}: {exc}") from None
+    if name is None:
+        return None
+    fetch = _fetcher.get()
+    if fetch is None:
+        raise Refused(
+            f"{field}: {value!r} is a dataset uploaded to a project: only a run on the platform fetches it "
+            "(a local run names a file of the data store instead, docs/spec-confinement.md)"
+        )
+    path = fetch(name, field)
+    if not path.is_file():
+        raise Refused(f"{field}: dataset {name!r} was not fetched")
+    return path
+
+
 def data_file(value: str, field: str) -> Path:
-    """The real path of a file of the offline data store named by a spec (``data.path``, ...)."""
+    """The real path of a file of the offline data store named by a spec (``data.path``, ...), or, for
+    ``dataset:<name>``, of the run's local copy of a dataset uploaded to its project."""
+    uploaded = _uploaded(value, field)
+    if uploaded is not None:
+        return uploaded
     relative = _relative(value, field, "a data file")
     try:
         path = inside(data_root(), relative)

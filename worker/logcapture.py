@@ -34,6 +34,15 @@ class _RunLogHandler(logging.Handler):
 
 @contextmanager
 def capture_logs(ctx: ApiRunContext) -> Iterator[None]:
+    """The scope the executor runs a kind in: Python logging goes to the run's log lines, and the data
+    paths ``dataset:<name>`` of its spec are fetched through the run's context (``worker.confine``)."""
+    from worker.confine import datasets_from
+
+    with datasets_from(ctx.fetch_dataset):
+        yield from _capture(ctx)
+
+
+def _capture(ctx: ApiRunContext) -> Iterator[None]:
     handler = _RunLogHandler(ctx)
     root = logging.getLogger()
     worker_logger = logging.getLogger("worker")

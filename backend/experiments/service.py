@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from backend import activity as feed
+from backend.datasets import repository as datasets_repo
 from backend.deps import Principal
 from backend.errors import Invalid, pydantic_errors
 from backend.experiments import sweep as sweeps
@@ -23,6 +24,7 @@ from backend.projects import service as projects
 from backend.secrets import repository as secrets_repo
 from backend.settings import Settings
 from worker.specs import manifest
+from worker.specs.confine import dataset_references
 from worker.specs.secrets import secret_references
 
 
@@ -80,6 +82,13 @@ def resolve(
                     loc = _error_loc({"loc": list(path)}, index, params, swept)
                     msg = f"project secret {name!r} is not set (a project admin sets it in project settings)"
                     errors.append({"loc": loc, "msg": msg, "type": "secret_not_set"})
+            datasets = dataset_references(model)
+            uploaded = datasets_repo.names(session, project_id) if datasets else set()
+            for path, name in datasets.items():
+                if name not in uploaded:
+                    loc = _error_loc({"loc": list(path)}, index, params, swept)
+                    msg = f"dataset {name!r} is not uploaded to this project (reasonlab datasets upload)"
+                    errors.append({"loc": loc, "msg": msg, "type": "dataset_not_found"})
         if source_runs:
             assert session is not None and principal is not None
             for field, msg, kind in source_run_errors(session, principal, source_runs, dumped):

@@ -80,6 +80,10 @@ POLICY: dict[str, str] = {
     "secrets-set": "admin",
     "secrets-delete": "admin",
     "runs-secret": "run_only",  # the run's own token, for a secret its spec names
+    "datasets-list": "viewer",
+    "datasets-upload": "member",
+    "datasets-delete": "member",  # and then only its uploader or a project admin (404 here: none yet)
+    "runs-dataset": "run_only",  # the run's own token, for a dataset its spec names
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -134,6 +138,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "results-post": {"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
         "artifacts-upload": {"any": "bytes"},
         "secrets-set": {"value": "sk-matrix-0123"},
+        "datasets-upload": {"any": "bytes"},
     }
 
 
@@ -202,7 +207,12 @@ def test_authorization_matrix(api: Api) -> None:
             want = expected(policy, caller, operation)
             if want is None:
                 # token 999999 is nobody's; the run has no artifact outputs/none.txt; secret MATRIX_KEY may be unset
-                natural_404 = operation in ("auth-revoke_token", "artifacts-download", "secrets-delete")
+                natural_404 = operation in (
+                    "auth-revoke_token",
+                    "artifacts-download",
+                    "secrets-delete",
+                    "datasets-delete",
+                )
                 if status in (401, 403) or (status == 404 and not natural_404):
                     wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")
             elif status != want:

@@ -65,6 +65,10 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "set_secret": lambda c: c.set_secret(1, "GRADER_KEY", "sk-value"),
     "delete_secret": lambda c: c.delete_secret(1, "GRADER_KEY"),
     "get_secret": lambda c: c.get_secret(1, "GRADER_KEY"),
+    "list_datasets": lambda c: c.list_datasets(1),
+    "upload_dataset": lambda c: c.upload_dataset(1, "qa.jsonl", SCRATCH / "a b.txt"),
+    "delete_dataset": lambda c: c.delete_dataset(1, "qa.jsonl"),
+    "download_dataset": lambda c: c.download_dataset(1, "qa.jsonl", SCRATCH / "qa.jsonl"),
 }
 
 

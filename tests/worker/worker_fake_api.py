@@ -6,6 +6,7 @@ finishes) and can misbehave on demand: refuse claims, request a cancel, lose the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from typing import Any
@@ -43,6 +44,7 @@ class FakeApi:
         self.patches: list[dict[str, Any]] = []
         self.run_tokens_seen: set[str] = set()
         self.secrets: dict[str, str] = {}  # what the API hands this run (the names its spec holds)
+        self.datasets: dict[str, bytes] = {}  # the datasets this run's spec names, as the API hands them
         self.requests: list[str] = []
         # the artifact store: (run id, path) -> bytes, as the API's store keeps them
         self.artifacts: dict[tuple[int, str], bytes] = {}
@@ -143,6 +145,13 @@ class FakeApi:
                 if name not in self.secrets:
                     return _error(403, "forbidden", f"the run's spec names no secret {name!r}")
                 return httpx.Response(200, json={"name": name, "value": self.secrets[name]})
+            if request.method == "GET" and path.startswith(f"{run_path}/datasets/"):
+                name = path.rsplit("/", 1)[1]
+                if name not in self.datasets:
+                    return _error(403, "forbidden", f"the run's spec names no dataset {name!r}")
+                data = self.datasets[name]
+                digest = hashlib.sha256(data).hexdigest()
+                return httpx.Response(200, content=data, headers={"X-Checksum-Sha256": digest})
             if request.method == "GET" and path == f"{run_path}/metric-keys":
                 return httpx.Response(200, json=sorted({key for key, _ in self.metrics}))
             if request.method == "GET" and path == f"{run_path}/metrics":

@@ -7,7 +7,8 @@ Spec-level checks (here) are syntactic and need no file system or network:
 
 - a store path (``DataPath``, ``ModelFolder``) is relative to its store: no absolute path, no ``..``, no
   ``~``, no drive or URL (no ``:``), no backslash, no hidden component; the worker resolves it inside its
-  store and re-checks after resolving symlinks (``worker.confine``);
+  store and re-checks after resolving symlinks (``worker.confine``); a ``DataPath`` may instead name a
+  dataset uploaded to the run's project, ``dataset:<name>`` (a file name, never a path);
 - a model name (``ModelName``) is a preset, an alias, a folder of the model store or a Hugging Face id, so
   it obeys the store-path rules (an id ``org/name`` is one);
 - a Hugging Face dataset id (``HubDatasetId``) is ``name`` or ``org/name``, never a path or a packaged
@@ -27,10 +28,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, GetJsonSchemaHandler
+from pydantic import AfterValidator, BaseModel, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
@@ -112,8 +114,34 @@ def _refusal(kind: str, exc: Refused) -> PydanticCustomError:
     return PydanticCustomError(kind, "{reason}", {"reason": str(exc)})
 
 
+DATASET_PREFIX = "dataset:"  # a spec's data-path field naming a dataset uploaded to the run's project
+DATASET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+_DATASET_NAME = re.compile(DATASET_NAME_PATTERN)
+
+
+def dataset_name(value: str) -> str:
+    """A project dataset's name (a file name: letters, digits, ``. _ -``, at most 128, no ``..``), or
+    Refused."""
+    if not _DATASET_NAME.match(value) or ".." in value:
+        raise Refused(
+            "a dataset name is a file name (letters, digits, . _ -, at most 128, starting with a letter or "
+            "digit, no '..'), never a path"
+        )
+    return value
+
+
+def uploaded_dataset(value: str) -> str | None:
+    """The dataset name of a data path ``dataset:<name>`` (checked), or None for a store path."""
+    if not value.startswith(DATASET_PREFIX):
+        return None
+    return dataset_name(value[len(DATASET_PREFIX) :])
+
+
 def _data_path(value: str) -> str:
     try:
+        name = uploaded_dataset(value)
+        if name is not None:
+            return DATASET_PREFIX + name
         return relative_path(value, "a data file")
     except Refused as exc:
         raise _refusal("path_refused", exc) from None
@@ -200,7 +228,9 @@ class Confined:
 
 
 DataPath = Annotated[str, AfterValidator(_data_path), Confined("data")]
-"""A file of the offline data store (``<cache root>/data``), relative to it."""
+"""A file of the offline data store (``<cache root>/data``), relative to it, or ``dataset:<name>``: a
+dataset uploaded to the run's project (the backend checks it exists at submission; the worker fetches
+it with the run's token)."""
 ModelFolder = Annotated[str, AfterValidator(_model_folder), Confined("model")]
 """A saved model folder inside the model store (``<cache root>/models``), relative to it."""
 ModelName = Annotated[str, AfterValidator(_model_name), Confined("model-or-hub")]
@@ -208,6 +238,50 @@ ModelName = Annotated[str, AfterValidator(_model_name), Confined("model-or-hub")
 HubDatasetId = Annotated[str, AfterValidator(_hub_dataset), Confined("hub-dataset")]
 HubConfigName = Annotated[str, AfterValidator(_hub_config), Confined("name")]
 CacheName = Annotated[str, AfterValidator(_cache_name), Confined("cache-name")]
+
+
+def _holds_data_path(annotation: Any) -> bool:
+    """The annotation is or holds ``DataPath`` (``DataPath | None``, ``list[DataPath]``, ...)."""
+    return any(
+        (isinstance(arg, Confined) and arg.how == "data") or _holds_data_path(arg)
+        for arg in typing.get_args(annotation)
+    )
+
+
+def dataset_references(spec: BaseModel) -> dict[tuple[str | int, ...], str]:
+    """Every uploaded dataset a validated spec names in a data-path field: field path -> dataset name."""
+    found: dict[tuple[str | int, ...], str] = {}
+
+    def strings(value: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(value, str):
+            name = uploaded_dataset(value)
+            if name is not None:
+                found[path] = name
+        elif isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                strings(item, (*path, i))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                strings(item, (*path, str(key)))
+
+    def walk(value: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(value, BaseModel):
+            for name, info in type(value).model_fields.items():
+                child = getattr(value, name)
+                marked = any(isinstance(m, Confined) and m.how == "data" for m in info.metadata)
+                if marked or _holds_data_path(info.annotation):
+                    strings(child, (*path, name))
+                else:
+                    walk(child, (*path, name))
+        elif isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                walk(item, (*path, i))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*path, str(key)))
+
+    walk(spec, ())
+    return found
 
 
 # --- outbound addresses ---------------------------------------------------------------------------------

@@ -284,6 +284,7 @@ class ApiRunContext(TrackedRunContext):
         self.artifacts = RunArtifacts(client, run_id, attempt, stop=lambda: self.stop_reason == "cancel")
         self.closed_as: RunStatus | None = None  # the status close() told the sinks
         self._client = client
+        self._datasets: dict[str, Path] = {}  # dataset name -> its local copy (fetch_dataset)
 
     def secret(self, name: str) -> str:
         """The project secret ``name``, asked of the API with this run's token (the API hands out only
@@ -296,6 +297,39 @@ class ApiRunContext(TrackedRunContext):
             raise RunError(f"secret {name!r}: {exc}") from None
         self.redactor.add(value)
         return value
+
+    def fetch_dataset(self, name: str, field: str) -> Path:
+        """A dataset uploaded to the run's project that its spec names (``dataset:<name>`` in ``field``),
+        downloaded once with this run's token into ``<artifact_root>/datasets/run-<id>/<name>`` (its
+        checksum checked) and that local file returned."""
+        from worker.client import ApiError
+        from worker.confine import Refused
+        from worker.core.data.offline import OutsideStore, inside
+        from worker.specs import confine as rules
+
+        if name in self._datasets:
+            return self._datasets[name]
+        try:
+            rules.dataset_name(name)
+        except rules.Refused as exc:
+            raise Refused(f"{field}: {exc}") from None
+        folder = self.artifact_root / "datasets" / f"run-{self.run_id}"
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            local = inside(folder, name)
+        except OutsideStore:
+            raise Refused(f"{field}: dataset {name!r} leads outside the run's folder") from None
+        try:
+            self._client.download_dataset(self.run_id, name, local)
+        except ApiError as exc:
+            raise RunError(f"{field}: dataset {name!r}: {exc}") from None
+        try:
+            local = inside(folder, name)  # nothing replaced it by a link meanwhile
+        except OutsideStore:
+            raise Refused(f"{field}: dataset {name!r} leads outside the run's folder") from None
+        self.log(f"dataset {name!r} downloaded for {field} ({local.stat().st_size} bytes)")
+        self._datasets[name] = local
+        return local
 
     def run_outputs(self, run_id: int) -> Path | None:
         """Another run's outputs, pulled from the artifact store into ``<artifact_root>/runs/run-<id>``
