@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, status
 from fastapi.responses import Response, StreamingResponse
+from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
 from backend.artifacts.repository import CHUNK
@@ -12,7 +13,7 @@ from backend.artifacts.routes import BINARY, UPLOAD_BODY, StoreDep, _release
 from backend.datasets import service
 from backend.datasets.schemas import DatasetName, DatasetPublic
 from backend.deps import Id, PrincipalDep, SessionDep, SettingsDep
-from backend.errors import Forbidden
+from backend.errors import Conflict, Forbidden
 from backend.models import ProjectDataset
 from backend.runs import service as runs
 
@@ -76,9 +77,13 @@ async def upload_dataset(
         await run_in_threadpool(upload.discard)
 
     def _record() -> tuple[DatasetPublic, str | None]:
-        dataset, old = service.record(session, principal, project_id, name, upload.size, sha256)
-        public = _public(dataset)
-        session.commit()
+        try:
+            dataset, old = service.record(session, principal, project_id, name, upload.size, sha256)
+            public = _public(dataset)
+            session.commit()
+        except IntegrityError:  # the same name uploaded at the same moment: that upload won
+            session.rollback()
+            raise Conflict(f"dataset {name!r} was uploaded by another request meanwhile: try again") from None
         return public, old
 
     public, old = await run_in_threadpool(_record)

@@ -89,6 +89,22 @@ def test_an_upload_over_the_limit_is_refused(api: Api, monkeypatch: pytest.Monke
     assert api.client.get(f"/api/v1/projects/{_project_id(api)}/datasets", headers=api.h()).json() == []
 
 
+def test_a_chunked_upload_is_cut_at_the_limit(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api.settings, "dataset_max_bytes", 1000)
+
+    def body() -> Any:
+        for _ in range(5):
+            yield b"x" * 400
+
+    pid = _project_id(api)
+    headers = {**api.h(), "Content-Type": "application/octet-stream"}
+    r = api.client.put(f"/api/v1/projects/{pid}/datasets/big.jsonl", content=body(), headers=headers)
+    assert r.status_code == 413
+    assert api.client.get(f"/api/v1/projects/{pid}/datasets", headers=api.h()).json() == []
+    store = api.settings.artifact_url.removeprefix("file://")
+    assert not any(f.startswith(".upload-") for f in os.listdir(f"{store}/datasets/project-{pid}"))
+
+
 def test_another_projects_dataset_is_not_found(api: Api) -> None:
     other = api.client.post("/api/v1/projects", json={"name": "vault"}, headers=api.h()).json()
     assert _upload(api, "secret.jsonl", pid=other["id"]).status_code == 200
