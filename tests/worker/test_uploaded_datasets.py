@@ -69,3 +69,36 @@ def test_a_store_path_still_resolves_in_the_data_store(
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "qa.jsonl").write_bytes(DATA)
     assert confine.data_file("qa.jsonl", "data.path").read_bytes() == DATA
+
+
+def test_a_carma_run_on_the_platform_reads_its_uploaded_data(tmp_path: Path) -> None:
+    """End to end through the executor: the kind's data.path and synonyms.map_path name datasets, which
+    the run downloads with its token before it reads them."""
+    import json
+
+    from common.settings import SharedSettings
+    from tests.worker.kinds.test_carma_kind import IDM_ROWS, SYNONYMS
+    from worker.executor import execute
+
+    spec = {
+        "seed": 1,
+        "model": {"name": "tiny-gpt2"},
+        "data": {"source": "jsonl", "path": "dataset:idm.jsonl"},
+        "carma": {"lambda": 0.3, "layers": [0, 1]},
+        "train": {"batch_size": 4, "max_steps": 2, "warmup_steps": 1, "eval_interval": 2, "log_every": 1},
+        "cap": {"enabled": False},
+        "synonyms": {"source": "json", "map_path": "dataset:synonyms.json"},
+        "resources": {"device": "cpu"},
+    }
+    fake = FakeApi(spec=spec, kind="carma")
+    fake.datasets["idm.jsonl"] = "".join(
+        json.dumps({"text": t, "label": w}) + "\n" for t, w in IDM_ROWS
+    ).encode()
+    fake.datasets["synonyms.json"] = json.dumps(SYNONYMS).encode()
+    settings = SharedSettings(home=tmp_path / "home", heartbeat_interval=0.05)
+    status = execute(fake.run["id"], 1, settings, client=fake.client(), writer_options=FAST, worker="w:1")
+    assert status == "succeeded", fake.finishes
+    assert any("dataset 'idm.jsonl' downloaded for data.path" in line for line in fake.logs)
+    assert any("dataset 'synonyms.json' downloaded for synonyms.map_path" in line for line in fake.logs)
+    folder = Path(settings.artifact_root) / "datasets" / f"run-{fake.run['id']}"
+    assert sorted(p.name for p in folder.iterdir()) == ["idm.jsonl", "synonyms.json"]
