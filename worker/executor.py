@@ -98,6 +98,20 @@ def call_with_retry(
             delay = min(delay * 2, maximum)
 
 
+class _AttemptContext(ApiRunContext):
+    """The attempt's RunContext, which notes whether the kind saw its stop request: a kind that returns
+    after ``should_stop()`` said True stopped early (after a checkpoint, by the contract); one that never
+    saw it ran to its end."""
+
+    stop_seen = False
+
+    def should_stop(self) -> bool:
+        if super().should_stop():
+            self.stop_seen = True
+            return True
+        return False
+
+
 def _release(
     api: ReasonLabClient, ctx: ApiRunContext, heartbeat: Heartbeat, run_id: int, attempt: int
 ) -> Outcome:
@@ -198,13 +212,13 @@ def _run_claimed(
         signal.signal(INTERRUPT_SIGNAL, lambda *_: heartbeat.interrupt())
         if _shutting_down:  # the signal came between the task's check and this handler
             heartbeat.interrupt()
-    ctx: ApiRunContext | None = None
+    ctx: _AttemptContext | None = None
     status: RunStatus = "failed"
     error: str | None = None
     try:
         kind = get_kind(run["kind"])
         spec = kind.spec.model_validate(run["spec"])
-        ctx = ApiRunContext(
+        ctx = _AttemptContext(
             api,
             run_id,
             attempt,
@@ -241,9 +255,12 @@ def _run_claimed(
                 INTERRUPT_SIGNAL, previous_handler if previous_handler is not None else signal.SIG_DFL
             )
 
+    # Given back only when the kind stopped on the interrupt: one that ran to its end without looking
+    # (a kind's last phase may not check) has done the work, and finishes as any run does.
     if (
         ctx is not None
         and ctx.stop_reason == "interrupt"
+        and ctx.stop_seen
         and status == "succeeded"
         and not heartbeat.lease_lost
     ):

@@ -11,7 +11,6 @@ import importlib
 import logging
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
 from billiard.process import current_process
@@ -24,6 +23,7 @@ from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
 from worker.client import ApiUnavailable, Forbidden, Unauthorized
 from worker.kinds import get_kind, kind_names
+from worker.pool import job_pids, keep_own_handler
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,10 @@ def _preload(**_: Any) -> None:
     loaded and claims its run within milliseconds. Imports only: no torch op runs here, so neither CUDA
     nor an OpenMP thread pool exists before the fork. (MLflow is not loaded: the API mirrors runs to it.)"""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
+    # The worker only sends the interrupt. Blocked here (before the pool's threads exist, which inherit
+    # the mask), it stays pending in a job process forked just as the shutdown begins, until that one
+    # has installed its handler: neither lost nor the default action's death.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {executor.INTERRUPT_SIGNAL})
     # torch._dynamo: torch.optim imports it at the first optimiser built (~3 s per process otherwise)
     for module in ("torch._dynamo",):
         try:
@@ -47,27 +51,27 @@ def _preload(**_: Any) -> None:
             logger.warning("preload of kind %s failed: %s", name, exc)
 
 
+keep_own_handler(executor.INTERRUPT_SIGNAL)  # billiard's threaded pool would reset it to its exit handler
+
+
 @worker_process_init.connect
 def _note_interrupt_until_a_run(**_: Any) -> None:
     """An idle job process notes the shutdown signal (it starts no run from then on); a running one
     checkpoints and gives its run back (the executor's handler)."""
     signal.signal(executor.INTERRUPT_SIGNAL, executor.note_shutdown)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {executor.INTERRUPT_SIGNAL})  # blocked by the worker
 
 
 @worker_shutting_down.connect
 def _interrupt_running_jobs(**_: Any) -> None:
-    """Warm shutdown (SIGTERM: docker stop, Ctrl-C of `reasonlab up`): ask the job process to checkpoint,
-    stop and give its run back to the queue, so the run resumes elsewhere without losing an attempt,
-    instead of being killed at the end of the grace period."""
+    """Warm shutdown (SIGTERM: docker stop, Ctrl-C of `reasonlab up`): ask every job process to
+    checkpoint, stop and give its run back to the queue, so the run resumes elsewhere without losing an
+    attempt, instead of being killed at the end of the grace period. Every one, whichever thread of this
+    process forked it (``job_pids``)."""
     executor.note_shutdown()  # a job process forked from now on inherits it: it starts no run
-    me = os.getpid()
-    try:
-        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
-    except OSError:  # not Linux: the reaper requeues the run after the heartbeat timeout instead
-        return
-    for pid in children:
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pid), executor.INTERRUPT_SIGNAL)
+    for pid in sorted(job_pids()):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, executor.INTERRUPT_SIGNAL)
 
 
 CLAIM_RETRY_COUNTDOWN = 30  # seconds between task retries while the API cannot be reached to claim
