@@ -123,6 +123,7 @@ def _seconds(text: str) -> float:
 SAMPLE_PATHS = [
     "/api/v1/runs/7/artifacts/checkpoints/step-1.pt",
     "/api/v1/runs/7/artifacts/model/weights/part-00001.safetensors",
+    "/api/v1/projects/3/datasets/train.jsonl",
     "/api/v1/runs/7/metrics",
     "/api/v1/runs/7/metrics/",
     "/api/v1/runs/7/logs",
