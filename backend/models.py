@@ -132,6 +132,8 @@ class Run(Base):
     dispatched: Mapped[bool] = mapped_column(Boolean, default=False)
     dispatched_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     mlflow_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # what a member named the run (PATCH /runs/{id}); null: it goes by its number (migration 0012)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
