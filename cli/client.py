@@ -88,6 +88,18 @@ def unreachable(exc: Exception) -> str:
     )
 
 
+def no_token(home_token: Path) -> str:
+    """The one line a client command prints without a token: every place it looked (the home folder's
+    token named with the REASONLAB_HOME it came from) and how to give it one."""
+    home = os.environ.get("REASONLAB_HOME")
+    where = f"REASONLAB_HOME={home}" if home else "REASONLAB_HOME unset: ./.reasonlab"
+    return (
+        f"no API token: none in --token, REASONLAB_TOKEN, 'token:' of {CONFIG_FILE}, "
+        f"or {home_token.resolve()} ({where}); run the command where `reasonlab up` runs, "
+        "set REASONLAB_HOME to its home folder, or pass --token / set REASONLAB_TOKEN"
+    )
+
+
 def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
     from worker.client import ReasonLabClient
 
@@ -96,14 +108,11 @@ def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
         config = yaml.safe_load(CONFIG_FILE.read_text()) or {}
     url, source = server_url(api_url, config)
     tok = token or os.environ.get("REASONLAB_TOKEN") or config.get("token")
+    home_token = _home() / "admin.token"
+    if not tok and home_token.is_file():
+        tok = home_token.read_text().strip()
     if not tok:
-        home_token = _home() / "admin.token"
-        if home_token.is_file():
-            tok = home_token.read_text().strip()
-    if not tok:
-        raise click.ClickException(
-            "no API token: pass --token, set REASONLAB_TOKEN, or put 'token:' in " + str(CONFIG_FILE)
-        )
+        raise click.ClickException(no_token(home_token))
     _resolved.update(url=url, source=source)
     return ReasonLabClient(url, tok)
 

@@ -42,6 +42,24 @@ def test_a_connection_error_names_the_url_its_source_and_what_to_check(home: Pat
     assert "reasonlab up" in result.output and "Traceback" not in result.output
 
 
+def test_no_token_names_reasonlab_home_the_token_file_and_the_fix(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Run from a folder that is not the home of `reasonlab up`: the one line says where it looked."""
+    (home / "admin.token").unlink()
+    result = CliRunner().invoke(main, ["runs", "list"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: no API token")
+    assert f"REASONLAB_HOME={home}" in line and str(home / "admin.token") in line
+    assert "REASONLAB_TOKEN" in line and "--token" in line and "set REASONLAB_HOME to" in line
+    monkeypatch.delenv("REASONLAB_HOME")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["runs", "list"])
+    assert "REASONLAB_HOME unset" in result.output
+    assert str(tmp_path / ".reasonlab" / "admin.token") in result.output
+
+
 def test_the_url_comes_from_the_flag_then_the_environment_then_the_home(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
