@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import stat
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from cli.main import main
@@ -101,6 +103,30 @@ def test_local_run_trains_and_writes_metrics(tmp_path: Path) -> None:
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert len([ln for ln in lines if '"loss"' in ln]) == 12
     assert (out / "mlflow.db").is_file()
+
+
+def test_local_run_writes_where_the_quickstart_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every output path section 4 of the quickstart names (`<name>` read as the spec's name) is there
+    after `reasonlab run` without --out, from a folder with no REASONLAB_HOME: the docs said `runs/<name>/`
+    while the outputs went to `.reasonlab/runs/<name>/`."""
+    quickstart = (Path(__file__).parents[2] / "docs" / "quickstart.md").read_text()
+    section = quickstart.split("## 4. Run a spec without a server", 1)[1].split("\n## ", 1)[0]
+    paths = {
+        p.replace("<name>", "diagnostic")
+        for p in re.findall(r"(?:sqlite:///)?([\w.<>$/-]*runs/[^`\s]+)", section)
+    }
+    paths = {p.replace("$REASONLAB_HOME", ".reasonlab") for p in paths}
+    assert {".reasonlab/runs/diagnostic/", ".reasonlab/runs/diagnostic/mlflow.db"} <= paths, paths
+    monkeypatch.delenv("REASONLAB_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spec.yaml").write_text("name: diagnostic\nkind: diagnostic\nspec: {train: {steps: 4}}\n")
+    result = CliRunner().invoke(main, ["run", "spec.yaml"])
+    assert result.exit_code == 0, result.output
+    for path in sorted(paths):
+        assert (tmp_path / path).exists(), (
+            f"the quickstart names {path}; `reasonlab run` wrote {result.output}"
+        )
+    assert (tmp_path / ".reasonlab/runs/diagnostic/metrics.jsonl").is_file()
 
 
 def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Path) -> None:
