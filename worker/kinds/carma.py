@@ -81,10 +81,24 @@ def prepare_data(spec: CarmaSpec, lm: LoadedModel, template: str) -> tuple[Split
 
 
 def layer_range(spec: CarmaSpec, num_layers: int) -> tuple[int, int]:
+    """The MI range (and the stability range unless ``carma.stability_layers``), blocks counted from 0."""
     first, last = spec.carma.layers or default_layer_range(num_layers)
     if last >= num_layers:
         raise RunError(
             f"carma.layers {[first, last]} is past the depth of {spec.model.name}: "
+            f"{num_layers} blocks, 0..{num_layers - 1}"
+        )
+    return first, last
+
+
+def stability_range(spec: CarmaSpec, num_layers: int) -> tuple[int, int] | None:
+    """``carma.stability_layers`` checked against the depth; None = the MI range."""
+    if spec.carma.stability_layers is None:
+        return None
+    first, last = spec.carma.stability_layers
+    if last >= num_layers:
+        raise RunError(
+            f"carma.stability_layers {[first, last]} is past the depth of {spec.model.name}: "
             f"{num_layers} blocks, 0..{num_layers - 1}"
         )
     return first, last
@@ -142,6 +156,7 @@ def train(
             gamma=spec.carma.gamma,
             eta=spec.carma.eta,
             layers=layers,
+            stability_layers=stability_range(spec, lm.num_layers),
             temperature=spec.carma.temperature,
             num_negatives=spec.carma.num_negatives,
         ),
@@ -234,6 +249,7 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
     n = lm.num_layers
     trained = spec.variant != "original"
     layers = layer_range(spec, n)
+    stability = stability_range(spec, n)
     cap_starts = cap_layers(spec, n) if spec.cap.enabled else []
     template = prompt_template(spec.data.task, lm.model_type, spec.data.prompt)
     splits, dropped = prepare_data(spec, lm, template)
@@ -244,6 +260,7 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
             "derived": {
                 "num_layers": n,
                 "carma_layers": list(layers),
+                "carma_stability_layers": list(stability or layers),
                 "lambda": lam,
                 "model_type": lm.model_type,
                 "model_source": lm.source,
@@ -289,6 +306,7 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
                 "gamma": spec.carma.gamma if spec.variant == "carma" else None,
                 "eta": spec.carma.eta if spec.variant == "carma" else None,
                 "layers": list(layers) if spec.variant == "carma" else None,
+                "stability_layers": list(stability) if spec.variant == "carma" and stability else None,
                 "num_layers": n,
                 "train_size": len(splits.train),
                 "validation_size": len(splits.validation),

@@ -73,13 +73,20 @@ class CarmaRegularisation(StrictModel):
     )
     layers: list[int] | None = Field(
         None,
-        description="[first, last] decoder block, inclusive, counted from 0; null = about a third of the "
-        "depth (section 3.2: blocks round(L/4)..round(L/3) counted from 1)",
+        description="[first, last] decoder block, inclusive, counted from 0 (the paper's layer n is block "
+        "n - 1); null = section 3.2's default: layers round(L/4)..L/2-2 counted from 1 (3-4 of 12, 6-10 of "
+        "24), i.e. blocks round(L/4)-1..L/2-3",
+    )
+    stability_layers: list[int] | None = Field(
+        None,
+        description="[first, last] block range of the stability loss (eq. 6), counted from 0, when it "
+        "differs from the MI range `layers` (B.3: Llama-3B stops stability at layer 8, MI at 12); "
+        "null = `layers`",
     )
     temperature: float = Field(0.1, gt=0.0, le=10.0, description="InfoNCE temperature (reference: 0.1)")
     num_negatives: int = Field(5, ge=1, le=64, description="negatives per positive pair (reference: 5)")
 
-    @field_validator("layers")
+    @field_validator("layers", "stability_layers")
     @classmethod
     def _a_range(cls, layers: list[int] | None) -> list[int] | None:
         if layers is None:
@@ -286,7 +293,8 @@ class CarmaSpec(SpecBase):
     @model_validator(mode="wrap")
     @classmethod
     def _layers_within_depth(cls, data: Any, handler: Any) -> Any:
-        """A layer past a known model's depth names its field (``carma.layers``, ``cap.layers``)."""
+        """A layer past a known model's depth names its field (``carma.layers``, ``carma.stability_layers``,
+        ``cap.layers``)."""
         spec = handler(data)
         depth = KNOWN_DEPTHS.get(spec.model.name)
         if depth is None:
@@ -295,6 +303,7 @@ class CarmaSpec(SpecBase):
             _past_depth(loc, layers, spec.model.name, depth)
             for loc, layers in (
                 (("carma", "layers"), spec.carma.layers),
+                (("carma", "stability_layers"), spec.carma.stability_layers),
                 (("cap", "layers"), spec.cap.layers),
             )
             if layers is not None and max(layers) >= depth
@@ -320,7 +329,12 @@ class CarmaEval(StrictModel):
     lambda_: float | None = Field(alias="lambda", description="lambda of eq. 8; 0 for ft, null for original")
     gamma: float | None
     eta: float | None
-    layers: list[int] | None = Field(description="CARMA's layer range [first, last]; null when not trained")
+    layers: list[int] | None = Field(
+        description="CARMA's (MI) layer range [first, last], blocks counted from 0; null when not trained"
+    )
+    stability_layers: list[int] | None = Field(
+        None, description="the stability loss's range when it differs from `layers`; null = `layers`"
+    )
     num_layers: int
     train_size: int
     validation_size: int
@@ -388,13 +402,31 @@ _PAPER_EVAL = {
 _GPU = {"device": "cuda", "gpus": 1}
 
 
-def _paper(model: str, layers: list[int], lam: float, batch: int, epochs: int) -> dict[str, Any]:
+def _blocks(first_layer: int, last_layer: int) -> list[int]:
+    """A layer range as the paper writes it (layers counted from 1: section 3.2's "layers 3-4 in 12-layer
+    models", B.3's stopping layers) as the spec's blocks counted from 0."""
+    return [first_layer - 1, last_layer - 1]
+
+
+def _paper(
+    model: str,
+    layers: tuple[int, int],
+    lam: float,
+    batch: int,
+    epochs: int,
+    stability: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """A paper-scale spec; ``layers`` (and ``stability``) are the paper's layer numbers, counted from 1: the
+    last is B.3's stopping layer, the first is ours (B.3 names only where the range ends)."""
+    carma: dict[str, Any] = {"lambda": lam, "gamma": 0.5, "eta": 0.2, "layers": _blocks(*layers)}
+    if stability is not None:
+        carma["stability_layers"] = _blocks(*stability)
     return {
         "seed": 42,
         "resources": _GPU,
         "model": {"name": model},
         "data": _PAPER_DATA,
-        "carma": {"lambda": lam, "gamma": 0.5, "eta": 0.2, "layers": layers},
+        "carma": carma,
         "train": {**_PAPER_TRAIN, "batch_size": batch, "epochs": epochs},
         **_PAPER_EVAL,
     }
@@ -430,45 +462,47 @@ MANIFEST = KindManifest(
         ),
         Example(
             name="paper-gpt2-small-idm",
-            description="GPT-2 S on WordNet IDM as section B.3: batch 16, 2 epochs, stopping layer 3, "
+            description="GPT-2 S on WordNet IDM as section B.3: batch 16, 2 epochs, stopping layer 3 (the "
+            "paper counts layers from 1: block 2), "
             "CARMA weight 0.2 (one GPU, about an hour for the three variants)",
-            spec=_paper("openai-community/gpt2", [1, 3], 0.2, 16, 2),
+            spec=_paper("openai-community/gpt2", (1, 3), 0.2, 16, 2),
             sweep=_variants(),
         ),
         Example(
             name="paper-gpt2-large-idm",
             description="GPT-2 L on WordNet IDM: batch 16, 2 epochs, stopping layer 8, weight 0.3",
-            spec=_paper("openai-community/gpt2-large", [4, 8], 0.3, 16, 2),
+            spec=_paper("openai-community/gpt2-large", (4, 8), 0.3, 16, 2),
             sweep=_variants(),
         ),
         Example(
             name="paper-llama-3.2-1b-idm",
             description="Llama-3.2 1B on WordNet IDM: batch 32, 3 epochs, stopping layer 7, weight 0.4",
-            spec=_paper("meta-llama/Llama-3.2-1B", [4, 7], 0.4, 32, 3),
+            spec=_paper("meta-llama/Llama-3.2-1B", (4, 7), 0.4, 32, 3),
             sweep=_variants(),
         ),
         Example(
             name="paper-llama-3.2-3b-idm",
-            description="Llama-3.2 3B on WordNet IDM: batch 32, 3 epochs, stopping layer 12, weight 0.5",
-            spec=_paper("meta-llama/Llama-3.2-3B", [7, 12], 0.5, 32, 3),
+            description="Llama-3.2 3B on WordNet IDM: batch 32, 3 epochs, stopping layers 12 (MI) and 8 "
+            "(stability), weight 0.5",
+            spec=_paper("meta-llama/Llama-3.2-3B", (7, 12), 0.5, 32, 3, stability=(7, 8)),
             sweep=_variants(),
         ),
         Example(
             name="paper-qwen2.5-0.5b-idm",
             description="Qwen2.5 0.5B on WordNet IDM: batch 64, 3 epochs, stopping layer 5, weight 0.5",
-            spec=_paper("Qwen/Qwen2.5-0.5B", [3, 5], 0.5, 64, 3),
+            spec=_paper("Qwen/Qwen2.5-0.5B", (3, 5), 0.5, 64, 3),
             sweep=_variants(),
         ),
         Example(
             name="paper-qwen2.5-3b-idm",
             description="Qwen2.5 3B on WordNet IDM: batch 32, 3 epochs, stopping layer 10, weight 0.4",
-            spec=_paper("Qwen/Qwen2.5-3B", [6, 10], 0.4, 32, 3),
+            spec=_paper("Qwen/Qwen2.5-3B", (6, 10), 0.4, 32, 3),
             sweep=_variants(),
         ),
         Example(
             name="paper-gemma-2b-idm",
             description="Gemma-2B on WordNet IDM: batch 16, 2 epochs, stopping layer 10, weight 0.3",
-            spec=_paper("google/gemma-2b", [6, 10], 0.3, 16, 2),
+            spec=_paper("google/gemma-2b", (6, 10), 0.3, 16, 2),
             sweep=_variants(),
         ),
         Example(
@@ -476,7 +510,7 @@ MANIFEST = KindManifest(
             description="GPT-2 S on SST sentiment from the HF hub (needs `datasets` and hub access): batch "
             "16, 2 epochs, ending layer 4, weight 0.4",
             spec={
-                **_paper("openai-community/gpt2", [2, 4], 0.4, 16, 2),
+                **_paper("openai-community/gpt2", (2, 4), 0.4, 16, 2),
                 "data": {"task": "sc", "source": "hf", "hf_name": "stanfordnlp/sst", "max_examples": None},
             },
             sweep=_variants(),

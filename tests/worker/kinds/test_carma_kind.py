@@ -54,6 +54,8 @@ def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
         ({"carma": {"layers": [5, 2]}}, ("carma", "layers")),
         ({"carma": {"layers": [0, 30]}}, ("carma", "layers")),  # smollm2-135m has blocks 0..29
         ({"model": {"name": "tiny-llama"}, "carma": {"layers": [1, 4]}}, ("carma", "layers")),
+        ({"carma": {"stability_layers": [3, 1]}}, ("carma", "stability_layers")),
+        ({"carma": {"stability_layers": [0, 30]}}, ("carma", "stability_layers")),
         ({"cap": {"layers": [0, 31]}}, ("cap", "layers")),
         ({"synonyms": {"source": "thesaurus"}}, ("synonyms", "source")),
         ({"synonyms": {"seeds": [0, 1, 2]}}, ("synonyms", "seeds")),
@@ -80,6 +82,32 @@ def test_empty_spec_and_every_example_are_valid() -> None:
     assert CarmaSpec.model_validate({"model": {"name": "some/hub-model"}, "carma": {"layers": [0, 90]}})
     for example in manifest("carma").examples:
         CarmaSpec.model_validate(dict(example.spec))
+
+
+# appendix B.3's stopping layers (IDM; SC for the sst example), which the paper counts from 1 like
+# section 3.2's "layers 3-4 in 12-layer models": the spec's last block is the stopping layer - 1
+B3_STOPPING_LAYERS = {
+    "paper-gpt2-small-idm": 3,
+    "paper-gpt2-large-idm": 8,
+    "paper-llama-3.2-1b-idm": 7,
+    "paper-llama-3.2-3b-idm": 12,
+    "paper-qwen2.5-0.5b-idm": 5,
+    "paper-qwen2.5-3b-idm": 10,
+    "paper-gemma-2b-idm": 10,
+    "paper-sst-gpt2-small": 4,
+}
+
+
+def test_paper_examples_read_b3_stopping_layers_counted_from_1() -> None:
+    examples = {e.name: CarmaSpec.model_validate(dict(e.spec)) for e in manifest("carma").examples}
+    assert {name for name in examples if name.startswith("paper-")} == set(B3_STOPPING_LAYERS)
+    for name, stop in B3_STOPPING_LAYERS.items():
+        layers = examples[name].carma.layers
+        assert layers is not None and layers[1] == stop - 1, (name, layers)
+    # Llama-3B's separate ranges: MI to layer 12, stability to layer 8
+    llama = examples["paper-llama-3.2-3b-idm"].carma
+    assert (llama.layers, llama.stability_layers) == ([6, 11], [6, 7])
+    assert all(e.carma.stability_layers is None for n, e in examples.items() if n != "paper-llama-3.2-3b-idm")
 
 
 def write_data(tmp_path: Path) -> tuple[str, str]:
@@ -133,6 +161,21 @@ def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
         assert ctx.metrics["mi_pairs"][1] > 0
     else:  # Gemma's 262k vocabulary keeps most of these words whole: batches without pairs, MI 0, no crash
         assert all(v >= 0 for v in ctx.metrics["mi_loss"].values())
+
+
+def test_a_separate_stability_range_reaches_the_objective_and_the_record(tmp_path: Path) -> None:
+    ctx = MemoryContext()
+    spec = tiny_spec(
+        tmp_path,
+        "tiny-gpt2",
+        carma={"lambda": 0.3, "layers": [1, 2], "stability_layers": [0, 1]},
+        cap={"enabled": False},
+    )
+    get_kind("carma").run(spec, ctx)
+    (record,) = [r for r in ctx.results if isinstance(r, CarmaEval)]
+    assert (record.layers, record.stability_layers) == ([1, 2], [0, 1])
+    derived = ctx.params["derived"]
+    assert (derived["carma_layers"], derived["carma_stability_layers"]) == ([1, 2], [0, 1])
 
 
 def test_ft_monitors_the_regularisers_and_original_does_not_train(tmp_path: Path) -> None:

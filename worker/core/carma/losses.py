@@ -129,6 +129,8 @@ def carma_loss(mi: Tensor, stability: Tensor, gamma: float, eta: float) -> Tenso
 
 def total_loss(task: Tensor, carma: Tensor, lam: float) -> Tensor:
     """L_total = (1 - lambda) * L_task + lambda * L_CARMA (paper 003, section 3.2, eq. 8); lambda = 0 is
-    plain fine-tuning."""
-    assert 0.0 <= lam <= 1.0, f"lambda must be in [0, 1], got {lam}"
+    plain fine-tuning. A lambda outside [0, 1] (eq. 8's range) is a ValueError naming it, under ``python -O``
+    too."""
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lambda must be in [0, 1] (paper 003, eq. 8), got {lam!r}")
     return (1.0 - lam) * task + lam * carma if lam > 0 else task

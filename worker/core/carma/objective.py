@@ -23,12 +23,23 @@ from worker.core.carma.residual import capture_outputs, last_token_logits
 
 
 def default_layer_range(num_layers: int) -> tuple[int, int]:
-    """About a third of the depth (paper 003, section 3.2, "Layer Selection": layers 3-4 of 12 and 6-10 of
-    24, counted from 1): blocks round(L/4) .. round(L/3), counted from 1, here 0-indexed: (2, 3) for
-    L = 12, (5, 7) for 24, (7, 9) for SmolLM2's 30, (0, 0) below 5 blocks."""
-    assert num_layers >= 1, f"num_layers must be >= 1, got {num_layers}"
-    start = max(0, round(num_layers / 4) - 1)
-    return start, max(start, round(num_layers / 3) - 1)
+    """CARMA's default layer range for a model of ``num_layers`` blocks, returned as blocks counted from 0
+    (the convention of every ``layers`` in ReasonLab). Paper 003, section 3.2, "Layer Selection", counts
+    from 1: "layers 3-4 in 12-layer models and 6-10 in 24-layer models". The line through both examples,
+    counted from 1, runs from layer round(L/4) (halves up) to layer L/2 - 2 (floored, at least the first):
+    3..4 of 12 and 6..10 of 24 exactly, i.e. blocks (2, 3) and (5, 9) here; 7..12 for SmolLM2's 30 blocks;
+    a single block (0, 0) below 5 blocks."""
+    if num_layers < 1:
+        raise ValueError(f"num_layers must be >= 1, got {num_layers!r}")
+    first = max(1, (num_layers + 2) // 4)  # counted from 1: round(L/4), halves up
+    last = max(first, num_layers // 2 - 2)  # counted from 1
+    return first - 1, last - 1
+
+
+def _check_range(name: str, layers: tuple[int, int]) -> None:
+    first, last = layers
+    if not 0 <= first <= last:
+        raise ValueError(f"{name} must satisfy 0 <= first <= last (blocks counted from 0), got {layers}")
 
 
 @dataclass(frozen=True)
@@ -36,15 +47,24 @@ class CarmaConfig:
     lam: float = 0.2  # lambda of eq. 8 (reference CLI default 0.2); 0 = plain fine-tuning
     gamma: float = 0.2  # weight of L_MI in eq. 7 (reference CLI default)
     eta: float = 0.3  # weight of L_stability in eq. 7 (reference CLI default)
-    layers: tuple[int, int] = (0, 0)  # first and last block l..K, inclusive, 0-indexed
+    layers: tuple[int, int] = (
+        0,
+        0,
+    )  # l..K of eq. 5 (and of eq. 6 unless stability_layers), inclusive, from 0
+    # l..K of eq. 6 when it differs from the MI range (appendix B.3: Llama-3B stops stability at layer 8
+    # and MI at 12); None = ``layers``
+    stability_layers: tuple[int, int] | None = None
     temperature: float = 0.1  # InfoNCE temperature (reference)
     num_negatives: int = 5  # negatives per positive pair (reference)
     monitor: bool = True  # with lam = 0, still compute L_MI and L_stability (no gradient) for the logs
 
     def __post_init__(self) -> None:
-        assert 0.0 <= self.lam <= 1.0, f"lambda must be in [0, 1], got {self.lam}"
-        first, last = self.layers
-        assert 0 <= first <= last, f"layer range must satisfy 0 <= first <= last, got {self.layers}"
+        # ValueErrors, not asserts: the checks must hold under ``python -O`` too
+        if not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"lambda must be in [0, 1] (paper 003, eq. 8), got {self.lam!r}")
+        _check_range("layer range", self.layers)
+        if self.stability_layers is not None:
+            _check_range("stability layer range", self.stability_layers)
 
 
 class CarmaObjective:
@@ -52,19 +72,23 @@ class CarmaObjective:
     read with hooks (block K+1 only for eq. 6's last pair, when the model has it)."""
 
     def __init__(self, cfg: CarmaConfig, num_layers: int) -> None:
-        first, last = cfg.layers  # l, K of eq. 5-6
-        assert last < num_layers, (
-            f"layer range {cfg.layers} goes past the model's {num_layers} blocks (0..{num_layers - 1})"
-        )
+        first, last = cfg.layers  # l, K of eq. 5
+        s_first, s_last = cfg.stability_layers or cfg.layers  # l, K of eq. 6
+        if max(last, s_last) >= num_layers:
+            raise ValueError(
+                f"layer range {cfg.layers} (stability {cfg.stability_layers or cfg.layers}) goes past the "
+                f"model's {num_layers} blocks (0..{num_layers - 1})"
+            )
         self.cfg = cfg
         self.mi_layers = list(range(first, last + 1))
-        self.stab_layers = list(range(first, min(last + 1, num_layers - 1) + 1))
+        self.stab_layers = list(range(s_first, min(s_last + 1, num_layers - 1) + 1))
+        self.captured_layers = sorted(set(self.mi_layers) | set(self.stab_layers))
         self.regularised = cfg.lam > 0
         self.captured = self.regularised or cfg.monitor
 
     def __call__(self, model: nn.Module, batch: Batch) -> tuple[Tensor, dict[str, Tensor]]:
         cfg = self.cfg
-        layers = self.stab_layers if self.captured else []
+        layers = self.captured_layers if self.captured else []
         with capture_outputs(model, layers) as out:
             logits = last_token_logits(model, batch.attention_mask, input_ids=batch.input_ids)  # [B, V]
         task = F.cross_entropy(logits.float(), batch.labels)

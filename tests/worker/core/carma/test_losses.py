@@ -115,5 +115,5 @@ def test_total_is_eq_8_and_lambda_zero_is_fine_tuning() -> None:
     assert float(carma) == pytest.approx(0.2 * 3.0 + 0.3 * 0.5)
     assert float(total_loss(task, carma, 0.25)) == pytest.approx(0.75 * 2.0 + 0.25 * 0.75)  # eq. 8
     assert total_loss(task, carma, 0.0) is task
-    with pytest.raises(AssertionError, match="lambda"):
+    with pytest.raises(ValueError, match=r"lambda must be in \[0, 1\].*got 1.5"):
         total_loss(task, carma, 1.5)
