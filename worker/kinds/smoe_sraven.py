@@ -232,5 +232,7 @@ def run(spec: SmoeSravenSpec, ctx: RunContext) -> None:
             per_feature_acc=[final[f"test_acc/f{j}"] for j in range(M)],
             ood_per_feature_acc=[final[f"ood_acc/f{j}"] for j in range(M)] if "ood_acc" in final else None,
             steps=outcome.step,
+            test_size=len(sets[0].targets),
+            ood_size=len(sets[1].targets) if len(sets) > 1 else None,
         )
     )

@@ -24,6 +24,7 @@ from worker.core.models.routers import RouterError, experts_per_token, find_rout
 from worker.core.reasonformer.build import load_model as load_reasonformer
 from worker.core.reasonformer.build import model_reasoning
 from worker.core.reasonformer.data.tokenizer import load_tokenizer
+from worker.core.reasonformer.evaluate import task_scores
 from worker.core.sraven.generator import SravenGenerator
 from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
@@ -195,6 +196,8 @@ def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
                     ood_value=scores.get("ood_acc"),
                     per_feature=[scores[f"test_acc/f{j}"] for j in range(M)],
                     M=M,
+                    n=len(sets[0].targets),
+                    ood_n=len(sets[1].targets) if len(sets) > 1 else None,
                     extra={key: v for key, v in scores.items() if key.endswith("_loss")},
                 )
             )
@@ -283,6 +286,7 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
                 score=score,
                 value=value,
                 higher_is_better=higher,
+                n=len(items) if score == "choice_accuracy" else None,
                 extra=extra,
             )
         )
@@ -319,10 +323,11 @@ def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
         if ctx.should_stop():
             return
         with experts_per_token(model, k) as report:
-            metrics = eval_metrics(
-                run_predictions(model, examples, tokenizer, t, r.max_source_length, ctx.device)
-            )
+            pred = run_predictions(model, examples, tokenizer, t, r.max_source_length, ctx.device)
+        metrics = eval_metrics(pred)
         value = metrics.pop("eval/average")
+        # the mean of equal-sized tasks' proportions is the proportion of all examples: n of them
+        counts = {s.count for s in task_scores(pred)}
         ctx.log_metrics({f"eval_average/train_k{train_k}": value}, k)
         ctx.log_result(
             TopkEvalPoint(
@@ -338,6 +343,7 @@ def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
                 score="eval_average",
                 value=value,
                 higher_is_better=True,
+                n=len(examples) if len(counts) == 1 else None,
                 extra={key.removeprefix("eval/"): v for key, v in metrics.items()},
             )
         )

@@ -152,6 +152,11 @@ class SravenCell(StrictModel):
     per_feature_acc: list[float] = Field(description="ID-test accuracy per query feature slot")
     ood_per_feature_acc: list[float] | None = None
     steps: int
+    test_size: int | None = Field(
+        None,
+        description="problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded",
+    )
+    ood_size: int | None = Field(None, description="problems ood_acc is a proportion of; null without OOD")
 
 
 _GRID = {"moe.top_k": [1, 2, 4, 8], "data.num_features": [2, 4, 6], "model.attention": ["softmax", "hyla"]}

@@ -307,6 +307,12 @@ class TopkEvalPoint(StrictModel):
     ood_value: float | None = Field(None, description="SRAVEN: OOD accuracy at this k'")
     per_feature: list[float] | None = Field(None, description="SRAVEN: ID-test accuracy per query feature")
     M: int | None = Field(None, description="SRAVEN: features per panel (the task's difficulty)")
+    n: int | None = Field(
+        None,
+        description="problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer "
+        "examples): its 95% Wilson interval; null for perplexity and in results written before it",
+    )
+    ood_n: int | None = Field(None, description="SRAVEN: problems ood_value is a proportion of")
     extra: dict[str, float] = Field(default_factory=dict, description="other scores at this k'")
 
 

@@ -160,7 +160,16 @@ def test_dense_ffn_cell_has_no_experts() -> None:
     get_kind("smoe_sraven").run(tiny_spec("softmax", moe=None), ctx)
     (cell,) = ctx.results
     assert cell.top_k is None and cell.num_experts is None and len(cell.per_feature_acc) == 2
+    # the problems each accuracy is a proportion of: the dashboard's 95% Wilson interval needs them
+    assert (cell.test_size, cell.ood_size) == (64, 64)
     assert not any(key.startswith("moe/") for key in ctx.metrics)
+
+
+def test_a_cell_written_before_sizes_were_recorded_still_validates() -> None:
+    old = {"M": 2, "top_k": 2, "num_experts": 4, "attention": "hyla", "test_acc": 0.5, "ood_acc": 0.25,
+           "per_feature_acc": [0.5, 0.5], "steps": 10}  # fmt: skip
+    cell = result_class("sraven_cell").model_validate(old)
+    assert cell.model_dump()["test_size"] is None and cell.model_dump()["ood_size"] is None
 
 
 def _aux(tokens_per_expert: list[int], entropy: float) -> MoEAux:

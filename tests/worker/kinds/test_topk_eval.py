@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -152,6 +153,8 @@ def test_in_run_demo_trains_each_k_and_fills_the_matrix(tmp_path: Path) -> None:
     assert [(p.train_k, p.eval_k) for p in got] == [(t, k) for t in (1, 4) for k in (1, 2, 3, 4)]
     assert {p.model for p in got} == {"in-run k=1", "in-run k=4"}
     assert "train/k1/loss" in ctx.metrics and "train/k4/loss" in ctx.metrics
+    # each accuracy's problems (the test and OOD sets' sizes) for the dashboard's Wilson interval
+    assert {(p.n, p.ood_n) for p in got} == {(32, 32)}
 
 
 def test_hf_mixtral_perplexity_changes_with_k() -> None:
@@ -164,6 +167,7 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
     assert (one.eval_k, four.eval_k, one.train_k, one.num_experts, one.routers) == (1, 4, 2, 4, 4)
     assert one.family == "mixtral" and one.renormalises is True and one.score == "perplexity"
     assert not one.higher_is_better and one.value != four.value and one.value > 1.0
+    assert one.n is None  # a perplexity is no proportion: no interval
     assert one.extra["tokens"] > 100
 
 
@@ -207,6 +211,7 @@ def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router(stores: Sto
     assert [p.eval_k for p in got] == [1, 2]
     assert all(p.family == "olmoe" and p.renormalises is False and 0.0 <= p.value <= 1.0 for p in got)
     assert got[0].extra["items"] == 6
+    assert {p.n for p in got} == {6}
 
 
 def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) -> None:
@@ -238,6 +243,8 @@ def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) ->
         ("reasonformer", 6, 1, True, "eval_average")
     }
     assert all(0.0 <= p.value <= 1.0 for p in got) and got[0].extra
+    # pretrain examples: 2 per program, every program alike, so the average is a proportion of all of them
+    assert {p.n for p in got} == {len(suite.pretrain_eval(np.random.default_rng(0), 2))}
 
 
 def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path, stores: Stores) -> None:
