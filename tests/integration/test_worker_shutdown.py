@@ -221,11 +221,12 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
 # --- reasonlab up ----------------------------------------------------------------------------------------
 
 
-def _up(home: Path, port: int) -> subprocess.Popen[str]:
+def _up(home: Path, port: int, workers: int = 1) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
+    argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", str(workers)]
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port), "--no-mlflow-ui"],
+        [sys.executable, "-m", "cli.main", *argv],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -241,14 +242,15 @@ def _ctrl_c(proc: subprocess.Popen[str]) -> str:
 
 
 class _Api:
-    def __init__(self, home: Path, port: int) -> None:
+    def __init__(self, home: Path, port: int, workers: int = 1) -> None:
         self.url = f"http://127.0.0.1:{port}/api/v1"
         self.home = home
+        self.workers = workers
 
     def ready(self) -> bool:
         try:
-            return httpx.get(f"{self.url}/health", timeout=1).status_code == 200 and (
-                (self.home / "logs" / "worker-0.log").exists()
+            return httpx.get(f"{self.url}/health", timeout=1).status_code == 200 and all(
+                (self.home / "logs" / f"worker-{i}.log").exists() for i in range(self.workers)
             )
         except httpx.HTTPError:
             return False
@@ -310,6 +312,34 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
     finally:
         out = _ctrl_c(proc)
     assert proc.returncode == 0, out[-3000:]
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_up_with_two_workers_gives_back_both_runs_they_hold(tmp_path: Path) -> None:
+    """`make up WORKERS=2`: each worker holds a run at Ctrl-C; both runs are handed back, none counted."""
+    home, port = tmp_path / "home", free_port()
+    api = _Api(home, port, workers=2)
+    proc = _up(home, port, workers=2)
+    out = ""
+    try:
+        wait_for(api.ready, 120, "reasonlab up to serve its API and start both workers")
+        rids = api.submit(LONG, {"grid": {"seed": [21, 22]}})
+        wait_for(lambda: all(api.steps(r) >= 5 for r in rids), 120, "both runs to log their first steps")
+        holders = {api.run(r)["worker"] for r in rids}
+        assert len(holders) == 2, holders  # one run on each worker
+    finally:
+        out = _ctrl_c(proc)
+    logs = "\n".join((home / "logs" / f"worker-{i}.log").read_text() for i in range(2))
+    assert proc.returncode == 0 and "did not stop in time" not in out, out[-3000:]
+    with sqlite3.connect(home / "reasonlab.db") as db:
+        rows = [
+            db.execute("SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (r,)).fetchone()
+            for r in rids
+        ]
+    assert rows == [("queued", 2, 4)] * 2, logs[-4000:]
+    for rid in rids:
+        assert f"run {rid} attempt 1 released at worker shutdown" in logs, logs[-4000:]
+    assert "SIGKILL" not in logs, logs[-4000:]
 
 
 # --- the pieces, in this process ------------------------------------------------------------------------
