@@ -28,6 +28,7 @@ from backend.db import get_engine, session_factory
 from backend.dispatch import Dispatcher
 from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
 from backend.experiments.routes import router as experiments_router
+from backend.exports.routes import router as exports_router
 from backend.health import router as health_router
 from backend.kinds.routes import router as kinds_router
 from backend.limits import RequestLimits
@@ -175,6 +176,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         artifacts_router,
         secrets_router,
         datasets_router,
+        exports_router,
     ):
         api.include_router(router)
     app.include_router(api)

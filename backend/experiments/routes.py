@@ -3,11 +3,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
+from fastapi.responses import StreamingResponse
 
 from backend import cursor
 from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import NotFound
-from backend.experiments import repository, service, table
+from backend.experiments import export, repository, service, table
 from backend.experiments.schemas import (
     ExperimentCreate,
     ExperimentDetail,
@@ -16,11 +17,14 @@ from backend.experiments.schemas import (
     Preview,
     RunsTable,
 )
+from backend.exports import tables
+from backend.exports.schemas import MEDIA_TYPES, ExportFormat
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs.schemas import RunPublic
+from common.runs import RunStatus
 
 router = APIRouter(tags=["experiments"])
 
@@ -156,3 +160,38 @@ def get_runs_table(experiment_id: Id, principal: PrincipalDep, session: SessionD
     # (backend/experiments/table.py); the response_model documents it
     data = table.cached_runs_table_json(session, experiment.id, experiment.created_at)
     return Response(data, media_type="application/json")
+
+
+@router.get(
+    "/experiments/{experiment_id}/runs/export",
+    operation_id="experiments-runs-export",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {
+                MEDIA_TYPES[ExportFormat.csv]: {"schema": {"type": "string"}},
+                MEDIA_TYPES[ExportFormat.parquet]: {"schema": {"type": "string", "format": "binary"}},
+            },
+            "description": "the runs table as a file (Content-Disposition names it)",
+        }
+    },
+)
+def export_runs(
+    experiment_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    format: Annotated[ExportFormat, Query(description="csv (streamed) or parquet")] = ExportFormat.csv,
+    statuses: Annotated[
+        list[RunStatus] | None,
+        Query(alias="status", description="only runs of these statuses (repeat it); all when absent"),
+    ] = None,
+) -> Response:
+    """The experiment's runs table as a file: run_id, number (1-based), name, status, attempt, created_at,
+    started_at, finished_at, duration_s, then params.<name> and metrics.<key> (latest values) columns.
+    CSV text cells that a spreadsheet would run as a formula (=, +, -, @) start with a '."""
+    experiment = get_visible(session, principal, experiment_id)
+    columns = export.runs_columns(session, experiment, set(statuses) if statuses else None)
+    headers = {"Content-Disposition": tables.content_disposition(export.filename(experiment, format.value))}
+    if format is ExportFormat.parquet:
+        return Response(tables.parquet_bytes(columns), media_type=MEDIA_TYPES[format], headers=headers)
+    return StreamingResponse(tables.csv_chunks(columns), media_type=MEDIA_TYPES[format], headers=headers)

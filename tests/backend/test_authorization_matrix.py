@@ -39,6 +39,8 @@ POLICY: dict[str, str] = {
     "experiments-preview": "user",  # validates a spec, stores and reads nothing of a project
     "experiments-get": "viewer",
     "experiments-runs-table": "viewer",
+    "experiments-runs-export": "viewer",
+    "exports-parquet": "user",  # converts the posted table, reads and stores nothing
     "results-list_experiment": "viewer",
     "reviews-experiment_comments": "viewer",
     "reviews-comment_experiment": "member",
@@ -139,6 +141,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "artifacts-upload": {"any": "bytes"},
         "secrets-set": {"value": "sk-matrix-0123"},
         "datasets-upload": {"any": "bytes"},
+        "exports-parquet": {"columns": [{"name": "step", "values": [1, 2]}]},
     }
 
 

@@ -1,0 +1,76 @@
+"""An experiment's runs table as a file (``GET /experiments/{id}/runs/export``): the columns the
+dashboard's runs table shows, as CSV (streamed) or Parquet.
+
+Columns, in order: ``run_id``, ``number`` (1-based, as the dashboard and the run page count),
+``name``, ``status``, ``attempt``, ``created_at``, ``started_at``, ``finished_at``, ``duration_s``
+(start to end of a finished run), then ``params.<name>`` for every swept parameter and
+``metrics.<key>`` for every metric's latest value (MLflow's export names them so too; the machine
+samples ``system/...`` are left out, as in the dashboard's table). Built from the encoded runs table
+that the experiment page reads (backend/experiments/table.py): a second export of an unchanged
+experiment, or the export after the page was opened, builds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from backend.experiments import table
+from backend.exports.tables import Column
+from backend.models import Experiment
+
+SYSTEM_METRIC_PREFIX = "system/"
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _duration(started: datetime | None, finished: datetime | None) -> float | None:
+    if started is None or finished is None or finished < started:
+        return None
+    return (finished - started).total_seconds()
+
+
+def runs_columns(
+    session: Session, experiment: Experiment, statuses: Collection[str] | None = None
+) -> list[Column]:
+    """The export's columns, only the runs whose status is in ``statuses`` when given."""
+    data: dict[str, Any] = json.loads(
+        table.cached_runs_table_json(session, experiment.id, experiment.created_at)
+    )
+    keep = [i for i, s in enumerate(data["status"]) if statuses is None or s in statuses]
+
+    def pick(values: list[Any]) -> list[Any]:
+        return [values[i] for i in keep]
+
+    started = [_time(t) for t in pick(data["started_at"])]
+    finished = [_time(t) for t in pick(data["finished_at"])]
+    columns: list[Column] = [
+        ("run_id", pick(data["id"])),
+        ("number", [i + 1 for i in pick(data["index"])]),
+        ("name", pick(data["name"])),
+        ("status", pick(data["status"])),
+        ("attempt", pick(data["attempt"])),
+        ("created_at", [_time(t) for t in pick(data["created_at"])]),
+        ("started_at", started),
+        ("finished_at", finished),
+        ("duration_s", [_duration(s, f) for s, f in zip(started, finished, strict=True)]),
+    ]
+    columns += [(f"params.{name}", pick(values)) for name, values in sorted(data["params"].items())]
+    columns += [
+        (f"metrics.{key}", pick(values))
+        for key, values in sorted(data["summary"].items())
+        if not key.startswith(SYSTEM_METRIC_PREFIX)
+    ]
+    return columns
+
+
+def filename(experiment: Experiment, extension: str) -> str:
+    """``experiment-<id>-<name>-runs.<ext>``, the name's characters outside ``[A-Za-z0-9._-]`` as ``_``."""
+    slug = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in experiment.name)
+    return f"experiment-{experiment.id}-{slug.strip('._')[:60] or 'runs'}-runs.{extension}"
