@@ -1091,9 +1091,11 @@ class SravenModel(TypedDict):
     attention: NotRequired[Literal["softmax", "hyla"]]
     d_model: NotRequired[int]
     mlp_hidden: NotRequired[int]
+    ood_size: NotRequired[int | None]
     num_heads: NotRequired[int]
     num_layers: NotRequired[int]
     qk_dim: NotRequired[int]
+    test_size: NotRequired[int | None]
     rel_bidirectional: NotRequired[bool]
     v_dim: NotRequired[int]
 
@@ -1240,7 +1242,9 @@ class TrainSpec(TypedDict):
     threads: NotRequired[int | None]
     warmup_ratio: NotRequired[float]
     weight_decay: NotRequired[float]
+    n: NotRequired[int | None]
 
+    ood_n: NotRequired[int | None]
 
 class UserPublic(TypedDict):
     id: int

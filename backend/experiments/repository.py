@@ -85,7 +85,7 @@ def runs_of(session: Session, experiment_id: int) -> list[Run]:
 # The runs table's columns as the driver gives them: no ORM entities, no type processing per value (the
 # JSON column's decoding and the timestamps' conversion cost ~60% of a 10,000-run table through the ORM).
 _RUN_COLUMNS = (
-    'SELECT id, "index", status, attempt, created_at, started_at, finished_at, CAST(params AS TEXT) FROM runs'
+    'SELECT id, "index", status, attempt, created_at, started_at, finished_at, CAST(params AS TEXT), name FROM runs'
     ' WHERE experiment_id = {p} ORDER BY "index"'
 )
 
@@ -104,6 +104,6 @@ def run_table_rev(session: Session, experiment_id: int) -> tuple[int, int, int]:
 
 def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
     """The runs table's rows ``(id, index, status, attempt, created_at, started_at, finished_at,
-    params)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
+    params, name)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
     text. 10,000 runs in one select, no specs."""
     return driver_rows(session, _RUN_COLUMNS, [experiment_id])

@@ -67,6 +67,7 @@ class RunsTable(BaseModel):
     experiment_id: int
     id: list[int]
     index: list[int]
+    name: list[str | None] = Field(description="each run's name (null: unnamed, PATCH /runs/{id} names it)")
     status: list[RunStatus]
     attempt: list[int]
     created_at: list[datetime]

@@ -102,9 +102,17 @@ def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep) -> RunPubl
 
 @router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
 def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    # body.mlflow_run_id (what older workers sent) is ignored: runs.mlflow_run_id is the API's MLflow
-    # mirror's (backend/mirror/), not something a run's own token may point elsewhere
-    run = service.get_for_worker(session, principal, run_id, lifecycle=True)
+    """Rename a run (a member of its project): ``name`` is trimmed, and empty or null clears it.
+
+    The run's own token may still call this route as older workers did, with ``mlflow_run_id`` only; that
+    value is ignored (runs.mlflow_run_id is the API's MLflow mirror's, backend/mirror/), and a run's
+    token may not rename its run."""
+    if principal.is_run and "name" not in body.model_fields_set:
+        run = service.get_for_worker(session, principal, run_id, lifecycle=True)
+        return _present(session, [run])[0]
+    run = service.get_visible(session, principal, run_id, "member")
+    if "name" in body.model_fields_set:
+        run = service.rename(session, principal, run, body.name)
     return _present(session, [run])[0]
 
 

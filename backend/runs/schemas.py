@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, Field, RootModel, field_validator
 
 from backend.kinds.typing import SpecPayload
 from backend.models import Run
@@ -33,6 +34,7 @@ class RunPublic(BaseModel):
     project_id: int
     kind: str
     index: int
+    name: str | None = Field(description="what a member named the run (PATCH /runs/{id}); null: unnamed")
     spec: SpecPayload
     params: dict[str, Any]
     status: RunStatus
@@ -66,6 +68,7 @@ class RunPublic(BaseModel):
             project_id=run.project_id,
             kind=run.kind,
             index=run.index,
+            name=run.name,
             spec=run.spec,
             params=run.params,
             status=RunStatus(run.status),
@@ -131,8 +134,35 @@ class ReleaseIn(BaseModel):
     attempt: int = Field(ge=1, le=1_000_000)
 
 
+MAX_RUN_NAME = 200  # runs.name is String(200) (migration 0012)
+
+
 class RunPatch(BaseModel):
+    """What a member may change of a run: its name. ``mlflow_run_id`` (sent by older workers with the run's
+    token) is accepted and ignored: the API's MLflow mirror owns it."""
+
+    name: str | None = Field(
+        None,
+        max_length=MAX_RUN_NAME,
+        description=f"the run's name, trimmed; empty or null clears it; at most {MAX_RUN_NAME} characters",
+    )
     mlflow_run_id: str | None = Field(None, max_length=64)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _trim(cls, value: object) -> object:
+        # trimmed before the length check; whitespace only is no name
+        if isinstance(value, str):
+            return value.strip() or None
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # a name is shown in one line everywhere (tables, legends, the CLI's columns)
+        if value is not None and any(unicodedata.category(c) == "Cc" for c in value):
+            raise ValueError("a run name is one line of text: no control characters (newlines, tabs)")
+        return value
 
 
 class LogsIn(BaseModel):

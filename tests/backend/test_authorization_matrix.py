@@ -65,7 +65,7 @@ POLICY: dict[str, str] = {
     "reviews-untag_run": "member",
     "runs-cancel": "member",
     "runs-retry": "member",
-    "runs-patch": "lifecycle",
+    "runs-patch": "member",  # renames a run (its own token may send what older workers did: ignored)
     "runs-claim": "lifecycle",
     "runs-heartbeat": "lifecycle",
     "runs-finish": "lifecycle",
@@ -129,7 +129,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "reviews-comment_experiment": {"body": "looks right"},
         "reviews-comment_run": {"body": "looks right"},
         "reviews-review": {"state": "approved"},
-        "runs-patch": {"mlflow_run_id": "abc"},
+        "runs-patch": {"name": "matrix"},
         "runs-claim": {"attempt": 1, "worker": "w"},
         "runs-heartbeat": {"attempt": 1},
         "runs-finish": {"attempt": 1, "status": "failed"},

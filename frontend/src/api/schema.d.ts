@@ -3704,6 +3704,11 @@ export interface components {
              * Grad Clip
              * @description max global gradient norm; null = none
              */
+            /**
+             * Ood Size
+             * @description problems ood_acc is a proportion of; null without OOD
+             */
+            ood_size?: number | null;
             grad_clip?: number | null;
             /**
              * Log Every
@@ -3716,6 +3721,11 @@ export interface components {
              * @description AdamW peak learning rate (reference: 1e-3)
              * @default 0.001
              */
+            /**
+             * Test Size
+             * @description problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded
+             */
+            test_size?: number | null;
             lr: number;
             /**
              * Steps
@@ -4205,11 +4215,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenOut"];
+            /**
+             * N
+             * @description problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer examples): its 95% Wilson interval; null for perplexity and in results written before it
+             */
+            n?: number | null;
                 };
             };
             /** @description no or bad credentials */
             401: {
                 headers: {
+            /**
+             * Ood N
+             * @description SRAVEN: problems ood_value is a proportion of
+             */
+            ood_n?: number | null;
                     [name: string]: unknown;
                 };
                 content: {
