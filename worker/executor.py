@@ -285,7 +285,9 @@ def _run_claimed(
     if ctx is not None and error is not None:  # a traceback may quote a secret the run was handed
         error = ctx.redactor.text(error)
     # heartbeats go on until the finish is acknowledged: an API outage at finish time must not let the
-    # reaper re-run work that is already done
+    # reaper re-run work that is already done; one the API answers after the finish landed is refused
+    # (the run is finished) and is no lost lease
+    heartbeat.finish_sent()
     try:
         call_with_retry(
             lambda: api.finish(

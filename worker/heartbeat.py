@@ -47,6 +47,7 @@ class Heartbeat:
         self.cancel_requested = False
         self.lease_lost = False
         self.interrupted = False
+        self.finishing = False  # finish_sent(): a refused beat is then our own finish, not a lost lease
         self._ctx: ApiRunContext | None = None
         self._stop = threading.Event()
         self._parent = os.getppid() if exit_with_parent else None
@@ -66,6 +67,13 @@ class Heartbeat:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=self.client.timeout + 5)
+
+    def finish_sent(self) -> None:
+        """The attempt is about to send its finish: from now on a refused beat is expected (the finish
+        may land first and the beat find the run finished, 409 "it is succeeded"), and the finish's own
+        answer says whether the run moved on without us. Beats go on meanwhile: an API outage at finish
+        time must not let the reaper re-run finished work."""
+        self.finishing = True
 
     def _apply(self) -> None:
         ctx = self._ctx
@@ -111,6 +119,13 @@ class Heartbeat:
         try:
             answer = self.client.heartbeat(self.run_id, self.attempt, progress)
         except (Conflict, NotFound, Unauthorized, Forbidden) as exc:
+            if self.finishing:
+                # the finish raced this beat and landed first (the run is finished, the attempt's token
+                # is spent): nothing is lost, and the executor reads the finish's own answer
+                logger.debug(
+                    "run %s attempt %s: beat refused after the finish (%s)", self.run_id, self.attempt, exc
+                )
+                return True
             # a rejected token counts as a lost lease: the reaper will hand the run to a worker that
             # the API still trusts, and two writers must never share a checkpoint folder
             logger.error("run %s attempt %s lost its lease (%s): stopping", self.run_id, self.attempt, exc)

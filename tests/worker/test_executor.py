@@ -4,14 +4,17 @@ API mirrors runs to MLflow: tests/backend/test_mirror.py)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from common.settings import SharedSettings
-from tests.worker.worker_fake_api import FakeApi
+from tests.worker.worker_fake_api import FakeApi, _error
 from worker.executor import execute
 from worker.tracking import WriterOptions
 
@@ -98,6 +101,44 @@ def test_lost_lease_stops_without_finishing(settings: SharedSettings) -> None:
     api.lease_lost = True  # the reaper gave the run to another attempt
     assert _execute(api, settings) == "lost"
     assert api.finishes == []
+
+
+class FinishBeforeBeat(FakeApi):
+    """The API as it is when the heartbeat thread's beat and the finish are in flight together: the finish
+    lands first, the beat finds the run finished (409, as backend/runs/service.py words it), and the
+    finish's answer reaches the executor only after that beat was refused."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.beat_refused = threading.Event()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/v1")
+        status = self.run["status"]
+        if path.endswith("/heartbeat") and status in ("succeeded", "failed", "cancelled"):
+            self.beat_refused.set()
+            attempt = self.run["attempt"]
+            return _error(
+                409, "conflict", f"attempt {attempt} no longer owns run 7 (it is {status}, attempt {attempt})"
+            )
+        response = super().__call__(request)
+        if path.endswith("/finish") and response.status_code == 200:
+            assert self.beat_refused.wait(10), "no beat reached the finished run"
+        return response
+
+
+def test_a_beat_refused_after_the_finish_is_no_lost_lease(
+    settings: SharedSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A succeeded run logged "lost its lease (409 ... it is succeeded)" at ERROR: its last beat raced its
+    own finish. That beat is expected and quiet; the run finishes succeeded once."""
+    api = FinishBeforeBeat(spec=_spec())
+    with caplog.at_level(logging.INFO, logger="worker"):
+        assert _execute(api, settings) == "succeeded"
+    assert api.beat_refused.is_set()
+    assert [f["status"] for f in api.finishes] == ["succeeded"]
+    noisy = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert noisy == [], noisy
 
 
 def test_api_outage_mid_run_loses_no_point(settings: SharedSettings) -> None:
