@@ -4,6 +4,7 @@ report ConsistSyn per seed, its mean, std and CV (appendix B.4)."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,15 @@ def reencode(
     return out
 
 
+def item_rng(seed: int, text: str) -> random.Random:
+    """The replacement's random draws for one test item and seed, keyed by the item's identity (its input
+    text), never by its position among the originally-correct items: FT and CARMA are correct on different
+    items, and NI (appendix B.4) compares their ConsistSyn, so each variant must see the same perturbation
+    of the same item for the same seed. A digest, not ``hash()``: Python salts string hashes per process."""
+    digest = hashlib.sha256(f"{seed}\x00{text}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
 def synonym_intervention(
     model: nn.Module,
     tokenizer: PreTrainedTokenizerBase,
@@ -71,8 +81,8 @@ def synonym_intervention(
         values, changed = [], []
         for seed in seeds:
             texts, n_changed = [], 0
-            for index, item in enumerate(kept):
-                rng = random.Random(seed * 1_000_003 + index)
+            for item in kept:
+                rng = item_rng(seed, item.example.text)
                 replacement = replace_synonyms(item.example.text, source, rate, rng, stopwords)
                 texts.append(replacement.text)
                 n_changed += bool(replacement.replaced)

@@ -96,3 +96,53 @@ def test_consist_syn_cv_and_ni_equal_hand_computations() -> None:
     assert normalised_improvement(45.0, 60.0) == pytest.approx(-25.0)
     assert consist_syn([False, False], [True, True]) == 0.0
     assert coefficient_of_variation([0.0, 0.0]) == 0.0
+
+
+def test_an_item_gets_the_same_replacement_whatever_else_was_correct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FT and CARMA are correct on different test items; NI compares their ConsistSyn, so for one seed each
+    item must be perturbed the same way in both variants (the seed follows the item, not its position
+    among the originally-correct items)."""
+    from types import SimpleNamespace
+
+    from worker.core.carma.evaluate import Evaluation
+    from worker.core.carma.tasks import Encoded, Example
+    from worker.core.synonyms import evaluate as module
+
+    words = ["river", "stone", "cloud", "forest", "garden", "window", "candle", "bridge"]
+    mapping = {w: [f"{w}{n}" for n in range(8)] for w in words}
+    texts = [" ".join(words[i:] + words[:i]) for i in range(6)]  # 8 content words each, all different
+    items = [Encoded(Example(t, "x"), [1, 2], [0, 1], 3) for t in texts]
+    seen: list[dict[str, str]] = []  # per call of the evaluation: original text -> perturbed text
+
+    def fake_reencode(kept: list[Encoded], new: list[str], tokenizer: object, template: str) -> list[Encoded]:
+        seen.append({item.example.text: text for item, text in zip(kept, new, strict=True)})
+        return kept
+
+    def fake_evaluate(model: object, kept: list[Encoded], *args: object) -> Evaluation:
+        return Evaluation(accuracy=1.0, loss=0.0, correct=[True] * len(kept))
+
+    monkeypatch.setattr(module, "reencode", fake_reencode)
+    monkeypatch.setattr(module, "evaluate", fake_evaluate)
+    run = dict(
+        model=None,
+        tokenizer=SimpleNamespace(pad_token_id=0),
+        template="{text}",
+        items=items,
+        source=JsonMapSource(mapping),
+        rates=[0.25, 0.4],
+        seeds=[0, 1, 2],
+        stopwords=SHIPPED_STOPWORDS,
+        batch_size=4,
+    )
+    module.synonym_intervention(correct_before=[True] * 6, **run)  # type: ignore[arg-type]
+    ft = list(seen)
+    seen.clear()
+    module.synonym_intervention(correct_before=[False, True, False, True, True, True], **run)  # type: ignore[arg-type]
+    carma = list(seen)
+    assert len(ft) == len(carma) == 6  # 2 rates x 3 seeds
+    for everything, fewer in zip(ft, carma, strict=True):
+        assert set(fewer) == {texts[i] for i in (1, 3, 4, 5)}
+        for text, perturbed in fewer.items():
+            assert perturbed != text and perturbed == everything[text]
+    # different seeds still draw different replacements
+    assert ft[0][texts[0]] != ft[1][texts[0]]
