@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli import client
+from cli.mlflow_port import mlflow_ui_port
 
 if TYPE_CHECKING:
     from backend.settings import Settings
@@ -67,10 +68,11 @@ LOG_DIR = "logs"
 )
 @click.option(
     "--mlflow-port",
-    default=5000,
-    show_default=True,
+    default=None,
     type=int,
-    help="port of MLflow's UI (a free one if this one is taken)",
+    envvar="REASONLAB_MLFLOW_PORT",
+    help="port of MLflow's UI (or REASONLAB_MLFLOW_PORT; default: the previous start's, else 5000); "
+    "when taken, the next free port above it",
 )
 def up(
     home: str | None,
@@ -79,7 +81,7 @@ def up(
     n_workers: int,
     stop_timeout: float,
     mlflow_ui: bool,
-    mlflow_port: int,
+    mlflow_port: int | None,
 ) -> None:
     """Migrate, create the admin on first start, start the API, a worker and MLflow's UI; Ctrl-C stops all.
 
@@ -130,9 +132,7 @@ def up(
     mlflow_url, mlflow_note = settings.mlflow_ui, ""
     mlflow_procs: list[subprocess.Popen[bytes]] = []
     if mlflow_url is None and mlflow_ui and settings.mlflow_tracking_uri.startswith("sqlite:"):
-        ui_port = mlflow_port if _port_free(host, mlflow_port) else _port_free_any(host)
-        if ui_port != mlflow_port:
-            mlflow_note = f" (port {mlflow_port} is taken)"
+        ui_port, mlflow_note = mlflow_ui_port(host, home_dir, mlflow_port)  # the same at every start
         mlflow_url = f"http://{public_host}:{ui_port}"
         # without its job runner: eight more processes (huey consumers) for features a UI does not need
         mlflow_procs.append(
@@ -245,25 +245,6 @@ def _mlflow_argv(python: str, tracking_uri: str, host: str, port: int) -> list[s
         "--workers",
         "1",
     ]
-
-
-def _port_free(host: str, port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def _port_free_any(host: str) -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
