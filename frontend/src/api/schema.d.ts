@@ -200,6 +200,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/experiments/{experiment_id}/runs/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Runs
+         * @description The experiment's runs table as a file: run_id, number (1-based), name, status, attempt, created_at,
+         *     started_at, finished_at, duration_s, then params.<name> and metrics.<key> (latest values) columns.
+         *     CSV text cells that a spreadsheet would run as a formula (=, +, -, @) start with a '.
+         */
+        get: operations["experiments-runs-export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/experiments/{experiment_id}/star": {
         parameters: {
             query?: never;
@@ -247,6 +269,28 @@ export interface paths {
         put?: never;
         /** Preview Experiment */
         post: operations["experiments-preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/parquet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Table As Parquet
+         * @description The posted table (columns of equal length, at most 1,000 columns and 1,000,000 cells) as a Parquet
+         *     file: a column whose values share a type keeps it (boolean, int64, double, string), a mixed one is
+         *     written as text. Any logged-in user; nothing is stored.
+         */
+        post: operations["exports-parquet"];
         delete?: never;
         options?: never;
         head?: never;
@@ -457,7 +501,14 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Patch Run */
+        /**
+         * Patch Run
+         * @description Rename a run (a member of its project): ``name`` is trimmed, and empty or null clears it.
+         *
+         *     The run's own token may still call this route as older workers did, with ``mlflow_run_id`` only; that
+         *     value is ignored (runs.mlflow_run_id is the API's MLflow mirror's, backend/mirror/), and a run's
+         *     token may not rename its run.
+         */
         patch: operations["runs-patch"];
         trace?: never;
     };
@@ -1205,13 +1256,18 @@ export interface components {
             lambda: number | null;
             /**
              * Layers
-             * @description CARMA's layer range [first, last]; null when not trained
+             * @description CARMA's (MI) layer range [first, last], blocks counted from 0; null when not trained
              */
             layers: number[] | null;
             /** Model */
             model: string;
             /** Num Layers */
             num_layers: number;
+            /**
+             * Stability Layers
+             * @description the stability loss's range when it differs from `layers`; null = `layers`
+             */
+            stability_layers?: number[] | null;
             /**
              * Step Seconds
              * @description mean wall-clock seconds per training step
@@ -1283,7 +1339,7 @@ export interface components {
             lambda: number;
             /**
              * Layers
-             * @description [first, last] decoder block, inclusive, counted from 0; null = about a third of the depth (section 3.2: blocks round(L/4)..round(L/3) counted from 1)
+             * @description [first, last] decoder block, inclusive, counted from 0 (the paper's layer n is block n - 1); null = section 3.2's default: layers round(L/4)..L/2-2 counted from 1 (3-4 of 12, 6-10 of 24), i.e. blocks round(L/4)-1..L/2-3
              */
             layers?: number[] | null;
             /**
@@ -1292,6 +1348,11 @@ export interface components {
              * @default 5
              */
             num_negatives: number;
+            /**
+             * Stability Layers
+             * @description [first, last] block range of the stability loss (eq. 6), counted from 0, when it differs from the MI range `layers` (B.3: Llama-3B stops stability at layer 8, MI at 12); null = `layers`
+             */
+            stability_layers?: number[] | null;
             /**
              * Temperature
              * @description InfoNCE temperature (reference: 0.1)
@@ -1531,6 +1592,11 @@ export interface components {
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
+            /**
+             * Name
+             * @description what a member named the run (PATCH /runs/{id}); null: unnamed
+             */
+            name: string | null;
             /** Params */
             params: {
                 [key: string]: unknown;
@@ -1889,6 +1955,11 @@ export interface components {
             /** Tags */
             tags: string[];
         };
+        /**
+         * ExportFormat
+         * @enum {string}
+         */
+        ExportFormat: "csv" | "parquet";
         /** FewShot */
         FewShot: {
             /**
@@ -2882,10 +2953,19 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
         };
-        /** RunPatch */
+        /**
+         * RunPatch
+         * @description What a member may change of a run: its name. ``mlflow_run_id`` (sent by older workers with the run's
+         *     token) is accepted and ignored: the API's MLflow mirror owns it.
+         */
         RunPatch: {
             /** Mlflow Run Id */
             mlflow_run_id?: string | null;
+            /**
+             * Name
+             * @description the run's name, trimmed; empty or null clears it; at most 200 characters
+             */
+            name?: string | null;
         };
         /**
          * RunProgress
@@ -2949,6 +3029,11 @@ export interface components {
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
+            /**
+             * Name
+             * @description what a member named the run (PATCH /runs/{id}); null: unnamed
+             */
+            name: string | null;
             /** Params */
             params: {
                 [key: string]: unknown;
@@ -2994,6 +3079,11 @@ export interface components {
             id: number[];
             /** Index */
             index: number[];
+            /**
+             * Name
+             * @description each run's name (null: unnamed, PATCH /runs/{id} names it)
+             */
+            name: (string | null)[];
             /**
              * Params
              * @description each swept parameter's value per run (null where a run has no such parameter)
@@ -3504,6 +3594,11 @@ export interface components {
             /** Ood Per Feature Acc */
             ood_per_feature_acc?: number[] | null;
             /**
+             * Ood Size
+             * @description problems ood_acc is a proportion of; null without OOD
+             */
+            ood_size?: number | null;
+            /**
              * Per Feature Acc
              * @description ID-test accuracy per query feature slot
              */
@@ -3515,6 +3610,11 @@ export interface components {
              * @description in-distribution test accuracy: all M query features right
              */
             test_acc: number;
+            /**
+             * Test Size
+             * @description problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded
+             */
+            test_size?: number | null;
             /**
              * Top K
              * @description experts per token; null for a dense FFN
@@ -3704,11 +3804,6 @@ export interface components {
              * Grad Clip
              * @description max global gradient norm; null = none
              */
-            /**
-             * Ood Size
-             * @description problems ood_acc is a proportion of; null without OOD
-             */
-            ood_size?: number | null;
             grad_clip?: number | null;
             /**
              * Log Every
@@ -3721,11 +3816,6 @@ export interface components {
              * @description AdamW peak learning rate (reference: 1e-3)
              * @default 0.001
              */
-            /**
-             * Test Size
-             * @description problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded
-             */
-            test_size?: number | null;
             lr: number;
             /**
              * Steps
@@ -3881,6 +3971,22 @@ export interface components {
              */
             variant: "original" | "ft" | "carma";
         };
+        /** TableColumn */
+        TableColumn: {
+            /** Name */
+            name: string;
+            /** Values */
+            values: (string | number | boolean | null)[];
+        };
+        /**
+         * TableIn
+         * @description A table as columns of equal length (what a chart draws, ``lib/chartTable.ts`` in the dashboard),
+         *     to be written as Parquet.
+         */
+        TableIn: {
+            /** Columns */
+            columns: components["schemas"]["TableColumn"][];
+        };
         /** TaskMetric */
         TaskMetric: {
             /** Count */
@@ -3999,10 +4105,20 @@ export interface components {
              */
             model: string;
             /**
+             * N
+             * @description problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer examples): its 95% Wilson interval; null for perplexity and in results written before it
+             */
+            n?: number | null;
+            /**
              * Num Experts
              * @description E: experts each router chooses among
              */
             num_experts: number;
+            /**
+             * Ood N
+             * @description SRAVEN: problems ood_value is a proportion of
+             */
+            ood_n?: number | null;
             /**
              * Ood Value
              * @description SRAVEN: OOD accuracy at this k'
@@ -4215,21 +4331,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenOut"];
-            /**
-             * N
-             * @description problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer examples): its 95% Wilson interval; null for perplexity and in results written before it
-             */
-            n?: number | null;
                 };
             };
             /** @description no or bad credentials */
             401: {
                 headers: {
-            /**
-             * Ood N
-             * @description SRAVEN: problems ood_value is a proportion of
-             */
-            ood_n?: number | null;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5168,6 +5274,79 @@ export interface operations {
             };
         };
     };
+    "experiments-runs-export": {
+        parameters: {
+            query?: {
+                /** @description csv (streamed) or parquet */
+                format?: components["schemas"]["ExportFormat"];
+                /** @description only runs of these statuses (repeat it); all when absent */
+                status?: components["schemas"]["RunStatus"][] | null;
+            };
+            header?: never;
+            path: {
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the runs table as a file (Content-Disposition names it) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.parquet": string;
+                    "text/csv; charset=utf-8": string;
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "reviews-star": {
         parameters: {
             query?: never;
@@ -5454,6 +5633,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Preview"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "exports-parquet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TableIn"];
+            };
+        };
+        responses: {
+            /** @description the Parquet file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.parquet": string;
                 };
             };
             /** @description no or bad credentials */
