@@ -4,9 +4,10 @@ import { Group, SegmentedControl, Stack, Text } from '@mantine/core';
 import { useCallback, useMemo, useState } from 'react';
 import { useNavigate } from 'react-router';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
-import { panelsRange, sravenCells, sravenPanels, type HeatmapMetric } from './heatmap';
+import { panelsRange, sravenCaption, sravenCells, sravenPanels, type HeatmapMetric } from './heatmap';
 import { SravenHeatmap } from './SravenHeatmap';
 
 const METRICS: { value: HeatmapMetric; label: string }[] = [
@@ -18,7 +19,9 @@ export function SravenGridTab({ experiment, live }: ExperimentViewProps) {
   const results = useExperimentResults(experiment.id, 'sraven_cell', live);
   const [metric, setMetric] = useState<HeatmapMetric>('ood_acc');
   const navigate = useNavigate();
-  const panels = useMemo(() => sravenPanels(sravenCells(results.data ?? []), metric), [results.data, metric]);
+  const cells = useMemo(() => sravenCells(results.data ?? []), [results.data]);
+  const panels = useMemo(() => sravenPanels(cells, metric), [cells, metric]);
+  const caption = useMemo(() => sravenCaption(cells, panels, metric), [cells, panels, metric]);
   const range = useMemo(() => panelsRange(panels), [panels]);
   const openRun = useCallback((runId: number) => navigate(`/runs/${runId}`), [navigate]);
   return (
@@ -40,6 +43,7 @@ export function SravenGridTab({ experiment, live }: ExperimentViewProps) {
               <Text size="xs" c="dimmed">★ best top-k for each M</Text>
             </Group>
             <SravenHeatmap panels={panels} range={range} metric={metric} onOpenRun={openRun} />
+            <IntervalCaption text={caption} />
           </Stack>
         )
       }

@@ -1,13 +1,16 @@
 // SRAVEN accuracy by M (rows) and top-k (columns), one panel per attention variant; the best k of each
-// row is starred. Hover names the run, click opens it. A pure chart: panels in (heatmap.ts), picture out.
+// row is starred; under each value its 95% interval [lo, hi] (heatmap.ts). Hover names the run, click opens
+// it. A pure chart: panels in (heatmap.ts), picture out.
 import { SimpleGrid } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
+import { formatWithInterval } from '../../lib/interval';
 import { columnLabel, type HeatmapMetric, type HeatmapPanel } from './heatmap';
 
-function panelOption(panel: HeatmapPanel, range: [number, number], metric: HeatmapMetric): EChartsOption {
+export function panelOption(panel: HeatmapPanel, range: [number, number], metric: HeatmapMetric): EChartsOption {
   const best = new Set(panel.bestCol.map((x, y) => `${x},${y}`));
+  const ciAt = new Map(panel.cells.map((c) => [`${c.x},${c.y}`, c]));
   return {
     animation: false,
     title: { text: `attention: ${panel.attention}`, left: 'center', top: 0, textStyle: { fontSize: 13 } },
@@ -23,7 +26,10 @@ function panelOption(panel: HeatmapPanel, range: [number, number], metric: Heatm
     tooltip: {
       formatter: (p: unknown) => {
         const [x, y, v, runId, experts] = (p as { data: number[] }).data;
-        return `M=${panel.rows[y!]} · top-k=${columnLabel(panel.cols[x!] ?? null)} · experts=${experts ?? '—'}<br/>${metric}=${v!.toFixed(3)}<br/>run ${runId} (click to open)`;
+        const cell = ciAt.get(`${x},${y}`);
+        const ci = cell?.ci ?? null;
+        const how = ci ? ` (95% ${ci.method === 'wilson' ? 'Wilson' : `t over ${cell!.n} runs`})` : cell && cell.n > 1 ? ` (mean of ${cell.n})` : '';
+        return `M=${panel.rows[y!]} · top-k=${columnLabel(panel.cols[x!] ?? null)} · experts=${experts ?? '—'}<br/>${metric}=${formatWithInterval(v!, ci, 3)}${how}<br/>run ${runId} (click to open)`;
       },
     },
     series: [
@@ -35,7 +41,8 @@ function panelOption(panel: HeatmapPanel, range: [number, number], metric: Heatm
           fontSize: 11,
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
-            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}`;
+            const ci = ciAt.get(`${x},${y}`)?.ci ?? null;
+            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ci ? `\n[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : ''}`;
           },
         },
         emphasis: { itemStyle: { borderColor: '#000', borderWidth: 1 } },

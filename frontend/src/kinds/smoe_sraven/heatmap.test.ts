@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ExperimentResult } from '../../api/types';
-import { panelsRange, sravenCells, sravenPanels, type CellResult, type SravenCell } from './heatmap';
+import { panelsRange, sravenCaption, sravenCells, sravenPanels, type CellResult, type SravenCell } from './heatmap';
+import { panelOption } from './SravenHeatmap';
 
 type Attention = SravenCell['attention'];
 const cell = (run_id: number, attention: Attention, M: number, top_k: number | null, ood_acc: number | null, test_acc = 0.9): CellResult => ({
@@ -34,7 +35,7 @@ describe('sravenPanels', () => {
     const softmax = panels[1]!;
     expect(softmax.rows).toEqual([4, 8]);
     expect(softmax.cols).toEqual([1, 2]);
-    expect(softmax.cells).toContainEqual({ x: 1, y: 0, value: 0.7, runId: 2, numExperts: 8 });
+    expect(softmax.cells).toContainEqual({ x: 1, y: 0, value: 0.7, runId: 2, numExperts: 8, n: 1, ci: null });
   });
 
   it('marks the best k per row', () => {
@@ -73,5 +74,39 @@ describe('sravenPanels', () => {
   it('shares one colour range across panels', () => {
     expect(panelsRange(sravenPanels(results, 'ood_acc'))).toEqual([0.3, 0.7]);
     expect(panelsRange([])).toEqual([0, 1]);
+  });
+});
+
+describe('95% intervals on the SRAVEN grid', () => {
+  const sized = (run_id: number, top_k: number, ood_acc: number, size: number | null = 256): CellResult => {
+    const c = cell(run_id, 'softmax', 2, top_k, ood_acc);
+    return { run_id, payload: { ...c.payload, test_size: size, ood_size: size } };
+  };
+
+  it('gives one run the Wilson interval over its problems and several runs the t interval', () => {
+    const results = [sized(1, 1, 205 / 256), sized(2, 2, 0.5), sized(3, 2, 0.6), sized(4, 2, 0.7)];
+    const [panel] = sravenPanels(results, 'ood_acc');
+    const one = panel!.cells.find((c) => c.x === 0)!;
+    expect(one.ci).toMatchObject({ method: 'wilson' });
+    expect(one.ci!.lo).toBeCloseTo(0.747567, 5); // Wilson by hand (lib/interval.test.ts)
+    const three = panel!.cells.find((c) => c.x === 1)!;
+    expect(three.n).toBe(3);
+    expect(three.ci!.lo).toBeCloseTo(0.351586, 5); // mean 0.6 ± t(2)·0.1/sqrt(3)
+    expect(sravenCaption(results, [panel!], 'ood_acc')).toBe(
+      '[lo, hi]: 95% Wilson score interval over n = 256 problems; cells averaged over seeds: 95% Student-t interval over the seeds',
+    );
+  });
+
+  it('shows the interval under the value and in the tooltip; none for an old result without sizes', () => {
+    const [panel] = sravenPanels([sized(1, 1, 205 / 256), sized(2, 2, 0.5, null)], 'ood_acc');
+    const option = panelOption(panel!, [0, 1], 'ood_acc') as {
+      series: { data: number[][]; label: { formatter: (p: unknown) => string } }[];
+      tooltip: { formatter: (p: unknown) => string };
+    };
+    const [withN, old] = option.series[0]!.data;
+    expect(option.series[0]!.label.formatter({ data: withN })).toBe('0.80 ★\n[0.75, 0.85]');
+    expect(option.series[0]!.label.formatter({ data: old })).toBe('0.50');
+    expect(option.tooltip.formatter({ data: withN })).toContain('ood_acc=0.801 [0.748, 0.845] (95% Wilson)');
+    expect(sravenCaption([sized(2, 2, 0.5, null)], [panel!], 'ood_acc')).toMatch(/no interval where the result does not record its n/);
   });
 });

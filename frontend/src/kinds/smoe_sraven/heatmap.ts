@@ -1,6 +1,7 @@
 // Shapes `sraven_cell` results (one per run of a SMoE top-k sweep) into one heatmap panel per attention
 // variant: rows M (SRAVEN's number of features), columns top-k, colour = OOD or ID accuracy.
 import type { ExperimentResult, PayloadOf } from '../../api/types';
+import { cellInterval, intervalCaption, type Interval } from '../../lib/interval';
 
 export type SravenCell = PayloadOf<'sraven_cell'>;
 
@@ -18,6 +19,10 @@ export interface HeatmapCell {
   value: number;
   runId: number;
   numExperts: number | null;
+  /** runs averaged in the cell (seeds) */
+  n: number;
+  /** 95% interval: Wilson over the run's problems, Student-t over several runs; null without sizes */
+  ci: Interval | null;
 }
 
 export interface HeatmapPanel {
@@ -27,6 +32,23 @@ export interface HeatmapPanel {
   cells: HeatmapCell[];
   /** per row index, the column index of the best value (the best k for that M); absent if the row is empty */
   bestCol: (number | null)[];
+}
+
+/** The problems a cell's accuracy is a proportion of (null in results written before sizes were kept). */
+export function cellSize(cell: SravenCell, metric: HeatmapMetric): number | null {
+  return (metric === 'test_acc' ? cell.test_size : cell.ood_size) ?? null;
+}
+
+/** The caption naming the panels' interval (one line for the whole grid). */
+export function sravenCaption(results: readonly CellResult[], panels: readonly HeatmapPanel[], metric: HeatmapMetric): string | null {
+  if (panels.length === 0) return null;
+  const cells = panels.flatMap((p) => p.cells);
+  const sizes = results.filter((r) => typeof r.payload[metric] === 'number').map((r) => cellSize(r.payload, metric));
+  return intervalCaption({
+    sizes,
+    seeds: cells.some((c) => c.n > 1),
+    missing: cells.some((c) => c.n === 1 && c.ci === null),
+  });
 }
 
 /** The `sraven_cell` records among an experiment's results (others are left out). */
@@ -57,7 +79,7 @@ export function sravenPanels(results: readonly CellResult[], metric: HeatmapMetr
     const cellsIn = byAttention.get(attention)!;
     const rows = [...new Set(cellsIn.map((c) => c.payload.M))].sort(ascending);
     const cols = [...new Set(cellsIn.map((c) => c.payload.top_k))].sort(denseFirst);
-    const groups = new Map<string, { sum: number; n: number; runId: number; numExperts: number | null; x: number; y: number }>();
+    const groups = new Map<string, { values: number[]; sizes: (number | null)[]; runId: number; numExperts: number | null; x: number; y: number }>();
     for (const c of cellsIn) {
       const value = c.payload[metric];
       if (typeof value !== 'number' || !Number.isFinite(value)) continue;
@@ -65,18 +87,21 @@ export function sravenPanels(results: readonly CellResult[], metric: HeatmapMetr
       const y = rows.indexOf(c.payload.M);
       const key = `${x},${y}`;
       const g = groups.get(key);
+      const size = cellSize(c.payload, metric);
       if (g) {
-        g.sum += value;
-        g.n += 1;
+        g.values.push(value);
+        g.sizes.push(size);
         g.runId = Math.min(g.runId, c.run_id);
-      } else groups.set(key, { sum: value, n: 1, runId: c.run_id, numExperts: c.payload.num_experts, x, y });
+      } else groups.set(key, { values: [value], sizes: [size], runId: c.run_id, numExperts: c.payload.num_experts, x, y });
     }
     const cells: HeatmapCell[] = [...groups.values()].map((g) => ({
       x: g.x,
       y: g.y,
-      value: g.sum / g.n,
+      value: g.values.reduce((a, b) => a + b, 0) / g.values.length,
       runId: g.runId,
       numExperts: g.numExperts,
+      n: g.values.length,
+      ci: cellInterval(g.values, g.sizes),
     }));
     const bestCol: (number | null)[] = rows.map((_, y) => {
       let best: HeatmapCell | null = null;

@@ -1,8 +1,21 @@
-// Score against k', one line per train k (the rows of the matrix), the trained k of each line marked.
+// Score against k', one line per train k (the rows of the matrix), the trained k of each line marked; a
+// shaded band is each line's 95% interval (two stacked series named like the line: the legend toggles all).
 import { memo, useMemo } from 'react';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
-import { scoreLines, type MatrixPanel } from './matrix';
+import { formatWithInterval } from '../../lib/interval';
+import { scoreLines, type MatrixPanel, type ScoreLine } from './matrix';
+
+/** The band of a line's intervals: its lower ends, and the widths stacked on them; [] where a point has none. */
+function bandSeries(line: ScoreLine, index: number) {
+  if (line.ci.length === 0 || line.ci.some((c) => c === null)) return [];
+  const stack = `ci-${index}`;
+  const common = { name: line.name, type: 'line' as const, stack, symbol: 'none', silent: true, lineStyle: { opacity: 0 } };
+  return [
+    { ...common, id: `band-lo:${index}`, data: line.data.map(([k], i) => [k, line.ci[i]!.lo]) },
+    { ...common, id: `band-w:${index}`, data: line.data.map(([k], i) => [k, line.ci[i]!.hi - line.ci[i]!.lo]), areaStyle: { opacity: 0.15 } },
+  ];
+}
 
 export function linesOption(panel: MatrixPanel): EChartsOption {
   const lines = scoreLines(panel);
@@ -10,24 +23,40 @@ export function linesOption(panel: MatrixPanel): EChartsOption {
     animation: false,
     grid: { left: 56, right: 16, top: 36, bottom: 40 },
     legend: { top: 0 },
-    tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => (typeof v === 'number' ? v.toFixed(4) : String(v)) },
+    tooltip: {
+      trigger: 'axis',
+      formatter: (params: unknown) => {
+        const shown = (params as { seriesId: string; seriesName: string; data: number[]; dataIndex: number; marker: string }[]).filter((p) =>
+          p.seriesId.startsWith('line:'),
+        );
+        const rows = shown.map((p) => {
+          const line = lines[Number(p.seriesId.slice(5))]!;
+          return `${p.marker}${p.seriesName}: ${formatWithInterval(p.data[1]!, line.ci[p.dataIndex], 4)}`;
+        });
+        return [`k'=${shown[0]?.data[0] ?? ''}`, ...rows].join('<br/>');
+      },
+    },
     xAxis: { type: 'value', name: "eval k'", nameLocation: 'middle', nameGap: 26, minInterval: 1, min: 'dataMin', max: 'dataMax' },
     yAxis: { type: 'value', name: panel.score, scale: true },
-    series: lines.map((line) => ({
-      name: line.name,
-      type: 'line' as const,
-      data: line.data,
-      symbolSize: 7,
-      markPoint:
-        line.trainK !== null && line.data.some(([k]) => k === line.trainK)
-          ? {
-              symbol: 'diamond',
-              symbolSize: 14,
-              label: { show: false },
-              data: [{ coord: line.data.find(([k]) => k === line.trainK)!, name: 'trained k' }],
-            }
-          : undefined,
-    })),
+    series: lines.flatMap((line, index) => [
+      {
+        id: `line:${index}`,
+        name: line.name,
+        type: 'line' as const,
+        data: line.data,
+        symbolSize: 7,
+        markPoint:
+          line.trainK !== null && line.data.some(([k]) => k === line.trainK)
+            ? {
+                symbol: 'diamond',
+                symbolSize: 14,
+                label: { show: false },
+                data: [{ coord: line.data.find(([k]) => k === line.trainK)!, name: 'trained k' }],
+              }
+            : undefined,
+      },
+      ...bandSeries(line, index),
+    ]),
   };
 }
 

@@ -1,9 +1,11 @@
 // The train-k x eval-k' matrix of one panel (matrix.ts): rows train k, columns k', colour = the score;
 // the diagonal (k' = the k the model was trained at) is outlined and marked ◆, the best k' of each row
-// starred. A pure chart: panel in, picture out; a click opens the run of the cell.
+// starred; under each value its 95% interval [lo, hi] (matrix.ts). A pure chart: panel in, picture out; a
+// click opens the run of the cell.
 import { memo, useMemo } from 'react';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
+import { formatWithInterval } from '../../lib/interval';
 import { matrixRange, rowLabel, type MatrixPanel } from './matrix';
 
 /** colours from worse to better: the scale flips for a lower-is-better score (perplexity) */
@@ -14,6 +16,9 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
   const [lo, hi] = matrixRange(panel);
   const best = new Set(panel.bestCol.map((x, y) => `${x},${y}`));
   const digits = hi - lo < 0.05 ? 4 : hi < 10 ? 3 : 1;
+  const ciAt = new Map(panel.cells.map((c) => [`${c.x},${c.y}`, c.ci]));
+  // the interval's ends take two digits less than the value (a width of ±0.05 needs no fourth digit)
+  const ciDigits = Math.max(2, digits - 1);
   return {
     animation: false,
     title: { text: panel.title, left: 'center', top: 0, textStyle: { fontSize: 13 } },
@@ -37,7 +42,9 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
       formatter: (p: unknown) => {
         const [x, y, v, runId, n] = (p as { data: number[] }).data;
         const diag = panel.diagonal.has(`${x},${y}`) ? ' (trained k)' : '';
-        return `train ${rowLabel(panel.rows[y!] ?? null)} · k'=${panel.cols[x!]}${diag}<br/>${panel.score}=${v!.toFixed(digits)}${n! > 1 ? ` (mean of ${n})` : ''}<br/>run ${runId} (click to open)`;
+        const ci = ciAt.get(`${x},${y}`) ?? null;
+        const interval = ci ? ` (95% ${ci.method === 'wilson' ? 'Wilson' : 't over runs'})` : '';
+        return `train ${rowLabel(panel.rows[y!] ?? null)} · k'=${panel.cols[x!]}${diag}<br/>${panel.score}=${formatWithInterval(v!, ci, digits)}${interval}${n! > 1 ? ` (mean of ${n})` : ''}<br/>run ${runId} (click to open)`;
       },
     },
     series: [
@@ -53,7 +60,9 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { value: number[] }).value;
             const key = `${x},${y}`;
-            return `${panel.diagonal.has(key) ? '◆ ' : ''}${v!.toFixed(digits)}${best.has(key) ? ' ★' : ''}`;
+            const ci = ciAt.get(key) ?? null;
+            const interval = ci ? `\n[${ci.lo.toFixed(ciDigits)}, ${ci.hi.toFixed(ciDigits)}]` : '';
+            return `${panel.diagonal.has(key) ? '◆ ' : ''}${v!.toFixed(digits)}${best.has(key) ? ' ★' : ''}${interval}`;
           },
         },
         emphasis: { itemStyle: { borderColor: '#000', borderWidth: 1 } },

@@ -4,6 +4,7 @@ import { Group, SegmentedControl, Stack, Text } from '@mantine/core';
 import { useCallback, useMemo, useState } from 'react';
 import { useNavigate } from 'react-router';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
 import { topkMatrices, topkPoints, type MatrixMetric } from './matrix';
@@ -45,6 +46,7 @@ export function TopkMatrixTab({ experiment, live }: ExperimentViewProps) {
             {panels.map((panel) => (
               <Stack key={panel.key} gap={4}>
                 <TopkMatrixChart panel={panel} onOpenRun={openRun} />
+                <IntervalCaption text={panel.caption} />
                 <TopkLinesChart panel={panel} />
               </Stack>
             ))}

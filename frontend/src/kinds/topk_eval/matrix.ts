@@ -1,8 +1,10 @@
 // Shapes `topk_eval_point` results (one per (train k, eval k') of a model) into the train-k x eval-k'
 // matrix (rows train k, columns k', colour = the score, the diagonal k' = k marked) and the lines of
 // score against k', one per train k. One panel per (target, family, score, M): scores of different
-// kinds never share a colour scale.
+// kinds never share a colour scale. Each cell carries its 95% interval (lib/interval.ts): Wilson over the
+// point's problems for one run, Student-t over the runs for several; none for perplexity.
 import type { ExperimentResult, PayloadOf } from '../../api/types';
+import { cellInterval, intervalCaption, type Interval } from '../../lib/interval';
 
 export type TopkPoint = PayloadOf<'topk_eval_point'>;
 
@@ -22,6 +24,8 @@ export interface MatrixCell {
   runId: number;
   /** points averaged (seeds, repeated runs) */
   n: number;
+  /** 95% interval of the value; null for a score that is no proportion or points without their n */
+  ci: Interval | null;
 }
 
 export interface MatrixPanel {
@@ -40,6 +44,8 @@ export interface MatrixPanel {
   diagonal: Set<string>;
   /** per row index, the column index of the best value of that row (by higherIsBetter), null if empty */
   bestCol: (number | null)[];
+  /** the line naming the cells' interval; null for a score that is no proportion (perplexity) */
+  caption: string | null;
 }
 
 /** The `topk_eval_point` records among an experiment's results (others are left out). */
@@ -49,6 +55,17 @@ export function topkPoints(results: readonly Pick<ExperimentResult, 'run_id' | '
 
 export function rowLabel(trainK: number | null): string {
   return trainK === null ? 'k ?' : `k=${trainK}`;
+}
+
+/** The problems or items a point's value is a proportion of; null for perplexity and old results. */
+export function metricSize(p: TopkPoint, metric: MatrixMetric): number | null {
+  if (!isProportion(p, metric)) return null;
+  return (metric === 'value' ? p.n : p.ood_n) ?? null;
+}
+
+/** Whether the value is a proportion (an accuracy): a lower-is-better score (perplexity) is not. */
+export function isProportion(p: TopkPoint, metric: MatrixMetric): boolean {
+  return metric === 'ood_value' || (p.higher_is_better && p.score !== 'perplexity');
 }
 
 export function metricValue(p: TopkPoint, metric: MatrixMetric): number | null {
@@ -80,20 +97,37 @@ export function topkMatrices(results: readonly PointResult[], metric: MatrixMetr
     const first = points[0]!.payload;
     const rows = [...new Set(points.map((p) => p.payload.train_k))].sort(ascendingNullLast);
     const cols = [...new Set(points.map((p) => p.payload.eval_k))].sort((a, b) => a - b);
-    const acc = new Map<string, { sum: number; n: number; runId: number; x: number; y: number }>();
+    const acc = new Map<string, { values: number[]; sizes: (number | null)[]; runId: number; x: number; y: number }>();
     for (const p of points) {
       const value = metricValue(p.payload, metric)!;
       const x = cols.indexOf(p.payload.eval_k);
       const y = rows.indexOf(p.payload.train_k);
       const cellKey = `${x},${y}`;
       const g = acc.get(cellKey);
+      const size = metricSize(p.payload, metric);
       if (g) {
-        g.sum += value;
-        g.n += 1;
+        g.values.push(value);
+        g.sizes.push(size);
         g.runId = Math.min(g.runId, p.run_id);
-      } else acc.set(cellKey, { sum: value, n: 1, runId: p.run_id, x, y });
+      } else acc.set(cellKey, { values: [value], sizes: [size], runId: p.run_id, x, y });
     }
-    const cells = [...acc.values()].map((g) => ({ x: g.x, y: g.y, value: g.sum / g.n, runId: g.runId, n: g.n }));
+    const proportion = isProportion(first, metric);
+    const cells = [...acc.values()].map((g) => ({
+      x: g.x,
+      y: g.y,
+      value: g.values.reduce((a, b) => a + b, 0) / g.values.length,
+      runId: g.runId,
+      n: g.values.length,
+      ci: proportion ? cellInterval(g.values, g.sizes) : null,
+    }));
+    const groupsOf = [...acc.values()];
+    const caption = proportion
+      ? intervalCaption({
+          sizes: groupsOf.flatMap((g) => (g.values.length === 1 ? g.sizes : [])),
+          seeds: groupsOf.some((g) => g.values.length > 1),
+          missing: groupsOf.some((g) => g.values.length === 1 && g.sizes[0] === null),
+        })
+      : null;
     const diagonal = new Set(cells.filter((c) => rows[c.y] === cols[c.x]).map((c) => `${c.x},${c.y}`));
     const higherIsBetter = metric === 'ood_value' ? true : first.higher_is_better;
     const bestCol = rows.map((_, y) => {
@@ -116,6 +150,7 @@ export function topkMatrices(results: readonly PointResult[], metric: MatrixMetr
       cells,
       diagonal,
       bestCol,
+      caption,
     });
   }
   return panels;
@@ -126,18 +161,21 @@ export interface ScoreLine {
   trainK: number | null;
   /** [k', value] by ascending k' */
   data: [number, number][];
+  /** the interval of each point of data (null: none) */
+  ci: (Interval | null)[];
 }
 
 /** Score against k', one line per train k (a row of the matrix). */
 export function scoreLines(panel: MatrixPanel): ScoreLine[] {
-  return panel.rows.map((trainK, y) => ({
-    name: `train ${rowLabel(trainK)}`,
-    trainK,
-    data: panel.cells
-      .filter((c) => c.y === y)
-      .sort((a, b) => a.x - b.x)
-      .map((c) => [panel.cols[c.x]!, c.value] as [number, number]),
-  }));
+  return panel.rows.map((trainK, y) => {
+    const row = panel.cells.filter((c) => c.y === y).sort((a, b) => a.x - b.x);
+    return {
+      name: `train ${rowLabel(trainK)}`,
+      trainK,
+      data: row.map((c) => [panel.cols[c.x]!, c.value] as [number, number]),
+      ci: row.map((c) => c.ci),
+    };
+  });
 }
 
 /** Colour scale bounds of one panel. */
