@@ -323,6 +323,46 @@ def runs_list(
         )
 
 
+@runs.command("export")
+@click.argument("experiment", type=int)
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the file to write (default: experiment-<id>-runs.<format> here)",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(["queued", "running", "succeeded", "failed", "cancelled"]),
+    help="only runs of this status (repeat it; default: all runs)",
+)
+@client_options
+@friendly_errors
+def runs_export(
+    experiment: int,
+    fmt: str,
+    output: Path | None,
+    statuses: tuple[str, ...],
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """Write EXPERIMENT's runs table (id) as CSV or Parquet: number, name, status, attempt, times,
+    params.* and the latest metrics.*, as the dashboard's runs table shows them."""
+    dest = output or Path(f"experiment-{experiment}-runs.{fmt}")
+    with _client(api_url, token) as client:
+        size = client.export_runs(
+            experiment,
+            dest,
+            format="parquet" if fmt == "parquet" else "csv",
+            statuses=list(statuses) or None,
+        )
+    click.echo(f"wrote {dest} ({size} bytes, {fmt})")
+
+
 @runs.command("show")
 @click.argument("run_id", type=int)
 @client_options

@@ -402,6 +402,47 @@ class ReasonLabClient:
         result: list[api.ResultPublic] = self._get(f"/experiments/{experiment_id}/results", kind=kind)
         return result
 
+    def export_runs(
+        self,
+        experiment_id: int,
+        dest: Path,
+        *,
+        format: Literal["csv", "parquet"] = "csv",
+        statuses: Sequence[str] | None = None,
+    ) -> int:
+        """Write the experiment's runs table (the dashboard's columns: number, name, status, attempt,
+        times, ``params.*``, latest ``metrics.*``) to ``dest`` as CSV or Parquet, only runs of
+        ``statuses`` when given; the bytes written (``dest`` is never half written)."""
+        params: dict[str, Any] = {"format": format, "status": list(statuses) if statuses else None}
+        return self._stream_to_file(f"/experiments/{experiment_id}/runs/export", dest, params)
+
+    def _stream_to_file(self, url: str, dest: Path, params: dict[str, Any] | None = None) -> int:
+        """Stream GET ``url`` into ``dest`` through a temporary file beside it, renamed when complete."""
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        written = 0
+        try:
+            with (
+                os.fdopen(fd, "wb") as fh,
+                self._http.stream(
+                    "GET", url, params=_drop_none(params or {}), headers=self._headers()
+                ) as resp,
+            ):
+                if resp.is_error:
+                    resp.read()
+                    raise _error_from_response(resp)
+                for chunk in resp.iter_bytes(1024 * 1024):
+                    fh.write(chunk)
+                    written += len(chunk)
+            os.replace(tmp, dest)
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return written
+
     # -- runs -------------------------------------------------------------------------------------------
 
     def list_runs(
@@ -628,26 +669,7 @@ class ReasonLabClient:
     def download_artifact(self, run_id: int, path: str, dest: Path) -> int:
         """Stream the run's file ``path`` into ``dest`` (a temporary file beside it, renamed when
         complete: ``dest`` is never half written); the bytes written."""
-        url = f"/runs/{run_id}/artifacts/{quote(path, safe='/')}"
-        dest = Path(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-        written = 0
-        try:
-            with os.fdopen(fd, "wb") as fh, self._http.stream("GET", url, headers=self._headers()) as resp:
-                if resp.is_error:
-                    resp.read()
-                    raise _error_from_response(resp)
-                for chunk in resp.iter_bytes(1024 * 1024):
-                    fh.write(chunk)
-                    written += len(chunk)
-            os.replace(tmp, dest)
-        except httpx.TransportError as exc:
-            raise ApiUnavailable(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from exc
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        return written
+        return self._stream_to_file(f"/runs/{run_id}/artifacts/{quote(path, safe='/')}", dest)
 
     def upload_artifact(self, run_id: int, path: str, source: Path, *, attempt: int) -> api.ArtifactPublic:
         """Stream the local file ``source`` to the run's ``path`` (the worker token, while ``attempt``

@@ -38,6 +38,9 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "list_experiments": lambda c: c.list_experiments(),
     "get_experiment": lambda c: c.get_experiment(1),
     "get_experiment_results": lambda c: c.get_experiment_results(1, kind="diagnostic"),
+    "export_runs": lambda c: c.export_runs(
+        1, SCRATCH / "runs.parquet", format="parquet", statuses=["failed"]
+    ),
     "list_runs": lambda c: c.list_runs(),
     "get_run": lambda c: c.get_run(1),
     "cancel_run": lambda c: c.cancel_run(1),
