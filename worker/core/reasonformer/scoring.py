@@ -15,12 +15,15 @@ from torch import Tensor
 def sequence_log_likelihood(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     """Sum of log p(label token) over each sequence's labelled positions, and their count.
 
-    logits: [N, T, V]; labels: [N, T] long, -100 = not scored. Returns (sum [N] float32, count [N] long).
+    logits: [N, T, V]; labels: [N, T] long, -100 = not scored. Returns (sum [N] float64, count [N] long).
+    The per-token log-probabilities are float32 (the softmax over V); their sum is accumulated in float64,
+    so two options whose scores are a near tie (paper 001, section 4.1: the highest log-likelihood wins)
+    are not ordered by float32 rounding over long options.
     """
     logp = torch.log_softmax(logits.float(), dim=-1)  # [N, T, V]
     scored = labels != -100  # [N, T]
     token_ll = logp.gather(2, labels.clamp(min=0)[..., None]).squeeze(-1)  # [N, T]
-    return (token_ll * scored).sum(dim=1), scored.sum(dim=1)
+    return token_ll.double().masked_fill(~scored, 0.0).sum(dim=1), scored.sum(dim=1)
 
 
 def choose(sum_ll: Tensor, count: Tensor, option_mask: Tensor) -> tuple[Tensor, Tensor]:

@@ -96,7 +96,9 @@ def choice_log_likelihoods(
     """[C] sum over each choice's tokens of log p(token | prompt, earlier choice tokens) (option
     log-likelihood, as lm-evaluation-harness scores multiple choice). The prompt and the choice are
     tokenised apart (the choice with a leading space unless it has one) so every choice shares the prompt's
-    tokens; the choices of an item run as one right-padded batch."""
+    tokens; the choices of an item run as one right-padded batch. Returns float64: each token's
+    log-probability is float32, their sum is accumulated in float64 so a near tie between two long choices
+    is not decided by float32 rounding."""
     prompt = tokenizer(item.prompt)["input_ids"]
     assert len(prompt) >= 1, f"prompt {item.prompt!r} has no token"
     conts = [
@@ -117,7 +119,7 @@ def choice_log_likelihoods(
         start = len(prompt)  # position of the choice's first token; predicted at start - 1
         positions = torch.arange(start - 1, start - 1 + len(cont), device=device)  # [n]
         targets = torch.tensor(cont, device=device)  # [n]
-        out.append(logp[c, positions, targets].sum())
+        out.append(logp[c, positions, targets].double().sum())
     return torch.stack(out)
 
 

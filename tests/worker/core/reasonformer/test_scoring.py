@@ -32,6 +32,24 @@ def test_sequence_log_likelihood_equals_a_loop() -> None:
     assert count.tolist() == [2, 4]
 
 
+def test_option_sums_accumulate_in_float64() -> None:
+    """Each token's log-probability comes out of a float32 softmax; the option's sum over its tokens is
+    accumulated in float64 (a float32 sum over long options can order a near tie by rounding). Checked
+    against math.fsum (exactly rounded) of the same float32 per-token values."""
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(3, 3000, 11, generator=gen) * 4  # float32, as a model gives them
+    labels = torch.randint(0, 11, (3, 3000), generator=gen)
+    labels[2, 1500:] = -100
+    ll, count = sequence_log_likelihood(logits, labels)
+    assert ll.dtype == torch.float64 and count.tolist() == [3000, 3000, 1500]
+    token_ll = torch.log_softmax(logits, dim=-1).gather(2, labels.clamp(min=0)[..., None]).squeeze(-1)
+    for n in range(3):
+        values = [
+            float(v) for v, y in zip(token_ll[n].tolist(), labels[n].tolist(), strict=True) if y != -100
+        ]
+        assert abs(ll[n].item() - math.fsum(values)) < 1e-9, (ll[n].item(), math.fsum(values))
+
+
 def test_choose_by_sum_and_by_mean_can_differ() -> None:
     sums = torch.tensor([[-3.0, -4.0, 0.0]])
     counts = torch.tensor([[1, 4, 1]])

@@ -59,6 +59,7 @@ def test_choice_log_likelihood_equals_each_choice_scored_alone() -> None:
     model, tok = lm.model.eval(), lm.tokenizer
     item = ChoiceItem("Q: What do bees make? A:", ["honey", "a long wooden table", "silk"], 0)
     got = choice_log_likelihoods(model, tok, item)
+    assert got.dtype == torch.float64  # per-token float32 log-probabilities, summed in float64
     prompt = tok(item.prompt)["input_ids"]
     with torch.no_grad():
         for c, choice in enumerate(item.choices):
