@@ -313,14 +313,38 @@ def runs_list(
     """List runs, newest first (filter by experiment or status)."""
     with _client(api_url, token) as client:
         page = client.list_runs(experiment_id=experiment, status=status, limit=limit)
-    click.echo(f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  params")
+    click.echo(
+        f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'name':<24}  params"
+    )
     for r in page["items"]:
         p = r["progress"]
         prog = f"{p['done']}/{p['total']}" if p["total"] else "-"
         click.echo(
             f"{r['id']:>6}  {r['experiment_id']:>5}  {r['kind']:<14} {r['status']:<10} {r['attempt']:>3}  "
-            f"{prog:<8}  {json.dumps(r['params'])}"
+            f"{prog:<8}  {name_cell(r.get('name')):<24}  {json.dumps(r['params'])}"
         )
+
+
+NAME_WIDTH = 24  # the name column of `runs list`; a longer name is cut with an ellipsis
+
+
+def name_cell(name: str | None) -> str:
+    """A run's name for a column of ``runs list``: ``-`` when unnamed, cut to NAME_WIDTH characters."""
+    if not name:
+        return "-"
+    return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
+
+
+@runs.command("rename")
+@click.argument("run_id", type=int)
+@click.argument("name")
+@client_options
+@friendly_errors
+def runs_rename(run_id: int, name: str, api_url: str | None, token: str | None) -> None:
+    """Name run RUN_ID NAME (at most 200 characters); an empty NAME ("") clears the name."""
+    with _client(api_url, token) as client:
+        r = client.rename_run(run_id, name)
+    click.echo(f"run {run_id}: named {r['name']!r}" if r["name"] else f"run {run_id}: name cleared")
 
 
 @runs.command("export")

@@ -495,6 +495,11 @@ class ReasonLabClient:
         result: api.RunPublic = self._post(f"/runs/{run_id}/retry")
         return result
 
+    def rename_run(self, run_id: int, name: str | None) -> api.RunPublic:
+        """Name the run (trimmed; ``None`` or blank clears it); a member of its project may."""
+        result: api.RunPublic = self.request("PATCH", f"/runs/{run_id}", json_body={"name": name})
+        return result
+
     def patch_run(self, run_id: int, *, mlflow_run_id: str) -> api.RunPublic:
         result: api.RunPublic = self.request(
             "PATCH", f"/runs/{run_id}", json_body={"mlflow_run_id": mlflow_run_id}

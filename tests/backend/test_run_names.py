@@ -33,7 +33,10 @@ def test_a_member_names_renames_and_clears_a_run(api: Api) -> None:
     assert named.json()["name"] == "baseline lr 0.1"  # trimmed
     assert api.client.get(f"/api/v1/runs/{run_id}", headers=api.h()).json()["name"] == "baseline lr 0.1"
     listed = api.client.get("/api/v1/runs", params={"experiment_id": exp["id"]}, headers=api.h()).json()
-    assert {r["id"]: r["name"] for r in listed["items"]} == {run_id: "baseline lr 0.1", exp["runs"][1]["id"]: None}
+    assert {r["id"]: r["name"] for r in listed["items"]} == {
+        run_id: "baseline lr 0.1",
+        exp["runs"][1]["id"]: None,
+    }
 
     assert _patch(api, run_id, {"name": "lr 0.1 (kept)"}, member).json()["name"] == "lr 0.1 (kept)"
     assert _patch(api, run_id, {"name": "   "}, member).json()["name"] is None  # blank clears

@@ -46,6 +46,7 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "cancel_run": lambda c: c.cancel_run(1),
     "retry_run": lambda c: c.retry_run(1),
     "patch_run": lambda c: c.patch_run(1, mlflow_run_id="abc"),
+    "rename_run": lambda c: c.rename_run(1, "baseline"),
     "claim": lambda c: c.claim(1, 1, "w"),
     "heartbeat": lambda c: c.heartbeat(1, 1),
     "finish": lambda c: c.finish(1, 1, "succeeded"),

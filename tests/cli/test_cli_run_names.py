@@ -1,0 +1,86 @@
+"""`reasonlab runs rename RUN NAME` and the name column of `reasonlab runs list`, against the real API app
+(sqlite): a user names a run from the shell, sees it listed, clears it; bad input is one line, no traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+import cli.client as cli_client
+from backend.bootstrap import ensure_admin, migrate
+from backend.main import create_app
+from cli.main import main
+from tests.backend.conftest import make_settings
+from worker.client import ReasonLabClient
+
+
+@pytest.fixture
+def run_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A queued run of the real API app, and the CLI pointed at that app."""
+    settings = make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "home")
+    migrate(settings)
+    creds = ensure_admin(settings)
+    assert creds is not None
+    with TestClient(create_app(settings, background=False)) as http:
+
+        def forward(request: httpx.Request) -> httpx.Response:
+            answer = http.request(
+                request.method,
+                request.url.raw_path.decode(),
+                content=request.content,
+                headers=request.headers,
+            )
+            return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+        transport = httpx.MockTransport(forward)
+        monkeypatch.setattr(
+            cli_client,
+            "_client",
+            lambda *_: ReasonLabClient("http://testserver", creds.token, transport=transport),
+        )
+        body = {"name": "exp", "kind": "diagnostic", "spec": {}}
+        exp = http.post("/api/v1/experiments", json=body, headers={"Authorization": f"Bearer {creds.token}"})
+        assert exp.status_code == 201, exp.text
+        yield int(exp.json()["runs"][0]["id"])
+
+
+def _row(output: str, run_id: int) -> str:
+    (row,) = [line for line in output.splitlines() if line.split()[:1] == [str(run_id)]]
+    return row
+
+
+def test_rename_then_list_shows_the_name_and_an_empty_name_clears_it(run_id: int) -> None:
+    runner = CliRunner()
+    listed = runner.invoke(main, ["runs", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "name" in listed.output.splitlines()[0]
+    assert "  -  " in _row(listed.output, run_id)  # unnamed
+
+    named = runner.invoke(main, ["runs", "rename", str(run_id), "  lr sweep baseline "])
+    assert named.exit_code == 0, named.output
+    assert named.output.strip() == f"run {run_id}: named 'lr sweep baseline'"
+    assert "lr sweep baseline" in _row(runner.invoke(main, ["runs", "list"]).output, run_id)
+    assert '"name": "lr sweep baseline"' in runner.invoke(main, ["runs", "show", str(run_id)]).output
+
+    long = "a fairly long run name that will not fit"
+    assert runner.invoke(main, ["runs", "rename", str(run_id), long]).exit_code == 0
+    assert "a fairly long run name …" in _row(runner.invoke(main, ["runs", "list"]).output, run_id)
+
+    cleared = runner.invoke(main, ["runs", "rename", str(run_id), ""])
+    assert cleared.exit_code == 0 and cleared.output.strip() == f"run {run_id}: name cleared"
+    assert "  -  " in _row(runner.invoke(main, ["runs", "list"]).output, run_id)
+
+
+def test_a_bad_name_or_run_is_one_clear_error(run_id: int) -> None:
+    runner = CliRunner()
+    too_long = runner.invoke(main, ["runs", "rename", str(run_id), "x" * 201])
+    assert too_long.exit_code == 1 and "Traceback" not in too_long.output
+    assert "body.name: " in too_long.output and "200" in too_long.output
+    missing = runner.invoke(main, ["runs", "rename", "999999", "x"])
+    assert missing.exit_code == 1 and "Traceback" not in missing.output
+    assert missing.output.strip() == "Error: 404 run 999999 not found"
