@@ -129,6 +129,7 @@ CarmaEval = TypedDict(
         "layers": "list[int] | None",
         "model": "str",
         "num_layers": "int",
+        "stability_layers": "NotRequired[list[int] | None]",
         "step_seconds": "float | None",
         "steps": "int",
         "task": 'Literal["idm", "sc"]',
@@ -156,6 +157,7 @@ CarmaRegularisation = TypedDict(
         "lambda": "NotRequired[float]",
         "layers": "NotRequired[list[int] | None]",
         "num_negatives": "NotRequired[int]",
+        "stability_layers": "NotRequired[list[int] | None]",
         "temperature": "NotRequired[float]",
     },
 )
@@ -229,6 +231,7 @@ class ClaimOut(TypedDict):
     logged_params: dict[str, Any]
     max_attempts: int
     mlflow_run_id: str | None
+    name: str | None
     params: dict[str, Any]
     progress: RunProgress
     project_id: int
@@ -829,7 +832,10 @@ class RunPage(TypedDict):
 
 
 class RunPatch(TypedDict):
+    """What a member may change of a run: its name. ``mlflow_run_id`` (sent by older workers with the run's"""
+
     mlflow_run_id: NotRequired[str | None]
+    name: NotRequired[str | None]
 
 
 class RunProgress(TypedDict):
@@ -855,6 +861,7 @@ class RunPublic(TypedDict):
     logged_params: dict[str, Any]
     max_attempts: int
     mlflow_run_id: str | None
+    name: str | None
     params: dict[str, Any]
     progress: RunProgress
     project_id: int
@@ -884,6 +891,7 @@ class RunsTable(TypedDict):
     finished_at: list[str | None]
     id: list[int]
     index: list[int]
+    name: list[str | None]
     params: dict[str, list[Any]]
     started_at: list[str | None]
     status: list[RunStatus]
@@ -1062,9 +1070,11 @@ class SravenCell(TypedDict):
     num_experts: int | None
     ood_acc: float | None
     ood_per_feature_acc: NotRequired[list[float] | None]
+    ood_size: NotRequired[int | None]
     per_feature_acc: list[float]
     steps: int
     test_acc: float
+    test_size: NotRequired[int | None]
     top_k: int | None
 
 
@@ -1091,11 +1101,9 @@ class SravenModel(TypedDict):
     attention: NotRequired[Literal["softmax", "hyla"]]
     d_model: NotRequired[int]
     mlp_hidden: NotRequired[int]
-    ood_size: NotRequired[int | None]
     num_heads: NotRequired[int]
     num_layers: NotRequired[int]
     qk_dim: NotRequired[int]
-    test_size: NotRequired[int | None]
     rel_bidirectional: NotRequired[bool]
     v_dim: NotRequired[int]
 
@@ -1213,7 +1221,9 @@ class TopkEvalPoint(TypedDict):
     higher_is_better: bool
     kind: NotRequired[Literal["topk_eval_point"]]
     model: str
+    n: NotRequired[int | None]
     num_experts: int
+    ood_n: NotRequired[int | None]
     ood_value: NotRequired[float | None]
     per_feature: NotRequired[list[float] | None]
     renormalises: bool | None
@@ -1253,9 +1263,7 @@ class TrainSpec(TypedDict):
     threads: NotRequired[int | None]
     warmup_ratio: NotRequired[float]
     weight_decay: NotRequired[float]
-    n: NotRequired[int | None]
 
-    ood_n: NotRequired[int | None]
 
 class UserPublic(TypedDict):
     id: int

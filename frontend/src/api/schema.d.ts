@@ -501,7 +501,14 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Patch Run */
+        /**
+         * Patch Run
+         * @description Rename a run (a member of its project): ``name`` is trimmed, and empty or null clears it.
+         *
+         *     The run's own token may still call this route as older workers did, with ``mlflow_run_id`` only; that
+         *     value is ignored (runs.mlflow_run_id is the API's MLflow mirror's, backend/mirror/), and a run's
+         *     token may not rename its run.
+         */
         patch: operations["runs-patch"];
         trace?: never;
     };
@@ -1249,13 +1256,18 @@ export interface components {
             lambda: number | null;
             /**
              * Layers
-             * @description CARMA's layer range [first, last]; null when not trained
+             * @description CARMA's (MI) layer range [first, last], blocks counted from 0; null when not trained
              */
             layers: number[] | null;
             /** Model */
             model: string;
             /** Num Layers */
             num_layers: number;
+            /**
+             * Stability Layers
+             * @description the stability loss's range when it differs from `layers`; null = `layers`
+             */
+            stability_layers?: number[] | null;
             /**
              * Step Seconds
              * @description mean wall-clock seconds per training step
@@ -1327,7 +1339,7 @@ export interface components {
             lambda: number;
             /**
              * Layers
-             * @description [first, last] decoder block, inclusive, counted from 0; null = about a third of the depth (section 3.2: blocks round(L/4)..round(L/3) counted from 1)
+             * @description [first, last] decoder block, inclusive, counted from 0 (the paper's layer n is block n - 1); null = section 3.2's default: layers round(L/4)..L/2-2 counted from 1 (3-4 of 12, 6-10 of 24), i.e. blocks round(L/4)-1..L/2-3
              */
             layers?: number[] | null;
             /**
@@ -1336,6 +1348,11 @@ export interface components {
              * @default 5
              */
             num_negatives: number;
+            /**
+             * Stability Layers
+             * @description [first, last] block range of the stability loss (eq. 6), counted from 0, when it differs from the MI range `layers` (B.3: Llama-3B stops stability at layer 8, MI at 12); null = `layers`
+             */
+            stability_layers?: number[] | null;
             /**
              * Temperature
              * @description InfoNCE temperature (reference: 0.1)
@@ -1575,6 +1592,11 @@ export interface components {
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
+            /**
+             * Name
+             * @description what a member named the run (PATCH /runs/{id}); null: unnamed
+             */
+            name: string | null;
             /** Params */
             params: {
                 [key: string]: unknown;
@@ -2931,10 +2953,19 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
         };
-        /** RunPatch */
+        /**
+         * RunPatch
+         * @description What a member may change of a run: its name. ``mlflow_run_id`` (sent by older workers with the run's
+         *     token) is accepted and ignored: the API's MLflow mirror owns it.
+         */
         RunPatch: {
             /** Mlflow Run Id */
             mlflow_run_id?: string | null;
+            /**
+             * Name
+             * @description the run's name, trimmed; empty or null clears it; at most 200 characters
+             */
+            name?: string | null;
         };
         /**
          * RunProgress
@@ -2998,6 +3029,11 @@ export interface components {
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
+            /**
+             * Name
+             * @description what a member named the run (PATCH /runs/{id}); null: unnamed
+             */
+            name: string | null;
             /** Params */
             params: {
                 [key: string]: unknown;
@@ -3043,6 +3079,11 @@ export interface components {
             id: number[];
             /** Index */
             index: number[];
+            /**
+             * Name
+             * @description each run's name (null: unnamed, PATCH /runs/{id} names it)
+             */
+            name: (string | null)[];
             /**
              * Params
              * @description each swept parameter's value per run (null where a run has no such parameter)
@@ -3553,6 +3594,11 @@ export interface components {
             /** Ood Per Feature Acc */
             ood_per_feature_acc?: number[] | null;
             /**
+             * Ood Size
+             * @description problems ood_acc is a proportion of; null without OOD
+             */
+            ood_size?: number | null;
+            /**
              * Per Feature Acc
              * @description ID-test accuracy per query feature slot
              */
@@ -3564,6 +3610,11 @@ export interface components {
              * @description in-distribution test accuracy: all M query features right
              */
             test_acc: number;
+            /**
+             * Test Size
+             * @description problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded
+             */
+            test_size?: number | null;
             /**
              * Top K
              * @description experts per token; null for a dense FFN
@@ -3753,11 +3804,6 @@ export interface components {
              * Grad Clip
              * @description max global gradient norm; null = none
              */
-            /**
-             * Ood Size
-             * @description problems ood_acc is a proportion of; null without OOD
-             */
-            ood_size?: number | null;
             grad_clip?: number | null;
             /**
              * Log Every
@@ -3770,11 +3816,6 @@ export interface components {
              * @description AdamW peak learning rate (reference: 1e-3)
              * @default 0.001
              */
-            /**
-             * Test Size
-             * @description problems test_acc is a proportion of (its 95% Wilson interval); null before it was recorded
-             */
-            test_size?: number | null;
             lr: number;
             /**
              * Steps
@@ -4064,10 +4105,20 @@ export interface components {
              */
             model: string;
             /**
+             * N
+             * @description problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer examples): its 95% Wilson interval; null for perplexity and in results written before it
+             */
+            n?: number | null;
+            /**
              * Num Experts
              * @description E: experts each router chooses among
              */
             num_experts: number;
+            /**
+             * Ood N
+             * @description SRAVEN: problems ood_value is a proportion of
+             */
+            ood_n?: number | null;
             /**
              * Ood Value
              * @description SRAVEN: OOD accuracy at this k'
@@ -4280,21 +4331,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenOut"];
-            /**
-             * N
-             * @description problems or items value is a proportion of (SRAVEN test set, choice items, ReasonFormer examples): its 95% Wilson interval; null for perplexity and in results written before it
-             */
-            n?: number | null;
                 };
             };
             /** @description no or bad credentials */
             401: {
                 headers: {
-            /**
-             * Ood N
-             * @description SRAVEN: problems ood_value is a proportion of
-             */
-            ood_n?: number | null;
                     [name: string]: unknown;
                 };
                 content: {
