@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExperimentResult } from '../../api/types';
-import { bestEptPerK, formatValue, heatmapCells, rowLabel, skillmixCells, skillmixTables, type SkillmixCell } from './shape';
+import { bestEptPerK, formatValue, heatmapCells, rowLabel, skillmixCells, skillmixTables, toFixedHalfEven, type SkillmixCell } from './shape';
 
 type Row = Pick<ExperimentResult, 'run_id' | 'payload'>;
 const v = (mean: number, stderr: number | null = 0) => ({ mean, stderr });
@@ -76,5 +76,16 @@ describe('labels', () => {
     expect([rowLabel(2, 2), rowLabel(3, 2), rowLabel(null, null)]).toEqual(['ept=2 (default)', 'ept=3', 'model default']);
     expect(formatValue({ mean: 0.2, stderr: 0.2 })).toBe('0.20 ± 0.200');
     expect(formatValue({ mean: 0.4666, stderr: null })).toBe('0.47');
+  });
+
+  it('rounds an exact tie half to even as the paper\'s tables (Python\'s format) do', () => {
+    // expected strings written by hand, each checked against Python's format(v, '.Nf')
+    expect(formatValue({ mean: 0.125, stderr: 0.0625 })).toBe('0.12 ± 0.062');
+    expect(formatValue({ mean: 0.375, stderr: 0.1875 })).toBe('0.38 ± 0.188');
+    expect(['0.625', '0.875'].map((v) => toFixedHalfEven(Number(v), 2))).toEqual(['0.62', '0.88']);
+    // not exact ties in binary: the nearest decimal, as toFixed and Python both give
+    expect([0.245, 0.135, 1 / 3, 0.2].map((v) => toFixedHalfEven(v, 2))).toEqual(['0.24', '0.14', '0.33', '0.20']);
+    expect([0.5, 1.5, 2.5].map((v) => toFixedHalfEven(v, 0))).toEqual(['0', '2', '2']);
+    expect([toFixedHalfEven(-0.125, 2), toFixedHalfEven(0.5, 3), toFixedHalfEven(0, 2)]).toEqual(['-0.12', '0.500', '0.00']);
   });
 });

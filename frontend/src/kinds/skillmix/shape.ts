@@ -123,9 +123,29 @@ export function rowLabel(ept: number | null, defaultEpt: number | null): string 
   return ept === defaultEpt ? `ept=${ept} (default)` : `ept=${ept}`;
 }
 
-/** "0.20 ± 0.200" as the paper prints it; "0.20" without a ±. */
+/**
+ * `v` with `digits` decimals as the paper's tables print them (Python's format): the nearest decimal to
+ * the exact binary value, an exact tie to the even last digit. 0.125 -> "0.12" and 0.375 -> "0.38", where
+ * `toFixed` rounds every exact tie away from zero ("0.13"); a value that only looks like a tie (0.245 is
+ * 0.24499999...) is not one, and both say "0.24".
+ */
+export function toFixedHalfEven(v: number, digits: number): string {
+  const nearest = v.toFixed(digits);
+  if (!Number.isFinite(v)) return nearest;
+  const exact = Math.abs(v).toFixed(100); // every binary fraction of a metric's size, written out exactly
+  const point = exact.indexOf('.');
+  if (!/^50*$/.test(exact.slice(point + 1 + digits))) return nearest; // not an exact tie
+  let scaled = BigInt(exact.slice(0, point) + exact.slice(point + 1, point + 1 + digits)); // truncated
+  if (scaled % 2n === 1n) scaled += 1n;
+  const s = scaled.toString().padStart(digits + 1, '0');
+  const body = digits > 0 ? `${s.slice(0, s.length - digits)}.${s.slice(s.length - digits)}` : s;
+  return v < 0 ? `-${body}` : body;
+}
+
+/** "0.20 ± 0.200" as the paper prints it (ties to even); "0.20" without a ±. */
 export function formatValue(v: Value): string {
-  return v.stderr === null ? v.mean.toFixed(2) : `${v.mean.toFixed(2)} ± ${v.stderr.toFixed(3)}`;
+  const mean = toFixedHalfEven(v.mean, 2);
+  return v.stderr === null ? mean : `${mean} ± ${toFixedHalfEven(v.stderr, 3)}`;
 }
 
 export interface BestEpt {
