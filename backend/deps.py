@@ -186,6 +186,7 @@ RUN_OPERATIONS = frozenset(
         "runs-heartbeat",
         "runs-finish",
         "runs-release",
+        "runs-resumed",
         "runs-patch",
         "runs-post_logs",
         "runs-post_params",

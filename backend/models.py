@@ -228,6 +228,25 @@ class Result(Base):
     __table_args__ = (UniqueConstraint("run_id", "key", name="uq_results_run_id_key"),)
 
 
+class RunAttempt(Base):
+    """One attempt of a run: which worker held it, when, and how it ended (migration 0013).
+
+    Written by the lifecycle (backend/runs/attempts.py) in the transaction of the run's change: a claim
+    opens the row, a finish, release, reap or cancel closes it. ``ended_at`` of a lost attempt is its last
+    heartbeat (when the worker was last known to work on it), so durations never count the downtime."""
+
+    __tablename__ = "run_attempts"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer, primary_key=True)
+    worker: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    # running | succeeded | failed | cancelled | released | lost
+    outcome: Mapped[str] = mapped_column(String(16), default="running")
+    # the checkpoint step the attempt resumed from (POST /runs/{id}/resumed); null: it started afresh
+    resumed_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
 class RunLog(Base):
     __tablename__ = "run_logs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -59,6 +59,18 @@ class ArtifactPublic(TypedDict):
     size: int
 
 
+class AttemptPublic(TypedDict):
+    """One attempt of a run: the worker that held it, when, for how long, and how it ended."""
+
+    attempt: int
+    duration_seconds: float
+    ended_at: str | None
+    outcome: Literal["running", "succeeded", "failed", "cancelled", "released", "lost"]
+    resumed_step: int | None
+    started_at: str
+    worker: str | None
+
+
 class Bucket(TypedDict):
     count: int
     last: float | None
@@ -225,6 +237,7 @@ class ClaimOut(TypedDict):
     experiment_id: int
     finished_at: str | None
     heartbeat_at: str | None
+    held: bool
     id: int
     index: int
     kind: str
@@ -236,6 +249,7 @@ class ClaimOut(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    run_seconds: float | None
     run_token: str
     spec: (
         CarmaSpec
@@ -780,6 +794,11 @@ class ResultPublic(TypedDict):
     run_id: int
 
 
+class ResumedIn(TypedDict):
+    attempt: int
+    step: int
+
+
 class ReviewIn(TypedDict):
     body: NotRequired[str]
     state: Literal["approved", "changes_requested"]
@@ -855,6 +874,7 @@ class RunPublic(TypedDict):
     experiment_id: int
     finished_at: str | None
     heartbeat_at: str | None
+    held: bool
     id: int
     index: int
     kind: str
@@ -866,6 +886,7 @@ class RunPublic(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    run_seconds: float | None
     spec: (
         CarmaSpec
         | DiagnosticSpec
@@ -1125,7 +1146,7 @@ class SravenTrain(TypedDict):
 
 
 class StatusEvent(TypedDict):
-    """The run changed status, attempt, worker, cancel flag or error: the whole run."""
+    """The run changed status, attempt, worker, cancel flag, error or `held`: the whole run."""
 
     data: RunPublic
     event: Literal["status"]

@@ -553,6 +553,16 @@ class ReasonLabClient:
         result: api.RunPublic = self._post(f"/runs/{run_id}/release", {"attempt": attempt})
         return result
 
+    def resumed(self, run_id: int, attempt: int, step: int) -> None:
+        """Tell the platform this attempt resumed from its checkpoint at ``step`` (its log, the activity
+        feed and the attempt history show it); noted once per attempt."""
+        self._post(f"/runs/{run_id}/resumed", {"attempt": attempt, "step": step})
+
+    def list_attempts(self, run_id: int) -> list[api.AttemptPublic]:
+        """The run's attempts, the first first: worker, claim, end, duration (downtime excluded), outcome."""
+        result: list[api.AttemptPublic] = self._get(f"/runs/{run_id}/attempts")
+        return result
+
     def get_secret(self, run_id: int, name: str) -> str:
         """A project secret the run's spec names (the run's own token only)."""
         result: api.SecretValue = self._get(f"/runs/{run_id}/secrets/{name}")

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from backend import cursor
+from backend.db import utcnow
 from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import NotFound
 from backend.experiments import export, repository, service, table
@@ -23,6 +24,7 @@ from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
+from backend.runs import attempts
 from backend.runs.schemas import RunPublic
 from common.runs import RunStatus
 
@@ -70,16 +72,22 @@ def get_visible(
 
 
 def detail(
-    session: SessionDep, principal: Principal, experiment: Experiment, with_runs: bool = True
+    session: SessionDep,
+    principal: Principal,
+    settings: SettingsDep,
+    experiment: Experiment,
+    with_runs: bool = True,
 ) -> ExperimentDetail:
     if not with_runs:
         return ExperimentDetail(**present(session, principal, [experiment])[0].model_dump(), runs=[])
     runs = repository.runs_of(session, experiment.id)
     run_tags = repository.run_tags_of(session, [r.id for r in runs])
     summaries = metrics.summaries(session, runs)
+    timings = attempts.timings(session, runs, utcnow(), settings.heartbeat_timeout)
     base = present(session, principal, [experiment])[0]
     return ExperimentDetail(
-        **base.model_dump(), runs=[RunPublic.of(r, run_tags[r.id], summaries[r.id]) for r in runs]
+        **base.model_dump(),
+        runs=[RunPublic.of(r, run_tags[r.id], summaries[r.id], timings[r.id]) for r in runs],
     )
 
 
@@ -99,7 +107,7 @@ def create_experiment(
     experiment = service.create(session, principal, body, settings)
     session.commit()  # the outbox: runs are committed queued before anything is sent
     wake()
-    return detail(session, principal, experiment)
+    return detail(session, principal, settings, experiment)
 
 
 @router.post("/experiments/preview", response_model=Preview, operation_id="experiments-preview")
@@ -138,6 +146,7 @@ def get_experiment(
     experiment_id: Id,
     principal: PrincipalDep,
     session: SessionDep,
+    settings: SettingsDep,
     with_runs: Annotated[
         bool,
         Query(
@@ -146,7 +155,7 @@ def get_experiment(
         ),
     ] = True,
 ) -> ExperimentDetail:
-    return detail(session, principal, get_visible(session, principal, experiment_id), with_runs)
+    return detail(session, principal, settings, get_visible(session, principal, experiment_id), with_runs)
 
 
 @router.get(

@@ -19,10 +19,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from backend.auth.security import STREAM, make_jwt
+from backend.db import utcnow
 from backend.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
 from backend.metrics import repository as metrics
 from backend.models import Run
-from backend.runs import service
+from backend.runs import attempts, service
 from backend.runs.schemas import RunEvent, RunPublic
 from common.runs import FINISHED_STATUSES
 
@@ -31,16 +32,19 @@ POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 
 
-def _snapshot(factory: sessionmaker[Session], run_id: Id) -> tuple[dict[str, Any], dict[str, int]] | None:
+def _snapshot(
+    factory: sessionmaker[Session], run_id: Id, heartbeat_timeout: float
+) -> tuple[dict[str, Any], dict[str, int]] | None:
     with factory() as session:
         run = session.get(Run, run_id)
         if run is None:
             return None
+        timing = attempts.timings(session, [run], utcnow(), heartbeat_timeout)[run.id]
         # each key's latest step and value are kept at ingest (metric_latest): no scan of the series
         latest = metrics.latest(session, run_id)
         summary = {k: v for k, (_, v) in latest.items()}
         steps = {k: s for k, (s, _) in latest.items()}
-        return RunPublic.of(run, None, summary).model_dump(mode="json"), steps
+        return RunPublic.of(run, None, summary, timing).model_dump(mode="json"), steps
 
 
 def _event(name: str, data: Any) -> str:
@@ -49,19 +53,29 @@ def _event(name: str, data: Any) -> str:
 
 async def stream(request: Request, run_id: Id) -> AsyncIterator[str]:
     factory: sessionmaker[Session] = request.app.state.session_factory
+    heartbeat_timeout: float = request.app.state.settings.heartbeat_timeout
     last_status: tuple[Any, ...] | None = None
     last_progress: dict[str, Any] | None = None
     last_steps: dict[str, int] = {}
     idle = 0.0
     yield "retry: 2000\n\n"
     while not await request.is_disconnected():
-        snap = await run_in_threadpool(_snapshot, factory, run_id)
+        snap = await run_in_threadpool(_snapshot, factory, run_id, heartbeat_timeout)
         if snap is None:
             yield _event("end", {"status": "deleted"})
             return
         run, steps = snap
         sent = False
-        key = (run["status"], run["attempt"], run["worker"], run["cancel_requested"], run["error"])
+        # held: a lost worker's run goes on "running" until the reaper requeues it, but the page must stop
+        # calling it live as soon as the heartbeat is stale
+        key = (
+            run["status"],
+            run["attempt"],
+            run["worker"],
+            run["cancel_requested"],
+            run["error"],
+            run["held"],
+        )
         if key != last_status:
             last_status = key
             yield _event("status", run)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from backend import cursor
 from backend.auth.security import make_run_token
+from backend.db import utcnow
 from backend.deps import Id, OptionalId, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
@@ -13,9 +14,10 @@ from backend.metrics import service as metrics
 from backend.models import Experiment, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
+from backend.runs import attempts, repository, service
 from backend.runs import params as run_params
-from backend.runs import repository, service
 from backend.runs.schemas import (
+    AttemptPublic,
     ClaimIn,
     ClaimOut,
     FinishIn,
@@ -26,6 +28,7 @@ from backend.runs.schemas import (
     LogsPage,
     ParamsIn,
     ReleaseIn,
+    ResumedIn,
     RunPage,
     RunPatch,
     RunPublic,
@@ -35,16 +38,18 @@ from common.runs import RUN_STATUSES
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 
-def _present(session: SessionDep, runs: list[Run]) -> list[RunPublic]:
+def _present(session: SessionDep, settings: SettingsDep, runs: list[Run]) -> list[RunPublic]:
     tags = experiments_repo.run_tags_of(session, [r.id for r in runs])
     summaries = metrics.summaries(session, runs)
-    return [RunPublic.of(r, tags[r.id], summaries[r.id]) for r in runs]
+    timings = attempts.timings(session, runs, utcnow(), settings.heartbeat_timeout)
+    return [RunPublic.of(r, tags[r.id], summaries[r.id], timings[r.id]) for r in runs]
 
 
 @router.get("", response_model=RunPage, operation_id="runs-list")
 def list_runs(
     principal: PrincipalDep,
     session: SessionDep,
+    settings: SettingsDep,
     experiment_id: OptionalId = None,
     status_: Annotated[list[str] | None, Query(alias="status")] = None,
     kind: str | None = None,
@@ -92,16 +97,18 @@ def list_runs(
         offset = cursor.decode_int(cursor_, "offset") or 0
         runs = repository.page_by_value(session, stmt, column, desc, offset, limit + 1)
         nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
-    return RunPage(items=_present(session, runs[:limit]), next_cursor=nxt)
+    return RunPage(items=_present(session, settings, runs[:limit]), next_cursor=nxt)
 
 
 @router.get("/{run_id}", response_model=RunPublic, operation_id="runs-get")
-def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep) -> RunPublic:
-    return _present(session, [service.get_visible(session, principal, run_id)])[0]
+def get_run(run_id: Id, principal: PrincipalDep, session: SessionDep, settings: SettingsDep) -> RunPublic:
+    return _present(session, settings, [service.get_visible(session, principal, run_id)])[0]
 
 
 @router.patch("/{run_id}", response_model=RunPublic, operation_id="runs-patch")
-def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def patch_run(
+    run_id: Id, body: RunPatch, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> RunPublic:
     """Rename a run (a member of its project): ``name`` is trimmed, and empty or null clears it.
 
     The run's own token may still call this route as older workers did, with ``mlflow_run_id`` only; that
@@ -109,32 +116,36 @@ def patch_run(run_id: Id, body: RunPatch, principal: PrincipalDep, session: Sess
     token may not rename its run."""
     if principal.is_run and "name" not in body.model_fields_set:
         run = service.get_for_worker(session, principal, run_id, lifecycle=True)
-        return _present(session, [run])[0]
+        return _present(session, settings, [run])[0]
     run = service.get_visible(session, principal, run_id, "member")
     if "name" in body.model_fields_set:
         run = service.rename(session, principal, run, body.name)
-    return _present(session, [run])[0]
+    return _present(session, settings, [run])[0]
 
 
 @router.post("/{run_id}/cancel", response_model=RunPublic, operation_id="runs-cancel")
-def cancel_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+def cancel_run(
+    run_id: Id, principal: PrincipalDep, session: SessionDep, settings: SettingsDep, request: Request
+) -> RunPublic:
     run = service.get_visible(session, principal, run_id, "member")
     run, revoke = service.cancel(session, principal, run)
     session.commit()
     dispatcher = getattr(request.app.state, "dispatcher", None)
     if revoke and dispatcher is not None:
         dispatcher.revoke(run.id, run.attempt)
-    return _present(session, [run])[0]
+    return _present(session, settings, [run])[0]
 
 
 @router.post("/{run_id}/retry", response_model=RunPublic, operation_id="runs-retry")
-def retry_run(run_id: Id, principal: PrincipalDep, session: SessionDep, request: Request) -> RunPublic:
+def retry_run(
+    run_id: Id, principal: PrincipalDep, session: SessionDep, settings: SettingsDep, request: Request
+) -> RunPublic:
     run = service.retry(session, service.get_visible(session, principal, run_id, "member"))
     session.commit()
     dispatcher = getattr(request.app.state, "dispatcher", None)
     if dispatcher is not None:
         dispatcher.wake()
-    return _present(session, [run])[0]
+    return _present(session, settings, [run])[0]
 
 
 @router.post("/{run_id}/claim", response_model=ClaimOut, operation_id="runs-claim")
@@ -145,7 +156,7 @@ def claim_run(
     with (this run's routes only, valid while the attempt runs): the worker token stays with the worker."""
     run = service.claim(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)
     token, _ = make_run_token(run.id, run.attempt, settings.secret_key, settings.run_token_ttl_seconds)
-    return ClaimOut(**_present(session, [run])[0].model_dump(), run_token=token)
+    return ClaimOut(**_present(session, settings, [run])[0].model_dump(), run_token=token)
 
 
 @router.post("/{run_id}/heartbeat", response_model=HeartbeatOut, operation_id="runs-heartbeat")
@@ -155,16 +166,24 @@ def heartbeat(run_id: Id, body: HeartbeatIn, principal: PrincipalDep, session: S
 
 
 @router.post("/{run_id}/finish", response_model=RunPublic, operation_id="runs-finish")
-def finish_run(run_id: Id, body: FinishIn, principal: PrincipalDep, session: SessionDep) -> RunPublic:
+def finish_run(
+    run_id: Id, body: FinishIn, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> RunPublic:
     return _present(
         session,
+        settings,
         [service.finish(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)],
     )[0]
 
 
 @router.post("/{run_id}/release", response_model=RunPublic, operation_id="runs-release")
 def release_run(
-    run_id: Id, body: ReleaseIn, principal: PrincipalDep, session: SessionDep, wake: WakeDispatcher
+    run_id: Id,
+    body: ReleaseIn,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    wake: WakeDispatcher,
 ) -> RunPublic:
     """The worker gives the run back (it is shutting down; the run checkpointed): queued again."""
     run = service.release(
@@ -172,7 +191,21 @@ def release_run(
     )
     session.commit()
     wake()
-    return _present(session, [run])[0]
+    return _present(session, settings, [run])[0]
+
+
+@router.post("/{run_id}/resumed", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-resumed")
+def resumed_run(run_id: Id, body: ResumedIn, principal: PrincipalDep, session: SessionDep) -> None:
+    """The attempt resumed from its checkpoint at ``step`` (only its worker knows): a line in the run's
+    log, a row in the feed and the attempt history's note; once per attempt, so a retried post is harmless."""
+    service.resumed(session, service.get_for_worker(session, principal, run_id, lifecycle=True), body)
+
+
+@router.get("/{run_id}/attempts", response_model=list[AttemptPublic], operation_id="runs-attempts")
+def get_attempts(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[AttemptPublic]:
+    """The run's attempts, the first first: worker, claim, end, duration (downtime excluded), outcome."""
+    run = service.get_visible(session, principal, run_id)
+    return [AttemptPublic.of(row, run) for row in attempts.of_run(session, run.id)]
 
 
 @router.post("/{run_id}/logs", status_code=status.HTTP_204_NO_CONTENT, operation_id="runs-post_logs")

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, RootModel, field_validator
 
 from backend.kinds.typing import SpecPayload
-from backend.models import Run
-from backend.runs import eta
+from backend.models import Run, RunAttempt
+from backend.runs import attempts, eta
 from common.runs import FinalStatus, RunStatus
 
 
@@ -43,6 +43,14 @@ class RunPublic(BaseModel):
     queue: str
     worker: str | None
     heartbeat_at: datetime | None
+    held: bool = Field(
+        description="a worker holds the run now: it is running and its heartbeat is fresher than the "
+        "reaper's timeout (false while a lost worker's run waits to be requeued)"
+    )
+    run_seconds: float | None = Field(
+        description="seconds workers spent on the run, over all its attempts (the running one up to its "
+        "last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts"
+    )
     progress: RunProgress
     error: str | None
     cancel_requested: bool
@@ -60,8 +68,11 @@ class RunPublic(BaseModel):
     tags: list[str]
 
     @classmethod
-    def of(cls, run: Run, tags: list[str] | None, summary: dict[str, float | None]) -> RunPublic:
-        """``summary``: the run's latest metric values (``backend.metrics.service.summaries``)."""
+    def of(
+        cls, run: Run, tags: list[str] | None, summary: dict[str, float | None], timing: attempts.Timing
+    ) -> RunPublic:
+        """``summary``: the run's latest metric values (``backend.metrics.service.summaries``); ``timing``:
+        whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""
         return cls(
             id=run.id,
             experiment_id=run.experiment_id,
@@ -77,6 +88,8 @@ class RunPublic(BaseModel):
             queue=run.queue,
             worker=run.worker,
             heartbeat_at=run.heartbeat_at,
+            held=timing.held,
+            run_seconds=timing.run_seconds,
             progress=RunProgress(
                 done=run.progress_done,
                 total=run.progress_total,
@@ -165,6 +178,50 @@ class RunPatch(BaseModel):
         return value
 
 
+class ResumedIn(BaseModel):
+    attempt: int = Field(
+        ge=1, le=1_000_000, description="the attempt that resumed; 409 unless it owns the run"
+    )
+    step: int = Field(ge=0, le=2**62, description="the step of the checkpoint it resumed from")
+
+
+AttemptOutcome = Literal["running", "succeeded", "failed", "cancelled", "released", "lost"]
+
+
+class AttemptPublic(BaseModel):
+    """One attempt of a run: the worker that held it, when, for how long, and how it ended."""
+
+    attempt: int
+    worker: str | None
+    started_at: datetime = Field(description="when the worker claimed it")
+    ended_at: datetime | None = Field(
+        description="when it ended (a lost attempt: its last heartbeat); null while it runs"
+    )
+    duration_seconds: float = Field(
+        description="from its claim to its end (running: to the run's last heartbeat); downtime excluded"
+    )
+    outcome: AttemptOutcome = Field(
+        description="running; succeeded, failed or cancelled (its worker finished it); released (handed "
+        "back at the worker's shutdown, not counted against max_attempts); lost (its heartbeat went stale: "
+        "the reaper requeued the run as the next attempt, or failed it at the last)"
+    )
+    resumed_step: int | None = Field(
+        description="the checkpoint step it resumed from; null: it started afresh"
+    )
+
+    @classmethod
+    def of(cls, row: RunAttempt, run: Run) -> AttemptPublic:
+        return cls(
+            attempt=row.attempt,
+            worker=row.worker,
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+            duration_seconds=attempts.duration(row, run),
+            outcome=row.outcome,  # type: ignore[arg-type]  # one of attempts.OUTCOMES
+            resumed_step=row.resumed_step,
+        )
+
+
 class LogsIn(BaseModel):
     lines: list[str] = Field(max_length=10_000)
     attempt: int | None = Field(
@@ -211,7 +268,7 @@ class EndEventData(BaseModel):
 
 
 class StatusEvent(BaseModel):
-    """The run changed status, attempt, worker, cancel flag or error: the whole run."""
+    """The run changed status, attempt, worker, cancel flag, error or `held`: the whole run."""
 
     event: Literal["status"]
     data: RunPublic

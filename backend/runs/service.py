@@ -16,9 +16,12 @@ from backend.deps import Principal
 from backend.errors import Conflict, Forbidden, NotFound
 from backend.models import Run, RunLog
 from backend.projects import service as projects
-from backend.runs import eta, repository
-from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn
+from backend.runs import attempts, eta, repository
+from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn, ResumedIn
 from common.runs import FINISHED_STATUSES
+
+# what a requeue resets: the page must not show the old attempt's progress as the new one's
+NO_PROGRESS: dict[str, object] = {"progress_done": 0, "progress_total": 0, **eta.NEW_ATTEMPT}
 
 
 def get_visible(session: Session, principal: Principal, run_id: int, minimum: str = "viewer") -> Run:
@@ -110,6 +113,7 @@ def claim(session: Session, run: Run, body: ClaimIn) -> Run:
             f"run {run.id} attempt {attempt} cannot be claimed: it is {run.status} at attempt {run.attempt}"
         )
     session.refresh(run)
+    attempts.opened(session, run, body.worker, now)
     return run
 
 
@@ -129,7 +133,8 @@ def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
 
 def finish(session: Session, run: Run, body: FinishIn) -> Run:
     # body.mlflow_run_id (sent by older workers) is ignored: the API's MLflow mirror owns runs.mlflow_run_id
-    values: dict[str, object] = {"status": body.status, "finished_at": utcnow(), "error": body.error}
+    now = utcnow()
+    values: dict[str, object] = {"status": body.status, "finished_at": now, "error": body.error}
     if body.progress is not None:
         values |= {
             "progress_done": body.progress.done,
@@ -144,6 +149,8 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
             f"attempt {body.attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
         )
     session.refresh(run)
+    attempts.closed(session, run.id, body.attempt, body.status, now)
+    attempts.log(session, run, f"attempt {body.attempt} {body.status} on worker {run.worker}", now)
     verb = {"succeeded": "finished", "failed": "failed", "cancelled": "cancelled"}[body.status]
     _activity(session, run, verb, f"run {run.id} (#{run.index}) {body.status} at attempt {run.attempt}")
     return run
@@ -152,6 +159,8 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
 def release(session: Session, run: Run, attempt: int) -> Run:
     """A worker shutting down gives its run back after a checkpoint: queued again as attempt+1, with
     one more attempt allowed, so a rolling restart of the workers never uses up a run's attempts."""
+    now = utcnow()
+    worker = run.worker
     values: dict[str, object] = {
         "status": "queued",
         "attempt": attempt + 1,
@@ -159,14 +168,17 @@ def release(session: Session, run: Run, attempt: int) -> Run:
         "dispatched": False,
         "dispatched_at": None,
         "worker": None,
-        "progress_message": f"released by {run.worker} at shutdown: requeued",
+        **NO_PROGRESS,
+        "progress_message": f"released by {worker} at shutdown: requeued",
     }
     # a cancel asked of a run that is then given back is still a cancel: it ends cancelled, not queued
-    cancelled = {"status": "cancelled", "finished_at": utcnow(), "worker": None}
+    cancelled = {"status": "cancelled", "finished_at": now, "worker": None}
     if repository.transition(
         session, run.id, [*repository.owned(attempt), Run.cancel_requested.is_(True)], cancelled
     ):
         session.refresh(run)
+        attempts.closed(session, run.id, attempt, "cancelled", now)
+        attempts.log(session, run, f"attempt {attempt} cancelled (given back by worker {worker})", now)
         _activity(session, run, "cancelled", f"run {run.id} cancelled (given back by its worker)")
         return run
     if not repository.transition(
@@ -177,6 +189,21 @@ def release(session: Session, run: Run, attempt: int) -> Run:
             f"attempt {attempt} no longer owns run {run.id} (it is {run.status}, attempt {run.attempt})"
         )
     session.refresh(run)
+    attempts.closed(session, run.id, attempt, "released", now)
+    attempts.log(
+        session,
+        run,
+        f"attempt {attempt} released by worker {worker} at shutdown: requeued as attempt {run.attempt} "
+        f"(the released attempt is not counted: {run.max_attempts} allowed)",
+        now,
+    )
+    _activity(
+        session,
+        run,
+        "released",
+        f"run {run.id} (#{run.index + 1}) released by worker {worker} at shutdown: "
+        f"requeued as attempt {run.attempt}",
+    )
     return run
 
 
@@ -191,10 +218,12 @@ def cancel(session: Session, principal: Principal, run: Run) -> tuple[Run, bool]
             session, run.id, [Run.status == "queued"], {"status": "cancelled", "finished_at": utcnow()}
         ):
             session.refresh(run)
+            attempts.log(session, run, f"cancelled while queued (attempt {run.attempt} never ran)", utcnow())
             _activity(session, run, "cancelled", f"run {run.id} cancelled while queued", principal.user_id)
             return run, True
         if repository.transition(session, run.id, [Run.status == "running"], {"cancel_requested": True}):
             session.refresh(run)
+            attempts.log(session, run, f"cancel requested while attempt {run.attempt} runs", utcnow())
             return run, False
         session.refresh(run)
     raise Conflict(f"run {run.id} kept changing state: cancel it again")
@@ -226,6 +255,7 @@ def retry(session: Session, run: Run) -> Run:
             "error": None,
             "cancel_requested": False,
             "finished_at": None,
+            **NO_PROGRESS,
             "progress_message": "retry requested",
         },
     )
@@ -235,12 +265,15 @@ def retry(session: Session, run: Run) -> Run:
             f"run {run.id} changed while it was retried (another retry came first): it is "
             f"{run.status} at attempt {run.attempt}"
         )
+    attempts.log(session, run, f"retry requested: queued as attempt {run.attempt}", utcnow())
     return run
 
 
 def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
-    """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed."""
-    cutoff = utcnow() - timedelta(seconds=timeout_seconds)
+    """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed. The lost
+    attempt ends at its last heartbeat (the last sign of its worker): its run time has no downtime."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=timeout_seconds)
     outcomes: list[tuple[int, str]] = []
     for run in repository.stale_running(session, cutoff):
         guard = [
@@ -249,33 +282,80 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
             Run.heartbeat_at == run.heartbeat_at,
             Run.cancel_requested.is_(run.cancel_requested),  # a cancel landing meanwhile is not lost
         ]
+        attempt, worker, last_seen = run.attempt, run.worker, run.heartbeat_at
+        since = f"no heartbeat since {attempts.stamp(last_seen)}" if last_seen else "no heartbeat"
+        lost = f"worker {worker} lost ({since}, timeout {timeout_seconds:.0f}s)"
+        ended_at = last_seen or now
         if run.cancel_requested:  # a cancel asked of a worker that then died is still a cancel
-            values_c: dict[str, object] = {"status": "cancelled", "finished_at": utcnow()}
+            values_c: dict[str, object] = {"status": "cancelled", "finished_at": now}
             if repository.transition(session, run.id, guard, values_c):
+                attempts.closed(session, run.id, attempt, "lost", ended_at)
+                attempts.log(session, run, f"attempt {attempt} lost: {lost}; it was cancelled", now)
                 _activity(session, run, "cancelled", f"run {run.id} cancelled (its worker was lost)")
                 outcomes.append((run.id, "cancelled"))
         elif run.attempt < run.max_attempts:
             values: dict[str, object] = {
                 "status": "queued",
-                "attempt": run.attempt + 1,
+                "attempt": attempt + 1,
                 "dispatched": False,
                 "dispatched_at": None,
                 "worker": None,
-                "progress_message": f"worker {run.worker} lost (no heartbeat for {timeout_seconds:.0f}s): requeued",
+                **NO_PROGRESS,
+                "progress_message": f"worker {worker} lost (no heartbeat for {timeout_seconds:.0f}s): requeued",
             }
             if repository.transition(session, run.id, guard, values):
+                attempts.closed(session, run.id, attempt, "lost", ended_at)
+                next_ = f"attempt {attempt + 1} of {run.max_attempts}"
+                attempts.log(session, run, f"attempt {attempt} lost: {lost}; requeued as {next_}", now)
+                _activity(
+                    session,
+                    run,
+                    "requeued",
+                    f"run {run.id} (#{run.index + 1}): attempt {attempt} lost ({worker}: {since}), "
+                    f"requeued as {next_}",
+                )
                 outcomes.append((run.id, "requeued"))
         else:
             values = {
                 "status": "failed",
-                "finished_at": utcnow(),
-                "error": f"worker {run.worker} lost (no heartbeat for {timeout_seconds:.0f}s) "
-                f"at attempt {run.attempt} of {run.max_attempts}",
+                "finished_at": now,
+                "error": f"worker {worker} lost (no heartbeat for {timeout_seconds:.0f}s) "
+                f"at attempt {attempt} of {run.max_attempts}",
             }
             if repository.transition(session, run.id, guard, values):
-                _activity(session, run, "failed", f"run {run.id} failed: worker lost at last attempt")
+                attempts.closed(session, run.id, attempt, "lost", ended_at)
+                attempts.log(
+                    session,
+                    run,
+                    f"attempt {attempt} lost: {lost}; failed (the last of {run.max_attempts})",
+                    now,
+                )
+                _activity(
+                    session,
+                    run,
+                    "failed",
+                    f"run {run.id} (#{run.index + 1}) failed: worker {worker} lost at the last attempt "
+                    f"({attempt} of {run.max_attempts}; {since})",
+                )
                 outcomes.append((run.id, "failed"))
     return outcomes
+
+
+def resumed(session: Session, run: Run, body: ResumedIn) -> None:
+    """The attempt's worker resumed the run from its checkpoint at ``body.step`` (only the worker knows:
+    ``ctx.load_checkpoint()`` found one): noted once per attempt, in the log and the feed."""
+    check_writer(run, body.attempt)
+    if not attempts.resumed(session, run.id, body.attempt, body.step):
+        return
+    now = utcnow()
+    attempts.log(session, run, f"attempt {body.attempt} resumed from the checkpoint at step {body.step}", now)
+    _activity(
+        session,
+        run,
+        "resumed",
+        f"run {run.id} (#{run.index + 1}) resumed from its checkpoint at step {body.step} "
+        f"(attempt {body.attempt}, worker {run.worker})",
+    )
 
 
 def add_logs(session: Session, run: Run, lines: list[str], attempt: int | None = None) -> None:

@@ -70,6 +70,8 @@ POLICY: dict[str, str] = {
     "runs-heartbeat": "lifecycle",
     "runs-finish": "lifecycle",
     "runs-release": "lifecycle",
+    "runs-resumed": "lifecycle",  # the run's own token (its attempt resumed from a checkpoint)
+    "runs-attempts": "viewer",
     "runs-post_logs": "writer",
     "runs-post_params": "writer",
     "metrics-post": "writer",
@@ -134,6 +136,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "runs-heartbeat": {"attempt": 1},
         "runs-finish": {"attempt": 1, "status": "failed"},
         "runs-release": {"attempt": 1},
+        "runs-resumed": {"attempt": 1, "step": 3},
         "runs-post_logs": {"lines": ["a line"]},
         "runs-post_params": {"params": {"derived": {"parameters": 3}}},
         "metrics-post": {"points": [{"key": "loss", "step": 1, "value": 1.0}]},

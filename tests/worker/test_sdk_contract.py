@@ -51,6 +51,8 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "heartbeat": lambda c: c.heartbeat(1, 1),
     "finish": lambda c: c.finish(1, 1, "succeeded"),
     "release": lambda c: c.release(1, 1),
+    "resumed": lambda c: c.resumed(1, 1, 3),
+    "list_attempts": lambda c: c.list_attempts(1),
     "post_logs": lambda c: c.post_logs(1, ["line"], attempt=1),
     "post_params": lambda c: c.post_params(1, {"derived": {"parameters": 3}}, attempt=1),
     "get_logs": lambda c: c.get_logs(1),

@@ -284,6 +284,7 @@ class ApiRunContext(TrackedRunContext):
         self.artifacts = RunArtifacts(client, run_id, attempt, stop=lambda: self.stop_reason == "cancel")
         self.closed_as: RunStatus | None = None  # the status close() told the sinks
         self._client = client
+        self._resume_reported = False  # the first checkpoint loaded is what the attempt resumed from
         self._datasets: dict[str, Path] = {}  # dataset name -> its local copy (fetch_dataset)
 
     def secret(self, name: str) -> str:
@@ -375,7 +376,25 @@ class ApiRunContext(TrackedRunContext):
         else:
             if pulled:  # in the run's own log too (the capture skips worker.tracking's records)
                 self.log(f"checkpoint step {pulled[-1]} downloaded from the artifact store")
-        return super().load_checkpoint()
+        found = super().load_checkpoint()
+        if found is not None and not self._resume_reported:
+            self._report_resumed(found[1])
+        return found
+
+    def _report_resumed(self, step: int) -> None:
+        """Only the worker knows the attempt resumed: the API notes it in the run's log, the activity feed
+        and the attempt history. Best effort: the run goes on whatever the answer."""
+        self._resume_reported = True
+        try:
+            self._client.resumed(self.run_id, self.attempt, step)
+        except Exception as exc:
+            logger.warning(
+                "run %s attempt %s: resume from step %s not reported: %s",
+                self.run_id,
+                self.attempt,
+                step,
+                exc,
+            )
 
     def close(self, status: RunStatus, *, final: bool = True) -> None:
         """A succeeded run stores its out_dir and final model before its sinks hear it succeeded: a run

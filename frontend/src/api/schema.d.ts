@@ -561,6 +561,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Attempts
+         * @description The run's attempts, the first first: worker, claim, end, duration (downtime excluded), outcome.
+         */
+        get: operations["runs-attempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/cancel": {
         parameters: {
             query?: never;
@@ -822,6 +842,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/resumed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resumed Run
+         * @description The attempt resumed from its checkpoint at ``step`` (only its worker knows): a line in the run's
+         *     log, a row in the feed and the attempt history's note; once per attempt, so a retried post is harmless.
+         */
+        post: operations["runs-resumed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/retry": {
         parameters: {
             query?: never;
@@ -1016,6 +1057,43 @@ export interface components {
              * @description bytes
              */
             size: number;
+        };
+        /**
+         * AttemptPublic
+         * @description One attempt of a run: the worker that held it, when, for how long, and how it ended.
+         */
+        AttemptPublic: {
+            /** Attempt */
+            attempt: number;
+            /**
+             * Duration Seconds
+             * @description from its claim to its end (running: to the run's last heartbeat); downtime excluded
+             */
+            duration_seconds: number;
+            /**
+             * Ended At
+             * @description when it ended (a lost attempt: its last heartbeat); null while it runs
+             */
+            ended_at: string | null;
+            /**
+             * Outcome
+             * @description running; succeeded, failed or cancelled (its worker finished it); released (handed back at the worker's shutdown, not counted against max_attempts); lost (its heartbeat went stale: the reaper requeued the run as the next attempt, or failed it at the last)
+             * @enum {string}
+             */
+            outcome: "running" | "succeeded" | "failed" | "cancelled" | "released" | "lost";
+            /**
+             * Resumed Step
+             * @description the checkpoint step it resumed from; null: it started afresh
+             */
+            resumed_step: number | null;
+            /**
+             * Started At
+             * Format: date-time
+             * @description when the worker claimed it
+             */
+            started_at: string;
+            /** Worker */
+            worker: string | null;
         };
         /** Bucket */
         Bucket: {
@@ -1575,6 +1653,11 @@ export interface components {
             finished_at: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
+            /**
+             * Held
+             * @description a worker holds the run now: it is running and its heartbeat is fresher than the reaper's timeout (false while a lost worker's run waits to be requeued)
+             */
+            held: boolean;
             /** Id */
             id: number;
             /** Index */
@@ -1606,6 +1689,11 @@ export interface components {
             project_id: number;
             /** Queue */
             queue: string;
+            /**
+             * Run Seconds
+             * @description seconds workers spent on the run, over all its attempts (the running one up to its last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts
+             */
+            run_seconds: number | null;
             /**
              * Run Token
              * @description a token for this run and attempt only; dies with the attempt
@@ -2828,6 +2916,19 @@ export interface components {
             /** Run Id */
             run_id: number;
         };
+        /** ResumedIn */
+        ResumedIn: {
+            /**
+             * Attempt
+             * @description the attempt that resumed; 409 unless it owns the run
+             */
+            attempt: number;
+            /**
+             * Step
+             * @description the step of the checkpoint it resumed from
+             */
+            step: number;
+        };
         /** ReviewIn */
         ReviewIn: {
             /**
@@ -3012,6 +3113,11 @@ export interface components {
             finished_at: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
+            /**
+             * Held
+             * @description a worker holds the run now: it is running and its heartbeat is fresher than the reaper's timeout (false while a lost worker's run waits to be requeued)
+             */
+            held: boolean;
             /** Id */
             id: number;
             /** Index */
@@ -3043,6 +3149,11 @@ export interface components {
             project_id: number;
             /** Queue */
             queue: string;
+            /**
+             * Run Seconds
+             * @description seconds workers spent on the run, over all its attempts (the running one up to its last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts
+             */
+            run_seconds: number | null;
             /** Spec */
             spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
             /** Started At */
@@ -3838,7 +3949,7 @@ export interface components {
         };
         /**
          * StatusEvent
-         * @description The run changed status, attempt, worker, cancel flag or error: the whole run.
+         * @description The run changed status, attempt, worker, cancel flag, error or `held`: the whole run.
          */
         StatusEvent: {
             data: components["schemas"]["RunPublic"];
@@ -7131,6 +7242,73 @@ export interface operations {
             };
         };
     };
+    "runs-attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "runs-cancel": {
         parameters: {
             query?: never;
@@ -8346,6 +8524,75 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ResultPublic"];
                 };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-resumed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumedIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description no or bad credentials */
             401: {

@@ -27,6 +27,8 @@ export type MetricsResponse = Ok<'metrics-get'>;
 export type RunResult = Elem<Ok<'results-list_run'>>;
 export type ExperimentResult = Elem<Ok<'results-list_experiment'>>;
 export type LogPage = Ok<'runs-logs'>;
+/** One attempt of a run (worker, claim, end, duration without downtime, outcome). */
+export type RunAttempt = Elem<Ok<'runs-attempts'>>;
 export type Comment = Elem<Ok<'reviews-experiment_comments'>>;
 export type Review = Elem<Ok<'reviews-list'>>;
 export type Activity = Elem<Ok<'reviews-activity'>>;

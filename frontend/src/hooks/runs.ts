@@ -1,4 +1,4 @@
-import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { api, runEventsUrl, unwrap } from '../api/client';
 import type { ExperimentDetail, Run, RunsTableColumns } from '../api/types';
@@ -16,6 +16,19 @@ export const runQuery = (id: number) => ({
 
 export function useRun(id: number) {
   return useQuery(runQuery(id));
+}
+
+/**
+ * A run's attempts (`GET /runs/{id}/attempts`), fetched again whenever the run's attempt or status or
+ * holder changes (the event stream's `status` events replace the cached run), so a requeue, a lost
+ * worker or a finish shows up in the history at once.
+ */
+export function useRunAttempts(run: Run) {
+  return useQuery({
+    queryKey: ['runs', run.id, 'attempts', run.attempt, run.status, run.held] as const,
+    queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/attempts', { params: { path: { run_id: run.id } } })),
+    placeholderData: keepPreviousData,
+  });
 }
 
 export function useRunsById(ids: readonly number[]) {

@@ -10,16 +10,17 @@ import { timeAgo } from '../components/common/time';
 import { KeyValues } from '../components/results/KeyValues';
 import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
-import { RunEta } from '../components/runs/Eta';
+import { AttemptHistory } from '../components/runs/AttemptHistory';
+import { RunEta, useNow } from '../components/runs/Eta';
 import { MetricPanels } from '../components/runs/MetricPanels';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
-import { LOG_TAIL_LINES, useRun, useRunAction, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
+import { LOG_TAIL_LINES, useRun, useRunAction, useRunAttempts, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
 import { errorMessage } from '../api/errors';
 import { formatDuration, percent } from '../lib/eta';
 import { canRetry, isFinished } from '../lib/runStatus';
-import { durationSeconds } from '../lib/runsTable';
+import { holderNote, isLive, runTimeSeconds } from '../lib/attempts';
 import { cancelNote, progressNote } from '../lib/runNotes';
 import { useExperimentName } from '../hooks/experiments';
 import { useServerConfig } from '../hooks/server';
@@ -46,7 +47,7 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
         </Text>
         {run.status === 'running' && <RunEta etaAt={p.eta_at} />}
         {note && <Text size="sm" c="dimmed" data-testid="progress-message">{note}</Text>}
-        {live.connected && <Text size="xs" c="green">● live</Text>}
+        {isLive(run, live.connected) && <Text size="xs" c="green" data-testid="live">● live</Text>}
       </Group>
     </Stack>
   );
@@ -79,7 +80,11 @@ function RunView({ run }: { run: Run }) {
   const results = useRunResults(run.id, unfinished);
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
-  const duration = durationSeconds(run);
+  const attempts = useRunAttempts(run);
+  // the time workers spent on it: the downtime between attempts (and a lost worker's silence) not counted
+  const now = useNow(run.held || run.status === 'running');
+  const duration = runTimeSeconds(run, now);
+  const noHolder = holderNote(run, now);
   const experiment = useExperimentName(run.experiment_id);
   const cancelled = cancelNote(run);
   // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
@@ -93,6 +98,7 @@ function RunView({ run }: { run: Run }) {
             <Title order={2}>Run {run.id}</Title>
             <StatusChip status={run.status} size="md" />
             {cancelled && <Text size="sm" c="orange" data-testid="cancel-note">{cancelled}</Text>}
+            {noHolder && <Text size="sm" c="orange" data-testid="holder-note">{noHolder}</Text>}
           </Group>
           <Text size="sm" c="dimmed">
             <Anchor component={Link} to={`/experiments/${run.experiment_id}`} data-testid="run-experiment">
@@ -100,7 +106,7 @@ function RunView({ run }: { run: Run }) {
             </Anchor>{' '}
             · #{run.index + 1}{experiment ? ` of ${experiment.runs}` : ''} · {run.kind} ·
             attempt {run.attempt}/{run.max_attempts} · worker {run.worker ?? '—'} · queue {run.queue} · created {timeAgo(run.created_at)}
-            {duration !== null && <> · ran {formatDuration(duration)}</>}
+            {duration !== null && <> · <span title="the time workers spent on it, over all its attempts" data-testid="run-time">ran {formatDuration(duration)}</span></>}
           </Text>
           <Tags target={{ type: 'run', id: run.id }} tags={run.tags} canWrite={canWrite} />
         </Stack>
@@ -139,6 +145,7 @@ function RunView({ run }: { run: Run }) {
           <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
           <Tabs.Tab value="spec">Spec & params</Tabs.Tab>
           <Tabs.Tab value="logs">Logs</Tabs.Tab>
+          <Tabs.Tab value="attempts" data-testid="attempts-tab">Attempts {attempts.data?.length ? `(${attempts.data.length})` : ''}</Tabs.Tab>
           <Tabs.Tab value="artifacts">Artifacts</Tabs.Tab>
           <Tabs.Tab value="comments">Comments</Tabs.Tab>
         </Tabs.List>
@@ -191,6 +198,11 @@ function RunView({ run }: { run: Run }) {
         </Tabs.Panel>
         <Tabs.Panel value="logs" pt="md">
           <LogsTail runId={run.id} live={unfinished} />
+        </Tabs.Panel>
+        <Tabs.Panel value="attempts" pt="md">
+          <QueryState isPending={attempts.isPending} error={attempts.error}>
+            {() => <AttemptHistory run={run} attempts={attempts.data ?? []} />}
+          </QueryState>
         </Tabs.Panel>
         <Tabs.Panel value="artifacts" pt="md">
           <RunArtifacts runId={run.id} live={unfinished} />

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'react';
 import { etaSeconds, formatEta } from '../../lib/eta';
 
 /** The time now, renewed every `ms` while `ticking`. */
-function useNow(ticking: boolean, ms = 1000): number {
+export function useNow(ticking: boolean, ms = 1000): number {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     if (!ticking) return;
