@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { bandOption } from '../components/charts/MetricChart';
 import type { Bucket } from './buckets';
 import {
-  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, relativeOrigin, sectionOf, shapeSeries,
-  zoomToStepRangeByX,
+  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, pointAt, relativeOrigin, sectionOf, shapeSeries,
+  xAxisChoices, xAxisName, zoomToStepRangeByX,
 } from './metricPanels';
 
 const b = (step: number, last: number | null, extra: Partial<Bucket> = {}): Bucket => ({
@@ -132,5 +133,34 @@ describe('relative time and zoom over time', () => {
 
   it('formats seconds for the relative axis', () => {
     expect([formatSeconds(45), formatSeconds(725), formatSeconds(12_000), formatSeconds(-60)]).toEqual(['45s', '12m 5s', '3h 20m', '-1m']);
+  });
+});
+
+describe("system metrics: their step is seconds since the run was created (worker/sysmetrics.py)", () => {
+  const buckets = [b(0, 12), b(30, 40), b(725, 35)];
+  const xAxisOf = (key: string, xAxis = DEFAULT_CHART_OPTIONS.xAxis) =>
+    bandOption(key, buckets, { min: 0, max: 725 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, xAxis }).xAxis as {
+      type: string; name: string; axisLabel?: { formatter: (v: number) => string };
+    };
+
+  it('draws them against time since the run was created, labelled in seconds, not against "step"', () => {
+    const x = xAxisOf('system/cpu_percent');
+    expect(x.name).toBe('time since the run was created');
+    expect(x.axisLabel?.formatter(725)).toBe('12m 5s');
+    const loss = xAxisOf('loss');
+    expect(loss.name).toBe('step');
+    expect(loss.axisLabel).toBeUndefined(); // a training step stays a number
+  });
+
+  it('offers the x axes that mean something for them: since created and wall time', () => {
+    expect(xAxisChoices('system/gpu0/utilization').map((c) => [c.value, c.label])).toEqual([['step', 'Since created'], ['time', 'Wall time']]);
+    expect(xAxisChoices('loss').map((c) => c.value)).toEqual(['step', 'time', 'relative']);
+    expect(xAxisName('system/memory_percent', 'time')).toBe('time');
+    expect(xAxisOf('system/cpu_percent', 'time').type).toBe('time');
+  });
+
+  it('says where a single sample lies in time', () => {
+    expect(pointAt('system/cpu_percent', 45)).toBe('at 45s after the run was created');
+    expect(pointAt('loss', 45)).toBe('at step 45');
   });
 });

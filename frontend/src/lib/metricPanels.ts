@@ -67,6 +67,42 @@ export interface ChartOptions {
 }
 
 export const DEFAULT_CHART_OPTIONS: ChartOptions = { logScale: false, smoothing: 0, xAxis: 'step' };
+
+/**
+ * A system metric (`system/cpu_percent`, ...): worker/sysmetrics.py logs it at "step" = whole seconds
+ * since the run was created (a resumed attempt goes on from there), so its step axis is time, not steps.
+ */
+export const isSystemKey = (key: string): boolean => key.startsWith(`${SYSTEM_SECTION}/`);
+
+export interface XAxisChoice {
+  value: XAxisMode;
+  label: string;
+}
+
+/**
+ * The x axes a chart of `key` offers. A system metric's step already is the time since the run was
+ * created ("Since created"); the time since the run started would be a second copy of it, shifted by
+ * the time the run queued, so it is not offered.
+ */
+export function xAxisChoices(key: string): XAxisChoice[] {
+  if (isSystemKey(key)) return [{ value: 'step', label: 'Since created' }, { value: 'time', label: 'Wall time' }];
+  return [{ value: 'step', label: 'Step' }, { value: 'time', label: 'Wall time' }, { value: 'relative', label: 'Relative' }];
+}
+
+/** The name under a chart's x axis. */
+export function xAxisName(key: string, mode: XAxisMode): string {
+  if (mode === 'time') return 'time';
+  if (mode === 'relative') return 'time since start';
+  return isSystemKey(key) ? 'time since the run was created' : 'step';
+}
+
+/** Whether the chart of `key` draws time on x (a system metric's step is seconds). */
+export const xIsTime = (key: string, mode: XAxisMode): boolean => mode !== 'step' || isSystemKey(key);
+
+/** Where a single point of `key` lies, in words: `at step 12`, or for a system metric `at 45s`. */
+export function pointAt(key: string, step: number): string {
+  return isSystemKey(key) ? `at ${formatSeconds(step)} after the run was created` : `at step ${step}`;
+}
 /** Above this the EMA lags the data by ~100 points: a flat line, no longer a trend. */
 export const MAX_SMOOTHING = 0.99;
 

@@ -4,8 +4,9 @@ import { Group, Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import type { MetricView, Zoom } from '../../hooks/metrics';
 import { type Bucket, type StepRange } from '../../lib/buckets';
-import { DEFAULT_CHART_OPTIONS, formatSeconds, shapeSeries, type ChartOptions } from '../../lib/metricPanels';
+import { DEFAULT_CHART_OPTIONS, formatSeconds, isSystemKey, pointAt, shapeSeries, xAxisName, xIsTime, type ChartOptions } from '../../lib/metricPanels';
 import { formatValue } from '../../lib/dotted';
+import { bucketsTable } from '../../lib/chartTable';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
 
@@ -28,15 +29,15 @@ export function bandOption(
 ): EChartsOption {
   const s = shapeSeries(buckets, options, originMs);
   const smoothed = options.smoothing > 0;
+  const name = xAxisName(key, options.xAxis);
+  // a system metric's step is seconds since the run was created (worker/sysmetrics.py): labelled as time
+  const seconds = { axisLabel: { formatter: (v: number) => formatSeconds(v) } };
   const xAxis =
     options.xAxis === 'step'
-      ? { type: 'value', name: 'step', nameLocation: 'middle', nameGap: 24, min: full?.min, max: full?.max, scale: true }
+      ? { type: 'value', name, nameLocation: 'middle', nameGap: 24, min: full?.min, max: full?.max, scale: true, ...(isSystemKey(key) ? seconds : {}) }
       : options.xAxis === 'time'
-        ? { type: 'time', name: 'time', nameLocation: 'middle', nameGap: 24, scale: true }
-        : {
-            type: 'value', name: 'time since start', nameLocation: 'middle', nameGap: 24, scale: true,
-            axisLabel: { formatter: (v: number) => formatSeconds(v) },
-          };
+        ? { type: 'time', name, nameLocation: 'middle', nameGap: 24, scale: true }
+        : { type: 'value', name, nameLocation: 'middle', nameGap: 24, scale: true, ...seconds };
   return {
     animation: false,
     grid: { left: 56, right: 16, top: 28, bottom: 56 },
@@ -107,7 +108,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
       <div data-testid={`metric-chart-${metricKey}`} data-points={1}>
         <Text size="sm" fw={600}>{metricKey}</Text>
         <Text size="xl" ff="monospace">{formatValue(b?.last)}</Text>
-        <Text size="xs" c="dimmed">at step {b?.step_end}</Text>
+        <Text size="xs" c="dimmed">{b ? pointAt(metricKey, b.step_end) : null}</Text>
       </div>
     );
   }
@@ -119,6 +120,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
       data-range={range ? `${range.min}-${range.max}` : ''}
       data-refined={view.refined ? 'true' : 'false'}
       data-x-axis={options.xAxis}
+      data-x-name={xAxisName(metricKey, options.xAxis)}
       data-y-scale={options.logScale ? 'log' : 'linear'}
       data-smoothing={options.smoothing}
     >
@@ -129,12 +131,17 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
         on={on}
         height={height}
         notMerge={false}
-        ariaLabel={`${metricKey} over ${options.xAxis === 'step' ? 'steps' : 'time'}`}
+        ariaLabel={`${metricKey} over ${xIsTime(metricKey, options.xAxis) ? 'time' : 'steps'}`}
+        data={() => bucketsTable(metricKey, buckets)}
       />
       <Group gap="xs" justify="flex-end">
         <Text size="xs" c="dimmed">
           {series.total_points.toLocaleString()} points
-          {range ? ` · steps ${range.min.toLocaleString()}–${range.max.toLocaleString()} at finer resolution` : ` · ${buckets.length} buckets`}
+          {range
+            ? isSystemKey(metricKey)
+              ? ` · ${formatSeconds(range.min)}–${formatSeconds(range.max)} after creation at finer resolution`
+              : ` · steps ${range.min.toLocaleString()}–${range.max.toLocaleString()} at finer resolution`
+            : ` · ${buckets.length} buckets`}
           {view.refining ? ' · refining…' : ''}
         </Text>
       </Group>

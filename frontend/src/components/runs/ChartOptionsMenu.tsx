@@ -1,13 +1,8 @@
 // A chart's options, opened by a small button in its corner and shown inline above the chart: log
-// scale, smoothing (EMA weight), x axis (step, wall time, time since the run started).
+// scale, smoothing (EMA weight), x axis (step, wall time, time since the run started; a system metric:
+// time since the run was created, wall time).
 import { ActionIcon, Group, SegmentedControl, Slider, Switch, Text } from '@mantine/core';
-import { MAX_SMOOTHING, type ChartOptions, type XAxisMode } from '../../lib/metricPanels';
-
-const X_AXES: { value: XAxisMode; label: string }[] = [
-  { value: 'step', label: 'Step' },
-  { value: 'time', label: 'Wall time' },
-  { value: 'relative', label: 'Relative' },
-];
+import { MAX_SMOOTHING, xAxisChoices, type ChartOptions, type XAxisMode } from '../../lib/metricPanels';
 
 export function isDefault(options: ChartOptions): boolean {
   return !options.logScale && options.smoothing === 0 && options.xAxis === 'step';
@@ -63,7 +58,7 @@ export function ChartOptionsBar({ metricKey, options, onChange }: { metricKey: s
       </Group>
       <SegmentedControl
         size="xs"
-        data={X_AXES}
+        data={xAxisChoices(metricKey)}
         value={options.xAxis}
         onChange={(v) => onChange({ ...options, xAxis: v as XAxisMode })}
         data-testid="option-x-axis"
