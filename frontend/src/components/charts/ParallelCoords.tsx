@@ -1,13 +1,23 @@
-// Parallel coordinates of the sweep's varying params against one final metric, coloured by the metric.
+// Parallel coordinates of the sweep's varying params against one final metric, coloured by the metric:
+// green at its better end (lib/metricGoal.ts: low for a loss, high for an accuracy).
 // A pure chart: axes and rows in (lib/parallel.ts parallelData), picture out.
 import { Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
+import { metricGoal, scaleColours } from '../../lib/metricGoal';
 import { colourScale, type ParallelData } from '../../lib/parallel';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
 
+/** The ends of the colour legend, high first (as ECharts' `text` wants them): the better one says so. */
+function legendText(metric: string): [string, string] {
+  const goal = metricGoal(metric);
+  return [goal === 'max' ? 'high (better)' : 'high', goal === 'min' ? 'low (better)' : 'low'];
+}
+
 export function parallelOption(data: ParallelData): EChartsOption {
   const scale = colourScale(data.rows.map((r) => r[data.axes.length - 1] as number));
+  // the metric is the last axis; better reads as better: green at the low end of a loss, the high of an accuracy
+  const metric = data.axes[data.axes.length - 1]?.name ?? '';
   return {
     animation: false,
     parallel: { left: 60, right: 80, top: 40, bottom: 30 },
@@ -17,7 +27,8 @@ export function parallelOption(data: ParallelData): EChartsOption {
     })),
     visualMap: {
       type: 'continuous', dimension: data.axes.length - 1, min: scale.min, max: scale.max, precision: scale.precision,
-      right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: ['#d9480f', '#fab005', '#2b8a3e'] },
+      right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: scaleColours(metricGoal(metric)) },
+      text: legendText(metric), textStyle: { fontSize: 10 },
     },
     tooltip: { formatter: (p: unknown) => `run ${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
     series: [{ type: 'parallel', lineStyle: { width: 1.2, opacity: 0.6 }, data: data.rows }],
@@ -32,7 +43,11 @@ function ParallelCoordsImpl({ data, metric, onOpenRun }: { data: ParallelData; m
   );
   if (data.rows.length === 0) return <Text c="dimmed">No finished run has {metric} yet.</Text>;
   if (data.axes.length < 2) return <Text c="dimmed">The sweep varies no parameter.</Text>;
-  return <EChart option={option} on={on} height={320} ariaLabel={`parallel coordinates of sweep parameters against ${metric}`} testId="parallel-chart" />;
+  return (
+    <div data-testid="parallel-colours" data-metric={metric} data-better={metricGoal(metric) === 'min' ? 'low' : metricGoal(metric) === 'max' ? 'high' : 'unknown'}>
+      <EChart option={option} on={on} height={320} ariaLabel={`parallel coordinates of sweep parameters against ${metric}`} testId="parallel-chart" />
+    </div>
+  );
 }
 
 export const ParallelCoords = memo(ParallelCoordsImpl);
