@@ -63,7 +63,7 @@ function SravenHeatmapImpl({ panels, range, metric, onOpenRun }: Props) {
   const options = useMemo(() => panels.map((p) => panelOption(p, range, metric)), [panels, range, metric]);
   const on = useMemo(() => ({ click: (p: unknown) => onOpenRun((p as { data: number[] }).data[3]!) }), [onOpenRun]);
   return (
-    <SimpleGrid cols={{ base: 1, md: Math.min(panels.length, 3) }}>
+    <SimpleGrid cols={{ base: 1, md: Math.min(panels.length, 3) }} data-colour-range={range.join(',')}>
       {panels.map((p, i) => (
         <EChart
           key={p.attention}

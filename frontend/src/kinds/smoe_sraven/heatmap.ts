@@ -113,7 +113,11 @@ export function sravenPanels(results: readonly CellResult[], metric: HeatmapMetr
   return panels;
 }
 
-/** Colour scale bounds shared by all panels so they compare at a glance. */
+/**
+ * Colour scale bounds shared by all panels so they compare at a glance: the values' range. The values are
+ * accuracies: a grid of one cell, or of equal cells, gets the whole [0, 1] (a range padded around its
+ * value went below 0: one cell of 0.05 drew a scale from -0.45).
+ */
 export function panelsRange(panels: readonly HeatmapPanel[]): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
@@ -122,5 +126,5 @@ export function panelsRange(panels: readonly HeatmapPanel[]): [number, number] {
     hi = Math.max(hi, c.value);
   }
   if (!Number.isFinite(lo)) return [0, 1];
-  return lo === hi ? [lo - 0.5, hi + 0.5] : [lo, hi];
+  return lo === hi ? [Math.min(0, lo), Math.max(1, hi)] : [lo, hi];
 }
