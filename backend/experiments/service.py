@@ -67,10 +67,11 @@ def resolve(
             if isinstance(exc, ValidationError):
                 for e in pydantic_errors(exc, []):
                     loc = _error_loc(e, index, params, swept)
-                    combo = f"combination {index} {params}: " if swept else ""
+                    combo = f"combination {index + 1} {params}: " if swept else ""
                     errors.append({"loc": loc, "msg": combo + e["msg"], "type": e["type"]})
             else:
-                errors.append({"loc": ["body", "sweep", index], "msg": f"{params}: {exc}", "type": "path"})
+                msg = f"combination {index + 1} {params}: {exc}"
+                errors.append({"loc": ["body", "sweep", index], "msg": msg, "type": "path"})
             if len(errors) >= 50:
                 break
             continue
@@ -93,7 +94,7 @@ def resolve(
             assert session is not None and principal is not None
             for field, msg, kind in source_run_errors(session, principal, source_runs, dumped):
                 loc = _error_loc({"loc": field}, index, params, swept)
-                combo = f"combination {index} {params}: " if swept else ""
+                combo = f"combination {index + 1} {params}: " if swept else ""
                 errors.append({"loc": loc, "msg": combo + msg, "type": kind})
             if errors:
                 continue

@@ -152,7 +152,7 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
     attempts.closed(session, run.id, body.attempt, body.status, now)
     attempts.log(session, run, f"attempt {body.attempt} {body.status} on worker {run.worker}", now)
     verb = {"succeeded": "finished", "failed": "failed", "cancelled": "cancelled"}[body.status]
-    _activity(session, run, verb, f"run {run.id} (#{run.index}) {body.status} at attempt {run.attempt}")
+    _activity(session, run, verb, f"run {run.id} (#{run.index + 1}) {body.status} at attempt {run.attempt}")
     return run
 
 

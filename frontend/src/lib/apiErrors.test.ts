@@ -12,7 +12,8 @@ describe('splitErrors', () => {
       { loc: ['body', 'name'], msg: 'Field required' },
       { loc: ['query', 'x'], msg: 'bad' },
     ]);
-    expect(e.sweep).toEqual(['combination 3: train.lr: too big (train.lr=20)']);
+    // loc index 3 is the 4th combination: run #4 of the preview
+    expect(e.sweep).toEqual(['combination 4: train.lr: too big (train.lr=20)']);
     expect(e.body).toEqual({ name: 'Field required' });
     expect(e.other).toEqual(['query.x: bad']);
   });

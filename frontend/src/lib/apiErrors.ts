@@ -1,4 +1,6 @@
 // Maps the API's 422 `errors[].loc` (e.g. ["body", "spec", "train", "lr"]) onto the form's fields.
+import { runNumber } from './runIds';
+
 export interface ErrorItem {
   loc: (string | number)[];
   msg: string;
@@ -27,7 +29,8 @@ export function splitErrors(errors: readonly ErrorItem[]): FieldErrors {
       out.spec[key] = out.spec[key] ? `${out.spec[key]}; ${e.msg}` : e.msg;
     } else if (head === 'sweep') {
       const where = rest.length > 1 ? `${rest.slice(1).join('.')}: ` : '';
-      const combo = typeof rest[0] === 'number' ? `combination ${rest[0]}: ` : '';
+      // the loc counts combinations from 0; the preview's # column (the runs' numbers) from 1
+      const combo = typeof rest[0] === 'number' ? `combination ${runNumber(rest[0])}: ` : '';
       out.sweep.push(`${combo}${where}${e.msg}`);
     } else if (typeof head === 'string' && rest.length === 0 && head !== 'spec') {
       out.body[head] = e.msg;

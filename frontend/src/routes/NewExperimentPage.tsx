@@ -18,6 +18,7 @@ import { useCanWrite, useCurrentProject } from '../hooks/projects';
 import { splitErrors, type FieldErrors } from '../lib/apiErrors';
 import { flatten, formatValue, setPath, type Json, type JsonObject } from '../lib/dotted';
 import { defaultSpec, exampleForm, experimentBody } from '../lib/experimentForm';
+import { runNumber } from '../lib/runIds';
 import { schemaToFields, validateSpec, type JsonSchema } from '../lib/schemaForm';
 import { emptySweep, modelToSweep, previewColumns, sweepProblems, sweepRunCount, type SweepModel } from '../lib/sweep';
 
@@ -44,7 +45,7 @@ function PreviewTable({ preview }: { preview: Preview }) {
           <Table.Tbody>
             {rows.map((r) => (
               <Table.Tr key={r.index}>
-                <Table.Td>{r.index}</Table.Td>
+                <Table.Td>{runNumber(r.index)}</Table.Td>
                 {cols.map((c) => <Table.Td key={c}>{formatValue(r.params[c])}</Table.Td>)}
               </Table.Tr>
             ))}
