@@ -1,8 +1,11 @@
 // CAP curves, the CARMA paper's Figure 2: accuracy against normalised depth, one line per variant, with
-// each variant's accuracy without CAP as a dashed level. A pure chart: series in (shape.ts), picture out.
+// each variant's accuracy without CAP as a dashed level; a line of one record carries the band of its 95%
+// Wilson intervals over the curve's items. A pure chart: series in (shape.ts), picture out.
 import { memo, useMemo } from 'react';
+import { ciBandSeries } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
+import { formatWithInterval } from '../../lib/interval';
 import type { CapSeries } from './shape';
 
 export const VARIANT_COLOURS: Record<CapSeries['variant'], string> = { original: '#868e96', ft: '#1c7ed6', carma: '#e8590c' };
@@ -13,11 +16,24 @@ export function capOption(series: readonly CapSeries[], title: string): EChartsO
     title: { text: title, left: 'center', top: 0, textStyle: { fontSize: 13 } },
     grid: { left: 56, right: 20, top: 56, bottom: 48 },
     legend: { top: 22 },
-    tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => (typeof v === 'number' ? v.toFixed(3) : String(v)) },
+    tooltip: {
+      trigger: 'axis',
+      formatter: (params: unknown) => {
+        const shown = (params as { seriesId: string; seriesName: string; data: number[]; dataIndex: number; marker: string }[]).filter(
+          (p) => p.seriesId.startsWith('cap:'),
+        );
+        const rows = shown.map((p) => {
+          const s = series[Number(p.seriesId.slice(4))]!;
+          return `${p.marker}${p.seriesName}: ${formatWithInterval(p.data[1]!, s.ci[p.dataIndex], 3)}`;
+        });
+        return [`depth ${shown[0]?.data[0]?.toFixed(2) ?? ''}`, ...rows].join('<br/>');
+      },
+    },
     xAxis: { type: 'value', min: 0, max: 1, name: 'normalised depth of the CAP start layer', nameLocation: 'middle', nameGap: 28 },
     yAxis: { type: 'value', min: 0, name: 'accuracy', nameLocation: 'middle', nameGap: 40 },
-    series: series.flatMap((s) => [
+    series: series.flatMap((s, index) => [
       {
+        id: `cap:${index}`,
         name: s.label,
         type: 'line' as const,
         data: s.points,
@@ -33,6 +49,7 @@ export function capOption(series: readonly CapSeries[], title: string): EChartsO
           data: [{ yAxis: s.clean }],
         },
       },
+      ...ciBandSeries({ name: s.label, key: String(index), data: s.points, ci: s.ci, color: VARIANT_COLOURS[s.variant] }),
     ]),
   };
 }

@@ -1,10 +1,14 @@
 // The experiment page's "Lambda sweep" tab: test accuracy and the CV of ConsistSyn against CARMA's lambda
-// (lambda 0 is FT); the original model's accuracy is a dashed reference.
-import { Text } from '@mantine/core';
+// (lambda 0 is FT); the original model's accuracy is a dashed reference; the accuracy's 95% intervals are a
+// band and are in the tooltip.
+import { Stack, Text } from '@mantine/core';
 import { useMemo } from 'react';
+import { ciBandSeries } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
+import { formatWithInterval, intervalCaption } from '../../lib/interval';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
 import { lambdaSweep, type LambdaSweep } from './shape';
@@ -15,7 +19,21 @@ export function lambdaOption(sweep: LambdaSweep): EChartsOption {
     animation: false,
     grid: { left: 56, right: 64, top: 40, bottom: 48 },
     legend: { top: 0 },
-    tooltip: { trigger: 'axis', valueFormatter: (v: unknown) => (typeof v === 'number' ? v.toFixed(4) : String(v)) },
+    tooltip: {
+      trigger: 'axis',
+      formatter: (params: unknown) => {
+        const shown = (params as { seriesId: string; seriesName: string; value: unknown; dataIndex: number; marker: string }[]).filter(
+          (p) => !p.seriesId.startsWith('band-'),
+        );
+        const rows = shown.map((p) => {
+          const v = Array.isArray(p.value) ? (p.value[1] as unknown) : p.value;
+          if (typeof v !== 'number') return `${p.marker}${p.seriesName}: —`;
+          const ci = p.seriesId === 'test-accuracy' ? (sweep.points[p.dataIndex]?.testCi ?? null) : null;
+          return `${p.marker}${p.seriesName}: ${formatWithInterval(v, ci, 4)}`;
+        });
+        return [`λ=${lambdas[shown[0]?.dataIndex ?? 0] ?? ''}`, ...rows].join('<br/>');
+      },
+    },
     xAxis: { type: 'category', data: lambdas.map(String), name: 'λ (0 = FT)', nameLocation: 'middle', nameGap: 28 },
     yAxis: [
       { type: 'value', min: 0, name: 'test accuracy', nameLocation: 'middle', nameGap: 40 },
@@ -23,6 +41,7 @@ export function lambdaOption(sweep: LambdaSweep): EChartsOption {
     ],
     series: [
       {
+        id: 'test-accuracy',
         name: 'test accuracy',
         type: 'line',
         data: sweep.points.map((p) => p.testAcc),
@@ -41,6 +60,13 @@ export function lambdaOption(sweep: LambdaSweep): EChartsOption {
               },
             }),
       },
+      ...ciBandSeries({
+        name: 'test accuracy',
+        key: 'test-accuracy',
+        data: sweep.points.flatMap((p) => (p.testAcc === null ? [] : [[String(p.lambda), p.testAcc] as [string, number]])),
+        ci: sweep.points.flatMap((p) => (p.testAcc === null ? [] : [p.testCi])),
+        yAxisIndex: 0,
+      }),
       ...sweep.rates.map((rate) => ({
         name: `CV at ${Math.round(rate * 100)}%`,
         type: 'bar' as const,
@@ -63,7 +89,12 @@ export function LambdaSweepTab({ experiment, live }: ExperimentViewProps) {
         sweep.points.length === 0 ? (
           <Text c="dimmed">No trained runs yet{live ? ': points appear as their runs finish' : ''}.</Text>
         ) : (
-          <EChart option={option} height={360} ariaLabel="accuracy and CV against lambda" testId="lambda-sweep-chart" />
+          <Stack gap={4}>
+            <EChart option={option} height={360} ariaLabel="accuracy and CV against lambda" testId="lambda-sweep-chart" />
+            <IntervalCaption
+              text={intervalCaption({ sizes: sweep.testSizes, unit: 'test items', seeds: sweep.points.some((p) => p.testCi?.method === 't') })}
+            />
+          </Stack>
         )
       }
     </QueryState>

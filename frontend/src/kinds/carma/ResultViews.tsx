@@ -1,31 +1,37 @@
 // The carma kind's result records on a run's Results tab: the variant's accuracy, one CAP curve, one
-// synonym-consistency row with its per-seed values.
-import { Group } from '@mantine/core';
+// synonym-consistency row with its per-seed values; accuracies with their 95% Wilson intervals over the
+// items, ConsistSyn with its Student-t interval over the seeds.
+import { Group, Stack } from '@mantine/core';
 import { useMemo } from 'react';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { KeyValues } from '../../components/results/KeyValues';
+import { formatWithInterval, intervalCaption, tInterval, wilson } from '../../lib/interval';
 import type { ResultViewProps } from '../types';
 import { capOption } from './CapCurvesChart';
-import { meanStd, variantLabel } from './shape';
+import { meanStd, SYNONYM_CAPTION, variantLabel } from './shape';
 
 export function CarmaEvalView({ payload: p }: ResultViewProps<'carma_eval'>) {
   return (
-    <KeyValues
-      rows={[
-        ['model', p.model],
-        ['variant', variantLabel(p.variant, p.lambda)],
-        ['task', p.task],
-        ['λ / γ / η', p.lambda === null ? '—' : `${p.lambda} / ${p.gamma ?? '—'} / ${p.eta ?? '—'}`],
-        ['CARMA layers', p.layers ? `${p.layers[0]}..${p.layers[1]} of ${p.num_layers}` : '—'],
-        ['train / validation / test', `${p.train_size} / ${p.validation_size} / ${p.test_size}`],
-        ['steps (best)', `${p.steps} (${p.best_step ?? '—'})`],
-        ['validation accuracy', p.validation_acc],
-        ['test accuracy', p.test_acc],
-        ['test loss', p.test_loss],
-        ['seconds per step', p.step_seconds],
-      ]}
-    />
+    <Stack gap={4}>
+      <KeyValues
+        rows={[
+          ['model', p.model],
+          ['variant', variantLabel(p.variant, p.lambda)],
+          ['task', p.task],
+          ['λ / γ / η', p.lambda === null ? '—' : `${p.lambda} / ${p.gamma ?? '—'} / ${p.eta ?? '—'}`],
+          ['CARMA layers', p.layers ? `${p.layers[0]}..${p.layers[1]} of ${p.num_layers}` : '—'],
+          ['train / validation / test', `${p.train_size} / ${p.validation_size} / ${p.test_size}`],
+          ['steps (best)', `${p.steps} (${p.best_step ?? '—'})`],
+          ['validation accuracy', formatWithInterval(p.validation_acc, wilson(p.validation_acc, p.validation_size), 4)],
+          ['test accuracy', formatWithInterval(p.test_acc, wilson(p.test_acc, p.test_size), 4)],
+          ['test loss', p.test_loss],
+          ['seconds per step', p.step_seconds],
+        ]}
+      />
+      <IntervalCaption text={`[lo, hi]: 95% Wilson score interval over the ${p.validation_size} validation and ${p.test_size} test items`} />
+    </Stack>
   );
 }
 
@@ -33,7 +39,17 @@ export function CapCurveView({ payload: p }: ResultViewProps<'cap_curve'>) {
   const option = useMemo(
     () =>
       capOption(
-        [{ label: variantLabel(p.variant, p.lambda), variant: p.variant, lambda: p.lambda, clean: p.clean_acc, points: p.points.map((x) => [x.depth, x.accuracy]) }],
+        [
+          {
+            label: variantLabel(p.variant, p.lambda),
+            variant: p.variant,
+            lambda: p.lambda,
+            clean: p.clean_acc,
+            points: p.points.map((x) => [x.depth, x.accuracy]),
+            ci: p.points.map((x) => wilson(x.accuracy, p.items)),
+            items: p.items,
+          },
+        ],
         `${p.protocol} CAP, ${p.items} items`,
       ),
     [p],
@@ -41,9 +57,14 @@ export function CapCurveView({ payload: p }: ResultViewProps<'cap_curve'>) {
   return (
     <div style={{ minWidth: 320 }}>
       <EChart option={option} height={300} ariaLabel={`${p.protocol} CAP curve`} />
+      <IntervalCaption
+        text={`band: ${intervalCaption({ sizes: [p.items], unit: 'items' })}; without CAP ${formatWithInterval(p.clean_acc, wilson(p.clean_acc, p.items), 3)}`}
+      />
     </div>
   );
 }
+
+const ciText = (ci: ReturnType<typeof tInterval>) => (ci ? `[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : '— (one seed)');
 
 export function SynonymConsistencyView({ payload: p }: ResultViewProps<'synonym_consistency'>) {
   const option: EChartsOption = useMemo(
@@ -64,6 +85,7 @@ export function SynonymConsistencyView({ payload: p }: ResultViewProps<'synonym_
           ['variant', variantLabel(p.variant, p.lambda)],
           ['rate', `${Math.round(p.rate * 100)}%`],
           ['ConsistSyn', meanStd(p.mean, p.std)],
+          ['ConsistSyn 95% CI', ciText(tInterval(p.consist_syn, [0, 100]))],
           ['CV', p.cv],
           ['correct before', p.correct_before],
           ['source', p.source],
@@ -71,6 +93,7 @@ export function SynonymConsistencyView({ payload: p }: ResultViewProps<'synonym_
       />
       <div style={{ flex: 1, minWidth: 260 }}>
         <EChart option={option} height={200} ariaLabel="ConsistSyn per seed" />
+        <IntervalCaption text={SYNONYM_CAPTION} />
       </div>
     </Group>
   );

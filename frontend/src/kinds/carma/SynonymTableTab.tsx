@@ -1,12 +1,14 @@
 // The experiment page's "Synonym table" tab, in the layout of the CARMA paper's Tables 1, 4 and 5: Model,
-// Ver., Task, Int. (rate), CS (ConsistSyn, mean ± std over seeds, %), CV, and NI against a chosen baseline.
+// Ver., Task, Int. (rate), CS (ConsistSyn, mean ± std over seeds, %) with its 95% Student-t interval over
+// the seeds, CV, and NI against a chosen baseline.
 import { Anchor, Group, SegmentedControl, Stack, Table, Text } from '@mantine/core';
 import { useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
-import { meanStd, synonymRows, type Baseline } from './shape';
+import { meanStd, SYNONYM_CAPTION, synonymRows, type Baseline } from './shape';
 
 export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
   const results = useExperimentResults(experiment.id, 'synonym_consistency', live);
@@ -31,7 +33,7 @@ export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
                   { value: 'original', label: 'Org' },
                 ]}
               />
-              <Text size="xs" c="dimmed">CS: ConsistSyn (%), mean ± std over seeds; CV = std / mean; NI = (CS − CS_base) / CS_base (%)</Text>
+              <Text size="xs" c="dimmed">CS: ConsistSyn (%), mean ± std over seeds [95% CI]; CV = std / mean; NI = (CS − CS_base) / CS_base (%)</Text>
             </Group>
             <Table withTableBorder striped fz="sm" w="auto" data-testid="synonym-table">
               <Table.Thead>
@@ -48,7 +50,7 @@ export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
                     <Table.Td>{r.label}</Table.Td>
                     <Table.Td>{r.task.toUpperCase()}</Table.Td>
                     <Table.Td>{`${Math.round(r.rate * 100)}%`}</Table.Td>
-                    <Table.Td ff="monospace">{meanStd(r.mean, r.std)}</Table.Td>
+                    <Table.Td ff="monospace">{`${meanStd(r.mean, r.std)}${r.ci ? ` [${r.ci.lo.toFixed(2)}, ${r.ci.hi.toFixed(2)}]` : ''}`}</Table.Td>
                     <Table.Td ff="monospace">{r.cv.toFixed(4)}</Table.Td>
                     <Table.Td ff="monospace">{r.ni === null ? '—' : `${r.ni >= 0 ? '+' : ''}${r.ni.toFixed(2)}`}</Table.Td>
                     <Table.Td>{r.seeds}</Table.Td>
@@ -61,6 +63,7 @@ export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
                 ))}
               </Table.Tbody>
             </Table>
+            <IntervalCaption text={SYNONYM_CAPTION} />
           </Stack>
         )
       }

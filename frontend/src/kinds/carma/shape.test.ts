@@ -106,3 +106,40 @@ describe('lambdaSweep', () => {
     expect(sweep.original).toBe(0.1);
   });
 });
+
+describe('95% intervals of the CARMA accuracies', () => {
+  it('gives a one-record CAP line the Wilson interval of each point over its items, an averaged line none', () => {
+    const results = [curve(1, 'carma', 'mean', [0.2, 0.4, 0.6]), curve(1, 'carma', 'max', [0.0, 0.2, 0.4])];
+    const [one] = capSeries(results, 'mean');
+    expect(one!.items).toBe(10);
+    expect(one!.ci[0]!.method).toBe('wilson');
+    // 2 of 10: Wilson [0.056682, 0.509838] (by hand: centre (0.2 + z²/20) / (1 + z²/10))
+    expect(one!.ci[0]!.lo).toBeCloseTo(0.056682, 5);
+    expect(one!.ci[0]!.hi).toBeCloseTo(0.509838, 5);
+    const [averaged] = capSeries(results, 'average');
+    expect(averaged!.items).toBeNull();
+    expect(averaged!.ci).toEqual([null, null, null]);
+  });
+
+  it('gives a lambda of one run the Wilson interval over its test items and of several the t interval', () => {
+    const sized = (run: number, acc: number, lambda: number) => {
+      const row = evalRow(run, 'carma', acc, lambda);
+      return { ...row, payload: { ...row.payload, test_size: 256 } } as Row;
+    };
+    const sweep = lambdaSweep([sized(1, 205 / 256, 0.1), sized(2, 0.5, 0.2), sized(3, 0.6, 0.2), sized(4, 0.7, 0.2)]);
+    expect(sweep.points[0]!.testCi!.lo).toBeCloseTo(0.747567, 5);
+    expect(sweep.points[1]!.testCi).toMatchObject({ method: 't' });
+    expect(sweep.points[1]!.testCi!.lo).toBeCloseTo(0.351586, 5);
+    expect(sweep.testSizes).toEqual([256, 256, 256, 256]);
+  });
+
+  it('gives ConsistSyn the t interval over its seeds, in percent', () => {
+    const row = syn(1, 'carma', 0.25, 60, 0);
+    const spread = { ...row, payload: { ...row.payload, consist_syn: [50, 60, 70], seeds: [0, 1, 2] } } as Row;
+    const [r] = synonymRows([spread], 'ft');
+    expect(r!.ci!.lo).toBeCloseTo(60 - 4.302653 * 10 / Math.sqrt(3), 3);
+    expect(r!.ci!.hi).toBeCloseTo(60 + 4.302653 * 10 / Math.sqrt(3), 3);
+    const one = { ...row, payload: { ...row.payload, consist_syn: [60], seeds: [0] } } as Row;
+    expect(synonymRows([one], 'ft')[0]!.ci).toBeNull();
+  });
+});

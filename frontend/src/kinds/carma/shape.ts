@@ -1,7 +1,9 @@
 // Shapes the carma kind's results into what the CARMA paper plots: CAP curves per variant over
 // normalised depth (Figure 2), the synonym table (Tables 1, 4, 5: mean ± std of ConsistSyn over seeds,
-// CV, NI against a baseline) and the lambda sweep (accuracy and CV against lambda).
+// CV, NI against a baseline) and the lambda sweep (accuracy and CV against lambda). Accuracies carry their
+// 95% intervals (lib/interval.ts): Wilson over the test items for one run, Student-t over runs or seeds.
 import type { ExperimentResult, PayloadOf } from '../../api/types';
+import { cellInterval, tInterval, wilson, type Bounds, type Interval } from '../../lib/interval';
 
 export type CarmaEval = PayloadOf<'carma_eval'>;
 export type CapCurve = PayloadOf<'cap_curve'>;
@@ -12,6 +14,12 @@ export type CapProtocol = CapCurve['protocol'];
 export type ProtocolChoice = CapProtocol | 'average';
 
 type Row = Pick<ExperimentResult, 'run_id' | 'payload'>;
+
+/** ConsistSyn is a percentage */
+const PERCENT: Bounds = [0, 100];
+
+export const SYNONYM_CAPTION =
+  '[lo, hi]: 95% Student-t interval of the mean ConsistSyn over the seeds (none for one seed); the seeds draw the synonym replacements';
 
 export const VARIANT_ORDER: readonly Variant[] = ['original', 'ft', 'carma'];
 const VARIANT_NAME: Record<Variant, string> = { original: 'Org', ft: 'FT', carma: 'CARMA' };
@@ -41,6 +49,10 @@ export interface CapSeries {
   points: [number, number][];
   /** accuracy of the same items without CAP */
   clean: number;
+  /** 95% Wilson interval of each point over the curve's items: only for a line of one record (else null) */
+  ci: (Interval | null)[];
+  /** test items of a one-record line; null for a line averaged over records (protocols, runs) */
+  items: number | null;
 }
 
 /**
@@ -49,27 +61,34 @@ export interface CapSeries {
  * averaged point by point.
  */
 export function capSeries(results: readonly Row[], protocol: ProtocolChoice): CapSeries[] {
-  const groups = new Map<string, { variant: Variant; lambda: number | null; sums: Map<number, [number, number]>; clean: number[] }>();
+  const groups = new Map<string, { variant: Variant; lambda: number | null; sums: Map<number, [number, number]>; clean: number[]; items: number[] }>();
   for (const { payload } of recordsOf(results, 'cap_curve')) {
     if (protocol !== 'average' && payload.protocol !== protocol) continue;
     const label = variantLabel(payload.variant, payload.lambda);
-    const g = groups.get(label) ?? { variant: payload.variant, lambda: payload.lambda ?? null, sums: new Map<number, [number, number]>(), clean: [] as number[] };
+    const g = groups.get(label) ?? { variant: payload.variant, lambda: payload.lambda ?? null, sums: new Map<number, [number, number]>(), clean: [] as number[], items: [] as number[] };
     for (const p of payload.points) {
       const depth = Math.round(p.depth * 1e6) / 1e6;
       const [sum, n] = g.sums.get(depth) ?? [0, 0];
       g.sums.set(depth, [sum + p.accuracy, n + 1]);
     }
     g.clean.push(payload.clean_acc);
+    g.items.push(payload.items);
     groups.set(label, g);
   }
   return [...groups.entries()]
-    .map(([label, g]) => ({
-      label,
-      variant: g.variant,
-      lambda: g.lambda,
-      points: [...g.sums.entries()].sort((a, b) => a[0] - b[0]).map(([x, [sum, n]]) => [x, sum / n] as [number, number]),
-      clean: g.clean.reduce((a, b) => a + b, 0) / g.clean.length,
-    }))
+    .map(([label, g]) => {
+      const points = [...g.sums.entries()].sort((a, b) => a[0] - b[0]).map(([x, [sum, n]]) => [x, sum / n] as [number, number]);
+      const items = g.items.length === 1 ? g.items[0]! : null;
+      return {
+        label,
+        variant: g.variant,
+        lambda: g.lambda,
+        points,
+        clean: g.clean.reduce((a, b) => a + b, 0) / g.clean.length,
+        ci: points.map(([, y]) => wilson(y, items)),
+        items,
+      };
+    })
     .sort((a, b) => variantRank(a.variant) - variantRank(b.variant) || (a.lambda ?? 0) - (b.lambda ?? 0));
 }
 
@@ -93,6 +112,8 @@ export interface SynonymRow {
   std: number;
   cv: number;
   seeds: number;
+  /** 95% Student-t interval of the mean ConsistSyn over the seeds (percent); null for one seed */
+  ci: Interval | null;
   /** normalised improvement over the baseline's ConsistSyn at the same model, task and rate (percent) */
   ni: number | null;
   runId: number;
@@ -114,6 +135,7 @@ export function synonymRows(results: readonly Row[], baseline: Baseline): Synony
     std: p.std,
     cv: p.cv,
     seeds: p.seeds.length,
+    ci: tInterval(p.consist_syn, PERCENT),
     ni: null,
     runId: run_id,
   }));
@@ -145,6 +167,8 @@ export function meanStd(mean: number, std: number, digits = 2): string {
 export interface LambdaPoint {
   lambda: number;
   testAcc: number | null;
+  /** 95% interval of testAcc: Wilson over the test items for one run, Student-t over several runs */
+  testCi: Interval | null;
   /** CV of ConsistSyn per synonym rate, when the run measured it */
   cv: Record<string, number>;
   runIds: number[];
@@ -155,11 +179,14 @@ export interface LambdaSweep {
   rates: number[];
   /** the original model's test accuracy, drawn as a reference line */
   original: number | null;
+  /** test items of the runs (for the caption) */
+  testSizes: number[];
 }
 
 /** Test accuracy and CV against lambda (FT is lambda 0); runs at the same lambda are averaged. */
 export function lambdaSweep(results: readonly Row[]): LambdaSweep {
   const acc = new Map<number, number[]>();
+  const sizes = new Map<number, number[]>();
   const cv = new Map<number, Map<string, number[]>>();
   const runs = new Map<number, Set<number>>();
   const originals: number[] = [];
@@ -170,6 +197,7 @@ export function lambdaSweep(results: readonly Row[]): LambdaSweep {
       continue;
     }
     acc.set(payload.lambda, [...(acc.get(payload.lambda) ?? []), payload.test_acc]);
+    sizes.set(payload.lambda, [...(sizes.get(payload.lambda) ?? []), payload.test_size]);
     add(payload.lambda, run_id);
   }
   const rates = new Set<number>();
@@ -187,10 +215,12 @@ export function lambdaSweep(results: readonly Row[]): LambdaSweep {
     points: lambdas.map((lambda) => ({
       lambda,
       testAcc: acc.has(lambda) ? mean(acc.get(lambda)!) : null,
+      testCi: acc.has(lambda) ? cellInterval(acc.get(lambda)!, sizes.get(lambda)!) : null,
       cv: Object.fromEntries([...(cv.get(lambda) ?? new Map<string, number[]>()).entries()].map(([r, xs]) => [r, mean(xs)])),
       runIds: [...(runs.get(lambda) ?? [])].sort((a, b) => a - b),
     })),
     rates: [...rates].sort((a, b) => a - b),
     original: originals.length ? mean(originals) : null,
+    testSizes: [...sizes.values()].flat(),
   };
 }

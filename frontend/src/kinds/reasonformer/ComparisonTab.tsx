@@ -5,9 +5,10 @@ import { Anchor, Group, SegmentedControl, Stack, Table, Text } from '@mantine/co
 import { useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
-import { ablationTable, evalResults, millions, pct, sweepsAblations, table1, type EvalPayload, type Tagged } from './shape';
+import { ablationTable, EVAL_CAPTION, evalResults, millions, pct, pctInterval, sweepsAblations, table1, type EvalPayload, type Tagged } from './shape';
 
 type Layout = 'table1' | 'transposed' | 'table2';
 
@@ -42,11 +43,11 @@ function Table1View({ evals, transposed }: { evals: Tagged<EvalPayload>[]; trans
               <Table.Td>{millions(c.activated)}</Table.Td>
               {t.rows.map((r) => (
                 <Table.Td key={r.task}>
-                  <Best on={r.best.includes(j)}>{pct(r.values[j])}</Best>
+                  <Best on={r.best.includes(j)}>{`${pct(r.values[j])}${pctInterval(r.cis[j])}`}</Best>
                 </Table.Td>
               ))}
               <Table.Td>
-                <Best on={t.bestAverage.includes(j)}>{pct(c.average)}</Best>
+                <Best on={t.bestAverage.includes(j)}>{`${pct(c.average)}${pctInterval(c.averageCi)}`}</Best>
               </Table.Td>
             </Table.Tr>
           ))}
@@ -77,7 +78,7 @@ function Table1View({ evals, transposed }: { evals: Tagged<EvalPayload>[]; trans
             <Table.Td>{r.reasoning ?? '—'}</Table.Td>
             {r.values.map((v, j) => (
               <Table.Td key={t.columns[j]!.runId}>
-                <Best on={r.best.includes(j)}>{pct(v)}</Best>
+                <Best on={r.best.includes(j)}>{`${pct(v)}${pctInterval(r.cis[j])}`}</Best>
               </Table.Td>
             ))}
           </Table.Tr>
@@ -88,7 +89,7 @@ function Table1View({ evals, transposed }: { evals: Tagged<EvalPayload>[]; trans
           </Table.Td>
           {t.columns.map((c, j) => (
             <Table.Td key={c.runId}>
-              <Best on={t.bestAverage.includes(j)}>{pct(c.average)}</Best>
+              <Best on={t.bestAverage.includes(j)}>{`${pct(c.average)}${pctInterval(c.averageCi)}`}</Best>
             </Table.Td>
           ))}
         </Table.Tr>
@@ -123,10 +124,10 @@ function Table2View({ evals }: { evals: Tagged<EvalPayload>[] }) {
               </Table.Td>
               {r.values.map((v, j) => (
                 <Table.Td key={t.tasks[j]} ff="monospace">
-                  {pct(v)}
+                  {`${pct(v)}${pctInterval(r.cis[j])}`}
                 </Table.Td>
               ))}
-              <Table.Td ff="monospace">{pct(r.average)}</Table.Td>
+              <Table.Td ff="monospace">{`${pct(r.average)}${pctInterval(r.averageCi)}`}</Table.Td>
             </Table.Tr>
           )),
         )}
@@ -161,10 +162,11 @@ export function ComparisonTab({ experiment, live }: ExperimentViewProps) {
                 ]}
               />
               <Text size="xs" c="dimmed">
-                accuracy or exact match, %; ★ the best model of each task{shown === 'table2' ? '' : ' and of the average'}
+                accuracy or exact match, % [95% interval]; ★ the best model of each task{shown === 'table2' ? '' : ' and of the average'}
               </Text>
             </Group>
             {shown === 'table2' ? <Table2View evals={evals} /> : <Table1View evals={evals} transposed={shown === 'transposed'} />}
+            <IntervalCaption text={EVAL_CAPTION} />
           </Stack>
         )
       }

@@ -1,10 +1,11 @@
 // The ReasonFormer kinds' result records on a run's Results tab: the routing analysis (Figure 3) and the
 // model's scores per task with its parameter counts (a column of Table 1).
 import { Stack, Table } from '@mantine/core';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { KeyValues } from '../../components/results/KeyValues';
 import type { ResultViewProps } from '../types';
 import { RoutingPanel } from './RoutingPanel';
-import { millions, pct } from './shape';
+import { averageInterval, EVAL_CAPTION, millions, pct, pctInterval, taskInterval } from './shape';
 
 export function RoutingView({ payload }: ResultViewProps<'routing'>) {
   return <RoutingPanel payload={payload} />;
@@ -23,14 +24,14 @@ export function EvalView({ payload: p }: ResultViewProps<'reasonformer_eval'>) {
           ['frozen', p.freeze],
           ['few-shot', p.few_shot ?? '—'],
           ['parameters total / activated / tuned', `${millions(p.parameters.total)} / ${millions(p.parameters.activated)} / ${millions(p.parameters.tuned)}`],
-          ['average', `${pct(p.average)}`],
+          ['average', `${pct(p.average)}${pctInterval(averageInterval(p))}`],
           ['steps', p.steps],
         ]}
       />
       <Table withTableBorder fz="xs" w="auto" data-testid="reasonformer-eval-tasks">
         <Table.Thead>
           <Table.Tr>
-            {['task', 'reasoning', 'metric', 'value', 'length-normalised', 'n'].map((h) => (
+            {['task', 'reasoning', 'metric', 'value', '95% CI', 'length-normalised', 'n'].map((h) => (
               <Table.Th key={h}>{h}</Table.Th>
             ))}
           </Table.Tr>
@@ -42,12 +43,14 @@ export function EvalView({ payload: p }: ResultViewProps<'reasonformer_eval'>) {
               <Table.Td>{t.reasoning ?? '—'}</Table.Td>
               <Table.Td>{t.metric}</Table.Td>
               <Table.Td ff="monospace">{pct(t.value)}</Table.Td>
+              <Table.Td ff="monospace">{pctInterval(taskInterval(t)).trim() || '—'}</Table.Td>
               <Table.Td ff="monospace">{pct(t.value_norm)}</Table.Td>
               <Table.Td>{t.count}</Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
       </Table>
+      <IntervalCaption text={EVAL_CAPTION} />
     </Stack>
   );
 }

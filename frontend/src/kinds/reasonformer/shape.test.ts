@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ablationTable,
   evalResults,
+  pctInterval,
   routingCells,
   routingResults,
   sweepsAblations,
@@ -129,5 +130,23 @@ describe('routing', () => {
     ];
     expect(routingResults(results).map((r) => r.runId)).toEqual([1]);
     expect(evalResults(results).map((r) => r.runId)).toEqual([2]);
+  });
+});
+
+describe('95% intervals of the scores', () => {
+  it("gives each task the Wilson interval over its examples and the average the normal interval of the tasks' mean", () => {
+    const t = table1([tag(1, evalPayload({}, { arc: 0.2, csqa: 0.5 }))]);
+    // 2 of 10: Wilson [0.056682, 0.509838] (by hand, as lib/interval.test.ts)
+    expect(t.rows[0]!.cis[0]!.lo).toBeCloseTo(0.056682, 5);
+    expect(t.rows[0]!.cis[0]!.hi).toBeCloseTo(0.509838, 5);
+    // mean 0.35, variance (0.2·0.8/10 + 0.5·0.5/10) / 4 = 0.01025
+    const avg = t.columns[0]!.averageCi!;
+    expect(avg.method).toBe('normal');
+    expect(avg.lo).toBeCloseTo(0.35 - 1.959964 * Math.sqrt(0.01025), 5);
+    expect(pctInterval(t.rows[0]!.cis[0])).toBe(' [5.7, 51.0]');
+    expect(pctInterval(null)).toBe('');
+    const ab = ablationTable([tag(1, evalPayload({}, { arc: 0.2 })), tag(2, evalPayload({ adapters: false }, { arc: 0.5 }))]);
+    expect(ab.groups[0]!.rows[0]!.cis[0]!.lo).toBeCloseTo(0.056682, 5);
+    expect(ab.groups[0]!.rows[0]!.averageCi!.method).toBe('normal');
   });
 });

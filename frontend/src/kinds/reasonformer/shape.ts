@@ -1,11 +1,33 @@
 // Shapes the ReasonFormer kinds' results for the dashboard (paper 001): Table 1 (tasks x models, activated
 // parameters, average; the best model of each task marked), Table 2 (ablation rows grouped by module
-// type) and the per-step routing heatmap of Figure 3 (steps x skills, stop gate beside it).
+// type) and the per-step routing heatmap of Figure 3 (steps x skills, stop gate beside it). Every score
+// carries its 95% interval: Wilson over the task's examples, and for the average over tasks the normal
+// interval of a mean of proportions (lib/interval.ts).
 import type { ExperimentResult, PayloadOf } from '../../api/types';
+import { meanOfProportions, wilson, type Interval } from '../../lib/interval';
 
 export type EvalPayload = PayloadOf<'reasonformer_eval'>;
 export type RoutingPayload = PayloadOf<'routing'>;
 export type TaskRouting = RoutingPayload['tasks'][number];
+export type TaskMetric = EvalPayload['tasks'][number];
+
+/** A task's accuracy or exact match: a proportion of its `count` examples (Wilson, 95%). */
+export function taskInterval(t: TaskMetric): Interval | null {
+  return wilson(t.value, t.count);
+}
+
+/** The average over tasks: the normal 95% interval of a mean of per-task proportions. */
+export function averageInterval(p: EvalPayload): Interval | null {
+  return meanOfProportions(p.tasks.map((t) => ({ p: t.value, n: t.count })));
+}
+
+/** " [55.1, 69.3]": an interval in percent, as the tables print values; '' without one. */
+export function pctInterval(ci: Interval | null | undefined, digits = 1): string {
+  return ci ? ` [${(ci.lo * 100).toFixed(digits)}, ${(ci.hi * 100).toFixed(digits)}]` : '';
+}
+
+export const EVAL_CAPTION =
+  "[lo, hi]: 95% Wilson score interval over each task's n examples; the average's: normal interval of the mean of the tasks' proportions";
 
 export interface Tagged<P> {
   runId: number;
@@ -29,9 +51,9 @@ export function columnNames(evals: readonly Tagged<EvalPayload>[]): string[] {
 }
 
 export interface Table1 {
-  columns: { name: string; runId: number; activated: number; tuned: number; average: number }[];
-  /** one per task: its reasoning type and the value of every column (null where the model lacks the task) */
-  rows: { task: string; reasoning: string | null; metric: string; values: (number | null)[]; best: number[] }[];
+  columns: { name: string; runId: number; activated: number; tuned: number; average: number; averageCi: Interval | null }[];
+  /** one per task: its reasoning type and the value of every column (null where the model lacks the task), with its interval */
+  rows: { task: string; reasoning: string | null; metric: string; values: (number | null)[]; cis: (Interval | null)[]; best: number[] }[];
   /** columns with the best average */
   bestAverage: number[];
 }
@@ -53,14 +75,16 @@ export function table1(evals: readonly Tagged<EvalPayload>[]): Table1 {
     activated: e.payload.parameters.activated,
     tuned: e.payload.parameters.tuned,
     average: e.payload.average,
+    averageCi: averageInterval(e.payload),
   }));
   const tasks: { task: string; reasoning: string | null; metric: string }[] = [];
   for (const e of sorted)
     for (const t of e.payload.tasks)
       if (!tasks.some((x) => x.task === t.task)) tasks.push({ task: t.task, reasoning: t.reasoning ?? null, metric: t.metric });
   const rows = tasks.map((t) => {
-    const values = sorted.map((e) => e.payload.tasks.find((x) => x.task === t.task)?.value ?? null);
-    return { ...t, values, best: argmaxes(values) };
+    const metrics = sorted.map((e) => e.payload.tasks.find((x) => x.task === t.task) ?? null);
+    const values = metrics.map((m) => m?.value ?? null);
+    return { ...t, values, cis: metrics.map((m) => (m ? taskInterval(m) : null)), best: argmaxes(values) };
   });
   return { columns, rows, bestAverage: argmaxes(columns.map((c) => c.average)) };
 }
@@ -88,7 +112,7 @@ export function sweepsAblations(evals: readonly Tagged<EvalPayload>[]): boolean 
 export interface AblationGroup {
   /** Table 2's "Modules" column: Shared(S), Single(S), ... */
   modules: string;
-  rows: { line: string; runId: number; values: (number | null)[]; average: number }[];
+  rows: { line: string; runId: number; values: (number | null)[]; cis: (Interval | null)[]; average: number; averageCi: Interval | null }[];
 }
 
 const MODULES: Record<string, string> = { shared: 'Shared', private: 'Private', single: 'Single', morm: 'MoRM', t5: 'T5' };
@@ -113,7 +137,12 @@ export function ablationTable(evals: readonly Tagged<EvalPayload>[]): { tasks: s
           line: lineOf(e.payload),
           runId: e.runId,
           values: tasks.map((t) => e.payload.tasks.find((x) => x.task === t)?.value ?? null),
+          cis: tasks.map((t) => {
+            const m = e.payload.tasks.find((x) => x.task === t);
+            return m ? taskInterval(m) : null;
+          }),
           average: e.payload.average,
+          averageCi: averageInterval(e.payload),
         })),
     }));
   return { tasks, groups };

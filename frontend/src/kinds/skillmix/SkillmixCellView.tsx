@@ -1,9 +1,10 @@
-// A run's `skillmix_cell` on its Results tab: the cell's six metrics with their ±, the routing it ran
-// with, and every combination's texts with their voted points.
+// A run's `skillmix_cell` on its Results tab: the cell's six metrics with their ± and 95% interval, the
+// routing it ran with, and every combination's texts with their voted points.
 import { Stack, Table, Text } from '@mantine/core';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { KeyValues } from '../../components/results/KeyValues';
 import type { ResultViewProps } from '../types';
-import { formatValue, METRIC_LABELS, METRICS } from './shape';
+import { formatWithCi, metricInterval, METRIC_LABELS, METRICS, skillmixCaption } from './shape';
 
 export function SkillmixCellView({ payload: p }: ResultViewProps<'skillmix_cell'>) {
   return (
@@ -20,9 +21,13 @@ export function SkillmixCellView({ payload: p }: ResultViewProps<'skillmix_cell'
           ['failed gradings', `${p.failed_gradings} of ${p.total_gradings}`],
           ['failed generations', p.failed_generations],
           ['replies cached / new', `${p.cached_replies} / ${p.new_replies}`],
-          ...METRICS.map((m): [string, string] => [METRIC_LABELS[m], formatValue({ mean: p[m].mean, stderr: p[m].stderr ?? null })]),
+          ...METRICS.map((m): [string, string] => {
+            const v = { mean: p[m].mean, stderr: p[m].stderr ?? null };
+            return [METRIC_LABELS[m], formatWithCi(v, metricInterval(m, p.k, [v], [p.combinations]))];
+          }),
         ]}
       />
+      <IntervalCaption text={skillmixCaption([p.combinations], false)} />
       <Table withTableBorder fz="xs" data-testid="skillmix-samples">
         <Table.Thead>
           <Table.Tr>

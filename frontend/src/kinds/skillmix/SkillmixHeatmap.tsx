@@ -1,5 +1,5 @@
-// One Skill-Mix metric by ept (rows) and k (columns), the best ept of each column starred; hover names the
-// run, click opens it. A pure chart: the table in (shape.ts), picture out.
+// One Skill-Mix metric by ept (rows) and k (columns), the best ept of each column starred, its 95% interval
+// under each value; hover names the run, click opens it. A pure chart: the table in (shape.ts), picture out.
 import { memo, useMemo } from 'react';
 import { useNavigate } from 'react-router';
 import { EChart } from '../../components/charts/EChart';
@@ -9,6 +9,11 @@ import { heatmapCells, METRIC_LABELS, rowLabel, type Metric, type SkillmixTable 
 export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOption {
   const cells = heatmapCells(table, metric);
   const best = new Set(table.best[metric].flatMap((rows, x) => rows.map((y) => `${x},${y}`)));
+  const ciAt = new Map(cells.map((c) => [`${c.x},${c.y}`, c.ci]));
+  const ciText = (x: number, y: number, sep: string) => {
+    const ci = ciAt.get(`${x},${y}`);
+    return ci ? `${sep}[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : '';
+  };
   const values = cells.map((c) => c.value);
   const lo = values.length ? Math.min(...values) : 0;
   const top = values.length ? Math.max(...values) : 1;
@@ -33,7 +38,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
     tooltip: {
       formatter: (p: unknown) => {
         const [x, y, v, runId] = (p as { data: number[] }).data;
-        return `${rowLabel(table.rows[y!] ?? null, table.defaultEpt)} · k=${table.cols[x!]}<br/>${METRIC_LABELS[metric]}=${v!.toFixed(3)}<br/>run ${runId} (click to open)`;
+        return `${rowLabel(table.rows[y!] ?? null, table.defaultEpt)} · k=${table.cols[x!]}<br/>${METRIC_LABELS[metric]}=${v!.toFixed(3)}${ciText(x!, y!, ' ')}${ciAt.get(`${x},${y}`) ? ' (95%)' : ''}<br/>run ${runId} (click to open)`;
       },
     },
     series: [
@@ -45,7 +50,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
           fontSize: 11,
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
-            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}`;
+            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ciText(x!, y!, '\n')}`;
           },
         },
       },

@@ -6,15 +6,17 @@ import { Anchor, Badge, Group, SegmentedControl, Select, Stack, Table, Text, Tit
 import { useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { QueryState } from '../../components/common/QueryState';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
 import {
   bestEptPerK,
-  formatValue,
+  formatWithCi,
   HEADLINE,
   METRIC_LABELS,
   METRICS,
   rowLabel,
+  skillmixCaption,
   skillmixCells,
   skillmixTables,
   type Metric,
@@ -49,7 +51,7 @@ function Table1({ table }: { table: SkillmixTable }) {
                         const best = table.best[m][j]!.includes(i);
                         return (
                           <Text key={m} span fz="sm" ff="monospace" fw={best ? 700 : 400} title={METRIC_LABELS[m]}>
-                            {`${formatValue(cell.values[m])}${best ? ' ★' : ''}`}
+                            {`${formatWithCi(cell.values[m], cell.intervals[m])}${best ? ' ★' : ''}`}
                           </Text>
                         );
                       })}
@@ -67,6 +69,11 @@ function Table1({ table }: { table: SkillmixTable }) {
       </Table.Tbody>
     </Table>
   );
+}
+
+function tableCaption(table: SkillmixTable): string {
+  const cells = table.cells.flat().filter((c) => c !== null);
+  return skillmixCaption(cells.flatMap((c) => c.combinations), cells.some((c) => c.runIds.length > 1));
 }
 
 function BestEpt({ table, metric }: { table: SkillmixTable; metric: Metric }) {
@@ -117,7 +124,7 @@ export function SkillmixTableTab({ experiment, live }: ExperimentViewProps) {
               />
               {view === 'table' ? (
                 <Text size="xs" c="dimmed">
-                  each cell: {HEADLINE.map((m) => METRIC_LABELS[m]).join(' / ')}, mean ± stderr over combinations; ★ best ept of the column
+                  each cell: {HEADLINE.map((m) => METRIC_LABELS[m]).join(' / ')}, mean ± stderr over combinations [95% interval]; ★ best ept of the column
                 </Text>
               ) : null}
             </Group>
@@ -134,6 +141,7 @@ export function SkillmixTableTab({ experiment, live }: ExperimentViewProps) {
                   </Text>
                 </Group>
                 {view === 'table' ? <Table1 table={t} /> : <SkillmixHeatmap table={t} metric={metric} />}
+                <IntervalCaption text={tableCaption(t)} />
                 <BestEpt table={t} metric={metric} />
               </Stack>
             ))}

@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { ExperimentResult } from '../../api/types';
-import { bestEptPerK, formatValue, heatmapCells, rowLabel, skillmixCells, skillmixTables, toFixedHalfEven, type SkillmixCell } from './shape';
+import {
+  bestEptPerK,
+  formatValue,
+  formatWithCi,
+  heatmapCells,
+  metricBounds,
+  rowLabel,
+  skillmixCaption,
+  skillmixCells,
+  skillmixTables,
+  toFixedHalfEven,
+  type SkillmixCell,
+} from './shape';
 
 type Row = Pick<ExperimentResult, 'run_id' | 'payload'>;
 const v = (mean: number, stderr: number | null = 0) => ({ mean, stderr });
@@ -52,7 +64,7 @@ describe('skillmixTables', () => {
       { k: 2, epts: [1, 2], value: 0.2 },
     ]);
     expect(bestEptPerK(table!, 'full_marks')[1]).toEqual({ k: 2, epts: [], value: 0 });
-    expect(heatmapCells(table!, 'all_skills')).toEqual([
+    expect(heatmapCells(table!, 'all_skills')).toMatchObject([
       { x: 0, y: 0, value: 0, runId: 1 },
       { x: 1, y: 0, value: 0, runId: 4 },
       { x: 0, y: 1, value: 1, runId: 2 },
@@ -87,5 +99,43 @@ describe('labels', () => {
     expect([0.245, 0.135, 1 / 3, 0.2].map((v) => toFixedHalfEven(v, 2))).toEqual(['0.24', '0.14', '0.33', '0.20']);
     expect([0.5, 1.5, 2.5].map((v) => toFixedHalfEven(v, 0))).toEqual(['0', '2', '2']);
     expect([toFixedHalfEven(-0.125, 2), toFixedHalfEven(0.5, 3), toFixedHalfEven(0, 2)]).toEqual(['-0.12', '0.500', '0.00']);
+  });
+});
+
+describe('95% intervals of the Skill-Mix metrics', () => {
+  const [table] = skillmixTables(skillmixCells(RESULTS));
+
+  it('gives the 0/1 ratios a Wilson interval over the combinations, even at 0 and 1', () => {
+    const ci = table!.cells[1]![0]!.intervals.full_marks!; // 5 of 5 combinations full marks
+    expect(ci.method).toBe('wilson');
+    expect(ci.lo).toBeCloseTo(0.565518, 5); // Wilson by hand (lib/interval.test.ts)
+    expect(ci.hi).toBe(1);
+    expect(table!.cells[0]![0]!.intervals.all_skills!.hi).toBeCloseTo(1 - 0.565518, 5); // 0 of 5
+  });
+
+  it('gives the graded metrics the t interval from their standard error, clipped to the metric range', () => {
+    const ci = table!.cells[0]![1]!.intervals.skill_fraction!; // 0.2 ± 0.1 over 5 combinations
+    expect(ci.method).toBe('t');
+    expect(ci.lo).toBe(0); // 0.2 - 2.776·0.1 < 0
+    expect(ci.hi).toBeCloseTo(0.2 + 2.776445 * 0.1, 5);
+    expect(metricBounds('total_score', 2)).toEqual([0, 5]);
+  });
+
+  it('gives a cell of several runs the t interval over their means', () => {
+    const runs = [cell(1, 2, 1, [0.2, 0.3, 0.5]), cell(2, 2, 1, [0.4, 0.5, 0.6]), cell(3, 2, 1, [0.4, 0.5, 0.7])];
+    const merged = skillmixTables(skillmixCells(runs))[0]!.cells[0]![0]!;
+    expect(merged.intervals.skill_fraction!.method).toBe('t');
+    expect(merged.intervals.skill_fraction!.lo).toBeCloseTo(0.351586, 5); // mean of 0.5, 0.6, 0.7 ± t(2)·s/sqrt(3)
+    expect(merged.intervals.skill_fraction!.hi).toBeCloseTo(0.848414, 5);
+    expect(merged.intervals.full_marks!.method).toBe('t'); // a mean over runs is no longer a plain proportion
+  });
+
+  it('writes value ± stderr [lo, hi] and names the intervals in the caption', () => {
+    expect(formatWithCi({ mean: 1, stderr: 0 }, table!.cells[1]![0]!.intervals.full_marks)).toBe('1.00 ± 0.000 [0.57, 1.00]');
+    expect(formatWithCi({ mean: 0.47, stderr: null }, null)).toBe('0.47');
+    expect(skillmixCaption([5, 5], false)).toBe(
+      '[lo, hi]: 95% interval over n = 5 combinations: Wilson score interval for Ratio of Full Marks and Ratio of All Skills ' +
+        '(0 or 1 per combination), Student-t from the standard error for the graded metrics',
+    );
   });
 });

@@ -1,8 +1,9 @@
 // Shapes an experiment's `skillmix_cell` results (one per run: a model, an experts-per-token, a k) into
 // paper 004's Table 1 layout: rows ept, columns k, each cell three headline metrics with their ±, the best
 // ept of each column marked per metric, the model's default ept labelled; and into a heatmap of one metric
-// and the best ept per k.
+// and the best ept per k. Each metric of a cell carries its 95% interval over the combinations (metricInterval).
 import type { ExperimentResult, PayloadOf } from '../../api/types';
+import { tFromStderr, tInterval, wilson, type Bounds, type Interval } from '../../lib/interval';
 
 export type SkillmixCell = PayloadOf<'skillmix_cell'>;
 
@@ -44,6 +45,10 @@ export interface Value {
 export interface TableCell {
   runIds: number[];
   values: Record<Metric, Value>;
+  /** per metric, its 95% interval (metricInterval); null where there is none */
+  intervals: Record<Metric, Interval | null>;
+  /** combinations of each run of the cell */
+  combinations: number[];
   failedGradings: number;
   totalGradings: number;
 }
@@ -64,6 +69,50 @@ export interface SkillmixTable {
 
 const byNumber = (a: number | null, b: number | null) => (a ?? 0) - (b ?? 0);
 
+/**
+ * Metrics that are 0 or 1 per combination (the best of its generations, A.3.1): their mean is a proportion
+ * of the combinations, so its interval is Wilson's (it keeps a width at 0 and 1, where the ± is 0).
+ */
+export const BINARY: readonly Metric[] = ['full_marks', 'all_skills'];
+
+/** The range a metric's values lie in at k skills (intervals of means are clipped to it). */
+export function metricBounds(metric: Metric, k: number): Bounds {
+  if (metric === 'total_score') return [0, k + 3];
+  if (metric === 'total_skill_score') return [0, k];
+  return [0, 1];
+}
+
+/**
+ * The 95% interval of a cell's metric: one run, a 0/1 metric: Wilson over its combinations; one run, a
+ * graded metric: Student-t from its standard error over the combinations; several runs: Student-t over
+ * the runs' means.
+ */
+export function metricInterval(metric: Metric, k: number, values: readonly Value[], combinations: readonly number[]): Interval | null {
+  const bounds = metricBounds(metric, k);
+  if (values.length > 1) return tInterval(values.map((v) => v.mean), bounds);
+  const [v] = values;
+  if (!v) return null;
+  const m = combinations[0] ?? 0;
+  return BINARY.includes(metric) ? wilson(v.mean, m) : tFromStderr(v.mean, v.stderr, m, bounds);
+}
+
+/** "0.20 ± 0.200 [0.04, 0.62]": the paper's mean ± stderr and the 95% interval; without one, formatValue alone. */
+export function formatWithCi(v: Value, ci: Interval | null): string {
+  return ci ? `${formatValue(v)} [${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : formatValue(v);
+}
+
+/** The caption naming the intervals of a table or a cell view. */
+export function skillmixCaption(combinations: readonly number[], severalRuns: boolean): string {
+  const lo = combinations.length ? Math.min(...combinations) : 0;
+  const hi = combinations.length ? Math.max(...combinations) : 0;
+  const n = lo === hi ? `n = ${lo}` : `n = ${lo}–${hi}`;
+  return (
+    `[lo, hi]: 95% interval over ${n} combinations: Wilson score interval for ${BINARY.map((m) => METRIC_LABELS[m]).join(' and ')} ` +
+    `(0 or 1 per combination), Student-t from the standard error for the graded metrics` +
+    (severalRuns ? '; cells of several runs: Student-t over the runs' : '')
+  );
+}
+
 /** Runs of the same (model, ept, k), several seeds for instance, average their means (no ± then). */
 function merge(cells: readonly Tagged[]): TableCell {
   const values = {} as Record<Metric, Value>;
@@ -74,9 +123,14 @@ function merge(cells: readonly Tagged[]): TableCell {
       stderr: cells.length === 1 ? (cells[0]!.payload[m].stderr ?? null) : null,
     };
   }
+  const combinations = cells.map((c) => c.payload.combinations);
+  const intervals = {} as Record<Metric, Interval | null>;
+  for (const m of METRICS) intervals[m] = metricInterval(m, cells[0]!.payload.k, cells.map((c) => ({ mean: c.payload[m].mean, stderr: c.payload[m].stderr ?? null })), combinations);
   return {
     runIds: cells.map((c) => c.run_id).sort((a, b) => a - b),
     values,
+    intervals,
+    combinations,
     failedGradings: cells.reduce((a, c) => a + c.payload.failed_gradings, 0),
     totalGradings: cells.reduce((a, c) => a + c.payload.total_gradings, 0),
   };
@@ -171,10 +225,11 @@ export interface HeatCell {
   y: number; // row (ept) index
   value: number;
   runId: number;
+  ci: Interval | null;
 }
 
 export function heatmapCells(table: SkillmixTable, metric: Metric): HeatCell[] {
   return table.cells.flatMap((row, y) =>
-    row.flatMap((cell, x) => (cell === null ? [] : [{ x, y, value: cell.values[metric].mean, runId: cell.runIds[0]! }])),
+    row.flatMap((cell, x) => (cell === null ? [] : [{ x, y, value: cell.values[metric].mean, runId: cell.runIds[0]!, ci: cell.intervals[metric] }])),
   );
 }

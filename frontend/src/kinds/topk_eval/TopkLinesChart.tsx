@@ -1,21 +1,11 @@
 // Score against k', one line per train k (the rows of the matrix), the trained k of each line marked; a
 // shaded band is each line's 95% interval (two stacked series named like the line: the legend toggles all).
 import { memo, useMemo } from 'react';
+import { ciBandSeries } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { formatWithInterval } from '../../lib/interval';
-import { scoreLines, type MatrixPanel, type ScoreLine } from './matrix';
-
-/** The band of a line's intervals: its lower ends, and the widths stacked on them; [] where a point has none. */
-function bandSeries(line: ScoreLine, index: number) {
-  if (line.ci.length === 0 || line.ci.some((c) => c === null)) return [];
-  const stack = `ci-${index}`;
-  const common = { name: line.name, type: 'line' as const, stack, symbol: 'none', silent: true, lineStyle: { opacity: 0 } };
-  return [
-    { ...common, id: `band-lo:${index}`, data: line.data.map(([k], i) => [k, line.ci[i]!.lo]) },
-    { ...common, id: `band-w:${index}`, data: line.data.map(([k], i) => [k, line.ci[i]!.hi - line.ci[i]!.lo]), areaStyle: { opacity: 0.15 } },
-  ];
-}
+import { scoreLines, type MatrixPanel } from './matrix';
 
 export function linesOption(panel: MatrixPanel): EChartsOption {
   const lines = scoreLines(panel);
@@ -55,7 +45,7 @@ export function linesOption(panel: MatrixPanel): EChartsOption {
               }
             : undefined,
       },
-      ...bandSeries(line, index),
+      ...ciBandSeries({ name: line.name, key: String(index), data: line.data, ci: line.ci }),
     ]),
   };
 }

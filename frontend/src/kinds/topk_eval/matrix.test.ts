@@ -133,6 +133,7 @@ describe('95% intervals on the cells, the lines and the point view', () => {
       tooltip: { formatter: (p: unknown) => string };
     };
     expect(option.series.map((s) => s.id)).toEqual(['line:0', 'band-lo:0', 'band-w:0']);
+    expect(option.series[2]!.stack).toBe(option.series[1]!.stack);
     expect(new Set(option.series.map((s) => s.name))).toEqual(new Set(['train k=2'])); // one legend entry
     expect(option.series[1]!.data[0]![1]).toBeCloseTo(0.747567, 5);
     expect(option.series[2]!.data[0]![1]).toBeCloseTo(0.845102 - 0.747567, 5);
