@@ -1,0 +1,161 @@
+// @vitest-environment jsdom
+// Every result view that shows an accuracy shows its 95% interval in the cell and names it in a caption
+// (issue 22, item 7); a result written before sizes were recorded shows the value alone, with a note.
+// Expected intervals computed by hand in Python (Wilson 1927), as in lib/interval.test.ts.
+import { MantineProvider } from '@mantine/core';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { act, type ReactNode } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { MemoryRouter } from 'react-router';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PayloadOf } from '../api/types';
+import { CarmaEvalView, SynonymConsistencyView } from './carma/ResultViews';
+import { EvalView } from './reasonformer/ResultViews';
+import { SkillmixCellView } from './skillmix/SkillmixCellView';
+import { SravenCellView } from './smoe_sraven/SravenCellView';
+import { TopkPointView } from './topk_eval/TopkPointView';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+let root: Root | null = null;
+let container: HTMLElement;
+
+beforeEach(() => {
+  window.matchMedia ??= ((query: string) => ({
+    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
+    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
+  })) as typeof window.matchMedia;
+  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  container = document.body.appendChild(document.createElement('div'));
+});
+
+afterEach(() => {
+  act(() => root?.unmount());
+  root = null;
+  container.remove();
+});
+
+function render(node: ReactNode) {
+  act(() => {
+    root = createRoot(container);
+    root.render(
+      <QueryClientProvider client={new QueryClient()}>
+        <MantineProvider env="test">
+          <MemoryRouter>{node}</MemoryRouter>
+        </MantineProvider>
+      </QueryClientProvider>,
+    );
+  });
+}
+
+/** The text of the table cell beside the header `key` (KeyValues rows). */
+function cellOf(key: string): string | null {
+  const th = [...container.querySelectorAll('th')].find((h) => h.textContent === key);
+  return th?.nextElementSibling?.textContent ?? null;
+}
+const caption = () => container.querySelector('[data-testid="ci-caption"]')?.textContent ?? null;
+
+const topk = (over: Partial<PayloadOf<'topk_eval_point'>>): PayloadOf<'topk_eval_point'> => ({
+  kind: 'topk_eval_point', target: 'smoe_sraven', model: 'in-run k=2', family: 'smoe', source_run_id: null, train_k: 2, eval_k: 2,
+  num_experts: 8, routers: 2, renormalises: true, score: 'test_acc', value: 205 / 256, higher_is_better: true, ood_value: 0.5,
+  per_feature: null, M: 2, extra: {}, n: 256, ood_n: 256, ...over,
+});
+
+describe('top-k point view', () => {
+  it('shows the score and OOD accuracy with their Wilson intervals and names the interval', () => {
+    render(<TopkPointView payload={topk({})} />);
+    expect(cellOf('test_acc')).toBe('0.8008 [0.7476, 0.8451]');
+    expect(cellOf('OOD accuracy')).toBe('0.5000 [0.4392, 0.5608]');
+    expect(caption()).toBe('[lo, hi]: 95% Wilson score interval over n = 256 problems');
+  });
+
+  it('shows an old result without n as before, with the note', () => {
+    render(<TopkPointView payload={topk({ n: undefined, ood_n: undefined })} />);
+    expect(cellOf('test_acc')).toBe('0.80078'); // formatValue's digits, no interval
+    expect(caption()).toMatch(/no interval where the result does not record its n/);
+  });
+
+  it('gives a perplexity neither interval nor caption', () => {
+    render(<TopkPointView payload={topk({ score: 'perplexity', higher_is_better: false, value: 12.5, ood_value: null, n: null })} />);
+    expect(cellOf('perplexity')).toBe('12.5');
+    expect(caption()).toBeNull();
+  });
+});
+
+describe('SRAVEN cell view', () => {
+  it('shows ID and OOD accuracy with their Wilson intervals', () => {
+    render(
+      <SravenCellView
+        payload={{ kind: 'sraven_cell', M: 2, top_k: 2, num_experts: 8, attention: 'hyla', test_acc: 205 / 256, ood_acc: 0.5,
+          per_feature_acc: [], ood_per_feature_acc: null, steps: 10, test_size: 256, ood_size: 256 }}
+      />,
+    );
+    expect(cellOf('ID accuracy')).toBe('0.801 [0.748, 0.845]');
+    expect(cellOf('OOD accuracy')).toBe('0.500 [0.439, 0.561]');
+    expect(caption()).toBe('[lo, hi]: 95% Wilson score interval over n = 256 problems');
+  });
+});
+
+describe('CARMA views', () => {
+  it('shows validation and test accuracy with their Wilson intervals over the items', () => {
+    render(
+      <CarmaEvalView
+        payload={{ kind: 'carma_eval', variant: 'carma', model: 'm', task: 'idm', lambda: 0.2, gamma: 0.5, eta: 0.2, layers: [0, 1], num_layers: 2,
+          train_size: 80, validation_size: 10, test_size: 256, steps: 3, best_step: 3, validation_acc: 0.2, test_acc: 205 / 256, test_loss: 1,
+          step_seconds: null }}
+      />,
+    );
+    expect(cellOf('validation accuracy')).toBe('0.2000 [0.0567, 0.5098]');
+    expect(cellOf('test accuracy')).toBe('0.8008 [0.7476, 0.8451]');
+    expect(caption()).toBe('[lo, hi]: 95% Wilson score interval over the 10 validation and 256 test items');
+  });
+
+  it('shows ConsistSyn with its t interval over the seeds', () => {
+    render(
+      <SynonymConsistencyView
+        payload={{ kind: 'synonym_consistency', variant: 'carma', model: 'm', task: 'idm', lambda: 0.2, rate: 0.25, source: 'wordnet',
+          seeds: [0, 1, 2], consist_syn: [50, 60, 70], mean: 60, std: 8.16, cv: 0.136, correct_before: 20, changed: [5, 5, 5] }}
+      />,
+    );
+    expect(cellOf('ConsistSyn 95% CI')).toBe('[35.16, 84.84]'); // 60 ± t(2)·10/sqrt(3)
+    expect(caption()).toMatch(/95% Student-t interval of the mean ConsistSyn over the seeds/);
+  });
+});
+
+describe('Skill-Mix cell view', () => {
+  it('shows each metric as mean ± stderr [95% interval]', () => {
+    const v = (mean: number, stderr: number | null) => ({ mean, stderr });
+    render(
+      <SkillmixCellView
+        payload={{ kind: 'skillmix_cell', model: 'tiny', student: 'hf', grader: 'rules', k: 2, ept: 2, default_ept: 2, num_experts: 4, routers: 2,
+          renormalises: true, combinations: 5, generations: 1, gradings: 1, filter_skill_names: false, full_marks: v(1, 0),
+          all_skills: v(0, 0), skill_fraction: v(0.5, 0.1), total_score: v(3, 0.5), total_skill_score: v(1, 0.2), rescaled_score: v(0.1, 0.05),
+          failed_gradings: 0, total_gradings: 5, failed_generations: 0, cached_replies: 0, new_replies: 10, samples: [] }}
+      />,
+    );
+    expect(cellOf('Ratio of Full Marks')).toBe('1.00 ± 0.000 [0.57, 1.00]'); // Wilson, 5 of 5
+    expect(cellOf('Ratio of All Skills')).toBe('0.00 ± 0.000 [0.00, 0.43]'); // Wilson, 0 of 5
+    expect(cellOf('Skill Fraction')).toBe('0.50 ± 0.100 [0.22, 0.78]'); // 0.5 ± t(4)·0.1
+    expect(caption()).toMatch(/^\[lo, hi\]: 95% interval over n = 5 combinations/);
+  });
+});
+
+describe('ReasonFormer eval view', () => {
+  it("shows each task's Wilson interval and the average's normal interval, in percent", () => {
+    render(
+      <EvalView
+        payload={{ kind: 'reasonformer_eval', stage: 'finetune', label: 'Shared (S)', variant: 'shared', activation: 'sparse', top_k: 2, num_skills: 6,
+          depth: 3, adapters: true, stop_gate: true, pretrained: true, modularity: true, freeze: 'none', parameters: { total: 1, activated: 1, tuned: 1 },
+          tasks: [
+            { task: 'arc', reasoning: null, metric: 'accuracy', value: 0.2, value_norm: null, count: 10 },
+            { task: 'csqa', reasoning: null, metric: 'accuracy', value: 0.5, value_norm: null, count: 10 },
+          ],
+          average: 0.35, steps: 1 }}
+      />,
+    );
+    const arc = [...container.querySelectorAll('[data-testid="reasonformer-eval-tasks"] tbody tr')][0]!;
+    expect([...arc.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['arc', '—', 'accuracy', '20.0', '[5.7, 51.0]', '—', '10']);
+    expect(cellOf('average')).toBe('35.0 [15.2, 54.8]'); // 0.35 ± 1.96·sqrt(0.01025)
+    expect(caption()).toMatch(/Wilson score interval over each task's n examples/);
+  });
+});
