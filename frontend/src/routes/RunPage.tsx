@@ -39,7 +39,7 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const note = progressNote(run, p.message);
   return (
     <Stack gap={4} data-testid="run-progress">
-      <Progress value={pct ?? 0} animated={run.status === 'running'} size="lg" aria-label="progress" />
+      <Progress value={pct ?? 0} animated={run.status === 'running' && run.held} size="lg" aria-label="progress" />
       <Group gap="md">
         <Text size="sm">
           {p.done.toLocaleString()}
