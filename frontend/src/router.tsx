@@ -2,6 +2,7 @@ import type { QueryClient } from '@tanstack/react-query';
 import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
 import { authStore } from './api/auth';
 import { AppLayout } from './components/layout/AppLayout';
+import { PageLoading } from './components/layout/PageLoading';
 import { earlyKey, takeEarlyOr } from './early';
 import { experimentQuery, runsTableQuery } from './hooks/experiments';
 import { metricKeysQuery, metricsQuery } from './hooks/metrics';
@@ -81,6 +82,9 @@ export function makeRouter(queryClient: QueryClient) {
     {
       element: <AppLayout />,
       loader: prefetchLayout(queryClient),
+      // the first load of a page waits for its loader and its code: a spinner meanwhile (none: a blank
+      // page and React Router's "No `HydrateFallback` element provided" warning on every page load)
+      HydrateFallback: PageLoading,
       children: [
         { index: true, lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
         { path: 'experiments/new', lazy: async () => ({ Component: (await import('./routes/NewExperimentPage')).NewExperimentPage }) },
