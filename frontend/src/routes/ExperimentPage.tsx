@@ -140,7 +140,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
         <Tabs.Panel value="runs" pt="md">
           <Grid>
             <Grid.Col span={12}>
-              <RunsTable runs={tableRuns} selected={selected} onSelect={setSelected} />
+              <RunsTable runs={tableRuns} selected={selected} onSelect={setSelected} experimentId={experiment.id} />
             </Grid.Col>
             <Grid.Col span={12}>
               <OverlayPanel runs={overlayRuns} selected={selectedRuns.length > 0} metrics={metrics} metric={metric} onMetric={setMetric} />

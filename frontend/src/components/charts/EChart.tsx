@@ -1,10 +1,15 @@
 // The one ECharts host: creates the chart once, applies option changes (not a new chart per render),
-// follows its container's size, and forwards the events a page asks for.
+// follows its container's size, and forwards the events a page asks for. Under every chart, "Download
+// data": what it draws as CSV or Parquet (ChartDownload.tsx), the table derived from the option
+// (lib/chartTable.ts) unless the chart passes its own (`data`).
 //
 // ECharts is imported on the first chart, not with the page: a page's code runs and sends its API
 // requests while ECharts downloads and parses, instead of after (issue 12). Line charts need only
 // echarts.ts; an option with a heatmap, bars, parallel coordinates... loads echartsFull.ts first.
 import { memo, useEffect, useRef, useState } from 'react';
+import { chartTable } from '../../lib/chartTable';
+import { fileSlug, type DataTable } from '../../lib/tableExport';
+import { ChartDownload } from './ChartDownload';
 import type { ECharts, EChartsOption } from './echarts';
 import { needsFullECharts } from './echartsNeeds';
 
@@ -27,10 +32,16 @@ export interface EChartProps {
   ariaLabel: string;
   onReady?: (chart: ECharts) => void;
   testId?: string;
+  /** the table "Download data" writes, when the option's series are not the data (a drawn band) */
+  data?: () => DataTable;
+  /** the downloaded file's name without extension (default: from ariaLabel) */
+  downloadName?: string;
 }
 
-function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onReady, testId }: EChartProps) {
+function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onReady, testId, data, downloadName }: EChartProps) {
   const el = useRef<HTMLDivElement>(null);
+  const latest = useRef(option);
+  latest.current = option;
   const [chart, setChart] = useState<ECharts | null>(null);
   const handlers = useRef(on);
   handlers.current = on;
@@ -79,7 +90,12 @@ function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onRe
     return () => names.forEach((name) => chart.off(name));
   }, [chart, eventNames]);
 
-  return <div ref={el} role="img" aria-label={ariaLabel} data-testid={testId} style={{ width: '100%', height }} />;
+  return (
+    <div>
+      <div ref={el} role="img" aria-label={ariaLabel} data-testid={testId} style={{ width: '100%', height }} />
+      <ChartDownload table={data ?? (() => chartTable(latest.current))} filename={downloadName ?? fileSlug(ariaLabel)} label={ariaLabel} />
+    </div>
+  );
 }
 
 export const EChart = memo(EChartImpl);

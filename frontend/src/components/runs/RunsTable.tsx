@@ -11,6 +11,7 @@ import { cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type 
 import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
 import { EtaCell } from './Eta';
+import { RunsExportMenu } from './RunsExportMenu';
 
 export const ROW_HEIGHT = 34;
 /** The table grows with its rows up to this height, then scrolls (virtualised). */
@@ -133,9 +134,11 @@ interface Props {
   runs: readonly RunRow[];
   selected: ReadonlySet<number>;
   onSelect: (ids: Set<number>) => void;
+  /** the experiment whose runs these are: an "Export" menu (CSV, Parquet) beside the counts */
+  experimentId?: number;
 }
 
-function RunsTableImpl({ runs, selected, onSelect }: Props) {
+function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
   const [statuses, setStatuses] = useState<RunStatus[]>([]);
   const [filters, setFilters] = useState<Partial<Record<ColumnId, string>>>({});
   const [sort, setSort] = useState<Sort | null>({ column: 'index', desc: false });
@@ -199,6 +202,9 @@ function RunsTableImpl({ runs, selected, onSelect }: Props) {
         <Text size="xs" c="dimmed" ml="auto" data-testid="runs-shown">
           {rows.length} of {runs.length} runs · {selected.size} selected
         </Text>
+        {experimentId !== undefined && (
+          <RunsExportMenu experimentId={experimentId} statuses={statuses} columnFiltered={Object.values(filters).some((f) => f?.trim())} />
+        )}
       </Group>
       <div ref={scrollRef} style={{ height: Math.min(MAX_TABLE_HEIGHT, HEADER_HEIGHT + Math.max(rows.length, 3) * ROW_HEIGHT + 16), overflow: 'auto', border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }} role="table" aria-label="runs" aria-rowcount={rows.length + 1} data-testid="runs-table">
         <TableHeader
