@@ -167,6 +167,18 @@ def test_second_attempt_resumes_from_the_checkpoint(settings: SharedSettings) ->
     assert api.patches == [] and all("mlflow_run_id" not in f for f in api.finishes)
 
 
+def test_an_attempt_tells_the_api_once_that_it_resumed(settings: SharedSettings) -> None:
+    """Only the worker knows an attempt resumed (issue 22, item 5): its run context posts the checkpoint
+    step load_checkpoint() found, once, so the run's log, the activity feed and the attempt history show
+    it; the first attempt, which found none, posts nothing."""
+    api = FakeApi(spec=_spec(fail_at_step=16))
+    assert _execute(api, settings) == "failed"
+    assert api.resumed == []
+    api.requeue(attempt=2)
+    assert _execute(api, settings, attempt=2) == "succeeded"
+    assert api.resumed == [{"attempt": 2, "step": 12}]
+
+
 def test_the_worker_never_loads_mlflow(tmp_path: Path) -> None:
     """A worker host needs no MLflow URL: neither the settings nor the executor's modules know MLflow."""
     import subprocess

@@ -42,6 +42,7 @@ class FakeApi:
         self.heartbeats: list[dict[str, Any]] = []
         self.finishes: list[dict[str, Any]] = []
         self.patches: list[dict[str, Any]] = []
+        self.resumed: list[dict[str, Any]] = []  # POST /runs/{id}/resumed: {attempt, step}
         self.run_tokens_seen: set[str] = set()
         self.secrets: dict[str, str] = {}  # what the API hands this run (the names its spec holds)
         self.datasets: dict[str, bytes] = {}  # the datasets this run's spec names, as the API hands them
@@ -131,6 +132,11 @@ class FakeApi:
                 self.finishes.append(body)
                 self.run["status"] = body["status"]
                 return httpx.Response(200, json=self.run)
+            if request.method == "POST" and path == f"{run_path}/resumed":
+                if self.run["status"] != "running" or body["attempt"] != self.run["attempt"]:
+                    return _error(409, "conflict", "not running with that attempt")
+                self.resumed.append(body)
+                return httpx.Response(204)
             if request.method == "POST" and path == f"{run_path}/release":
                 if self.run["status"] != "running" or body["attempt"] != self.run["attempt"]:
                     return _error(409, "conflict", "not running with that attempt")
