@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from backend.models import Activity, Comment, ExperimentTag, Review, RunTag, Star
+from backend.models import Activity, Comment, ExperimentTag, Review, Run, RunTag, Star
 
 
 def experiment_comments(session: Session, experiment_id: int) -> list[Comment]:
@@ -57,3 +57,11 @@ def activity(session: Session, project_id: int, limit: int) -> list[Activity]:
     """The project's feed, newest first."""
     stmt = select(Activity).where(Activity.project_id == project_id).order_by(Activity.id.desc()).limit(limit)
     return list(session.scalars(stmt))
+
+
+def run_names(session: Session, run_ids: set[int]) -> dict[int, str]:
+    """The names of those runs that have one (the feed shows a run by its name)."""
+    if not run_ids:
+        return {}
+    stmt = select(Run.id, Run.name).where(Run.id.in_(sorted(run_ids)), Run.name.is_not(None))
+    return {run_id: name for run_id, name in session.execute(stmt) if name is not None}

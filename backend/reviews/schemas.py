@@ -41,5 +41,6 @@ class ActivityPublic(BaseModel):
     actor: str | None
     experiment_id: int | None
     run_id: int | None
+    run_name: str | None = Field(description="the run's name now (PATCH /runs/{id}); null: unnamed or no run")
     message: str
     created_at: datetime

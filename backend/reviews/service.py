@@ -37,13 +37,14 @@ def review_public(r: Review) -> ReviewPublic:
     )
 
 
-def activity_public(a: Activity) -> ActivityPublic:
+def activity_public(a: Activity, run_name: str | None = None) -> ActivityPublic:
     return ActivityPublic(
         id=a.id,
         type=a.type,
         actor=a.actor.username if a.actor else None,
         experiment_id=a.experiment_id,
         run_id=a.run_id,
+        run_name=run_name,
         message=a.message,
         created_at=a.created_at,
     )
@@ -166,4 +167,6 @@ def unstar(session: Session, experiment: Experiment, user: User) -> None:
 
 
 def activity(session: Session, project_id: int, limit: int) -> list[ActivityPublic]:
-    return [activity_public(a) for a in repository.activity(session, project_id, limit)]
+    rows = repository.activity(session, project_id, limit)
+    names = repository.run_names(session, {a.run_id for a in rows if a.run_id is not None})
+    return [activity_public(a, names.get(a.run_id) if a.run_id is not None else None) for a in rows]

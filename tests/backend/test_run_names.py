@@ -130,3 +130,17 @@ def test_the_runs_table_shows_names_and_a_rename_rebuilds_its_kept_encoding(
     assert api.client.get(url, headers=api.h()).json()["name"] == [None, "middle", None] and len(built) == 2
     assert _patch(api, exp["runs"][1]["id"], {"name": ""}).status_code == 200
     assert api.client.get(url, headers=api.h()).json()["name"] == [None, None, None] and len(built) == 3
+
+
+def test_the_feed_shows_each_run_by_its_name_now(api: Api) -> None:
+    exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01]}}).json()
+    first, second = (r["id"] for r in exp["runs"])
+    assert api.client.post(f"/api/v1/runs/{first}/cancel", headers=api.h()).status_code == 200
+    assert api.client.post(f"/api/v1/runs/{second}/cancel", headers=api.h()).status_code == 200
+    _patch(api, first, {"name": "old name"})
+    _patch(api, first, {"name": "new name"})
+    rows = [a for a in _feed(api, exp["project_id"]) if a["run_id"] is not None]
+    assert {a["run_id"]: a["run_name"] for a in rows} == {first: "new name", second: None}
+    assert {a["type"] for a in rows if a["run_id"] == first} == {"cancelled", "renamed"}
+    submitted = [a for a in _feed(api, exp["project_id"]) if a["type"] == "submitted"]
+    assert submitted and all(a["run_name"] is None for a in submitted)
