@@ -51,6 +51,8 @@ MiB = 1024 * KiB
 METRICS_LIMIT = 64 * MiB  # POST /runs/{id}/metrics: 10,000 points (the batch limit) with room to spare
 # POST /runs/{id}/logs, /results, /finish: log batches, result records, tracebacks (an error of 10^6 characters)
 WORKER_WRITE_LIMIT = 16 * MiB
+# POST /exports/parquet: a chart's table (at most 1,000,000 cells, backend/exports/schemas.py) as JSON
+TABLE_EXPORT_LIMIT = 16 * MiB
 # PUT /runs/{id}/artifacts/...: a checkpoint or a final model, streamed to the store, never held in memory
 ARTIFACT_LIMIT = 256 * 1024 * MiB
 LOGIN_LIMIT = 64 * KiB  # POST /auth/login: anonymous, a username and a password
@@ -80,6 +82,7 @@ LIMITS: tuple[RouteClass, ...] = (
     RouteClass(
         "dataset upload", re.compile(r"^/api/v1/projects/[^/]+/datasets/."), ARTIFACT_LIMIT, streamed=True
     ),
+    RouteClass("table export", re.compile(r"^/api/v1/exports/parquet/?$"), TABLE_EXPORT_LIMIT),
     RouteClass("login", re.compile(r"^/api/v1/auth/login/?$"), LOGIN_LIMIT),
     RouteClass("API", re.compile(r"^/api/v1(?:/|$)"), DEFAULT_LIMIT),
 )

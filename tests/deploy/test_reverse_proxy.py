@@ -129,6 +129,7 @@ SAMPLE_PATHS = [
     "/api/v1/runs/7/logs",
     "/api/v1/runs/7/results",
     "/api/v1/runs/7/finish",
+    "/api/v1/exports/parquet",
     "/api/v1/auth/login",
     "/api/v1/auth/login/",
     "/api/v1/experiments",
