@@ -48,6 +48,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
         label: {
           show: true,
           fontSize: 11,
+          lineHeight: 14, // the interval's line under the value: without it ECharts draws both lines at one height
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
             return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ciText(x!, y!, '\n')}`;

@@ -39,6 +39,7 @@ export function panelOption(panel: HeatmapPanel, range: [number, number], metric
         label: {
           show: true,
           fontSize: 11,
+          lineHeight: 14, // the interval's line under the value: without it ECharts draws both lines at one height
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
             const ci = ciAt.get(`${x},${y}`)?.ci ?? null;

@@ -40,7 +40,7 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
     },
     tooltip: {
       formatter: (p: unknown) => {
-        const [x, y, v, runId, n] = (p as { data: number[] }).data;
+        const [x, y, v, runId, n] = (p as { value: number[] }).value; // data is {value, itemStyle}: value holds the numbers
         const diag = panel.diagonal.has(`${x},${y}`) ? ' (trained k)' : '';
         const ci = ciAt.get(`${x},${y}`) ?? null;
         const interval = ci ? ` (95% ${ci.method === 'wilson' ? 'Wilson' : 't over runs'})` : '';
@@ -57,6 +57,7 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
         label: {
           show: true,
           fontSize: 11,
+          lineHeight: 14, // the interval's line under the value: without it ECharts draws both lines at one height
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { value: number[] }).value;
             const key = `${x},${y}`;

@@ -123,7 +123,8 @@ describe('95% intervals on the cells, the lines and the point view', () => {
     };
     const first = option.series[0]!.data[0]!;
     expect(option.series[0]!.label.formatter({ value: first.value })).toBe('◆ 0.801 ★\n[0.75, 0.85]');
-    expect(option.tooltip.formatter({ data: first.value })).toContain('test_acc=0.801 [0.748, 0.845] (95% Wilson)');
+    // as ECharts calls it: params.data is the item ({value, itemStyle}), params.value its numbers
+    expect(option.tooltip.formatter({ data: first, value: first.value })).toContain('test_acc=0.801 [0.748, 0.845] (95% Wilson)');
   });
 
   it('draws each line with a band of its intervals and the interval in the tooltip', () => {
