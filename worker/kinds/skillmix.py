@@ -7,7 +7,7 @@ run or a repeated sweep asks only what was never answered. docs/experiments/skil
 
 Metrics, at step n = combinations graded so far (logged as each combination's last grading comes in, so
 the run page draws lines while the cell is graded): the six metrics' running means over those n
-combinations, ``failed_gradings`` so far, ``cached_replies`` and ``new_replies`` so far (replies taken from
+combinations, ``failed_gradings`` and ``partial_gradings`` so far, ``cached_replies`` and ``new_replies`` so far (replies taken from
 the cache vs asked of the models). At the last step (n = combinations) they are the cell's.
 """
 
@@ -222,16 +222,19 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
 
     running: list[dict[str, float]] = []  # per combination graded so far, its best of each metric
     failed_so_far = 0
+    partial_so_far = 0
 
     def graded(combination: Combination, gens: list[Generation], gradings: list[list[Grading]]) -> None:
-        nonlocal failed_so_far
+        nonlocal failed_so_far, partial_so_far
         running.append(combination_best(gens, gradings, spec.filter_skill_names))
         failed_so_far += sum(1 for rounds in gradings for grading in rounds if grading.points is None)
+        partial_so_far += sum(1 for rounds in gradings for grading in rounds if grading.partial)
         n = len(running)
         ctx.log_metrics(
             {
                 **{m: sum(r[m] for r in running) / n for m in METRICS},
                 "failed_gradings": float(failed_so_far),
+                "partial_gradings": float(partial_so_far),
                 "cached_replies": float(cache.hits),
                 "new_replies": float(cache.misses),
             },
@@ -280,6 +283,11 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
                 "texts": [gen.text for gen, _ in rows],
                 "points": [p for _, p in rows],
                 "sentences": [count_sentences(gen.text) if gen.text is not None else None for gen, _ in rows],
+                "partial_gradings": [
+                    sum(1 for grading in gradings[n] if grading.partial)
+                    for n, gen in enumerate(gens)
+                    if gen.combination.index == c.index
+                ],
                 "best": best,
             }
         )
@@ -298,6 +306,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
                 "filter_skill_names": spec.filter_skill_names,
                 **metrics,
                 "failed_gradings": cell.failed_gradings,
+                "partial_gradings": cell.partial_gradings,
                 "total_gradings": cell.total_gradings,
                 "failed_generations": cell.failed_generations,
                 "cached_replies": cache.hits,
@@ -310,6 +319,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
         {
             **{m: cell.metrics[m].mean for m in METRICS},
             "failed_gradings": float(cell.failed_gradings),
+            "partial_gradings": float(cell.partial_gradings),
             "cached_replies": float(cache.hits),
             "new_replies": float(cache.misses),
         },

@@ -236,6 +236,11 @@ class SkillmixSample(StrictModel):
         description="per generation, the voted k+3 points (skills, topic, sense, sentences)"
     )
     sentences: list[int | None] = Field(description="per generation, the sentence counter's count")
+    partial_gradings: list[int] = Field(
+        default_factory=list,
+        description="per generation, its gradings that named only some criteria (the others scored 0); "
+        "empty in records older than this field",
+    )
     best: dict[str, float] = Field(description="per metric, the maximum over the generations")
 
 
@@ -266,6 +271,11 @@ class SkillmixCell(StrictModel):
     total_skill_score: MetricValue
     rescaled_score: MetricValue
     failed_gradings: int = Field(description="gradings that failed after their attempts (count as zeros)")
+    partial_gradings: int = Field(
+        0,
+        description="gradings parsed with some criteria named by no row: those scored 0 (paper 004 A.3.1, "
+        "each criterion parsed individually; a missing one earns nothing)",
+    )
     total_gradings: int
     failed_generations: int = Field(description="texts the student failed to produce (score zeros)")
     cached_replies: int = Field(description="replies taken from the cache (not paid again)")

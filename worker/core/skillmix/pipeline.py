@@ -53,6 +53,7 @@ class Grading:
     points: list[int] | None  # the parsed points (rubric order), None for a failed grading
     failure: str | None = None
     attempts: int = 1
+    partial: bool = False  # the reply named only some criteria: the others scored 0 (parse.py)
 
 
 # a combination whose every grading is in: (combination, its generations, their gradings in round order)
@@ -189,7 +190,8 @@ class Engine:
                 if isinstance(reply, ChatFailure):
                     done[(i, r)] = Grading(None, reply.reason)
                 else:
-                    done[(i, r)] = Grading(parse_grade(reply, rubrics[i]).points)
+                    parsed = parse_grade(reply, rubrics[i])
+                    done[(i, r)] = Grading(parsed.points, partial=parsed.partial)
                 c = gens[i].combination.index
                 left[c] -= 1
                 if left[c] == 0:
@@ -234,6 +236,7 @@ class CellScore:
     per_combination: list[dict[str, float]]
     points: list[list[int]]  # per generation, in the order of the generations
     failed_gradings: int
+    partial_gradings: int  # parsed, but some criteria named by no row (scored 0)
     total_gradings: int
     failed_generations: int
 
@@ -266,6 +269,7 @@ def score_cell(
         per_combination=per_combination,
         points=points,
         failed_gradings=sum(1 for gr in gradings for x in gr if x.points is None),
+        partial_gradings=sum(1 for gr in gradings for x in gr if x.partial),
         total_gradings=sum(len(gr) for gr in gradings),
         failed_generations=sum(1 for g in gens if g.text is None),
     )

@@ -133,3 +133,25 @@ def test_hf_student_reply_depends_on_its_seed_not_its_batch() -> None:
     assert batched == alone
     greedy = chat.complete(convs, [1, 2, 3], Sampling(0.0, 8))
     assert greedy == chat.complete(convs, [4, 5, 6], Sampling(0.0, 8))  # greedy ignores seeds
+
+
+def test_a_grading_naming_only_some_criteria_is_partial_and_counted(tmp_path: Path) -> None:
+    """A reply with no row for the topic: the topic scores 0 in that grading (never a neighbour's point),
+    the grading is recorded as partial, and the cell counts it."""
+
+    def no_topic_row(conversation: Conversation, seed: int) -> Reply:
+        table = rule_table(conversation[-1]["content"]).splitlines()
+        return "\n".join(line for line in table if "Pertains to" not in line).replace(
+            "| Total |", "| Overall |"
+        )
+
+    e = engine(tmp_path, Scripted("grader", no_topic_row))
+    gens = e.generate(COMBOS, 1, seed=0)
+    gradings = e.grade(gens, 3, seed=0)
+    assert all(g.partial and g.points is not None and g.points[2] == 0 for rounds in gradings for g in rounds)
+    cell = score_cell(gens, gradings, False)
+    assert (cell.partial_gradings, cell.failed_gradings, cell.total_gradings) == (6, 0, 6)
+    assert all(points[2] == 0 for points in cell.points)
+    whole = engine(tmp_path / "whole", Scripted("grader", lambda c, s: rule_table(c[-1]["content"])))
+    gens = whole.generate(COMBOS, 1, seed=0)
+    assert score_cell(gens, whole.grade(gens, 3, seed=0), False).partial_gradings == 0
