@@ -17,6 +17,7 @@ class ActivityPublic(TypedDict):
     id: int
     message: str
     run_id: int | None
+    run_name: str | None
     type: str
 
 
@@ -977,6 +978,7 @@ class SkillmixCell(TypedDict):
     model: str
     new_replies: int
     num_experts: int | None
+    partial_gradings: NotRequired[int]
     renormalises: bool | None
     rescaled_score: MetricValue
     routers: int | None
@@ -1015,6 +1017,7 @@ class SkillmixSample(TypedDict):
 
     best: dict[str, float]
     index: int
+    partial_gradings: NotRequired[list[int]]
     points: list[list[int]]
     sentences: list[int | None]
     skills: list[str]

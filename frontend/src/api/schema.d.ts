@@ -961,6 +961,11 @@ export interface components {
             message: string;
             /** Run Id */
             run_id: number | null;
+            /**
+             * Run Name
+             * @description the run's name now (PATCH /runs/{id}); null: unnamed or no run
+             */
+            run_name: string | null;
             /** Type */
             type: string;
         };
@@ -3356,6 +3361,12 @@ export interface components {
              */
             num_experts: number | null;
             /**
+             * Partial Gradings
+             * @description gradings parsed with some criteria named by no row: those scored 0 (paper 004 A.3.1, each criterion parsed individually; a missing one earns nothing)
+             * @default 0
+             */
+            partial_gradings: number;
+            /**
              * Renormalises
              * @description whether the routers renormalise their top-k weights (a confound across families)
              */
@@ -3476,6 +3487,11 @@ export interface components {
             };
             /** Index */
             index: number;
+            /**
+             * Partial Gradings
+             * @description per generation, its gradings that named only some criteria (the others scored 0); empty in records older than this field
+             */
+            partial_gradings?: number[];
             /**
              * Points
              * @description per generation, the voted k+3 points (skills, topic, sense, sentences)
