@@ -28,7 +28,7 @@ class Script:
     stall_first: int = 0  # the first N requests of each prompt stall for stall_s seconds
     stall_s: float = 2.0
     always_garbage: bool = False
-    table_style: str = "pipes"  # pipes | bare | yesno
+    table_style: str = "pipes"  # pipes | bare | yesno | overall_no_topic
     seen: Counter[str] = field(default_factory=Counter)
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -43,6 +43,10 @@ def table(prompt: str, style: str) -> str:
     elif style == "yesno":
         lines = ["| # | Criterion | Met? | Score |", "|:-:|:--|:--:|--:|"]
         lines += [f"| {i} | {label} | {'yes' if p else 'no'} | {p} |" for i, (label, p) in enumerate(rows, 1)]
+    elif style == "overall_no_topic":  # the topic's row left out, a summary row in its place at the end
+        kept = [(label, p) for label, p in rows if not label.startswith("Pertains to")]
+        lines = ["| Criterion | Points |", "|---|---|", *[f"| {label} | {p} |" for label, p in kept]]
+        lines.append(f"| Overall | {sum(p for _, p in kept)} |")
     else:
         lines = ["| Criterion | Points |", "|---|---|", *[f"| {label} | {p} |" for label, p in rows]]
     return "\n".join(lines)

@@ -248,3 +248,26 @@ def test_a_local_grader_answering_garbage_gives_failed_gradings_not_a_crash(tmp_
     assert cell.failed_gradings == cell.total_gradings == 2
     assert cell.total_skill_score.mean == 0.0  # failed gradings vote zeros
     assert sum("failed grading: unparseable reply (after 2 attempt(s))" in line for line in ctx.lines) == 2
+
+
+def test_a_grader_leaving_out_a_criterion_gives_partial_gradings_and_no_shifted_point(tmp_path: Path) -> None:
+    """The grader answers every table without the topic's row and with an 'Overall' row at the end: the
+    topic scores 0 in every grading (never the neighbouring row's point), each grading is partial, and the
+    record counts them per text and per cell."""
+    script = Script(key="k-partial", table_style="overall_no_topic")
+    with serve(script) as url:
+        spec = SkillmixSpec.model_validate(
+            {
+                "student": {"name": "tiny-llama"},
+                **TINY,
+                "grader": {"type": "endpoint", "endpoint": {"url": url, "model": "g", "api_key_secret": "K"}},
+                "cache": {"enabled": False},
+            }
+        )
+        ctx = MemoryContext(out_dir=tmp_path, secrets={"K": "k-partial"})
+        run(spec, ctx)
+    cell = cell_of(ctx)
+    assert (cell.partial_gradings, cell.failed_gradings, cell.total_gradings) == (12, 0, 12)
+    assert all(s.partial_gradings == [3, 3] for s in cell.samples)
+    assert all(points[2] == 0 for s in cell.samples for points in s.points)  # the topic: no row, no point
+    assert ctx.metrics["partial_gradings"][2] == 12.0
