@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { overlayOption } from '../components/charts/OverlayChart';
 import { parallelOption } from '../components/charts/ParallelCoords';
 import { perFeatureOption } from '../kinds/smoe_sraven/SravenCellView';
-import { bucketsTable, chartTable } from './chartTable';
+import { bucketsTable, chartTable, parallelRunsTable } from './chartTable';
 import { toCsv } from './tableExport';
 
 const plain = (t: ReturnType<typeof chartTable>) => Object.fromEntries(t.columns.map((c) => [c.name, c.values]));
@@ -71,5 +71,12 @@ describe('bucketsTable', () => {
     expect(plain(t)).toEqual({
       key: ['loss', 'loss'], step_start: [0, 10], step_end: [9, 10], count: [10, 1], min: [0.5, null], max: [2, null], last: [0.75, null],
     });
+  });
+});
+
+describe('parallelRunsTable', () => {
+  it('names the run of each line, then one column per axis', () => {
+    const t = parallelRunsTable([{ name: 'train.lr' }, { name: 'loss' }], [[0.1, 0.5, 7], [0.01, 0.25, 8]]);
+    expect(plain(t)).toEqual({ run: [7, 8], 'train.lr': [0.1, 0.01], loss: [0.5, 0.25] });
   });
 });

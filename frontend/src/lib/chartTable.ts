@@ -136,3 +136,8 @@ export function bucketsTable(
   ]);
   return columns(names, rows);
 }
+
+/** The parallel coordinates' table with the run each line is (its rows end with the run id, not an axis). */
+export function parallelRunsTable(axes: readonly { name: string }[], rows: readonly (number | string)[][]): DataTable {
+  return columns(['run', ...axes.map((a) => a.name)], rows.map((r) => [cell(r[axes.length]), ...axes.map((_, j) => cell(r[j]))]));
+}

@@ -4,6 +4,7 @@
 import { Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import { metricGoal, scaleColours } from '../../lib/metricGoal';
+import { parallelRunsTable } from '../../lib/chartTable';
 import { colourScale, type ParallelData } from '../../lib/parallel';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
@@ -45,7 +46,7 @@ function ParallelCoordsImpl({ data, metric, onOpenRun }: { data: ParallelData; m
   if (data.axes.length < 2) return <Text c="dimmed">The sweep varies no parameter.</Text>;
   return (
     <div data-testid="parallel-colours" data-metric={metric} data-better={metricGoal(metric) === 'min' ? 'low' : metricGoal(metric) === 'max' ? 'high' : 'unknown'}>
-      <EChart option={option} on={on} height={320} ariaLabel={`parallel coordinates of sweep parameters against ${metric}`} testId="parallel-chart" />
+      <EChart option={option} on={on} height={320} ariaLabel={`parallel coordinates of sweep parameters against ${metric}`} testId="parallel-chart" data={() => parallelRunsTable(data.axes, data.rows)} />
     </div>
   );
 }
