@@ -5,7 +5,7 @@ import { api, unwrap } from '../api/client';
 import { CHART_MAX_POINTS } from '../early';
 import type { Run } from '../api/types';
 import { mergeZoomed, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
-import { overlaySeries, type OverlaySeries } from '../lib/overlay';
+import { DEFAULT_OVERLAY_OPTIONS, overlaySeries, type OverlayOptions, type OverlaySeries } from '../lib/overlay';
 import { isFinished } from '../lib/runStatus';
 
 /** Buckets per key for a chart the width of a page (src/early.ts starts the run page's first ones). */
@@ -164,14 +164,18 @@ export function useZoomableMetric(
   return { isPending: overview.isPending, error: overview.error, view, onZoom };
 }
 
-export type OverlayRun = Pick<Run, 'id' | 'params' | 'status'>;
+export type OverlayRun = Pick<Run, 'id' | 'params' | 'status'> & { name?: string | null };
 
 /**
  * One metric of the first OVERLAY_MAX_RUNS runs, shaped for overlaid curves (lib/overlay.ts); an
  * unfinished run's series is refetched every 3 s, a run that just finished once more (its status is
  * part of the query key).
  */
-export function useOverlaySeries(runs: readonly OverlayRun[], metricKey: string): { isPending: boolean; series: OverlaySeries[] } {
+export function useOverlaySeries(
+  runs: readonly OverlayRun[],
+  metricKey: string,
+  options: OverlayOptions = DEFAULT_OVERLAY_OPTIONS,
+): { isPending: boolean; series: OverlaySeries[] } {
   const shown = runs.slice(0, OVERLAY_MAX_RUNS);
   const queries = useQueries({
     queries: shown.map((r) => ({
@@ -182,10 +186,10 @@ export function useOverlaySeries(runs: readonly OverlayRun[], metricKey: string)
     })),
   });
   const dataKey = queries.map((q) => q.dataUpdatedAt).join(',');
-  const runsKey = shown.map((r) => r.id).join(',');
+  const runsKey = shown.map((r) => `${r.id}:${r.name ?? ''}`).join(','); // a rename relabels the legend
   const series = useMemo(
-    () => overlaySeries(shown, queries.map((q) => q.data), metricKey),
-    [dataKey, runsKey, metricKey], // eslint-disable-line react-hooks/exhaustive-deps
+    () => overlaySeries(shown, queries.map((q) => q.data), metricKey, options),
+    [dataKey, runsKey, metricKey, options], // eslint-disable-line react-hooks/exhaustive-deps
   );
   return { isPending: shown.length > 0 && queries.every((q) => q.isPending), series };
 }

@@ -64,6 +64,23 @@ export function useRunAction(action: 'cancel' | 'retry') {
   });
 }
 
+/**
+ * Names a run (PATCH /runs/{id}; a blank name clears it). The answer replaces the run in every cache that
+ * holds it (the runs table's name column too); the project's activity feed is fetched again ("renamed").
+ * A refused name (422: too long, a control character) is shown by the form, not as a notification.
+ */
+export function useRenameRun(runId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (name: string) => unwrap(api.PATCH('/api/v1/runs/{run_id}', { params: { path: { run_id: runId } }, body: { name } })),
+    meta: { errorsInline: true },
+    onSuccess: (run) => {
+      storeRun(qc, run);
+      void qc.invalidateQueries({ queryKey: ['projects', run.project_id, 'activity'] });
+    },
+  });
+}
+
 /** Wait before opening a run's event stream again after it was refused or its ticket request failed. */
 const STREAM_RETRY_MS = 2000;
 

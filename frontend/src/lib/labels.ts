@@ -1,4 +1,5 @@
-// Legend labels for overlaid runs: the run id plus only the params that differ between the shown runs.
+// Legend labels for overlaid runs: the run's name (when a member named it) and id, plus only the params
+// that differ between the shown runs.
 import { formatValue } from './dotted';
 
 export function varyingParams(runs: readonly { params: Record<string, unknown> }[]): string[] {
@@ -7,7 +8,12 @@ export function varyingParams(runs: readonly { params: Record<string, unknown> }
   return [...keys].sort().filter((k) => new Set(runs.map((r) => JSON.stringify(r.params[k]))).size > 1);
 }
 
-export function runLabel(run: { id: number; params: Record<string, unknown> }, keys: readonly string[]): string {
+/** A run as people call it: `baseline (run 12)` when named, else `run 12`. The id stays: names repeat. */
+export function runTitle(run: { id: number; name?: string | null }): string {
+  return run.name ? `${run.name} (run ${run.id})` : `run ${run.id}`;
+}
+
+export function runLabel(run: { id: number; name?: string | null; params: Record<string, unknown> }, keys: readonly string[]): string {
   const parts = keys.filter((k) => k in run.params).map((k) => `${k}=${formatValue(run.params[k])}`);
-  return parts.length ? `run ${run.id} ${parts.join(' ')}` : `run ${run.id}`;
+  return [runTitle(run), ...parts].join(' ');
 }

@@ -76,6 +76,7 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     experiment_id: 7,
     id: [11, 12, 13],
     index: [0, 1, 2],
+    name: [null, 'lr 0.01 long', null],
     status: ['succeeded', 'running', 'queued'] as const,
     attempt: [1, 2, 1],
     created_at: ['2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'],
@@ -95,6 +96,18 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     // the table's columns and sorting see the same runs as from ExperimentDetail.runs
     expect(columnsOf(rows)).toEqual({ params: ['seed', 'train.lr'], metrics: ['acc', 'loss'] });
     expect(filterAndSort(rows, { statuses: new Set(), columns: {} }, { column: 'metric:loss', desc: false }).map((r) => r.id)[0]).toBe(11);
+  });
+
+  it("carries each run's name: a column to filter and sort by, patched by a rename", () => {
+    const t = { ...table, status: [...table.status] };
+    const rows = rowsOfTable(t);
+    expect(rows.map((r) => r.name)).toEqual([null, 'lr 0.01 long', null]);
+    expect(cellValue(rows[1]!, 'name')).toBe('lr 0.01 long');
+    expect(filterAndSort(rows, { statuses: new Set(), columns: { name: 'long' } }, null).map((r) => r.id)).toEqual([12]);
+    const renamed = patchTable(t, { id: 13, status: 'queued', attempt: 1, started_at: null, finished_at: null, name: 'third' });
+    expect(renamed.name).toEqual([null, 'lr 0.01 long', 'third']);
+    // an answer without a name (a status change from the event stream) keeps the name
+    expect(patchTable(t, { id: 12, status: 'failed', attempt: 2, started_at: null, finished_at: null }).name).toEqual(t.name);
   });
 
   it('patches one run and leaves the others', () => {

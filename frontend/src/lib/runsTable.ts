@@ -12,10 +12,12 @@ import type { RunStatus } from './runStatus';
  */
 export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' | 'summary' | 'created_at' | 'started_at' | 'finished_at'> & {
   eta_at?: string | null;
+  /** what a member named the run (PATCH /runs/{id}); null or absent: unnamed */
+  name?: string | null;
 };
 
 /** A column is a run field, a sweep param ("param:train.lr") or a final metric ("metric:loss"). */
-export type ColumnId = 'id' | 'index' | 'status' | 'attempt' | 'duration' | 'eta' | `param:${string}` | `metric:${string}`;
+export type ColumnId = 'id' | 'name' | 'index' | 'status' | 'attempt' | 'duration' | 'eta' | `param:${string}` | `metric:${string}`;
 
 export interface Sort {
   column: ColumnId;
@@ -61,6 +63,7 @@ export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column === 'duration') return durationSeconds(run);
   if (column === 'eta') return run.status === 'running' ? etaSeconds(run.eta_at, Date.now()) : null;
   if (column === 'index') return run.index + 1; // "#1" is the experiment's first run, as the run page says
+  if (column === 'name') return run.name ?? null;
   return run[column as 'id' | 'index' | 'status' | 'attempt'];
 }
 
@@ -129,6 +132,7 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
     return {
       id,
       index: t.index[i]!,
+      name: t.name?.[i] ?? null,
       status: t.status[i]!,
       attempt: t.attempt[i]!,
       created_at: t.created_at[i]!,
@@ -141,7 +145,10 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
 }
 
 /** The table with one run's fresh status fields (a cancel or retry answered with the run). */
-export function patchTable(t: RunsTableColumns, run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'>): RunsTableColumns {
+export function patchTable(
+  t: RunsTableColumns,
+  run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'> & { name?: string | null },
+): RunsTableColumns {
   const i = t.id.indexOf(run.id);
   if (i < 0) return t;
   const set = <T,>(xs: readonly T[], v: T): T[] => xs.map((x, j) => (j === i ? v : x));
@@ -151,6 +158,7 @@ export function patchTable(t: RunsTableColumns, run: Pick<Run, 'id' | 'status' |
     attempt: set(t.attempt, run.attempt),
     started_at: set(t.started_at, run.started_at ?? null),
     finished_at: set(t.finished_at, run.finished_at ?? null),
+    ...(run.name !== undefined && t.name ? { name: set(t.name, run.name) } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import { Anchor, Badge, Group, Stack, Text, Timeline, Title } from '@mantine/cor
 import { Link } from 'react-router';
 import { QueryState } from '../components/common/QueryState';
 import { timeAgo } from '../components/common/time';
+import { runTitle } from '../lib/labels';
 import { activityLine } from '../lib/runNotes';
 import { useActivity, useCurrentProject } from '../hooks/projects';
 
@@ -9,7 +10,7 @@ import { useActivity, useCurrentProject } from '../hooks/projects';
 // shutdown, resumed from its checkpoint by the next attempt
 const COLOURS: Record<string, string> = {
   submitted: 'blue', finished: 'green', failed: 'red', cancelled: 'yellow', commented: 'grape', reviewed: 'teal',
-  requeued: 'orange', released: 'gray', resumed: 'cyan',
+  requeued: 'orange', released: 'gray', resumed: 'cyan', renamed: 'indigo',
 };
 
 export function ActivityPage() {
@@ -30,7 +31,7 @@ export function ActivityPage() {
                   <Text size="sm" fw={600}>{line.actor}</Text>
                   <Text size="sm">{line.message}</Text>
                   {a.run_id ? (
-                    <Anchor size="sm" component={Link} to={`/runs/${a.run_id}`}>run {a.run_id}</Anchor>
+                    <Anchor size="sm" component={Link} to={`/runs/${a.run_id}`} data-testid="activity-run">{runTitle({ id: a.run_id, name: a.run_name })}</Anchor>
                   ) : a.experiment_id ? (
                     <Anchor size="sm" component={Link} to={`/experiments/${a.experiment_id}`}>experiment {a.experiment_id}</Anchor>
                   ) : null}

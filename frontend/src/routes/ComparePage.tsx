@@ -8,6 +8,7 @@ import { StatusChip } from '../components/common/StatusChip';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { useRunsById } from '../hooks/runs';
 import { formatValue } from '../lib/dotted';
+import { runTitle } from '../lib/labels';
 import { diffParams } from '../lib/paramDiff';
 import { parseRunIds } from '../lib/runIds';
 
@@ -36,7 +37,7 @@ function CompareView({ runs }: { runs: Run[] }) {
             <Table.Th>field</Table.Th>
             {runs.map((r) => (
               <Table.Th key={r.id}>
-                <Anchor component={Link} to={`/runs/${r.id}`}>run {r.id}</Anchor> <StatusChip status={r.status} size="xs" />
+                <Anchor component={Link} to={`/runs/${r.id}`} data-testid={`compare-run-${r.id}`}>{runTitle(r)}</Anchor> <StatusChip status={r.status} size="xs" />
               </Table.Th>
             ))}
           </Table.Tr>

@@ -13,6 +13,7 @@ import { RunArtifacts } from '../components/runs/RunArtifacts';
 import { AttemptHistory } from '../components/runs/AttemptHistory';
 import { RunEta, useNow } from '../components/runs/Eta';
 import { MetricPanels } from '../components/runs/MetricPanels';
+import { RunTitle } from '../components/runs/RunTitle';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
@@ -95,7 +96,7 @@ function RunView({ run }: { run: Run }) {
       <Group justify="space-between" align="flex-start">
         <Stack gap={4}>
           <Group gap="sm">
-            <Title order={2}>Run {run.id}</Title>
+            <RunTitle run={run} canWrite={canWrite} />
             <StatusChip status={run.status} size="md" />
             {cancelled && <Text size="sm" c="orange" data-testid="cancel-note">{cancelled}</Text>}
             {noHolder && <Text size="sm" c="orange" data-testid="holder-note">{noHolder}</Text>}

@@ -30,8 +30,8 @@ export function ChartOptionsButton({ metricKey, open, changed, onToggle }: { met
   );
 }
 
-/** The options row itself. */
-export function ChartOptionsBar({ metricKey, options, onChange }: { metricKey: string; options: ChartOptions; onChange: (options: ChartOptions) => void }) {
+/** The options row itself; `xAxis={false}`: a chart drawn over steps only (the runs overlay) offers no x axis. */
+export function ChartOptionsBar({ metricKey, options, onChange, xAxis = true }: { metricKey: string; options: ChartOptions; onChange: (options: ChartOptions) => void; xAxis?: boolean }) {
   return (
     <Group gap="md" wrap="wrap" pr={32} pb={4} data-testid={`chart-options-panel-${metricKey}`}>
       <Switch
@@ -56,13 +56,15 @@ export function ChartOptionsBar({ metricKey, options, onChange }: { metricKey: s
           data-testid="option-smoothing"
         />
       </Group>
-      <SegmentedControl
-        size="xs"
-        data={xAxisChoices(metricKey)}
-        value={options.xAxis}
-        onChange={(v) => onChange({ ...options, xAxis: v as XAxisMode })}
-        data-testid="option-x-axis"
-      />
+      {xAxis && (
+        <SegmentedControl
+          size="xs"
+          data={xAxisChoices(metricKey)}
+          value={options.xAxis}
+          onChange={(v) => onChange({ ...options, xAxis: v as XAxisMode })}
+          data-testid="option-x-axis"
+        />
+      )}
     </Group>
   );
 }

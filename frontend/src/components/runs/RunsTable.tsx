@@ -33,6 +33,7 @@ function render(run: RunRow, c: Column) {
         run {run.id}
       </Link>
     );
+  if (c.id === 'name') return run.name ? <span title={run.name} data-testid="run-name-cell">{run.name}</span> : null;
   if (c.id === 'eta') return run.status === 'running' ? <EtaCell etaAt={run.eta_at} /> : null;
   const v = cellValue(run, c.id);
   if (c.id === 'duration') return formatDuration(v as number | null);
@@ -143,9 +144,12 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
   const [filters, setFilters] = useState<Partial<Record<ColumnId, string>>>({});
   const [sort, setSort] = useState<Sort | null>({ column: 'index', desc: false });
   const { params, metrics } = useMemo(() => columnsOf(runs), [runs]);
+  const named = useMemo(() => runs.some((r) => r.name), [runs]);
   const columns: Column[] = useMemo(
     () => [
       { id: 'id', label: 'run', width: 80 },
+      // a name column once any run has a name (PATCH /runs/{id}): most sweeps name none
+      ...(named ? [{ id: 'name', label: 'name', width: 160 } satisfies Column] : []),
       { id: 'index', label: '#', width: 56, numeric: true },
       { id: 'status', label: 'status', width: 104 },
       { id: 'attempt', label: 'att.', width: 56, numeric: true },
@@ -154,7 +158,7 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
       ...params.map((p): Column => ({ id: `param:${p}`, label: p, width: 120 })),
       ...metrics.map((m): Column => ({ id: `metric:${m}`, label: m, width: 110, numeric: true })),
     ],
-    [params, metrics],
+    [params, metrics, named],
   );
   const counts = useMemo(() => statusCounts(runs), [runs]);
   const rows = useMemo(() => filterAndSort(runs, { statuses: new Set(statuses), columns: filters }, sort), [runs, statuses, filters, sort]);
