@@ -24,7 +24,7 @@ const cell = (run_id: number, ept: number | null, k: number, [fm, as, sf]: [numb
     kind: 'skillmix_cell', model, student: 'hf', grader: 'rules', k, ept, default_ept: ept === null ? null : 2, num_experts: ept === null ? null : 8,
     routers: ept === null ? null : 32, renormalises: ept === null ? null : true, combinations: 5, generations: 3, gradings: 3, filter_skill_names: false,
     full_marks: v(fm, 0.2), all_skills: v(as, 0.2), skill_fraction: v(sf, 0.1), total_score: v(k + 3 * sf), total_skill_score: v(k * sf), rescaled_score: v(sf ** 2),
-    failed_gradings: run_id === 3 ? 2 : 0, total_gradings: 45, failed_generations: 0, cached_replies: 0, new_replies: 75, samples: [],
+    failed_gradings: run_id === 3 ? 2 : 0, partial_gradings: 0, total_gradings: 45, failed_generations: 0, cached_replies: 0, new_replies: 75, samples: [],
   } satisfies SkillmixCell,
 });
 
