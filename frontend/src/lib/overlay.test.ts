@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Bucket } from './buckets';
 import { emaSmooth } from './metricPanels';
-import { droppedOnLog, overlaySeries } from './overlay';
+import { droppedOnLog, overlaySeries, overlayTable } from './overlay';
 import { runLabel, runTitle } from './labels';
 
 const bucket = (step: number, last: number): Bucket => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1 });
@@ -47,5 +47,25 @@ describe('overlaySeries under the chart options', () => {
     expect(runTitle({ id: 7, name: null })).toBe('run 7');
     expect(runTitle({ id: 7, name: 'baseline' })).toBe('baseline (run 7)');
     expect(runLabel({ id: 7, name: 'baseline', params: { a: 1 } }, [])).toBe('baseline (run 7)');
+  });
+});
+
+describe('overlayTable (the overlay chart\'s "Download data")', () => {
+  const runs = [{ id: 1, params: {} }, { id: 2, params: {}, name: 'b' }];
+  const responses = [answer(1, [4, 2]), answer(2, [3, 1])];
+
+  it('is one row per run and step with the drawn value', () => {
+    const t = overlayTable('loss', overlaySeries(runs, responses, 'loss'));
+    expect(t.columns.map((c) => c.name)).toEqual(['run', 'run_id', 'step', 'loss']);
+    expect(t.columns.map((c) => c.values)).toEqual([['run 1', 'run 1', 'b (run 2)', 'b (run 2)'], [1, 1, 2, 2], [0, 1, 0, 1], [4, 2, 3, 1]]);
+  });
+
+  it('puts the raw and the smoothed value side by side when smoothing', () => {
+    const options = { logScale: false, smoothing: 0.5 };
+    const series = overlaySeries(runs, responses, 'loss', options);
+    const t = overlayTable('loss', series, options);
+    expect(t.columns.map((c) => c.name)).toEqual(['run', 'run_id', 'step', 'loss', 'loss (smoothed 0.50)']);
+    expect(t.columns[3]!.values).toEqual([4, 2, 3, 1]);
+    expect(t.columns[4]!.values).toEqual(series.flatMap((s) => s.points.map(([, y]) => y)));
   });
 });

@@ -6,6 +6,7 @@
 import type { MetricsResponse, Run } from '../api/types';
 import { DEFAULT_CHART_OPTIONS, shapeSeries, type ChartOptions } from './metricPanels';
 import { runLabel, varyingParams } from './labels';
+import type { Cell, DataTable } from './tableExport';
 
 export interface OverlaySeries {
   runId: number;
@@ -40,3 +41,39 @@ export function overlaySeries(
 
 /** How many values of all the series a log scale leaves out (not positive). */
 export const droppedOnLog = (series: readonly OverlaySeries[]): number => series.reduce((n, s) => n + s.dropped, 0);
+
+/**
+ * What the overlay draws, as the table its "Download data" writes (long form, one row per run and step):
+ * `run`, `run_id`, `step` and the metric's value; smoothed, the raw value and the smoothed one side by side
+ * (the chart's raw and smoothed lines share the run's name, which the derived table cannot tell apart).
+ */
+export function overlayTable(metricKey: string, series: readonly OverlaySeries[], options: OverlayOptions = DEFAULT_OVERLAY_OPTIONS): DataTable {
+  const smoothed = options.smoothing > 0;
+  const run: Cell[] = [];
+  const runId: Cell[] = [];
+  const step: Cell[] = [];
+  const value: Cell[] = [];
+  const smooth: Cell[] = [];
+  for (const s of series) {
+    const bySmoothed = new Map(s.points);
+    const rows: [number, number | null][] = smoothed ? s.raw : s.points;
+    // a step with a smoothed value but no raw one (a log scale keeps a positive average of a value <= 0)
+    const steps = smoothed ? [...new Set([...s.raw.map(([x]) => x), ...s.points.map(([x]) => x)])].sort((a, b) => a - b) : rows.map(([x]) => x);
+    const raw = new Map(rows);
+    for (const x of steps) {
+      run.push(s.name);
+      runId.push(s.runId);
+      step.push(x);
+      value.push(raw.get(x) ?? null);
+      if (smoothed) smooth.push(bySmoothed.get(x) ?? null);
+    }
+  }
+  const columns: DataTable['columns'] = [
+    { name: 'run', values: run },
+    { name: 'run_id', values: runId },
+    { name: 'step', values: step },
+    { name: metricKey, values: value },
+  ];
+  if (smoothed) columns.push({ name: `${metricKey} (smoothed ${options.smoothing.toFixed(2)})`, values: smooth });
+  return { columns };
+}

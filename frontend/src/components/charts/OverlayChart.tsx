@@ -3,9 +3,9 @@
 // the chart's options), picture out. Smoothed, each run's raw values stay visible, faint, in its colour
 // under its smoothed line (as on the run page); the legend toggles both (they share the run's name).
 import { Text } from '@mantine/core';
-import { memo, useMemo } from 'react';
+import { memo, useCallback, useMemo } from 'react';
 import { formatValue } from '../../lib/dotted';
-import { DEFAULT_OVERLAY_OPTIONS, droppedOnLog, type OverlayOptions, type OverlaySeries } from '../../lib/overlay';
+import { DEFAULT_OVERLAY_OPTIONS, droppedOnLog, overlayTable, type OverlayOptions, type OverlaySeries } from '../../lib/overlay';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
 
@@ -47,10 +47,18 @@ function OverlayChartImpl({ metricKey, series, options = DEFAULT_OVERLAY_OPTIONS
 }) {
   const option = useMemo(() => overlayOption(metricKey, series, options), [metricKey, series, options]);
   const dropped = options.logScale ? droppedOnLog(series) : 0;
+  const table = useCallback(() => overlayTable(metricKey, series, options), [metricKey, series, options]);
   return (
-    <div data-testid="overlay" data-y-scale={options.logScale ? 'log' : 'linear'} data-smoothing={options.smoothing} data-series={series.length}>
+    <div
+      data-testid="overlay"
+      data-y-scale={options.logScale ? 'log' : 'linear'}
+      data-smoothing={options.smoothing}
+      data-runs={series.length}
+      data-lines={(option.series as unknown[]).length}
+      data-dropped={dropped}
+    >
       {/* a y axis type change (value <-> log) is a new chart option, not a merge into the old one */}
-      <EChart key={options.logScale ? 'log' : 'linear'} option={option} height={height} ariaLabel={`${metricKey} of ${series.length} runs`} testId="overlay-chart" />
+      <EChart key={options.logScale ? 'log' : 'linear'} option={option} height={height} ariaLabel={`${metricKey} of ${series.length} runs`} testId="overlay-chart" data={table} />
       {dropped > 0 && (
         <Text size="xs" c="dimmed" data-testid="overlay-log-dropped">
           {dropped.toLocaleString()} value{dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale
