@@ -63,20 +63,20 @@ const topk = (over: Partial<PayloadOf<'topk_eval_point'>>): PayloadOf<'topk_eval
 
 describe('top-k point view', () => {
   it('shows the score and OOD accuracy with their Wilson intervals and names the interval', () => {
-    render(<TopkPointView payload={topk({})} />);
+    render(<TopkPointView runId={1} payload={topk({})} />);
     expect(cellOf('test_acc')).toBe('0.8008 [0.7476, 0.8451]');
     expect(cellOf('OOD accuracy')).toBe('0.5000 [0.4392, 0.5608]');
     expect(caption()).toBe('[lo, hi]: 95% Wilson score interval over n = 256 problems');
   });
 
   it('shows an old result without n as before, with the note', () => {
-    render(<TopkPointView payload={topk({ n: undefined, ood_n: undefined })} />);
+    render(<TopkPointView runId={1} payload={topk({ n: undefined, ood_n: undefined })} />);
     expect(cellOf('test_acc')).toBe('0.80078'); // formatValue's digits, no interval
     expect(caption()).toMatch(/no interval where the result does not record its n/);
   });
 
   it('gives a perplexity neither interval nor caption', () => {
-    render(<TopkPointView payload={topk({ score: 'perplexity', higher_is_better: false, value: 12.5, ood_value: null, n: null })} />);
+    render(<TopkPointView runId={1} payload={topk({ score: 'perplexity', higher_is_better: false, value: 12.5, ood_value: null, n: null })} />);
     expect(cellOf('perplexity')).toBe('12.5');
     expect(caption()).toBeNull();
   });
@@ -86,6 +86,7 @@ describe('SRAVEN cell view', () => {
   it('shows ID and OOD accuracy with their Wilson intervals', () => {
     render(
       <SravenCellView
+        runId={1}
         payload={{ kind: 'sraven_cell', M: 2, top_k: 2, num_experts: 8, attention: 'hyla', test_acc: 205 / 256, ood_acc: 0.5,
           per_feature_acc: [], ood_per_feature_acc: null, steps: 10, test_size: 256, ood_size: 256 }}
       />,
@@ -100,6 +101,7 @@ describe('CARMA views', () => {
   it('shows validation and test accuracy with their Wilson intervals over the items', () => {
     render(
       <CarmaEvalView
+        runId={1}
         payload={{ kind: 'carma_eval', variant: 'carma', model: 'm', task: 'idm', lambda: 0.2, gamma: 0.5, eta: 0.2, layers: [0, 1], num_layers: 2,
           train_size: 80, validation_size: 10, test_size: 256, steps: 3, best_step: 3, validation_acc: 0.2, test_acc: 205 / 256, test_loss: 1,
           step_seconds: null }}
@@ -113,6 +115,7 @@ describe('CARMA views', () => {
   it('shows ConsistSyn with its t interval over the seeds', () => {
     render(
       <SynonymConsistencyView
+        runId={1}
         payload={{ kind: 'synonym_consistency', variant: 'carma', model: 'm', task: 'idm', lambda: 0.2, rate: 0.25, source: 'wordnet',
           seeds: [0, 1, 2], consist_syn: [50, 60, 70], mean: 60, std: 8.16, cv: 0.136, correct_before: 20, changed: [5, 5, 5] }}
       />,
@@ -127,10 +130,11 @@ describe('Skill-Mix cell view', () => {
     const v = (mean: number, stderr: number | null) => ({ mean, stderr });
     render(
       <SkillmixCellView
+        runId={1}
         payload={{ kind: 'skillmix_cell', model: 'tiny', student: 'hf', grader: 'rules', k: 2, ept: 2, default_ept: 2, num_experts: 4, routers: 2,
           renormalises: true, combinations: 5, generations: 1, gradings: 1, filter_skill_names: false, full_marks: v(1, 0),
           all_skills: v(0, 0), skill_fraction: v(0.5, 0.1), total_score: v(3, 0.5), total_skill_score: v(1, 0.2), rescaled_score: v(0.1, 0.05),
-          failed_gradings: 0, total_gradings: 5, failed_generations: 0, cached_replies: 0, new_replies: 10, samples: [] }}
+          failed_gradings: 0, partial_gradings: 0, total_gradings: 5, failed_generations: 0, cached_replies: 0, new_replies: 10, samples: [] }}
       />,
     );
     expect(cellOf('Ratio of Full Marks')).toBe('1.00 ± 0.000 [0.57, 1.00]'); // Wilson, 5 of 5
@@ -144,6 +148,7 @@ describe('ReasonFormer eval view', () => {
   it("shows each task's Wilson interval and the average's normal interval, in percent", () => {
     render(
       <EvalView
+        runId={1}
         payload={{ kind: 'reasonformer_eval', stage: 'finetune', label: 'Shared (S)', variant: 'shared', activation: 'sparse', top_k: 2, num_skills: 6,
           depth: 3, adapters: true, stop_gate: true, pretrained: true, modularity: true, freeze: 'none', parameters: { total: 1, activated: 1, tuned: 1 },
           tasks: [

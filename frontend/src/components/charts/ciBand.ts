@@ -1,7 +1,10 @@
 // A line's 95% intervals (lib/interval.ts) drawn as a shaded band: two stacked line series, the lower ends
 // (invisible) and the widths above them (filled). Both take the line's name, so its legend entry shows and
 // hides the band with the line; their ids start with "band-" so tooltips can leave them out.
+import { chartTable } from '../../lib/chartTable';
 import type { Interval } from '../../lib/interval';
+import type { DataTable } from '../../lib/tableExport';
+import type { EChartsOption } from './echarts';
 
 export interface BandOptions {
   /** the line's name (its legend entry) */
@@ -32,4 +35,36 @@ export function ciBandSeries({ name, key, data, ci, color, yAxisIndex }: BandOpt
     { ...common, id: `band-lo:${key}`, data: data.map(([x], i) => [x, ci[i]!.lo]) },
     { ...common, id: `band-w:${key}`, data: data.map(([x], i) => [x, ci[i]!.hi - ci[i]!.lo]), areaStyle: { opacity: 0.15 } },
   ];
+}
+
+/**
+ * "Download data" of a chart with bands (EChart's `data`): the table of its own series (lib/chartTable.ts)
+ * with the bands as two columns, ci95_lo and ci95_hi, on the rows of their lines; not the drawn lower ends
+ * and widths as series of their own.
+ */
+export function tableWithBands(option: EChartsOption): DataTable {
+  const o = option as { series?: unknown };
+  const all = (Array.isArray(o.series) ? o.series : []) as { id?: string; name?: string; data?: unknown[] }[];
+  const isBand = (s: { id?: string }) => typeof s.id === 'string' && s.id.startsWith('band-');
+  const base = chartTable({ ...(option as object), series: all.filter((s) => !isBand(s)) });
+  const bounds = new Map<string, [number, number]>();
+  for (const lower of all.filter((s) => s.id?.startsWith('band-lo:'))) {
+    const width = all.find((s) => s.id === `band-w:${lower.id!.slice('band-lo:'.length)}`);
+    (lower.data ?? []).forEach((item, i) => {
+      const [x, lo] = item as [number | string, number];
+      const w = (width?.data?.[i] as [number | string, number] | undefined)?.[1] ?? 0;
+      bounds.set(`${lower.name}\u0000${String(x)}`, [lo, lo + w]);
+    });
+  }
+  const [series, x] = base.columns;
+  if (!series || !x || series.name !== 'series') return base;
+  const at = (i: number) => bounds.get(`${String(series.values[i])}\u0000${String(x.values[i])}`);
+  const rows = series.values.map((_, i) => at(i));
+  return {
+    columns: [
+      ...base.columns,
+      { name: 'ci95_lo', values: rows.map((r) => r?.[0] ?? null) },
+      { name: 'ci95_hi', values: rows.map((r) => r?.[1] ?? null) },
+    ],
+  };
 }

@@ -2,7 +2,7 @@
 // each variant's accuracy without CAP as a dashed level; a line of one record carries the band of its 95%
 // Wilson intervals over the curve's items. A pure chart: series in (shape.ts), picture out.
 import { memo, useMemo } from 'react';
-import { ciBandSeries } from '../../components/charts/ciBand';
+import { ciBandSeries, tableWithBands } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { formatWithInterval } from '../../lib/interval';
@@ -56,7 +56,8 @@ export function capOption(series: readonly CapSeries[], title: string): EChartsO
 
 function CapCurvesChartImpl({ series, title }: { series: readonly CapSeries[]; title: string }) {
   const option = useMemo(() => capOption(series, title), [series, title]);
-  return <EChart option={option} height={380} ariaLabel={title} testId="cap-curves-chart" />;
+  const data = useMemo(() => () => tableWithBands(option), [option]);
+  return <EChart option={option} data={data} height={380} ariaLabel={title} testId="cap-curves-chart" />;
 }
 
 export const CapCurvesChart = memo(CapCurvesChartImpl);

@@ -3,7 +3,7 @@
 // band and are in the tooltip.
 import { Stack, Text } from '@mantine/core';
 import { useMemo } from 'react';
-import { ciBandSeries } from '../../components/charts/ciBand';
+import { ciBandSeries, tableWithBands } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { QueryState } from '../../components/common/QueryState';
@@ -83,6 +83,7 @@ export function LambdaSweepTab({ experiment, live }: ExperimentViewProps) {
   const synonyms = useExperimentResults(experiment.id, 'synonym_consistency', live);
   const sweep = useMemo(() => lambdaSweep([...(evals.data ?? []), ...(synonyms.data ?? [])]), [evals.data, synonyms.data]);
   const option = useMemo(() => lambdaOption(sweep), [sweep]);
+  const data = useMemo(() => () => tableWithBands(option), [option]);
   return (
     <QueryState isPending={evals.isPending || synonyms.isPending} error={evals.error ?? synonyms.error}>
       {() =>
@@ -90,7 +91,7 @@ export function LambdaSweepTab({ experiment, live }: ExperimentViewProps) {
           <Text c="dimmed">No trained runs yet{live ? ': points appear as their runs finish' : ''}.</Text>
         ) : (
           <Stack gap={4}>
-            <EChart option={option} height={360} ariaLabel="accuracy and CV against lambda" testId="lambda-sweep-chart" />
+            <EChart option={option} data={data} height={360} ariaLabel="accuracy and CV against lambda" testId="lambda-sweep-chart" />
             <IntervalCaption
               text={intervalCaption({ sizes: sweep.testSizes, unit: 'test items', seeds: sweep.points.some((p) => p.testCi?.method === 't') })}
             />

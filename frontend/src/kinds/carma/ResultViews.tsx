@@ -3,6 +3,7 @@
 // items, ConsistSyn with its Student-t interval over the seeds.
 import { Group, Stack } from '@mantine/core';
 import { useMemo } from 'react';
+import { tableWithBands } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { IntervalCaption } from '../../components/results/IntervalCaption';
@@ -56,7 +57,7 @@ export function CapCurveView({ payload: p }: ResultViewProps<'cap_curve'>) {
   );
   return (
     <div style={{ minWidth: 320 }}>
-      <EChart option={option} height={300} ariaLabel={`${p.protocol} CAP curve`} />
+      <EChart option={option} data={() => tableWithBands(option)} height={300} ariaLabel={`${p.protocol} CAP curve`} />
       <IntervalCaption
         text={`band: ${intervalCaption({ sizes: [p.items], unit: 'items' })}; without CAP ${formatWithInterval(p.clean_acc, wilson(p.clean_acc, p.items), 3)}`}
       />

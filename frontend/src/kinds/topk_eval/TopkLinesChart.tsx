@@ -1,7 +1,7 @@
 // Score against k', one line per train k (the rows of the matrix), the trained k of each line marked; a
 // shaded band is each line's 95% interval (two stacked series named like the line: the legend toggles all).
 import { memo, useMemo } from 'react';
-import { ciBandSeries } from '../../components/charts/ciBand';
+import { ciBandSeries, tableWithBands } from '../../components/charts/ciBand';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { formatWithInterval } from '../../lib/interval';
@@ -52,7 +52,8 @@ export function linesOption(panel: MatrixPanel): EChartsOption {
 
 function TopkLinesChartImpl({ panel }: { panel: MatrixPanel }) {
   const option = useMemo(() => linesOption(panel), [panel]);
-  return <EChart option={option} height={260} ariaLabel={`score against k': ${panel.title}`} testId="topk-lines" />;
+  const data = useMemo(() => () => tableWithBands(option), [option]);
+  return <EChart option={option} data={data} height={260} ariaLabel={`score against k': ${panel.title}`} testId="topk-lines" />;
 }
 
 export const TopkLinesChart = memo(TopkLinesChartImpl);
