@@ -247,6 +247,12 @@ def _weighted(routings: Sequence[TaskRouting], attr: str) -> float | None:
     return sum(v * n for v, n in pairs) / total if total else None
 
 
+def _instances(routings: Sequence[TaskRouting], attr: str) -> int | None:
+    """The instances ``_weighted(routings, attr)`` is a proportion of (for its 95% interval)."""
+    total = sum(r.count for r in routings if getattr(r, attr) is not None)
+    return total or None
+
+
 def routing_record(
     *,
     stage: str,
@@ -293,6 +299,9 @@ def routing_record(
         skill_match=_weighted(single, "match"),
         order_match_trained=_weighted([r for r in routings if r.task in trained], "order_match"),
         order_match_heldout=_weighted([r for r in routings if r.task in heldout], "order_match"),
+        skill_match_n=_instances(single, "match"),
+        order_match_trained_n=_instances([r for r in routings if r.task in trained], "order_match"),
+        order_match_heldout_n=_instances([r for r in routings if r.task in heldout], "order_match"),
         tasks=[
             TaskRoutingRecord(
                 task=r.task,

@@ -295,4 +295,11 @@ class Routing(StrictModel):
     order_match_heldout: float | None = Field(
         None, description="composites never trained on: all steps right"
     )
+    skill_match_n: int | None = Field(None, description="instances skill_match is a proportion of")
+    order_match_trained_n: int | None = Field(
+        None, description="instances order_match_trained is a proportion of"
+    )
+    order_match_heldout_n: int | None = Field(
+        None, description="instances order_match_heldout is a proportion of"
+    )
     tasks: list[TaskRoutingRecord]

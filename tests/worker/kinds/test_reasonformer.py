@@ -94,6 +94,12 @@ def test_pretrain_then_finetune_from_its_saved_model(tmp_path: Path) -> None:
     assert evaluation.parameters.activated < evaluation.parameters.total
     assert routing.skills[-1] == "general" and routing.chance == pytest.approx(0.2)
     assert routing.skill_match is not None and routing.order_match_heldout is not None
+    # the instances each rate is a proportion of (the dashboard's Wilson interval): the tasks it covers
+    primitives = {"reverse", "sort", "shift", "lookup", "rotate"}
+    assert routing.skill_match_n == sum(
+        t.count for t in routing.tasks if t.task in primitives and t.match is not None
+    )
+    assert routing.order_match_heldout_n is not None and routing.order_match_heldout_n > 0
     sort = next(t for t in routing.tasks if t.task == "sort")
     assert sort.expected == ["sort"] * 3 and len(sort.weights) == 3 and len(sort.cases[0].steps) == 3
     assert all(sum(row) == pytest.approx(1.0, abs=1e-5) for row in sort.weights)
