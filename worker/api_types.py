@@ -823,8 +823,11 @@ class Routing(TypedDict):
     kind: NotRequired[Literal["routing"]]
     label: str
     order_match_heldout: NotRequired[float | None]
+    order_match_heldout_n: NotRequired[int | None]
     order_match_trained: NotRequired[float | None]
+    order_match_trained_n: NotRequired[int | None]
     skill_match: NotRequired[float | None]
+    skill_match_n: NotRequired[int | None]
     skills: list[str]
     stage: Literal["pretrain", "finetune"]
     tasks: list[TaskRoutingRecord]

@@ -2993,15 +2993,30 @@ export interface components {
              */
             order_match_heldout?: number | null;
             /**
+             * Order Match Heldout N
+             * @description instances order_match_heldout is a proportion of
+             */
+            order_match_heldout_n?: number | null;
+            /**
              * Order Match Trained
              * @description composites seen in pre-training: all steps right
              */
             order_match_trained?: number | null;
             /**
+             * Order Match Trained N
+             * @description instances order_match_trained is a proportion of
+             */
+            order_match_trained_n?: number | null;
+            /**
              * Skill Match
              * @description single-skill tasks: top skill == the instance's skill
              */
             skill_match?: number | null;
+            /**
+             * Skill Match N
+             * @description instances skill_match is a proportion of
+             */
+            skill_match_n?: number | null;
             /** Skills */
             skills: string[];
             /**
