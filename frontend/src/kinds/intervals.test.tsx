@@ -10,7 +10,7 @@ import { MemoryRouter } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PayloadOf } from '../api/types';
 import { CarmaEvalView, SynonymConsistencyView } from './carma/ResultViews';
-import { EvalView } from './reasonformer/ResultViews';
+import { EvalView, RoutingView } from './reasonformer/ResultViews';
 import { SkillmixCellView } from './skillmix/SkillmixCellView';
 import { SravenCellView } from './smoe_sraven/SravenCellView';
 import { TopkPointView } from './topk_eval/TopkPointView';
@@ -162,5 +162,25 @@ describe('ReasonFormer eval view', () => {
     expect([...arc.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['arc', '—', 'accuracy', '20.0', '[5.7, 51.0]', '—', '10']);
     expect(cellOf('average')).toBe('35.0 [15.2, 54.8]'); // 0.35 ± 1.96·sqrt(0.01025)
     expect(caption()).toMatch(/Wilson score interval over each task's n examples/);
+  });
+});
+
+describe('ReasonFormer routing view', () => {
+  it('shows each routing rate with its Wilson interval over the instances it counts', () => {
+    render(
+      <RoutingView
+        runId={1}
+        payload={{ kind: 'routing', stage: 'pretrain', label: 'Shared (S)', variant: 'shared', skills: ['sort', 'general'], depth: 1, top_k: 1,
+          general_skill: 'general', chance: 1, skill_match: 0.2, skill_match_n: 10, order_match_trained: 0.5, order_match_trained_n: 256,
+          order_match_heldout: 0.5, order_match_heldout_n: null,
+          tasks: [{ task: 'sort', count: 10, weights: [[0.8, 0.2]], stop_gates: null, expected: ['sort'], step_match: [0.2], match: 0.2, order_match: 0.2, cases: [] }] }}
+      />,
+    );
+    const badges = [...container.querySelectorAll('.mantine-Badge-label')].map((b) => b.textContent);
+    expect(badges).toContain('skill match 20.0% [5.7, 51.0]'); // Wilson, 2 of 10
+    expect(badges).toContain('order match, trained programs 50.0% [43.9, 56.1]');
+    expect(badges).toContain('order match, held-out programs 50.0%'); // an old record: no n, no interval
+    expect(container.textContent).toContain('step match 20% [6, 51]');
+    expect(caption()).toMatch(/95% Wilson score interval over the instances each rate counts/);
   });
 });

@@ -3,8 +3,9 @@
 // skills of each step for sampled instances).
 import { Badge, Group, Select, Stack, Table, Text } from '@mantine/core';
 import { useMemo, useState } from 'react';
+import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { RoutingHeatmap } from './RoutingHeatmap';
-import { pct, topSkills, type RoutingPayload } from './shape';
+import { pct, rateText, ROUTING_CAPTION, topSkills, type RoutingPayload } from './shape';
 
 export function RoutingPanel({ payload: p }: { payload: RoutingPayload }) {
   const [taskName, setTaskName] = useState<string | null>(null);
@@ -30,21 +31,24 @@ export function RoutingPanel({ payload: p }: { payload: RoutingPayload }) {
         </Text>
       </Group>
       <Group gap="xs">
-        {p.skill_match !== null && p.skill_match !== undefined && <Badge variant="light">skill match {pct(p.skill_match)}%</Badge>}
+        {p.skill_match !== null && p.skill_match !== undefined && <Badge variant="light">skill match {rateText(p.skill_match, p.skill_match_n)}</Badge>}
         {p.order_match_trained !== null && p.order_match_trained !== undefined && (
-          <Badge variant="light">order match, trained programs {pct(p.order_match_trained)}%</Badge>
+          <Badge variant="light">order match, trained programs {rateText(p.order_match_trained, p.order_match_trained_n)}</Badge>
         )}
         {p.order_match_heldout !== null && p.order_match_heldout !== undefined && (
-          <Badge variant="light" color="grape">order match, held-out programs {pct(p.order_match_heldout)}%</Badge>
+          <Badge variant="light" color="grape">
+            order match, held-out programs {rateText(p.order_match_heldout, p.order_match_heldout_n)}
+          </Badge>
         )}
         {p.chance !== null && p.chance !== undefined && <Badge variant="outline" color="gray">chance per step {pct(p.chance)}%</Badge>}
       </Group>
+      <IntervalCaption text={ROUTING_CAPTION} />
       <RoutingHeatmap task={task} skills={p.skills} />
       <Text size="sm">
         Top skill per step: {topSkills(task, p.skills).join(' → ')}
         {task.expected && <> · expected: {task.expected.map((s) => s ?? '—').join(' → ')}</>}
         {task.step_match.some((m) => m !== null) && (
-          <> · step match {task.step_match.map((m) => (m === null ? '—' : `${pct(m, 0)}%`)).join(' / ')}</>
+          <> · step match {task.step_match.map((m) => (m === null ? '—' : rateText(m, task.count, 0))).join(' / ')}</>
         )}
       </Text>
       {cases.length > 0 && (

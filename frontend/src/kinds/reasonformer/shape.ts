@@ -26,6 +26,14 @@ export function pctInterval(ci: Interval | null | undefined, digits = 1): string
   return ci ? ` [${(ci.lo * 100).toFixed(digits)}, ${(ci.hi * 100).toFixed(digits)}]` : '';
 }
 
+/** "80.0% [55.0, 93.0]": a routing rate, a proportion of `n` instances, with its 95% Wilson interval. */
+export function rateText(value: number, n: number | null | undefined, digits = 1): string {
+  return `${pct(value, digits)}%${pctInterval(wilson(value, n), digits)}`;
+}
+
+export const ROUTING_CAPTION =
+  '[lo, hi]: 95% Wilson score interval over the instances each rate counts (a task\'s step match: its n instances)';
+
 export const EVAL_CAPTION =
   "[lo, hi]: 95% Wilson score interval over each task's n examples; the average's: normal interval of the mean of the tasks' proportions";
 
