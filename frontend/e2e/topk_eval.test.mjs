@@ -40,6 +40,8 @@ describe('topk_eval views', { timeout: 900_000 }, () => {
     const box = await matrix.boundingBox();
     assert.ok(box && box.width > 300 && box.height > 200);
     assert.match(await page.getByText('◆ trained k (diagonal)').innerText(), /best k/);
+    // the worker records each point's test-set size (eval_size 64): the cells' 95% interval is named under the matrix
+    assert.equal(await page.getByTestId('ci-caption').first().innerText(), '[lo, hi]: 95% Wilson score interval over n = 64 problems');
     await page.getByTestId('topk-lines').locator('canvas').first().waitFor();
     await page.getByLabel('matrix colour').getByText('OOD accuracy').click();
     await page.waitForTimeout(300);
