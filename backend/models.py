@@ -349,6 +349,8 @@ class MirrorRun(Base):
     stale: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # the runs.logged_params_rev whose params its MLflow run has (null: none yet, or a new MLflow run)
     params_sent: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # the name its MLflow run has (runs.name, else run-<id>; migration 0014); null: not recorded
+    name_sent: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
     __table_args__ = (Index("ix_mirror_runs_pending", "pending", "run_id"),)
 

@@ -119,6 +119,8 @@ class PendingRun:
     stale: bool
     params_rev: int  # runs.logged_params_rev: 0 while the run logged no params
     params_sent: int | None  # the revision its MLflow run has (None: none yet, or a new MLflow run)
+    name: str | None  # runs.name: what a member named the run
+    name_sent: str | None  # the name its MLflow run has (None: not recorded)
 
     @property
     def params_due(self) -> bool:
@@ -153,6 +155,8 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             MirrorRun.stale,
             Run.logged_params_rev,
             MirrorRun.params_sent,
+            Run.name,
+            MirrorRun.name_sent,
         )
         .join(Run, Run.id == MirrorRun.run_id)
         .where(MirrorRun.pending == true())
@@ -185,6 +189,8 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             stale=bool(r[20]),
             params_rev=int(r[21]),
             params_sent=r[22],
+            name=r[23],
+            name_sent=r[24],
         )
         for r in session.execute(stmt)
     ]
@@ -197,6 +203,15 @@ def update_run(session: Session, run_id: int, **values: Any) -> None:
 def record_mlflow_run(session: Session, run_id: int, mlflow_run_id: str) -> None:
     """The run's MLflow run, for the run page's "Open in MLflow"."""
     session.execute(update(Run).where(Run.id == run_id).values(mlflow_run_id=mlflow_run_id))
+
+
+def renamed(session: Session, run_id: int) -> None:
+    """The run was renamed: its MLflow run (if it has one) is due for the new name."""
+    session.execute(
+        update(MirrorRun)
+        .where(MirrorRun.run_id == run_id, MirrorRun.mlflow_run_id.is_not(None))
+        .values(pending=True, wanted=MirrorRun.wanted + 1)
+    )
 
 
 def clear_pending(session: Session, run_id: int, wanted: int) -> bool:

@@ -3,7 +3,8 @@ workers need no MLflow URL and nothing has to catch the mirror up.
 
 Per run (``mirror_runs``, its outbox row, marked pending by a trigger whenever the run's status changes):
 
-1. the MLflow run: experiment ``reasonlab/experiment-<id>``, name ``run-<id>``, tagged with the run, its
+1. the MLflow run: experiment ``reasonlab/experiment-<id>``, named after the run (``runs.name``, else
+   ``run-<id>``; a rename sets MLflow's ``mlflow.runName`` tag, recorded in ``mirror_runs.name_sent``), tagged with the run, its
    experiment, attempt, kind, worker and sweep params, the resolved spec as params; recorded in
    ``runs.mlflow_run_id`` (the run page's "Open in MLflow"). Found again by its tags after a crash between
    its creation and that commit, never made twice. A new attempt re-tags it and sets it running again.
@@ -82,6 +83,14 @@ class TickReport:
     writes: int = 0  # MLflow calls that wrote something
     failed: int = 0
     rebuilt: int = 0
+
+
+MLFLOW_RUN_NAME = "mlflow.runName"  # the tag MLflow keeps a run's name in (setting it renames the run)
+
+
+def mlflow_run_name(run: repo.PendingRun) -> str:
+    """The name of a run's MLflow run: the name a member gave the run, else ``run-<id>``."""
+    return run.name or f"run-{run.run_id}"
 
 
 def experiment_name(experiment_id: int) -> str:
@@ -187,6 +196,8 @@ class Mirror:
         elif run.attempt_tagged != run.attempt:
             self._new_attempt(run, report)
             run = replace(run, attempt_tagged=run.attempt)
+        if run.name_sent != mlflow_run_name(run):
+            run = self._rename(run, report)
         if run.params_due:
             run = self._params(run, report)
         try:
@@ -233,9 +244,10 @@ class Mirror:
     def _create(self, run: repo.PendingRun, generation: int, report: TickReport) -> repo.PendingRun:
         """The run's MLflow run (the one a crash left, found by its tags, or a new one) with its params,
         recorded (in the outbox row and ``runs.mlflow_run_id``) only after MLflow made it."""
+        name = mlflow_run_name(run)
         mlflow_run_id = self.target.ensure_run(
             experiment_name(run.experiment_id),
-            f"run-{run.run_id}",
+            name,
             run_tags(run, generation),
             identity(run, generation),
         )
@@ -255,6 +267,7 @@ class Mirror:
                 artifacts_after="",
                 stale=False,
                 params_sent=None,
+                name_sent=name,
             )
             repo.record_mlflow_run(session, run.run_id, mlflow_run_id)
         log.info("run %s mirrored to MLflow run %s", run.run_id, mlflow_run_id)
@@ -269,7 +282,20 @@ class Mirror:
             artifacts_after="",
             stale=False,
             params_sent=None,
+            name_sent=name,
         )
+
+    def _rename(self, run: repo.PendingRun, report: TickReport) -> repo.PendingRun:
+        """The run's name (a member renamed it) onto its MLflow run: MLflow's ``mlflow.runName`` tag is
+        its run name. Recorded as ``name_sent`` after MLflow has it (a crash in between sends it again)."""
+        assert run.mlflow_run_id is not None
+        name = mlflow_run_name(run)
+        self.target.set_tags(run.mlflow_run_id, {MLFLOW_RUN_NAME: name})
+        report.writes += 1
+        with session_scope(self.factory) as session:
+            repo.update_run(session, run.run_id, name_sent=name)
+        log.info("run %s: its MLflow run %s renamed %r", run.run_id, run.mlflow_run_id, name)
+        return replace(run, name_sent=name)
 
     def _params(self, run: repo.PendingRun, report: TickReport) -> repo.PendingRun:
         """The params the run logged (``runs.logged_params``) into its MLflow run, compared with what the

@@ -14,6 +14,7 @@ from backend import activity as feed
 from backend.db import utcnow
 from backend.deps import Principal
 from backend.errors import Conflict, Forbidden, NotFound
+from backend.mirror import repository as mirror
 from backend.models import Run, RunLog
 from backend.projects import service as projects
 from backend.runs import attempts, eta, repository
@@ -84,6 +85,7 @@ def rename(session: Session, principal: Principal, run: Run, name: str | None) -
     else:
         message = f"{what} renamed from {old!r} to {name!r}"
     _activity(session, run, "renamed", message, principal.user_id)
+    mirror.renamed(session, run.id)  # its MLflow run takes the new name (backend/mirror/)
     session.flush()
     session.refresh(run)  # table_rev, bumped by the trigger
     return run
