@@ -101,6 +101,7 @@ def test_the_event_streams_progress_carries_the_eta(api: Api, monkeypatch: pytes
         clock.at(t)
         body = {"attempt": 1, "progress": {"done": done, "total": 100, "message": ""}}
         api.client.post(f"{url}/heartbeat", json=body, headers=api.worker)
-    snap = events._snapshot(api.client.app.state.session_factory, run["id"])  # type: ignore[attr-defined]
+    factory = api.client.app.state.session_factory  # type: ignore[attr-defined]
+    snap = events._snapshot(factory, run["id"], api.settings.heartbeat_timeout)
     assert snap is not None
     assert snap[0]["progress"]["eta_at"] == (T0 + timedelta(seconds=50)).isoformat().replace("+00:00", "Z")
