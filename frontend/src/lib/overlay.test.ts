@@ -56,16 +56,16 @@ describe('overlayTable (the overlay chart\'s "Download data")', () => {
 
   it('is one row per run and step with the drawn value', () => {
     const t = overlayTable('loss', overlaySeries(runs, responses, 'loss'));
-    expect(t.columns.map((c) => c.name)).toEqual(['run', 'run_id', 'step', 'loss']);
-    expect(t.columns.map((c) => c.values)).toEqual([['run 1', 'run 1', 'b (run 2)', 'b (run 2)'], [1, 1, 2, 2], [0, 1, 0, 1], [4, 2, 3, 1]]);
+    expect(t.columns.map((c) => c.name)).toEqual(['series', 'step', 'loss']); // as every line chart's table
+    expect(t.columns.map((c) => c.values)).toEqual([['run 1', 'run 1', 'b (run 2)', 'b (run 2)'], [0, 1, 0, 1], [4, 2, 3, 1]]);
   });
 
   it('puts the raw and the smoothed value side by side when smoothing', () => {
     const options = { logScale: false, smoothing: 0.5 };
     const series = overlaySeries(runs, responses, 'loss', options);
     const t = overlayTable('loss', series, options);
-    expect(t.columns.map((c) => c.name)).toEqual(['run', 'run_id', 'step', 'loss', 'loss (smoothed 0.50)']);
-    expect(t.columns[3]!.values).toEqual([4, 2, 3, 1]);
-    expect(t.columns[4]!.values).toEqual(series.flatMap((s) => s.points.map(([, y]) => y)));
+    expect(t.columns.map((c) => c.name)).toEqual(['series', 'step', 'loss', 'loss (smoothed 0.50)']);
+    expect(t.columns[2]!.values).toEqual([4, 2, 3, 1]);
+    expect(t.columns[3]!.values).toEqual(series.flatMap((s) => s.points.map(([, y]) => y)));
   });
 });

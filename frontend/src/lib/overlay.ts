@@ -43,14 +43,14 @@ export function overlaySeries(
 export const droppedOnLog = (series: readonly OverlaySeries[]): number => series.reduce((n, s) => n + s.dropped, 0);
 
 /**
- * What the overlay draws, as the table its "Download data" writes (long form, one row per run and step):
- * `run`, `run_id`, `step` and the metric's value; smoothed, the raw value and the smoothed one side by side
- * (the chart's raw and smoothed lines share the run's name, which the derived table cannot tell apart).
+ * What the overlay draws, as the table its "Download data" writes: the long form every line chart's table
+ * has (lib/chartTable.ts: `series` = the run's legend label, `step`, the metric's value), and when smoothing
+ * the smoothed value beside the raw one (the chart's raw and smoothed lines share the run's name, which the
+ * table derived from the option could not tell apart).
  */
 export function overlayTable(metricKey: string, series: readonly OverlaySeries[], options: OverlayOptions = DEFAULT_OVERLAY_OPTIONS): DataTable {
   const smoothed = options.smoothing > 0;
   const run: Cell[] = [];
-  const runId: Cell[] = [];
   const step: Cell[] = [];
   const value: Cell[] = [];
   const smooth: Cell[] = [];
@@ -62,15 +62,13 @@ export function overlayTable(metricKey: string, series: readonly OverlaySeries[]
     const raw = new Map(rows);
     for (const x of steps) {
       run.push(s.name);
-      runId.push(s.runId);
       step.push(x);
       value.push(raw.get(x) ?? null);
       if (smoothed) smooth.push(bySmoothed.get(x) ?? null);
     }
   }
   const columns: DataTable['columns'] = [
-    { name: 'run', values: run },
-    { name: 'run_id', values: runId },
+    { name: 'series', values: run },
     { name: 'step', values: step },
     { name: metricKey, values: value },
   ];
