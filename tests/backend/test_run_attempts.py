@@ -5,15 +5,19 @@ Postgres (the ``api`` fixture)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 
 from backend.db import get_engine, session_factory, session_scope, utcnow
 from backend.models import Run, RunAttempt
-from backend.runs import service
+from backend.runs import events, service
 from tests.backend.conftest import Api
 
 
@@ -249,3 +253,32 @@ def test_a_retry_opens_a_new_attempt_with_no_old_progress(api: Api) -> None:
         (1, "failed"),
         (2, "running"),
     ]
+
+
+def test_the_event_stream_says_when_the_holder_goes_stale(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream sends the run again (a status event) when ``held`` turns false, though status, attempt
+    and worker did not change: the page stops saying "live" before the reaper requeues the run."""
+    monkeypatch.setattr(events, "POLL_SECONDS", 0.01)
+    run = _run(api)
+    _claim(api, run["id"], 1)
+    app = api.client.app  # type: ignore[attr-defined]
+
+    async def disconnected() -> bool:
+        return False
+
+    request = SimpleNamespace(app=app, is_disconnected=disconnected)
+
+    async def statuses() -> list[bool]:
+        held: list[bool] = []
+        stream = events.stream(request, run["id"])  # type: ignore[arg-type]
+        async for chunk in stream:
+            if chunk.startswith("event: status"):
+                held.append(json.loads(chunk.split("data: ", 1)[1])["held"])
+                if len(held) == 1:  # the worker goes silent past the timeout (2 s here)
+                    await asyncio.to_thread(_age_heartbeat, api, run["id"], 3)
+                else:
+                    break
+        await stream.aclose()  # type: ignore[attr-defined]  # an async generator (events.stream)
+        return held
+
+    assert asyncio.run(asyncio.wait_for(statuses(), 30)) == [True, False]
