@@ -1,10 +1,10 @@
 // One Skill-Mix metric by ept (rows) and k (columns), the best ept of each column starred, its 95% interval
-// under each value; hover names the run, click opens it. A pure chart: the table in (shape.ts), picture out.
+// under each value, every figure rounded as the paper's tables (ties to even); hover names the run, click opens it. A pure chart: the table in (shape.ts), picture out.
 import { memo, useMemo } from 'react';
 import { useNavigate } from 'react-router';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
-import { heatmapCells, METRIC_LABELS, rowLabel, type Metric, type SkillmixTable } from './shape';
+import { heatmapCells, METRIC_LABELS, rowLabel, toFixedHalfEven, type Metric, type SkillmixTable } from './shape';
 
 export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOption {
   const cells = heatmapCells(table, metric);
@@ -12,7 +12,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
   const ciAt = new Map(cells.map((c) => [`${c.x},${c.y}`, c.ci]));
   const ciText = (x: number, y: number, sep: string) => {
     const ci = ciAt.get(`${x},${y}`);
-    return ci ? `${sep}[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : '';
+    return ci ? `${sep}[${toFixedHalfEven(ci.lo, 2)}, ${toFixedHalfEven(ci.hi, 2)}]` : '';
   };
   const values = cells.map((c) => c.value);
   const lo = values.length ? Math.min(...values) : 0;
@@ -32,13 +32,13 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
       left: 'center',
       bottom: 0,
       itemHeight: 120,
-      text: [hi.toFixed(2), `${METRIC_LABELS[metric]} ${lo.toFixed(2)}`],
+      text: [toFixedHalfEven(hi, 2), `${METRIC_LABELS[metric]} ${toFixedHalfEven(lo, 2)}`],
       inRange: { color: ['#fff5f5', '#ffa94d', '#2f9e44'] },
     },
     tooltip: {
       formatter: (p: unknown) => {
         const [x, y, v, runId] = (p as { data: number[] }).data;
-        return `${rowLabel(table.rows[y!] ?? null, table.defaultEpt)} · k=${table.cols[x!]}<br/>${METRIC_LABELS[metric]}=${v!.toFixed(3)}${ciText(x!, y!, ' ')}${ciAt.get(`${x},${y}`) ? ' (95%)' : ''}<br/>run ${runId} (click to open)`;
+        return `${rowLabel(table.rows[y!] ?? null, table.defaultEpt)} · k=${table.cols[x!]}<br/>${METRIC_LABELS[metric]}=${toFixedHalfEven(v!, 3)}${ciText(x!, y!, ' ')}${ciAt.get(`${x},${y}`) ? ' (95%)' : ''}<br/>run ${runId} (click to open)`;
       },
     },
     series: [
@@ -51,7 +51,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
           lineHeight: 14, // the interval's line under the value: without it ECharts draws both lines at one height
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
-            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ciText(x!, y!, '\n')}`;
+            return `${toFixedHalfEven(v!, 2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ciText(x!, y!, '\n')}`;
           },
         },
       },

@@ -19,6 +19,7 @@ import {
   skillmixCaption,
   skillmixCells,
   skillmixTables,
+  toFixedHalfEven,
   type Metric,
   type SkillmixTable,
 } from './shape';
@@ -83,7 +84,7 @@ function BestEpt({ table, metric }: { table: SkillmixTable; metric: Metric }) {
       <Text size="sm">Best ept per k ({METRIC_LABELS[metric]}):</Text>
       {best.map((b) => (
         <Badge key={b.k} variant="light" color={b.epts.length ? 'teal' : 'gray'}>
-          {`k=${b.k}: ${b.epts.length ? `${b.epts.map((e) => (e === null ? 'default' : e)).join(', ')} (${b.value.toFixed(2)})` : 'all 0'}`}
+          {`k=${b.k}: ${b.epts.length ? `${b.epts.map((e) => (e === null ? 'default' : e)).join(', ')} (${toFixedHalfEven(b.value, 2)})` : 'all 0'}`}
         </Badge>
       ))}
     </Group>

@@ -98,7 +98,7 @@ export function metricInterval(metric: Metric, k: number, values: readonly Value
 
 /** "0.20 ± 0.200 [0.04, 0.62]": the paper's mean ± stderr and the 95% interval; without one, formatValue alone. */
 export function formatWithCi(v: Value, ci: Interval | null): string {
-  return ci ? `${formatValue(v)} [${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : formatValue(v);
+  return ci ? `${formatValue(v)} [${toFixedHalfEven(ci.lo, 2)}, ${toFixedHalfEven(ci.hi, 2)}]` : formatValue(v);
 }
 
 /** The caption naming the intervals of a table or a cell view. */
