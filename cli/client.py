@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -314,15 +315,34 @@ def runs_list(
     with _client(api_url, token) as client:
         page = client.list_runs(experiment_id=experiment, status=status, limit=limit)
     click.echo(
-        f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'name':<24}  params"
+        f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
+        f"{'name':<24}  params"
     )
+    now = datetime.now(UTC)
     for r in page["items"]:
         p = r["progress"]
         prog = f"{p['done']}/{p['total']}" if p["total"] else "-"
         click.echo(
             f"{r['id']:>6}  {r['experiment_id']:>5}  {r['kind']:<14} {r['status']:<10} {r['attempt']:>3}  "
-            f"{prog:<8}  {name_cell(r.get('name')):<24}  {json.dumps(r['params'])}"
+            f"{prog:<8}  {eta_cell(p.get('eta_at'), now):>7}  {name_cell(r.get('name')):<24}  "
+            f"{json.dumps(r['params'])}"
         )
+
+
+def eta_cell(eta_at: str | None, now: datetime) -> str:
+    """The time a running run still needs, from the API's ETA (its progress rate): ``3m 05s``, ``1h 02m``;
+    ``-`` without an estimate, ``<1s`` once it is due."""
+    if not eta_at:
+        return "-"
+    due = datetime.fromisoformat(eta_at)
+    left = ((due.replace(tzinfo=UTC) if due.tzinfo is None else due) - now).total_seconds()
+    if left < 1:
+        return "<1s"
+    hours, rest = divmod(int(left), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"
 
 
 NAME_WIDTH = 24  # the name column of `runs list`; a longer name is cut with an ellipsis

@@ -52,7 +52,14 @@ LOG_DIR = "logs"
 @click.option("--home", default=None, help="home folder of the embedded mode (default ./.reasonlab)")
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--workers", "n_workers", default=1, show_default=True, type=int, help="worker processes")
+@click.option(
+    "--workers",
+    "n_workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="worker processes",
+)
 @click.option(
     "--stop-timeout",
     default=60.0,
