@@ -4,14 +4,21 @@
     .venv/bin/python bench/moe_layer.py --quick         # small smoke run (seconds)
 
 Rows per k (all forward + backward to the input and every parameter, best of --repeats after a warm-up, variants interleaved):
-  ours gelu        SparseMoE, dispatch="sorted", the paper's 2-matrix GELU expert
-  ours swiglu      SparseMoE, dispatch="sorted", Mixtral's 3-matrix expert
+  ours gelu        SparseMoE, dispatch="sorted" with every lever on (the defaults), the paper's 2-matrix GELU expert
+  ours swiglu      the same with Mixtral's 3-matrix expert
   ours grouped     SparseMoE gelu, dispatch="grouped_mm" (torch grouped GEMM), where it runs
   (a) dense        SparseMoE gelu, dispatch="dense": Listing 1, every expert on every routed row, masked
   (b) hf eager     transformers' MixtralSparseMoeBlock, experts_implementation="eager", weights of ours swiglu
   (b) hf grouped   the same block with experts_implementation="grouped_mm", where it runs
   (c) gemm bound   one gelu expert MLP run densely on N*k rows, no routing: the matmul work ours cannot avoid
-Goals at k=2: (a)/ours >= 6, ours swiglu/(b eager) <= 1, ours/(c) <= 1.15.
+Ablations (second table; --no-ablations skips them): the same layer with one lever of the sorted dispatch
+off (MoEConfig), or all three off (the dispatch before issue 23):
+  -padded          padded_bmm=False: one GEMM per expert slice instead of one bmm over expert-padded rows
+  -fold            fold_routing_weight=False: weighted copy of the rows then index_add_, instead of one
+                   sparse combine with the routing weights folded in
+  -fused           (swiglu) fused_gate_up=False: two [d, h] weights (x @ W) instead of HF's [2h, d] (x @ W.T)
+  none             all three off
+Goals at every k: ours swiglu/(b eager) <= 1.0, ours gelu/(c) <= 1.10 (and (a)/ours >= 6 at k=2).
 """
 
 from __future__ import annotations
@@ -102,7 +109,8 @@ def mixtral_block(ours_swiglu: SparseMoE, k: int, implementation: str) -> torch.
     with torch.no_grad():
         block.gate.weight.copy_(ours_swiglu.router.weight)
         # Mixtral stores gate_up_proj [E, 2h, d] (gate rows first) and down_proj [E, d, h], applied as x @ W.T
-        block.experts.gate_up_proj.copy_(torch.cat([ex.w_gate, ex.w_up], dim=2).transpose(1, 2))
+        w_gate, w_up, _ = ex.swiglu_weights()
+        block.experts.gate_up_proj.copy_(torch.cat([w_gate, w_up], dim=2).transpose(1, 2))
         block.experts.down_proj.copy_(ex.w_down.transpose(1, 2))
     return block
 
@@ -143,6 +151,8 @@ def main() -> None:
         help="wall: perf_counter; cpu: this process's CPU time (sums threads; steadier on a loaded CPU machine)",
     )
     ap.add_argument("--quick", action="store_true", help="smoke run: 512 tokens, d=64, h=128, 1 repeat")
+    ap.add_argument("--no-ablations", action="store_true", help="skip the lever ablation rows")
+    ap.add_argument("--no-hf-grouped", action="store_true", help="skip (b) hf grouped")
     args = ap.parse_args()
     if args.quick:
         args.tokens, args.d_model, args.hidden, args.repeats = 512, 64, 128, 1
@@ -176,6 +186,24 @@ def main() -> None:
     dense = copy.deepcopy(ours_gelu)
     dense.cfg = MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h, dispatch="dense")
 
+    ablations: dict[str, SparseMoE] = {}
+    if not args.no_ablations:
+        off = {"-padded": {"padded_bmm": False}, "-fold": {"fold_routing_weight": False}}
+        none = {"padded_bmm": False, "fold_routing_weight": False}
+        for act, src in (("gelu", ours_gelu), ("swiglu", ours_swiglu)):
+            variants = dict(off, none=none)
+            if act == "swiglu":
+                variants = dict(
+                    off, **{"-fused": {"fused_gate_up": False}}, none=dict(none, fused_gate_up=False)
+                )
+            for name, flags in variants.items():
+                cfg = MoEConfig(d_model=d, num_experts=E, top_k=1, expert_hidden=h, activation=act)
+                for key, value in flags.items():
+                    setattr(cfg, key, value)
+                m = SparseMoE(cfg).to(device, dtype)
+                m.load_state_dict(src.state_dict())  # same weights (the split layout converts on load)
+                ablations[f"{act} {name}"] = m
+
     x = torch.randn(1, N, d, device=device, dtype=dtype, requires_grad=True)
     grad_out = torch.randn(1, N, d, device=device, dtype=dtype)
     grouped_reason = grouped_mm_unavailable_reason(x.view(N, d), ours_gelu.experts)
@@ -185,8 +213,11 @@ def main() -> None:
     cols = ["k", "ours gelu", "ours swiglu", "ours grouped", "(a) dense", "(b) hf eager", "(b) hf grouped"]
     cols += ["(c) gemm", "(a)/ours", "swiglu/(b eager)", "ours/(c)"]
     rows: list[list[str]] = []
+    abl_cols = ["k", *ablations]
+    abl_rows: list[list[str]] = []
+    goal_lines: list[str] = []
     for k in ks:
-        for m in (ours_gelu, ours_swiglu, ours_grouped, dense):
+        for m in (ours_gelu, ours_swiglu, ours_grouped, dense, *ablations.values()):
             m.top_k = k
         steps = {
             "ours": moe_step(ours_gelu, x, grad_out, True),
@@ -196,7 +227,9 @@ def main() -> None:
             steps["grouped"] = moe_step(ours_grouped, x, grad_out, True)
         if k <= args.dense_max_k:
             steps["dense"] = moe_step(dense, x, grad_out, True)
-        for impl in ("eager", "grouped_mm"):
+        for name, m in ablations.items():
+            steps[name] = moe_step(m, x, grad_out, True)
+        for impl in ("eager",) if args.no_hf_grouped else ("eager", "grouped_mm"):
             block = mixtral_block(ours_swiglu, k, impl)
             try:
                 with torch.no_grad():
@@ -230,6 +263,20 @@ def main() -> None:
             ]
         )
         print(" | ".join(rows[-1]), flush=True)
+        if ablations:
+            abl: list[str] = [str(k)]
+            for name in ablations:
+                t_a, t_ref = t[name], t["swiglu" if name.startswith("swiglu") else "ours"]
+                assert t_a is not None and t_ref is not None
+                abl.append(f"{t_a:.1f} ({t_a / t_ref:.2f}x)")
+            abl_rows.append(abl)
+        r_hf = t["swiglu"] / eager_t if eager_t else None
+        r_c = ours / t["gemm"]
+        goal_lines.append(
+            f"k={k}: ours swiglu/(b eager) = {fmt(r_hf, ratio=True)} "
+            f"({'met' if r_hf is not None and r_hf <= 1.0 else 'MISSED'}, goal <= 1.00x); "
+            f"ours gelu/(c) = {r_c:.2f}x ({'met' if r_c <= 1.10 else 'MISSED'}, goal <= 1.10x)"
+        )
 
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     print()
@@ -237,6 +284,18 @@ def main() -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in rows:
         print("| " + " | ".join(v.rjust(w) for v, w in zip(r, widths)) + " |")
+    if abl_rows:
+        print(
+            "\nAblations: ms of forward+backward with one lever off (ratio to the all-levers row of the same expert)\n"
+        )
+        widths = [max(len(c), *(len(r[i]) for r in abl_rows)) for i, c in enumerate(abl_cols)]
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(abl_cols, widths)) + " |")
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        for r in abl_rows:
+            print("| " + " | ".join(v.rjust(w) for v, w in zip(r, widths)) + " |")
+    print("\nGoals:")
+    for line in goal_lines:
+        print("  " + line)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,17 @@ class MoEConfig:
     # "grouped_mm": the same order, one torch grouped GEMM per projection (falls back to "sorted" with a
     # warning where the kernel cannot run); "dense": Listing 1 literally (reference, E times the work).
     dispatch: str = "sorted"
+    # Three levers of the "sorted" dispatch, each switchable so bench/moe_layer.py measures it as an ablation
+    # (outputs equal to Listing 1 either way; tests/worker/core/moe/test_moe_levers.py):
+    # swiglu only: gate and up stored as one [E, 2h, d] weight applied as x @ W.T (HF Mixtral's layout, one
+    # GEMM per expert) instead of two [E, d, h] weights; either layout's state dict loads into either.
+    fused_gate_up: bool = True
+    # combine the expert outputs with the routing weights folded into one sparse [N, N*k] x [N*k, d] product
+    # (CPU float32/float64; elsewhere the unfolded path), instead of a weighted copy of the rows then index_add_.
+    fold_routing_weight: bool = True
+    # run each projection as one bmm over experts, every expert's rows padded to the busiest expert's count,
+    # instead of one GEMM per expert on its slice (one large parallel region per projection).
+    padded_bmm: bool = True
 
     def __post_init__(self) -> None:
         if self.d_model < 1 or self.expert_hidden < 1:

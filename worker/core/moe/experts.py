@@ -6,7 +6,10 @@ Dense(hidden) -> gelu -> Dense(d_model), both Dense layers with bias (flax's def
 part of this layer (MoEConfig has no dropout; the paper does not give a rate).
 
 "swiglu" is Mixtral's expert (no biases): down(silu(x W_gate) * (x W_up)), for comparison with
-HuggingFace's MixtralSparseMoeBlock at equal expert function.
+HuggingFace's MixtralSparseMoeBlock at equal expert function. Its gate and up projections are stored either
+fused, as HF stores them (`w_gate_up` [E, 2h, d], gate rows first, one GEMM x @ W.T per expert), or split
+(`w_gate`, `w_up` [E, d, h], two GEMMs x @ W): `MoEConfig.fused_gate_up`. A state dict of either layout
+loads into either (`_load_from_state_dict` converts), so checkpoints written before the fused layout load.
 
 Parameters are [E, in, out] so one expert's projection is `x @ w[e]` (rows x [n, in]).
 """
@@ -14,6 +17,7 @@ Parameters are [E, in, out] so one expert's projection is `x @ w[e]` (rows x [n,
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -34,14 +38,17 @@ class Experts(nn.Module):
     """E homogeneous expert MLPs d_model -> expert_hidden -> d_model with stacked weights.
 
     gelu/relu: w1 [E, d, h], b1 [E, h], w2 [E, h, d], b2 [E, d] (biases zero-initialised, as flax).
-    swiglu:    w_gate [E, d, h], w_up [E, d, h], w_down [E, h, d].
+    swiglu:    w_gate_up [E, 2h, d] (fused, HF's layout) or w_gate [E, d, h], w_up [E, d, h]; w_down [E, h, d].
     """
 
     # stacked per-expert biases are 2-D but biases: never weight-decayed (worker.core.train.decays)
     no_weight_decay = frozenset({"b1", "b2"})
 
-    def __init__(self, num_experts: int, d_model: int, hidden: int, activation: str) -> None:
+    def __init__(
+        self, num_experts: int, d_model: int, hidden: int, activation: str, fused_gate_up: bool = True
+    ) -> None:
         super().__init__()
+        self.fused_gate_up = fused_gate_up and activation == "swiglu"
         assert activation in ("gelu", "relu", "swiglu"), f"unknown activation {activation!r}"
         self.num_experts, self.d_model, self.hidden, self.activation = (
             num_experts,
@@ -50,7 +57,10 @@ class Experts(nn.Module):
             activation,
         )
         E, d, h = num_experts, d_model, hidden
-        if activation == "swiglu":
+        if self.fused_gate_up:
+            self.w_gate_up = nn.Parameter(torch.empty(E, 2 * h, d))
+            self.w_down = nn.Parameter(torch.empty(E, h, d))
+        elif activation == "swiglu":
             self.w_gate = nn.Parameter(torch.empty(E, d, h))
             self.w_up = nn.Parameter(torch.empty(E, d, h))
             self.w_down = nn.Parameter(torch.empty(E, h, d))
@@ -65,8 +75,33 @@ class Experts(nn.Module):
         for name, p in self.named_parameters():
             if name.startswith("b"):
                 nn.init.zeros_(p)
+            elif name == "w_gate_up":  # [E, 2h, d]: fan-in d, gate and up each as in the split layout
+                lecun_normal_(p, fan_in=p.shape[2])
             else:
                 lecun_normal_(p, fan_in=p.shape[1])
+
+    def swiglu_weights(self) -> tuple[Tensor, Tensor, Tensor]:
+        """(w_gate [E, d, h], w_up [E, d, h], w_down [E, h, d]) of a swiglu expert, views in either layout."""
+        if self.fused_gate_up:
+            h = self.hidden
+            return self.w_gate_up[:, :h].transpose(1, 2), self.w_gate_up[:, h:].transpose(1, 2), self.w_down
+        return self.w_gate, self.w_up, self.w_down
+
+    def _load_from_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any
+    ) -> None:
+        """Convert a swiglu state dict of the other gate/up layout to this module's before loading."""
+        fused, split = prefix + "w_gate_up", (prefix + "w_gate", prefix + "w_up")
+        if self.activation == "swiglu":
+            if self.fused_gate_up and fused not in state_dict and all(n in state_dict for n in split):
+                wg, wu = state_dict.pop(split[0]), state_dict.pop(split[1])  # [E, d, h] each
+                state_dict[fused] = torch.cat([wg, wu], dim=2).transpose(1, 2).contiguous()  # [E, 2h, d]
+            elif not self.fused_gate_up and fused in state_dict and not any(n in state_dict for n in split):
+                w = state_dict.pop(fused)  # [E, 2h, d]
+                h = w.shape[1] // 2
+                state_dict[split[0]] = w[:, :h].transpose(1, 2).contiguous()
+                state_dict[split[1]] = w[:, h:].transpose(1, 2).contiguous()
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _act(self, h: Tensor) -> Tensor:
         if self.activation == "gelu":
@@ -79,7 +114,7 @@ class Experts(nn.Module):
         Weights are cast to x's dtype (bf16 activations with fp32 weights), as in the other dispatches.
         """
         if self.activation == "swiglu":
-            wg, wu, wd = (p[e].to(x.dtype) for p in (self.w_gate, self.w_up, self.w_down))
+            wg, wu, wd = (p[e].to(x.dtype) for p in self.swiglu_weights())
             return (F.silu(x @ wg) * (x @ wu)) @ wd
         w1, b1, w2, b2 = (p[e].to(x.dtype) for p in (self.w1, self.b1, self.w2, self.b2))
         return self._act(x @ w1 + b1) @ w2 + b2
@@ -91,7 +126,7 @@ class Experts(nn.Module):
         """
         offs = torch.cumsum(counts, dim=0).to(torch.int32)  # [E], end row of each expert's slice
         if self.activation == "swiglu":
-            wg, wu, wd = (p.to(xs.dtype) for p in (self.w_gate, self.w_up, self.w_down))
+            wg, wu, wd = (p.to(xs.dtype).contiguous() for p in self.swiglu_weights())
             h = F.silu(_grouped_mm(xs, wg, offs)) * _grouped_mm(xs, wu, offs)  # [S, h]
             return _grouped_mm(h, wd, offs)
         w1, b1, w2, b2 = (p.to(xs.dtype) for p in (self.w1, self.b1, self.w2, self.b2))

@@ -50,7 +50,9 @@ class SparseMoE(nn.Module):
         self.top_k = cfg.top_k
         self.router = nn.Linear(cfg.d_model, cfg.num_experts, bias=False)
         lecun_normal_(self.router.weight, fan_in=cfg.d_model)
-        self.experts = Experts(cfg.num_experts, cfg.d_model, cfg.expert_hidden, cfg.activation)
+        self.experts = Experts(
+            cfg.num_experts, cfg.d_model, cfg.expert_hidden, cfg.activation, cfg.fused_gate_up
+        )
         # The dispatch the last forward actually ran ("grouped_mm" may fall back to "sorted").
         self.last_dispatch = cfg.dispatch
 
@@ -97,7 +99,14 @@ class SparseMoE(nn.Module):
             return dense_masked_moe(x, self.experts, selected_experts, routing_weights)
         if dispatch == "grouped_mm":
             return grouped_moe(x, self.experts, selected_experts, routing_weights)
-        return sorted_moe(x, self.experts, selected_experts, routing_weights)
+        return sorted_moe(
+            x,
+            self.experts,
+            selected_experts,
+            routing_weights,
+            padded=self.cfg.padded_bmm,
+            fold=self.cfg.fold_routing_weight,
+        )
 
 
 def set_top_k(model: nn.Module, k: int) -> int:

@@ -8,6 +8,14 @@ y[n] = sum_j routing_weights[n, j] * expert_{selected_experts[n, j]}(x[n])
    activation applied once over all S rows;
 3. scale each row by its routing weight and index_add it back to its token.
 
+Three switchable levers (MoEConfig; bench/moe_layer.py measures each as an ablation):
+- padded: rows laid out [E, M, d], every expert padded to the busiest one's count M, so each projection is
+  one `bmm` (one large parallel region) instead of E GEMMs on slices; padded rows carry routing weight 0,
+  so they add nothing to y and get zero gradient;
+- fold: the routing weights folded into the combine, one sparse [N, R] x [R, d] product (CSR, CPU) that
+  scales and scatter-adds in one pass, instead of a weighted copy of the rows then index_add_;
+- fused gate-up (swiglu): one [2h, d] weight per expert applied as x @ W.T (HF Mixtral's layout).
+
 Forward and backward are written by hand (a torch.autograd.Function) because the autograd version of the
 same loop spends ~15% of its time on copies the hand-written one avoids: concatenating the per-expert
 outputs, the backward of `split` (another concatenation), and stacking the per-expert weight gradients.
@@ -17,6 +25,7 @@ chain rule of steps 1-3; the tests compare them with autograd through `dense_mas
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -38,6 +47,137 @@ def sort_by_expert(selected_experts: Tensor, num_experts: int) -> tuple[Tensor, 
     return order, counts
 
 
+class _Plan:
+    """Where each routed (token, slot) pair lives in the expert-major row layout, and how to combine.
+
+    R rows: S = N*k sorted rows, or E*M padded rows (M = the busiest expert's count, pads at each block's end).
+    token_of_row [R] long (pads: token 0), weight_of_row [R] (pads: 0), row_of_pair [N*k] long (row of pair
+    n*k + j), bounds: per-expert [lo, hi) row ranges (sorted layout), csr: the weighted combine [N, R] or None.
+    """
+
+    def __init__(
+        self,
+        selected_experts: Tensor,
+        routing_weights: Tensor,
+        num_experts: int,
+        dtype: torch.dtype,
+        padded: bool,
+        fold: bool,
+    ) -> None:
+        N, k = selected_experts.shape
+        S, E = N * k, num_experts
+        order, counts = sort_by_expert(selected_experts, E)  # [S], [E]
+        count_list = counts.tolist()
+        self.N, self.k, self.E, self.padded = N, k, E, padded
+        dev = selected_experts.device
+        if padded:
+            M = max(max(count_list), 1)
+            starts = torch.cumsum(counts, 0) - counts  # [E], first sorted row of each expert
+            expert_sorted = selected_experts.reshape(-1).index_select(0, order)  # [S]
+            rank = torch.arange(S, device=dev) - starts.index_select(0, expert_sorted)  # [S]
+            row_of_sorted = expert_sorted * M + rank  # [S]
+            self.R, self.M = E * M, M
+        else:
+            row_of_sorted = torch.arange(S, device=dev)
+            self.R, self.M = S, 0
+        self.bounds = _bounds(count_list)
+        self.row_of_pair = torch.empty_like(order).index_copy_(0, order, row_of_sorted)  # [S]
+        self.token_of_row = torch.zeros(self.R, dtype=torch.long, device=dev).index_copy_(
+            0, row_of_sorted, order // k
+        )  # [R]
+        w_flat = routing_weights.detach().reshape(-1).to(dtype)  # [S], pair order
+        self.weight_of_row = w_flat.new_zeros(self.R).index_copy_(0, self.row_of_pair, w_flat)  # [R]
+        self.csr: Tensor | None = None
+        if fold and dev.type == "cpu" and dtype in (torch.float32, torch.float64):
+            # Row n of [N, R] holds token n's k weights at its k rows (columns sorted within the row).
+            cols, perm = torch.sort(self.row_of_pair.view(N, k), dim=1)
+            vals = w_flat.view(N, k).gather(1, perm)
+            crow = torch.arange(0, S + 1, k, device=dev)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+                self.csr = torch.sparse_csr_tensor(
+                    crow, cols.reshape(-1), vals.reshape(-1), size=(N, self.R), check_invariants=False
+                )
+
+    def combine(self, ys: Tensor) -> Tensor:
+        """y [N, d] = sum over each token's rows of weight * row (Listing 1 line 53's weighted sum)."""
+        if self.csr is not None:
+            return torch.sparse.mm(self.csr, ys)
+        return ys.new_zeros(self.N, ys.shape[1]).index_add_(
+            0, self.token_of_row, ys * self.weight_of_row[:, None]
+        )
+
+    def uncombine(
+        self, grad_y: Tensor, ys: Tensor, need_rw: bool, rw_dtype: torch.dtype
+    ) -> tuple[Tensor, Tensor | None]:
+        """Backward of `combine`: (dL/d(row) = weight * grad_y[token] [R, d], pads 0; dL/d routing_weights [N, k])."""
+        g = grad_y.contiguous().index_select(0, self.token_of_row)  # [R, d], unweighted
+        grad_rw = None
+        if need_rw:
+            if self.csr is not None:  # row dot products without an [R, d] temporary
+                rd = torch.bmm(g.unsqueeze(1), ys.unsqueeze(2)).view(-1)  # [R]
+            else:
+                rd = (g * ys).sum(dim=1)  # [R]
+            grad_rw = rd.index_select(0, self.row_of_pair).view(self.N, self.k).to(rw_dtype)
+        g.mul_(self.weight_of_row[:, None])  # pads: weight 0, gradient 0
+        return g, grad_rw
+
+    def mm(self, a: Tensor, w: Tensor, transpose: bool = False, bias: Tensor | None = None) -> Tensor:
+        """Each expert's rows times its weight: a [R, i] -> [R, o]; w [E, i, o] (x @ w[e]) or, with
+        `transpose`, [E, o, i] (x @ w[e].T); bias [E, o] added per expert."""
+        we = w.transpose(1, 2) if transpose else w  # [E, i, o] view
+        if self.padded:
+            a3 = a.view(self.E, self.M, a.shape[1])
+            out = torch.bmm(a3, we) if bias is None else torch.baddbmm(bias[:, None, :], a3, we)
+            return out.view(self.R, we.shape[2])
+        out = a.new_empty(self.R, we.shape[2])
+        for e, (lo, hi) in enumerate(self.bounds):
+            if bias is None:
+                torch.mm(a[lo:hi], we[e], out=out[lo:hi])
+            else:
+                torch.addmm(bias[e], a[lo:hi], we[e], out=out[lo:hi])
+        return out
+
+    def mm_acc(self, acc: Tensor, a: Tensor, w: Tensor, transpose: bool = False) -> Tensor:
+        """acc += per-expert a @ w[e] (or a @ w[e].T), in place."""
+        we = w.transpose(1, 2) if transpose else w
+        if self.padded:
+            acc3 = acc.view(self.E, self.M, acc.shape[1])
+            acc3.baddbmm_(a.view(self.E, self.M, a.shape[1]), we)
+            return acc
+        for e, (lo, hi) in enumerate(self.bounds):
+            acc[lo:hi].addmm_(a[lo:hi], we[e])
+        return acc
+
+    def wgrad(self, a: Tensor, g: Tensor, transpose: bool = False) -> Tensor:
+        """Per-expert weight gradient: a[e]^T g[e] [E, i, o], or with `transpose` g[e]^T a[e] [E, o, i]."""
+        if self.padded:
+            a3 = a.view(self.E, self.M, a.shape[1])
+            g3 = g.view(self.E, self.M, g.shape[1])
+            return torch.bmm(g3.transpose(1, 2), a3) if transpose else torch.bmm(a3.transpose(1, 2), g3)
+        shape = (self.E, g.shape[1], a.shape[1]) if transpose else (self.E, a.shape[1], g.shape[1])
+        out = a.new_empty(shape)
+        for e, (lo, hi) in enumerate(self.bounds):
+            if transpose:
+                torch.mm(g[lo:hi].T, a[lo:hi], out=out[e])
+            else:
+                torch.mm(a[lo:hi].T, g[lo:hi], out=out[e])
+        return out
+
+    def bias_grad(self, g: Tensor) -> Tensor:
+        """Per-expert sum of g's rows: [E, o]."""
+        if self.padded:
+            return g.view(self.E, self.M, g.shape[1]).sum(dim=1)
+        out = g.new_empty(self.E, g.shape[1])
+        for e, (lo, hi) in enumerate(self.bounds):
+            torch.sum(g[lo:hi], dim=0, out=out[e])
+        return out
+
+    def scatter_rows(self, grad_xs: Tensor) -> Tensor:
+        """Backward of the gather x[token_of_row]: [R, d] -> [N, d] (pads carry zero gradient)."""
+        return grad_xs.new_zeros(self.N, grad_xs.shape[1]).index_add_(0, self.token_of_row, grad_xs)
+
+
 def _bounds(counts: list[int]) -> list[tuple[int, int]]:
     """[lo, hi) row range of each expert's slice in the sorted rows."""
     out, lo = [], 0
@@ -55,141 +195,119 @@ class _SortedMLP(torch.autograd.Function):
         ctx: Any,
         x: Tensor,
         routing_weights: Tensor,
-        order: Tensor,
-        counts: list[int],
+        plan: _Plan,
         activation: str,
         w1: Tensor,
         b1: Tensor,
         w2: Tensor,
         b2: Tensor,
     ) -> Tensor:
-        N, d = x.shape
-        k = routing_weights.shape[1]
-        S, h = order.shape[0], w1.shape[2]
-        token = order // k  # [S], the token of each sorted row
-        w_sorted = routing_weights.reshape(-1).index_select(0, order).to(x.dtype)  # [S]
-        xs = x.index_select(0, token)  # [S, d]
-        bounds = _bounds(counts)
-        pre = x.new_empty(S, h)  # [S, h], pre-activation
-        for e, (lo, hi) in enumerate(bounds):
-            torch.addmm(b1[e], xs[lo:hi], w1[e], out=pre[lo:hi])
-        act = F.gelu(pre, approximate="tanh") if activation == "gelu" else F.relu(pre)  # [S, h]
-        ys = x.new_empty(S, d)  # [S, d], unweighted expert outputs
-        for e, (lo, hi) in enumerate(bounds):
-            torch.addmm(b2[e], act[lo:hi], w2[e], out=ys[lo:hi])
-        y = x.new_zeros(N, d).index_add_(0, token, ys * w_sorted[:, None])  # [N, d]
-        ctx.save_for_backward(xs, pre, act, ys, w_sorted, token, order, w1, w2)
-        ctx.counts, ctx.activation, ctx.k, ctx.rw_dtype = counts, activation, k, routing_weights.dtype
+        xs = x.index_select(0, plan.token_of_row)  # [R, d]
+        pre = plan.mm(xs, w1, bias=b1)  # [R, h]
+        act = F.gelu(pre, approximate="tanh") if activation == "gelu" else F.relu(pre)  # [R, h]
+        ys = plan.mm(act, w2, bias=b2)  # [R, d], unweighted expert outputs
+        y = plan.combine(ys)  # [N, d]
+        ctx.save_for_backward(xs, pre, act, ys, w1, w2)
+        ctx.plan, ctx.activation, ctx.rw_dtype = plan, activation, routing_weights.dtype
         return y
 
     @staticmethod
     def backward(ctx: Any, grad_y: Tensor) -> tuple[Tensor | None, ...]:
-        xs, pre, act, ys, w_sorted, token, order, w1, w2 = ctx.saved_tensors
-        N, k = grad_y.shape[0], ctx.k
-        bounds = _bounds(ctx.counts)
-        g = grad_y.contiguous().index_select(0, token)  # [S, d], dL/d(weighted row)
-        grad_rw = None
-        if ctx.needs_input_grad[1]:
-            grad_w_sorted = (g * ys).sum(dim=1)  # [S], dL/dw = <g, unweighted row>
-            grad_rw = grad_w_sorted.new_empty(N * k).index_copy_(0, order, grad_w_sorted).view(N, k)
-            grad_rw = grad_rw.to(ctx.rw_dtype)
-        g.mul_(w_sorted[:, None])  # [S, d], now dL/d(unweighted row)
-        grad_w1, grad_b1 = torch.empty_like(w1), w1.new_empty(w1.shape[0], w1.shape[2])
-        grad_w2, grad_b2 = torch.empty_like(w2), w2.new_empty(w2.shape[0], w2.shape[2])
-        grad_act = torch.empty_like(act)  # [S, h]
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(act[lo:hi].T, g[lo:hi], out=grad_w2[e])
-            torch.sum(g[lo:hi], dim=0, out=grad_b2[e])
-            torch.mm(g[lo:hi], w2[e].T, out=grad_act[lo:hi])
+        xs, pre, act, ys, w1, w2 = ctx.saved_tensors
+        plan: _Plan = ctx.plan
+        g, grad_rw = plan.uncombine(grad_y, ys, ctx.needs_input_grad[1], ctx.rw_dtype)  # [R, d]
+        grad_w2, grad_b2 = plan.wgrad(act, g), plan.bias_grad(g)
+        grad_act = plan.mm(g, w2, transpose=True)  # [R, h]
         if ctx.activation == "gelu":
-            grad_pre = torch.ops.aten.gelu_backward(grad_act, pre, approximate="tanh")  # [S, h]
+            grad_pre = torch.ops.aten.gelu_backward(grad_act, pre, approximate="tanh")  # [R, h]
         else:
-            grad_pre = torch.ops.aten.threshold_backward(grad_act, pre, 0)  # [S, h]
-        grad_xs = torch.empty_like(xs)  # [S, d]
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(xs[lo:hi].T, grad_pre[lo:hi], out=grad_w1[e])
-            torch.sum(grad_pre[lo:hi], dim=0, out=grad_b1[e])
-            torch.mm(grad_pre[lo:hi], w1[e].T, out=grad_xs[lo:hi])
-        grad_x = grad_xs.new_zeros(N, xs.shape[1]).index_add_(0, token, grad_xs)  # [N, d]
-        return grad_x, grad_rw, None, None, None, grad_w1, grad_b1, grad_w2, grad_b2
+            grad_pre = torch.ops.aten.threshold_backward(grad_act, pre, 0)  # [R, h]
+        grad_w1, grad_b1 = plan.wgrad(xs, grad_pre), plan.bias_grad(grad_pre)
+        grad_x = plan.scatter_rows(plan.mm(grad_pre, w1, transpose=True))  # [N, d]
+        return grad_x, grad_rw, None, None, grad_w1, grad_b1, grad_w2, grad_b2
 
 
 class _SortedSwiGLU(torch.autograd.Function):
-    """Steps 1-3 for Mixtral's experts: (silu(xs Wg[e]) * (xs Wu[e])) Wd[e]."""
+    """Steps 1-3 for Mixtral's experts: (silu(xs Wg[e]) * (xs Wu[e])) Wd[e]; gate/up fused or split."""
 
     @staticmethod
     def forward(
         ctx: Any,
         x: Tensor,
         routing_weights: Tensor,
-        order: Tensor,
-        counts: list[int],
-        w_gate: Tensor,
-        w_up: Tensor,
+        plan: _Plan,
+        fused: bool,
+        w_a: Tensor,
+        w_b: Tensor | None,
         w_down: Tensor,
     ) -> Tensor:
-        N, d = x.shape
-        k = routing_weights.shape[1]
-        S, h = order.shape[0], w_gate.shape[2]
-        token = order // k  # [S]
-        w_sorted = routing_weights.reshape(-1).index_select(0, order).to(x.dtype)  # [S]
-        xs = x.index_select(0, token)  # [S, d]
-        bounds = _bounds(counts)
-        gate, up = x.new_empty(S, h), x.new_empty(S, h)  # [S, h] each
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(xs[lo:hi], w_gate[e], out=gate[lo:hi])
-            torch.mm(xs[lo:hi], w_up[e], out=up[lo:hi])
-        act = F.silu(gate) * up  # [S, h]
-        ys = x.new_empty(S, d)  # [S, d]
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(act[lo:hi], w_down[e], out=ys[lo:hi])
-        y = x.new_zeros(N, d).index_add_(0, token, ys * w_sorted[:, None])  # [N, d]
-        ctx.save_for_backward(xs, gate, up, act, ys, w_sorted, token, order, w_gate, w_up, w_down)
-        ctx.counts, ctx.k, ctx.rw_dtype = counts, k, routing_weights.dtype
+        """fused: w_a = w_gate_up [E, 2h, d], w_b None; split: w_a = w_gate, w_b = w_up [E, d, h]."""
+        xs = x.index_select(0, plan.token_of_row)  # [R, d]
+        if fused:
+            h = w_a.shape[1] // 2
+            gate_up = plan.mm(xs, w_a, transpose=True)  # [R, 2h], one GEMM per expert (x @ W.T)
+            gate, up = gate_up[:, :h], gate_up[:, h:]
+        else:
+            assert w_b is not None
+            gate, up = plan.mm(xs, w_a), plan.mm(xs, w_b)  # [R, h] each
+        act = F.silu(gate) * up  # [R, h]
+        ys = plan.mm(act, w_down)  # [R, d]
+        y = plan.combine(ys)  # [N, d]
+        ctx.save_for_backward(xs, gate, up, act, ys, w_a, w_b, w_down)
+        ctx.plan, ctx.fused, ctx.rw_dtype = plan, fused, routing_weights.dtype
         return y
 
     @staticmethod
     def backward(ctx: Any, grad_y: Tensor) -> tuple[Tensor | None, ...]:
-        xs, gate, up, act, ys, w_sorted, token, order, w_gate, w_up, w_down = ctx.saved_tensors
-        N, k = grad_y.shape[0], ctx.k
-        bounds = _bounds(ctx.counts)
-        g = grad_y.contiguous().index_select(0, token)  # [S, d]
-        grad_rw = None
-        if ctx.needs_input_grad[1]:
-            grad_w_sorted = (g * ys).sum(dim=1)  # [S]
-            grad_rw = grad_w_sorted.new_empty(N * k).index_copy_(0, order, grad_w_sorted).view(N, k)
-            grad_rw = grad_rw.to(ctx.rw_dtype)
-        g.mul_(w_sorted[:, None])
-        grad_wg, grad_wu, grad_wd = torch.empty_like(w_gate), torch.empty_like(w_up), torch.empty_like(w_down)
-        grad_act = torch.empty_like(act)  # [S, h]
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(act[lo:hi].T, g[lo:hi], out=grad_wd[e])
-            torch.mm(g[lo:hi], w_down[e].T, out=grad_act[lo:hi])
-        grad_up = grad_act * F.silu(gate)  # [S, h]
-        grad_gate = torch.ops.aten.silu_backward(grad_act * up, gate)  # [S, h]
-        grad_xs = torch.empty_like(xs)  # [S, d]
-        for e, (lo, hi) in enumerate(bounds):
-            torch.mm(xs[lo:hi].T, grad_gate[lo:hi], out=grad_wg[e])
-            torch.mm(xs[lo:hi].T, grad_up[lo:hi], out=grad_wu[e])
-            torch.mm(grad_gate[lo:hi], w_gate[e].T, out=grad_xs[lo:hi])
-            grad_xs[lo:hi].addmm_(grad_up[lo:hi], w_up[e].T)
-        grad_x = grad_xs.new_zeros(N, xs.shape[1]).index_add_(0, token, grad_xs)  # [N, d]
-        return grad_x, grad_rw, None, None, grad_wg, grad_wu, grad_wd
+        xs, gate, up, act, ys, w_a, w_b, w_down = ctx.saved_tensors
+        plan: _Plan = ctx.plan
+        g, grad_rw = plan.uncombine(grad_y, ys, ctx.needs_input_grad[1], ctx.rw_dtype)  # [R, d]
+        grad_wd = plan.wgrad(act, g)  # [E, h, d]
+        grad_act = plan.mm(g, w_down, transpose=True)  # [R, h]
+        h = grad_act.shape[1]
+        grad_wb = None
+        if ctx.fused:
+            grad_gu = grad_act.new_empty(grad_act.shape[0], 2 * h)  # [R, 2h]
+            torch.mul(grad_act, F.silu(gate), out=grad_gu[:, h:])
+            grad_gu[:, :h] = torch.ops.aten.silu_backward(grad_act * up, gate)
+            grad_wa = plan.wgrad(xs, grad_gu, transpose=True)  # [E, 2h, d]
+            grad_xs = plan.mm(grad_gu, w_a)  # [R, d]
+        else:
+            grad_up = grad_act * F.silu(gate)  # [R, h]
+            grad_gate = torch.ops.aten.silu_backward(grad_act * up, gate)  # [R, h]
+            grad_wa, grad_wb = plan.wgrad(xs, grad_gate), plan.wgrad(xs, grad_up)
+            grad_xs = plan.mm_acc(plan.mm(grad_gate, w_a, transpose=True), grad_up, w_b, transpose=True)
+        grad_x = plan.scatter_rows(grad_xs)  # [N, d]
+        return grad_x, grad_rw, None, None, grad_wa, grad_wb, grad_wd
 
 
-def sorted_moe(x: Tensor, experts: Experts, selected_experts: Tensor, routing_weights: Tensor) -> Tensor:
-    """Listing 1's function with each expert run once on its contiguous slice of the routed rows.
+def sorted_moe(
+    x: Tensor,
+    experts: Experts,
+    selected_experts: Tensor,
+    routing_weights: Tensor,
+    *,
+    padded: bool = True,
+    fold: bool = True,
+) -> Tensor:
+    """Listing 1's function with each expert run once on the rows routed to it.
 
-    x [N, d]; selected_experts [N, k] long; routing_weights [N, k]. Returns y [N, d].
+    x [N, d]; selected_experts [N, k] long; routing_weights [N, k]. Returns y [N, d]. `padded`: one bmm per
+    projection over expert-padded rows, else one GEMM per expert slice; `fold`: the routing weights folded
+    into one sparse combine (see the module docstring). The gate/up layout is the experts' own.
     """
-    order, counts = sort_by_expert(selected_experts, experts.num_experts)
-    count_list = counts.tolist()
+    padded = padded and x.shape[0] > 0  # the pads point at token 0
+    plan = _Plan(selected_experts, routing_weights, experts.num_experts, x.dtype, padded, fold)
     # Mixed precision (bf16 activations, fp32 master weights): cast the weights, as autocast would for
     # a matmul; the cast's backward returns their gradients in the parameters' dtype.
-    params = [p.to(x.dtype) for p in experts.parameters()]
     if experts.activation == "swiglu":
-        out = _SortedSwiGLU.apply(x, routing_weights, order, count_list, *params)
+        if experts.fused_gate_up:
+            w_a, w_b, w_d = experts.w_gate_up.to(x.dtype), None, experts.w_down.to(x.dtype)
+        else:
+            w_a, w_b, w_d = (p.to(x.dtype) for p in (experts.w_gate, experts.w_up, experts.w_down))
+        out = _SortedSwiGLU.apply(x, routing_weights, plan, experts.fused_gate_up, w_a, w_b, w_d)
     else:
-        out = _SortedMLP.apply(x, routing_weights, order, count_list, experts.activation, *params)
+        params = [p.to(x.dtype) for p in (experts.w1, experts.b1, experts.w2, experts.b2)]
+        out = _SortedMLP.apply(x, routing_weights, plan, experts.activation, *params)
     assert isinstance(out, Tensor)
     return out

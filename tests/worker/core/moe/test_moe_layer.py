@@ -58,9 +58,10 @@ def _naive_expert(moe: SparseMoE, e: int, x: list[float]) -> list[float]:
         return out if b is None else [o + b[j].item() for j, o in enumerate(out)]
 
     if ex.activation == "swiglu":
-        g = lin(x, ex.w_gate[e], None)
-        u = lin(x, ex.w_up[e], None)
-        return lin([gi / (1 + math.exp(-gi)) * ui for gi, ui in zip(g, u)], ex.w_down[e], None)
+        w_gate, w_up, w_down = ex.swiglu_weights()  # [E, d, h], [E, d, h], [E, h, d] in either layout
+        g = lin(x, w_gate[e], None)
+        u = lin(x, w_up[e], None)
+        return lin([gi / (1 + math.exp(-gi)) * ui for gi, ui in zip(g, u)], w_down[e], None)
     act = _gelu_tanh if ex.activation == "gelu" else (lambda v: max(v, 0.0))
     return lin([act(v) for v in lin(x, ex.w1[e], ex.b1[e])], ex.w2[e], ex.b2[e])
 
@@ -228,9 +229,8 @@ def test_swiglu_equals_huggingface_mixtral_block_with_copied_weights() -> None:
     with torch.no_grad():
         block.gate.weight.copy_(moe.router.weight)
         # Mixtral: gate_up_proj [E, 2h, d] (gate rows first), down_proj [E, d, h], used as x @ W.T
-        block.experts.gate_up_proj.copy_(
-            torch.cat([moe.experts.w_gate, moe.experts.w_up], dim=2).transpose(1, 2)
-        )
+        w_gate, w_up, _ = moe.experts.swiglu_weights()
+        block.experts.gate_up_proj.copy_(torch.cat([w_gate, w_up], dim=2).transpose(1, 2))
         block.experts.down_proj.copy_(moe.experts.w_down.transpose(1, 2))
     x = _x(torch.float32)
     torch.testing.assert_close(moe(x)[0], block(x), rtol=1e-5, atol=1e-6)
