@@ -212,6 +212,15 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         assert (final["status"], final["attempt"]) == ("succeeded", 2), platform.diagnostics()
         logs = "\n".join(item["line"] for item in platform.client.get_logs(rid, limit=10_000)["items"])
         assert "resumed from step" in logs and "resumed from step 0" not in logs, logs[-3000:]
+        # every attempt left its trace (issue 22, item 5): the release and the resume, told by a real worker
+        attempts = platform.client.list_attempts(rid)
+        assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "released"), (2, "succeeded")], (
+            attempts
+        )
+        assert (attempts[1]["resumed_step"] or 0) > 0, attempts
+        assert "[reasonlab] attempt 1 released by worker" in logs, logs[-3000:]
+        step = attempts[1]["resumed_step"]
+        assert f"[reasonlab] attempt 2 resumed from the checkpoint at step {step}" in logs, logs[-3000:]
         (result,) = platform.client.get_results(rid, kind="carma_eval")
         assert result["payload"]["steps"] == 1000
     finally:
