@@ -218,10 +218,13 @@ class _SortedMLP(torch.autograd.Function):
         g, grad_rw = plan.uncombine(grad_y, ys, ctx.needs_input_grad[1], ctx.rw_dtype)  # [R, d]
         grad_w2, grad_b2 = plan.wgrad(act, g), plan.bias_grad(g)
         grad_act = plan.mm(g, w2, transpose=True)  # [R, h]
+        # in place over grad_act (elementwise, output = first input): no new [R, h] buffer
         if ctx.activation == "gelu":
-            grad_pre = torch.ops.aten.gelu_backward(grad_act, pre, approximate="tanh")  # [R, h]
+            grad_pre = torch.ops.aten.gelu_backward.grad_input(
+                grad_act, pre, approximate="tanh", grad_input=grad_act
+            )  # [R, h]
         else:
-            grad_pre = torch.ops.aten.threshold_backward(grad_act, pre, 0)  # [R, h]
+            grad_pre = torch.ops.aten.threshold_backward.grad_input(grad_act, pre, 0, grad_input=grad_act)
         grad_w1, grad_b1 = plan.wgrad(xs, grad_pre), plan.bias_grad(grad_pre)
         grad_x = plan.scatter_rows(plan.mm(grad_pre, w1, transpose=True))  # [N, d]
         return grad_x, grad_rw, None, None, grad_w1, grad_b1, grad_w2, grad_b2
@@ -250,7 +253,7 @@ class _SortedSwiGLU(torch.autograd.Function):
         else:
             assert w_b is not None
             gate, up = plan.mm(xs, w_a), plan.mm(xs, w_b)  # [R, h] each
-        act = F.silu(gate) * up  # [R, h]
+        act = F.silu(gate).mul_(up)  # [R, h], one allocation
         ys = plan.mm(act, w_down)  # [R, d]
         y = plan.combine(ys)  # [N, d]
         ctx.save_for_backward(xs, gate, up, act, ys, w_a, w_b, w_down)
@@ -268,13 +271,15 @@ class _SortedSwiGLU(torch.autograd.Function):
         grad_wb = None
         if ctx.fused:
             grad_gu = grad_act.new_empty(grad_act.shape[0], 2 * h)  # [R, 2h]
-            torch.mul(grad_act, F.silu(gate), out=grad_gu[:, h:])
-            grad_gu[:, :h] = torch.ops.aten.silu_backward(grad_act * up, gate)
+            torch.ops.aten.silu.out(gate, out=grad_gu[:, h:])  # silu(gate), no temporary
+            grad_gu[:, h:].mul_(grad_act)  # dL/d up
+            grad_act.mul_(up)  # in place: dL/d silu(gate)
+            torch.ops.aten.silu_backward.grad_input(grad_act, gate, grad_input=grad_gu[:, :h])  # dL/d gate
             grad_wa = plan.wgrad(xs, grad_gu, transpose=True)  # [E, 2h, d]
             grad_xs = plan.mm(grad_gu, w_a)  # [R, d]
         else:
             grad_up = grad_act * F.silu(gate)  # [R, h]
-            grad_gate = torch.ops.aten.silu_backward(grad_act * up, gate)  # [R, h]
+            grad_gate = torch.ops.aten.silu_backward(grad_act.mul_(up), gate)  # [R, h]
             grad_wa, grad_wb = plan.wgrad(xs, grad_gate), plan.wgrad(xs, grad_up)
             grad_xs = plan.mm_acc(plan.mm(grad_gate, w_a, transpose=True), grad_up, w_b, transpose=True)
         grad_x = plan.scatter_rows(grad_xs)  # [N, d]
