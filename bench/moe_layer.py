@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -153,7 +155,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: 512 tokens, d=64, h=128, 1 repeat")
     ap.add_argument("--no-ablations", action="store_true", help="skip the lever ablation rows")
     ap.add_argument("--no-hf-grouped", action="store_true", help="skip (b) hf grouped")
+    ap.add_argument(
+        "--thp",
+        action="store_true",
+        help="re-run this process with THP_MEM_ALLOC_ENABLE=1 (torch's CPU allocator asks for transparent huge "
+        "pages: far fewer page faults on the large fresh buffers every variant allocates each step)",
+    )
     args = ap.parse_args()
+    if args.thp and os.environ.get("THP_MEM_ALLOC_ENABLE") != "1":
+        # torch reads the variable once, at its first allocation: set it for a fresh interpreter
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "THP_MEM_ALLOC_ENABLE": "1"})
     if args.quick:
         args.tokens, args.d_model, args.hidden, args.repeats = 512, 64, 128, 1
 
@@ -167,8 +178,10 @@ def main() -> None:
     ks = [int(k) for k in args.ks.split(",")]
     E, d, h, N = args.experts, args.d_model, args.hidden, args.tokens
     hw = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
+    thp = os.environ.get("THP_MEM_ALLOC_ENABLE") == "1"
     print(
-        f"device {device} ({hw}), {torch.get_num_threads()} threads, dtype {dtype}, torch {torch.__version__}"
+        f"device {device} ({hw}), {torch.get_num_threads()} threads, dtype {dtype}, torch {torch.__version__}, "
+        f"THP_MEM_ALLOC_ENABLE={'1' if thp else 'unset'}"
     )
     print(
         f"E={E} d={d} h={h} tokens={N} repeats={args.repeats} (best-of-repeats {args.clock}-clock ms of forward+backward, variants interleaved)\n"
