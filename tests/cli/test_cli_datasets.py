@@ -9,14 +9,12 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli.main import main
-from tests.cli.test_cli_secrets import cli_api
-
-__all__ = ["cli_api"]
+from tests.cli.conftest import InProcessApi
 
 DATA = b"skill,description\nirony,saying the opposite\n"
 
 
-def test_upload_list_delete_from_the_shell(cli_api: None, tmp_path: Path) -> None:
+def test_upload_list_delete_from_the_shell(cli_api: InProcessApi, tmp_path: Path) -> None:
     source = tmp_path / "skills.csv"
     source.write_bytes(DATA)
     runner = CliRunner()

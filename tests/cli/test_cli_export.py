@@ -4,54 +4,19 @@ the shell, against the real API app (sqlite)."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 
-from backend.bootstrap import ensure_admin, migrate
-from backend.main import create_app
 from cli import client as cli_client
 from cli.main import main
-from tests.backend.conftest import make_settings
-from worker.client import ReasonLabClient
-
-
-@pytest.fixture
-def cli_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The CLI's client talks to the app in-process (as tests/cli/test_cli_secrets.py's fixture does);
-    the answers are passed on decoded (a sweep's JSON is past the API's gzip threshold)."""
-    settings = make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "home")
-    migrate(settings)
-    creds = ensure_admin(settings)
-    assert creds is not None
-    with TestClient(create_app(settings, background=False)) as http:
-
-        def forward(request: httpx.Request) -> httpx.Response:
-            answer = http.request(
-                request.method,
-                request.url.raw_path.decode(),
-                content=request.content,
-                headers=request.headers,
-            )
-            headers = {k: v for k, v in answer.headers.items() if k.lower() != "content-encoding"}
-            return httpx.Response(answer.status_code, headers=headers, content=answer.content)
-
-        transport = httpx.MockTransport(forward)
-        monkeypatch.setattr(
-            cli_client,
-            "_client",
-            lambda *_: ReasonLabClient("http://testserver", creds.token, transport=transport),
-        )
-        yield
+from tests.cli.conftest import InProcessApi
 
 
 def test_export_csv_and_parquet_from_the_shell(
-    cli_api: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli_api: InProcessApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with cli_client._client(None, None) as client:
         exp = client.create_experiment("lr", "diagnostic", {}, {"grid": {"train.lr": [0.1, 0.01, 0.001]}})
@@ -77,7 +42,7 @@ def test_export_csv_and_parquet_from_the_shell(
     assert out.read_text().splitlines()[1:] == []  # the header only
 
 
-def test_export_errors_are_one_line(cli_api: None, tmp_path: Path) -> None:
+def test_export_errors_are_one_line(cli_api: InProcessApi, tmp_path: Path) -> None:
     runner = CliRunner()
     out = tmp_path / "exports" / "runs.csv"
     missing = runner.invoke(main, ["runs", "export", "999999", "-o", str(out)])

@@ -3,50 +3,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import httpx
 import pytest
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 
-import cli.client as cli_client
-from backend.bootstrap import ensure_admin, migrate
-from backend.main import create_app
 from cli.main import main
-from tests.backend.conftest import make_settings
-from worker.client import ReasonLabClient
+from tests.cli.conftest import InProcessApi
 
 
 @pytest.fixture
-def run_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    """A queued run of the real API app, and the CLI pointed at that app."""
-    settings = make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "home")
-    migrate(settings)
-    creds = ensure_admin(settings)
-    assert creds is not None
-    with TestClient(create_app(settings, background=False)) as http:
-
-        def forward(request: httpx.Request) -> httpx.Response:
-            answer = http.request(
-                request.method,
-                request.url.raw_path.decode(),
-                content=request.content,
-                headers=request.headers,
-            )
-            return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
-
-        transport = httpx.MockTransport(forward)
-        monkeypatch.setattr(
-            cli_client,
-            "_client",
-            lambda *_: ReasonLabClient("http://testserver", creds.token, transport=transport),
-        )
-        body = {"name": "exp", "kind": "diagnostic", "spec": {}}
-        exp = http.post("/api/v1/experiments", json=body, headers={"Authorization": f"Bearer {creds.token}"})
-        assert exp.status_code == 201, exp.text
-        yield int(exp.json()["runs"][0]["id"])
+def run_id(cli_api: InProcessApi) -> int:
+    """A queued run of the real API app, the CLI pointed at that app."""
+    body = {"name": "exp", "kind": "diagnostic", "spec": {}}
+    exp = cli_api.http.post("/api/v1/experiments", json=body, headers=cli_api.auth)
+    assert exp.status_code == 201, exp.text
+    return int(exp.json()["runs"][0]["id"])
 
 
 def _row(output: str, run_id: int) -> str:

@@ -3,51 +3,15 @@ real API app (sqlite); the value is read from stdin or a hidden prompt, never pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import httpx
-import pytest
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 
-import cli.client as cli_client
-from backend.bootstrap import ensure_admin, migrate
-from backend.main import create_app
 from cli.main import main
-from tests.backend.conftest import make_settings
-from worker.client import ReasonLabClient
+from tests.cli.conftest import InProcessApi
 
 VALUE = "sk-cli-secret-value-31415"
 
 
-@pytest.fixture
-def cli_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    settings = make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "home")
-    migrate(settings)
-    creds = ensure_admin(settings)
-    assert creds is not None
-    with TestClient(create_app(settings, background=False)) as http:
-
-        def forward(request: httpx.Request) -> httpx.Response:
-            answer = http.request(
-                request.method,
-                request.url.raw_path.decode(),
-                content=request.content,
-                headers=request.headers,
-            )
-            return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
-
-        transport = httpx.MockTransport(forward)
-        monkeypatch.setattr(
-            cli_client,
-            "_client",
-            lambda *_: ReasonLabClient("http://testserver", creds.token, transport=transport),
-        )
-        yield
-
-
-def test_set_list_delete_from_the_shell(cli_api: None) -> None:
+def test_set_list_delete_from_the_shell(cli_api: InProcessApi) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["secrets", "set", "GRADER_KEY", "--from-stdin"], input=VALUE + "\n")
     assert result.exit_code == 0, result.output
