@@ -911,7 +911,9 @@ class RunsTable(TypedDict):
     """An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th"""
 
     attempt: list[int]
+    attempt_started_at: list[str | None]
     created_at: list[str]
+    ended_seconds: list[float | None]
     experiment_id: int
     finished_at: list[str | None]
     id: list[int]

@@ -3,7 +3,9 @@ dashboard's runs table shows, as CSV (streamed) or Parquet.
 
 Columns, in order: ``run_id``, ``number`` (1-based, as the dashboard and the run page count),
 ``name``, ``status``, ``attempt``, ``created_at``, ``started_at``, ``finished_at``, ``duration_s``
-(start to end of a finished run), then ``params.<name>`` for every swept parameter and
+(the seconds workers spent on a finished run over all its attempts, without the downtime between them,
+as the run page's run time; a run without attempt records, from before migration 0013: its start to its
+end; empty while it runs or never ran), then ``params.<name>`` for every swept parameter and
 ``metrics.<key>`` for every metric's latest value (MLflow's export names them so too; the machine
 samples ``system/...`` are left out, as in the dashboard's table). Built from the encoded runs table
 that the experiment page reads (backend/experiments/table.py): a second export of an unchanged
@@ -30,8 +32,16 @@ def _time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
 
 
-def _duration(started: datetime | None, finished: datetime | None) -> float | None:
-    if started is None or finished is None or finished < started:
+def _duration(
+    status: str, started: datetime | None, finished: datetime | None, ended_seconds: float | None
+) -> float | None:
+    """A run's ``duration_s``: its ended attempts' seconds (a run requeued to wait again: the work so far),
+    none while it runs; a run without attempt records (before migration 0013) its start to its end."""
+    if status == "running":
+        return None
+    if ended_seconds is not None:
+        return ended_seconds
+    if status == "queued" or started is None or finished is None or finished < started:
         return None
     return (finished - started).total_seconds()
 
@@ -59,7 +69,15 @@ def runs_columns(
         ("created_at", [_time(t) for t in pick(data["created_at"])]),
         ("started_at", started),
         ("finished_at", finished),
-        ("duration_s", [_duration(s, f) for s, f in zip(started, finished, strict=True)]),
+        (
+            "duration_s",
+            [
+                _duration(*cells)
+                for cells in zip(
+                    pick(data["status"]), started, finished, pick(data["ended_seconds"]), strict=True
+                )
+            ],
+        ),
     ]
     columns += [(f"params.{name}", pick(values)) for name, values in sorted(data["params"].items())]
     columns += [

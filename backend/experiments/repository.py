@@ -107,3 +107,31 @@ def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
     params, name)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
     text. 10,000 runs in one select, no specs."""
     return driver_rows(session, _RUN_COLUMNS, [experiment_id])
+
+
+# Each run's attempts (migration 0013) in one grouped read: the seconds of its ended attempts (the span
+# ``attempts.duration`` gives an ended one: claim to end, a lost one ending at its last heartbeat) and the
+# start of its running attempt. The seconds are computed by the database (per dialect), not per row here.
+_ATTEMPT_SECONDS = {
+    # the stored text ``2026-11-23 18:18:34.581926``: whole seconds by strftime and the microseconds from
+    # the text, summed as integers (julianday keeps milliseconds only; float fractions add rounding)
+    "sqlite": "sum(CASE WHEN a.ended_at IS NOT NULL THEN max(0,"
+    " (strftime('%s', a.ended_at) - strftime('%s', a.started_at)) * 1000000"
+    " + CAST(substr(a.ended_at, 21) AS INTEGER) - CAST(substr(a.started_at, 21) AS INTEGER))"
+    " ELSE 0 END) / 1000000.0",
+    "postgresql": "sum(CASE WHEN a.ended_at IS NOT NULL"
+    " THEN greatest(0.0, extract(epoch FROM a.ended_at - a.started_at)) ELSE 0.0 END)",
+}
+_RUN_ATTEMPTS = (
+    "SELECT a.run_id, {seconds}, max(CASE WHEN a.ended_at IS NULL THEN a.started_at END)"
+    " FROM run_attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = {{p}} GROUP BY a.run_id"
+)
+
+
+def run_attempt_times(session: Session, experiment_id: int) -> dict[int, tuple[float, Any]]:
+    """``{run id: (seconds of its ended attempts, start of its running attempt or None)}`` for the runs
+    of the experiment that have attempt rows (a run that started before migration 0013 has none); the
+    start raw, as ``run_columns`` gives timestamps."""
+    seconds = _ATTEMPT_SECONDS["postgresql" if session.get_bind().dialect.name == "postgresql" else "sqlite"]
+    rows = driver_rows(session, _RUN_ATTEMPTS.format(seconds=seconds), [experiment_id])
+    return {int(run_id): (float(ended or 0.0), start) for run_id, ended, start in rows}

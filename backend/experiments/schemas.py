@@ -73,6 +73,16 @@ class RunsTable(BaseModel):
     created_at: list[datetime]
     started_at: list[datetime | None]
     finished_at: list[datetime | None]
+    ended_seconds: list[float | None] = Field(
+        description="each run's seconds of work over its ended attempts (claim to end; a lost attempt ends"
+        " at its last heartbeat), so without the downtime between attempts; null: the run has no attempt"
+        " records (it never started, or started before attempts were recorded: then started_at to"
+        " finished_at is its run time)"
+    )
+    attempt_started_at: list[datetime | None] = Field(
+        description="the start of each run's running attempt (null: none runs); a running run's run time is"
+        " ended_seconds + (now - attempt_started_at), as the run page's run_seconds"
+    )
     params: dict[str, list[Any]] = Field(
         description="each swept parameter's value per run (null where a run has no such parameter)"
     )

@@ -131,6 +131,14 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
                 column = params[name] = [None] * n
             column[i] = value
     position = {run_id: i for i, run_id in enumerate(ids)}
+    # run time without the downtime between attempts (as the run page's ``run_seconds``): the seconds of
+    # each run's ended attempts and the start of its running one; null for a run without attempt rows
+    ended_seconds: list[float | None] = [None] * n
+    attempt_started: list[Any] = [None] * n
+    for run_id, (seconds, start) in repository.run_attempt_times(session, experiment_id).items():
+        at = position.get(run_id)
+        if at is not None:
+            ended_seconds[at], attempt_started[at] = seconds, start
     summary: dict[str, list[float | None]] = {}
     for run_id, key, value in metrics_repo.experiment_latest(session, experiment_id):
         column = summary.get(key)
@@ -149,6 +157,8 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
             "created_at": _times(created),
             "started_at": _times(started),
             "finished_at": _times(finished),
+            "ended_seconds": ended_seconds,
+            "attempt_started_at": _times(attempt_started),
             "params": dict(sorted(params.items())),
             "summary": dict(sorted(summary.items())),
         },

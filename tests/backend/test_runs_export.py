@@ -11,12 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from sqlalchemy import insert, text
 
 from backend.db import get_engine
 from backend.exports import tables
 from backend.models import Run
 from tests.backend.conftest import Api
+from tests.backend.test_runs_table import _released_then_resumed
 
 
 def _export(api: Api, experiment_id: int, token: str | None = None, **params: Any) -> Any:
@@ -243,3 +245,22 @@ def test_posted_table_is_checked_at_the_field(api: Api) -> None:
     assert too_many.status_code in (413, 422)
     anonymous = api.client.post("/api/v1/exports/parquet", json={"columns": [{"name": "a", "values": [1]}]})
     assert anonymous.status_code == 401
+
+
+def test_duration_excludes_the_downtime_between_attempts(api: Api) -> None:
+    """Issue 22, item 5: duration_s of a run released and resumed an hour later is the seconds its
+    attempts worked (the run page's run_seconds), not its first start to its end."""
+    exp, run, _ = _released_then_resumed(api)
+    fin = {"attempt": 2, "status": "succeeded"}
+    assert api.client.post(f"/api/v1/runs/{run}/finish", json=fin, headers=api.worker).status_code == 200
+    page = api.client.get(f"/api/v1/runs/{run}", headers=api.h()).json()
+    rows = _csv_rows(_export(api, exp["id"], format="csv").content)
+    resumed = rows[0]
+    assert (resumed["status"], resumed["attempt"]) == ("succeeded", "2")
+    span = datetime.fromisoformat(resumed["finished_at"]) - datetime.fromisoformat(resumed["started_at"])
+    assert span.total_seconds() > 3600  # the first start to the end counts the hour of downtime
+    assert 15.0 <= float(resumed["duration_s"]) < 60.0
+    assert float(resumed["duration_s"]) == pytest.approx(page["run_seconds"], abs=0.01)
+    assert rows[1]["duration_s"] == ""  # never ran
+    table = pq.read_table(io.BytesIO(_export(api, exp["id"], format="parquet").content)).to_pydict()
+    assert table["duration_s"][0] == pytest.approx(float(resumed["duration_s"]))

@@ -3,13 +3,15 @@ the same facts as ExperimentDetail.runs without the specs; GET /experiments/{id}
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from backend.db import get_engine
 from backend.experiments import table
+from backend.models import Run, RunAttempt
 from tests.backend.conftest import Api
 
 
@@ -156,3 +158,55 @@ def test_encoded_tables_keep_the_fingerprint_they_were_built_at_and_a_byte_budge
     assert tables.get("a", 1) is None and tables.get("a", 2) == b"A"
     tables.put("d", 1, b"x" * 11)  # larger than the budget: not kept
     assert tables.get("d", 1) is None and tables.get("c", 1) == b"cccc"
+
+
+def _released_then_resumed(api: Api) -> tuple[dict[str, Any], int, datetime]:
+    """A run whose attempt 1 worked 10 s an hour ago, was released, and whose attempt 2 started 5 s ago
+    (the attempts' times set in the database): an hour of downtime between them. Returns the experiment,
+    the run id and attempt 2's start."""
+    exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01]}}).json()
+    run = exp["runs"][0]["id"]
+    url = f"/api/v1/runs/{run}"
+    claim = api.client.post(f"{url}/claim", json={"attempt": 1, "worker": "w1"}, headers=api.worker)
+    assert claim.status_code == 200
+    assert api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.worker).status_code == 200
+    now = datetime.now(UTC)
+    first = now - timedelta(hours=1)
+    engine = get_engine(api.settings.database_url)
+    with engine.begin() as conn:
+        conn.execute(update(Run).where(Run.id == run).values(started_at=first))
+        conn.execute(
+            update(RunAttempt)
+            .where(RunAttempt.run_id == run, RunAttempt.attempt == 1)
+            .values(started_at=first, ended_at=first + timedelta(seconds=10))
+        )
+    claim = api.client.post(f"{url}/claim", json={"attempt": 2, "worker": "w2"}, headers=api.worker)
+    assert claim.status_code == 200
+    second = now - timedelta(seconds=5)
+    with engine.begin() as conn:
+        conn.execute(
+            update(RunAttempt)
+            .where(RunAttempt.run_id == run, RunAttempt.attempt == 2)
+            .values(started_at=second)
+        )
+    return exp, run, second
+
+
+def test_the_tables_run_time_excludes_the_downtime_between_attempts(api: Api) -> None:
+    """Issue 22, item 5: a run released and resumed later has the seconds of its ended attempts and its
+    running attempt's start in the table (the duration column counted from the first attempt's start);
+    finished, its ended seconds are the run page's run_seconds."""
+    exp, run, second = _released_then_resumed(api)
+    url = f"/api/v1/experiments/{exp['id']}/runs-table"
+    t = api.client.get(url, headers=api.h()).json()
+    assert t["status"] == ["running", "queued"] and t["attempt"][0] == 2
+    assert t["ended_seconds"][0] == pytest.approx(10.0, abs=0.01)
+    assert datetime.fromisoformat(t["attempt_started_at"][0]) == second
+    assert (t["ended_seconds"][1], t["attempt_started_at"][1]) == (None, None)  # never started
+    fin = {"attempt": 2, "status": "succeeded"}
+    assert api.client.post(f"/api/v1/runs/{run}/finish", json=fin, headers=api.worker).status_code == 200
+    t = api.client.get(url, headers=api.h()).json()
+    page = api.client.get(f"/api/v1/runs/{run}", headers=api.h()).json()
+    assert t["status"][0] == "succeeded" and t["attempt_started_at"][0] is None
+    assert 15.0 <= t["ended_seconds"][0] < 60.0  # not the hour since the first start
+    assert t["ended_seconds"][0] == pytest.approx(page["run_seconds"], abs=0.01)

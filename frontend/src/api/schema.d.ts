@@ -3200,8 +3200,18 @@ export interface components {
         RunsTable: {
             /** Attempt */
             attempt: number[];
+            /**
+             * Attempt Started At
+             * @description the start of each run's running attempt (null: none runs); a running run's run time is ended_seconds + (now - attempt_started_at), as the run page's run_seconds
+             */
+            attempt_started_at: (string | null)[];
             /** Created At */
             created_at: string[];
+            /**
+             * Ended Seconds
+             * @description each run's seconds of work over its ended attempts (claim to end; a lost attempt ends at its last heartbeat), so without the downtime between attempts; null: the run has no attempt records (it never started, or started before attempts were recorded: then started_at to finished_at is its run time)
+             */
+            ended_seconds: (number | null)[];
             /** Experiment Id */
             experiment_id: number;
             /** Finished At */

@@ -82,6 +82,9 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     created_at: ['2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'],
     started_at: ['2026-01-01T00:01:00Z', '2026-01-01T00:02:00Z', null],
     finished_at: ['2026-01-01T00:03:00Z', null, null],
+    // run 12 worked 30 s in attempt 1, was released, and its attempt 2 started at 00:10
+    ended_seconds: [100, 30, null],
+    attempt_started_at: [null, '2026-01-01T00:10:00Z', null],
     params: { 'train.lr': [0.1, 0.01, null], seed: [0, 0, 1] },
     summary: { loss: [0.5, null, null], acc: [null, 0.75, null] },
   };
@@ -108,6 +111,29 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     expect(renamed.name).toEqual([null, 'lr 0.01 long', 'third']);
     // an answer without a name (a status change from the event stream) keeps the name
     expect(patchTable(t, { id: 12, status: 'failed', attempt: 2, started_at: null, finished_at: null }).name).toEqual(t.name);
+  });
+
+  it('counts the run time of the attempts, not the downtime between them (issue 22, item 5)', () => {
+    const rows = rowsOfTable({ ...table, status: [...table.status] });
+    const now = Date.parse('2026-01-01T00:10:20Z');
+    // running: 30 s of attempt 1 and 20 s of attempt 2, not the 8m20s since the first start at 00:02
+    expect(durationSeconds(rows[1]!, now)).toBe(50);
+    expect(cellValue(rows[1]!, 'duration')).toBeGreaterThanOrEqual(30);
+    // finished: its attempts' seconds (the run page's run_seconds), not started_at to finished_at (120 s)
+    expect(durationSeconds(rows[0]!, now)).toBe(100);
+    expect(durationSeconds(rows[2]!, now)).toBeNull(); // never ran
+    // released and queued again: the work so far, not counting up while it waits
+    const waiting = { ...rows[1]!, status: 'queued' as const, attempt_started_at: null };
+    expect(durationSeconds(waiting, now)).toBe(30);
+    expect(durationSeconds(waiting, now + 3_600_000)).toBe(30);
+    // a retry answered with the run: no running attempt, its run_seconds as the ended seconds
+    const t = { ...table, status: [...table.status] };
+    const cancelled = patchTable(t, { id: 12, status: 'cancelled', attempt: 2, started_at: '2026-01-01T00:02:00Z', finished_at: '2026-01-01T00:11:00Z', run_seconds: 90 });
+    expect(cancelled.ended_seconds).toEqual([100, 90, null]);
+    expect(cancelled.attempt_started_at).toEqual([null, null, null]);
+    expect(durationSeconds(rowsOfTable(cancelled)[1]!, now)).toBe(90);
+    // an answer without run_seconds keeps the table's
+    expect(patchTable(t, { id: 13, status: 'cancelled', attempt: 1, started_at: null, finished_at: null }).ended_seconds).toEqual([100, 30, null]);
   });
 
   it('patches one run and leaves the others', () => {

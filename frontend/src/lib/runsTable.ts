@@ -14,6 +14,10 @@ export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' 
   eta_at?: string | null;
   /** what a member named the run (PATCH /runs/{id}); null or absent: unnamed */
   name?: string | null;
+  /** the seconds of its ended attempts (the runs table's `ended_seconds`); null or absent: no attempt records */
+  ended_seconds?: number | null;
+  /** the start of its running attempt (the runs table's `attempt_started_at`) */
+  attempt_started_at?: string | null;
 };
 
 /** A column is a run field, a sweep param ("param:train.lr") or a final metric ("metric:loss"). */
@@ -44,11 +48,19 @@ export function columnsOf(runs: readonly RunRow[]): { params: string[]; metrics:
 }
 
 /**
- * How long the run ran: from its start to now while it runs, its start to its end once finished, and
- * nothing while queued (a retried run waiting again keeps its last attempt's `started_at`, which must
- * not count up while it waits) or when the span is not known.
+ * How long workers ran the run, as the run page's run time (`run_seconds`): without the downtime between
+ * attempts (a run released or lost and requeued). With its attempts' records (`ended_seconds`): the
+ * seconds of its ended attempts, plus now - the running attempt's start while it runs; a requeued run
+ * waiting again shows the work so far, not counting up. A run without them (never started, or started
+ * before attempts were recorded) has its start to now while it runs, its start to its end once finished,
+ * and nothing while queued or when the span is not known.
  */
 export function durationSeconds(run: RunRow, now = Date.now()): number | null {
+  const ended = run.ended_seconds;
+  if (ended !== undefined && ended !== null) {
+    if (run.status !== 'running' || !run.attempt_started_at) return ended;
+    return ended + Math.max(0, (now - Date.parse(run.attempt_started_at)) / 1000);
+  }
   if (!run.started_at || run.status === 'queued') return null;
   const start = Date.parse(run.started_at);
   if (run.status === 'running') return Math.max(0, (now - start) / 1000);
@@ -138,16 +150,22 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
       created_at: t.created_at[i]!,
       started_at: t.started_at[i] ?? null,
       finished_at: t.finished_at[i] ?? null,
+      ended_seconds: t.ended_seconds?.[i] ?? null,
+      attempt_started_at: t.attempt_started_at?.[i] ?? null,
       params: p,
       summary: s,
     };
   });
 }
 
-/** The table with one run's fresh status fields (a cancel or retry answered with the run). */
+/**
+ * The table with one run's fresh status fields (a cancel or retry answered with the run). A run that does
+ * not run has no running attempt, and its `run_seconds` are its ended attempts' seconds; a running one
+ * keeps its attempt columns until the table is read again.
+ */
 export function patchTable(
   t: RunsTableColumns,
-  run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'> & { name?: string | null },
+  run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'> & { name?: string | null; run_seconds?: number | null },
 ): RunsTableColumns {
   const i = t.id.indexOf(run.id);
   if (i < 0) return t;
@@ -159,6 +177,12 @@ export function patchTable(
     started_at: set(t.started_at, run.started_at ?? null),
     finished_at: set(t.finished_at, run.finished_at ?? null),
     ...(run.name !== undefined && t.name ? { name: set(t.name, run.name) } : {}),
+    ...(run.status !== 'running' && t.ended_seconds && t.attempt_started_at
+      ? {
+          ended_seconds: set(t.ended_seconds, run.run_seconds ?? t.ended_seconds[i] ?? null),
+          attempt_started_at: set(t.attempt_started_at, null),
+        }
+      : {}),
   };
 }
 

@@ -23,6 +23,8 @@ interface Column {
   label: string;
   width: number;
   numeric?: boolean;
+  /** the header's tooltip (default: "sort by <label>") */
+  hint?: string;
 }
 
 function render(run: RunRow, c: Column) {
@@ -102,7 +104,7 @@ const TableHeader = memo(function TableHeader({ columns, template, width, sort, 
         </div>
         {columns.map((c) => (
           <div key={c.id} role="columnheader" aria-sort={sort?.column === c.id ? (sort.desc ? 'descending' : 'ascending') : 'none'} style={{ padding: '0 6px', overflow: 'hidden' }}>
-            <UnstyledButton onClick={() => onSort(c.id)} title={`sort by ${c.label}`} style={{ fontSize: 12, fontWeight: 600, whiteSpace: 'nowrap', textOverflow: 'ellipsis', overflow: 'hidden', maxWidth: '100%' }}>
+            <UnstyledButton onClick={() => onSort(c.id)} title={c.hint ?? `sort by ${c.label}`} style={{ fontSize: 12, fontWeight: 600, whiteSpace: 'nowrap', textOverflow: 'ellipsis', overflow: 'hidden', maxWidth: '100%' }}>
               {c.label}
               {sort?.column === c.id ? (sort.desc ? ' ▼' : ' ▲') : ''}
             </UnstyledButton>
@@ -153,7 +155,13 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
       { id: 'index', label: '#', width: 56, numeric: true },
       { id: 'status', label: 'status', width: 104 },
       { id: 'attempt', label: 'att.', width: 56, numeric: true },
-      { id: 'duration', label: 'time', width: 80, numeric: true },
+      {
+        id: 'duration',
+        label: 'time',
+        width: 80,
+        numeric: true,
+        hint: "run time, as the run page's: the attempts' time without the downtime between them; a requeued run shows its work so far (sort by time)",
+      },
       { id: 'eta', label: 'ETA', width: 80, numeric: true },
       ...params.map((p): Column => ({ id: `param:${p}`, label: p, width: 120 })),
       ...metrics.map((m): Column => ({ id: `metric:${m}`, label: m, width: 110, numeric: true })),
