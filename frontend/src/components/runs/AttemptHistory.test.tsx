@@ -59,16 +59,16 @@ it('shows every attempt, released and lost ones included, and counts the held on
     ['2', 'gpu-b', '1m 10s', 'lost · resumed from step 40'],
     ['3', 'gpu-c', '1m 30s', 'running · resumed from step 80'],
   ]);
-  expect(got[2][3]).toBe('—'); // not ended
+  expect(got[2]![3]).toBe('—'); // not ended
   act(() => vi.advanceTimersByTime(10_000));
-  expect(rows()[2][4]).toBe('1m 40s');
+  expect(rows()[2]![4]).toBe('1m 40s');
 });
 
 it('does not count a running attempt on while no worker holds the run', () => {
   render({ held: false }, HISTORY);
-  expect(rows()[2].slice(4)).toEqual(['1m 25s', 'running (no heartbeat)']);
+  expect(rows()[2]!.slice(4)).toEqual(['1m 25s', 'running (no heartbeat)']);
   act(() => vi.advanceTimersByTime(10_000));
-  expect(rows()[2][4]).toBe('1m 25s');
+  expect(rows()[2]![4]).toBe('1m 25s');
 });
 
 it('says when no worker claimed the run yet', () => {
