@@ -57,8 +57,8 @@ LOG_DIR = "logs"
     "n_workers",
     default=1,
     show_default=True,
-    type=click.IntRange(min=1),
-    help="worker processes",
+    type=click.IntRange(min=0),
+    help="worker processes (0: the API alone, for workers on other hosts)",
 )
 @click.option(
     "--stop-timeout",
