@@ -96,7 +96,8 @@ describe('attempt history', { timeout: 400_000 }, () => {
 
   it('lists every attempt on the run page, with the log lines and the activity rows', async () => {
     await page.getByTestId('attempts-tab').click();
-    await page.getByTestId('attempt-2').waitFor({ timeout: 20_000 });
+    // the page learns of the requeue from its event stream (polled every 0.5 s): wait for attempt 2's end
+    await page.getByTestId('attempt-2').filter({ hasText: 'lost' }).waitFor({ timeout: 20_000 });
     const rows = await page.getByTestId('attempts').locator('tbody tr').evaluateAll((trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent.trim())),
     );
