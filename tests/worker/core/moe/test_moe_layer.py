@@ -21,7 +21,10 @@ def _moe(
     dispatch: str = "sorted",
     load_balance_coef: float = 0.0,
     router_noise: float = 0.0,
+    **levers: bool,
 ) -> SparseMoE:
+    """A tiny layer, seeded, expert biases randomised; ``levers``: the sorted dispatch's switches
+    (padded_bmm, fold_routing_weight, fused_gate_up; test_moe_levers.py)."""
     torch.manual_seed(0)
     cfg = MoEConfig(
         d_model=D,
@@ -32,6 +35,7 @@ def _moe(
         load_balance_coef=load_balance_coef,
         router_noise=router_noise,
         dispatch=dispatch,
+        **levers,
     )
     moe = SparseMoE(cfg)
     with torch.no_grad():  # biases start at zero (flax init): randomise them so they are tested too

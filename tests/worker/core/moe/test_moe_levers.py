@@ -10,31 +10,16 @@ import itertools
 import pytest
 import torch
 
+from tests.worker.core.moe.test_moe_layer import D, E, H
+from tests.worker.core.moe.test_moe_layer import _moe as layer_moe
 from worker.core.moe import MoEConfig, SparseMoE, dense_masked_moe, sorted_moe
 from worker.core.moe.experts import Experts
 
-D, H, E = 6, 10, 5
 LEVERS = list(itertools.product([False, True], repeat=3))  # (padded_bmm, fold_routing_weight, fused_gate_up)
 
 
 def _moe(activation: str, k: int, padded: bool, fold: bool, fused: bool) -> SparseMoE:
-    torch.manual_seed(0)
-    cfg = MoEConfig(
-        d_model=D,
-        num_experts=E,
-        top_k=k,
-        expert_hidden=H,
-        activation=activation,
-        padded_bmm=padded,
-        fold_routing_weight=fold,
-        fused_gate_up=fused,
-    )
-    moe = SparseMoE(cfg)
-    with torch.no_grad():  # biases start at zero (flax init): randomise them so they are tested too
-        for name, p in moe.named_parameters():
-            if name.startswith("experts.b"):
-                p.normal_()
-    return moe.double()
+    return layer_moe(activation, k, padded_bmm=padded, fold_routing_weight=fold, fused_gate_up=fused)
 
 
 def _x() -> torch.Tensor:
