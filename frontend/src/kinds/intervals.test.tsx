@@ -14,6 +14,7 @@ import { EvalView, RoutingView } from './reasonformer/ResultViews';
 import { SkillmixCellView } from './skillmix/SkillmixCellView';
 import { SravenCellView } from './smoe_sraven/SravenCellView';
 import { TopkPointView } from './topk_eval/TopkPointView';
+import { installDomShims } from '../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -21,11 +22,7 @@ let root: Root | null = null;
 let container: HTMLElement;
 
 beforeEach(() => {
-  window.matchMedia ??= ((query: string) => ({
-    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
-    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
-  })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  installDomShims();
   container = document.body.appendChild(document.createElement('div'));
 });
 

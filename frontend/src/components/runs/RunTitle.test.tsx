@@ -14,6 +14,7 @@ import { makeQueryClient } from '../../api/queryClient';
 import type { Run } from '../../api/types';
 import { useRun } from '../../hooks/runs';
 import { RunTitle } from './RunTitle';
+import { installDomShims } from '../../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -50,11 +51,7 @@ let container: HTMLElement;
 let qc: QueryClient;
 
 beforeEach(() => {
-  window.matchMedia ??= ((query: string) => ({
-    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
-    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
-  })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  installDomShims();
   container = document.body.appendChild(document.createElement('div'));
   qc = makeQueryClient();
 });

@@ -13,6 +13,7 @@ import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Secret } from '../../api/types';
 import { ProjectSecrets } from './ProjectSecrets';
+import { installDomShims } from '../../test/dom';
 
 const VALUE = 'sk-test-0123456789-do-not-show';
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -63,11 +64,7 @@ let qc: QueryClient;
 
 beforeEach(() => {
   // what Mantine asks of a browser that jsdom lacks
-  window.matchMedia ??= ((query: string) => ({
-    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
-    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
-  })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  installDomShims();
   container = document.body.appendChild(document.createElement('div'));
   qc = makeQueryClient();
 });
