@@ -1,0 +1,4 @@
+"""The API load test's parts (``bench/load_test.py`` is the command): the simulated workers and dashboards
+(generator), what the client saw (recorder), the machine's samples (sampling), the in-process API
+profiler (profiler), the experiments patched into the API (whatif), setting up and driving a run
+(driver) and the printed report (report)."""

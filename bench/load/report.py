@@ -1,0 +1,252 @@
+"""What the load test prints: latency per route, errors, the machine, a per-minute timeline, the API's
+profile (``--profile``) and its log."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._common import quantile, table
+from bench.load.driver import Setup
+from bench.load.recorder import REQUEST_TIMEOUT, STREAM_OPENING, Recorder
+from bench.load.sampling import Sampler
+
+
+def pct(xs: list[float], q: float) -> float:
+    return quantile(xs, q) * 1e3 if xs else float("nan")
+
+
+def report(
+    args: argparse.Namespace, rec: Recorder, sampler: Sampler, setup: Setup, info: dict[str, Any]
+) -> None:
+    t0, t1 = rec.measure_from, rec.measure_from + args.duration
+    window = [s for s in sampler.samples if s.t >= t0 - 1e-6]
+    span = window[-1].t - window[0].t if len(window) > 1 else float("nan")
+    rows = []
+    total_ok = total_err = 0
+    for name in sorted(rec.routes):
+        r = rec.routes[name]
+        opened_once = name in STREAM_OPENING  # once per dashboard at the start (and after a failure)
+        xs = [secs for t, secs in r.samples if opened_once or t0 <= t <= t1 + 120]
+        errs = sum(n for what, n in r.errors.items() if not what.startswith("(warm-up)"))
+        total_ok += len(xs)
+        total_err += errs
+        rows.append(
+            [
+                name + (" (all, warm-up included)" if opened_once else ""),
+                f"{len(xs):,}",
+                f"{len(xs) / args.duration:.1f}",
+                f"{pct(xs, 0.5):.0f}",
+                f"{pct(xs, 0.9):.0f}",
+                f"{pct(xs, 0.99):.0f}",
+                f"{max(xs) * 1e3:.0f}" if xs else "-",
+                str(errs),
+            ]
+        )
+    print()
+    print(
+        f"measured window: {args.duration:.0f} s (after {args.warmup:.0f} s warm-up); client-side latency, ms"
+    )
+    print(table(["route", "requests", "per s", "p50", "p90", "p99", "max", "errors"], rows))
+    delays = [d for _, d in rec.stream_delay]
+    print(
+        f"stream delay (metric batch answered -> the stream's metrics event with its step): p50 {pct(delays, 0.5):.0f} ms, "
+        f"p90 {pct(delays, 0.9):.0f} ms, p99 {pct(delays, 0.99):.0f} ms (n={len(delays):,})"
+    )
+    print(f"requests: {total_ok:,} answered, {total_err} errors; {rec.points:,} metric points stored")
+    if info.get("unfinished"):
+        print(f"  still in flight {REQUEST_TIMEOUT:.0f} s after the end (cut off): {info['unfinished']}")
+    errs = collections.Counter(w for r in rec.routes.values() for w, n in r.errors.items() for _ in range(n))
+    if errs:
+        print(f"  errors by kind: {dict(errs)}")
+    for name, r in sorted(rec.routes.items()):
+        for ex in r.error_examples:
+            print(f"  error {name}: {ex}")
+    if window:
+        rss = [sum(s.rss) for s in window]
+        slope = _slope([(s.t - t0) / 60 for s in window], rss)
+        per_proc = ", ".join(f"{x:.0f}" for x in window[-1].rss)
+        a, b = window[0], window[-1]
+        print(
+            f"API RSS (all {len(b.rss)} process(es), MiB): start {rss[0]:.1f}, end {rss[-1]:.1f}, max {max(rss):.1f}, "
+            f"min {min(rss):.1f}; trend {slope:+.2f} MiB/min (least squares over {len(window)} samples every "
+            f"{args.sample_every:.0f} s); per process at the end: {per_proc}"
+        )
+        print(
+            f"CPU over the window (share of one core): API {100 * (b.api_cpu - a.api_cpu) / span:.0f}%, Postgres "
+            f"backends of our db {100 * (b.pg_cpu - a.pg_cpu) / span:.0f}%, load generator "
+            f"{100 * (b.gen_cpu - a.gen_cpu) / span:.0f}% (machine: {os.cpu_count()} cores)"
+        )
+        loads = [s.load1 for s in window]
+        print(
+            f"load average (1 min) during the window: min {min(loads):.2f}, mean {sum(loads) / len(loads):.2f}, max {max(loads):.2f}"
+        )
+    lags = [lag for t, lag in sampler.loop_lag if t0 <= t <= t1]
+    print(
+        f"generator event-loop lag (100 ms probe): p50 {pct(lags, 0.5):.1f} ms, p99 {pct(lags, 0.99):.1f} ms, "
+        f"max {max(lags, default=0) * 1e3:.0f} ms"
+    )
+    # the timeline: one row per minute
+    print()
+    rows = []
+    step = max(60.0, args.sample_every)
+    edges = [t0 + i * step for i in range(int(args.duration // step) + 1)] + [t1]
+    edges = sorted(set(edges))
+    for lo, hi in itertools.pairwise(edges):
+        if hi - lo < 1:
+            continue
+        lat = [secs for r in rec.routes.values() for t, secs in r.samples if lo <= t < hi]
+        ing = [secs for t, secs in rec.routes["POST /runs/{id}/metrics"].samples if lo <= t < hi]
+        ss = [s for s in sampler.samples if lo <= s.t <= hi + 1e-6]
+        if len(ss) < 2:
+            continue
+        d = ss[-1].t - ss[0].t
+        rows.append(
+            [
+                f"{lo - t0:.0f}-{hi - t0:.0f}",
+                f"{len(lat) / (hi - lo):.0f}",
+                f"{pct(lat, 0.5):.0f}",
+                f"{pct(lat, 0.99):.0f}",
+                f"{pct(ing, 0.5):.0f}",
+                f"{pct(ing, 0.99):.0f}",
+                f"{sum(ss[-1].rss):.0f}",
+                f"{100 * (ss[-1].api_cpu - ss[0].api_cpu) / d:.0f}",
+                f"{100 * (ss[-1].pg_cpu - ss[0].pg_cpu) / d:.0f}",
+                f"{100 * (ss[-1].gen_cpu - ss[0].gen_cpu) / d:.0f}",
+                f"{max(s.load1 for s in ss):.1f}",
+            ]
+        )
+    print(
+        table(
+            [
+                "window s",
+                "req/s",
+                "all p50",
+                "all p99",
+                "ingest p50",
+                "ingest p99",
+                "RSS MiB",
+                "API CPU%",
+                "PG CPU%",
+                "gen CPU%",
+                "load",
+            ],
+            rows,
+        )
+    )
+
+
+def _slope(xs: list[float], ys: list[float]) -> float:
+    if len(xs) < 2:
+        return float("nan")
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else float("nan")
+
+
+def profile_report(control: Path) -> None:
+    path = control / "report.json"
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not path.exists():
+        print("profile: no report from the API process", file=sys.stderr)
+        return
+    p = json.loads(path.read_text())
+    win = p["window_s"]
+    print(f"\n## API profile ({win:.0f} s window, one process)\n")
+    rows = []
+    for name, a in sorted(p["routes"].items(), key=lambda kv: -kv[1]["headers_s"]):
+        n = max(1, a["requests"])
+        rows.append(
+            [
+                name,
+                f"{a['requests']:,}",
+                f"{1e3 * a['headers_s'] / n:.0f}",
+                f"{a['hops'] / n:.1f}",
+                f"{1e3 * a['hop_wait_s'] / n:.0f}",
+                f"{1e3 * a['hop_run_s'] / n:.0f}",
+                f"{a['sql_n'] / n:.1f}",
+                f"{1e3 * a['sql_s'] / n:.1f}",
+                f"{1e3 * a['pool_s'] / n:.1f}",
+                f"{a['hop_run_s'] / win:.2f}",
+            ]
+        )
+    print(
+        "per request, mean (ms): server time to the response headers; thread-pool hops, wait for a thread and"
+    )
+    print(
+        "time in threads; SQL statements and their time; wait for a pooled connection; thread time / window"
+    )
+    print("(for the event stream: per opened stream, its 0.5 s polls included)")
+    print(
+        table(
+            [
+                "route",
+                "requests",
+                "server ms",
+                "hops",
+                "hop wait ms",
+                "in thread ms",
+                "SQL n",
+                "SQL ms",
+                "pool wait ms",
+                "thread s/s",
+            ],
+            rows,
+        )
+    )
+    lag, busy, waiting = p["loop_lag"], p["pool_busy"], p["pool_waiting"]
+    print(
+        f"API event loop lag (50 ms probe): p50 {pct(lag, 0.5):.0f} ms, p99 {pct(lag, 0.99):.0f} ms, max "
+        f"{max(lag, default=0) * 1e3:.0f} ms; thread pool (40 threads): busy mean {sum(busy) / max(1, len(busy)):.1f}, "
+        f"max {max(busy, default=0)}; tasks waiting for a thread mean {sum(waiting) / max(1, len(waiting)):.1f}, "
+        f"max {max(waiting, default=0)}"
+    )
+    print(
+        "API CPU by thread (share of one core): "
+        + ", ".join(
+            f"{k} {100 * v / win:.0f}%" for k, v in sorted(p["threads_cpu"].items(), key=lambda kv: -kv[1])
+        )
+    )
+    print("\ntop SQL by total time (route, statement, count, total s, mean ms):")
+    for s in p["sql"][:15]:
+        print(
+            f"  {s['seconds']:7.1f} s {s['count']:>8,}x {1e3 * s['seconds'] / s['count']:6.2f} ms  {s['route']}: {s['statement'][:110]}"
+        )
+    for kind in ("event loop", "threads"):
+        n = p["nsamples"].get(kind, 0)
+        if not n:
+            continue
+        print(f"\nwall-clock samples, {kind} ({n:,} thread-samples): inclusive share, top frames")
+        for name, c in p["incl"].get(kind, [])[:45]:
+            print(f"  {100 * c / n:5.1f}%  {name}")
+        print(
+            "  leaf (where the thread was): "
+            + "; ".join(f"{name} {100 * c / n:.1f}%" for name, c in p["leaf"][kind][:12])
+        )
+
+
+_LOG_LINE = re.compile(r"^(ERROR|WARNING|CRITICAL|INFO):|^\S*(Error|Exception)\b[:(]")
+
+
+def api_log_summary(path: Path) -> None:
+    """What the API logged: error and warning lines and exception types, counted (digits masked)."""
+    if not path.is_file():
+        return
+    counts: collections.Counter[str] = collections.Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        if _LOG_LINE.match(line):
+            counts[re.sub(r"\d+", "N", line)[:160]] += 1
+    if counts:
+        print("\nAPI log (lines counted, digits masked as N):")
+        for line, n in counts.most_common(12):
+            print(f"  {n:>6,}x  {line}")
