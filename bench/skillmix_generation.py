@@ -44,8 +44,8 @@ from worker.core.skillmix.decode import LoopOptions, common_prefix, few_rows_lin
 from worker.core.skillmix.hf_chat import HFChat, render_chat
 from worker.core.skillmix.prompts import first_turn
 from worker.core.skillmix.skills import load_skills, load_topics
-from worker.kinds.skillmix import run
-from worker.specs.skillmix import SkillmixSpec
+from worker.kinds.skillmix.skillmix import run
+from worker.specs.skillmix.skillmix import SkillmixSpec
 from worker.tracking.context import RunContext
 
 

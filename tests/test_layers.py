@@ -44,9 +44,9 @@ VIOLATIONS = {
         "worker.core.train -> celery",
     ),
     "worker.kinds never imports the client, executor, httpx or mlflow": (
-        "worker/kinds/diagnostic.py",
+        "worker/kinds/diagnostic/diagnostic.py",
         "import httpx",
-        "worker.kinds.diagnostic -> httpx",
+        "worker.kinds.diagnostic.diagnostic -> httpx",
     ),
     "worker.tracking.context is light: no torch, httpx or mlflow": (
         "worker/tracking/context.py",

@@ -23,7 +23,7 @@ const inRunOnly = flags.includes('--in-run-only');
 const inRun = inRunOnly || flags.includes('--in-run');
 const { IMG, OUT, log } = demoOutput();
 
-// topk_eval's in-run SMoE (worker/specs/topk_eval.py SmoeDemo) at k = 2 (M = 1, half the reference width),
+// topk_eval's in-run SMoE (worker/specs/smoe/topk_eval.py SmoeDemo) at k = 2 (M = 1, half the reference width),
 // trained 1,500 steps instead of 600 (600 leave it at 0.50 ID-test accuracy) and evaluated on 1,024
 // problems: the spec of docs/experiments/topk_eval.md's CLI run, so the two can be compared
 const SMOE_K2 = {

@@ -436,7 +436,7 @@ def test_a_kind_that_ran_to_its_end_despite_the_interrupt_finishes_instead_of_be
     from tests.worker.worker_fake_api import FakeApi
     from worker import executor
     from worker.kinds import get_kind
-    from worker.specs.diagnostic import DiagnosticResult
+    from worker.specs.diagnostic.diagnostic import DiagnosticResult
     from worker.tracking import WriterOptions
 
     def run_to_the_end(spec: Any, ctx: Any) -> None:

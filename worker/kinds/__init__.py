@@ -1,8 +1,11 @@
-"""Experiment kinds: one module per kind, ``worker/kinds/<name>.py``, defining ``run(spec, ctx)``.
+"""Experiment kinds: one package per paper family, one module per kind, ``worker/kinds/<family>/<name>.py``,
+defining ``run(spec, ctx)``; a family never imports another's (what they share lives in ``worker.core``
+or ``worker.tracking``).
 
 ``run`` turns a validated spec into calls of the research core (``worker.core``) and reports through the
 RunContext: params, metrics, results, progress, checkpoints. Which function runs a kind is its manifest's
-business (``worker.specs``): by convention ``worker.kinds.<name>:run``, or the ``runner`` a plugin names.
+business (``worker.specs``): by convention the module mirroring the spec's (``worker.specs.<family>.<name>``
+-> ``worker.kinds.<family>.<name>:run``), or the ``runner`` a plugin names.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Experiment specs and result schemas, one module per kind, each declaring a ``MANIFEST``.
+"""Experiment specs and result schemas: one package per paper family (reasonformer, carma, smoe, skillmix,
+diagnostic), one module per kind in it, each declaring a ``MANIFEST``; the modules at this root are helpers.
 
 Imports pydantic only (DESIGN.md), so the backend validates specs and result records without torch.
 The registry (``registry.py``) is built from the manifests by convention: adding a kind edits nothing here.

@@ -1,8 +1,8 @@
 """A kind's manifest: everything the platform needs to know about an experiment kind, declared once.
 
-A kind lives in two modules named after it: ``worker/specs/<name>.py`` (pydantic only) holds its spec,
-its result record types and ``MANIFEST = KindManifest(...)``; ``worker/kinds/<name>.py`` holds
-``run(spec, ctx)``. The registry (``worker.specs.registry``) finds manifests by convention, so adding a
+A kind lives in two modules named after it, one in each side's package of its paper family:
+``worker/specs/<family>/<name>.py`` (pydantic only) holds its spec, its result record types and
+``MANIFEST = KindManifest(...)``; ``worker/kinds/<family>/<name>.py`` holds ``run(spec, ctx)``. The registry (``worker.specs.registry``) finds manifests by convention, so adding a
 kind edits no shared file. A kind outside this repository names its runner explicitly
 (``runner="mypackage.run:run"``) and is listed in ``REASONLAB_KIND_PLUGINS`` or under the
 ``reasonlab.kinds`` entry-point group.
@@ -18,6 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from worker.specs.base import SpecBase
+
+SPECS_PACKAGE, KINDS_PACKAGE = "worker.specs", "worker.kinds"
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,9 @@ def literal_kind(model: type[BaseModel]) -> str:
 class KindManifest:
     """One experiment kind: its name, what it is, its spec, the result records it posts, its examples.
 
-    ``runner`` is ``"module:function"``; empty means the convention ``worker.kinds.<name>:run``.
+    ``runner`` is ``"module:function"``; empty means the convention: the kinds module that mirrors the spec's
+    (``worker.specs.<family>.<name>`` -> ``worker.kinds.<family>.<name>:run``), or ``worker.kinds.<name>:run``
+    for a spec defined elsewhere.
     ``source_runs`` maps a dotted spec field that names another run by id (e.g. ``"init.run_id"``) to the
     kind that run must be; at submission the backend checks that the run exists, is visible to the
     submitter, is of that kind and succeeded (a 422 naming the field otherwise). A null field names none.
@@ -82,5 +86,10 @@ class KindManifest:
     @property
     def runner_path(self) -> tuple[str, str]:
         """``(module, function)`` of the kind's ``run(spec, ctx)``."""
-        module, _, function = (self.runner or f"worker.kinds.{self.name}:run").partition(":")
-        return module, function
+        if self.runner:
+            module, _, function = self.runner.partition(":")
+            return module, function
+        spec_module = self.spec.__module__
+        if spec_module.startswith(SPECS_PACKAGE + "."):
+            return KINDS_PACKAGE + spec_module.removeprefix(SPECS_PACKAGE), "run"
+        return f"{KINDS_PACKAGE}.{self.name}", "run"

@@ -1,7 +1,10 @@
 """The kind registry, built from manifests by convention (nothing to edit when a kind is added).
 
 Where manifests come from, in order:
-1. every module of the ``worker.specs`` package that defines ``MANIFEST`` (the kinds in this repository);
+1. every public module of a family package of ``worker.specs`` (``worker/specs/<family>/<name>.py``: the
+   kinds in this repository), each of which must define ``MANIFEST``: a family's shared parts are
+   ``_``-prefixed modules, and the modules at the package's root (base, manifest, registry, placement,
+   confine, secrets...) are helpers, not kinds;
 2. the modules named in ``REASONLAB_KIND_PLUGINS`` (comma-separated), each defining ``MANIFEST``;
 3. the ``reasonlab.kinds`` entry points of installed distributions (each value a module defining
    ``MANIFEST``).
@@ -26,7 +29,6 @@ from worker.specs.manifest import KindManifest
 
 PLUGINS_ENV = "REASONLAB_KIND_PLUGINS"
 ENTRY_POINT_GROUP = "reasonlab.kinds"
-_NOT_KINDS = frozenset({"base", "manifest", "registry"})
 
 
 class UnknownKind(KeyError, ValueError):
@@ -50,14 +52,32 @@ class Registry:
     results: dict[str, type[BaseModel]]
 
 
-def _module_names() -> list[str]:
-    import worker.specs as package
+class MissingManifest(ValueError):
+    """A module the registry reads as a kind declares no ``MANIFEST``."""
 
-    names = [
-        f"worker.specs.{m.name}"
-        for m in pkgutil.iter_modules(package.__path__)
-        if not m.name.startswith("_") and m.name not in _NOT_KINDS
-    ]
+    def __init__(self, module_name: str, what: str, hint: str = "") -> None:
+        self.module_name = module_name
+        super().__init__(f"{what} {module_name!r} defines no MANIFEST{hint}")
+
+
+def _family_modules(package_name: str = "worker.specs") -> list[str]:
+    """The public modules of each family package (``<package>.<family>.<name>``), sorted."""
+    package = importlib.import_module(package_name)
+    names: list[str] = []
+    for family in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not family.ispkg or family.name.startswith("_"):
+            continue
+        sub = importlib.import_module(f"{package_name}.{family.name}")
+        names += [
+            f"{package_name}.{family.name}.{m.name}"
+            for m in sorted(pkgutil.iter_modules(sub.__path__), key=lambda m: m.name)
+            if not m.name.startswith("_")
+        ]
+    return names
+
+
+def _module_names() -> list[str]:
+    names = _family_modules()
     plugins = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
     names += plugins
     names += [ep.value.partition(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)]
@@ -73,8 +93,9 @@ def registry() -> Registry:
         manifest = getattr(importlib.import_module(module_name), "MANIFEST", None)
         if manifest is None:
             if module_name.startswith("worker.specs."):
-                continue  # a helper module of the specs package (shared sub-models)
-            raise ValueError(f"kind plugin module {module_name!r} defines no MANIFEST")
+                hint = " (a family's module that is not a kind is named with a leading '_')"
+                raise MissingManifest(module_name, "kind module", hint)
+            raise MissingManifest(module_name, "kind plugin module")
         if not isinstance(manifest, KindManifest):
             raise TypeError(f"{module_name}.MANIFEST is a {type(manifest).__name__}, not a KindManifest")
         if manifest.name in kinds:

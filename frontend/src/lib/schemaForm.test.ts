@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fieldDefault, rangeHint, schemaToFields, validateField, validateSpec, type JsonSchema, type NumberField } from './schemaForm';
 
-// The shape pydantic v2 emits for a spec like worker/specs/diagnostic.py.
+// The shape pydantic v2 emits for a spec like worker/specs/diagnostic/diagnostic.py.
 const schema: JsonSchema = {
   $defs: {
     Resources: {

@@ -15,7 +15,7 @@ from worker.core.data.offline import data_root
 from worker.kinds import get_kind
 from worker.local import run_local
 from worker.specs import manifest
-from worker.specs.carma import CapCurve, CarmaEval, CarmaSpec, SynonymConsistency
+from worker.specs.carma.carma import CapCurve, CarmaEval, CarmaSpec, SynonymConsistency
 from worker.tracking.context import RunError
 
 pytestmark = pytest.mark.usefixtures(

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from worker.kinds.diagnostic import DiagnosticFailure, run
-from worker.specs.diagnostic import DiagnosticSpec
+from worker.kinds.diagnostic.diagnostic import DiagnosticFailure, run
+from worker.specs.diagnostic.diagnostic import DiagnosticSpec
 from worker.tracking import LocalRunContext
 
 STEPS = 30

@@ -14,9 +14,9 @@ from tests.worker.kinds.sraven_context import MemoryContext
 from worker.core.reasonformer.data.synthetic import SkillSuite
 from worker.kinds import get_kind
 from worker.specs import manifest, result_class, spec_class
-from worker.specs.reasonformer_finetune import ReasonFormerFinetuneSpec
-from worker.specs.reasonformer_parts import ReasonFormerEval, Routing
-from worker.specs.reasonformer_pretrain import ReasonFormerPretrainSpec
+from worker.specs.reasonformer._parts import ReasonFormerEval, Routing
+from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
+from worker.specs.reasonformer.reasonformer_pretrain import ReasonFormerPretrainSpec
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -16,10 +16,10 @@ from tests.tiny_moe import cpu_budget_for_one_layer, tiny_moe
 from tests.worker.kinds.sraven_context import MemoryContext
 from tests.worker.stores import Stores
 from worker.core.models import load_model
-from worker.kinds.skillmix import run
+from worker.kinds.skillmix.skillmix import run
 from worker.specs import manifest
 from worker.specs.placement import accelerate_max_memory
-from worker.specs.skillmix import SkillmixCell, SkillmixSpec
+from worker.specs.skillmix.skillmix import SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunError
 
 # the endpoints below are fake servers on 127.0.0.1: the admin's opt-in (loopback_endpoints) lets them be named

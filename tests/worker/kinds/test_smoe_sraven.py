@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from tests.worker.kinds.sraven_context import MemoryContext
 from worker.core.moe import MoEAux
 from worker.kinds import get_kind
-from worker.kinds.smoe_sraven import moe_metrics
+from worker.kinds.smoe.smoe_sraven import moe_metrics
 from worker.specs import result_class, spec_class
-from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
+from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
 
 # at M = 1, 2 the OOD set misses some rules, as the generator warns (tested in test_generator.py)
 pytestmark = pytest.mark.filterwarnings("ignore::worker.core.sraven.generator.OODMissesRuleWarning")

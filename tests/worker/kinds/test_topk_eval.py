@@ -20,10 +20,10 @@ from worker.core.reasonformer.config import ReasoningConfig
 from worker.core.reasonformer.data.synthetic import SkillSuite
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer
 from worker.kinds import get_kind
-from worker.kinds.reasonformer_parts import save_model
+from worker.kinds.reasonformer._parts import save_model
 from worker.specs import manifests, result_class, spec_class
-from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
-from worker.specs.topk_eval import TopkEvalPoint, TopkEvalSpec
+from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
+from worker.specs.smoe.topk_eval import TopkEvalPoint, TopkEvalSpec
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),

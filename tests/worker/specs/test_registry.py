@@ -86,6 +86,51 @@ def test_a_plugin_module_without_manifest_is_an_error(
         registry_module.reload()
 
 
+FAMILIES = {
+    "carma": {"carma"},
+    "diagnostic": {"diagnostic"},
+    "reasonformer": {"reasonformer_pretrain", "reasonformer_finetune"},
+    "skillmix": {"skillmix"},
+    "smoe": {"smoe_sraven", "topk_eval"},
+}
+
+
+def test_the_kinds_are_found_in_their_family_packages_and_run_from_the_mirror_module() -> None:
+    found: dict[str, set[str]] = {}
+    for name, manifest in manifests().items():
+        package, family, module = manifest.spec.__module__.rsplit(".", 2)
+        assert (package, module) == ("worker.specs", name)
+        found.setdefault(family, set()).add(name)
+        assert manifest.runner_path == (f"worker.kinds.{family}.{name}", "run")
+    assert found == FAMILIES
+
+
+def test_a_public_module_of_a_family_without_manifest_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import worker.specs.diagnostic as family
+
+    (tmp_path / "stray.py").write_text("X = 1\n")
+    (tmp_path / "_shared.py").write_text("Y = 2\n")  # a family's shared part: not read as a kind
+    monkeypatch.setattr(family, "__path__", [*family.__path__, str(tmp_path)])
+    try:
+        with pytest.raises(
+            registry_module.MissingManifest, match=r"'worker\.specs\.diagnostic\.stray'"
+        ) as caught:
+            registry_module.reload()
+        assert caught.value.module_name == "worker.specs.diagnostic.stray"
+        assert "_shared" not in str(caught.value)
+        (tmp_path / "stray.py").unlink()
+        sys.modules.pop("worker.specs.diagnostic.stray", None)
+        assert "diagnostic" in registry_module.reload().kinds
+        assert "worker.specs.diagnostic._shared" not in sys.modules
+    finally:
+        monkeypatch.undo()
+        for name in ("worker.specs.diagnostic.stray", "worker.specs.diagnostic._shared"):
+            sys.modules.pop(name, None)
+        registry_module.reload()
+
+
 class _Spec(SpecBase):
     kind: Literal["mine"] = "mine"
 

@@ -11,7 +11,7 @@ import torch
 
 from worker.core.models import PRESETS, ModelNotFound, load_model
 from worker.core.models.store import ALIASES, converted_path
-from worker.specs.carma import KNOWN_DEPTHS
+from worker.specs.carma.carma import KNOWN_DEPTHS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

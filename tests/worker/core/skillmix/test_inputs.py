@@ -12,7 +12,7 @@ from worker.core.skillmix.prompts import count_words, extract_answer, first_turn
 from worker.core.skillmix.rubric import criteria, grading_prompt, read_grading_prompt
 from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
-from worker.specs.skillmix import BUILTIN_SKILLS
+from worker.specs.skillmix.skillmix import BUILTIN_SKILLS
 
 
 def test_builtin_lists_load_and_the_spec_knows_their_size() -> None:

@@ -29,7 +29,7 @@ from worker.core.models import LoadedModel, ModelNotFound, load_model
 from worker.core.synonyms import make_source, stopwords
 from worker.core.synonyms.evaluate import synonym_intervention
 from worker.core.train import StepOutput, TrainConfig, Trainer
-from worker.specs.carma import CapCurve, CapPoint, CarmaEval, CarmaSpec, SynonymConsistency
+from worker.specs.carma.carma import CapCurve, CapPoint, CarmaEval, CarmaSpec, SynonymConsistency
 from worker.tracking.context import RunContext, RunError
 
 

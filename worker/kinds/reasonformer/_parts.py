@@ -24,7 +24,7 @@ from worker.core.reasonformer.model import ReasonFormerForConditionalGeneration
 from worker.core.reasonformer.params import parameter_counts
 from worker.core.reasonformer.training import make_loss_fn
 from worker.core.train import FitOutcome, StepOutput, TrainConfig, Trainer
-from worker.specs.reasonformer_parts import (
+from worker.specs.reasonformer._parts import (
     ModelSpec,
     ParameterCount,
     ReasonFormerEval,
@@ -35,7 +35,7 @@ from worker.specs.reasonformer_parts import (
     TaskRoutingRecord,
     TrainSpec,
 )
-from worker.specs.reasonformer_pretrain import SuiteSpec
+from worker.specs.reasonformer.reasonformer_pretrain import SuiteSpec
 from worker.tracking.context import RunContext
 
 MODEL_DIR = "model"  # under the run's out_dir: what a fine-tuning run starts from

@@ -26,7 +26,7 @@ from worker.core.reasonformer.data.synthetic import PRIMITIVE_NAMES, ExampleStre
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
 from worker.core.reasonformer.evaluate import Predictions
 from worker.core.reasonformer.params import parameter_counts
-from worker.kinds.reasonformer_parts import (
+from worker.kinds.reasonformer._parts import (
     batch_maker,
     eval_record,
     eval_rng,
@@ -38,8 +38,8 @@ from worker.kinds.reasonformer_parts import (
     suite_of,
     train_config,
 )
-from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
-from worker.specs.reasonformer_pretrain import ReasonFormerPretrainSpec
+from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
+from worker.specs.reasonformer.reasonformer_pretrain import ReasonFormerPretrainSpec
 from worker.tracking.context import RunContext
 
 

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from worker.specs.base import SpecBase, StrictModel
 from worker.specs.confine import DataPath, ModelName
 from worker.specs.manifest import Example, KindManifest
-from worker.specs.reasonformer_parts import (
+from worker.specs.reasonformer._parts import (
     AnalysisSpec,
     ModelSpec,
     ReasonFormerEval,

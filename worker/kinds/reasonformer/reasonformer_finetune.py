@@ -30,7 +30,7 @@ from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokeniz
 from worker.core.reasonformer.evaluate import Predictions
 from worker.core.reasonformer.freeze import freeze
 from worker.core.reasonformer.params import parameter_counts
-from worker.kinds.reasonformer_parts import (
+from worker.kinds.reasonformer._parts import (
     MODEL_DIR,
     batch_maker,
     eval_record,
@@ -43,8 +43,8 @@ from worker.kinds.reasonformer_parts import (
     suite_of,
     train_config,
 )
-from worker.specs.reasonformer_finetune import ReasonFormerFinetuneSpec
-from worker.specs.reasonformer_parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
+from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
+from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
 from worker.tracking.context import RunContext
 
 SYNTHETIC_REASONING = {"compose2": "2 skills", "compose3": "3 skills", "choose2": "2 skills, choice"}

@@ -31,7 +31,7 @@ from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
 from worker.endpoints.openai_chat import OpenAIChat
 from worker.specs.placement import accelerate_max_memory
-from worker.specs.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
+from worker.specs.skillmix.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunContext, RunError
 
 

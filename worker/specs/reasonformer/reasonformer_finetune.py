@@ -19,7 +19,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from worker.specs.base import SpecBase, StrictModel
 from worker.specs.confine import DataPath, ModelFolder, ModelName
 from worker.specs.manifest import Example, KindManifest
-from worker.specs.reasonformer_parts import (
+from worker.specs.reasonformer._parts import (
     AnalysisSpec,
     ModelSpec,
     ReasonFormerEval,
@@ -27,7 +27,7 @@ from worker.specs.reasonformer_parts import (
     TrainSpec,
     check_skills_against_data,
 )
-from worker.specs.reasonformer_pretrain import PRESETS, SuiteSpec
+from worker.specs.reasonformer.reasonformer_pretrain import PRESETS, SuiteSpec
 
 SYNTHETIC_TASKS = ("compose2", "compose3", "choose2")
 HUB_TASKS = (

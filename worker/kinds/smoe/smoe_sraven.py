@@ -23,7 +23,7 @@ from worker.core.sraven.generator import SravenBatch, SravenGenerator, SravenStr
 from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
 from worker.core.sraven.saved import save_sraven_model
 from worker.core.train import Scalar, StepOutput, TrainConfig, Trainer
-from worker.specs.smoe_sraven import SmoeSravenSpec, SravenCell
+from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.tracking.context import RunContext
 
 MODEL_DIR = "model"  # the trained model under the run's outputs (read by topk_eval)

@@ -29,13 +29,13 @@ from worker.core.sraven.generator import SravenGenerator
 from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
 from worker.core.topk.text import SAMPLE_TEXT
-from worker.kinds import smoe_sraven
-from worker.kinds.reasonformer_parts import MODEL_DIR as REASONFORMER_MODEL_DIR
-from worker.kinds.reasonformer_parts import eval_metrics, eval_rng, run_predictions, suite_of
+from worker.kinds.reasonformer._parts import MODEL_DIR as REASONFORMER_MODEL_DIR
+from worker.kinds.reasonformer._parts import eval_metrics, eval_rng, run_predictions, suite_of
+from worker.kinds.smoe import smoe_sraven
 from worker.specs.placement import accelerate_max_memory
-from worker.specs.reasonformer_parts import TrainSpec
-from worker.specs.smoe_sraven import SmoeSravenSpec, SravenMoE
-from worker.specs.topk_eval import TopkEvalPoint, TopkEvalSpec
+from worker.specs.reasonformer._parts import TrainSpec
+from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenMoE
+from worker.specs.smoe.topk_eval import TopkEvalPoint, TopkEvalSpec
 from worker.tracking.context import RunContext, RunError
 
 

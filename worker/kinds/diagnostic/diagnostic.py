@@ -11,7 +11,7 @@ import logging
 import time
 
 from worker.core.diagnostic import DiagnosticTrainer
-from worker.specs.diagnostic import DiagnosticResult, DiagnosticSpec
+from worker.specs.diagnostic.diagnostic import DiagnosticResult, DiagnosticSpec
 from worker.tracking.context import RunContext
 
 logger = logging.getLogger(__name__)
