@@ -14,9 +14,11 @@ from tests.deploy.conftest import (
     REPO,
     SECRETS,
     SERVICES,
+    WORKERS,
     ComposeUnavailable,
     find_compose,
     run_compose,
+    service_env,
 )
 
 
@@ -87,3 +89,24 @@ def test_missing_compose_is_a_clear_message(tmp_path: Path) -> None:
         ComposeUnavailable, match=r"no `docker` binary on PATH.*Install the Docker Compose plugin"
     ):
         find_compose(str(tmp_path), python_package=False)
+
+
+def test_no_artifact_volume_is_shared_with_the_workers(config: dict[str, Any]) -> None:
+    """Artifacts reach the API's store over REST (worker/tracking/artifacts.py); only the api mounts the
+    `artifacts` volume (its store, file://<root>/store). A worker's artifact root is its own working copy:
+    an anonymous volume per container, never a named volume or a host folder another service sees."""
+    services = config["services"]
+    api_root = service_env(config, "api")["REASONLAB_ARTIFACT_ROOT"]
+    api_mounts = [v for v in services["api"]["volumes"] if v["target"] == api_root]
+    assert len(api_mounts) == 1 and api_mounts[0]["type"] == "volume", "the api's store needs a volume"
+    store = api_mounts[0]["source"]
+    assert store == "artifacts"
+    for name in WORKERS:
+        root = service_env(config, name)["REASONLAB_ARTIFACT_ROOT"]
+        mounts = services[name].get("volumes") or []
+        assert all(v.get("source") != store for v in mounts), f"{name} mounts the api's artifact store"
+        at_root = [v for v in mounts if v["target"] == root]
+        assert len(at_root) == 1, f"{name}: {root} should be its own anonymous volume"
+        assert at_root[0]["type"] == "volume" and not at_root[0].get("source"), (
+            f"{name}: {root} must not be shared ({at_root[0]})"
+        )
