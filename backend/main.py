@@ -18,37 +18,39 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from backend import auth, experiments, health, logredact, metrics, projects, results, reviews, runs
-from backend.admission import AdmissionLimit
+from backend import auth, experiments, health, metrics, projects, results, reviews, runs
 from backend.artifacts.routes import router as artifacts_router
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
-from backend.dispatch import Dispatcher
-from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
 from backend.experiments.routes import router as experiments_router
 from backend.exports.routes import router as exports_router
-from backend.health import router as health_router
-from backend.kinds.routes import router as kinds_router
-from backend.limits import RequestLimits
-from backend.metrics.routes import router as metrics_router
-from backend.mirror.service import Mirror
-from backend.projects.routes import router as projects_router
-from backend.results.routes import router as results_router
-from backend.reviews.routes import router as reviews_router
-from backend.runs.events import router as events_router
-from backend.runs.routes import router as runs_router
-from backend.secrets.routes import router as secrets_router
-from backend.settings import Settings, get_settings
-from backend.storable import refuse_unstorable_text
-from backend.surface import (
+from backend.health.routes import VERSION
+from backend.health.routes import router as health_router
+from backend.http import logredact
+from backend.http.admission import AdmissionLimit
+from backend.http.errors import ERROR_RESPONSES, NotFound, install_handlers
+from backend.http.input_checks import refuse_unstorable_text
+from backend.http.limits import RequestLimits
+from backend.http.security_headers import (
     DASHBOARD_ROUTE,
     OptionsResponder,
     SecurityHeaders,
     install_api_not_found,
     is_api_path,
 )
+from backend.kinds.routes import router as kinds_router
+from backend.metrics.routes import router as metrics_router
+from backend.mirror.service import Mirror
+from backend.projects.routes import router as projects_router
+from backend.results.routes import router as results_router
+from backend.reviews.routes import router as reviews_router
+from backend.runs.dispatch import Dispatcher
+from backend.runs.events import router as events_router
+from backend.runs.routes import router as runs_router
+from backend.secrets.routes import router as secrets_router
+from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
 DOCS_URL = f"{API_PREFIX}/docs"
@@ -114,7 +116,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
 
     app = FastAPI(
         title="ReasonLab",
-        version=health.VERSION,
+        version=VERSION,
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=None,  # our own page below: Swagger UI from this server, not from a CDN
         redoc_url=None,
@@ -139,12 +141,12 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # event loop instead of 4-8 ms at level 5 and ~11 ms at 9, for 9% more bytes (40 KB instead of 37 KB;
     # docs/benchmarks.md, "Metric query"); the 1 MB runs table of 10,000 runs likewise
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
-    # at most max_requests_in_flight requests at once (below the connection pool; backend/admission.py)
+    # at most max_requests_in_flight requests at once (below the connection pool; backend/http/admission.py)
     app.add_middleware(AdmissionLimit, limit=settings.max_requests_in_flight)
     # Outermost last: the security headers go on every answer (refusals and preflights included); CORS
     # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;
     # bodies are bounded, need a credential before any route reads them, and are read within a deadline
-    # before the request takes an admission slot, so slow clients cannot hold the slots (backend/limits.py).
+    # before the request takes an admission slot, so slow clients cannot hold the slots (backend/http/limits.py).
     app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
     app.add_middleware(OptionsResponder, router=app.router)
     if settings.cors_origins:

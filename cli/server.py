@@ -307,7 +307,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     on, could name any client address and get a fresh login-throttle count for each (issue 21).
 
     Uvicorn has no deadline for a request's headers; the body's is the API's own
-    (REASONLAB_REQUEST_BODY_TIMEOUT, backend/limits.py). In a deployment the reverse proxy bounds the
+    (REASONLAB_REQUEST_BODY_TIMEOUT, backend/http/limits.py). In a deployment the reverse proxy bounds the
     headers (docs/operations.md, "Reverse proxy and slow clients").
     """
     trusted = list(settings.trusted_proxies)
@@ -364,7 +364,7 @@ def api(host: str, port: int, do_migrate: bool) -> None:
     )
 
 
-NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.deps.MAX_ID)
+NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.http.deps.MAX_ID)
 
 
 @click.command()
@@ -430,7 +430,7 @@ def user_create(username: str, password: str, admin: bool, project: str, role: s
     """Create USERNAME with a role in a project (the API's username and password policy applies)."""
     from backend.auth import service
     from backend.bootstrap import migrate, session_for
-    from backend.errors import ApiError
+    from backend.http.errors import ApiError
 
     settings = _settings()
     migrate(settings)

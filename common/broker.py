@@ -11,7 +11,7 @@ is kombu's, with the message names and the order of delivery of ``message_name``
 kombu names a message ``<monotonic ms>_<uuid>`` and takes the first name in text order, so once the
 sender's uptime passed 10^6 ms (16.7 minutes; again at 2.8 h, 27.8 h) a new message sorted before older
 ones and a queued run waited behind later ones. The Channel subclasses that call these functions live on
-each side (``backend.broker``, ``worker.celery_app``): this package imports no kombu.
+each side (``backend.runs.broker``, ``worker.celery_app``): this package imports no kombu.
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ PACKAGES = ("backend", "worker", "common", "cli", "lint")
 # contract name -> (file to append to, the import appended, what the report must name)
 VIOLATIONS = {
     "backend never imports torch, transformers or cli": (
-        "backend/health.py",
+        "backend/health/routes.py",
         "import torch",
-        "backend.health -> torch",
+        "backend.health.routes -> torch",
     ),
     "backend imports of the worker: worker.specs only": (
         "backend/openapi.py",
@@ -58,6 +58,11 @@ VIOLATIONS = {
         "import yaml",
         "worker.specs.base -> yaml",
     ),
+    "the SDK (reasonlab_sdk) imports httpx and the stdlib only: pip install ./sdk suffices": (
+        "reasonlab_sdk/client.py",
+        "import mlflow",
+        "reasonlab_sdk.client -> mlflow",
+    ),
 }
 
 
@@ -71,6 +76,10 @@ def _copy_tree(dest: Path) -> Path:
         shutil.copytree(
             REPO / package, dest / package, ignore=shutil.ignore_patterns("__pycache__", "static")
         )
+    # the SDK's package lies in sdk/ (its own distribution); on the copy's path it goes at the top
+    shutil.copytree(
+        REPO / "sdk" / "reasonlab_sdk", dest / "reasonlab_sdk", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(REPO / "pyproject.toml", dest / "pyproject.toml")
     return dest
 

@@ -22,7 +22,7 @@ Runs are long (minutes to days) and each one owns a GPU, so the settings are the
 The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it removes a
 message when a worker takes it (no visibility timeout), so there a lost worker's run is recovered by
 the backend's reaper alone. It is kombu's, with ``common.broker``'s message names and order of delivery
-(``FilesystemTransport``, the same two methods as ``backend.broker``'s): the highest priority first, then
+(``FilesystemTransport``, the same two methods as ``backend.runs.broker``'s): the highest priority first, then
 the oldest. On Redis kombu keeps one list per priority step (``common.broker.broker_options``).
 """
 

@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from backend.artifacts import service
 from backend.artifacts.repository import CHUNK, ArtifactStore, Escapes, Occupied, store_for
 from backend.artifacts.schemas import ArtifactList, ArtifactPublic
-from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep
-from backend.errors import Conflict, NotFound
+from backend.http.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep
+from backend.http.errors import Conflict, NotFound
 from backend.runs import service as runs
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])

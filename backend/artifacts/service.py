@@ -14,7 +14,7 @@ import re
 
 from backend.artifacts.repository import ArtifactStore, Escapes, StoredFile
 from backend.artifacts.schemas import ArtifactKind, ArtifactList, ArtifactPublic
-from backend.errors import Invalid
+from backend.http.errors import Invalid
 
 FOLDERS: dict[str, ArtifactKind] = {"checkpoints": "checkpoint", "outputs": "output", "model": "model"}
 MAX_PATH = 1024  # characters

@@ -17,8 +17,8 @@ from backend.auth.schemas import (
 )
 from backend.auth.security import make_jwt
 from backend.auth.throttle import LoginThrottle
-from backend.deps import CurrentUser, Id, SessionDep, SettingsDep
-from backend.errors import ErrorBody, TooManyRequests, Unauthorized
+from backend.http.deps import CurrentUser, Id, SessionDep, SettingsDep
+from backend.http.errors import ErrorBody, TooManyRequests, Unauthorized
 from backend.projects import repository as projects_repo
 
 router = APIRouter(prefix="/auth", tags=["auth"])

@@ -12,8 +12,8 @@ from backend.artifacts.repository import CHUNK
 from backend.artifacts.routes import BINARY, UPLOAD_BODY, StoreDep, _release
 from backend.datasets import service
 from backend.datasets.schemas import DatasetName, DatasetPublic
-from backend.deps import Id, PrincipalDep, SessionDep, SettingsDep
-from backend.errors import Conflict, Forbidden
+from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
+from backend.http.errors import Conflict, Forbidden
 from backend.models import ProjectDataset
 from backend.runs import service as runs
 

@@ -5,10 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
-from backend import cursor
 from backend.db import utcnow
-from backend.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
-from backend.errors import NotFound
 from backend.experiments import export, repository, service, table
 from backend.experiments.schemas import (
     ExperimentCreate,
@@ -20,6 +17,9 @@ from backend.experiments.schemas import (
 )
 from backend.exports import tables
 from backend.exports.schemas import MEDIA_TYPES, ExportFormat
+from backend.http import cursor
+from backend.http.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
+from backend.http.errors import NotFound
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo

@@ -11,13 +11,13 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from backend import activity as feed
+from backend.activity import feed
 from backend.datasets import repository as datasets_repo
-from backend.deps import Principal
-from backend.errors import Invalid, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
 from backend.experiments.sources import source_run_errors
+from backend.http.deps import Principal
+from backend.http.errors import Invalid, pydantic_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects

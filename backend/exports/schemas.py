@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
-# a chart's table: bounded in cells besides the request body's 16 MiB (backend/limits.py, "table export")
+# a chart's table: bounded in cells besides the request body's 16 MiB (backend/http/limits.py, "table export")
 MAX_COLUMNS = 1_000
 MAX_CELLS = 1_000_000
 

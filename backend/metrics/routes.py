@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic_core import to_json
 
-from backend.deps import Id, PrincipalDep, SessionDep, SettingsDep
+from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
 from backend.metrics import repository, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
 from backend.runs import service as runs
@@ -26,7 +26,7 @@ def post_metrics(
     session: SessionDep,
     settings: SettingsDep,
 ) -> Accepted:
-    # the body's size (64 MiB) and the caller's credential were checked before it was read (backend/limits.py)
+    # the body's size (64 MiB) and the caller's credential were checked before it was read (backend/http/limits.py)
     run = runs.get_for_worker(session, principal, run_id)
     runs.check_writer(run, body.attempt)
     return Accepted(accepted=service.ingest(session, run, body, settings.max_metric_batch))

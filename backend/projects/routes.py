@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.deps import Id, PrincipalDep, SessionDep
+from backend.http.deps import Id, PrincipalDep, SessionDep
 from backend.projects import repository, service
 from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from backend.auth import repository as auth_repo
-from backend.errors import Conflict, Forbidden, Invalid, NotFound
+from backend.http.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import ROLES, Membership, Project, User
 from backend.projects import repository
 
 if TYPE_CHECKING:
-    from backend.deps import Principal
+    from backend.http.deps import Principal
 
 ROLE_RANK = {role: i for i, role in enumerate(ROLES)}  # viewer < member < admin
 DEFAULT_PROJECT = "default"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.deps import Id, PrincipalDep, SessionDep
 from backend.experiments.routes import get_visible as get_experiment
+from backend.http.deps import Id, PrincipalDep, SessionDep
 from backend.results import service
 from backend.results.schemas import ResultIn, ResultPublic
 

@@ -8,8 +8,8 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.deps import Principal
-from backend.errors import Invalid, pydantic_errors
+from backend.http.deps import Principal
+from backend.http.errors import Invalid, pydantic_errors
 from backend.kinds.service import result_class
 from backend.mirror import repository as mirror
 from backend.models import Result, Run

@@ -1,14 +1,14 @@
 """Reviewing experiments and runs: comments, review states, tags, stars, and the feed they write to.
 
 The route checks the caller's role on the experiment or run and hands it over; nothing here commits
-(the request's session commits when the route returns, backend/deps.py).
+(the request's session commits when the route returns, backend/http/deps.py).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from backend import activity as feed
+from backend.activity import feed
 from backend.experiments import repository as experiments_repo
 from backend.models import Activity, Comment, Experiment, ExperimentTag, Review, Run, RunTag, Star, User
 from backend.reviews import repository

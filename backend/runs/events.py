@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from backend.auth.security import STREAM, make_jwt
 from backend.db import utcnow
-from backend.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
+from backend.http.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
 from backend.metrics import repository as metrics
 from backend.models import Run
 from backend.runs import attempts, service

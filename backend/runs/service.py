@@ -10,10 +10,10 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from backend import activity as feed
+from backend.activity import feed
 from backend.db import utcnow
-from backend.deps import Principal
-from backend.errors import Conflict, Forbidden, NotFound
+from backend.http.deps import Principal
+from backend.http.errors import Conflict, Forbidden, NotFound
 from backend.mirror import repository as mirror
 from backend.models import Run, RunLog
 from backend.projects import service as projects
@@ -58,7 +58,7 @@ def check_writer(run: Run, attempt: int | None) -> None:
 
 
 def _activity(session: Session, run: Run, type_: str, message: str, actor_id: int | None = None) -> None:
-    """The run's row in its project's feed (backend/activity.py), tied to the run and its experiment."""
+    """The run's row in its project's feed (backend/activity/feed.py), tied to the run and its experiment."""
     feed.record(
         session,
         run.project_id,
@@ -237,7 +237,7 @@ def retry(session: Session, run: Run) -> Run:
     The UPDATE holds only while the run is still ended *at the attempt read*, so an attempt is queued at
     most once: two retries racing (a double click, the CLI and the dashboard) requeue the run once, and a
     retry that read the run before another retry and a cancel is refused (409) instead of queueing the
-    attempt it read + 1 again. Task ids are per attempt (``backend.broker.task_id``) and the cancel of a
+    attempt it read + 1 again. Task ids are per attempt (``backend.runs.broker.task_id``) and the cancel of a
     queued run revokes its attempt's id, which every worker then drops unrun for hours: that attempt
     queued again would have no deliverable message (issue 21, item 7)."""
     if run.status not in ("failed", "cancelled"):

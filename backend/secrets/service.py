@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.errors import Forbidden, NotFound
+from backend.http.errors import Forbidden, NotFound
 from backend.models import ProjectSecret, Run, User
 from backend.projects import service as projects
 from backend.secrets import crypto, repository
@@ -22,7 +22,7 @@ from worker.specs import manifest
 from worker.specs.secrets import secret_references
 
 if TYPE_CHECKING:
-    from backend.deps import Principal
+    from backend.http.deps import Principal
 
 
 def _key(settings: Settings) -> bytes:

@@ -17,7 +17,7 @@ let browser;
 let page;
 /** every answer of the API the page received: url, status and body */
 const responses = [];
-/** the page's Content-Security-Policy reports (backend/surface.py; e2e/security.test.mjs walks the other pages) */
+/** the page's Content-Security-Policy reports (backend/http/security_headers.py; e2e/security.test.mjs walks the other pages) */
 const cspViolations = [];
 
 async function signOut() {

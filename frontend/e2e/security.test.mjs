@@ -1,4 +1,4 @@
-// The dashboard under the API's security headers (backend/surface.py; docs/operations.md, Security), in
+// The dashboard under the API's security headers (backend/http/security_headers.py; docs/operations.md, Security), in
 // Debian's chromium against a real `reasonlab up`: every page renders with no Content-Security-Policy
 // violation, and a page of another origin cannot read the API (no CORS unless configured).
 import assert from 'node:assert/strict';

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from backend.admission import AdmissionLimit
+from backend.http.admission import AdmissionLimit
 
 
 def test_requests_beyond_the_limit_wait_their_turn_and_streams_do_not_count() -> None:

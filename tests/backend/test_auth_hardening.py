@@ -16,7 +16,7 @@ from backend.auth import service as auth_service
 from backend.auth.security import dummy_hash
 from backend.auth.throttle import LoginThrottle
 from backend.db import get_engine, session_factory, session_scope
-from backend.errors import Invalid
+from backend.http.errors import Invalid
 from tests.backend.conftest import USER_PASSWORD, Api
 
 
@@ -281,7 +281,7 @@ def test_jwts_need_exp_and_the_access_type(api: Api) -> None:
 def test_credentials_never_reach_the_access_log(api: Api, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from backend.logredact import RedactCredentials, redact
+    from backend.http.logredact import RedactCredentials, redact
 
     assert redact("GET /api/v1/runs/1/events?ticket=eyJabc.def&x=1 HTTP/1.1") == (
         "GET /api/v1/runs/1/events?ticket=[redacted]&x=1 HTTP/1.1"

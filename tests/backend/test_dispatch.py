@@ -17,10 +17,12 @@ import redis
 from sqlalchemy import update
 
 from backend.db import get_engine, session_factory, utcnow
-from backend.dispatch import Dispatcher
 from backend.models import Run
+from backend.runs.dispatch import Dispatcher
 from common.broker import PRIORITIES, redis_queue_keys
 from tests.backend.conftest import Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _free_port() -> int:

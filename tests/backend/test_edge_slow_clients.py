@@ -22,7 +22,7 @@ import pytest
 import uvicorn
 
 from backend.bootstrap import ensure_admin, migrate
-from backend.limits import RequestLimits
+from backend.http.limits import RequestLimits
 from backend.main import create_app
 from backend.settings import Settings
 from tests.backend.conftest import WORKER_TOKEN, make_settings

@@ -20,13 +20,15 @@ from kombu import Consumer
 
 import common.broker
 from backend.db import get_engine, session_factory
-from backend.dispatch import Dispatcher
+from backend.runs.dispatch import Dispatcher
 from backend.settings import Settings
 from common.broker import delivery_order, message_name, take_message, write_message
 from common.settings import SharedSettings
 from tests.backend.conftest import Api
 from tests.backend.test_dispatch import RedisProcess, _free_port
 from worker.celery_app import create_celery_app
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _take_all(settings: SharedSettings, queue: str = "cpu") -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from backend import limits
+from backend.http import limits
 from tests.backend.conftest import Api
 
 MiB = 1024 * 1024

@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from backend.auth.security import RUN_TOKEN_PREFIX, make_run_token
 from backend.db import get_engine, session_factory, session_scope
-from backend.deps import RUN_OPERATIONS, WORKER_OPERATIONS
+from backend.http.deps import RUN_OPERATIONS, WORKER_OPERATIONS
 from backend.models import Run
 from tests.backend.conftest import WORKER_TOKEN, Api
 

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from backend.db import get_engine, session_factory, session_scope
 from backend.runs import service
 from tests.backend.conftest import Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _run(api: Api, **kw: object) -> dict:
@@ -238,7 +242,7 @@ def test_a_retry_never_queues_an_attempt_twice(api: Api) -> None:
     2 again (the run would wait, dispatched, for a message no worker runs)."""
     import pytest
 
-    from backend.errors import Conflict
+    from backend.http.errors import Conflict
     from backend.models import Run
 
     run = _run(api)

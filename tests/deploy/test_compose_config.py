@@ -77,7 +77,7 @@ def test_healthchecks_and_start_order(config: dict[str, Any]) -> None:
 
 
 def test_the_api_healthcheck_path_is_the_health_route() -> None:
-    from backend.health import router
+    from backend.health.routes import router
     from backend.main import API_PREFIX
 
     paths = {getattr(r, "path", "") for r in router.routes}

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from backend import limits
+from backend.http import limits
 from tests.deploy.conftest import NGINX_CONF, SECRETS, run_compose, service_env
 
 # -- nginx's configuration, read the way nginx reads it (enough of it for this file) --------------------
@@ -119,7 +119,7 @@ def _seconds(text: str) -> float:
     return int(number) * {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[unit]
 
 
-# one path or more of every route class of backend/limits.py, and of what is outside the API
+# one path or more of every route class of backend/http/limits.py, and of what is outside the API
 SAMPLE_PATHS = [
     "/api/v1/runs/7/artifacts/checkpoints/step-1.pt",
     "/api/v1/runs/7/artifacts/model/weights/part-00001.safetensors",

@@ -1,6 +1,6 @@
 """Cancel while queued, then retry, on Postgres + Redis with a real Celery worker (issue 21, item 7).
 
-Task ids are per attempt (``run-<id>-attempt-<n>``, backend/broker.py) and the cancel of a queued run
+Task ids are per attempt (``run-<id>-attempt-<n>``, backend/runs/broker.py) and the cancel of a queued run
 revokes its attempt's task id: every Celery worker then keeps that id in its revoked set (3 hours) and
 drops, unrun and acknowledged, any message that carries it. So a message is lost if an attempt once
 revoked is ever queued again: the run would stay ``queued``, marked dispatched, until the dispatcher's
@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from backend.db import get_engine, session_factory
-from backend.errors import Conflict
+from backend.http.errors import Conflict
 from backend.models import Run
 from backend.runs import service
 from common.broker import PRIORITIES, REDIS_PRIORITY_SEP

@@ -8,14 +8,14 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    as the application reads it, and reading stops with a 413 as soon as the count passes the limit.
 2. Credential: a request to ``/api/v1`` that carries a body (a ``Content-Length`` above 0, or chunked),
    except ``POST /api/v1/auth/login``, is a 401 unless its bearer credential resolves
-   (``backend.deps.resolve_credential``: the worker token, an API token, a login JWT). That check only
+   (``backend.http.deps.resolve_credential``: the worker token, an API token, a login JWT). That check only
    keeps anonymous bodies out; the route's own dependency still decides what the caller may do.
 
 3. Time (issue 21): a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
    second per ``request_body_min_rate`` bytes received (64 KiB a second: what a 64 MiB metric batch or a
    checkpoint upload needs), counted while the application waits for it. A body that does not is a 408.
    Bodies of every route class but the artifact upload are read here, whole, *before* the request takes
-   one of the admission slots (backend/admission.py) and is replayed to the route from memory: 25
+   one of the admission slots (backend/http/admission.py) and is replayed to the route from memory: 25
    anonymous clients that start a login and send a byte now and then each wait in their own read, for
    at most ~11 s, and take no slot from anyone. An artifact upload (streamed to the store, up to 256 GiB,
    never held whole) is read by its route inside its slot under the same deadline; it needs a credential
@@ -42,7 +42,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backend.errors import Unauthorized
+from backend.http.errors import Unauthorized
 from backend.settings import Settings
 
 KiB = 1024
@@ -237,7 +237,7 @@ class RequestLimits:
         return None
 
     def _resolve(self, credential: str) -> None:
-        from backend.deps import resolve_credential  # deps imports the settings and models: load it late
+        from backend.http.deps import resolve_credential  # deps imports the settings and models: load it late
 
         session = self.session_factory()
         try:

@@ -28,11 +28,11 @@ from celery import Celery
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend.broker import celery_config, discard_unacked, task_id
 from backend.db import session_scope, utcnow
 from backend.models import Run
 from backend.runs import repository as runs_repo
 from backend.runs import service as runs_service
+from backend.runs.broker import celery_config, discard_unacked, task_id
 from backend.settings import Settings
 from common.broker import DEFAULT_PRIORITY, PRIORITIES, TASK_EXECUTE, message_priority
 

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
-from backend.deps import CurrentUser, SessionDep, SettingsDep
+from backend.http.deps import CurrentUser, SessionDep, SettingsDep
 
 router = APIRouter(tags=["health"])
 VERSION = "0.1.0"

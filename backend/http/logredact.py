@@ -1,7 +1,7 @@
 """No credential in a logged URL: uvicorn's access log prints the request target, query string included,
 and a stream ticket (or a token a client put there by mistake) would sit in the log file.
 
-The auth path (backend/deps.py) reads ``ticket`` from the *decoded* query (Starlette's query_params), so
+The auth path (backend/http/deps.py) reads ``ticket`` from the *decoded* query (Starlette's query_params), so
 ``?%74icket=``, ``?tick%65t=`` and ``?%74%69%63%6B%65%74=`` all open a stream, while the log line holds
 the raw, encoded target (issue 21: a redaction of the literal ``ticket=`` missed them). So the redaction
 decodes each parameter's name (percent-encoding in either case, ``+``, and again while decoding changes

@@ -21,7 +21,7 @@ from backend.auth.security import (
     same_secret,
 )
 from backend.db import utcnow
-from backend.errors import Conflict, Forbidden, NotFound, Unauthorized
+from backend.http.errors import Conflict, Forbidden, NotFound, Unauthorized
 from backend.models import Run, User
 from backend.settings import Settings
 

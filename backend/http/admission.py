@@ -8,7 +8,7 @@ than pooled connections (10 + 20 overflow), every pool thread ended up waiting f
 below the pool, requests queue instead (a limit of 20 answered that load for 10 minutes with flat memory).
 Event streams are not counted: they hold a connection only for each short poll.
 
-A request's body is read before it gets here (backend/limits.py, outside this middleware), within a
+A request's body is read before it gets here (backend/http/limits.py, outside this middleware), within a
 deadline: a client that sends its body slowly waits in its own read and holds no slot (issue 21: 25
 anonymous logins that never finished their bodies held the 20 slots and stalled the API). The artifact
 upload alone streams its body inside its slot, under the same deadline, and only with a credential.

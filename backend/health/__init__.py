@@ -1,0 +1,1 @@
+"""The liveness probe and the deployment's configuration for the dashboard."""
