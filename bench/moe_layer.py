@@ -13,7 +13,9 @@ Rows per k (all forward + backward to the input and every parameter, best of --r
   (c) gemm bound   one gelu expert MLP run densely on N*k rows, no routing: the matmul work ours cannot avoid
 Ablations (second table; --no-ablations skips them): the same layer with one lever of the sorted dispatch
 off (MoEConfig), or all three off (the dispatch before issue 23):
-  -padded          padded_bmm=False: one GEMM per expert slice instead of one bmm over expert-padded rows
+  -padded          padded_bmm=False: one GEMM per expert slice, never the padded bmm
+  +pad             pad_max_waste=inf: always the padded bmm, however many pad rows the routing needs (ours pads only
+                   when the pads add <= 1% of the N*k rows; the pad share of each k is printed)
   -fold            fold_routing_weight=False: weighted copy of the rows then index_add_, instead of one
                    sparse combine with the routing weights folded in
   -fused           (swiglu) fused_gate_up=False: two [d, h] weights (x @ W) instead of HF's [2h, d] (x @ W.T)
@@ -201,7 +203,11 @@ def main() -> None:
 
     ablations: dict[str, SparseMoE] = {}
     if not args.no_ablations:
-        off = {"-padded": {"padded_bmm": False}, "-fold": {"fold_routing_weight": False}}
+        off: dict[str, dict[str, object]] = {
+            "-padded": {"padded_bmm": False},
+            "+pad": {"pad_max_waste": float("inf")},
+            "-fold": {"fold_routing_weight": False},
+        }
         none = {"padded_bmm": False, "fold_routing_weight": False}
         for act, src in (("gelu", ours_gelu), ("swiglu", ours_swiglu)):
             variants = dict(off, none=none)
@@ -232,6 +238,13 @@ def main() -> None:
     for k in ks:
         for m in (ours_gelu, ours_swiglu, ours_grouped, dense, *ablations.values()):
             m.top_k = k
+        with torch.no_grad():
+            counts = ours_gelu(x)[1].tokens_per_expert
+        pads = E * int(counts.max()) / (N * k) - 1
+        print(
+            f"k={k}: pad rows {pads:.1%} of N*k (ours {'pads' if pads <= ours_gelu.cfg.pad_max_waste else 'slices'})",
+            flush=True,
+        )
         steps = {
             "ours": moe_step(ours_gelu, x, grad_out, True),
             "swiglu": moe_step(ours_swiglu, x, grad_out, True),

@@ -106,6 +106,7 @@ class SparseMoE(nn.Module):
             routing_weights,
             padded=self.cfg.padded_bmm,
             fold=self.cfg.fold_routing_weight,
+            pad_max_waste=self.cfg.pad_max_waste,
         )
 
 

@@ -11,7 +11,8 @@ y[n] = sum_j routing_weights[n, j] * expert_{selected_experts[n, j]}(x[n])
 Three switchable levers (MoEConfig; bench/moe_layer.py measures each as an ablation):
 - padded: rows laid out [E, M, d], every expert padded to the busiest one's count M, so each projection is
   one `bmm` (one large parallel region) instead of E GEMMs on slices; padded rows carry routing weight 0,
-  so they add nothing to y and get zero gradient;
+  so they add nothing to y and get zero gradient. Used only when the pads are few (`pad_max_waste`, in
+  MoEConfig 1% of the rows): every pad costs a row of each GEMM;
 - fold: the routing weights folded into the combine, one sparse [N, R] x [R, d] product (CSR, CPU) that
   scales and scatter-adds in one pass, instead of a weighted copy of the rows then index_add_;
 - fused gate-up (swiglu): one [2h, d] weight per expert applied as x @ W.T (HF Mixtral's layout).
@@ -25,6 +26,7 @@ chain rule of steps 1-3; the tests compare them with autograd through `dense_mas
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -63,15 +65,17 @@ class _Plan:
         dtype: torch.dtype,
         padded: bool,
         fold: bool,
+        pad_max_waste: float = math.inf,
     ) -> None:
         N, k = selected_experts.shape
         S, E = N * k, num_experts
         order, counts = sort_by_expert(selected_experts, E)  # [S], [E]
         count_list = counts.tolist()
-        self.N, self.k, self.E, self.padded = N, k, E, padded
         dev = selected_experts.device
+        M = max(max(count_list), 1)
+        padded = padded and E * M <= S * (1.0 + pad_max_waste)  # the pads: E*M - S rows
+        self.N, self.k, self.E, self.padded = N, k, E, padded
         if padded:
-            M = max(max(count_list), 1)
             starts = torch.cumsum(counts, 0) - counts  # [E], first sorted row of each expert
             expert_sorted = selected_experts.reshape(-1).index_select(0, order)  # [S]
             rank = torch.arange(S, device=dev) - starts.index_select(0, expert_sorted)  # [S]
@@ -294,15 +298,17 @@ def sorted_moe(
     *,
     padded: bool = True,
     fold: bool = True,
+    pad_max_waste: float = math.inf,
 ) -> Tensor:
     """Listing 1's function with each expert run once on the rows routed to it.
 
     x [N, d]; selected_experts [N, k] long; routing_weights [N, k]. Returns y [N, d]. `padded`: one bmm per
-    projection over expert-padded rows, else one GEMM per expert slice; `fold`: the routing weights folded
+    projection over expert-padded rows (when the pads add at most `pad_max_waste` of the N*k rows), else one
+    GEMM per expert slice; `fold`: the routing weights folded
     into one sparse combine (see the module docstring). The gate/up layout is the experts' own.
     """
     padded = padded and x.shape[0] > 0  # the pads point at token 0
-    plan = _Plan(selected_experts, routing_weights, experts.num_experts, x.dtype, padded, fold)
+    plan = _Plan(selected_experts, routing_weights, experts.num_experts, x.dtype, padded, fold, pad_max_waste)
     # Mixed precision (bf16 activations, fp32 master weights): cast the weights, as autocast would for
     # a matmul; the cast's backward returns their gradients in the parameters' dtype.
     if experts.activation == "swiglu":

@@ -21,7 +21,7 @@ def _moe(
     dispatch: str = "sorted",
     load_balance_coef: float = 0.0,
     router_noise: float = 0.0,
-    **levers: bool,
+    **levers: bool | float,
 ) -> SparseMoE:
     """A tiny layer, seeded, expert biases randomised; ``levers``: the sorted dispatch's switches
     (padded_bmm, fold_routing_weight, fused_gate_up; test_moe_levers.py)."""

@@ -6,6 +6,7 @@ forward and every gradient (input, routing weights, each parameter)."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -19,7 +20,15 @@ LEVERS = list(itertools.product([False, True], repeat=3))  # (padded_bmm, fold_r
 
 
 def _moe(activation: str, k: int, padded: bool, fold: bool, fused: bool) -> SparseMoE:
-    return layer_moe(activation, k, padded_bmm=padded, fold_routing_weight=fold, fused_gate_up=fused)
+    """padded: always the padded layout, however many pads (pad_max_waste inf), so it is what is tested."""
+    return layer_moe(
+        activation,
+        k,
+        padded_bmm=padded,
+        fold_routing_weight=fold,
+        fused_gate_up=fused,
+        pad_max_waste=math.inf,
+    )
 
 
 def _x() -> torch.Tensor:
@@ -159,3 +168,45 @@ def test_bf16_with_every_lever_falls_back_from_the_sparse_combine_and_agrees(act
     y32 = moe(x)[0]
     y16 = moe.to(torch.bfloat16)(x.bfloat16())[0]
     torch.testing.assert_close(y16.float(), y32, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize(
+    ("counts", "limit", "padded"),
+    [
+        ([2, 2, 2, 2], 0.01, True),  # balanced: no pads
+        ([3, 2, 2, 1], 0.01, False),  # busiest 3 of mean 2: 4 pads on 8 rows (50%) > 1%
+        ([3, 2, 2, 1], 0.5, True),  # ... within a 50% limit
+        ([3, 2, 2, 1], math.inf, True),
+        ([9, 8, 8, 7], 0.10, False),  # 4 pads on 32 rows (12.5%)
+        ([9, 8, 8, 7], 0.125, True),
+    ],
+)
+def test_padded_layout_only_when_the_pads_are_within_the_limit(
+    counts: list[int], limit: float, padded: bool
+) -> None:
+    from worker.core.moe.sorted_dispatch import _Plan
+
+    selected = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))[
+        torch.randperm(sum(counts))
+    ]
+    weights = torch.ones(sum(counts), 1, dtype=torch.float64)
+    plan = _Plan(selected[:, None], weights, len(counts), torch.float64, True, True, limit)
+    assert plan.padded is padded
+    assert plan.R == (len(counts) * max(counts) if padded else sum(counts))
+    off = _Plan(selected[:, None], weights, len(counts), torch.float64, False, True, math.inf)
+    assert off.padded is False
+
+
+def test_the_layer_default_pads_balanced_routing_and_slices_uneven_routing() -> None:
+    """MoEConfig's pad_max_waste (1%) reaches the dispatch: outputs equal to Listing 1 either way."""
+    assert MoEConfig(d_model=4).pad_max_waste == 0.01
+    with pytest.raises(ValueError, match="pad_max_waste"):
+        MoEConfig(d_model=4, pad_max_waste=-0.1)
+    with pytest.raises(ValueError, match="pad_max_waste"):
+        MoEConfig(d_model=4, pad_max_waste=float("nan"))
+    for k in (1, E):  # k = E routes every token to every expert: no pads, the padded layout
+        moe = layer_moe("gelu", k)
+        x = _x()
+        y, aux = moe(x)
+        ref = dense_masked_moe(x.reshape(-1, D), moe.experts, aux.selected_experts, aux.routing_weights)
+        torch.testing.assert_close(y.reshape(-1, D), ref)
