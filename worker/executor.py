@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from common.settings import SharedSettings
-from worker import api_types as api
-from worker.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
+from reasonlab_sdk import api_types as api
+from reasonlab_sdk.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
 from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
 from worker.logcapture import capture_logs

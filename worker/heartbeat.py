@@ -9,7 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from worker.client import Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
+from reasonlab_sdk.client import Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
 
 if TYPE_CHECKING:
     from worker.sysmetrics import SystemSampler

@@ -19,9 +19,9 @@ from celery.exceptions import Reject
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
 from common.settings import get_settings
+from reasonlab_sdk.client import ApiUnavailable, Forbidden, Unauthorized
 from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
-from worker.client import ApiUnavailable, Forbidden, Unauthorized
 from worker.kinds import get_kind, kind_names
 from worker.pool import job_pids, keep_own_handler
 

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from worker.client import (
+from reasonlab_sdk.client import (
     ApiUnavailable,
     Conflict,
     Forbidden,

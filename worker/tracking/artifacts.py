@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from worker.client import ApiUnavailable, Invalid, NotFound, ReasonLabClient
+from reasonlab_sdk.client import ApiUnavailable, Invalid, NotFound, ReasonLabClient
 from worker.tracking.checkpoints import checkpoint_files
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from worker.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
+from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
 from worker.tracking.context import RunStatus, flatten_params
 from worker.tracking.writer import MetricPoint, Sink
 

@@ -23,7 +23,7 @@ from worker.tracking.sinks import ApiSink, LocalSink
 from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
 
 if TYPE_CHECKING:
-    from worker.client import ReasonLabClient
+    from reasonlab_sdk.client import ReasonLabClient
     from worker.tracking.mlflow import MlflowSink
 
 logger = logging.getLogger(__name__)
@@ -290,7 +290,7 @@ class ApiRunContext(TrackedRunContext):
     def secret(self, name: str) -> str:
         """The project secret ``name``, asked of the API with this run's token (the API hands out only
         the secrets this run's spec names); masked from here on in everything the run records."""
-        from worker.client import ApiError
+        from reasonlab_sdk.client import ApiError
 
         try:
             value = self._client.get_secret(self.run_id, name)
@@ -303,7 +303,7 @@ class ApiRunContext(TrackedRunContext):
         """A dataset uploaded to the run's project that its spec names (``dataset:<name>`` in ``field``),
         downloaded once with this run's token into ``<artifact_root>/datasets/run-<id>/<name>`` (its
         checksum checked) and that local file returned."""
-        from worker.client import ApiError
+        from reasonlab_sdk.client import ApiError
         from worker.confine import Refused
         from worker.core.data.offline import OutsideStore, inside
         from worker.specs import confine as rules

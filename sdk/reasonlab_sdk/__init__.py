@@ -1,0 +1,54 @@
+"""ReasonLab's Python SDK: a typed client of the REST API (docs/api.md, docs/sdk.md).
+
+    from reasonlab_sdk import ReasonLabClient
+
+    with ReasonLabClient("http://127.0.0.1:8000", token) as client:
+        run = client.get_run(1)
+
+Install it alone with ``pip install ./sdk`` (httpx is its only dependency). ``api_types`` holds the
+API's schemas as TypedDicts, generated from the OpenAPI document by ``sdk/gen_types.py``.
+"""
+
+from __future__ import annotations
+
+from reasonlab_sdk import api_types
+from reasonlab_sdk.client import (
+    API_PREFIX,
+    ApiError,
+    ApiUnavailable,
+    Conflict,
+    FinishStatus,
+    Forbidden,
+    Invalid,
+    Json,
+    NotFound,
+    ReasonLabClient,
+    SseEvent,
+    TooLarge,
+    Unauthorized,
+    api_base_url,
+    is_storable,
+    parse_sse,
+    storable_text,
+)
+
+__all__ = [
+    "API_PREFIX",
+    "ApiError",
+    "ApiUnavailable",
+    "Conflict",
+    "FinishStatus",
+    "Forbidden",
+    "Invalid",
+    "Json",
+    "NotFound",
+    "ReasonLabClient",
+    "SseEvent",
+    "TooLarge",
+    "Unauthorized",
+    "api_base_url",
+    "api_types",
+    "is_storable",
+    "parse_sse",
+    "storable_text",
+]
