@@ -58,6 +58,11 @@ VIOLATIONS = {
         "import yaml",
         "worker.specs.base -> yaml",
     ),
+    "no kind family imports another (worker.kinds.<a> and worker.specs.<a> never import <b>)": (
+        "worker/kinds/carma/carma.py",
+        "import worker.kinds.diagnostic.diagnostic",
+        "worker.kinds.carma.carma -> worker.kinds.diagnostic.diagnostic",
+    ),
     "the SDK (reasonlab_sdk) imports httpx and the stdlib only: pip install ./sdk suffices": (
         "reasonlab_sdk/client.py",
         "import mlflow",

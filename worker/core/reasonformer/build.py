@@ -52,6 +52,9 @@ def build_model(
     return ReasonFormerForConditionalGeneration.from_t5(t5, reasoning)
 
 
+MODEL_DIR = "model"  # under a run's out_dir: the saved model a fine-tuning or topk_eval run starts from
+
+
 def load_model(path: str | Path) -> nn.Module:
     """A model saved with ``save_pretrained``: ReasonFormer or plain T5, by its config's model_type."""
     model_type = json.loads((Path(path) / "config.json").read_text()).get("model_type")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from transformers.modeling_outputs import BaseModelOutput
@@ -149,4 +150,48 @@ def task_scores(pred: Predictions) -> list[TaskScore]:
         value = sum(pred.correct[i] for i in idx) / len(idx)
         value_norm = sum(pred.correct_norm[i] for i in idx) / len(idx)
         out.append(TaskScore(task, metric, value, value_norm, len(idx)))
+    return out
+
+
+EVAL_MAX_NEW_TOKENS = 16  # greedy decoding length of a generative task's evaluation, unless a spec says
+
+
+def eval_rng(split_seed: int, stream: int) -> np.random.Generator:
+    """Evaluation sets depend on the suite's split seed, not the run seed: every run of a sweep is scored
+    on the same instances."""
+    return np.random.default_rng([split_seed, stream, 0x5EED])
+
+
+def predict_eval(
+    model: nn.Module,
+    examples: Sequence[Example],
+    tokenizer: TextTokenizer,
+    *,
+    batch_size: int,
+    max_source: int,
+    max_new_tokens: int = EVAL_MAX_NEW_TOKENS,
+    device: str,
+) -> Predictions:
+    """``predict`` without gradients, leaving the model in the train/eval mode it was in."""
+    was_training = model.training
+    try:
+        with torch.no_grad():
+            return predict(
+                model,
+                examples,
+                tokenizer,
+                batch_size=batch_size,
+                max_source=max_source,
+                max_new_tokens=max_new_tokens,
+                device=device,
+            )
+    finally:
+        model.train(was_training)
+
+
+def eval_metrics(pred: Predictions) -> dict[str, float]:
+    """``eval/<task>`` per task and ``eval/average``, their mean (0 with no task)."""
+    scores = task_scores(pred)
+    out = {f"eval/{s.task}": s.value for s in scores}
+    out["eval/average"] = float(np.mean([s.value for s in scores])) if scores else 0.0
     return out

@@ -13,13 +13,13 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from worker.core.reasonformer.analysis import TaskRouting, summarize_routing
-from worker.core.reasonformer.build import T5_VARIANT, model_reasoning, variant_of
+from worker.core.reasonformer.build import MODEL_DIR, T5_VARIANT, model_reasoning, variant_of
 from worker.core.reasonformer.config import ReasoningConfig
 from worker.core.reasonformer.data.batching import Seq2SeqBatch, collate
 from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.synthetic import PRIMITIVE_NAMES, SkillSuite, SuiteConfig
 from worker.core.reasonformer.data.tokenizer import TextTokenizer
-from worker.core.reasonformer.evaluate import Predictions, predict, task_scores
+from worker.core.reasonformer.evaluate import Predictions, eval_metrics, predict_eval, task_scores
 from worker.core.reasonformer.model import ReasonFormerForConditionalGeneration
 from worker.core.reasonformer.params import parameter_counts
 from worker.core.reasonformer.training import make_loss_fn
@@ -35,10 +35,9 @@ from worker.specs.reasonformer._parts import (
     TaskRoutingRecord,
     TrainSpec,
 )
-from worker.specs.reasonformer.reasonformer_pretrain import SuiteSpec
+from worker.specs.suite import SuiteSpec
 from worker.tracking.context import RunContext
 
-MODEL_DIR = "model"  # under the run's out_dir: what a fine-tuning run starts from
 DISPLAY = {"shared": "Shared", "private": "Private", "single": "Single", "morm": "MoRM", "t5": "T5"}
 
 
@@ -72,12 +71,6 @@ def suite_of(spec: SuiteSpec) -> SkillSuite:
             primitive_fraction=spec.primitive_fraction,
         )
     )
-
-
-def eval_rng(split_seed: int, stream: int) -> np.random.Generator:
-    """Evaluation sets depend on the suite's split seed, not the run seed: every run of a sweep is scored
-    on the same instances."""
-    return np.random.default_rng([split_seed, stream, 0x5EED])
 
 
 def set_threads(t: TrainSpec, device: str) -> None:
@@ -170,27 +163,15 @@ def run_predictions(
     max_source: int,
     device: str,
 ) -> Predictions:
-    was_training = model.training
-    try:
-        with torch.no_grad():
-            return predict(
-                model,
-                examples,
-                tokenizer,
-                batch_size=t.eval_batch_size,
-                max_source=max_source,
-                max_new_tokens=t.max_new_tokens,
-                device=device,
-            )
-    finally:
-        model.train(was_training)
-
-
-def eval_metrics(pred: Predictions) -> dict[str, float]:
-    scores = task_scores(pred)
-    out = {f"eval/{s.task}": s.value for s in scores}
-    out["eval/average"] = float(np.mean([s.value for s in scores])) if scores else 0.0
-    return out
+    return predict_eval(
+        model,
+        examples,
+        tokenizer,
+        batch_size=t.eval_batch_size,
+        max_source=max_source,
+        max_new_tokens=t.max_new_tokens,
+        device=device,
+    )
 
 
 def eval_record(

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from worker import confine
-from worker.core.reasonformer.build import build_model, load_model, model_reasoning
+from worker.core.reasonformer.build import MODEL_DIR, build_model, load_model, model_reasoning
 from worker.core.reasonformer.config import T5_PRESETS
 from worker.core.reasonformer.data.batching import EpochBatches
 from worker.core.reasonformer.data.example import Example
@@ -27,14 +27,12 @@ from worker.core.reasonformer.data.hub import HUB_TASKS, load_task
 from worker.core.reasonformer.data.jsonl import load_downstream_jsonl
 from worker.core.reasonformer.data.synthetic import ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
-from worker.core.reasonformer.evaluate import Predictions
+from worker.core.reasonformer.evaluate import Predictions, eval_rng
 from worker.core.reasonformer.freeze import freeze
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer._parts import (
-    MODEL_DIR,
     batch_maker,
     eval_record,
-    eval_rng,
     evaluate,
     fit,
     reasoning_config,

@@ -24,12 +24,11 @@ from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.jsonl import load_pretrain_jsonl
 from worker.core.reasonformer.data.synthetic import PRIMITIVE_NAMES, ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
-from worker.core.reasonformer.evaluate import Predictions
+from worker.core.reasonformer.evaluate import Predictions, eval_rng
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer._parts import (
     batch_maker,
     eval_record,
-    eval_rng,
     evaluate,
     fit,
     reasoning_config,

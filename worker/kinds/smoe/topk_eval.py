@@ -21,60 +21,22 @@ from torch import nn
 from worker import confine
 from worker.core.models import ModelNotFound, Placement, PlacementError, input_device, load_model
 from worker.core.models.routers import RouterError, experts_per_token, find_routers
+from worker.core.reasonformer.build import MODEL_DIR as REASONFORMER_MODEL_DIR
 from worker.core.reasonformer.build import load_model as load_reasonformer
 from worker.core.reasonformer.build import model_reasoning
+from worker.core.reasonformer.data.synthetic import SkillSuite, SuiteConfig
 from worker.core.reasonformer.data.tokenizer import load_tokenizer
-from worker.core.reasonformer.evaluate import task_scores
+from worker.core.reasonformer.evaluate import eval_metrics, eval_rng, predict_eval, task_scores
 from worker.core.sraven.generator import SravenGenerator
 from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
 from worker.core.topk.text import SAMPLE_TEXT
-from worker.kinds.reasonformer._parts import MODEL_DIR as REASONFORMER_MODEL_DIR
-from worker.kinds.reasonformer._parts import eval_metrics, eval_rng, run_predictions, suite_of
 from worker.kinds.smoe import smoe_sraven
 from worker.specs.placement import accelerate_max_memory
-from worker.specs.reasonformer._parts import TrainSpec
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenMoE
 from worker.specs.smoe.topk_eval import TopkEvalPoint, TopkEvalSpec
 from worker.tracking.context import RunContext, RunError
-
-
-class TrainingContext(RunContext):
-    """The context of an SMoE trained inside a ``topk_eval`` run: metrics under ``train/k{k}/``, results
-    kept here (the parent kind does not post ``sraven_cell``), cancel and progress from the parent. No
-    checkpoint: an attempt that is retried trains again from the start."""
-
-    def __init__(self, parent: RunContext, k: int, index: int, count: int) -> None:
-        self.parent, self.k, self.index, self.count = parent, k, index, count
-        self.seed, self.device = parent.seed, parent.device
-        self.out_dir = parent.out_dir / f"train-k{k}"
-        self.results: list[Any] = []
-
-    def log_params(self, params: dict[str, Any]) -> None:
-        pass
-
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        self.parent.log_metrics({f"train/k{self.k}/{key}": v for key, v in metrics.items()}, step)
-
-    def log_result(self, record: Any) -> None:
-        self.results.append(record)
-
-    def progress(self, done: int, total: int, message: str = "") -> None:
-        # the trainings are the first `count` of count + 1 equal shares; evaluation is the last
-        share = (self.index + done / max(total, 1)) / (self.count + 1)
-        self.parent.progress(int(share * 1000), 1000, f"training k={self.k}: {message}")
-
-    def should_stop(self) -> bool:
-        return self.parent.should_stop()
-
-    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
-        pass
-
-    def load_checkpoint(self) -> tuple[dict[str, Any], int] | None:
-        return None
-
-    def log(self, line: str) -> None:
-        self.parent.log(f"[train k={self.k}] {line}")
+from worker.tracking.training import TrainingContext
 
 
 @dataclass
@@ -139,7 +101,15 @@ def smoe_sources(spec: TopkEvalSpec, ctx: RunContext) -> Iterator[SmoeSource]:
             moe=SravenMoE(num_experts=demo.moe.num_experts, top_k=k, expert_hidden=demo.moe.expert_hidden),
             train=demo.train,
         )
-        sub = TrainingContext(ctx, k, index, len(s.train_k))
+        sub = TrainingContext(
+            ctx,
+            index=index,
+            count=len(s.train_k),
+            out_dir=ctx.out_dir / f"train-k{k}",
+            prefix=f"train/k{k}/",
+            label=f"training k={k}",
+            tag=f"train k={k}",
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the generator's OOD warning at small M, once per training
             smoe_sraven.run(train_spec, sub)
@@ -310,7 +280,7 @@ def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
         raise RunError(f"{label} is a plain T5: it has no skill router")
     ks, E = _checked_ks(spec, model)
     train_k = rc.k
-    suite = suite_of(r.suite)
+    suite = SkillSuite(SuiteConfig(**r.suite.model_dump()))
     which = r.examples if r.examples != "auto" else ("pretrain" if r.pretrain_run_id else "downstream")
     if which == "pretrain":
         examples = suite.pretrain_eval(eval_rng(r.suite.split_seed, 1), r.eval_per_task)
@@ -318,12 +288,18 @@ def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
         rng = eval_rng(r.suite.split_seed, 2)
         tasks = r.tasks or list(suite.available_tasks())
         examples = [suite.downstream(task, rng) for task in tasks for _ in range(r.eval_per_task)]
-    t = TrainSpec(eval_batch_size=r.eval_batch_size)
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
         with experts_per_token(model, k) as report:
-            pred = run_predictions(model, examples, tokenizer, t, r.max_source_length, ctx.device)
+            pred = predict_eval(
+                model,
+                examples,
+                tokenizer,
+                batch_size=r.eval_batch_size,
+                max_source=r.max_source_length,
+                device=ctx.device,
+            )
         metrics = eval_metrics(pred)
         value = metrics.pop("eval/average")
         # the mean of equal-sized tasks' proportions is the proportion of all examples: n of them

@@ -27,7 +27,8 @@ from worker.specs.reasonformer._parts import (
     TrainSpec,
     check_skills_against_data,
 )
-from worker.specs.reasonformer.reasonformer_pretrain import PRESETS, SuiteSpec
+from worker.specs.reasonformer.reasonformer_pretrain import PRESETS
+from worker.specs.suite import SuiteSpec
 
 SYNTHETIC_TASKS = ("compose2", "compose3", "choose2")
 HUB_TASKS = (

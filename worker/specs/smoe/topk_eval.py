@@ -31,8 +31,8 @@ from worker.specs.placement import (
     MaxMemory,
     placement_errors,
 )
-from worker.specs.reasonformer.reasonformer_pretrain import SuiteSpec
 from worker.specs.smoe.smoe_sraven import SravenData, SravenModel, SravenTrain
+from worker.specs.suite import SuiteSpec
 
 # Experts per router of the models the platform can name, so a k' above E is a 422 before the run starts;
 # other models are checked when the run loads them. The tiny presets are worker/core/models/presets.py's.
