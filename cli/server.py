@@ -381,8 +381,8 @@ def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None
     # memory only (worker/environment.py), so no run finds a credential in its environment.
     sealed_start(["-c", "from cli.main import main; main()", *sys.argv[1:]])
 
+    from reasonlab_sdk.client import ApiUnavailable, Forbidden, NotFound, ReasonLabClient, Unauthorized
     from worker.celery_app import app, worker_argv
-    from worker.client import ApiUnavailable, Forbidden, NotFound, ReasonLabClient, Unauthorized
     from worker.executor import worker_token
 
     settings = _worker_settings()

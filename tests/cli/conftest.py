@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 import cli.client as cli_client
 from backend.bootstrap import ensure_admin, migrate
 from backend.main import create_app
+from reasonlab_sdk.client import ReasonLabClient
 from tests.backend.conftest import make_settings
-from worker.client import ReasonLabClient
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import cli.client as cli_client
 from cli.main import main
-from worker.client import ReasonLabClient
+from reasonlab_sdk.client import ReasonLabClient
 
 
 def _free_port() -> int:

@@ -17,7 +17,7 @@ import httpx
 
 from backend.bootstrap import ensure_admin, migrate
 from backend.settings import Settings
-from worker.client import ReasonLabClient
+from reasonlab_sdk.client import ReasonLabClient
 
 WORKER_TOKEN = "wk_integration_token_0123456789abcdef"
 FINISHED = ("succeeded", "failed", "cancelled")

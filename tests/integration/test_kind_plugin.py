@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from reasonlab_sdk.client import ApiError
 from tests.integration.platform import Platform
 from tests.kind_plugin import write_plugin
-from worker.client import ApiError
 
 pytestmark = pytest.mark.slow
 

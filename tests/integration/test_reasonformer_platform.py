@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from reasonlab_sdk.client import Invalid
 from tests.integration.platform import Platform
-from worker.client import Invalid
 
 pytestmark = pytest.mark.slow
 

@@ -149,7 +149,7 @@ def test_a_hostile_path_stored_before_the_checks_is_refused_by_the_worker(pg_pla
 
     from backend.db import get_engine
     from backend.models import Run
-    from worker.client import Invalid
+    from reasonlab_sdk.client import Invalid
 
     p = pg_platform
     p.start_api()

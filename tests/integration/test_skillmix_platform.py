@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from reasonlab_sdk.client import Invalid
 from tests.integration.platform import Platform
 from tests.skillmix_grader import Script, serve
 from tests.tiny_moe import tiny_moe
-from worker.client import Invalid
 
 pytestmark = pytest.mark.slow
 KEY = "sk-skillmix-e2e-KEY-7f3a9c1d5e"

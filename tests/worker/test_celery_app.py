@@ -88,8 +88,8 @@ def test_worker_argv_refuses_unknown_queues() -> None:
 def test_task_retries_when_the_claim_cannot_get_through(monkeypatch: pytest.MonkeyPatch) -> None:
     from celery.exceptions import Retry
 
+    from reasonlab_sdk.client import ApiUnavailable
     from worker import executor, tasks
-    from worker.client import ApiUnavailable
 
     def unreachable(
         run_id: int, attempt: int | None, settings: SharedSettings, *, exit_with_parent: bool

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from worker.client import Conflict, Invalid, ReasonLabClient
+from reasonlab_sdk.client import Conflict, Invalid, ReasonLabClient
 from worker.tracking.sinks import ApiSink
 from worker.tracking.writer import MetricPoint, SinkWriter, WriterOptions
 

@@ -198,7 +198,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous(tmp_path: Path)
 
 
 def test_api_sink_keeps_a_results_key_across_retries_and_names_its_attempt() -> None:
-    from worker.client import ApiUnavailable
+    from reasonlab_sdk.client import ApiUnavailable
     from worker.tracking import ApiSink
 
     class Client:

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from worker.client import ReasonLabClient
+from reasonlab_sdk.client import ReasonLabClient
 
 
 class FakeApi:
