@@ -9,7 +9,7 @@ HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
 
-.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api e2e perf chromium nginx clean
+.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ fault: venv offline
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
 frontend-test: venv frontend-deps
 	cd frontend && npm run typecheck && npm run test
+
+# docs/architecture.md's file listing and error codes, written from the tree (lint/gen_layout.py);
+# tests/test_docs_layout.py fails while they are stale
+docs-layout: venv
+	$(PY) lint/gen_layout.py
 
 # regenerate both typed clients after an API change: frontend/openapi.json + the dashboard's client, then
 # the Python SDK's TypedDicts (sdk/reasonlab_sdk/api_types.py); make test fails while either is stale
