@@ -33,7 +33,7 @@ DEPTH = 3  # root/pkg/module.py; a package at this depth is one line
 COLUMN = 30  # where the descriptions start
 WIDTH = 90  # the longest description
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`])")
-SKIP = {"__pycache__", "node_modules", "static"}
+SKIP = {"__pycache__", "node_modules", "static", "build", "dist"}  # and dot-folders, *.egg-info
 LAYOUT = ("<!-- layout:begin -->", "<!-- layout:end -->")
 ERRORS = ("<!-- errors:begin -->", "<!-- errors:end -->")
 
@@ -53,8 +53,12 @@ def first_line(path: Path) -> str:
     return sentence[: sentence.rfind(" ", 0, WIDTH - 3)].rstrip(",;:") + " ..."
 
 
+def skipped(name: str) -> bool:
+    return name in SKIP or name.startswith(".") or name.endswith(".egg-info")
+
+
 def has_python(folder: Path) -> bool:
-    return any(not set(p.relative_to(folder).parts) & SKIP for p in folder.rglob("*.py"))
+    return any(not any(map(skipped, p.relative_to(folder).parts)) for p in folder.rglob("*.py"))
 
 
 def entries(folder: Path, depth: int) -> Iterator[tuple[int, str, str]]:
@@ -64,7 +68,7 @@ def entries(folder: Path, depth: int) -> Iterator[tuple[int, str, str]]:
         if p.is_file() and p.suffix == ".py" and p.name != "__init__.py":
             yield depth, p.name, first_line(p)
     for p in children:
-        if p.is_dir() and p.name not in SKIP and not p.name.startswith(".") and has_python(p):
+        if p.is_dir() and not skipped(p.name) and has_python(p):
             init = p / "__init__.py"
             yield depth, p.name + "/", first_line(init) if init.is_file() else ""
             if depth < DEPTH - 1:
@@ -101,11 +105,11 @@ def error_codes(repo: Path = REPO) -> dict[tuple[int, str], set[str]]:
 
     backend = repo / "backend"
     for path in sorted(backend.rglob("*.py")):
-        if set(path.relative_to(backend).parts) & SKIP:
+        if any(map(skipped, path.relative_to(backend).parts)):
             continue
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
+        except (SyntaxError, UnicodeDecodeError, OSError):  # a file moved away while we read
             continue
         where = f"`{path.relative_to(repo).as_posix()}`"
         for node in ast.walk(tree):

@@ -41,6 +41,10 @@ def test_the_listing_follows_the_tree(tmp_path: Path) -> None:
     assert "backend/" in before and "The API." in before and "More words" not in before
     assert "    errors.py" in before and "    deep/" in before and "Deep package." in before
     assert "hidden.py" not in before  # a package three levels down is one line
+    for junk in ("__pycache__", "build", "reasonlab.egg-info", ".cache"):  # what builds and tools leave
+        (repo / "backend" / junk).mkdir()
+        (repo / "backend" / junk / "x.py").write_text('"""Not ours."""\n')
+    assert layout(repo) == before
     (repo / "backend" / "http" / "limits.py").write_text('"""Bodies are bounded."""\n')
     after = layout(repo)
     assert after != before and "limits.py" in after and "Bodies are bounded." in after
