@@ -29,10 +29,6 @@ def test_the_package_exports_the_client_and_its_errors() -> None:
         assert issubclass(getattr(reasonlab_sdk, error), reasonlab_sdk.ApiError), error
 
 
-def test_the_package_is_found_in_sdk() -> None:
-    assert Path(reasonlab_sdk.__file__).resolve().parent == REPO / "sdk" / "reasonlab_sdk"
-
-
 def test_importing_the_sdk_loads_neither_torch_mlflow_nor_the_worker() -> None:
     code = (
         "import sys, reasonlab_sdk; "
