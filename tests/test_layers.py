@@ -58,6 +58,11 @@ VIOLATIONS = {
         "import yaml",
         "worker.specs.base -> yaml",
     ),
+    "no route module imports another (routes import services, auth and http)": (
+        "backend/reviews/routes.py",
+        "import backend.experiments.routes",
+        "backend.reviews.routes -> backend.experiments.routes",
+    ),
     "no kind family imports another (worker.kinds.<a> and worker.specs.<a> never import <b>)": (
         "worker/kinds/carma/carma.py",
         "import worker.kinds.diagnostic.diagnostic",
@@ -101,6 +106,22 @@ def _lint_imports(root: Path) -> tuple[int, str]:
 
 def test_every_contract_has_a_violation_below() -> None:
     assert sorted(_contract_names()) == sorted(VIOLATIONS)
+
+
+def test_every_route_module_is_in_the_routes_contract() -> None:
+    """A new module with a router cannot escape "no route module imports another": each one is listed."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    (contract,) = [
+        c for c in config["tool"]["importlinter"]["contracts"] if c["name"].startswith("no route module imports")
+    ]
+    routers = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "backend").rglob("*.py")
+        if path.name == "routes.py" or "APIRouter(" in path.read_text(encoding="utf-8")
+    }
+    routers.discard("backend.main")  # the app mounts every router: it is the one module that imports them
+    assert "backend.experiments.routes" in routers
+    assert sorted(contract["modules"]) == sorted(routers)
 
 
 @pytest.fixture(scope="module")

@@ -4,38 +4,27 @@ delete. The store behind them is ``REASONLAB_ARTIFACT_URL`` (backend/artifacts/r
 from __future__ import annotations
 
 import mimetypes
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from backend.artifacts import service
-from backend.artifacts.repository import CHUNK, ArtifactStore, Escapes, Occupied, store_for
+from backend.artifacts.repository import CHUNK, Escapes, Occupied
 from backend.artifacts.schemas import ArtifactList, ArtifactPublic
-from backend.http.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep
+from backend.auth.principal import Principal
+from backend.http.deps import Id, PrincipalDep, SessionDep
 from backend.http.errors import Conflict, NotFound
+from backend.http.transfers import BINARY, UPLOAD_BODY, StoreDep, release_session
 from backend.runs import service as runs
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])
 
 
-def get_store(settings: SettingsDep) -> ArtifactStore:
-    return store_for(settings.artifact_url)
-
-
-StoreDep = Annotated[ArtifactStore, Depends(get_store)]
 Attempt = Annotated[int, Query(ge=1, le=2**31 - 1, description="the writing worker's attempt (409 if stale)")]
-
-BINARY = {"schema": {"type": "string", "format": "binary"}}
-
-
-def _release(session: Session) -> None:
-    """End the request's transaction before a long transfer: no database connection held meanwhile."""
-    session.commit()
-    session.close()
 
 
 def content_disposition(path: str) -> str:
@@ -49,7 +38,7 @@ def content_disposition(path: str) -> str:
 def list_artifacts(run_id: Id, principal: PrincipalDep, session: SessionDep, store: StoreDep) -> ArtifactList:
     """Every stored file of the run: path, size, modification time and kind, and the total size."""
     runs.get_visible(session, principal, run_id)
-    _release(session)
+    release_session(session)
     return service.listing(store, run_id)
 
 
@@ -77,7 +66,7 @@ def download_artifact(
     """One file, streamed, as an attachment with its length and type."""
     clean = service.clean_path(path)
     runs.get_visible(session, principal, run_id)
-    _release(session)
+    release_session(session)
     stored = service.stat(store, run_id, clean)
     if stored is None:
         raise NotFound(f"run {run_id} has no artifact {clean!r}")
@@ -96,16 +85,11 @@ def _writable(session: Session, principal: Principal, run_id: int, attempt: int)
     """Workers write a run's artifacts while their attempt owns it (like metrics and results)."""
     run = runs.get_for_worker(session, principal, run_id, lifecycle=True)
     runs.check_writer(run, attempt)
-    _release(session)
+    release_session(session)
 
 
 def _occupied(run_id: int, path: str) -> Conflict:
     return Conflict(f"run {run_id} has a folder at {path!r}, or a file where one of its folders would be")
-
-
-UPLOAD_BODY: dict[str, Any] = {
-    "requestBody": {"required": True, "content": {"application/octet-stream": BINARY}}
-}
 
 
 @router.put(

@@ -9,11 +9,11 @@ from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
 from backend.artifacts.repository import CHUNK
-from backend.artifacts.routes import BINARY, UPLOAD_BODY, StoreDep, _release
 from backend.datasets import service
 from backend.datasets.schemas import DatasetName, DatasetPublic
 from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
 from backend.http.errors import Conflict, Forbidden
+from backend.http.transfers import BINARY, UPLOAD_BODY, StoreDep, release_session
 from backend.models import ProjectDataset
 from backend.runs import service as runs
 
@@ -57,7 +57,7 @@ async def upload_dataset(
     (``application/octet-stream``), streamed to the store, at most ``REASONLAB_DATASET_MAX_BYTES``."""
     service.check_name(name)
     await run_in_threadpool(service.require_uploader_role, session, principal, project_id)
-    await run_in_threadpool(_release, session)
+    await run_in_threadpool(release_session, session)
     limit = settings.dataset_max_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -125,7 +125,7 @@ def run_dataset(
     run = runs.get_for_worker(session, principal, run_id)
     dataset = service.dataset_for_run(session, run, name)
     project_id, size, sha256 = run.project_id, dataset.size, dataset.sha256
-    _release(session)
+    release_session(session)
     headers = {
         "Content-Length": str(size),
         "X-Checksum-Sha256": sha256,

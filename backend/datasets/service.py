@@ -28,7 +28,7 @@ from backend.projects import service as projects
 from worker.specs import confine, manifest
 
 if TYPE_CHECKING:
-    from backend.http.deps import Principal
+    from backend.auth.principal import Principal
 
 
 def check_name(name: str) -> str:

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
+from backend.auth.principal import Principal
 from backend.db import utcnow
 from backend.experiments import export, repository, service, table
 from backend.experiments.schemas import (
@@ -18,8 +19,7 @@ from backend.experiments.schemas import (
 from backend.exports import tables
 from backend.exports.schemas import MEDIA_TYPES, ExportFormat
 from backend.http import cursor
-from backend.http.deps import Id, Principal, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
-from backend.http.errors import NotFound
+from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
@@ -59,16 +59,6 @@ def present(
         )
         for e in experiments
     ]
-
-
-def get_visible(
-    session: SessionDep, principal: Principal, experiment_id: Id, minimum: str = "viewer"
-) -> Experiment:
-    experiment = session.get(Experiment, experiment_id)
-    if experiment is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    projects.require_role(session, principal, experiment.project_id, minimum, f"experiment {experiment_id}")
-    return experiment
 
 
 def detail(
@@ -155,7 +145,9 @@ def get_experiment(
         ),
     ] = True,
 ) -> ExperimentDetail:
-    return detail(session, principal, settings, get_visible(session, principal, experiment_id), with_runs)
+    return detail(
+        session, principal, settings, service.get_visible(session, principal, experiment_id), with_runs
+    )
 
 
 @router.get(
@@ -164,7 +156,7 @@ def get_experiment(
 def get_runs_table(experiment_id: Id, principal: PrincipalDep, session: SessionDep) -> Response:
     """The experiment's runs as columns (the dashboard's runs table): what a table of 10,000 runs shows,
     without their specs, in one answer."""
-    experiment = get_visible(session, principal, experiment_id)
+    experiment = service.get_visible(session, principal, experiment_id)
     # RunsTable's JSON written from raw rows and kept until the experiment changes
     # (backend/experiments/table.py); the response_model documents it
     data = table.cached_runs_table_json(session, experiment.id, experiment.created_at)
@@ -198,7 +190,7 @@ def export_runs(
     """The experiment's runs table as a file: run_id, number (1-based), name, status, attempt, created_at,
     started_at, finished_at, duration_s, then params.<name> and metrics.<key> (latest values) columns.
     CSV text cells that a spreadsheet would run as a formula (=, +, -, @) start with a '."""
-    experiment = get_visible(session, principal, experiment_id)
+    experiment = service.get_visible(session, principal, experiment_id)
     columns = export.runs_columns(session, experiment, set(statuses) if statuses else None)
     headers = {"Content-Disposition": tables.content_disposition(export.filename(experiment, format.value))}
     if format is ExportFormat.parquet:

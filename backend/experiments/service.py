@@ -12,12 +12,12 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from backend.activity import feed
+from backend.auth.principal import Principal
 from backend.datasets import repository as datasets_repo
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
 from backend.experiments.sources import source_run_errors
-from backend.http.deps import Principal
-from backend.http.errors import Invalid, pydantic_errors
+from backend.http.errors import Invalid, NotFound, pydantic_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
@@ -26,6 +26,17 @@ from backend.settings import Settings
 from worker.specs import manifest
 from worker.specs.confine import dataset_references
 from worker.specs.secrets import secret_references
+
+
+def get_visible(
+    session: Session, principal: Principal, experiment_id: int, minimum: str = "viewer"
+) -> Experiment:
+    """The experiment, if ``principal`` holds at least ``minimum`` in its project (404 or 403 otherwise)."""
+    experiment = session.get(Experiment, experiment_id)
+    if experiment is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    projects.require_role(session, principal, experiment.project_id, minimum, f"experiment {experiment_id}")
+    return experiment
 
 
 def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from backend.http.deps import Principal
+from backend.auth.principal import Principal
 from backend.models import Run
 from backend.projects import service as projects
 

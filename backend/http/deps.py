@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Path, Query, Request
@@ -11,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend.auth import repository as auth_repo
+from backend.auth.principal import Principal
 from backend.auth.security import (
     RUN_TOKEN_PREFIX,
     STREAM,
@@ -53,35 +53,6 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 _bearer = HTTPBearer(
     auto_error=False, description="JWT, API token (rl_...), a run's token (rlrun....) or the worker token"
 )
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: a user (JWT or API token), a worker (the shared worker token: claim and release
-    only) or one attempt of one run (the run token its claim handed out: that run's own routes only)."""
-
-    user: User | None
-    is_worker: bool = False
-    run_id: int | None = None
-    attempt: int | None = None
-
-    @property
-    def is_run(self) -> bool:
-        return self.run_id is not None
-
-    @property
-    def user_id(self) -> int | None:
-        return self.user.id if self.user is not None else None
-
-    @property
-    def is_admin(self) -> bool:
-        return self.user is not None and self.user.is_admin
-
-    @property
-    def name(self) -> str:
-        if self.user is not None:
-            return self.user.username
-        return f"run {self.run_id}" if self.is_run else "worker"
 
 
 def resolve_credential(session: Session, settings: Settings, credential: str) -> Principal:

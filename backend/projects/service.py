@@ -16,7 +16,7 @@ from backend.models import ROLES, Membership, Project, User
 from backend.projects import repository
 
 if TYPE_CHECKING:
-    from backend.http.deps import Principal
+    from backend.auth.principal import Principal
 
 ROLE_RANK = {role: i for i, role in enumerate(ROLES)}  # viewer < member < admin
 DEFAULT_PROJECT = "default"

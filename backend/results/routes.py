@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.experiments.routes import get_visible as get_experiment
+from backend.experiments.service import get_visible as get_experiment
 from backend.http.deps import Id, PrincipalDep, SessionDep
 from backend.results import service
 from backend.results.schemas import ResultIn, ResultPublic

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
-from backend.experiments.routes import get_visible as get_experiment
+from backend.experiments.service import get_visible as get_experiment
 from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep
 from backend.projects import service as projects
 from backend.reviews import service

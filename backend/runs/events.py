@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from backend.auth.principal import Principal
 from backend.auth.security import STREAM, make_jwt
 from backend.db import utcnow
-from backend.http.deps import CurrentUser, Id, Principal, PrincipalDep, SessionDep, SettingsDep
+from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep, SettingsDep
 from backend.metrics import repository as metrics
 from backend.models import Run
 from backend.runs import attempts, service

@@ -11,8 +11,8 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from backend.activity import feed
+from backend.auth.principal import Principal
 from backend.db import utcnow
-from backend.http.deps import Principal
 from backend.http.errors import Conflict, Forbidden, NotFound
 from backend.mirror import repository as mirror
 from backend.models import Run, RunLog

@@ -22,7 +22,7 @@ from worker.specs import manifest
 from worker.specs.secrets import secret_references
 
 if TYPE_CHECKING:
-    from backend.http.deps import Principal
+    from backend.auth.principal import Principal
 
 
 def _key(settings: Settings) -> bytes:
