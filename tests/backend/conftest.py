@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,9 +11,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
 
 from backend.auth import service as auth_service
-from backend.bootstrap import ensure_admin, migrate
+from backend.bootstrap import AdminCredentials, ensure_admin, migrate, write_secret
 from backend.db import get_engine, session_factory, session_scope
 from backend.main import create_app
 from backend.projects import service as projects
@@ -108,12 +111,119 @@ def make_settings(database_url: str, home: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-@pytest.fixture
-def api(database_url: str, home: Path) -> Iterator[Api]:
+# The dialect matrix (issue 24): a test module whose subject is SQL (queries, concurrency, migrations, metric
+# storage and roll-ups, exports, queue order, the mirror, run numbers and names, attempts) is marked
+# ``dialect_matrix`` and runs on SQLite and on the machine's Postgres; every other test runs on SQLite only.
+# A test may still choose its dialects itself (``@pytest.mark.parametrize("database_url", [...], indirect=True)``).
+# The Postgres twins carry the ``postgres`` marker, which ``make check`` leaves out (README, Testing).
+DIALECTS = ["sqlite", "postgres"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "database_url" not in metafunc.fixturenames:
+        return
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        if "database_url" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return  # the test names its dialects
+    matrix = metafunc.definition.get_closest_marker("dialect_matrix") is not None
+    metafunc.parametrize("database_url", DIALECTS if matrix else ["sqlite"], indirect=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("database_url") == "postgres":
+            item.add_marker(pytest.mark.postgres)
+
+
+@dataclass
+class Template:
+    """A migrated database with the admin in it, made once per test run and cloned per test."""
+
+    location: str  # the SQLite file, or the Postgres database's name
+    creds: AdminCredentials
+
+
+def _with_admin(database_url: str, home: Path) -> AdminCredentials:
     settings = make_settings(database_url, home)
     migrate(settings)
-    creds = ensure_admin(settings)
+    creds = ensure_admin(settings)  # the one argon2 hash of the admin's password for this dialect
     assert creds is not None
+    get_engine(database_url).dispose()
+    get_engine.cache_clear()
+    return creds
+
+
+@pytest.fixture(scope="session")
+def sqlite_api_template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    folder = tmp_path_factory.mktemp("sqlite-api-template")
+    path = folder / "template.db"
+    creds = _with_admin(f"sqlite:///{path}", folder / "home")
+    leftovers = [p.name for p in folder.iterdir() if p.name.startswith("template.db-")]
+    assert not leftovers, f"the template is not closed: {leftovers}"
+    return Template(str(path), creds)
+
+
+@pytest.fixture(scope="session")
+def postgres_api_template(
+    postgres_admin_url: str, postgres_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Template]:
+    name = f"rl_apitemplate_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
+    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield Template(name, _with_admin(url, tmp_path_factory.mktemp("postgres-api-template")))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def postgres_api_url(postgres_admin_url: str, postgres_api_template: Template) -> Iterator[str]:
+    """A clone of the migrated template with the admin in it, for one test; dropped afterwards."""
+    name = f"rl_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_api_template.location}"'))
+    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        get_engine(url).dispose()
+        get_engine.cache_clear()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """SQLite (a file under the test's folder) or a Postgres database of its own, per the dialect matrix
+    above. With the ``api`` fixture, it already holds the migrated schema and the admin (a copy of the
+    session's template); without it, SQLite is a new file and Postgres a migrated clone, as before."""
+    dialect = getattr(request, "param", "sqlite")
+    with_api = "api" in request.fixturenames
+    if dialect == "sqlite":
+        path = tmp_path / "reasonlab.db"
+        if with_api:
+            template: Template = request.getfixturevalue("sqlite_api_template")
+            shutil.copyfile(template.location, path)
+        return f"sqlite:///{path}"
+    url: str = request.getfixturevalue("postgres_api_url" if with_api else "postgres_url")
+    return url
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest, database_url: str, home: Path) -> Iterator[Api]:
+    settings = make_settings(database_url, home)
+    dialect = "sqlite" if database_url.startswith("sqlite") else "postgres"
+    template: Template = request.getfixturevalue(f"{dialect}_api_template")
+    creds = template.creds
+    write_secret(home / "admin.token", creds.token)  # as ensure_admin leaves it on first start
     app = create_app(settings, background=False)
     side = WorkerSide()
     side.fallback = creds.token

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from backend.db import get_engine, session_factory
 from backend.models import Experiment, Run
 from tests.backend.conftest import Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _counts(api: Api) -> tuple[int, int]:

@@ -21,6 +21,8 @@ from backend.metrics import repository
 from backend.metrics.repository import ROLLUP_WIDTHS
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 Point = tuple[str, int, float | None]
 
 

@@ -3,7 +3,11 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from tests.backend.conftest import Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _post(api: Api, run_id: int, points: list[dict]) -> object:

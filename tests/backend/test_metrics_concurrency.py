@@ -20,6 +20,8 @@ from sqlalchemy.exc import OperationalError
 from backend.metrics import repository
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 THREADS = 8
 BATCHES = 4  # per thread
 KEYS = ("loss", "acc", "lr")

@@ -25,6 +25,8 @@ from backend.db import get_engine, session_factory
 from backend.metrics import repository
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 

@@ -23,6 +23,8 @@ from backend.mirror.service import Mirror, TickReport
 from backend.models import MirrorRun, MirrorSeries
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:

@@ -15,6 +15,8 @@ from backend.mirror.service import Mirror
 from tests.backend.conftest import Api
 from tests.backend.test_mirror import Crash, Target, _drain, _finish, _mirror, _mlflow_id
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:

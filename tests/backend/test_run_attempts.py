@@ -20,6 +20,8 @@ from backend.models import Run, RunAttempt
 from backend.runs import events, service
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 def _run(api: Api) -> dict[str, Any]:
     run: dict[str, Any] = api.submit({}).json()["runs"][0]

@@ -11,6 +11,8 @@ import pytest
 from backend.experiments import table
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 def _patch(api: Api, run_id: int, body: dict[str, Any], token: str | None = None) -> Any:
     return api.client.patch(f"/api/v1/runs/{run_id}", json=body, headers=api.h(token))

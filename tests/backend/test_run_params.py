@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from backend.db import get_engine, session_factory, session_scope
 from backend.models import Run
 from backend.runs.schemas import MAX_LOGGED_PARAMS, MAX_PARAM_KEY, MAX_PARAM_VALUE
 from tests.backend.conftest import WORKER_TOKEN, Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 
 def _bearer(token: str) -> dict[str, str]:

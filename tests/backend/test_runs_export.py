@@ -20,6 +20,8 @@ from backend.models import Run
 from tests.backend.conftest import Api
 from tests.backend.test_runs_table import _released_then_resumed
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 def _export(api: Api, experiment_id: int, token: str | None = None, **params: Any) -> Any:
     return api.client.get(

@@ -14,6 +14,8 @@ from backend.experiments import table
 from backend.models import Run, RunAttempt
 from tests.backend.conftest import Api
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 
 def test_runs_table_columns_equal_the_detail_runs(api: Api) -> None:
     exp = api.submit({}, sweep={"grid": {"train.lr": [0.1, 0.01, 0.001]}, "seeds": [0, 1]}).json()

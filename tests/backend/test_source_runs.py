@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 
 from backend.db import get_engine, session_factory, session_scope
 from backend.models import Run
 from tests.backend.conftest import Api
+
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
 
 FINETUNE = "reasonformer_finetune"
 

@@ -16,6 +16,8 @@ from worker.client import ReasonLabClient
 from worker.tracking.sinks import ApiSink
 from worker.tracking.writer import MetricPoint, SinkWriter, WriterOptions
 
+pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
+
 NUL = "a\x00b"
 LONE = "a\ud800b"
 LOW_FIRST = "\ude00\ud83d"  # a pair in the wrong order is two lone surrogates
