@@ -68,7 +68,8 @@ try {
     // 2. that run at k' = 1..8: the kind's example "smoe-run" with the run id put in
     const topkId = await submit(page, 'topk_eval', `topk_eval demo: run ${smoeRun.id} at k'=1..8`, {
       example: 'smoe-run',
-      edit: async () => page.getByRole('group', { name: 'smoe' }).getByLabel('run_id', { exact: true }).fill(String(smoeRun.id)),
+      // target is a union by type, edited as JSON text in the form
+      edit: async () => page.getByLabel('target (JSON)', { exact: true }).fill(JSON.stringify({ type: 'smoe_sraven', run_id: smoeRun.id })),
     });
     await waitUntilFinished(page);
     await page.screenshot({ path: join(IMG, 'topk-eval-demo-runs.png'), fullPage: true });

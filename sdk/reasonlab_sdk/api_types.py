@@ -483,6 +483,8 @@ class HeartbeatOut(TypedDict):
 
 
 class HfTarget(TypedDict):
+    """An HF mixture-of-experts causal LM: perplexity on a text, or multiple-choice accuracy."""
+
     batch_size: NotRequired[int]
     choices_path: NotRequired[str | None]
     device_map: NotRequired[Literal["auto", "balanced", "sequential"] | None]
@@ -493,6 +495,7 @@ class HfTarget(TypedDict):
     model: NotRequired[str]
     score: NotRequired[Literal["perplexity", "multiple_choice"]]
     text_path: NotRequired[str | None]
+    type: NotRequired[Literal["hf"]]
     window: NotRequired[int]
 
 
@@ -736,6 +739,8 @@ class ReasonFormerPretrainSpec(TypedDict):
 
 
 class ReasonFormerTarget(TypedDict):
+    """The skill router of a ReasonFormer run or saved folder: the synthetic suite's average accuracy."""
+
     eval_batch_size: NotRequired[int]
     eval_per_task: NotRequired[int]
     examples: NotRequired[Literal["auto", "pretrain", "downstream"]]
@@ -745,6 +750,7 @@ class ReasonFormerTarget(TypedDict):
     pretrain_run_id: NotRequired[int | None]
     suite: NotRequired[SuiteSpec]
     tasks: NotRequired[list[str] | None]
+    type: NotRequired[Literal["reasonformer"]]
 
 
 class ReleaseIn(TypedDict):
@@ -1082,12 +1088,15 @@ class SmoeSravenSpec(TypedDict):
 
 
 class SmoeTarget(TypedDict):
+    """Our SMoE on SRAVEN: a ``smoe_sraven`` run's model, a saved folder, or SMoEs trained in this run."""
+
     demo: NotRequired[SmoeDemo]
     eval_batch_size: NotRequired[int]
     eval_size: NotRequired[int | None]
     path: NotRequired[str | None]
     run_id: NotRequired[int | None]
     train_k: NotRequired[list[int]]
+    type: NotRequired[Literal["smoe_sraven"]]
 
 
 class SravenCell(TypedDict):
@@ -1266,13 +1275,10 @@ class TopkEvalPoint(TypedDict):
 
 class TopkEvalSpec(TypedDict):
     eval_k: NotRequired[list[int] | None]
-    hf: NotRequired[HfTarget]
     kind: NotRequired[Literal["topk_eval"]]
-    reasonformer: NotRequired[ReasonFormerTarget]
     resources: NotRequired[Resources]
     seed: NotRequired[int]
-    smoe: NotRequired[SmoeTarget]
-    target: NotRequired[Literal["smoe_sraven", "hf", "reasonformer"]]
+    target: NotRequired[SmoeTarget | HfTarget | ReasonFormerTarget]
     threads: NotRequired[int]
 
 

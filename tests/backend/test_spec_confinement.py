@@ -60,9 +60,10 @@ CASES: list[tuple[str, dict[str, Any], list[str | int]]] = [
     ("reasonformer_pretrain", {"data": {"source": "jsonl", "path": "a/../../b.jsonl", "tokenizer": "t"}}, ["data", "path"]),
     ("reasonformer_finetune", {"init": {"path": "/home/someone/model"}}, ["init", "path"]),
     ("reasonformer_finetune", {"model": {"backbone": "file:///etc"}}, ["model", "backbone"]),
-    ("topk_eval", {"target": "hf", "hf": {"text_path": "/proc/self/environ"}}, ["hf", "text_path"]),
-    ("topk_eval", {"target": "hf", "hf": {"model": "../../x"}}, ["hf", "model"]),
-    ("topk_eval", {"smoe": {"path": "/tmp/model"}}, ["smoe", "path"]),
+    ("topk_eval", {"target": {"type": "hf", "text_path": "/proc/self/environ"}}, ["target", "hf", "text_path"]),
+    ("topk_eval", {"target": "hf", "hf": {"text_path": "/proc/self/environ"}}, ["target", "hf", "text_path"]),  # the shape before the union
+    ("topk_eval", {"target": {"type": "hf", "model": "../../x"}}, ["target", "hf", "model"]),
+    ("topk_eval", {"target": {"type": "smoe_sraven", "path": "/tmp/model"}}, ["target", "smoe_sraven", "path"]),
 ]  # fmt: skip
 
 

@@ -36,23 +36,28 @@ def test_topk_eval_of_an_smoe_run_trained_at_k2_through_the_platform(embedded_pl
     assert _invalid(p, {"target": "hf", "hf": {"model": "tiny-mixtral"}, "eval_k": [5]}) == [
         ("body", "spec", "eval_k", "0")
     ]
-    assert _invalid(p, {"smoe": {"run_id": 424242}}) == [("body", "spec", "smoe", "run_id")]
+    # the shape before the union still submits (a stored spec or an old script): its source run is checked
+    assert _invalid(p, {"smoe": {"run_id": 424242}}) == [("body", "spec", "target", "run_id")]
 
     p.start_worker()
     source = p.client.create_experiment("smoe-k2", "smoe_sraven", TINY_SRAVEN)
     source_run = source["runs"][0]["id"]
     # queued or running: not yet a finished smoe_sraven run
-    assert _invalid(p, {"smoe": {"run_id": source_run}}) == [("body", "spec", "smoe", "run_id")]
+    assert _invalid(p, {"target": {"type": "smoe_sraven", "run_id": source_run}}) == [
+        ("body", "spec", "target", "run_id")
+    ]
     (run,) = p.wait_finished([source_run], timeout=400)
     assert run["status"] == "succeeded", p.diagnostics()
     # a run of another kind is refused too
-    assert _invalid(p, {"target": "reasonformer", "reasonformer": {"pretrain_run_id": source_run}}) == [
-        ("body", "spec", "reasonformer", "pretrain_run_id")
+    assert _invalid(p, {"target": {"type": "reasonformer", "pretrain_run_id": source_run}}) == [
+        ("body", "spec", "target", "pretrain_run_id")
     ]
     (cell,) = p.client.get_experiment_results(source["id"], kind="sraven_cell")
 
     evaluation = p.client.create_experiment(
-        "topk-k2", "topk_eval", {"smoe": {"run_id": source_run, "eval_batch_size": 64}}
+        "topk-k2",
+        "topk_eval",
+        {"target": {"type": "smoe_sraven", "run_id": source_run, "eval_batch_size": 64}},
     )
     (run,) = p.wait_finished([evaluation["runs"][0]["id"]], timeout=400)
     assert run["status"] == "succeeded", p.diagnostics()

@@ -528,7 +528,8 @@ the admin's opt-in) loopback or private address. Checked again after DNS at conn
 
 def confined_fields(schema: dict[str, Any]) -> dict[str, str]:
     """Dotted field path -> how it is confined, for every marked field of a JSON schema (a kind's spec
-    schema); lists are ``[]``, dict values ``{}``. For tools and tests."""
+    schema); lists are ``[]``, dict values ``{}``, a discriminated union's variant its tag (as pydantic's
+    error locations name it: ``target.hf.text_path``). For tools and tests."""
     found: dict[str, str] = {}
     defs = schema.get("$defs", {})
 
@@ -540,8 +541,11 @@ def confined_fields(schema: dict[str, Any]) -> dict[str, str]:
             name = ref.rsplit("/", 1)[-1]
             if name not in seen:
                 walk(defs[name], path, seen | {name})
+        mapping = node.get("discriminator", {}).get("mapping", {})
+        for tag, tagged in mapping.items():  # a discriminated union: pydantic's locs name the variant
+            walk({"$ref": tagged}, [*path, tag], seen)
         for key in ("anyOf", "oneOf", "allOf"):
-            for sub in node.get(key, []):
+            for sub in node.get(key, []) if not mapping else []:
                 walk(sub, path, seen)
         for name, sub in node.get("properties", {}).items():
             walk(sub, [*path, name], seen)

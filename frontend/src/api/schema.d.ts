@@ -2168,7 +2168,10 @@ export interface components {
             /** Cancel Requested */
             cancel_requested: boolean;
         };
-        /** HfTarget */
+        /**
+         * HfTarget
+         * @description An HF mixture-of-experts causal LM: perplexity on a text, or multiple-choice accuracy.
+         */
         HfTarget: {
             /**
              * Batch Size
@@ -2229,6 +2232,11 @@ export interface components {
              * @description UTF-8 text for perplexity, in the data store (relative to it); null = a built-in paragraph
              */
             text_path?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "hf";
             /**
              * Window
              * @description tokens per perplexity window (independent contexts)
@@ -2797,7 +2805,10 @@ export interface components {
             seed: number;
             train?: components["schemas"]["TrainSpec"];
         };
-        /** ReasonFormerTarget */
+        /**
+         * ReasonFormerTarget
+         * @description The skill router of a ReasonFormer run or saved folder: the synthetic suite's average accuracy.
+         */
         ReasonFormerTarget: {
             /**
              * Eval Batch Size
@@ -2846,6 +2857,11 @@ export interface components {
              * @description downstream tasks of the suite; null = all
              */
             tasks?: string[] | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reasonformer";
         };
         /** ReleaseIn */
         ReleaseIn: {
@@ -3682,7 +3698,10 @@ export interface components {
             seed: number;
             train?: components["schemas"]["SravenTrain"];
         };
-        /** SmoeTarget */
+        /**
+         * SmoeTarget
+         * @description Our SMoE on SRAVEN: a ``smoe_sraven`` run's model, a saved folder, or SMoEs trained in this run.
+         */
         SmoeTarget: {
             /** @description the SMoEs trained in-run (train_k) */
             demo?: components["schemas"]["SmoeDemo"];
@@ -3712,6 +3731,11 @@ export interface components {
              * @description without run_id or path: train a fresh SMoE at each k in this run (the rows of the matrix)
              */
             train_k?: number[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "smoe_sraven";
         };
         /**
          * SravenCell
@@ -4321,13 +4345,11 @@ export interface components {
              * @description experts per token k' to evaluate; null = 1..E
              */
             eval_k?: number[] | null;
-            hf?: components["schemas"]["HfTarget"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "topk_eval";
-            reasonformer?: components["schemas"]["ReasonFormerTarget"];
             resources?: components["schemas"]["Resources"];
             /**
              * Seed
@@ -4335,14 +4357,11 @@ export interface components {
              * @default 0
              */
             seed: number;
-            smoe?: components["schemas"]["SmoeTarget"];
             /**
              * Target
-             * @description which model family: our SMoE on SRAVEN, an HF MoE LM, ReasonFormer
-             * @default smoe_sraven
-             * @enum {string}
+             * @description which model, by type: smoe_sraven (our SMoE on SRAVEN), hf (an HF MoE LM) or reasonformer (ReasonFormer's skill router), with that type's settings
              */
-            target: "smoe_sraven" | "hf" | "reasonformer";
+            target?: components["schemas"]["SmoeTarget"] | components["schemas"]["HfTarget"] | components["schemas"]["ReasonFormerTarget"];
             /**
              * Threads
              * @description CPU threads (tiny models are op-bound: a second thread mostly spins)

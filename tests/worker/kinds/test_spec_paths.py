@@ -50,11 +50,11 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("reasonformer_finetune", "data.eval_path", {"data": {**JSONL_FINETUNE, "eval_path": ESCAPE}}),
     ("reasonformer_finetune", "data.tokenizer", {"data": {**JSONL_FINETUNE, "tokenizer": OUT}}),
     ("reasonformer_finetune", "model.backbone", {"model": {"backbone": OUT}}),
-    ("topk_eval", "smoe.path", {"smoe": {"path": OUT}}),
-    ("topk_eval", "hf.model", {"target": "hf", "hf": {"model": OUT}}),
-    ("topk_eval", "hf.text_path", {"target": "hf", "hf": {"text_path": ESCAPE}}),
-    ("topk_eval", "hf.choices_path", {"target": "hf", "hf": {"score": "multiple_choice", "choices_path": ESCAPE}}),
-    ("topk_eval", "reasonformer.path", {"target": "reasonformer", "reasonformer": {"path": OUT}}),
+    ("topk_eval", "target.smoe_sraven.path", {"target": {"type": "smoe_sraven", "path": OUT}}),
+    ("topk_eval", "target.hf.model", {"target": {"type": "hf", "model": OUT}}),
+    ("topk_eval", "target.hf.text_path", {"target": {"type": "hf", "text_path": ESCAPE}}),
+    ("topk_eval", "target.hf.choices_path", {"target": {"type": "hf", "score": "multiple_choice", "choices_path": ESCAPE}}),
+    ("topk_eval", "target.reasonformer.path", {"target": {"type": "reasonformer", "path": OUT}}),
 ]  # fmt: skip
 # marked fields whose value never names a file or folder: how they are confined instead
 NOT_FILES = {

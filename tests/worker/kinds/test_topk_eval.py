@@ -23,7 +23,7 @@ from worker.kinds import get_kind
 from worker.kinds.reasonformer._parts import save_model
 from worker.specs import manifests, result_class, spec_class
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
-from worker.specs.smoe.topk_eval import TopkEvalPoint, TopkEvalSpec
+from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
@@ -39,35 +39,90 @@ def error_locs(spec: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def test_empty_spec_is_a_registered_in_run_demo() -> None:
     spec = spec_class("topk_eval").model_validate({})
-    assert isinstance(spec, TopkEvalSpec) and spec.target == "smoe_sraven" and spec.smoe.trains_in_run
-    assert spec.smoe.train_k == [1, 2, 8] and spec.known_experts() == 8
+    assert isinstance(spec, TopkEvalSpec) and spec.target.type == "smoe_sraven"
+    assert isinstance(spec.target, SmoeTarget) and spec.target.trains_in_run
+    assert spec.target.train_k == [1, 2, 8] and spec.known_experts() == 8
     manifest = manifests()["topk_eval"]
     assert manifest.result_kinds == ("topk_eval_point",)
-    assert manifest.source_runs["smoe.run_id"] == "smoe_sraven"
+    assert manifest.source_runs["target.run_id"] == "smoe_sraven"
+    assert manifest.source_runs["target.finetune_run_id"] == "reasonformer_finetune"
+    assert manifest.source_runs["smoe.run_id"] == "smoe_sraven"  # runs stored in the shape before the union
     assert manifest.source_runs["reasonformer.finetune_run_id"] == "reasonformer_finetune"
 
 
-@pytest.mark.parametrize(
-    ("spec", "loc"),
-    [
+# specs in the shape before the union (target naming the type beside the sub-configs smoe, hf, reasonformer):
+# they still load, and their errors are named as today's shape names them
+LEGACY_CASES = [
         ({"eval_k": [0]}, ("eval_k", 0)),
         ({"eval_k": [1, 9]}, ("eval_k", 1)),  # the demo's SMoEs have 8 experts
-        ({"smoe": {"train_k": [2, 9]}}, ("smoe", "train_k", 1)),
+        ({"smoe": {"train_k": [2, 9]}}, ("target", "smoe_sraven", "train_k", 1)),
         ({"target": "hf", "hf": {"model": "tiny-mixtral"}, "eval_k": [5]}, ("eval_k", 0)),
         ({"target": "hf", "hf": {"model": "allenai/OLMoE-1B-7B-0924"}, "eval_k": [8, 65]}, ("eval_k", 1)),
-        ({"target": "hf", "hf": {"score": "multiple_choice"}}, ("hf", "choices_path")),
-        ({"target": "reasonformer"}, ("reasonformer", "pretrain_run_id")),
-        ({"smoe": {"run_id": 3, "path": "x"}}, ("smoe", "path")),
+        ({"target": "hf", "hf": {"score": "multiple_choice"}}, ("target", "hf", "choices_path")),
+        ({"target": "reasonformer"}, ("target", "reasonformer", "pretrain_run_id")),
+        ({"smoe": {"run_id": 3, "path": "x"}}, ("target", "smoe_sraven", "path")),
         ({"eval_k": [2, 2]}, ("eval_k",)),
-        ({"smoe": {"run_id": 0}}, ("smoe", "run_id")),
-        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"1": "8GiB"}}, "resources": {"gpus": 1}}, ("hf", "max_memory", "1")),
-        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"npu0": "8GiB"}}}, ("hf", "max_memory", "npu0", "[key]")),
-        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"cpu": "8 GiBs"}}}, ("hf", "max_memory", "cpu")),
-        ({"target": "hf", "hf": {"max_memory": {"cpu": "8GiB"}}}, ("hf", "max_memory")),
-    ],
-)  # fmt: skip
+        ({"smoe": {"run_id": 0}}, ("target", "smoe_sraven", "run_id")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"1": "8GiB"}}, "resources": {"gpus": 1}}, ("target", "hf", "max_memory", "1")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"npu0": "8GiB"}}}, ("target", "hf", "max_memory", "npu0", "[key]")),
+        ({"target": "hf", "hf": {"device_map": "auto", "max_memory": {"cpu": "8 GiBs"}}}, ("target", "hf", "max_memory", "cpu")),
+        ({"target": "hf", "hf": {"max_memory": {"cpu": "8GiB"}}}, ("target", "hf", "max_memory")),
+]  # fmt: skip
+CASES = [
+        ({"eval_k": [0]}, ("eval_k", 0)),
+        ({"eval_k": [1, 9]}, ("eval_k", 1)),  # the demo's SMoEs have 8 experts
+        ({"target": {"type": "smoe_sraven", "train_k": [2, 9]}}, ("target", "smoe_sraven", "train_k", 1)),
+        ({"target": {"type": "hf", "model": "tiny-mixtral"}, "eval_k": [5]}, ("eval_k", 0)),
+        ({"target": {"type": "hf", "model": "allenai/OLMoE-1B-7B-0924"}, "eval_k": [8, 65]}, ("eval_k", 1)),
+        ({"target": {"type": "hf", "score": "multiple_choice"}}, ("target", "hf", "choices_path")),
+        ({"target": {"type": "reasonformer"}}, ("target", "reasonformer", "pretrain_run_id")),
+        ({"target": {"type": "smoe_sraven", "run_id": 3, "path": "x"}}, ("target", "smoe_sraven", "path")),
+        ({"eval_k": [2, 2]}, ("eval_k",)),
+        ({"target": {"type": "smoe_sraven", "run_id": 0}}, ("target", "smoe_sraven", "run_id")),
+        ({"target": {"type": "hf", "device_map": "auto", "max_memory": {"1": "8GiB"}}, "resources": {"gpus": 1}}, ("target", "hf", "max_memory", "1")),
+        ({"target": {"type": "hf", "device_map": "auto", "max_memory": {"npu0": "8GiB"}}}, ("target", "hf", "max_memory", "npu0", "[key]")),
+        ({"target": {"type": "hf", "device_map": "auto", "max_memory": {"cpu": "8 GiBs"}}}, ("target", "hf", "max_memory", "cpu")),
+        ({"target": {"type": "hf", "max_memory": {"cpu": "8GiB"}}}, ("target", "hf", "max_memory")),
+        ({"target": {"train_k": [1]}}, ("target",)),  # the type is required: no guessing
+        ({"target": {"type": "hf", "train_k": [1]}}, ("target", "hf", "train_k")),  # another type's field
+        ({"target": "tpu"}, ("target",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("spec", "loc"), CASES)
 def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) -> None:
     assert loc in error_locs(spec)
+
+
+@pytest.mark.parametrize(("spec", "loc"), LEGACY_CASES)
+def test_bad_specs_of_the_shape_before_the_union_name_their_field(
+    spec: dict[str, Any], loc: tuple[Any, ...]
+) -> None:
+    assert loc in error_locs(spec)
+
+
+def test_a_spec_stored_in_the_shape_before_the_union_still_loads() -> None:
+    """Runs store their validated spec (model_dump): before the union that was the selector beside all
+    three sub-configs, two of them ignored. It loads as the selected target, the ignored ones dropped."""
+    old = {
+        "kind": "topk_eval",
+        "seed": 3,
+        "target": "hf",
+        "smoe": {"run_id": None, "path": None, "train_k": [1, 2, 8], "eval_size": None},
+        "hf": {"model": "tiny-olmoe", "score": "multiple_choice", "choices_path": "examples/choices.jsonl"},
+        "reasonformer": {"pretrain_run_id": None, "eval_per_task": 16},
+        "eval_k": [1, 2],
+    }
+    spec = TopkEvalSpec.model_validate(old)
+    assert isinstance(spec.target, HfTarget) and spec.target.model == "tiny-olmoe"
+    assert spec.target.choices_path == "examples/choices.jsonl" and spec.seed == 3 and spec.eval_k == [1, 2]
+    dumped = spec.model_dump(mode="json")
+    assert dumped["target"]["type"] == "hf" and not {"smoe", "hf", "reasonformer"} & set(dumped)
+    assert TopkEvalSpec.model_validate(dumped) == spec
+    bare = TopkEvalSpec.model_validate({"target": "reasonformer", "reasonformer": {"finetune_run_id": 7}})
+    assert bare.target == ReasonFormerTarget(finetune_run_id=7)
+    assert TopkEvalSpec.model_validate({"smoe": {"run_id": 4}}).target == SmoeTarget(run_id=4)
+    assert TopkEvalSpec.model_validate({"target": "smoe_sraven"}) == TopkEvalSpec()
 
 
 def test_k_above_experts_is_not_checked_where_the_spec_cannot_know_e() -> None:

@@ -98,7 +98,7 @@ FREE_TEXT: dict[str, str] = {
     "reasonformer_finetune:model.general_skill": "a skill label (one of model.skills)",
     "reasonformer_finetune:data.tasks.[]": "task names: looked up in the synthetic suite or the fixed "
     "HUB_TASKS table (each with its own hub id); for jsonl data a label of rows",
-    "topk_eval:reasonformer.tasks.[]": "task names of the synthetic suite (a lookup in its table)",
+    "topk_eval:target.reasonformer.tasks.[]": "task names of the synthetic suite (a lookup in its table)",
     "skillmix:student.endpoint.model": "the model name sent in the JSON body to the endpoint (the URL is checked)",
     "skillmix:grader.endpoint.model": "the model name sent in the JSON body to the endpoint (the URL is checked)",
 }
@@ -107,9 +107,22 @@ FREE_TEXT: dict[str, str] = {
 # --- the walk -------------------------------------------------------------------------------------------
 
 
+class Variant(str):
+    """A path step into one variant of a discriminated union: named by its tag, as pydantic's error
+    locations name it; a spec reaching it sets the union's discriminator field to the tag."""
+
+    field: str
+
+    def __new__(cls, tag: str, field: str) -> Variant:
+        step = super().__new__(cls, tag)
+        step.field = field
+        return step
+
+
 def string_fields(schema: dict[str, Any]) -> dict[tuple[str, ...], str | None]:
     """Every string-typed leaf of a JSON schema -> its confinement marker (None: unmarked). ``[]`` is a list
-    item, ``{}`` a dict value, ``{key}`` a dict key (JSON object keys are strings)."""
+    item, ``{}`` a dict value, ``{key}`` a dict key (JSON object keys are strings),
+    a ``Variant`` the variant of a discriminated union."""
     defs = schema.get("$defs", {})
     found: dict[tuple[str, ...], str | None] = {}
 
@@ -120,13 +133,18 @@ def string_fields(schema: dict[str, Any]) -> dict[tuple[str, ...], str | None]:
             if name not in seen:
                 walk(defs[name], path, seen | {name})
             return
+        discriminator = node.get("discriminator", {})
+        for tag, tagged in discriminator.get("mapping", {}).items():
+            walk({"$ref": tagged}, (*path, Variant(tag, discriminator["propertyName"])), seen)
         for key in ("anyOf", "oneOf", "allOf"):
-            for sub in node.get(key, []):
+            for sub in node.get(key, []) if "mapping" not in discriminator else []:
                 walk(sub, path, seen)
         kind = node.get("type")
         types = kind if isinstance(kind, list) else [kind]
         if "object" in types:
             for name, sub in node.get("properties", {}).items():
+                if path and isinstance(path[-1], Variant) and name == path[-1].field:
+                    continue  # the discriminator: place() sets it to the variant's tag
                 walk(sub, (*path, name), seen)
             extra = node.get("additionalProperties")
             if isinstance(extra, dict):
@@ -154,6 +172,8 @@ def place(path: tuple[str, ...], value: str) -> tuple[dict[str, Any], tuple[str 
         if head == "{key}":
             return {value: "1GiB"}, (value, "[key]")
         inner, loc = build(tail)
+        if isinstance(head, Variant):
+            return {**inner, head.field: str(head)}, (str(head), *loc)
         if head == "[]":
             return [inner], (0, *loc)
         if head == "{}":
@@ -210,7 +230,7 @@ def test_the_walk_finds_the_fields_the_issue_names() -> None:
         "skillmix:grader.endpoint.url",
         "skillmix:student.name",
         "carma:data.path",
-        "topk_eval:hf.choices_path",
+        "topk_eval:target.hf.choices_path",
         "reasonformer_finetune:init.path",
     } <= names
     assert len(FIELDS) > 60  # enums and free text included: every string the schemas hold

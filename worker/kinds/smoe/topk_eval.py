@@ -34,7 +34,7 @@ from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds.smoe import smoe_sraven
 from worker.specs.placement import accelerate_max_memory
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenMoE
-from worker.specs.smoe.topk_eval import TopkEvalPoint, TopkEvalSpec
+from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
 from worker.tracking.context import RunContext, RunError
 from worker.tracking.training import TrainingContext
 
@@ -80,16 +80,17 @@ def _smoe_from_folder(folder: Path, label: str, run_id: int | None, device: str)
     return SmoeSource(label, run_id, model, source_spec)
 
 
-def smoe_sources(spec: TopkEvalSpec, ctx: RunContext) -> Iterator[SmoeSource]:
-    s = spec.smoe
+def smoe_sources(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> Iterator[SmoeSource]:
     if s.run_id is not None:
         outputs = ctx.run_outputs(s.run_id)
         if outputs is None:
-            raise RunError(f"this run context cannot see run {s.run_id}'s outputs; give smoe.path instead")
+            raise RunError(f"this run context cannot see run {s.run_id}'s outputs; give target.path instead")
         yield _smoe_from_folder(outputs / smoe_sraven.MODEL_DIR, f"run {s.run_id}", s.run_id, ctx.device)
         return
     if s.path is not None:
-        yield _smoe_from_folder(confine.model_folder(s.path, "smoe.path"), s.path, None, ctx.device)
+        yield _smoe_from_folder(
+            confine.model_folder(s.path, "target.smoe_sraven.path"), s.path, None, ctx.device
+        )
         return
     demo = s.demo
     for index, k in enumerate(s.train_k):
@@ -118,10 +119,10 @@ def smoe_sources(spec: TopkEvalSpec, ctx: RunContext) -> Iterator[SmoeSource]:
         yield _smoe_from_folder(sub.out_dir / smoe_sraven.MODEL_DIR, f"in-run k={k}", None, ctx.device)
 
 
-def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
+def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
-    trains = len(spec.smoe.train_k) if spec.smoe.trains_in_run else 0
-    for source in smoe_sources(spec, ctx):
+    trains = len(s.train_k) if s.trains_in_run else 0
+    for source in smoe_sources(spec, s, ctx):
         model, src = source.model, source.source_spec
         ks, E = _checked_ks(spec, model)
         train_k = _trained_k(model)
@@ -133,7 +134,7 @@ def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
             split_seed=src.data.split_seed,
             holdout_buckets=src.data.holdout_buckets,
         )
-        size = spec.smoe.eval_size or src.train.eval_size
+        size = s.eval_size or src.train.eval_size
         sets = [smoe_sraven.EvalSet.of("test", generator.eval_set("test", size, src.data.test_seed))]
         if len(generator.ood_idx):
             sets.append(smoe_sraven.EvalSet.of("ood", generator.eval_set("ood", size, src.data.ood_seed)))
@@ -141,7 +142,7 @@ def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
             if ctx.should_stop():
                 return
             with experts_per_token(model, k) as report, torch.no_grad():
-                scores = smoe_sraven.evaluate_sets(model, sets, spec.smoe.eval_batch_size, device)
+                scores = smoe_sraven.evaluate_sets(model, sets, s.eval_batch_size, device)
             ctx.log_metrics(
                 {
                     f"test_acc/train_k{train_k}": scores["test_acc"],
@@ -182,14 +183,13 @@ def run_smoe(spec: TopkEvalSpec, ctx: RunContext) -> None:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
-    h = spec.hf
+def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
     # the files the spec names, checked (inside the data store) before the model loads
-    text_file = confine.data_file(h.text_path, "hf.text_path") if h.text_path is not None else None
+    text_file = confine.data_file(h.text_path, "target.hf.text_path") if h.text_path is not None else None
     choices_file = None
     if h.score == "multiple_choice":
         assert h.choices_path is not None
-        choices_file = confine.data_file(h.choices_path, "hf.choices_path")
+        choices_file = confine.data_file(h.choices_path, "target.hf.choices_path")
     where = (
         Placement(h.device_map, accelerate_max_memory(h.max_memory), gpus=spec.resources.gpus)
         if h.device_map
@@ -198,9 +198,9 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
     try:
         loaded = load_model(h.model, seed=spec.seed, dtype=DTYPES[h.dtype], placement=where)
     except ModelNotFound as exc:
-        raise RunError(f"hf.model: {exc}") from None
+        raise RunError(f"target.hf.model: {exc}") from None
     except PlacementError as exc:
-        raise RunError(f"hf.device_map: {exc}") from None
+        raise RunError(f"target.hf.device_map: {exc}") from None
     model: nn.Module = loaded.model
     if where is None:
         model = model.to(torch.device(ctx.device))
@@ -219,13 +219,13 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
         text = text_file.read_text() if text_file is not None else SAMPLE_TEXT
         windows = token_windows(tokenizer(text)["input_ids"], h.window, h.max_tokens)
         if not windows:
-            raise RunError("hf.text_path: the text has fewer than 2 tokens")
+            raise RunError("target.hf.text_path: the text has fewer than 2 tokens")
     else:
         assert choices_file is not None
         try:
             items = load_choice_jsonl(choices_file, h.limit)
         except (OSError, ValueError) as exc:
-            raise RunError(f"hf.choices_path: {exc}") from exc
+            raise RunError(f"target.hf.choices_path: {exc}") from exc
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
@@ -263,17 +263,16 @@ def run_hf(spec: TopkEvalSpec, ctx: RunContext) -> None:
         ctx.progress(i + 1, len(ks), f"k'={k} {score} {value:.4g}")
 
 
-def run_reasonformer(spec: TopkEvalSpec, ctx: RunContext) -> None:
-    r = spec.reasonformer
+def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext) -> None:
     run_id = r.pretrain_run_id or r.finetune_run_id
     if run_id is not None:
         outputs = ctx.run_outputs(run_id)
         if outputs is None:
-            raise RunError(f"this run context cannot see run {run_id}'s outputs; give reasonformer.path")
+            raise RunError(f"this run context cannot see run {run_id}'s outputs; give target.path")
         folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
     else:
         assert r.path is not None
-        folder, label = confine.model_folder(r.path, "reasonformer.path"), r.path
+        folder, label = confine.model_folder(r.path, "target.reasonformer.path"), r.path
     model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
     rc = model_reasoning(model)
     if rc is None:
@@ -332,11 +331,12 @@ def run(spec: TopkEvalSpec, ctx: RunContext) -> None:
     torch.manual_seed(spec.seed)
     ctx.log_params(spec.model_dump(mode="json"))
     try:
-        if spec.target == "smoe_sraven":
-            run_smoe(spec, ctx)
-        elif spec.target == "hf":
-            run_hf(spec, ctx)
+        target = spec.target
+        if isinstance(target, SmoeTarget):
+            run_smoe(spec, target, ctx)
+        elif isinstance(target, HfTarget):
+            run_hf(spec, target, ctx)
         else:
-            run_reasonformer(spec, ctx)
+            run_reasonformer(spec, target, ctx)
     except RouterError as exc:
         raise RunError(str(exc)) from exc

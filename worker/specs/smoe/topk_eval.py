@@ -2,10 +2,11 @@
 in the lab (issue 11; SMoE paper 004, section 2.1: the top-k axis). One knob, every router
 (``worker/core/models/routers.py``): a model trained at k is evaluated at every k' of ``eval_k``.
 
-Targets:
-- ``smoe_sraven``: our SMoE trained on SRAVEN, from a ``smoe_sraven`` run (``smoe.run_id``), a saved folder
-  (``smoe.path``) or, with neither, tiny SMoEs trained in this run at each ``smoe.train_k`` (the ``{}`` CPU
-  demo); score: SRAVEN ID-test accuracy (all M right), with OOD and per-feature accuracy.
+Targets (``target``, a union discriminated by ``target.type``; a spec of the shape before it, ``target``
+naming the type beside three sub-configs ``smoe``, ``hf``, ``reasonformer``, still loads):
+- ``smoe_sraven``: our SMoE trained on SRAVEN, from a ``smoe_sraven`` run (``target.run_id``), a saved
+  folder (``target.path``) or, with neither, tiny SMoEs trained in this run at each ``target.train_k`` (the
+  ``{}`` CPU demo); score: SRAVEN ID-test accuracy (all M right), with OOD and per-feature accuracy.
 - ``hf``: an HF mixture-of-experts causal LM (model-store name, path or tiny preset); score: perplexity on
   a text file, or multiple-choice accuracy on a JSONL.
 - ``reasonformer``: the skill router of a ``reasonformer_pretrain`` or ``reasonformer_finetune`` run;
@@ -95,6 +96,9 @@ class SmoeDemo(StrictModel):
 
 
 class SmoeTarget(StrictModel):
+    """Our SMoE on SRAVEN: a ``smoe_sraven`` run's model, a saved folder, or SMoEs trained in this run."""
+
+    type: Literal["smoe_sraven"] = "smoe_sraven"
     run_id: int | None = Field(
         None, ge=1, description="a succeeded smoe_sraven run: the model it saved (its outputs' model/)"
     )
@@ -135,6 +139,9 @@ class SmoeTarget(StrictModel):
 
 
 class HfTarget(StrictModel):
+    """An HF mixture-of-experts causal LM: perplexity on a text, or multiple-choice accuracy."""
+
+    type: Literal["hf"] = "hf"
     model: ModelName = Field(
         "tiny-mixtral",
         min_length=1,
@@ -181,6 +188,9 @@ class HfTarget(StrictModel):
 
 
 class ReasonFormerTarget(StrictModel):
+    """The skill router of a ReasonFormer run or saved folder: the synthetic suite's average accuracy."""
+
+    type: Literal["reasonformer"] = "reasonformer"
     pretrain_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_pretrain run")
     finetune_run_id: int | None = Field(None, ge=1, description="a succeeded reasonformer_finetune run")
     path: ModelFolder | None = Field(
@@ -222,14 +232,34 @@ def _error(
     return InitErrorDetails(type=PydanticCustomError(kind, message, ctx), loc=loc, input=value)
 
 
+Target = Annotated[SmoeTarget | HfTarget | ReasonFormerTarget, Field(discriminator="type")]
+# the shape before the union (specs stored then): target named the type, and all three sub-configs were
+# there, two of them ignored; under these keys
+LEGACY_KEYS = {"smoe_sraven": "smoe", "hf": "hf", "reasonformer": "reasonformer"}
+
+
+def _from_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """A spec of the shape before the union -> today's: ``{"target": "hf", "hf": {...}, "smoe": {...}}``
+    becomes ``{"target": {"type": "hf", ...}}``, the ignored sub-configs dropped."""
+    selector = data.get("target", "smoe_sraven")
+    if not isinstance(selector, str) and not any(key in data for key in LEGACY_KEYS.values()):
+        return data  # today's shape
+    out = {k: v for k, v in data.items() if k != "target" and k not in LEGACY_KEYS.values()}
+    if not isinstance(selector, str) or selector not in LEGACY_KEYS:
+        out["target"] = selector  # validation names what is wrong with it
+        return out
+    chosen = data.get(LEGACY_KEYS[selector])
+    out["target"] = {**chosen, "type": selector} if isinstance(chosen, dict) else {"type": selector}
+    return out
+
+
 class TopkEvalSpec(SpecBase):
     kind: Literal["topk_eval"] = "topk_eval"
-    target: Literal["smoe_sraven", "hf", "reasonformer"] = Field(
-        "smoe_sraven", description="which model family: our SMoE on SRAVEN, an HF MoE LM, ReasonFormer"
+    target: Target = Field(
+        default_factory=SmoeTarget,
+        description="which model, by type: smoe_sraven (our SMoE on SRAVEN), hf (an HF MoE LM) or "
+        "reasonformer (ReasonFormer's skill router), with that type's settings",
     )
-    smoe: SmoeTarget = Field(default_factory=SmoeTarget)
-    hf: HfTarget = Field(default_factory=HfTarget)
-    reasonformer: ReasonFormerTarget = Field(default_factory=ReasonFormerTarget)
     eval_k: list[K] | None = Field(
         None, min_length=1, max_length=1024, description="experts per token k' to evaluate; null = 1..E"
     )
@@ -242,12 +272,18 @@ class TopkEvalSpec(SpecBase):
     def _eval_k_distinct(cls, eval_k: list[int] | None) -> list[int] | None:
         return _distinct(eval_k) if eval_k is not None else None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_shape(cls, data: Any) -> Any:
+        return _from_legacy(data) if isinstance(data, dict) else data
+
     def known_experts(self) -> int | None:
         """E where the spec alone tells it (a known HF model, or the SMoEs trained in-run)."""
-        if self.target == "hf":
-            return KNOWN_EXPERTS.get(self.hf.model)
-        if self.target == "smoe_sraven" and self.smoe.trains_in_run:
-            return self.smoe.demo.moe.num_experts
+        target = self.target
+        if isinstance(target, HfTarget):
+            return KNOWN_EXPERTS.get(target.model)
+        if isinstance(target, SmoeTarget) and target.trains_in_run:
+            return target.demo.moe.num_experts
         return None
 
     @model_validator(mode="wrap")
@@ -263,19 +299,20 @@ class TopkEvalSpec(SpecBase):
             for i, k in enumerate(spec.eval_k or []):
                 if k > E:
                     errors.append(_error(("eval_k", i), "k_above_experts", over, {"k": k, "experts": E}, k))
-            if spec.target == "smoe_sraven":
-                for i, k in enumerate(spec.smoe.train_k):
+            if isinstance(spec.target, SmoeTarget):
+                for i, k in enumerate(spec.target.train_k):
                     if k > E:
-                        loc = ("smoe", "train_k", i)
+                        loc = ("target", "smoe_sraven", "train_k", i)
                         errors.append(_error(loc, "k_above_experts", over, {"k": k, "experts": E}, k))
-        if spec.target == "hf":
-            errors += placement_errors(("hf",), spec.hf.device_map, spec.hf.max_memory, spec.resources)
-        if spec.target == "reasonformer" and not spec.reasonformer.source_named:
+        target = spec.target
+        if isinstance(target, HfTarget):
+            errors += placement_errors(("target", "hf"), target.device_map, target.max_memory, spec.resources)
+        if isinstance(target, ReasonFormerTarget) and not target.source_named:
             errors.append(
                 _error(
-                    ("reasonformer", "pretrain_run_id"),
+                    ("target", "reasonformer", "pretrain_run_id"),
                     "missing_model",
-                    "target reasonformer needs pretrain_run_id, finetune_run_id or path",
+                    "target type reasonformer needs pretrain_run_id, finetune_run_id or path",
                     {},
                     None,
                 )
@@ -336,6 +373,10 @@ MANIFEST = KindManifest(
     spec=TopkEvalSpec,
     results=(TopkEvalPoint,),
     source_runs={
+        "target.run_id": "smoe_sraven",
+        "target.pretrain_run_id": "reasonformer_pretrain",
+        "target.finetune_run_id": "reasonformer_finetune",
+        # runs stored before the union keep the old shape (a run token reads the sources they name)
         "smoe.run_id": "smoe_sraven",
         "reasonformer.pretrain_run_id": "reasonformer_pretrain",
         "reasonformer.finetune_run_id": "reasonformer_finetune",
@@ -346,7 +387,8 @@ MANIFEST = KindManifest(
             description="two tiny SMoEs trained in-run at k = 1 and 2 (4 experts, 20 steps), each evaluated "
             "at k' = 1..4: the whole matrix in seconds (the browser test's)",
             spec={
-                "smoe": {
+                "target": {
+                    "type": "smoe_sraven",
                     "train_k": [1, 2],
                     "eval_size": 64,
                     "demo": {
@@ -375,16 +417,15 @@ MANIFEST = KindManifest(
         Example(
             name="smoe-run",
             description="evaluate a smoe_sraven run's model at k' = 1..8 (put its run id)",
-            spec={"target": "smoe_sraven", "smoe": {"run_id": 1}, "eval_k": [1, 2, 3, 4, 5, 6, 7, 8]},
+            spec={"target": {"type": "smoe_sraven", "run_id": 1}, "eval_k": [1, 2, 3, 4, 5, 6, 7, 8]},
         ),
         Example(
             name="mixtral-perplexity-gpu",
             description="Mixtral-8x7B-Instruct, perplexity of a text at k' = 1..8: about 93 GB of weights in "
             "bf16, one H200 (141 GB; two 80 GB GPUs: mixtral-perplexity-2gpu); docs/experiments/topk_eval.md",
             spec={
-                "target": "hf",
+                "target": {"type": "hf", **_MIXTRAL_PERPLEXITY},
                 "resources": {"device": "cuda", "gpus": 1},
-                "hf": _MIXTRAL_PERPLEXITY,
                 "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
             },
         ),
@@ -393,9 +434,8 @@ MANIFEST = KindManifest(
             description="the same on two 80 GB GPUs: the bf16 weights spread by device_map auto (~43.5 GiB a "
             "GPU); needs a worker that sees both GPUs",
             spec={
-                "target": "hf",
+                "target": {"type": "hf", **_MIXTRAL_PERPLEXITY, "device_map": "auto"},
                 "resources": {"device": "cuda", "gpus": 2},
-                "hf": {**_MIXTRAL_PERPLEXITY, "device_map": "auto"},
                 "eval_k": [1, 2, 3, 4, 5, 6, 7, 8],
             },
         ),
@@ -404,8 +444,8 @@ MANIFEST = KindManifest(
             description="a tiny random OLMoE (a non-renormalising router), multiple-choice accuracy on "
             "examples/choices.jsonl of the data store (`make offline` copies the repository's there)",
             spec={
-                "target": "hf",
-                "hf": {
+                "target": {
+                    "type": "hf",
                     "model": "tiny-olmoe",
                     "score": "multiple_choice",
                     "choices_path": "examples/choices.jsonl",
@@ -415,7 +455,7 @@ MANIFEST = KindManifest(
         Example(
             name="reasonformer-pretrain-run",
             description="a reasonformer_pretrain run's skill router at k' = 1..6 (put its run id)",
-            spec={"target": "reasonformer", "reasonformer": {"pretrain_run_id": 1}},
+            spec={"target": {"type": "reasonformer", "pretrain_run_id": 1}},
         ),
     ),
 )
