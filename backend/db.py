@@ -7,10 +7,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+if TYPE_CHECKING:
+    import psycopg
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -27,6 +30,20 @@ class Base(DeclarativeBase):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(t: datetime) -> datetime:
+    """``t``, read as UTC when it carries no time zone."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def psycopg_connection(session: Session) -> psycopg.Connection[Any]:
+    """The session's psycopg connection, in the session's transaction (Postgres only: COPY)."""
+    import psycopg
+
+    raw = session.connection().connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    return raw
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

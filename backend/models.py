@@ -192,7 +192,7 @@ class MetricRollup(Base):
     """One block of one series, summarised at ingest: the points with ``step // width == block``, their
     first and last step, min and max value, count, and the value and time at the last step. Kept for
     ``width`` in ``ROLLUP_WIDTHS`` (10, 100, 1,000, 10,000 steps), each level recomputed from the finer one
-    in the transaction that writes the points (backend/metrics/repository.py), so a re-sent batch or a
+    in the transaction that writes the points (backend/metrics/points.py), so a re-sent batch or a
     resumed run overwrites instead of double-counting. The downsampled query reads these for wide windows:
     ~1,000 rows instead of a 1,000,000-point scan.
 

@@ -23,7 +23,7 @@ from pydantic_core import to_json
 from sqlalchemy.orm import Session
 
 from backend.experiments import repository
-from backend.metrics import repository as metrics_repo
+from backend.metrics import reads as metric_reads
 
 
 def _sqlite_iso(text: str) -> str:
@@ -94,7 +94,7 @@ def fingerprint(session: Session, experiment_id: int) -> tuple[Any, ...]:
     added or removed, a shown column of a run changes, or a run's latest metric value does."""
     return (
         repository.run_table_rev(session, experiment_id),
-        metrics_repo.experiment_latest_rev(session, experiment_id),
+        metric_reads.experiment_latest_rev(session, experiment_id),
     )
 
 
@@ -140,7 +140,7 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
         if at is not None:
             ended_seconds[at], attempt_started[at] = seconds, start
     summary: dict[str, list[float | None]] = {}
-    for run_id, key, value in metrics_repo.experiment_latest(session, experiment_id):
+    for run_id, key, value in metric_reads.experiment_latest(session, experiment_id):
         column = summary.get(key)
         if column is None:
             column = summary[key] = [None] * n

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic_core import to_json
 
 from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
-from backend.metrics import repository, service
+from backend.metrics import reads, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
 from backend.runs import service as runs
 
@@ -55,4 +55,4 @@ def get_metrics(
 
 @router.get("/{run_id}/metric-keys", response_model=list[str], operation_id="metrics-keys")
 def metric_keys(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[str]:
-    return repository.keys(session, runs.get_visible(session, principal, run_id).id)
+    return reads.keys(session, runs.get_visible(session, principal, run_id).id)

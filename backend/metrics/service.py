@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from backend.db import utcnow
 from backend.http.errors import TooLarge
-from backend.metrics import repository
+from backend.metrics import points, reads
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror
 from backend.models import Run
@@ -46,11 +46,11 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
             tops[key] = (step, value)
         if step < first[key]:
             first[key] = step
-    repository.upsert_series(session, run.id, latest, first)
+    points.upsert_series(session, run.id, latest, first)
     # The run's summary: each key's value at its largest step (sorting by a final metric, the event
     # stream's latest steps). Its own rows, upserted where the step is not smaller than the stored one:
     # no lock on the run row, so concurrent batches into one run neither wait for nor deadlock on it.
-    repository.upsert_latest(session, run.id, tops)
+    points.upsert_latest(session, run.id, tops)
     if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
         mirror.touch(session, run.id)
     return len(batch.points)
@@ -58,7 +58,7 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
 
 def summaries(session: Session, runs: Sequence[Run]) -> dict[int, dict[str, float | None]]:
     """``RunPublic.summary`` of each run: ``{key: value at the key's largest step}``."""
-    return repository.summaries(session, [r.id for r in runs])
+    return reads.summaries(session, [r.id for r in runs])
 
 
 def _utc(value: datetime | str | None) -> datetime | None:
@@ -101,14 +101,14 @@ def query(
     more than the database's reads (~10 of a ~25 ms query over 1,000,000 points, bench/metric_query.py)."""
     out: dict[str, dict[str, Any]] = {}
     bucket = _timed_bucket if with_time else _bucket
-    for key in keys or repository.keys(session, run.id):
-        smin, smax, total = repository.head(session, run.id, key)
+    for key in keys or reads.keys(session, run.id):
+        smin, smax, total = reads.head(session, run.id, key)
         if smin is None or smax is None:
             out[key] = {"total_points": 0, "step_min": None, "step_max": None, "buckets": []}
             continue
         lo = max(smin, step_min) if step_min is not None else smin
         hi = min(smax, step_max) if step_max is not None else smax
-        rows = repository.buckets(session, run.id, key, lo, hi, max_points, with_time) if lo <= hi else []
+        rows = reads.buckets(session, run.id, key, lo, hi, max_points, with_time) if lo <= hi else []
         out[key] = {
             "total_points": total,
             "step_min": smin,

@@ -22,7 +22,7 @@ from backend.auth.principal import Principal
 from backend.auth.security import STREAM, make_jwt
 from backend.db import utcnow
 from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep, SettingsDep
-from backend.metrics import repository as metrics
+from backend.metrics import reads as metrics
 from backend.models import Run
 from backend.runs import attempts, service
 from backend.runs.schemas import RunEvent, RunPublic

@@ -52,14 +52,14 @@ def apply_what_ifs(spec: str) -> Any:
     if "keys-from-latest" in opts:
         from sqlalchemy import select
 
-        from backend.metrics import repository
+        from backend.metrics import reads
         from backend.models import MetricLatest
 
         def keys(session: Any, run_id: int) -> list[str]:
             stmt = select(MetricLatest.key).where(MetricLatest.run_id == run_id).order_by(MetricLatest.key)
             return list(session.scalars(stmt))
 
-        repository.keys = keys
+        reads.keys = keys
     threads = int(opts["threads"]) if "threads" in opts else None
     admit = int(opts["admit"]) if "admit" in opts else None
 

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, text
 
 from backend.bootstrap import alembic_config
 from backend.db import get_engine, session_factory
-from backend.metrics import repository
-from backend.metrics.repository import ROLLUP_WIDTHS
+from backend.metrics import points as metric_points
+from backend.metrics.rollups import ROLLUP_WIDTHS
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
@@ -273,13 +273,13 @@ def test_appends_folded_by_two_writers_into_the_same_blocks_stay_exact(api: Api)
 
     a = points(range(100, 1200, 2), 1000.0)  # the later last step (1198), and the maximum
     b = points(range(101, 1101, 2), -1000.0)  # the minimum; its last step (1099) inside a's blocks
-    repository.upsert_series(first, run_id, a, {"loss": 100})
+    metric_points.upsert_series(first, run_id, a, {"loss": 100})
     done = threading.Event()
     errors: list[BaseException] = []
 
     def second_writer() -> None:
         try:
-            repository.upsert_series(second, run_id, b, {"loss": 101})  # waits for first's roll-up lock
+            metric_points.upsert_series(second, run_id, b, {"loss": 101})  # waits for first's roll-up lock
             second.commit()
         except BaseException as exc:
             errors.append(exc)

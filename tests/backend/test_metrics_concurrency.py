@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from backend.metrics import repository
+from backend.metrics import points as metric_points
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
@@ -92,7 +92,7 @@ def test_a_503_from_the_database_says_why_in_the_api_log(
         orig = psycopg.errors.DeadlockDetected("deadlock detected\nDETAIL:  Process 1 waits for ShareLock")
         raise OperationalError("COPY metric", None, orig)
 
-    monkeypatch.setattr(repository, "upsert_series", deadlock)
+    monkeypatch.setattr(metric_points, "upsert_series", deadlock)
     with caplog.at_level(logging.WARNING, logger="reasonlab.api"):
         r = api.client.post(
             f"/api/v1/runs/{run['id']}/metrics",

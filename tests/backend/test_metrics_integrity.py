@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from backend.bootstrap import alembic_config
 from backend.db import get_engine, session_factory
-from backend.metrics import repository
+from backend.metrics import points as metric_points
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
@@ -68,7 +68,7 @@ def test_a_point_of_a_missing_run_is_refused(api: Api, engine: Engine) -> None:
     factory = session_factory(engine)
     for first_steps in ({"x": 0}, None):
         with factory() as session, pytest.raises(IntegrityError):
-            repository.upsert_series(session, 999_999, {("x", 0): (1.0, NOW)}, first_steps)
+            metric_points.upsert_series(session, 999_999, {("x", 0): (1.0, NOW)}, first_steps)
     assert _count(engine, "metric", 999_999) == 0
 
 

@@ -1,0 +1,174 @@
+"""Metric points written: one run's batch upserted on (run, key, step), so a resumed run or a re-sent
+batch overwrites instead of duplicating, in the transaction that brings its roll-up blocks
+(``backend.metrics.rollups``) and its series' latest points (``metric_latest``) up to date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from backend.db import as_utc, psycopg_connection
+from backend.metrics.reads import latest_steps
+from backend.metrics.rollups import add_rollups, batch_spans, refresh_rollups
+from backend.mirror import repository as mirror
+from backend.models import Metric, MetricLatest
+
+# Postgres ingest. The common case, a training loop logging new steps, is one binary COPY straight into
+# ``metric`` (inside a savepoint). A batch that may overwrite stored points (a retry, a resumed run:
+# some key's first step is not after its stored latest step), or whose COPY meets an existing point (a
+# concurrent writer of the same steps), goes by COPY into a session-local staging table and one INSERT
+# ... SELECT ... ON CONFLICT DO UPDATE. Either way the run's existence is checked once per statement by
+# a trigger (migration 0003), not once per point by a foreign key (bench/metric_ingest.py,
+# docs/benchmarks.md: COPY straight in is ~2x faster than staging + merge, the per-point foreign key
+# check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
+# CPU per point); one INSERT over unnest(arrays) was slower (psycopg's text dumping of lists).
+_PG_COLUMNS = "(run_id, key, step, value, time)"
+_PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
+_PG_STAGE = """
+    CREATE TEMPORARY TABLE IF NOT EXISTS metric_stage (
+        run_id integer, key varchar(250), step bigint, value double precision, time timestamptz
+    ) ON COMMIT DELETE ROWS
+"""
+_PG_MERGE = """
+    INSERT INTO metric (run_id, key, step, value, time)
+    SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
+    ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, time = excluded.time
+"""
+
+Row = tuple[int, str, int, float | None, datetime]
+
+
+def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
+    with cur.copy(f"COPY {table} {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(_PG_TYPES)
+        for row in rows:
+            copy.write_row(row)
+
+
+def _append(session: Session, rows: Sequence[Row]) -> bool:
+    """COPY ``rows`` straight into ``metric``; False, with nothing written, if one of them exists (or a
+    concurrent writer of the same points, in another order, deadlocked with this one)."""
+    with psycopg_connection(session).cursor() as cur:
+        cur.execute("SAVEPOINT metric_append")
+        try:
+            _copy(cur, "metric", rows)
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
+            cur.execute("ROLLBACK TO SAVEPOINT metric_append")
+            return False
+        cur.execute("RELEASE SAVEPOINT metric_append")
+    return True
+
+
+def _merge(session: Session, rows: Sequence[Row]) -> None:
+    """Upsert ``rows`` (unique on run, key, step) through the staging table, in key order: concurrent
+    merges of overlapping batches lock their common points in one order."""
+    with psycopg_connection(session).cursor() as cur:
+        cur.execute(_PG_STAGE)
+        cur.execute("DELETE FROM metric_stage")  # an earlier upsert of this transaction
+        _copy(cur, "metric_stage", rows)
+        cur.execute(_PG_MERGE)
+
+
+def _may_overwrite(session: Session, run_id: int, first_steps: Mapping[str, int]) -> bool:
+    """True if a key's first step in the batch is not after the key's latest stored step."""
+    stored = latest_steps(session, run_id)
+    return any(step <= stored.get(key, -1) for key, step in first_steps.items())
+
+
+def upsert_series(
+    session: Session,
+    run_id: int,
+    points: Mapping[tuple[str, int], tuple[float | None, datetime]],
+    first_steps: Mapping[str, int] | None = None,
+) -> None:
+    """Insert or overwrite one run's points ``{(key, step): (value, time)}`` on (run, key, step), and
+    bring their roll-up blocks up to date.
+
+    ``first_steps`` (``{key: smallest step in points}``) lets a batch that overwrites no stored point (a
+    training loop's new steps) take the append path: on Postgres one COPY straight into ``metric``, and
+    on both databases roll-ups summarised from the batch in hand (``add_rollups``) instead of re-read
+    from the points (``refresh_rollups``). Without it every batch is merged and its blocks recomputed.
+    """
+    if session.get_bind().dialect.name != "postgresql":
+        # SQLite serialises writers, and this check reads in the writing transaction: it holds
+        appended = first_steps is not None and not _may_overwrite(session, run_id, first_steps)
+        if not appended:  # before the points change: the MLflow mirror's watermarks (backend/mirror)
+            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
+        _sqlite_upsert(
+            session,
+            [
+                {"run_id": run_id, "key": k, "step": s, "value": v, "time": t}
+                for (k, s), (v, t) in points.items()
+            ],
+        )
+        if appended:
+            add_rollups(session, run_id, points)
+        else:
+            refresh_rollups(session, run_id, batch_spans(points))
+        return
+    rows = [(run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items()]
+    try:
+        # a COPY that went through wrote only new points (the primary key refuses an existing one, a
+        # concurrent writer's uncommitted one included): the batch is disjoint from every other point
+        appended = (
+            first_steps is not None
+            and not _may_overwrite(session, run_id, first_steps)
+            and _append(session, rows)
+        )
+        if appended:
+            add_rollups(session, run_id, points)
+        else:
+            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
+            _merge(session, rows)
+            refresh_rollups(session, run_id, batch_spans(points))
+    except psycopg.Error as exc:
+        # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
+        # was deleted meanwhile), 422 (a value Postgres refuses) or 503 (a lost connection), with a reason
+        raise DBAPIError.instance("COPY metric", None, exc, psycopg.Error) from exc
+
+
+def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    lite = sqlite.insert(Metric)
+    stmt = lite.on_conflict_do_update(
+        index_elements=["run_id", "key", "step"],
+        set_={"value": lite.excluded.value, "time": lite.excluded.time},
+    )
+    for i in range(0, len(rows), 5000):
+        session.execute(stmt, list(rows[i : i + 5000]))
+
+
+# -- each series' latest point (the run's summary) ---------------------------------------------------
+
+# rows per statement: 4 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
+_LATEST_CHUNK = 2000
+
+
+def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int, float | None]]) -> None:
+    """Record ``{key: (step, value)}`` as the run's latest points where the step is at least the stored
+    one (a tie: the later write wins). No lock on the run: concurrent batches into one run each update
+    their keys' rows, and the conditional upsert keeps the largest step whatever the commit order. Rows
+    go in key order, so two batches lock shared keys' rows in one order (no deadlock between them)."""
+    if not latest:
+        return
+    dialect = session.get_bind().dialect.name
+    rows = [
+        {"run_id": run_id, "key": k, "step": s, "value": v, "rev": 1} for k, (s, v) in sorted(latest.items())
+    ]
+    for i in range(0, len(rows), _LATEST_CHUNK):
+        ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(MetricLatest)
+        stmt = ins.values(rows[i : i + _LATEST_CHUNK])
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[MetricLatest.run_id, MetricLatest.key],
+                # rev: +1 a change of the row, the runs table's cache key (backend/experiments/table.py)
+                set_={"step": stmt.excluded.step, "value": stmt.excluded.value, "rev": MetricLatest.rev + 1},
+                where=stmt.excluded.step >= MetricLatest.step,
+            )
+        )
