@@ -366,3 +366,75 @@ def save_model(model: nn.Module, tokenizer: TextTokenizer, out_dir: Path) -> Pat
     model.save_pretrained(path)
     tokenizer.save(path)
     return path
+
+
+def fit_evaluate_save(
+    ctx: RunContext,
+    model: nn.Module,
+    tokenizer: TextTokenizer,
+    batches: Any,
+    t: TrainSpec,
+    *,
+    eval_examples: Sequence[Example],
+    max_source: int,
+    stage: str,
+    pretrained: bool,
+    routing_loss: bool,
+    cases_per_task: int,
+    seed: int,
+    suite: SkillSuite | None,
+    regroup: Callable[[Example], str] | None = None,
+    modularity: bool,
+    freeze: str,
+    reasoning_of: Callable[[str], str | None],
+    few_shot: str | None = None,
+    source_run_id: int | None = None,
+) -> Path | None:
+    """The tail both kinds share: train (evaluating every ``eval_interval`` steps, no case studies),
+    then the final evaluation with ``cases_per_task`` case studies: its metrics, the ``reasonformer_eval``
+    record and the ``routing`` one (not for plain T5), and the model saved under the run's ``MODEL_DIR``.
+    Returns where the model was saved, or None when the run was stopped (its checkpoint saved)."""
+
+    def evaluation(m: nn.Module, cases: int) -> tuple[Predictions, dict[str, float], Routing | None]:
+        return evaluate(
+            m,
+            eval_examples,
+            tokenizer,
+            t,
+            max_source,
+            ctx.device,
+            stage=stage,
+            pretrained=pretrained,
+            cases_per_task=cases,
+            seed=seed,
+            suite=suite,
+            regroup=regroup,
+        )
+
+    def during(m: nn.Module, step: int) -> dict[str, float]:
+        return evaluation(m, 0)[1]
+
+    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=routing_loss, evaluate=during)
+    if outcome.stopped:
+        ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
+        return None
+
+    pred, metrics, routed = evaluation(model, cases_per_task)
+    ctx.log_metrics(metrics, outcome.step)
+    ctx.log_result(
+        eval_record(
+            stage=stage,
+            model=model,
+            pred=pred,
+            pretrained=pretrained,
+            modularity=modularity,
+            freeze=freeze,
+            steps=outcome.step,
+            reasoning_of=reasoning_of,
+            few_shot=few_shot,
+            source_run_id=source_run_id,
+        )
+    )
+    if routed is not None:
+        ctx.log_result(routed)
+    return save_model(model, tokenizer, ctx.out_dir)

@@ -27,21 +27,17 @@ from worker.core.reasonformer.data.hub import HUB_TASKS, load_task
 from worker.core.reasonformer.data.jsonl import load_downstream_jsonl
 from worker.core.reasonformer.data.synthetic import ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
-from worker.core.reasonformer.evaluate import Predictions, eval_rng
+from worker.core.reasonformer.evaluate import eval_rng
 from worker.core.reasonformer.freeze import freeze
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer._parts import (
     batch_maker,
-    eval_record,
-    evaluate,
-    fit,
+    fit_evaluate_save,
     reasoning_config,
-    save_model,
     set_threads,
     suite_of,
-    train_config,
 )
-from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
+from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS
 from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
 from worker.tracking.context import RunContext
 
@@ -164,46 +160,24 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
 
     routing_regroup: Callable[[Example], str] | None = regroup if suite is not None else None
 
-    def evaluation(m: nn.Module, cases_per_task: int) -> tuple[Predictions, dict[str, float], Routing | None]:
-        return evaluate(
-            m,
-            eval_examples,
-            tokenizer,
-            t,
-            d.max_source_length,
-            ctx.device,
-            stage="finetune",
-            pretrained=pretrained,
-            cases_per_task=cases_per_task,
-            seed=spec.seed,
-            suite=suite,
-            regroup=routing_regroup,
-        )
-
-    def during(m: nn.Module, step: int) -> dict[str, float]:
-        return evaluation(m, 0)[1]
-
-    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=False, evaluate=during)
-    if outcome.stopped:
-        ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
-        return
-
-    pred, metrics, routed = evaluation(model, spec.analysis.cases_per_task)
-    ctx.log_metrics(metrics, outcome.step)
-    ctx.log_result(
-        eval_record(
-            stage="finetune",
-            model=model,
-            pred=pred,
-            pretrained=pretrained,
-            modularity=modularity,
-            freeze=spec.freeze,
-            steps=outcome.step,
-            reasoning_of=reasoning_of,
-            few_shot=few_shot,
-            source_run_id=spec.init.run_id,
-        )
+    fit_evaluate_save(
+        ctx,
+        model,
+        tokenizer,
+        batches,
+        t,
+        eval_examples=eval_examples,
+        max_source=d.max_source_length,
+        stage="finetune",
+        pretrained=pretrained,
+        routing_loss=False,
+        cases_per_task=spec.analysis.cases_per_task,
+        seed=spec.seed,
+        suite=suite,
+        regroup=routing_regroup,
+        modularity=modularity,
+        freeze=spec.freeze,
+        reasoning_of=reasoning_of,
+        few_shot=few_shot,
+        source_run_id=spec.init.run_id,
     )
-    if routed is not None:
-        ctx.log_result(routed)
-    save_model(model, tokenizer, ctx.out_dir)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch import nn
 
 from worker import confine
 from worker.core.reasonformer.build import build_model
@@ -24,20 +23,16 @@ from worker.core.reasonformer.data.example import Example
 from worker.core.reasonformer.data.jsonl import load_pretrain_jsonl
 from worker.core.reasonformer.data.synthetic import PRIMITIVE_NAMES, ExampleStream, SkillSuite, program_name
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokenizer, load_tokenizer
-from worker.core.reasonformer.evaluate import Predictions, eval_rng
+from worker.core.reasonformer.evaluate import eval_rng
 from worker.core.reasonformer.params import parameter_counts
 from worker.kinds.reasonformer._parts import (
     batch_maker,
-    eval_record,
-    evaluate,
-    fit,
+    fit_evaluate_save,
     reasoning_config,
-    save_model,
     set_threads,
     suite_of,
-    train_config,
 )
-from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS, Routing
+from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS
 from worker.specs.reasonformer.reasonformer_pretrain import ReasonFormerPretrainSpec
 from worker.tracking.context import RunContext
 
@@ -128,45 +123,23 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
         }
     )
 
-    def evaluation(m: nn.Module, cases_per_task: int) -> tuple[Predictions, dict[str, float], Routing | None]:
-        return evaluate(
-            m,
-            eval_examples,
-            tokenizer,
-            t,
-            data.max_source_length,
-            ctx.device,
-            stage="pretrain",
-            pretrained=True,
-            cases_per_task=cases_per_task,
-            seed=spec.seed,
-            suite=suite,
-        )
-
-    def during(m: nn.Module, step: int) -> dict[str, float]:
-        return evaluation(m, 0)[1]
-
-    _, outcome = fit(ctx, model, batches, train_config(t), routing_loss=True, evaluate=during)
-    if outcome.stopped:
-        ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
-        return
-
-    pred, metrics, routed = evaluation(model, spec.analysis.cases_per_task)
-    ctx.log_metrics(metrics, outcome.step)
-    rc_used = rc.routing_loss_weight > 0 if rc is not None else False
-    ctx.log_result(
-        eval_record(
-            stage="pretrain",
-            model=model,
-            pred=pred,
-            pretrained=True,
-            modularity=rc_used,
-            freeze="none",
-            steps=outcome.step,
-            reasoning_of=reasoning_of,
-        )
+    path = fit_evaluate_save(
+        ctx,
+        model,
+        tokenizer,
+        batches,
+        t,
+        eval_examples=eval_examples,
+        max_source=data.max_source_length,
+        stage="pretrain",
+        pretrained=True,
+        routing_loss=True,
+        cases_per_task=spec.analysis.cases_per_task,
+        seed=spec.seed,
+        suite=suite,
+        modularity=rc.routing_loss_weight > 0 if rc is not None else False,
+        freeze="none",
+        reasoning_of=reasoning_of,
     )
-    if routed is not None:
-        ctx.log_result(routed)
-    path = save_model(model, tokenizer, ctx.out_dir)
-    ctx.log(f"saved the model to {path}")
+    if path is not None:
+        ctx.log(f"saved the model to {path}")
