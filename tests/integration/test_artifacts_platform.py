@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.platform import Platform, wait_for
+
+# kill -9 on one host, resume on another: the fault tier (README, Testing)
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
 
 SPEC = {"seed": 11, "train": {"steps": 60, "checkpoint_every": 10, "step_delay": 0.15}}
 

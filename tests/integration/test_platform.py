@@ -55,12 +55,11 @@ def test_sweep_of_four_runs_on_postgres_and_redis(pg_platform: Platform) -> None
     _check_sweep(pg_platform)
 
 
-def test_sweep_of_four_runs_embedded(embedded_platform: Platform) -> None:
-    embedded_platform.start_api()
-    embedded_platform.start_worker()
-    _check_sweep(embedded_platform)
+def test_sweep_of_four_runs_embedded(shared_embedded_platform: Platform) -> None:
+    _check_sweep(shared_embedded_platform)
 
 
+@pytest.mark.fault
 def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> None:
     spec = {"seed": 7, "train": {"steps": 60, "checkpoint_every": 10, "step_delay": 0.15}}
     pg_platform.start_api()
@@ -120,6 +119,7 @@ def _queued(platform: Platform) -> list[str]:
     return [json.loads(raw)["headers"]["id"] for raw in raws]
 
 
+@pytest.mark.fault
 def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -> None:
     """kill -9 of the API while a run logs and the API's mirror copies it to MLflow, then a new API: the
     worker buffered meanwhile; the mirror goes on from its watermarks in the database (a batch MLflow had
@@ -150,6 +150,7 @@ def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -
     mlflow.set_tracking_uri("")
 
 
+@pytest.mark.fault
 def test_broker_down_at_submit_then_back(tmp_path: Path, postgres_url: str) -> None:
     broker = RedisProcess(_free_port(), tmp_path)
     platform = Platform(tmp_path / "home", postgres_url, f"redis://127.0.0.1:{broker.port}/0")
@@ -169,6 +170,7 @@ def test_broker_down_at_submit_then_back(tmp_path: Path, postgres_url: str) -> N
         broker.stop()
 
 
+@pytest.mark.fault
 def test_api_down_mid_run_loses_nothing(pg_platform: Platform) -> None:
     pg_platform.env["REASONLAB_HEARTBEAT_TIMEOUT"] = "60"  # the outage is shorter than the reaper's patience
     spec = {"train": {"steps": 80, "checkpoint_every": 1000, "step_delay": 0.1}}
@@ -185,9 +187,8 @@ def test_api_down_mid_run_loses_nothing(pg_platform: Platform) -> None:
     assert [s for s, _ in pg_platform.loss_steps(rid)] == list(range(1, 81))
 
 
-def test_cli_submit_and_logs_against_the_platform(embedded_platform: Platform, tmp_path: Path) -> None:
-    embedded_platform.start_api()
-    embedded_platform.start_worker()
+def test_cli_submit_and_logs_against_the_platform(shared_embedded_platform: Platform, tmp_path: Path) -> None:
+    embedded_platform = shared_embedded_platform
     spec = tmp_path / "spec.yaml"
     spec.write_text("kind: diagnostic\ntrain: {steps: 10}\n")
     env = {**embedded_platform.env, "REASONLAB_TOKEN": embedded_platform.token}
@@ -203,6 +204,7 @@ def test_cli_submit_and_logs_against_the_platform(embedded_platform: Platform, t
     assert out.returncode == 1 and "spec.train.lr" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.fault
 def test_worker_shutdown_gives_the_run_back_and_it_resumes(pg_platform: Platform) -> None:
     import signal
 

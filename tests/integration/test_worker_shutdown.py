@@ -87,6 +87,7 @@ def _job_process(worker: subprocess.Popen[bytes]) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_it(
     platform: Platform,
 ) -> None:
@@ -119,6 +120,7 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 @pytest.mark.parametrize("earlier", [False, True])
 def test_an_idle_job_process_notes_the_interrupt_and_the_worker_stops_cleanly(
     platform: Platform, earlier: bool
@@ -139,6 +141,7 @@ def test_an_idle_job_process_notes_the_interrupt_and_the_worker_stops_cleanly(
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_kill9_of_the_worker_alone_leaves_no_job_process(platform: Platform) -> None:
     """The job processes no longer die by the parent-death signal (it follows the forking thread): each
     watches its worker instead. A kill -9 of the worker process alone (not its group) takes its idle job
@@ -173,6 +176,7 @@ def _carma_data(cache: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_path: Path) -> None:
     """carma checkpoints only when it stops (``train.checkpoint_every`` 0): the interrupt makes it write
     one, so the next attempt goes on from there instead of training again from step 0. Embedded, as
@@ -287,6 +291,7 @@ class _Api:
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finishes_it(tmp_path: Path) -> None:
     home, port = tmp_path / "home", free_port()
     api = _Api(home, port)
@@ -324,6 +329,7 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_ctrl_c_of_up_with_two_workers_gives_back_both_runs_they_hold(tmp_path: Path) -> None:
     """`make up WORKERS=2`: each worker holds a run at Ctrl-C; both runs are handed back, none counted."""
     home, port = tmp_path / "home", free_port()
