@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from backend.db import utcnow
 from backend.auth.principal import Principal
+from backend.db import utcnow
 from backend.http.errors import Invalid, pydantic_errors
 from backend.kinds.service import result_class
 from backend.mirror import repository as mirror
