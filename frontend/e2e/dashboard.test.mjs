@@ -330,7 +330,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
       body: { name: 'e2e sraven grid', kind: 'smoe_sraven', spec: { train: { steps: 1, eval_size: 64 } }, sweep: { grid } },
     });
     await page.goto(`${platform.url}/experiments/${exp.id}`);
-    // the tab smoe_sraven declares (src/kinds/smoe_sraven) is there before any result
+    // the tab smoe_sraven declares (src/kinds/smoe/smoe_sraven) is there before any result
     await page.getByRole('tab', { name: 'SRAVEN grid' }).waitFor();
     await page.getByLabel('select all shown runs').check();
     await page.getByTestId('bulk-cancel').click();

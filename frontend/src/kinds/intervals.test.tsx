@@ -12,8 +12,8 @@ import type { PayloadOf } from '../api/types';
 import { CarmaEvalView, SynonymConsistencyView } from './carma/ResultViews';
 import { EvalView, RoutingView } from './reasonformer/ResultViews';
 import { SkillmixCellView } from './skillmix/SkillmixCellView';
-import { SravenCellView } from './smoe_sraven/SravenCellView';
-import { TopkPointView } from './topk_eval/TopkPointView';
+import { SravenCellView } from './smoe/smoe_sraven/SravenCellView';
+import { TopkPointView } from './smoe/topk_eval/TopkPointView';
 import { installDomShims } from '../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;

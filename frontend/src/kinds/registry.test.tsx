@@ -7,20 +7,21 @@ import { GenericResultView } from '../components/results/GenericResultView';
 import { DiagnosticResultView } from './diagnostic/DiagnosticResultView';
 import { kindViews } from './index';
 import { buildRegistry, kindOfPath } from './registry';
-import { SravenCellView } from './smoe_sraven/SravenCellView';
+import { SravenCellView } from './smoe/smoe_sraven/SravenCellView';
 import type { ExperimentTab, KindModule, ResultView, ResultViews } from './types';
 
 const Tab: ExperimentTab = { id: 'plot', label: 'Plot', View: () => null };
 
 describe('buildRegistry', () => {
   it('names a kind by its folder', () => {
-    expect(kindOfPath('./smoe_sraven/index.ts')).toBe('smoe_sraven');
-    expect(kindOfPath('./diagnostic/index.tsx')).toBe('diagnostic');
-    expect(() => kindOfPath('./loose.ts')).toThrow(/src\/kinds\/<kind>\/index/);
+    expect(kindOfPath('./smoe/smoe_sraven/index.ts')).toBe('smoe_sraven');
+    expect(kindOfPath('./diagnostic/diagnostic/index.tsx')).toBe('diagnostic');
+    expect(() => kindOfPath('./loose.ts')).toThrow(/src\/kinds\/<family>\/<kind>\/index/);
+    expect(() => kindOfPath('./smoe_sraven/index.ts')).toThrow(/src\/kinds\/<family>\/<kind>\/index/);
   });
 
   it('gives a kind without views no extra tabs and its results the generic view', () => {
-    const registry = buildRegistry({ './bare/index.ts': { views: {} } });
+    const registry = buildRegistry({ './fam/bare/index.ts': { views: {} } });
     expect(registry.kinds).toEqual(['bare']);
     expect(registry.experimentTabs('bare')).toEqual([]);
     expect(registry.experimentTabs('no_folder_at_all')).toEqual([]);
@@ -31,8 +32,8 @@ describe('buildRegistry', () => {
 
   it('collects the tabs and result views each folder declares', () => {
     const modules: Record<string, KindModule> = {
-      './a/index.ts': { views: { experimentTabs: [Tab], resultViews: { diagnostic: DiagnosticResultView } } },
-      './b/index.tsx': { views: { resultViews: { sraven_cell: SravenCellView } } },
+      './f/a/index.ts': { views: { experimentTabs: [Tab], resultViews: { diagnostic: DiagnosticResultView } } },
+      './f/b/index.tsx': { views: { resultViews: { sraven_cell: SravenCellView } } },
     };
     const registry = buildRegistry(modules);
     expect(registry.experimentTabs('a')).toEqual([Tab]);
@@ -43,17 +44,18 @@ describe('buildRegistry', () => {
 
   it('refuses two views for one result kind and a tab declared twice', () => {
     const twice = { views: { resultViews: { diagnostic: DiagnosticResultView } } };
-    expect(() => buildRegistry({ './a/index.ts': twice, './b/index.ts': twice })).toThrow(/diagnostic has a view in both a and b/);
-    expect(() => buildRegistry({ './a/index.ts': { views: { experimentTabs: [Tab, Tab] } } })).toThrow(/"plot" twice/);
+    expect(() => buildRegistry({ './f/a/index.ts': twice, './g/b/index.ts': twice })).toThrow(/diagnostic has a view in both a and b/);
+    expect(() => buildRegistry({ './f/a/index.ts': { views: { experimentTabs: [Tab, Tab] } } })).toThrow(/"plot" twice/);
   });
 });
 
-describe('the kinds of this dashboard (src/kinds/*/index.ts, found by convention)', () => {
+describe('the kinds of this dashboard (src/kinds/<family>/<kind>/index.ts, found by convention)', () => {
   const openapi = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8'));
   const mapping = (schema: string, prop: string) => Object.keys(openapi.components.schemas[schema].properties[prop].discriminator.mapping).sort();
 
   it('are folders named after kinds the API lists', () => {
     expect(kindViews.kinds).toEqual(expect.arrayContaining(['carma', 'diagnostic', 'smoe_sraven']));
+    expect(kindViews.kinds).toEqual(expect.arrayContaining(['reasonformer_finetune', 'reasonformer_pretrain', 'skillmix', 'topk_eval']));
     expect(kindViews.kinds).toEqual([...kindViews.kinds].sort());
     for (const kind of kindViews.kinds) expect(mapping('ExperimentCreate', 'spec')).toContain(kind);
   });

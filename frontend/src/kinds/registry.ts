@@ -1,4 +1,4 @@
-// The kinds' dashboard views collected from their folders (src/kinds/index.ts feeds this the modules
+// The kinds' dashboard views collected from their folders (one per kind, in its paper family's folder) (src/kinds/index.ts feeds this the modules
 // found by convention), with the generic fallbacks: a kind with no folder, or a folder with no views,
 // gets no extra experiment tabs, and a result kind with no view is drawn as key/values.
 import type { ComponentType } from 'react';
@@ -18,11 +18,11 @@ export interface KindRegistry {
 
 const NO_TABS: readonly ExperimentTab[] = [];
 
-/** The kind a module path names: './smoe_sraven/index.ts' -> 'smoe_sraven'. */
+/** The kind a module path names, under its paper family: './smoe/smoe_sraven/index.ts' -> 'smoe_sraven'. */
 export function kindOfPath(path: string): string {
-  const m = /^\.\/([^/]+)\/index\.tsx?$/.exec(path);
-  if (!m) throw new Error(`a kind's views live in src/kinds/<kind>/index.ts(x), not ${path}`);
-  return m[1]!;
+  const m = /^\.\/([^/]+)\/([^/]+)\/index\.tsx?$/.exec(path);
+  if (!m) throw new Error(`a kind's views live in src/kinds/<family>/<kind>/index.ts(x), not ${path}`);
+  return m[2]!;
 }
 
 function isResultKind(kind: string, views: ResultViews): kind is ResultKind {

@@ -1,4 +1,4 @@
-// What a kind's folder (src/kinds/<kind>/index.ts or index.tsx) declares for the dashboard: a view per
+// What a kind's folder (src/kinds/<family>/<kind>/index.ts or index.tsx) declares for the dashboard: a view per
 // result kind it posts, typed by that result's payload schema, and tabs for the experiment page.
 import type { ComponentType } from 'react';
 import type { ExperimentDetail, PayloadOf, ResultKind } from '../api/types';
@@ -35,7 +35,7 @@ export interface KindViews {
   experimentTabs?: readonly ExperimentTab[];
 }
 
-/** The module shape of `src/kinds/<kind>/index.ts(x)`: the folder names the kind, `views` its views. */
+/** The module shape of `src/kinds/<family>/<kind>/index.ts(x)`: the folder names the kind, `views` its views. */
 export interface KindModule {
   views: KindViews;
 }

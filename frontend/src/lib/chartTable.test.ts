@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { overlayOption } from '../components/charts/OverlayChart';
 import { parallelOption } from '../components/charts/ParallelCoords';
-import { perFeatureOption } from '../kinds/smoe_sraven/SravenCellView';
+import { perFeatureOption } from '../kinds/smoe/smoe_sraven/SravenCellView';
 import { bucketsTable, chartTable, parallelRunsTable } from './chartTable';
 import { toCsv } from './tableExport';
 

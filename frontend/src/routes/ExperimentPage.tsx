@@ -1,5 +1,5 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
-// parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<kind>/), and its review.
+// parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<family>/<kind>/), and its review.
 import { Alert, Button, Grid, Group, Loader, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useIntersection } from '@mantine/hooks';
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';

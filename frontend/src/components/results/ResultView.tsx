@@ -1,4 +1,4 @@
-// One result record, drawn by the view its kind's folder declares (src/kinds/<kind>/), else generically.
+// One result record, drawn by the view its kind's folder declares (src/kinds/<family>/<kind>/), else generically.
 import type { ResultPayload } from '../../api/types';
 import { kindViews } from '../../kinds';
 

@@ -3,10 +3,10 @@
 import { Group, SegmentedControl, Stack, Text } from '@mantine/core';
 import { useCallback, useMemo, useState } from 'react';
 import { useNavigate } from 'react-router';
-import { QueryState } from '../../components/common/QueryState';
-import { IntervalCaption } from '../../components/results/IntervalCaption';
-import { useExperimentResults } from '../../hooks/experiments';
-import type { ExperimentViewProps } from '../types';
+import { QueryState } from '../../../components/common/QueryState';
+import { IntervalCaption } from '../../../components/results/IntervalCaption';
+import { useExperimentResults } from '../../../hooks/experiments';
+import type { ExperimentViewProps } from '../../types';
 import { panelsRange, sravenCaption, sravenCells, sravenPanels, type HeatmapMetric } from './heatmap';
 import { SravenHeatmap } from './SravenHeatmap';
 

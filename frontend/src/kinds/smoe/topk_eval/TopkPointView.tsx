@@ -1,10 +1,10 @@
 // One topk_eval_point on the run page: the cell's train k, k', score (with its 95% Wilson interval when it
 // is a proportion of recorded n problems) and the router facts.
 import { Stack } from '@mantine/core';
-import { IntervalCaption } from '../../components/results/IntervalCaption';
-import { KeyValues } from '../../components/results/KeyValues';
-import { formatWithInterval, intervalCaption, wilson } from '../../lib/interval';
-import type { ResultViewProps } from '../types';
+import { IntervalCaption } from '../../../components/results/IntervalCaption';
+import { KeyValues } from '../../../components/results/KeyValues';
+import { formatWithInterval, intervalCaption, wilson } from '../../../lib/interval';
+import type { ResultViewProps } from '../../types';
 import { isProportion, metricSize } from './matrix';
 
 export function TopkPointView({ payload }: ResultViewProps<'topk_eval_point'>) {

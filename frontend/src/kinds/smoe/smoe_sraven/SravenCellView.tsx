@@ -1,11 +1,11 @@
 import { Group, Stack } from '@mantine/core';
 import { useMemo } from 'react';
-import { EChart } from '../../components/charts/EChart';
-import type { EChartsOption } from '../../components/charts/echarts';
-import { IntervalCaption } from '../../components/results/IntervalCaption';
-import { KeyValues } from '../../components/results/KeyValues';
-import { formatWithInterval, intervalCaption, wilson } from '../../lib/interval';
-import type { ResultViewProps } from '../types';
+import { EChart } from '../../../components/charts/EChart';
+import type { EChartsOption } from '../../../components/charts/echarts';
+import { IntervalCaption } from '../../../components/results/IntervalCaption';
+import { KeyValues } from '../../../components/results/KeyValues';
+import { formatWithInterval, intervalCaption, wilson } from '../../../lib/interval';
+import type { ResultViewProps } from '../../types';
 import type { SravenCell } from './heatmap';
 
 /** Bars of ID (and OOD) accuracy per query-feature slot of one cell. */

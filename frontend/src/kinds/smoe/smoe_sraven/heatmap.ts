@@ -1,7 +1,7 @@
 // Shapes `sraven_cell` results (one per run of a SMoE top-k sweep) into one heatmap panel per attention
 // variant: rows M (SRAVEN's number of features), columns top-k, colour = OOD or ID accuracy.
-import type { ExperimentResult, PayloadOf } from '../../api/types';
-import { cellInterval, intervalCaption, type Interval } from '../../lib/interval';
+import type { ExperimentResult, PayloadOf } from '../../../api/types';
+import { cellInterval, intervalCaption, type Interval } from '../../../lib/interval';
 
 export type SravenCell = PayloadOf<'sraven_cell'>;
 

@@ -3,9 +3,9 @@
 // it. A pure chart: panels in (heatmap.ts), picture out.
 import { SimpleGrid } from '@mantine/core';
 import { memo, useMemo } from 'react';
-import { EChart } from '../../components/charts/EChart';
-import type { EChartsOption } from '../../components/charts/echarts';
-import { formatWithInterval } from '../../lib/interval';
+import { EChart } from '../../../components/charts/EChart';
+import type { EChartsOption } from '../../../components/charts/echarts';
+import { formatWithInterval } from '../../../lib/interval';
 import { columnLabel, type HeatmapMetric, type HeatmapPanel } from './heatmap';
 
 export function panelOption(panel: HeatmapPanel, range: [number, number], metric: HeatmapMetric): EChartsOption {

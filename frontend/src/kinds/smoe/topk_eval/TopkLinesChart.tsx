@@ -1,10 +1,10 @@
 // Score against k', one line per train k (the rows of the matrix), the trained k of each line marked; a
 // shaded band is each line's 95% interval (two stacked series named like the line: the legend toggles all).
 import { memo, useMemo } from 'react';
-import { ciBandSeries, tableWithBands } from '../../components/charts/ciBand';
-import { EChart } from '../../components/charts/EChart';
-import type { EChartsOption } from '../../components/charts/echarts';
-import { formatWithInterval } from '../../lib/interval';
+import { ciBandSeries, tableWithBands } from '../../../components/charts/ciBand';
+import { EChart } from '../../../components/charts/EChart';
+import type { EChartsOption } from '../../../components/charts/echarts';
+import { formatWithInterval } from '../../../lib/interval';
 import { scoreLines, type MatrixPanel } from './matrix';
 
 export function linesOption(panel: MatrixPanel): EChartsOption {

@@ -3,9 +3,9 @@
 // starred; under each value its 95% interval [lo, hi] (matrix.ts). A pure chart: panel in, picture out; a
 // click opens the run of the cell.
 import { memo, useMemo } from 'react';
-import { EChart } from '../../components/charts/EChart';
-import type { EChartsOption } from '../../components/charts/echarts';
-import { formatWithInterval } from '../../lib/interval';
+import { EChart } from '../../../components/charts/EChart';
+import type { EChartsOption } from '../../../components/charts/echarts';
+import { formatWithInterval } from '../../../lib/interval';
 import { matrixRange, rowLabel, type MatrixPanel } from './matrix';
 
 /** colours from worse to better: the scale flips for a lower-is-better score (perplexity) */

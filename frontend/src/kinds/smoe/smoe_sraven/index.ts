@@ -1,6 +1,6 @@
 // SMoE on SRAVEN: each run's `sraven_cell` (accuracies, per-feature bars) and the experiment's grid of
 // cells as heatmaps, the SMoE paper's figure (section 2.1).
-import type { KindViews } from '../types';
+import type { KindViews } from '../../types';
 import { SravenCellView } from './SravenCellView';
 import { SravenGridTab } from './SravenGridTab';
 

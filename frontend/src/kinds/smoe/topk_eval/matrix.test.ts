@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExperimentResult } from '../../api/types';
+import type { ExperimentResult } from '../../../api/types';
 import { matrixOption } from './TopkMatrixChart';
 import { linesOption } from './TopkLinesChart';
 import { matrixRange, scoreLines, topkMatrices, topkPoints, type PointResult, type TopkPoint } from './matrix';

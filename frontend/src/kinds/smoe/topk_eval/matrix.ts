@@ -3,8 +3,8 @@
 // score against k', one per train k. One panel per (target, family, score, M): scores of different
 // kinds never share a colour scale. Each cell carries its 95% interval (lib/interval.ts): Wilson over the
 // point's problems for one run, Student-t over the runs for several; none for perplexity.
-import type { ExperimentResult, PayloadOf } from '../../api/types';
-import { cellInterval, intervalCaption, type Interval } from '../../lib/interval';
+import type { ExperimentResult, PayloadOf } from '../../../api/types';
+import { cellInterval, intervalCaption, type Interval } from '../../../lib/interval';
 
 export type TopkPoint = PayloadOf<'topk_eval_point'>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExperimentResult } from '../../api/types';
+import type { ExperimentResult } from '../../../api/types';
 import { panelsRange, sravenCaption, sravenCells, sravenPanels, type CellResult, type SravenCell } from './heatmap';
 import { panelOption } from './SravenHeatmap';
 
