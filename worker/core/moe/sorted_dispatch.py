@@ -73,7 +73,8 @@ class _Plan:
         count_list = counts.tolist()
         dev = selected_experts.device
         M = max(max(count_list), 1)
-        padded = padded and E * M <= S * (1.0 + pad_max_waste)  # the pads: E*M - S rows
+        pad_rows = E * M - S
+        padded = padded and pad_rows <= S * pad_max_waste
         self.N, self.k, self.E, self.padded = N, k, E, padded
         if padded:
             starts = torch.cumsum(counts, 0) - counts  # [E], first sorted row of each expert

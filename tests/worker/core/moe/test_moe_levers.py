@@ -192,7 +192,8 @@ def test_padded_layout_only_when_the_pads_are_within_the_limit(
     weights = torch.ones(sum(counts), 1, dtype=torch.float64)
     plan = _Plan(selected[:, None], weights, len(counts), torch.float64, True, True, limit)
     assert plan.padded is padded
-    assert plan.R == (len(counts) * max(counts) if padded else sum(counts))
+    rows = len(counts) * max(counts) if padded else sum(counts)
+    assert rows == plan.R
     off = _Plan(selected[:, None], weights, len(counts), torch.float64, False, True, math.inf)
     assert off.padded is False
 
