@@ -1,7 +1,8 @@
 // Turns a kind's JSON schema (pydantic v2's output: $defs + $ref, anyOf [X, null] for optionals,
-// enum / const for Literals, exclusiveMinimum for gt) into a tree of form fields, and checks a value
-// against a field the way the server will, so most mistakes show before a round trip.
-import type { Json } from './dotted';
+// enum / const for Literals, exclusiveMinimum for gt, oneOf + discriminator for a discriminated union) into
+// a tree of form fields, and checks a value against a field the way the server will, so most mistakes show
+// before a round trip.
+import { isPlainObject, type Json, type JsonObject } from './dotted';
 
 export interface JsonSchema {
   type?: string | string[];
@@ -59,11 +60,29 @@ export interface ObjectField extends FieldBase {
   type: 'object';
   children: FormField[];
 }
+/** One member of a discriminated union: the discriminator's value that selects it, and its other fields. */
+export interface UnionVariant {
+  tag: Json;
+  title?: string;
+  description?: string;
+  /** the variant's fields, the discriminator excluded; paths under the union field's path */
+  children: FormField[];
+}
+/**
+ * A union of objects told apart by one property (pydantic's `Field(discriminator=...)`: `oneOf` +
+ * `discriminator.propertyName`, each variant's property a `const`): a choice of variant, then its fields.
+ */
+export interface UnionField extends FieldBase {
+  type: 'union';
+  /** the property whose value picks the variant (`type`) */
+  discriminator: string;
+  variants: UnionVariant[];
+}
 /** Arrays, maps and unions the form does not model: edited as JSON text. */
 export interface JsonField extends FieldBase {
   type: 'json';
 }
-export type FormField = NumberField | StringField | EnumField | BooleanField | ObjectField | JsonField;
+export type FormField = NumberField | StringField | EnumField | BooleanField | ObjectField | UnionField | JsonField;
 
 /** Top-level fields that identify the kind and are not edited. */
 const HIDDEN = new Set(['kind']);
@@ -136,12 +155,113 @@ function toField(raw: JsonSchema, root: JsonSchema, path: string[]): FormField {
     if (typeof s.maxLength === 'number') f.maxLength = s.maxLength;
     return f;
   }
+  const union = s.oneOf ?? s.anyOf;
+  if (union) return toUnion(union, s.discriminator, root, base) ?? { ...base, type: 'json' };
   return { ...base, type: 'json' };
 }
 
-/** The value a field starts from: its schema default, or its children's defaults for an object. */
+/** A Literal's one value: `const`, or an `enum` of one. */
+function constOf(schema: JsonSchema | undefined, root: JsonSchema): Json | undefined {
+  if (!schema) return undefined;
+  const s = normalise(schema, root).schema;
+  if (s.const !== undefined) return s.const;
+  if (s.enum && s.enum.length === 1) return s.enum[0];
+  return undefined;
+}
+
+/**
+ * The union as a choice of variants when every member is an object and one property tells them apart:
+ * the discriminator's propertyName (each member's value from its `const` / one-value `enum`, else from
+ * the discriminator's mapping of values to $refs), or, without a discriminator, a property every member
+ * fixes to a distinct const. Null when the union is not of that shape (it is then edited as JSON).
+ */
+function toUnion(members: JsonSchema[], discriminator: unknown, root: JsonSchema, base: FieldBase): UnionField | null {
+  const objects = members.filter((m) => m.type !== 'null').map((m) => ({ ref: m.$ref, schema: normalise(m, root).schema }));
+  if (objects.length < 2 || !objects.every((o) => o.schema.type === 'object' && o.schema.properties)) return null;
+  const disc = isPlainObject(discriminator as Json) ? (discriminator as { propertyName?: unknown; mapping?: unknown }) : {};
+  const mapping = isPlainObject(disc.mapping as Json) ? (disc.mapping as Record<string, unknown>) : {};
+  const name =
+    typeof disc.propertyName === 'string'
+      ? disc.propertyName
+      : Object.keys(objects[0]!.schema.properties!).find((k) => objects.every((o) => constOf(o.schema.properties![k], root) !== undefined));
+  if (name === undefined) return null;
+  const variants: UnionVariant[] = [];
+  for (const { ref, schema } of objects) {
+    const tag = constOf(schema.properties![name], root) ?? Object.entries(mapping).find(([, r]) => r === ref)?.[0];
+    if (tag === undefined) return null;
+    variants.push({
+      tag,
+      ...(schema.title ? { title: schema.title } : {}),
+      ...(schema.description ? { description: schema.description } : {}),
+      children: Object.entries(schema.properties!)
+        .filter(([n]) => n !== name)
+        .map(([n, c]) => toField(c, root, [...base.path, n])),
+    });
+  }
+  const tags = variants.map((v) => JSON.stringify(v.tag));
+  if (new Set(tags).size !== tags.length) return null;
+  return { ...base, type: 'union', discriminator: name, variants };
+}
+
+/** The variant a union's value selects by its discriminator, if any. */
+export function variantOf(field: UnionField, value: unknown): UnionVariant | undefined {
+  if (!isPlainObject(value as Json)) return undefined;
+  const tag = (value as JsonObject)[field.discriminator];
+  return field.variants.find((v) => v.tag === tag);
+}
+
+/**
+ * A variant's starting value: the discriminator set, and the fields with a default in the schema (a field
+ * without one is left out, so the server applies its own, e.g. a default_factory).
+ */
+export function variantDefault(field: UnionField, variant: UnionVariant): JsonObject {
+  const out: JsonObject = { [field.discriminator]: variant.tag };
+  for (const c of variant.children) if (c.default !== undefined) out[c.path[c.path.length - 1]!] = c.default;
+  return out;
+}
+
+/** Whether a value of field `from` fits field `to` as it is (same kind of field, and valid there). */
+function typesAgree(from: FormField, to: FormField, value: Json): boolean {
+  const numeric = (f: FormField) => f.type === 'number' || f.type === 'integer';
+  if (from.type !== to.type && !(numeric(from) && numeric(to))) return false;
+  if (value === null) return to.nullable;
+  if (to.type === 'object') {
+    if (!isPlainObject(value)) return false;
+    const names = new Set(to.children.map((c) => c.path[c.path.length - 1]!));
+    return Object.keys(value).every((k) => names.has(k)) && Object.keys(validateSpec(to.children, value)).length === 0;
+  }
+  if (to.type === 'union') return variantOf(to, value) !== undefined && validateField(to, value) === null;
+  return validateField(to, value) === null;
+}
+
+/**
+ * The union's value after choosing variant `tag`: the discriminator set, the new variant's defaults, and the
+ * old value's fields that the new variant has too, under the same name and of a type that agrees (the
+ * others dropped).
+ */
+export function switchVariant(field: UnionField, value: unknown, tag: Json): JsonObject {
+  const to = field.variants.find((v) => v.tag === tag);
+  if (!to) throw new Error(`${field.label}: no variant ${JSON.stringify(tag)}`);
+  const out = variantDefault(field, to);
+  const from = variantOf(field, value);
+  if (!from) return out;
+  const old = value as JsonObject;
+  for (const c of to.children) {
+    const key = c.path[c.path.length - 1]!;
+    const was = from.children.find((f) => f.path[f.path.length - 1] === key);
+    const v = old[key];
+    if (was && v !== undefined && typesAgree(was, c, v)) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * The value a field starts from: its schema default, or its children's defaults for an object, or the first
+ * variant's defaults for a union.
+ */
 export function fieldDefault(field: FormField): Json {
   if (field.default !== undefined) return field.default;
+  if (field.type === 'union' && !field.nullable && field.variants[0]) return variantDefault(field, field.variants[0]);
   if (field.type === 'object') {
     const out: { [k: string]: Json } = {};
     for (const c of field.children) out[c.path[c.path.length - 1]!] = fieldDefault(c);
@@ -177,6 +297,13 @@ export function validateField(field: FormField, value: unknown): string | null {
       if (field.minLength !== undefined && value.length < field.minLength) return `at least ${field.minLength} characters`;
       if (field.maxLength !== undefined && value.length > field.maxLength) return `at most ${field.maxLength} characters`;
       return null;
+    case 'union': {
+      if (!isPlainObject(value as Json)) return 'must be an object';
+      const tag = (value as JsonObject)[field.discriminator];
+      if (tag === undefined) return `${field.discriminator} is required`;
+      if (variantOf(field, value)) return null;
+      return `${field.discriminator} must be one of ${field.variants.map((v) => JSON.stringify(v.tag)).join(', ')}`;
+    }
     default:
       return null;
   }
@@ -194,6 +321,16 @@ export function validateSpec(fields: readonly FormField[], spec: unknown): Recor
         if (value === null) {
           if (!f.nullable) errors[f.path.join('.')] = 'a value is required';
         } else walk(f.children, value);
+        continue;
+      }
+      if (f.type === 'union') {
+        // the variant its discriminator picks is checked field by field; a missing or unknown one is named
+        const variant = variantOf(f, value);
+        if (variant) walk(variant.children, value);
+        else {
+          const msg = validateField(f, value);
+          if (msg) errors[isPlainObject(value as Json) ? [...f.path, f.discriminator].join('.') : f.path.join('.')] = msg;
+        }
         continue;
       }
       const msg = validateField(f, value);

@@ -1,10 +1,11 @@
 // A spec form generated from the kind's JSON schema (lib/schemaForm): nested objects as fieldsets,
 // numbers with their range in the description, enums as selects, booleans as switches, nullable
-// values clearable, optional nested configs switched on and off. Every control has a label.
+// values clearable, optional nested configs switched on and off, a discriminated union as a select of its
+// variant above that variant's fields. Every control has a label.
 import { Checkbox, Fieldset, NativeSelect, NumberInput, SimpleGrid, Stack, Switch, Text, TextInput, Textarea } from '@mantine/core';
 import { memo, useEffect, useState } from 'react';
 import { getPath, type Json, type JsonObject } from '../../lib/dotted';
-import { fieldDefault, rangeHint, type FormField } from '../../lib/schemaForm';
+import { fieldDefault, rangeHint, switchVariant, variantOf, type FormField, type UnionField } from '../../lib/schemaForm';
 
 interface Props {
   fields: readonly FormField[];
@@ -96,7 +97,94 @@ interface FieldProps {
   disabled?: boolean;
 }
 
-function Field(props: FieldProps & { errors: Record<string, string>; onChangeAt: Props['onChange'] }) {
+type NestedProps = { errors: Record<string, string>; onChangeAt: Props['onChange'] };
+
+/** An object's or a union variant's fields: scalars two to a row, nested objects full width. */
+function Children({ fields, value, errors, onChangeAt, disabled, keyPrefix = '' }: NestedProps & { fields: readonly FormField[]; value: unknown; disabled?: boolean; keyPrefix?: string }) {
+  return (
+    <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="sm" verticalSpacing="xs">
+      {fields.map((c) => (
+        <div
+          key={keyPrefix + c.path.join('.')}
+          style={c.type === 'object' || c.type === 'union' || c.type === 'json' ? { gridColumn: '1 / -1' } : undefined}
+        >
+          <Field
+            field={c}
+            value={getPath({ v: value ?? {} }, ['v', c.path[c.path.length - 1]!])}
+            onChange={(v) => onChangeAt(c.path, v)}
+            error={errors[c.path.join('.')]}
+            errors={errors}
+            onChangeAt={onChangeAt}
+            disabled={disabled}
+          />
+        </div>
+      ))}
+    </SimpleGrid>
+  );
+}
+
+/**
+ * The server names a variant's field under its tag (pydantic's loc: target.hf.choices_path); the form keys
+ * it by the spec path (target.choices_path). Both keys, so the message shows on the field.
+ */
+function variantErrors(errors: Record<string, string>, path: readonly string[], tag: unknown): Record<string, string> {
+  if (typeof tag !== 'string') return errors;
+  const prefix = `${[...path, tag].join('.')}.`;
+  const out = { ...errors };
+  for (const [k, m] of Object.entries(errors)) {
+    if (!k.startsWith(prefix)) continue;
+    const key = `${path.join('.')}.${k.slice(prefix.length)}`;
+    out[key] = out[key] && out[key] !== m ? `${out[key]}; ${m}` : m;
+  }
+  return out;
+}
+
+function UnionEditor({ field, value, onChange, error, disabled, errors, onChangeAt }: FieldProps & NestedProps & { field: UnionField }) {
+  const variant = variantOf(field, value);
+  const tagPath = [...field.path, field.discriminator];
+  const options: { value: string; label: string; disabled?: boolean }[] = field.variants.map((v) => ({
+    value: JSON.stringify(v.tag),
+    label: typeof v.tag === 'string' ? v.tag : JSON.stringify(v.tag),
+  }));
+  if (field.nullable) options.unshift({ value: 'null', label: '(none)' });
+  else if (!variant) options.unshift({ value: '', label: '(choose)', disabled: true });
+  const selected = variant ? JSON.stringify(variant.tag) : value === null && field.nullable ? 'null' : '';
+  return (
+    <Fieldset legend={<Text fw={600} size="sm">{field.label}</Text>} variant="filled" p="sm" aria-label={field.label}>
+      <Stack gap="xs">
+        {describe(field) && <Text size="xs" c="dimmed">{describe(field)}</Text>}
+        {error && <Text c="red" size="xs">{error}</Text>}
+        <NativeSelect
+          id={idOf(tagPath)}
+          label={`${field.label} ${field.discriminator}`}
+          description={variant?.description?.replace(/``/g, '`')}
+          data={options}
+          value={selected}
+          onChange={(e) => {
+            const t = e.currentTarget.value;
+            if (t === '') return;
+            onChange(t === 'null' ? null : switchVariant(field, value, JSON.parse(t) as Json));
+          }}
+          error={errors[tagPath.join('.')]}
+          disabled={disabled}
+        />
+        {variant && (
+          <Children
+            fields={variant.children}
+            value={value}
+            errors={variantErrors(errors, field.path, variant.tag)}
+            onChangeAt={onChangeAt}
+            disabled={disabled}
+            // a variant's fields start afresh when the variant changes (a number's typed text included)
+            keyPrefix={`${JSON.stringify(variant.tag)}:`}
+          />
+        )}
+      </Stack>
+    </Fieldset>
+  );
+}
+
+function Field(props: FieldProps & NestedProps) {
   const { field, value, onChange, error, disabled, errors, onChangeAt } = props;
   switch (field.type) {
     case 'number':
@@ -157,28 +245,13 @@ function Field(props: FieldProps & { errors: Record<string, string>; onChangeAt:
               />
             )}
             {error && <Text c="red" size="xs">{error}</Text>}
-            {enabled && (
-              // scalar fields two to a row, nested objects full width
-              <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="sm" verticalSpacing="xs">
-                {field.children.map((c) => (
-                  <div key={c.path.join('.')} style={c.type === 'object' || c.type === 'json' ? { gridColumn: '1 / -1' } : undefined}>
-                    <Field
-                      field={c}
-                      value={getPath({ v: value ?? {} }, ['v', c.path[c.path.length - 1]!])}
-                      onChange={(v) => onChangeAt(c.path, v)}
-                      error={errors[c.path.join('.')]}
-                      errors={errors}
-                      onChangeAt={onChangeAt}
-                      disabled={disabled}
-                    />
-                  </div>
-                ))}
-              </SimpleGrid>
-            )}
+            {enabled && <Children fields={field.children} value={value} errors={errors} onChangeAt={onChangeAt} disabled={disabled} />}
           </Stack>
         </Fieldset>
       );
     }
+    case 'union':
+      return <UnionEditor {...props} field={field} />;
     default:
       return <JsonTextField {...props} />;
   }
