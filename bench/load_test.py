@@ -16,7 +16,7 @@ Every simulated worker claims its run with the worker token as ``reasonlab worke
   heartbeat  every ``--heartbeat-interval`` s ``POST /runs/{id}/heartbeat`` with ``attempt`` and progress.
 Every dashboard client logs in (a JWT, as the browser) and watches run i of the experiment the way the
 dashboard's pages do (frontend/src/hooks):
-  stream     ``POST /runs/{id}/events/ticket`` then ``GET /runs/{id}/events?ticket=...`` held open (reopened
+  stream     ``POST /runs/{id}/read-ticket`` then ``GET /runs/{id}/events?ticket=...`` held open (reopened
              2 s after a failure, as the dashboard does);
   charts     per key, ``GET /runs/{id}/metrics?keys=<key>&max_points=1000`` once the stream reported a
              step past what the chart drew, at most every 1 s (LIVE_REFRESH_MS);

@@ -58,7 +58,7 @@ def download_artifact(
         str | None,
         Query(
             max_length=2000,
-            description="a ticket from POST /runs/{run_id}/events/ticket, for a browser's plain download "
+            description="a run read ticket from POST /runs/{run_id}/read-ticket, for a browser's plain download "
             "link (it cannot send an Authorization header)",
         ),
     ] = None,

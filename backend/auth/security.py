@@ -35,7 +35,10 @@ def dummy_hash() -> str:
 
 
 ACCESS = "access"  # a login's bearer token
-STREAM = "stream"  # a short-lived ticket for one run's event stream (EventSource cannot send headers)
+# a run read ticket: one minute, one run, its event stream and artifact downloads (EventSource and a plain
+# download link cannot send headers); the claim's value is still "stream", its name before issue 24, so a
+# ticket handed out by an API replica of the previous version still opens on an upgraded one
+RUN_READ = "stream"
 RUN = "run"  # a run's own token: one run, one attempt (handed out by the claim, docs/operations.md)
 RUN_TOKEN_PREFIX = "rlrun."  # tells a run token from a login's JWT before any signature check
 
@@ -50,7 +53,7 @@ def make_jwt(
 
 def read_jwt(token: str, secret: str, typ: str = ACCESS) -> dict[str, Any] | None:
     """The claims of a valid token of type ``typ``; None for a bad signature, a missing or past ``exp``,
-    a missing ``sub`` or another type (a stream ticket is no login)."""
+    a missing ``sub`` or another type (a run read ticket is no login)."""
     try:
         claims: dict[str, Any] = jwt.decode(
             token, secret, algorithms=["HS256"], options={"require": ["exp", "sub", "typ"]}

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from backend.auth import repository as auth_repo
 from backend.auth.principal import Principal
 from backend.auth.security import (
+    RUN_READ,
     RUN_TOKEN_PREFIX,
-    STREAM,
     TOKEN_PREFIX,
     hash_api_token,
     read_jwt,
@@ -92,12 +92,12 @@ def get_principal(
         credential is None
         and "ticket" in request.query_params
         and request.method == "GET"
-        and (getattr(route, "operation_id", None) in TICKET_OPERATIONS)
+        and (getattr(route, "operation_id", None) in READ_TICKET_OPERATIONS)
     ):
         # Browsers' EventSource and plain download links cannot send headers: an event stream or an
-        # artifact download takes a stream ticket in the URL (POST /runs/{id}/events/ticket), valid a
+        # artifact download takes a run read ticket in the URL (POST /runs/{id}/read-ticket), valid a
         # minute for that one run, never a login or API token.
-        return stream_principal(request, session, settings, request.query_params["ticket"])
+        return read_ticket_principal(request, session, settings, request.query_params["ticket"])
     if not credential:
         raise Unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
     principal = resolve_credential(session, settings, credential)
@@ -179,18 +179,18 @@ RUN_OPERATIONS = frozenset(
 # What a run's token may read of a source run its spec names (never a write).
 SOURCE_RUN_OPERATIONS = frozenset({"artifacts-list", "artifacts-download"})
 
-# What a one-run stream ticket opens (GET only): the run's event stream and its artifact downloads.
-TICKET_OPERATIONS = frozenset({"runs-events", "artifacts-download"})
+# What a run read ticket opens (GET only): the run's event stream and its artifact downloads.
+READ_TICKET_OPERATIONS = frozenset({"runs-events", "artifacts-download"})
 
 
-def stream_principal(request: Request, session: Session, settings: Settings, ticket: str) -> Principal:
-    claims = read_jwt(ticket, settings.secret_key, typ=STREAM)
+def read_ticket_principal(request: Request, session: Session, settings: Settings, ticket: str) -> Principal:
+    claims = read_jwt(ticket, settings.secret_key, typ=RUN_READ)
     run_id = request.path_params.get("run_id")
     if claims is None or str(claims.get("run")) != str(run_id):
-        raise Unauthorized("invalid or expired stream ticket: ask POST /runs/{id}/events/ticket again")
+        raise Unauthorized("invalid or expired run read ticket: ask POST /runs/{id}/read-ticket again")
     user = session.get(User, int(claims["sub"]))
     if user is None:
-        raise Unauthorized("invalid or expired stream ticket")
+        raise Unauthorized("invalid or expired run read ticket")
     return Principal(user=user)
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from backend.auth.principal import Principal
-from backend.auth.security import STREAM, make_jwt
+from backend.auth.security import RUN_READ, make_jwt
 from backend.db import utcnow
 from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep, SettingsDep
 from backend.metrics import reads as metrics
@@ -123,7 +123,7 @@ def run_events(
         str | None,
         Query(
             max_length=2000,
-            description="a stream ticket from POST /runs/{run_id}/events/ticket, for clients that "
+            description="a run read ticket from POST /runs/{run_id}/read-ticket, for clients that "
             "cannot send an Authorization header (a browser's EventSource)",
         ),
     ] = None,
@@ -135,18 +135,33 @@ def run_events(
     return StreamingResponse(stream(request, run_id), media_type="text/event-stream", headers=headers)
 
 
-TICKET_SECONDS = 60
+READ_TICKET_SECONDS = 60
 
 
-class StreamTicket(BaseModel):
-    ticket: str = Field(description="pass as ?ticket= to GET /runs/{run_id}/events within a minute")
+class RunReadTicket(BaseModel):
+    ticket: str = Field(
+        description="pass as ?ticket= to GET /runs/{run_id}/events or GET /runs/{run_id}/artifacts/{path} "
+        "within a minute"
+    )
     expires_at: datetime
 
 
-@router.post("/{run_id}/events/ticket", response_model=StreamTicket, operation_id="runs-events_ticket")
-def events_ticket(run_id: Id, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> StreamTicket:
-    """A one-minute ticket to open this run's event stream: a browser's EventSource cannot send headers,
-    and a login token in a URL ends up in access logs and browser history."""
+@router.post("/{run_id}/read-ticket", response_model=RunReadTicket, operation_id="runs-read_ticket")
+def read_ticket(run_id: Id, user: CurrentUser, session: SessionDep, settings: SettingsDep) -> RunReadTicket:
+    """A one-minute ticket to read this run from a URL: its event stream and its artifact downloads. A
+    browser's EventSource and a plain download link cannot send headers, and a login token in a URL ends
+    up in access logs and browser history."""
     service.get_visible(session, Principal(user=user), run_id)
-    ticket, expires = make_jwt(user.id, settings.secret_key, TICKET_SECONDS, typ=STREAM, run=run_id)
-    return StreamTicket(ticket=ticket, expires_at=expires)
+    ticket, expires = make_jwt(user.id, settings.secret_key, READ_TICKET_SECONDS, typ=RUN_READ, run=run_id)
+    return RunReadTicket(ticket=ticket, expires_at=expires)
+
+
+# The route's name before issue 24 (it also opened artifact downloads, not only the event stream): kept
+# for dashboards and scripts of earlier versions, the same handler under its old operation id.
+router.post(
+    "/{run_id}/events/ticket",
+    response_model=RunReadTicket,
+    operation_id="runs-events_ticket",
+    deprecated=True,
+    summary="Read Ticket (deprecated path: use POST /runs/{run_id}/read-ticket)",
+)(read_ticket)

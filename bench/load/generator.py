@@ -139,7 +139,7 @@ async def stream(
     watch: Watch,
     posted: collections.deque[tuple[int, float]] | None,
 ) -> None:
-    """useRunEvents: a ticket, the stream held open until the end, reopened 2 s after a failure."""
+    """useRunEvents: a run read ticket, the stream held open until the end, reopened 2 s after a failure."""
     route = "GET /runs/{id}/events"
     first_key = plan.keys[0]
 
@@ -177,9 +177,7 @@ async def stream(
         rec.error(route, "stream closed by the server")
 
     while time.monotonic() < plan.end:
-        resp = await rec.call(
-            client, "POST /runs/{id}/events/ticket", "POST", f"/runs/{run_id}/events/ticket"
-        )
+        resp = await rec.call(client, "POST /runs/{id}/read-ticket", "POST", f"/runs/{run_id}/read-ticket")
         if resp is not None:
             try:
                 await asyncio.wait_for(

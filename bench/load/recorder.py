@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 REQUEST_TIMEOUT = 60.0  # seconds, the whole request; then it counts as an error
-STREAM_OPENING = ("POST /runs/{id}/events/ticket", "GET /runs/{id}/events")
+STREAM_OPENING = ("POST /runs/{id}/read-ticket", "GET /runs/{id}/events")
 
 
 @dataclass

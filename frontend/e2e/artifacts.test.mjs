@@ -1,6 +1,6 @@
 // A run's artifacts in the dashboard, end to end against a real `reasonlab up`: the Artifacts tab of a
 // finished run lists its checkpoints and final model as a tree with sizes and the total, folders
-// collapse, and a file downloads through its link (streamed with a one-run ticket) byte for byte.
+// collapse, and a file downloads through its link (streamed with a run read ticket) byte for byte.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';

@@ -913,6 +913,11 @@ class RunPublic(TypedDict):
     worker: str | None
 
 
+class RunReadTicket(TypedDict):
+    expires_at: str
+    ticket: str
+
+
 class RunsTable(TypedDict):
     """An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th"""
 
@@ -1167,11 +1172,6 @@ class StatusEvent(TypedDict):
 
     data: RunPublic
     event: Literal["status"]
-
-
-class StreamTicket(TypedDict):
-    expires_at: str
-    ticket: str
 
 
 class SuiteSpec(TypedDict):

@@ -177,12 +177,16 @@ def test_a_symbolic_link_out_of_the_store_is_refused(api: Api, tmp_path: Path) -
     assert alias.content == b"inside"
 
 
-def test_a_stream_ticket_opens_a_download_of_its_run_only(api: Api) -> None:
+def test_a_run_read_ticket_opens_a_download_of_its_run_only(api: Api) -> None:
     rid = _running_run(api)["id"]
     other = _running_run(api)["id"]
     assert _put(api, rid, "outputs/a.txt", b"ticketed").status_code == 200
-    ticket = api.client.post(f"/api/v1/runs/{rid}/events/ticket", headers=api.h()).json()["ticket"]
+    ticket = api.client.post(f"/api/v1/runs/{rid}/read-ticket", headers=api.h()).json()["ticket"]
     got = api.client.get(f"/api/v1/runs/{rid}/artifacts/outputs/a.txt", params={"ticket": ticket})
+    assert got.status_code == 200 and got.content == b"ticketed"
+    # the deprecated path of the same route answers the same kind of ticket
+    old = api.client.post(f"/api/v1/runs/{rid}/events/ticket", headers=api.h()).json()["ticket"]
+    got = api.client.get(f"/api/v1/runs/{rid}/artifacts/outputs/a.txt", params={"ticket": old})
     assert got.status_code == 200 and got.content == b"ticketed"
     assert (
         api.client.get(f"/api/v1/runs/{other}/artifacts/outputs/a.txt", params={"ticket": ticket}).status_code

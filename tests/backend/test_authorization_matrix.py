@@ -54,7 +54,8 @@ POLICY: dict[str, str] = {
     "runs-list": "user",
     "runs-get": "viewer",
     "runs-events": "viewer",
-    "runs-events_ticket": "viewer",
+    "runs-read_ticket": "viewer",
+    "runs-events_ticket": "viewer",  # the read ticket's deprecated path
     "runs-logs": "viewer",
     "metrics-keys": "viewer",
     "metrics-get": "viewer",

@@ -94,7 +94,7 @@ def _ticket(live: Live) -> tuple[int, str]:
     status, _, body = request(live, "POST", "/api/v1/experiments", spec, auth)
     assert status == 201, body
     run_id = body["runs"][0]["id"]
-    status, _, body = request(live, "POST", f"/api/v1/runs/{run_id}/events/ticket", b"", auth)
+    status, _, body = request(live, "POST", f"/api/v1/runs/{run_id}/read-ticket", b"", auth)
     assert status == 200, body
     return run_id, body["ticket"]
 

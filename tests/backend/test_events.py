@@ -5,10 +5,8 @@ import json
 from tests.backend.conftest import Api
 
 
-def _ticket(api: Api, run_id: int, token: str) -> str:
-    answer = api.client.post(
-        f"/api/v1/runs/{run_id}/events/ticket", headers={"Authorization": f"Bearer {token}"}
-    )
+def _ticket(api: Api, run_id: int, token: str, route: str = "read-ticket") -> str:
+    answer = api.client.post(f"/api/v1/runs/{run_id}/{route}", headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 200, answer.text
     ticket: str = answer.json()["ticket"]
     return ticket
@@ -53,10 +51,11 @@ def test_event_stream_needs_credentials(api: Api) -> None:
     run = api.submit({}).json()["runs"][0]
     assert api.client.get(f"/api/v1/runs/{run['id']}/events").status_code == 401
     outsider = api.user("eve", project="elsewhere")
-    answer = api.client.post(
-        f"/api/v1/runs/{run['id']}/events/ticket", headers={"Authorization": f"Bearer {outsider}"}
-    )
-    assert answer.status_code == 404
+    for route in ("read-ticket", "events/ticket"):
+        answer = api.client.post(
+            f"/api/v1/runs/{run['id']}/{route}", headers={"Authorization": f"Bearer {outsider}"}
+        )
+        assert answer.status_code == 404
 
 
 def test_event_stream_takes_a_ticket_in_the_url_never_a_login(api: Api) -> None:
@@ -73,3 +72,20 @@ def test_event_stream_takes_a_ticket_in_the_url_never_a_login(api: Api) -> None:
     assert api.client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {ticket}"}).status_code == 401
     with api.client.stream("GET", f"/api/v1/runs/{run}/events?ticket={ticket}") as r:
         assert r.status_code == 200
+
+
+def test_the_read_tickets_old_path_is_a_deprecated_alias(api: Api) -> None:
+    """POST /runs/{id}/events/ticket, the route's name before it was called a run read ticket, answers
+    the same ticket for dashboards and scripts of earlier versions, marked deprecated in the document."""
+    run = api.submit({}).json()["runs"][0]["id"]
+    ticket = _ticket(api, run, api.admin_token, route="events/ticket")
+    with api.client.stream("GET", f"/api/v1/runs/{run}/events?ticket={ticket}") as r:
+        assert r.status_code == 200
+    paths = api.client.app.openapi()["paths"]  # type: ignore[attr-defined]
+    old, new = (
+        paths["/api/v1/runs/{run_id}/events/ticket"]["post"],
+        paths["/api/v1/runs/{run_id}/read-ticket"]["post"],
+    )
+    assert old["deprecated"] is True and "deprecated" not in new
+    assert (old["operationId"], new["operationId"]) == ("runs-events_ticket", "runs-read_ticket")
+    assert old["responses"]["200"] == new["responses"]["200"]

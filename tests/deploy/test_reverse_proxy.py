@@ -135,6 +135,7 @@ SAMPLE_PATHS = [
     "/api/v1/experiments",
     "/api/v1/runs/7/events",
     "/api/v1/runs/7/events/ticket",
+    "/api/v1/runs/7/read-ticket",
     "/api/v1/runs/7/metrics/keys",
     "/api/v1",
     "/",

@@ -37,7 +37,7 @@ export async function unwrap<T>(call: Promise<FetchResult<T>>): Promise<T> {
 
 /**
  * URL of a run's event stream. EventSource cannot send headers, so the stream takes a one-minute,
- * one-run ticket (POST /runs/{id}/events/ticket) in the URL, never the login itself.
+ * one-run read ticket (POST /runs/{id}/read-ticket) in the URL, never the login itself.
  */
 export function runEventsUrl(runId: number, ticket: string): string {
   return `${API_PREFIX}/runs/${runId}/events?ticket=${encodeURIComponent(ticket)}`;

@@ -685,9 +685,11 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Events Ticket
-         * @description A one-minute ticket to open this run's event stream: a browser's EventSource cannot send headers,
-         *     and a login token in a URL ends up in access logs and browser history.
+         * Read Ticket (deprecated path: use POST /runs/{run_id}/read-ticket)
+         * @deprecated
+         * @description A one-minute ticket to read this run from a URL: its event stream and its artifact downloads. A
+         *     browser's EventSource and a plain download link cannot send headers, and a login token in a URL ends
+         *     up in access logs and browser history.
          */
         post: operations["runs-events_ticket"];
         delete?: never;
@@ -798,6 +800,28 @@ export interface paths {
          *     merged into its ``logged_params`` (flattened; the last value of a key kept) and mirrored to MLflow.
          */
         post: operations["runs-post_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/read-ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read Ticket
+         * @description A one-minute ticket to read this run from a URL: its event stream and its artifact downloads. A
+         *     browser's EventSource and a plain download link cannot send headers, and a login token in a URL ends
+         *     up in access logs and browser history.
+         */
+        post: operations["runs-read_ticket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3207,6 +3231,19 @@ export interface components {
             /** Worker */
             worker: string | null;
         };
+        /** RunReadTicket */
+        RunReadTicket: {
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /**
+             * Ticket
+             * @description pass as ?ticket= to GET /runs/{run_id}/events or GET /runs/{run_id}/artifacts/{path} within a minute
+             */
+            ticket: string;
+        };
         /**
          * RunsTable
          * @description An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th
@@ -4023,19 +4060,6 @@ export interface components {
              * @enum {string}
              */
             event: "status";
-        };
-        /** StreamTicket */
-        StreamTicket: {
-            /**
-             * Expires At
-             * Format: date-time
-             */
-            expires_at: string;
-            /**
-             * Ticket
-             * @description pass as ?ticket= to GET /runs/{run_id}/events within a minute
-             */
-            ticket: string;
         };
         /**
          * SuiteSpec
@@ -7090,7 +7114,7 @@ export interface operations {
     "artifacts-download": {
         parameters: {
             query?: {
-                /** @description a ticket from POST /runs/{run_id}/events/ticket, for a browser's plain download link (it cannot send an Authorization header) */
+                /** @description a run read ticket from POST /runs/{run_id}/read-ticket, for a browser's plain download link (it cannot send an Authorization header) */
                 ticket?: string | null;
             };
             header?: never;
@@ -7717,7 +7741,7 @@ export interface operations {
     "runs-events": {
         parameters: {
             query?: {
-                /** @description a stream ticket from POST /runs/{run_id}/events/ticket, for clients that cannot send an Authorization header (a browser's EventSource) */
+                /** @description a run read ticket from POST /runs/{run_id}/read-ticket, for clients that cannot send an Authorization header (a browser's EventSource) */
                 ticket?: string | null;
             };
             header?: never;
@@ -7801,7 +7825,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StreamTicket"];
+                    "application/json": components["schemas"]["RunReadTicket"];
                 };
             };
             /** @description no or bad credentials */
@@ -8373,6 +8397,73 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-read_ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunReadTicket"];
+                };
             };
             /** @description no or bad credentials */
             401: {

@@ -88,7 +88,7 @@ const STREAM_RETRY_MS = 2000;
  * Follows a run's server-sent events while it is unfinished (lib/runEvents.ts decodes them by the API's
  * `RunEvent` schema): `status` replaces the cached run, `progress` feeds the bar and the ETA, `metrics`
  * tells the charts new steps exist, `end` closes the stream and refreshes the run and its experiment.
- * The stream is opened with a one-minute stream ticket (EventSource cannot send the login header).
+ * The stream is opened with a one-minute run read ticket (EventSource cannot send the login header).
  */
 export function useRunEvents(run: Run | undefined): LiveState {
   const qc = useQueryClient();
@@ -109,7 +109,7 @@ export function useRunEvents(run: Run | undefined): LiveState {
     const open = async () => {
       let ticket: string;
       try {
-        ticket = (await unwrap(api.POST('/api/v1/runs/{run_id}/events/ticket', { params: { path: { run_id: runId } } }))).ticket;
+        ticket = (await unwrap(api.POST('/api/v1/runs/{run_id}/read-ticket', { params: { path: { run_id: runId } } }))).ticket;
       } catch {
         return reopenLater();
       }

@@ -73,7 +73,7 @@ export function artifactRows(files: readonly ArtifactFile[], collapsed: Readonly
   return rows;
 }
 
-/** The download URL of one file, with a one-run stream ticket (a link cannot send the login header). */
+/** The download URL of one file, with a run read ticket (a link cannot send the login header). */
 export function artifactUrl(runId: number, path: string, ticket: string): string {
   const encoded = path.split('/').map(encodeURIComponent).join('/');
   return `/api/v1/runs/${runId}/artifacts/${encoded}?ticket=${encodeURIComponent(ticket)}`;

@@ -25,12 +25,12 @@ function useRunArtifacts(runId: number, live: boolean) {
   });
 }
 
-/** Fetches a one-minute ticket, then lets the browser download the file from a plain link. */
+/** Fetches a one-minute run read ticket, then lets the browser download the file from a plain link. */
 function useDownload(runId: number) {
   return useMutation({
     mutationFn: async (path: string) => {
       const { ticket } = await unwrap(
-        api.POST('/api/v1/runs/{run_id}/events/ticket', { params: { path: { run_id: runId } } }),
+        api.POST('/api/v1/runs/{run_id}/read-ticket', { params: { path: { run_id: runId } } }),
       );
       const link = document.createElement('a');
       link.href = artifactUrl(runId, path, ticket);
