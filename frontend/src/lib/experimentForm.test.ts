@@ -29,6 +29,47 @@ describe('exampleForm', () => {
   });
 });
 
+describe('exampleForm with a discriminated union', () => {
+  // topk_eval's shape: target a union by target.type, its default the smoe_sraven variant
+  const variant = (tag: string, properties: Record<string, unknown>) => ({
+    type: 'object',
+    properties: { type: { const: tag, default: tag, type: 'string' }, ...properties },
+  });
+  const topk = {
+    ...kind,
+    name: 'topk_eval',
+    spec_schema: {
+      $defs: {
+        Smoe: variant('smoe_sraven', { run_id: { anyOf: [{ type: 'integer' }, { type: 'null' }], default: null }, train_k: { type: 'array' } }),
+        Hf: variant('hf', { model: { type: 'string', default: 'tiny-mixtral' }, score: { enum: ['perplexity', 'multiple_choice'], default: 'perplexity' } }),
+      },
+      type: 'object',
+      properties: {
+        seed: { type: 'integer', default: 0 },
+        target: {
+          discriminator: { propertyName: 'type', mapping: { smoe_sraven: '#/$defs/Smoe', hf: '#/$defs/Hf' } },
+          oneOf: [{ $ref: '#/$defs/Smoe' }, { $ref: '#/$defs/Hf' }],
+        },
+      },
+    },
+    defaults: { kind: 'topk_eval', seed: 0, target: { type: 'smoe_sraven', run_id: null, train_k: [1, 2, 8] } },
+    examples: [
+      { name: 'smoe-run', description: '', spec: { target: { type: 'smoe_sraven', run_id: 1 } }, sweep: null },
+      { name: 'hf', description: '', spec: { target: { type: 'hf', score: 'multiple_choice' } }, sweep: null },
+    ],
+  } as unknown as Kind;
+
+  it('merges an example of the default variant into its defaults', () => {
+    expect(exampleForm(topk, topk.examples[0]!).spec).toEqual({ kind: 'topk_eval', seed: 0, target: { type: 'smoe_sraven', run_id: 1, train_k: [1, 2, 8] } });
+  });
+
+  it("lays an example of another variant onto that variant's defaults, without the default variant's fields", () => {
+    expect(exampleForm(topk, topk.examples[1]!).spec).toEqual({
+      kind: 'topk_eval', seed: 0, target: { type: 'hf', model: 'tiny-mixtral', score: 'multiple_choice' },
+    });
+  });
+});
+
 describe('experimentBody', () => {
   it('names the kind in the spec and fills left-out top-level defaults', () => {
     const built = experimentBody(kind, { ...form, spec: { train: { lr: 0.1 } } });

@@ -3,7 +3,8 @@
 // YAML / JSON text), so its output is checked here against what the generated request type needs; the
 // server checks every field (a 422 names each wrong one, lib/apiErrors.ts puts it on the field).
 import type { ExperimentCreate, Kind, KindExample, Spec, Sweep } from '../api/types';
-import { deepMerge, jsonObjectOf, type Json, type JsonObject } from './dotted';
+import { deepMerge, isPlainObject, jsonObjectOf, type Json, type JsonObject } from './dotted';
+import { schemaToFields, variantDefault, variantOf, type FormField, type JsonSchema } from './schemaForm';
 import { sweepToModel, type SweepModel } from './sweep';
 
 /** The form's starting spec for a kind: every field at its default. */
@@ -11,9 +12,31 @@ export function defaultSpec(kind: Kind): JsonObject {
   return jsonObjectOf(kind.defaults);
 }
 
+/**
+ * `over` laid onto `base` (deepMerge), except that a discriminated union (topk_eval's target) whose value in
+ * `over` picks another variant than `base`'s goes onto that variant's defaults: the other variant's fields
+ * are not its own (the server would refuse them as extra).
+ */
+function layOver(fields: readonly FormField[], base: JsonObject, over: JsonObject): JsonObject {
+  const out = deepMerge(base, over);
+  for (const f of fields) {
+    const key = f.path[f.path.length - 1]!;
+    const [b, o] = [base[key], over[key]];
+    if (!isPlainObject(o)) continue;
+    if (f.type === 'object' && isPlainObject(b)) out[key] = layOver(f.children, b, o);
+    else if (f.type === 'union') {
+      const variant = variantOf(f, o);
+      if (!variant) continue;
+      out[key] = variant === variantOf(f, b) && isPlainObject(b) ? layOver(variant.children, b, o) : deepMerge(variantDefault(f, variant), o);
+    }
+  }
+  return out;
+}
+
 /** What "Load example" puts in the form: the example's spec over the defaults (so every field shows), its sweep. */
 export function exampleForm(kind: Kind, example: KindExample): { spec: JsonObject; sweep: SweepModel } {
-  return { spec: deepMerge(defaultSpec(kind), jsonObjectOf(example.spec)), sweep: sweepToModel(example.sweep) };
+  const fields = schemaToFields(jsonObjectOf(kind.spec_schema) as JsonSchema);
+  return { spec: layOver(fields, defaultSpec(kind), jsonObjectOf(example.spec)), sweep: sweepToModel(example.sweep) };
 }
 
 const scalarType = (v: Json | undefined) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
