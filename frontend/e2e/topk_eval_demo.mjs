@@ -68,8 +68,12 @@ try {
     // 2. that run at k' = 1..8: the kind's example "smoe-run" with the run id put in
     const topkId = await submit(page, 'topk_eval', `topk_eval demo: run ${smoeRun.id} at k'=1..8`, {
       example: 'smoe-run',
-      // target is a union by type, edited as JSON text in the form
-      edit: async () => page.getByLabel('target (JSON)', { exact: true }).fill(JSON.stringify({ type: 'smoe_sraven', run_id: smoeRun.id })),
+      // target, a union by type: the example picks smoe_sraven in the form's select, whose run_id field takes the run
+      edit: async () => {
+        const target = page.getByRole('group', { name: 'target' });
+        if ((await target.getByLabel('target type').inputValue()) !== '"smoe_sraven"') throw new Error('the example should pick target type smoe_sraven');
+        await target.getByLabel('run_id', { exact: true }).fill(String(smoeRun.id));
+      },
     });
     await waitUntilFinished(page);
     await page.screenshot({ path: join(IMG, 'topk-eval-demo-runs.png'), fullPage: true });
