@@ -55,8 +55,8 @@ from bench._common import (
     table,
     wait_http,
 )
+from common.runs import FINISHED_STATUSES as FINISHED
 
-FINISHED = ("succeeded", "failed", "cancelled")
 REDIS_START = [
     "redis-server",
     "--daemonize",

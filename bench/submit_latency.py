@@ -48,9 +48,9 @@ from bench._common import (
     start_api,
     table,
 )
+from common.runs import FINISHED_STATUSES as FINISHED
 
 SPEC = {"train": {"steps": 5}}
-FINISHED = ("succeeded", "failed", "cancelled")
 RECEIVED = re.compile(
     r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): INFO/MainProcess\] Task runs\.execute\[run-(\d+)-"
 )

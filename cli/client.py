@@ -21,6 +21,7 @@ import click
 import yaml
 
 from cli.specfile import experiment_file, load_yaml
+from common.runs import FINISHED_STATUSES, RUN_STATUSES
 
 if TYPE_CHECKING:
     from reasonlab_sdk.client import ReasonLabClient
@@ -249,7 +250,7 @@ def _wait_all(client: ReasonLabClient, run_ids: list[int], timeout: float | None
                 if down_since is not None:
                     click.echo(f"API reachable again after {_now() - down_since:.0f}s", err=True)
                     down_since, retry_in = None, RETRY_FIRST_SECONDS
-                if r["status"] in ("succeeded", "failed", "cancelled"):
+                if r["status"] in FINISHED_STATUSES:
                     ended[rid] = r
                     pending.remove(rid)
                     click.echo(f"run {rid}: {r['status']}")
@@ -381,7 +382,7 @@ def runs_rename(run_id: int, name: str, api_url: str | None, token: str | None) 
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(["queued", "running", "succeeded", "failed", "cancelled"]),
+    type=click.Choice(RUN_STATUSES),
     help="only runs of this status (repeat it; default: all runs)",
 )
 @client_options
@@ -457,7 +458,7 @@ def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None)
                 return
             if not page["items"]:
                 status = client.get_run(run_id)["status"]
-                if status in ("succeeded", "failed", "cancelled"):
+                if status in FINISHED_STATUSES:
                     for item in client.get_logs(run_id, after=after)["items"]:  # lines flushed at the end
                         click.echo(item["line"])
                     click.echo(f"-- run {run_id} {status}")

@@ -4,7 +4,7 @@ document). Lifecycle: queued -> running -> succeeded | failed | cancelled (docs/
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
 
 class RunStatus(StrEnum):
@@ -16,11 +16,9 @@ class RunStatus(StrEnum):
 
 
 RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
-FINISHED_STATUSES: tuple[str, ...] = (
-    RunStatus.succeeded.value,
-    RunStatus.failed.value,
-    RunStatus.cancelled.value,
-)
 
 FinalStatus = Literal["succeeded", "failed", "cancelled"]
-"""How a run attempt ends, as the worker reports it to ``POST /runs/{id}/finish``."""
+"""How a run ends: the final statuses of the lifecycle, what the worker reports to ``POST /runs/{id}/finish``
+and what a tracked run closes with (the one final-status type of the API, the worker and the CLI)."""
+
+FINISHED_STATUSES: tuple[str, ...] = get_args(FinalStatus)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from common.runs import FinalStatus
 from common.settings import SharedSettings
 from reasonlab_sdk import api_types as api
 from reasonlab_sdk.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
@@ -30,13 +31,13 @@ from worker.kinds import get_kind
 from worker.logcapture import capture_logs
 from worker.sysmetrics import SystemSampler, step_origin
 from worker.tracking.artifacts import TransferCancelled
-from worker.tracking.context import RunError, RunStatus
+from worker.tracking.context import RunError
 from worker.tracking.tracked import ApiRunContext, TrackingError
 from worker.tracking.writer import WriterOptions
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["succeeded", "failed", "cancelled", "skipped", "lost", "released"]
+Outcome = Literal[FinalStatus, "skipped", "lost", "released"]
 # The worker parent sends this to its job process when it shuts down (worker/tasks.py): the run
 # checkpoints, stops and is given back to the queue instead of being killed at the end of the grace period.
 INTERRUPT_SIGNAL = signal.SIGUSR2
@@ -213,7 +214,7 @@ def _run_claimed(
         if _shutting_down:  # the signal came between the task's check and this handler
             heartbeat.interrupt()
     ctx: _AttemptContext | None = None
-    status: RunStatus = "failed"
+    status: FinalStatus = "failed"
     error: str | None = None
     try:
         kind = get_kind(run["kind"])

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.runs import FinalStatus
 from worker.kinds import get_kind
 from worker.specs import SpecBase, spec_class
-from worker.tracking.context import RunError, RunStatus
+from worker.tracking.context import RunError
 from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
 from worker.tracking.tracked import LocalRunContext
 
@@ -27,7 +28,7 @@ LOCAL_EXPERIMENT = "reasonlab-local"
 
 @dataclass(frozen=True)
 class LocalRunOutcome:
-    status: RunStatus
+    status: FinalStatus
     out_dir: Path
     mlflow_run_id: str | None
     error: str | None  # the traceback of a failed run
@@ -107,7 +108,7 @@ def run_local(
     old_level = worker_logger.level
     if worker_logger.getEffectiveLevel() > logging.INFO:
         worker_logger.setLevel(logging.INFO)
-    status: RunStatus = "succeeded"
+    status: FinalStatus = "succeeded"
     error: str | None = None
     try:
         get_kind(name).run(validated, ctx)

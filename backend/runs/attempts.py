@@ -22,9 +22,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.models import Run, RunAttempt, RunLog
+from common.runs import FINISHED_STATUSES
 
 # what an attempt's row says while it runs, and how it may end
-OUTCOMES = ("running", "succeeded", "failed", "cancelled", "released", "lost")
+OUTCOMES: tuple[str, ...] = ("running", *FINISHED_STATUSES, "released", "lost")
 # the prefix of the system's own lines in a run's log (the worker's lines carry their logger's format)
 LOG_PREFIX = "[reasonlab]"
 

@@ -185,7 +185,7 @@ class ResumedIn(BaseModel):
     step: int = Field(ge=0, le=2**62, description="the step of the checkpoint it resumed from")
 
 
-AttemptOutcome = Literal["running", "succeeded", "failed", "cancelled", "released", "lost"]
+AttemptOutcome = Literal["running", FinalStatus, "released", "lost"]  # attempts.OUTCOMES
 
 
 class AttemptPublic(BaseModel):

@@ -31,6 +31,8 @@ import httpx
 from reasonlab_sdk import api_types as api
 
 Json = dict[str, Any]
+# common.runs.FinalStatus, spelled again: the SDK imports httpx and the stdlib only (tests/worker/test_sdk_contract.py
+# keeps the two equal)
 FinishStatus = Literal["succeeded", "failed", "cancelled"]
 
 API_PREFIX = "/api/v1"

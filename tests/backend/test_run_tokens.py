@@ -13,6 +13,7 @@ from backend.auth.security import RUN_TOKEN_PREFIX, make_run_token
 from backend.db import get_engine, session_factory, session_scope
 from backend.http.deps import RUN_OPERATIONS, WORKER_OPERATIONS
 from backend.models import Run
+from common.runs import FINISHED_STATUSES
 from tests.backend.conftest import WORKER_TOKEN, Api
 
 
@@ -144,7 +145,7 @@ def test_forged_expired_and_foreign_tokens_are_refused(api: Api) -> None:
     assert api.client.get("/api/v1/auth/me", headers=_bearer(bare)).status_code == 401
 
 
-@pytest.mark.parametrize("status", ["succeeded", "failed", "cancelled"])
+@pytest.mark.parametrize("status", FINISHED_STATUSES)
 def test_a_run_token_reads_only_the_source_runs_its_spec_names(api: Api, status: str) -> None:
     source, reader = _two_runs(api)
     h_source = _bearer(_claim(api, source))

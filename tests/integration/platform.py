@@ -17,10 +17,10 @@ import httpx
 
 from backend.bootstrap import ensure_admin, migrate
 from backend.settings import Settings
+from common.runs import FINISHED_STATUSES as FINISHED
 from reasonlab_sdk.client import ReasonLabClient
 
 WORKER_TOKEN = "wk_integration_token_0123456789abcdef"
-FINISHED = ("succeeded", "failed", "cancelled")
 
 
 def free_port() -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from common.runs import FINISHED_STATUSES
 from common.settings import SharedSettings
 from tests.worker.worker_fake_api import FakeApi, _error
 from worker.executor import execute
@@ -115,7 +116,7 @@ class FinishBeforeBeat(FakeApi):
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/api/v1")
         status = self.run["status"]
-        if path.endswith("/heartbeat") and status in ("succeeded", "failed", "cancelled"):
+        if path.endswith("/heartbeat") and status in FINISHED_STATUSES:
             self.beat_refused.set()
             attempt = self.run["attempt"]
             return _error(

@@ -132,6 +132,15 @@ def test_the_sdk_types_are_generated_from_the_current_document() -> None:
     assert committed == gen_sdk_types.generate(DOCUMENT), "run: python sdk/gen_types.py"
 
 
+def test_the_sdks_finish_status_is_the_final_status_of_common_runs() -> None:
+    """The SDK imports httpx and the stdlib only (pip install ./sdk suffices), so it cannot import
+    common.runs.FinalStatus and spells the same Literal as FinishStatus: kept equal here."""
+    from common.runs import FinalStatus
+    from reasonlab_sdk.client import FinishStatus
+
+    assert typing.get_args(FinishStatus) == typing.get_args(FinalStatus)
+
+
 def test_every_public_sdk_call_is_covered_here() -> None:
     public = {
         name

@@ -1,7 +1,7 @@
 """Tracking of a run: the RunContext a kind reports through, and what carries its records.
 
-    context      RunContext (the contract kinds import: no torch, httpx or mlflow), RunStatus,
-                 result_record, flatten_params
+    context      RunContext (the contract kinds import: no torch, httpx or mlflow), result_record,
+                 flatten_params (a run's final status is common.runs.FinalStatus)
     writer       Sink (the interface), MetricPoint, SinkWriter (buffer + background flush), WriterOptions
     checkpoints  atomic step-<n>.pt files, the newest kept
     sinks        ApiSink (the platform, over REST), LocalSink (files under a folder)
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from worker.tracking.checkpoints import load_checkpoint_file, save_checkpoint_file
-    from worker.tracking.context import RunContext, RunStatus, flatten_params, result_record
+    from worker.tracking.context import RunContext, flatten_params, result_record
     from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
     from worker.tracking.sinks import ApiSink, LocalSink
     from worker.tracking.tracked import (
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "RunContext": "context",
-    "RunStatus": "context",
     "flatten_params": "context",
     "result_record": "context",
     "MetricPoint": "writer",
@@ -61,7 +60,6 @@ __all__ = [
     "MetricPoint",
     "MlflowSink",
     "RunContext",
-    "RunStatus",
     "Sink",
     "SinkWriter",
     "TrackedRunContext",

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from worker.specs import UnknownKind, result_class
-
-RunStatus = Literal["succeeded", "failed", "cancelled"]
 
 
 class RunError(Exception):

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common.runs import FinalStatus
 from worker.tracking.checkpoints import checkpoint_files
-from worker.tracking.context import RunStatus, flatten_params
+from worker.tracking.context import flatten_params
 from worker.tracking.writer import MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class MlflowSink(Sink):
     def write_logs(self, lines: Sequence[str]) -> None:
         """Log lines live on the platform (and in local logs.txt); MLflow has no log stream."""
 
-    def finish(self, status: RunStatus) -> None:
+    def finish(self, status: FinalStatus) -> None:
         self.client.set_terminated(self.run_id, status=_MLFLOW_STATUS[status])
 
     def log_outputs(self, checkpoint_dir: Path, outputs_dir: Path | None) -> None:

@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common.runs import FinalStatus
 from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
-from worker.tracking.context import RunStatus, flatten_params
+from worker.tracking.context import flatten_params
 from worker.tracking.writer import MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class LocalSink(Sink):
     def write_logs(self, lines: Sequence[str]) -> None:
         self._append("logs.txt", "".join(line.rstrip("\n") + "\n" for line in lines))
 
-    def finish(self, status: RunStatus) -> None:
+    def finish(self, status: FinalStatus) -> None:
         self._write_json("status.json", {"status": status, "finished_at": _iso(time.time())})
 
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from common.runs import FinalStatus
 from worker.tracking.artifacts import RunArtifacts, TransferCancelled
 from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
-from worker.tracking.context import RunContext, RunError, RunStatus, result_record
+from worker.tracking.context import RunContext, RunError, result_record
 from worker.tracking.redact import Redactor
 from worker.tracking.sinks import ApiSink, LocalSink
 from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
@@ -154,7 +155,7 @@ class TrackedRunContext(RunContext):
         logger.warning("%s (mirror; the run goes on)", message)
         writer.errors.clear()
 
-    def close(self, status: RunStatus, *, final: bool = True) -> None:
+    def close(self, status: FinalStatus, *, final: bool = True) -> None:
         """Flush every sink (blocking, with retries up to each sink's deadline), tell them the final
         status (unless ``final`` is False: the run goes on in another attempt), stop their threads.
         Raises TrackingError if a required sink lost or refused records."""
@@ -282,7 +283,7 @@ class ApiRunContext(TrackedRunContext):
         self.lease_lost = False
         # a cancel ends the transfers of the run (downloads before the kind's loop, the outputs' upload)
         self.artifacts = RunArtifacts(client, run_id, attempt, stop=lambda: self.stop_reason == "cancel")
-        self.closed_as: RunStatus | None = None  # the status close() told the sinks
+        self.closed_as: FinalStatus | None = None  # the status close() told the sinks
         self._client = client
         self._resume_reported = False  # the first checkpoint loaded is what the attempt resumed from
         self._datasets: dict[str, Path] = {}  # dataset name -> its local copy (fetch_dataset)
@@ -396,7 +397,7 @@ class ApiRunContext(TrackedRunContext):
                 exc,
             )
 
-    def close(self, status: RunStatus, *, final: bool = True) -> None:
+    def close(self, status: FinalStatus, *, final: bool = True) -> None:
         """A succeeded run stores its out_dir and final model before its sinks hear it succeeded: a run
         that finished without them (the API unreachable past the deadline) fails instead."""
         if self._closed:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from worker.tracking.context import RunStatus
+from common.runs import FinalStatus
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def write_logs(self, lines: Sequence[str]) -> None: ...
 
-    def finish(self, status: RunStatus) -> None:  # noqa: B027 - optional
+    def finish(self, status: FinalStatus) -> None:  # noqa: B027 - optional
         """The run ended with ``status`` (after every record was written)."""
 
     def is_transient(self, exc: BaseException) -> bool:
