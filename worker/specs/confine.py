@@ -20,7 +20,7 @@ Spec-level checks (here) are syntactic and need no file system or network:
   (``REASONLAB_OUTBOUND_ALLOW_PRIVATE=1``) and listed the address itself.
 
 Every refusal is a validation error at the field (a 422 whose ``loc`` names it). The same address policy
-runs again on every address a host resolves to, before the worker connects (``worker.endpoints``).
+runs again on every address a host resolves to, before the worker connects (``worker.chat_apis``).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 ]  # fmt: skip
 # marked fields whose value never names a file or folder: how they are confined instead
 NOT_FILES = {
-    "url": "checked at connect time by the endpoint client: tests/worker/endpoints/test_outbound_guard.py",
+    "url": "checked at connect time by the endpoint client: tests/worker/chat_apis/test_outbound_guard.py",
     "name": "a bare name (datasets' configuration): refused by the spec unless letters, digits, . _ -",
 }
 

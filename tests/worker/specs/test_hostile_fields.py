@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from tests.worker.stores import Stores
 from worker import confine
-from worker.endpoints.outbound import OutboundRefused, pin
+from worker.chat_apis.outbound import OutboundRefused, pin
 from worker.specs import manifests
 from worker.specs.confine import ALLOW_ENV, ALLOW_PRIVATE_ENV, SCHEMA_KEY, confined_fields
 

@@ -1,5 +1,5 @@
 """The chat-model protocol students and graders speak (no HTTP here: worker.core does none; the
-OpenAI-compatible endpoint lives in ``worker/endpoints/openai_chat.py``, the local HF model in
+OpenAI-compatible endpoint lives in ``worker/chat_apis/openai_chat.py``, the local HF model in
 ``hf_chat.py``, the rule-based grader in ``rule_grader.py``)."""
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from worker import confine
+from worker.chat_apis.openai_chat import OpenAIChat
 from worker.core.models import LoadedModel, ModelNotFound, Placement, PlacementError, load_model
 from worker.core.models.routers import RouterError, find_routers, set_experts_per_token
 from worker.core.skillmix.cache import ReplyCache
@@ -29,7 +30,6 @@ from worker.core.skillmix.pipeline import Engine, Generation, Grading, Stopped, 
 from worker.core.skillmix.rule_grader import RuleGrader
 from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
-from worker.endpoints.openai_chat import OpenAIChat
 from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunContext, RunError

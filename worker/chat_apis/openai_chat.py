@@ -3,7 +3,7 @@ chat model (``worker.core.skillmix.chat.ChatModel``): a Skill-Mix student or gra
 
 It uses the standard library's HTTP client: the kinds may not import httpx (an import-linter contract
 keeps the API client out of them), and a POST with a timeout needs nothing more. Every attempt goes
-through ``worker.endpoints.outbound``: the URL and every address its host resolves to are checked against
+through ``worker.chat_apis.outbound``: the URL and every address its host resolves to are checked against
 the admin's outbound policy, and the connection goes to a checked address only; redirects are not
 followed. A refused URL or address is a ``ChatFailure`` at once, before any connection, never retried. A
 request that times out, fails to connect (one message, ``connection failed``, whatever the cause), gets a
@@ -24,8 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from worker.core.skillmix.chat import ChatFailure, Conversation, Reply, Sampling
-from worker.endpoints.outbound import (
+from worker.chat_apis.outbound import (
     CONNECTION_FAILED,
     ConnectFailed,
     Opener,
@@ -36,6 +35,7 @@ from worker.endpoints.outbound import (
     pin,
     system_resolve,
 )
+from worker.core.skillmix.chat import ChatFailure, Conversation, Reply, Sampling
 
 
 class _Garbage(ValueError):

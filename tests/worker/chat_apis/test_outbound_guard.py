@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from tests.skillmix_grader import STUDENT_REPLY, Script, serve
+from worker.chat_apis.openai_chat import OpenAIChat
 from worker.core.skillmix.chat import ChatFailure, Sampling, user
-from worker.endpoints.openai_chat import OpenAIChat
 from worker.specs.confine import ALLOW_ENV, ALLOW_PRIVATE_ENV, OutboundPolicy, Refused, check_url
 
 HOST = "grader.test"  # a test host name: only the stub resolvers below know it

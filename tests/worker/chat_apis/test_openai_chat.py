@@ -1,7 +1,7 @@
 """The OpenAI-compatible chat client against a real HTTP server: the bearer key, retries of timeouts and
 garbage, a failure after the last retry (returned, never raised), no retry of a refused key, and no key
 in its repr, identity or failure reasons. The fake server listens on 127.0.0.1: the admin's opt-in lets
-the client reach it (``loopback_endpoints``); tests/worker/endpoints/test_outbound_guard.py shows what is
+the client reach it (``loopback_endpoints``); tests/worker/chat_apis/test_outbound_guard.py shows what is
 refused without it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.skillmix_grader import STUDENT_REPLY, Script, serve
+from worker.chat_apis.openai_chat import OpenAIChat, completions_url
 from worker.core.skillmix.chat import ChatFailure, Sampling, user
-from worker.endpoints.openai_chat import OpenAIChat, completions_url
 
 KEY = "sk-test-0123456789abcdef-secret"
 SAMPLING = Sampling(0.7, 16)
