@@ -199,7 +199,12 @@ def test_ft_monitors_the_regularisers_and_original_does_not_train(tmp_path: Path
 def test_a_model_that_cannot_be_found_fails_with_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, at import: when an earlier test imported it, only the constant
+    # keeps this test off the network (else 90 s of connection retries on a machine without one)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     # neither a preset, an alias, a folder of the model store nor a hub id this machine can load
     spec = tiny_spec(tmp_path, "no-such-model")
     with pytest.raises(RunError, match=r"^model\.name: cannot load model"):
