@@ -15,7 +15,9 @@ of an allowed module (as a package: the module and its descendants; an external 
 top-level name), or, with ``allow_stdlib``, of the standard library. With ``scope`` (a list of packages)
 only imports of modules inside those packages are checked: ``source_modules = ["backend"]``,
 ``scope = ["worker"]``, ``allowed_modules = ["worker.specs"]`` lets the backend import nothing of the
-worker but its specs, without listing (and keeping up to date) every other worker module.
+worker but its specs, without listing (and keeping up to date) every other worker module. With ``exempt``
+(modules inside the source packages) those modules' own imports are not checked here: each one is then the
+source of a contract of its own (``common.transport`` may import kombu; the rest of ``common`` may not).
 
 Direct imports are enough for a whitelist: an indirect import goes through a direct one, which is
 itself either refused here or allowed (and then under its own contract).
@@ -44,6 +46,7 @@ class AllowedImportsContract(Contract):
     allowed_modules = fields.SetField(subfield=fields.ModuleExpressionField(), required=False)
     scope = fields.SetField(subfield=fields.ModuleExpressionField(), required=False)
     allow_stdlib = fields.BooleanField(required=False, default=False)
+    exempt = fields.SetField(subfield=fields.ModuleExpressionField(), required=False)
 
     def _names(self, graph: ImportGraph, option: Any, *, must_exist: bool) -> set[str]:
         expressions = cast("set[ModuleExpression]", option or set())
@@ -54,6 +57,7 @@ class AllowedImportsContract(Contract):
         sources = self._names(graph, self.source_modules, must_exist=True)
         allowed = self._names(graph, self.allowed_modules, must_exist=False)
         scope = self._names(graph, self.scope, must_exist=False)
+        exempt = self._names(graph, self.exempt, must_exist=True)
         allow_stdlib = str(self.allow_stdlib).lower() == "true"
 
         importers = set(sources)
@@ -62,6 +66,8 @@ class AllowedImportsContract(Contract):
 
         violations: list[dict[str, Any]] = []
         for importer in sorted(importers):
+            if _inside(importer, exempt):
+                continue
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):
                 if _inside(imported, sources) or _inside(imported, allowed):
                     continue

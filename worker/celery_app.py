@@ -22,21 +22,16 @@ Runs are long (minutes to days) and each one owns a GPU, so the settings are the
 The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it removes a
 message when a worker takes it (no visibility timeout), so there a lost worker's run is recovered by
 the backend's reaper alone. It is kombu's, with ``common.broker``'s message names and order of delivery
-(``FilesystemTransport``, the same two methods as ``backend.runs.broker``'s): the highest priority first, then
+(``common.transport.FilesystemTransport``, which the dispatcher sends with): the highest priority first, then
 the oldest. On Redis kombu keeps one list per priority step (``common.broker.broker_options``).
 """
 
 from __future__ import annotations
 
-from queue import Empty
 from typing import Any
 
 from celery import Celery
 from kombu import Exchange, Queue
-from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
-from kombu.utils.encoding import bytes_to_str, str_to_bytes
-from kombu.utils.json import dumps, loads
 
 # the dispatcher (backend) and the workers share common.broker's options, so the filesystem broker's
 # folders and the visibility timeout always agree on both sides
@@ -45,10 +40,9 @@ from common.broker import (
     TASK_EXECUTE,
     broker_options,
     is_filesystem,
-    take_message,
-    write_message,
 )
 from common.settings import SharedSettings, get_settings
+from common.transport import FilesystemTransport
 from worker.pool import POOL
 
 __all__ = [
@@ -59,36 +53,6 @@ __all__ = [
     "celery_config",
     "create_celery_app",
 ]
-
-
-class _FilesystemChannel(filesystem.Channel):
-    # kombu names the argument payload here and message in its base class: no signature satisfies both
-    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        priority = self._get_message_priority(payload)
-        try:
-            write_message(self.data_folder_out, queue, priority, str_to_bytes(dumps(payload)))
-        except OSError as exc:
-            raise ChannelError(f"cannot add a message to {self.data_folder_out!r}: {exc}") from exc
-
-    def _get(self, queue: Any, timeout: Any = None) -> Any:
-        keep_in = self.processed_folder if self.store_processed else None
-        try:
-            data = take_message(self.data_folder_in, queue, keep_in)
-        except OSError as exc:
-            raise ChannelError(f"cannot take a message of {queue!r}: {exc}") from exc
-        if data is None:
-            raise Empty()
-        return loads(bytes_to_str(data))
-
-
-class FilesystemTransport(filesystem.Transport):
-    """kombu's filesystem transport, first in first out within a priority (``common.broker``)."""
-
-    Channel = _FilesystemChannel
-    can_parse_url = True  # nothing to parse in filesystem://; Celery's logs show the URL as written
-
-    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
-        return uri
 
 
 def celery_config(settings: SharedSettings) -> dict[str, Any]:

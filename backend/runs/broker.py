@@ -5,10 +5,8 @@ live in ``common.broker``, so the filesystem broker's folders always agree on bo
 killed with -9 never acknowledges its message, which kombu would otherwise hand to a worker again after the
 visibility timeout (7 days), only for the claim to refuse it.
 
-``FilesystemTransport`` is kombu's filesystem broker with ``common.broker``'s message names (priority,
-then a sequence that does not wrap) and order of delivery; ``worker.celery_app`` has the same two methods
-(the layers keep kombu out of ``common`` and each side out of the other), and
-``tests/backend/test_queue_order.py`` sends with this one and takes with the worker's.
+``FilesystemTransport`` (``common.transport``, which the workers use too) is kombu's filesystem broker with
+``common.broker``'s message names (priority, then a sequence that does not wrap) and order of delivery.
 """
 
 from __future__ import annotations
@@ -16,47 +14,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from queue import Empty
 from typing import Any
 
 from celery import Celery
-from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
-from kombu.utils.encoding import bytes_to_str, str_to_bytes
-from kombu.utils.json import dumps, loads
 
 from backend.settings import Settings
-from common.broker import broker_options, is_filesystem, take_message, write_message
-
-
-class _FilesystemChannel(filesystem.Channel):
-    # kombu names the argument payload here and message in its base class: no signature satisfies both
-    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        priority = self._get_message_priority(payload)
-        try:
-            write_message(self.data_folder_out, queue, priority, str_to_bytes(dumps(payload)))
-        except OSError as exc:
-            raise ChannelError(f"cannot add a message to {self.data_folder_out!r}: {exc}") from exc
-
-    def _get(self, queue: Any, timeout: Any = None) -> Any:
-        keep_in = self.processed_folder if self.store_processed else None
-        try:
-            data = take_message(self.data_folder_in, queue, keep_in)
-        except OSError as exc:
-            raise ChannelError(f"cannot take a message of {queue!r}: {exc}") from exc
-        if data is None:
-            raise Empty()
-        return loads(bytes_to_str(data))
-
-
-class FilesystemTransport(filesystem.Transport):
-    """kombu's filesystem transport, first in first out within a priority (``common.broker``)."""
-
-    Channel = _FilesystemChannel
-    can_parse_url = True  # nothing to parse in filesystem://; Celery's logs show the URL as written
-
-    def as_uri(self, uri: str, include_password: bool = False, mask: str = "**") -> str:
-        return uri
+from common.broker import broker_options, is_filesystem
+from common.transport import FilesystemTransport
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
