@@ -82,7 +82,11 @@ CHECK_MARKERS := not slow and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/backend tests/test_layers.py
+	@# one pytest per core (pytest-xdist is not in the lock): the backend's output is shown once it ends
+	@log=$$(mktemp); \
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
+	wait $$pid; b=$$?; echo "--- tests/backend"; cat $$log; rm -f $$log; test $$w -eq 0 && test $$b -eq 0
 	cd frontend && npm run test
 
 # the fault tier alone: kill -9, shutdowns, outages, cross-host resume on a real platform (in `make test`)
