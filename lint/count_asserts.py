@@ -6,6 +6,7 @@ Frontend (frontend/src and frontend/e2e, node_modules excluded): ``expect(`` and
 
     python -m lint.count_asserts          # totals
     python -m lint.count_asserts --files  # one line per file
+    python -m lint.count_asserts --rev fc067d8  # the totals of a commit (its tests, read with git archive)
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
+import tarfile
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,12 +68,33 @@ def count(root: Path = ROOT) -> dict[str, int]:
     return totals
 
 
+def count_rev(rev: str, root: Path = ROOT) -> dict[str, int]:
+    """The totals of a commit's tests, unpacked from ``git archive`` into a temporary folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "tree.tar"
+        paths = [p for p in ("tests", "frontend/src", "frontend/e2e") if _in_rev(root, rev, p)]
+        subprocess.run(["git", "archive", "-o", str(archive), rev, *paths], cwd=root, check=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(Path(tmp) / "tree", filter="data")
+        return count(Path(tmp) / "tree")
+
+
+def _in_rev(root: Path, rev: str, path: str) -> bool:
+    result = subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=root, capture_output=True)
+    return result.returncode == 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--files", action="store_true", help="one line per file")
+    parser.add_argument("--rev", help="count a commit's tests instead of the working tree's")
     args = parser.parse_args()
+    if args.rev:
+        for key, value in count_rev(args.rev).items():
+            print(f"{key}: {value}")
+        return
     if args.files:
         for path in sorted((ROOT / "tests").rglob("*.py")):
             a, r = python_counts(path)
