@@ -16,6 +16,10 @@ from backend.models import Run
 from common.runs import FINISHED_STATUSES
 from tests.backend.conftest import WORKER_TOKEN, Api
 
+pytestmark = (
+    pytest.mark.dialect_matrix
+)  # SQL is the subject (token rows bound to attempts): SQLite and Postgres
+
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
