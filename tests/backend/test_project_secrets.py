@@ -14,9 +14,8 @@ from backend.models import ProjectSecret, Run
 from backend.secrets import crypto
 from tests.backend.conftest import WORKER_TOKEN, Api
 
-pytestmark = (
-    pytest.mark.dialect_matrix
-)  # SQL is the subject (sealed bytes in a binary column): SQLite and Postgres
+# SQL is the subject (sealed bytes in a binary column): SQLite and Postgres
+pytestmark = pytest.mark.dialect_matrix
 
 VALUE = "sk-live-0123456789abcdefXYZ"
 ENDPOINT_HOST = "grader.example.test"  # on the allow-list below; nothing connects to it in these tests

@@ -11,9 +11,8 @@ import pytest
 from backend.runs import service
 from tests.backend.conftest import Api
 
-pytestmark = (
-    pytest.mark.dialect_matrix
-)  # SQL is the subject (timestamps stored and compared by the database): SQLite and Postgres
+# SQL is the subject (timestamps stored and compared by the database): SQLite and Postgres
+pytestmark = pytest.mark.dialect_matrix
 
 T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 

@@ -16,9 +16,8 @@ from backend.models import Run
 from common.runs import FINISHED_STATUSES
 from tests.backend.conftest import WORKER_TOKEN, Api
 
-pytestmark = (
-    pytest.mark.dialect_matrix
-)  # SQL is the subject (token rows bound to attempts): SQLite and Postgres
+# SQL is the subject (token rows bound to attempts): SQLite and Postgres
+pytestmark = pytest.mark.dialect_matrix
 
 
 def _bearer(token: str) -> dict[str, str]:
