@@ -15,7 +15,10 @@ Three switchable levers (MoEConfig; bench/moe_layer.py measures each as an ablat
   MoEConfig 1% of the rows): every pad costs a row of each GEMM;
 - fold: the routing weights folded into the combine, one sparse [N, R] x [R, d] product (CSR, CPU) that
   scales and scatter-adds in one pass, instead of a weighted copy of the rows then index_add_;
-- fused gate-up (swiglu): one [2h, d] weight per expert applied as x @ W.T (HF Mixtral's layout).
+- fused gate-up (swiglu): one [2h, d] weight per expert applied as x @ W.T (HF Mixtral's layout), and the
+  expert computed expert by expert (its gate-up GEMM, the silu * up, the down GEMM, then the next expert),
+  so each op reads a block its predecessor just wrote, still in cache, and the backward reuses one scratch
+  block per expert instead of [N*k, 2h] gradient buffers (`_fused_swiglu_forward` / `_backward`).
 
 Forward and backward are written by hand (a torch.autograd.Function) because the autograd version of the
 same loop spends ~15% of its time on copies the hand-written one avoids: concatenating the per-expert
@@ -126,6 +129,12 @@ class _Plan:
             grad_rw = rd.index_select(0, self.row_of_pair).view(self.N, self.k).to(rw_dtype)
         g.mul_(self.weight_of_row[:, None])  # pads: weight 0, gradient 0
         return g, grad_rw
+
+    def blocks(self) -> list[tuple[int, int]]:
+        """Each expert's [lo, hi) rows in this layout (padded: its M rows, pads included)."""
+        if self.padded:
+            return [(e * self.M, (e + 1) * self.M) for e in range(self.E)]
+        return self.bounds
 
     def mm(self, a: Tensor, w: Tensor, transpose: bool = False, bias: Tensor | None = None) -> Tensor:
         """Each expert's rows times its weight: a [R, i] -> [R, o]; w [E, i, o] (x @ w[e]) or, with
@@ -252,14 +261,14 @@ class _SortedSwiGLU(torch.autograd.Function):
         """fused: w_a = w_gate_up [E, 2h, d], w_b None; split: w_a = w_gate, w_b = w_up [E, d, h]."""
         xs = x.index_select(0, plan.token_of_row)  # [R, d]
         if fused:
+            gate_up, act, ys = _fused_swiglu_forward(plan, xs, w_a, w_down)
             h = w_a.shape[1] // 2
-            gate_up = plan.mm(xs, w_a, transpose=True)  # [R, 2h], one GEMM per expert (x @ W.T)
             gate, up = gate_up[:, :h], gate_up[:, h:]
         else:
             assert w_b is not None
             gate, up = plan.mm(xs, w_a), plan.mm(xs, w_b)  # [R, h] each
-        act = F.silu(gate).mul_(up)  # [R, h], one allocation
-        ys = plan.mm(act, w_down)  # [R, d]
+            act = F.silu(gate).mul_(up)  # [R, h], one allocation
+            ys = plan.mm(act, w_down)  # [R, d]
         y = plan.combine(ys)  # [N, d]
         ctx.save_for_backward(xs, gate, up, act, ys, w_a, w_b, w_down)
         ctx.plan, ctx.fused, ctx.rw_dtype = plan, fused, routing_weights.dtype
@@ -270,25 +279,69 @@ class _SortedSwiGLU(torch.autograd.Function):
         xs, gate, up, act, ys, w_a, w_b, w_down = ctx.saved_tensors
         plan: _Plan = ctx.plan
         g, grad_rw = plan.uncombine(grad_y, ys, ctx.needs_input_grad[1], ctx.rw_dtype)  # [R, d]
-        grad_wd = plan.wgrad(act, g)  # [E, h, d]
-        grad_act = plan.mm(g, w_down, transpose=True)  # [R, h]
-        h = grad_act.shape[1]
         grad_wb = None
         if ctx.fused:
-            grad_gu = grad_act.new_empty(grad_act.shape[0], 2 * h)  # [R, 2h]
-            torch.ops.aten.silu.out(gate, out=grad_gu[:, h:])  # silu(gate), no temporary
-            grad_gu[:, h:].mul_(grad_act)  # dL/d up
-            grad_act.mul_(up)  # in place: dL/d silu(gate)
-            torch.ops.aten.silu_backward.grad_input(grad_act, gate, grad_input=grad_gu[:, :h])  # dL/d gate
-            grad_wa = plan.wgrad(xs, grad_gu, transpose=True)  # [E, 2h, d]
-            grad_xs = plan.mm(grad_gu, w_a)  # [R, d]
+            grad_xs, grad_wa, grad_wd = _fused_swiglu_backward(plan, g, xs, gate, up, act, w_a, w_down)
         else:
+            grad_wd = plan.wgrad(act, g)  # [E, h, d]
+            grad_act = plan.mm(g, w_down, transpose=True)  # [R, h]
             grad_up = grad_act * F.silu(gate)  # [R, h]
             grad_gate = torch.ops.aten.silu_backward(grad_act.mul_(up), gate)  # [R, h]
             grad_wa, grad_wb = plan.wgrad(xs, grad_gate), plan.wgrad(xs, grad_up)
             grad_xs = plan.mm_acc(plan.mm(grad_gate, w_a, transpose=True), grad_up, w_b, transpose=True)
         grad_x = plan.scatter_rows(grad_xs)  # [N, d]
         return grad_x, grad_rw, None, None, grad_wa, grad_wb, grad_wd
+
+
+def _fused_swiglu_forward(
+    plan: _Plan, xs: Tensor, w_gu: Tensor, w_down: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Expert by expert: gate_up = xs W_gu[e].T [n, 2h], act = silu(gate) * up [n, h], ys = act W_down[e].
+
+    One expert's rows at a time, each op right after the one that wrote its input (a [n_e, 2h] block of a
+    few MB to tens of MB, still in cache), instead of each op over all R rows (hundreds of MB at k >= 4,
+    read back from memory). Returns (gate_up [R, 2h], act [R, h], ys [R, d]).
+    """
+    R, h2 = xs.shape[0], w_gu.shape[1]
+    h = h2 // 2
+    gate_up, act, ys = xs.new_empty(R, h2), xs.new_empty(R, h), xs.new_empty(R, w_down.shape[2])
+    for e, (lo, hi) in enumerate(plan.blocks()):
+        if hi == lo:
+            continue
+        gu = torch.mm(xs[lo:hi], w_gu[e].T, out=gate_up[lo:hi])  # [n, 2h]
+        a = torch.ops.aten.silu.out(gu[:, :h], out=act[lo:hi]).mul_(gu[:, h:])  # [n, h]
+        torch.mm(a, w_down[e], out=ys[lo:hi])  # [n, d]
+    return gate_up, act, ys
+
+
+def _fused_swiglu_backward(
+    plan: _Plan, g: Tensor, xs: Tensor, gate: Tensor, up: Tensor, act: Tensor, w_gu: Tensor, w_down: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The chain rule of `_fused_swiglu_forward`, expert by expert, with one [n_max, h] and one [n_max, 2h]
+    scratch block reused by every expert (no [R, h] / [R, 2h] gradient buffers).
+
+    g [R, d]: dL/d ys (weighted, pads 0). Returns (dL/d xs [R, d], dL/d W_gu [E, 2h, d], dL/d W_down [E, h, d]).
+    """
+    blocks = plan.blocks()
+    h = act.shape[1]
+    n_max = max((hi - lo for lo, hi in blocks), default=0)
+    grad_act_buf, grad_gu_buf = g.new_empty(n_max, h), g.new_empty(n_max, 2 * h)
+    grad_xs = g.new_empty(g.shape[0], xs.shape[1])  # [R, d]
+    grad_wgu, grad_wd = w_gu.new_zeros(w_gu.shape), w_down.new_zeros(w_down.shape)
+    for e, (lo, hi) in enumerate(blocks):
+        if hi == lo:
+            grad_xs[lo:hi].zero_()
+            continue
+        n, g_e, gate_e, up_e = hi - lo, g[lo:hi], gate[lo:hi], up[lo:hi]
+        torch.mm(act[lo:hi].T, g_e, out=grad_wd[e])  # [h, d]
+        grad_act = torch.mm(g_e, w_down[e].T, out=grad_act_buf[:n])  # [n, h]
+        grad_gu = grad_gu_buf[:n]  # [n, 2h]: dL/d gate | dL/d up
+        torch.ops.aten.silu.out(gate_e, out=grad_gu[:, h:]).mul_(grad_act)  # dL/d up = silu(gate) * grad_act
+        grad_act.mul_(up_e)  # dL/d silu(gate)
+        torch.ops.aten.silu_backward.grad_input(grad_act, gate_e, grad_input=grad_gu[:, :h])  # dL/d gate
+        torch.mm(grad_gu.T, xs[lo:hi], out=grad_wgu[e])  # [2h, d]
+        torch.mm(grad_gu, w_gu[e], out=grad_xs[lo:hi])  # [n, d]
+    return grad_xs, grad_wgu, grad_wd
 
 
 def sorted_moe(
