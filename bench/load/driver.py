@@ -161,7 +161,11 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
             f"/runs/{run['id']}/claim", json={"attempt": run["attempt"], "worker": f"load-{i}@bench"}
         )
         r.raise_for_status()
-        attempts.append(r.json()["attempt"])
+        claimed = r.json()
+        attempts.append(claimed["attempt"])
+        # the worker token only claims and releases (issue 21): the run's own routes take the run token the claim
+        # hands out, as the executor does
+        client.headers["Authorization"] = f"Bearer {claimed['run_token']}"
     dashboards = []
     for _ in range(args.dashboards):
         r = await admin.post("/auth/login", json={"username": setup.username, "password": setup.password})
