@@ -262,8 +262,10 @@ class _SortedSwiGLU(torch.autograd.Function):
         xs = x.index_select(0, plan.token_of_row)  # [R, d]
         if fused:
             gate_up, act, ys = _fused_swiglu_forward(plan, xs, w_a, w_down)
-            h = w_a.shape[1] // 2
-            gate, up = gate_up[:, :h], gate_up[:, h:]
+            ctx.gate_up = (
+                gate_up  # per-expert [n_e, 2h] blocks (a list: not a tensor save_for_backward takes)
+            )
+            gate = up = None
         else:
             assert w_b is not None
             gate, up = plan.mm(xs, w_a), plan.mm(xs, w_b)  # [R, h] each
@@ -281,7 +283,7 @@ class _SortedSwiGLU(torch.autograd.Function):
         g, grad_rw = plan.uncombine(grad_y, ys, ctx.needs_input_grad[1], ctx.rw_dtype)  # [R, d]
         grad_wb = None
         if ctx.fused:
-            grad_xs, grad_wa, grad_wd = _fused_swiglu_backward(plan, g, xs, gate, up, act, w_a, w_down)
+            grad_xs, grad_wa, grad_wd = _fused_swiglu_backward(plan, g, xs, ctx.gate_up, act, w_a, w_down)
         else:
             grad_wd = plan.wgrad(act, g)  # [E, h, d]
             grad_act = plan.mm(g, w_down, transpose=True)  # [R, h]
@@ -295,27 +297,31 @@ class _SortedSwiGLU(torch.autograd.Function):
 
 def _fused_swiglu_forward(
     plan: _Plan, xs: Tensor, w_gu: Tensor, w_down: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
+) -> tuple[list[Tensor], Tensor, Tensor]:
     """Expert by expert: gate_up = xs W_gu[e].T [n, 2h], act = silu(gate) * up [n, h], ys = act W_down[e].
 
     One expert's rows at a time, each op right after the one that wrote its input (a [n_e, 2h] block of a
     few MB to tens of MB, still in cache), instead of each op over all R rows (hundreds of MB at k >= 4,
-    read back from memory). Returns (gate_up [R, 2h], act [R, h], ys [R, d]).
+    read back from memory). Returns (gate_up: one [n_e, 2h] tensor per expert, act [R, h], ys [R, d]).
     """
     R, h2 = xs.shape[0], w_gu.shape[1]
     h = h2 // 2
-    gate_up, act, ys = xs.new_empty(R, h2), xs.new_empty(R, h), xs.new_empty(R, w_down.shape[2])
+    act, ys = xs.new_empty(R, h), xs.new_empty(R, w_down.shape[2])
+    gate_up: list[Tensor] = []
     for e, (lo, hi) in enumerate(plan.blocks()):
+        # a tensor of its own per expert, as HF's eager loop has: writing into row blocks of one fresh
+        # [R, 2h] buffer measured ~4% slower in these GEMMs (docs/benchmarks.md, issue 23's third measurement)
+        gu = torch.mm(xs[lo:hi], w_gu[e].T)  # [n, 2h]
+        gate_up.append(gu)
         if hi == lo:
             continue
-        gu = torch.mm(xs[lo:hi], w_gu[e].T, out=gate_up[lo:hi])  # [n, 2h]
         a = torch.ops.aten.silu.out(gu[:, :h], out=act[lo:hi]).mul_(gu[:, h:])  # [n, h]
         torch.mm(a, w_down[e], out=ys[lo:hi])  # [n, d]
     return gate_up, act, ys
 
 
 def _fused_swiglu_backward(
-    plan: _Plan, g: Tensor, xs: Tensor, gate: Tensor, up: Tensor, act: Tensor, w_gu: Tensor, w_down: Tensor
+    plan: _Plan, g: Tensor, xs: Tensor, gate_up: list[Tensor], act: Tensor, w_gu: Tensor, w_down: Tensor
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The chain rule of `_fused_swiglu_forward`, expert by expert, with one [n_max, h] and one [n_max, 2h]
     scratch block reused by every expert (no [R, h] / [R, 2h] gradient buffers).
@@ -332,7 +338,7 @@ def _fused_swiglu_backward(
         if hi == lo:
             grad_xs[lo:hi].zero_()
             continue
-        n, g_e, gate_e, up_e = hi - lo, g[lo:hi], gate[lo:hi], up[lo:hi]
+        n, g_e, gate_e, up_e = hi - lo, g[lo:hi], gate_up[e][:, :h], gate_up[e][:, h:]
         torch.mm(act[lo:hi].T, g_e, out=grad_wd[e])  # [h, d]
         grad_act = torch.mm(g_e, w_down[e].T, out=grad_act_buf[:n])  # [n, h]
         grad_gu = grad_gu_buf[:n]  # [n, 2h]: dL/d gate | dL/d up
