@@ -194,8 +194,13 @@ def test_padded_layout_only_when_the_pads_are_within_the_limit(
     assert plan.padded is padded
     rows = len(counts) * max(counts) if padded else sum(counts)
     assert rows == plan.R
+    # padded_bmm off: the sorted rows, however few the pads would be (here inf allows any)
     off = _Plan(selected[:, None], weights, len(counts), torch.float64, False, True, math.inf)
-    assert off.padded is False
+    ends = list(itertools.accumulate(counts))
+    assert off.R == sum(counts)
+    assert off.blocks() == list(zip([0, *ends[:-1]], ends))  # each expert's slice of the sorted rows
+    if padded:  # the padded layout's blocks are M rows each, pads included
+        assert plan.blocks() == [(e * max(counts), (e + 1) * max(counts)) for e in range(len(counts))]
 
 
 def test_the_layer_default_pads_balanced_routing_and_slices_uneven_routing() -> None:
