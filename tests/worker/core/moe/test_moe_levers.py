@@ -197,7 +197,7 @@ def test_padded_layout_only_when_the_pads_are_within_the_limit(
     # padded_bmm off: the sorted rows, however few the pads would be (here inf allows any)
     off = _Plan(selected[:, None], weights, len(counts), torch.float64, False, True, math.inf)
     ends = list(itertools.accumulate(counts))
-    assert off.R == sum(counts)
+    assert sum(counts) == off.R
     assert off.blocks() == list(zip([0, *ends[:-1]], ends))  # each expert's slice of the sorted rows
     if padded:  # the padded layout's blocks are M rows each, pads included
         assert plan.blocks() == [(e * max(counts), (e + 1) * max(counts)) for e in range(len(counts))]
