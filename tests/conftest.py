@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -60,24 +61,32 @@ def postgres_template(postgres_admin_url: str) -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture
-def postgres_url(postgres_admin_url: str, postgres_template: str) -> Iterator[str]:
-    """A fresh, migrated Postgres database for one test (a clone of the template), dropped afterwards."""
-    name = f"rl_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+@contextlib.contextmanager
+def cloned_database(admin_url: str, template: str, prefix: str = "rl_test") -> Iterator[str]:
+    """A new Postgres database cloned from ``template`` (CREATE DATABASE ... TEMPLATE): its URL, and on exit
+    the app's engine for it disposed and the database dropped."""
+    from backend.db import get_engine
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
-    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
     try:
         yield url
     finally:
-        from backend.db import get_engine
-
         get_engine(url).dispose()
         get_engine.cache_clear()
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str, postgres_template: str) -> Iterator[str]:
+    """A fresh, migrated Postgres database for one test (a clone of the template), dropped afterwards."""
+    with cloned_database(postgres_admin_url, postgres_template) as url:
+        yield url
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
 
 from backend.auth import service as auth_service
 from backend.bootstrap import AdminCredentials, ensure_admin, migrate, write_secret
@@ -19,6 +17,7 @@ from backend.db import get_engine, session_factory, session_scope
 from backend.main import create_app
 from backend.projects import service as projects
 from backend.settings import Settings
+from tests.conftest import cloned_database
 
 WORKER_TOKEN = "wk_test_worker_token_0123456789"
 # ``api.worker`` sends this: "the worker's side of a run", which the client's hook below turns into the
@@ -169,35 +168,16 @@ def sqlite_api_template(tmp_path_factory: pytest.TempPathFactory) -> Template:
 def postgres_api_template(
     postgres_admin_url: str, postgres_template: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Template]:
-    name = f"rl_apitemplate_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
-    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        yield Template(name, _with_admin(url, tmp_path_factory.mktemp("postgres-api-template")))
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with cloned_database(postgres_admin_url, postgres_template, prefix="rl_apitemplate") as url:
+        home = tmp_path_factory.mktemp("postgres-api-template")
+        yield Template(url.rsplit("/", 1)[1], _with_admin(url, home))
 
 
 @pytest.fixture
 def postgres_api_url(postgres_admin_url: str, postgres_api_template: Template) -> Iterator[str]:
     """A clone of the migrated template with the admin in it, for one test; dropped afterwards."""
-    name = f"rl_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_api_template.location}"'))
-    url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
-    try:
+    with cloned_database(postgres_admin_url, postgres_api_template.location) as url:
         yield url
-    finally:
-        get_engine(url).dispose()
-        get_engine.cache_clear()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture
