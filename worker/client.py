@@ -7,42 +7,7 @@ ReasonLabClient``; write ``from reasonlab_sdk import ReasonLabClient`` instead, 
 
 from __future__ import annotations
 
-from reasonlab_sdk.client import (
-    API_PREFIX,
-    ApiError,
-    ApiUnavailable,
-    Conflict,
-    FinishStatus,
-    Forbidden,
-    Invalid,
-    Json,
-    NotFound,
-    ReasonLabClient,
-    SseEvent,
-    TooLarge,
-    Unauthorized,
-    api_base_url,
-    is_storable,
-    parse_sse,
-    storable_text,
-)
+import reasonlab_sdk as _sdk
+from reasonlab_sdk import *  # noqa: F403  (the SDK's public names, listed once in its __init__)
 
-__all__ = [
-    "API_PREFIX",
-    "ApiError",
-    "ApiUnavailable",
-    "Conflict",
-    "FinishStatus",
-    "Forbidden",
-    "Invalid",
-    "Json",
-    "NotFound",
-    "ReasonLabClient",
-    "SseEvent",
-    "TooLarge",
-    "Unauthorized",
-    "api_base_url",
-    "is_storable",
-    "parse_sse",
-    "storable_text",
-]
+__all__ = list(_sdk.__all__)

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from reasonlab_sdk import ReasonLabClient
 from tests.backend.conftest import Api
-from worker.client import ReasonLabClient
 from worker.tracking.sinks import ApiSink
 from worker.tracking.writer import MetricPoint, SinkWriter, WriterOptions
 

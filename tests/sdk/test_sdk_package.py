@@ -46,6 +46,6 @@ def test_worker_client_only_re_exports_the_sdk() -> None:
     assert "deprecated" in (worker.client.__doc__ or "").lower()
     assert worker.client.__all__, "worker.client names what it re-exports"
     for name in worker.client.__all__:
-        assert getattr(worker.client, name) is getattr(reasonlab_sdk.client, name), name
+        assert getattr(worker.client, name) is getattr(reasonlab_sdk, name), name
     own = {name for name in vars(worker.client) if not name.startswith("_")} - set(worker.client.__all__)
     assert own <= {"annotations"}, f"worker.client defines {own} itself: put it in the SDK"
