@@ -51,6 +51,7 @@ from backend.runs.events import router as events_router
 from backend.runs.routes import router as runs_router
 from backend.secrets.routes import router as secrets_router
 from backend.settings import Settings, get_settings
+from backend.views.routes import router as views_router
 
 API_PREFIX = "/api/v1"
 DOCS_URL = f"{API_PREFIX}/docs"
@@ -179,6 +180,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         secrets_router,
         datasets_router,
         exports_router,
+        views_router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -406,3 +406,22 @@ class ProjectDataset(Base):
     uploaded_by: Mapped[User | None] = relationship()
 
     __table_args__ = (UniqueConstraint("project_id", "name", name="uq_project_datasets_name"),)
+
+
+class SavedView(Base):
+    """A named view of a project's runs, experiments or comparison (backend/views/): a query, columns with
+    their aggregates, grouping, sort and chart options (``state``, validated by ``ViewState``), shared
+    with the project's members; its author or a project admin renames, updates or deletes it."""
+
+    __tablename__ = "saved_views"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    page: Mapped[str] = mapped_column(String(16))
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_saved_views_name"),)

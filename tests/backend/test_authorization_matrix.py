@@ -89,6 +89,17 @@ POLICY: dict[str, str] = {
     "datasets-upload": "member",
     "datasets-delete": "member",  # and then only its uploader or a project admin (404 here: none yet)
     "runs-dataset": "run_only",  # the run's own token, for a dataset its spec names
+    "examples-post": "writer",
+    "examples-tables": "viewer",
+    "examples-list": "viewer",
+    "examples-diff": "viewer",
+    "views-list": "viewer",
+    "views-create": "member",
+    "views-get": "viewer",
+    # the view's author (meg, the member here) or a project admin; another member gets 403
+    # (tests/backend/test_saved_views.py)
+    "views-patch": "member",
+    "views-delete": "member",
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -142,10 +153,13 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "runs-post_params": {"params": {"derived": {"parameters": 3}}},
         "metrics-post": {"points": [{"key": "loss", "step": 1, "value": 1.0}]},
         "results-post": {"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
+        "examples-post": {"table": "items", "rows": [{"idx": 0, "key": "a", "data": {"x": 1}}]},
         "artifacts-upload": {"any": "bytes"},
         "secrets-set": {"value": "sk-matrix-0123"},
         "datasets-upload": {"any": "bytes"},
         "exports-parquet": {"columns": [{"name": "step", "values": [1, 2]}]},
+        "views-create": {"name": "matrix", "page": "runs", "state": {"query": "status = 'failed'"}},
+        "views-patch": {"name": "matrix view"},
     }
 
 
@@ -187,6 +201,15 @@ def test_authorization_matrix(api: Api) -> None:
     # a finished run: lifecycle writes answer 409 to those allowed, and the event stream ends at once
     assert api.client.post(f"/api/v1/runs/{run_id}/cancel", headers=api.h()).status_code == 200
     bodies = _bodies(run_id)
+    # saved views by the member: one to delete (views-delete runs first, sorted), one the others read
+    views = [
+        api.client.post(
+            f"/api/v1/projects/{experiment['project_id']}/views",
+            json={"name": name, "page": "runs"},
+            headers=api.h(tokens["member"]),
+        ).json()["id"]
+        for name in ("to delete", "to read")
+    ]
     params = {
         "experiment_id": experiment["id"],
         "run_id": run_id,
@@ -195,12 +218,13 @@ def test_authorization_matrix(api: Api) -> None:
         "tag": "matrix",
         "path": "outputs/none.txt",
         "name": "MATRIX_KEY",
+        "view_id": views[1],
     }
     routes = _operations(api)
     wrong: list[str] = []
     for operation, policy in sorted(POLICY.items()):
         method, template = routes[operation]
-        path = template.format(**params)
+        path = template.format(**(params | ({"view_id": views[0]} if operation == "views-delete" else {})))
         for caller in CALLERS:
             token = tokens[caller]
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -210,6 +234,8 @@ def test_authorization_matrix(api: Api) -> None:
                 kwargs["json"] = bodies[operation]
             if operation in QUERIES:
                 kwargs["params"] = QUERIES[operation]
+            if operation in ("examples-list", "examples-diff"):  # the run diffed with itself
+                kwargs["params"] = {"table": "items", "other": run_id}
             status = call(method, path, **kwargs).status_code
             want = expected(policy, caller, operation)
             if want is None:
@@ -219,6 +245,7 @@ def test_authorization_matrix(api: Api) -> None:
                     "artifacts-download",
                     "secrets-delete",
                     "datasets-delete",
+                    "views-delete",  # deleted by the member: gone for the admins after
                 )
                 if status in (401, 403) or (status == 404 and not natural_404):
                     wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")

@@ -1,0 +1,121 @@
+"""Saved views: any project role reads them, members and admins create them, and only a view's author
+or a project admin (site admins included) renames, updates or deletes one. A view of a project the
+caller is not in answers 404, as does another project's view under this project's path."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from backend.db import utcnow
+from backend.http.errors import Conflict, Forbidden, NotFound
+from backend.models import SavedView
+from backend.projects import service as projects
+from backend.views import repository
+from backend.views.schemas import ViewCreate, ViewPatch, ViewPublic, ViewState
+
+if TYPE_CHECKING:
+    from backend.auth.principal import Principal
+
+
+def _may_edit(principal: Principal, role: str, view: SavedView) -> bool:
+    if role == "admin":
+        return True
+    return principal.user is not None and view.author_id == principal.user.id and role == "member"
+
+
+def public(view: SavedView, can_edit: bool) -> ViewPublic:
+    return ViewPublic(
+        id=view.id,
+        project_id=view.project_id,
+        name=view.name,
+        page=view.page,  # type: ignore[arg-type]  # stored from a Page literal
+        state=ViewState.model_validate(view.state),
+        author=view.author.username if view.author else None,
+        created_at=view.created_at,
+        updated_at=view.updated_at,
+        can_edit=can_edit,
+    )
+
+
+def list_views(session: Session, principal: Principal, project_id: int) -> list[ViewPublic]:
+    role = projects.require_role(session, principal, project_id, "viewer", f"project {project_id}")
+    return [public(v, _may_edit(principal, role, v)) for v in repository.of_project(session, project_id)]
+
+
+def _get(session: Session, project_id: int, view_id: int) -> SavedView:
+    view = session.get(SavedView, view_id)
+    if view is None or view.project_id != project_id:
+        raise NotFound(f"view {view_id} not found")
+    return view
+
+
+def get_view(session: Session, principal: Principal, project_id: int, view_id: int) -> ViewPublic:
+    role = projects.require_role(session, principal, project_id, "viewer", f"project {project_id}")
+    view = _get(session, project_id, view_id)
+    return public(view, _may_edit(principal, role, view))
+
+
+def _duplicate(name: str) -> Conflict:
+    return Conflict(
+        f"a view named {name!r} already exists in this project",
+        [{"loc": ["body", "name"], "msg": "a view of this project has this name", "type": "duplicate"}],
+    )
+
+
+def _flush(session: Session, name: str) -> None:
+    try:
+        session.flush()
+    except IntegrityError:  # the same name saved by another request at the same moment
+        session.rollback()
+        raise _duplicate(name) from None
+
+
+def create_view(session: Session, principal: Principal, project_id: int, body: ViewCreate) -> ViewPublic:
+    role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
+    if repository.by_name(session, project_id, body.name) is not None:
+        raise _duplicate(body.name)
+    now = utcnow()
+    view = SavedView(
+        project_id=project_id,
+        name=body.name,
+        page=body.page,
+        state=body.state.model_dump(mode="json"),
+        author_id=principal.user.id if principal.user is not None else None,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(view)
+    _flush(session, body.name)
+    return public(view, _may_edit(principal, role, view))
+
+
+def _editable(session: Session, principal: Principal, project_id: int, view_id: int) -> SavedView:
+    role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
+    view = _get(session, project_id, view_id)
+    if not _may_edit(principal, role, view):
+        raise Forbidden("only the view's author or a project admin may change or delete it")
+    return view
+
+
+def update_view(
+    session: Session, principal: Principal, project_id: int, view_id: int, body: ViewPatch
+) -> ViewPublic:
+    view = _editable(session, principal, project_id, view_id)
+    if body.name is not None and body.name != view.name:
+        if repository.by_name(session, project_id, body.name) is not None:
+            raise _duplicate(body.name)
+        view.name = body.name
+    if body.state is not None:
+        view.state = body.state.model_dump(mode="json")
+    view.updated_at = utcnow()
+    _flush(session, view.name)
+    return public(view, True)
+
+
+def delete_view(session: Session, principal: Principal, project_id: int, view_id: int) -> None:
+    view = _editable(session, principal, project_id, view_id)
+    session.delete(view)
+    session.flush()
