@@ -212,6 +212,14 @@ class CarmaTrain(TypedDict):
     weight_decay: NotRequired[float]
 
 
+class Chart(TypedDict):
+    """How the page's chart draws a group: its mean with a 95% CI band, its min/max envelope, or every"""
+
+    metric: str
+    mode: NotRequired[Literal["mean_ci", "envelope", "members"]]
+    x: NotRequired[Literal["step", "time"]]
+
+
 class ChatEndpoint(TypedDict):
     """An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``"""
 
@@ -266,6 +274,14 @@ class ClaimOut(TypedDict):
     summary: dict[str, float | None]
     tags: list[str]
     worker: str | None
+
+
+class Column(TypedDict):
+    """A table column: a field, for a metric the aggregate shown (default ``last``), and its width."""
+
+    aggregate: NotRequired[Literal["last", "min", "max", "best"] | None]
+    field: str
+    width: NotRequired[int | None]
 
 
 class CommentIn(TypedDict):
@@ -360,6 +376,59 @@ class ErrorItem(TypedDict):
     loc: list[str | int]
     msg: str
     type: str
+
+
+class ExampleDiff(TypedDict):
+    change: Literal["changed", "only_run", "only_other"]
+    key: str
+    other: ExampleRow | None
+    run: ExampleRow | None
+
+
+class ExampleDiffPage(TypedDict):
+    items: list[ExampleDiff]
+    next_cursor: NotRequired[str | None]
+    other_id: int
+    run_id: int
+    scanned: int
+    table: str
+
+
+class ExamplePage(TypedDict):
+    items: list[ExampleRow]
+    next_cursor: NotRequired[str | None]
+    run_id: int
+    table: str
+    total: int
+
+
+class ExampleRow(TypedDict):
+    data: dict[str, Any]
+    idx: int
+    key: str
+
+
+class ExampleRowIn(TypedDict):
+    data: dict[str, Any]
+    idx: int
+    key: str
+
+
+class ExampleTable(TypedDict):
+    name: str
+    rows: int
+
+
+class ExamplesAccepted(TypedDict):
+    accepted: int
+    rows: int
+    table: str
+
+
+class ExamplesIn(TypedDict):
+    attempt: NotRequired[int | None]
+    rows: list[ExampleRowIn]
+    table: str
 
 
 class ExperimentCreate(TypedDict):
@@ -1104,6 +1173,12 @@ class SmoeTarget(TypedDict):
     type: NotRequired[Literal["smoe_sraven"]]
 
 
+class Sort(TypedDict):
+    aggregate: NotRequired[Literal["last", "min", "max", "best"] | None]
+    field: str
+    order: NotRequired[Literal["asc", "desc"]]
+
+
 class SravenCell(TypedDict):
     """Result record ``sraven_cell``: one cell of the (M x top-k x attention) grid."""
 
@@ -1305,6 +1380,41 @@ class UserPublic(TypedDict):
     is_admin: bool
     memberships: list[MembershipPublic]
     username: str
+
+
+class ViewCreate(TypedDict):
+    name: str
+    page: Literal["runs", "experiments", "compare"]
+    state: NotRequired[ViewState]
+
+
+class ViewPatch(TypedDict):
+    """Rename a view, replace its state, or both."""
+
+    name: NotRequired[str | None]
+    state: NotRequired[ViewState | None]
+
+
+class ViewPublic(TypedDict):
+    author: str | None
+    can_edit: bool
+    created_at: str
+    id: int
+    name: str
+    page: Literal["runs", "experiments", "compare"]
+    project_id: int
+    state: ViewState
+    updated_at: str
+
+
+class ViewState(TypedDict):
+    """What a view restores. ``group_by``: none, a list of fields, or the literal default"""
+
+    chart: NotRequired[Chart | None]
+    columns: NotRequired[list[Column]]
+    group_by: NotRequired[list[str] | Literal["all spec fields but seed"] | None]
+    query: NotRequired[str]
+    sort: NotRequired[Sort | None]
 
 
 ExportFormat: TypeAlias = Literal["csv", "parquet"]

@@ -470,6 +470,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/views": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Views
+         * @description The project's saved views, by name (any role in the project).
+         */
+        get: operations["views-list"];
+        put?: never;
+        /**
+         * Create View
+         * @description Save a view (project members and admins); a name already used in the project is 409.
+         */
+        post: operations["views-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/views/{view_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get View */
+        get: operations["views-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete View
+         * @description Delete a view (its author or a project admin).
+         */
+        delete: operations["views-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch View
+         * @description Rename a view or replace its state (its author or a project admin).
+         */
+        patch: operations["views-patch"];
+        trace?: never;
+    };
     "/api/v1/runs": {
         parameters: {
             query?: never;
@@ -692,6 +741,58 @@ export interface paths {
          *     up in access logs and browser history.
          */
         post: operations["runs-events_ticket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/example-tables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Example Tables */
+        get: operations["examples-tables"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/examples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Examples */
+        get: operations["examples-list"];
+        put?: never;
+        /** Post Examples */
+        post: operations["examples-post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/examples/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Diff Examples */
+        get: operations["examples-diff"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1611,6 +1712,27 @@ export interface components {
             weight_decay: number;
         };
         /**
+         * Chart
+         * @description How the page's chart draws a group: its mean with a 95% CI band, its min/max envelope, or every
+         *     member; over steps or wall-clock time.
+         */
+        Chart: {
+            /** Metric */
+            metric: string;
+            /**
+             * Mode
+             * @default mean_ci
+             * @enum {string}
+             */
+            mode: "mean_ci" | "envelope" | "members";
+            /**
+             * X
+             * @default step
+             * @enum {string}
+             */
+            x: "step" | "time";
+        };
+        /**
          * ChatEndpoint
          * @description An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``
          *     names: set by a project admin, handed only to this run, never in specs, logs, results or MLflow.
@@ -1744,6 +1866,21 @@ export interface components {
             tags: string[];
             /** Worker */
             worker: string | null;
+        };
+        /**
+         * Column
+         * @description A table column: a field, for a metric the aggregate shown (default ``last``), and its width.
+         */
+        Column: {
+            /** Aggregate */
+            aggregate?: ("last" | "min" | "max" | "best") | null;
+            /** Field */
+            field: string;
+            /**
+             * Width
+             * @description pixels
+             */
+            width?: number | null;
         };
         /** CommentIn */
         CommentIn: {
@@ -1954,6 +2091,131 @@ export interface components {
             msg: string;
             /** Type */
             type: string;
+        };
+        /** ExampleDiff */
+        ExampleDiff: {
+            /**
+             * Change
+             * @enum {string}
+             */
+            change: "changed" | "only_run" | "only_other";
+            /** Key */
+            key: string;
+            /** @description the row of the other run (None: not in it) */
+            other: components["schemas"]["ExampleRow"] | null;
+            /** @description the row of the run asked for (None: not in it) */
+            run: components["schemas"]["ExampleRow"] | null;
+        };
+        /** ExampleDiffPage */
+        ExampleDiffPage: {
+            /**
+             * Items
+             * @description keys whose rows differ, or that only one run has
+             */
+            items: components["schemas"]["ExampleDiff"][];
+            /**
+             * Next Cursor
+             * @description where to go on; a page may hold fewer items than asked and still have one
+             */
+            next_cursor?: string | null;
+            /** Other Id */
+            other_id: number;
+            /** Run Id */
+            run_id: number;
+            /**
+             * Scanned
+             * @description rows compared to answer this page
+             */
+            scanned: number;
+            /** Table */
+            table: string;
+        };
+        /** ExamplePage */
+        ExamplePage: {
+            /** Items */
+            items: components["schemas"]["ExampleRow"][];
+            /** Next Cursor */
+            next_cursor?: string | null;
+            /** Run Id */
+            run_id: number;
+            /** Table */
+            table: string;
+            /**
+             * Total
+             * @description rows in the table (kept by the writes, not counted per page)
+             */
+            total: number;
+        };
+        /** ExampleRow */
+        ExampleRow: {
+            /** Data */
+            data: {
+                [key: string]: unknown;
+            };
+            /** Idx */
+            idx: number;
+            /** Key */
+            key: string;
+        };
+        /** ExampleRowIn */
+        ExampleRowIn: {
+            /**
+             * Data
+             * @description the example's fields (JSON, at most 64 KiB)
+             */
+            data: {
+                [key: string]: unknown;
+            };
+            /**
+             * Idx
+             * @description the row's place in its table (the writer numbers rows 0, 1, ...)
+             */
+            idx: number;
+            /**
+             * Key
+             * @description the example's stable id: unique in the table, diffs match on it
+             */
+            key: string;
+        };
+        /** ExamplesAccepted */
+        ExamplesAccepted: {
+            /**
+             * Accepted
+             * @description rows written by this batch (new or replaced)
+             */
+            accepted: number;
+            /**
+             * Rows
+             * @description rows the table holds now
+             */
+            rows: number;
+            /** Table */
+            table: string;
+        };
+        /** ExamplesIn */
+        ExamplesIn: {
+            /**
+             * Attempt
+             * @description the writing attempt; 409 unless it still owns the run
+             */
+            attempt?: number | null;
+            /**
+             * Rows
+             * @description at most 1,000 rows; a row re-sent with its idx replaces it
+             */
+            rows: components["schemas"]["ExampleRowIn"][];
+            /**
+             * Table
+             * @description the table's name
+             */
+            table: string;
+        };
+        /** ExampleTable */
+        ExampleTable: {
+            /** Name */
+            name: string;
+            /** Rows */
+            rows: number;
         };
         /** ExperimentCreate */
         ExperimentCreate: {
@@ -3774,6 +4036,22 @@ export interface components {
              */
             type: "smoe_sraven";
         };
+        /** Sort */
+        Sort: {
+            /**
+             * Aggregate
+             * @description for a metrics.<key> field
+             */
+            aggregate?: ("last" | "min" | "max" | "best") | null;
+            /** Field */
+            field: string;
+            /**
+             * Order
+             * @default asc
+             * @enum {string}
+             */
+            order: "asc" | "desc";
+        };
         /**
          * SravenCell
          * @description Result record ``sraven_cell``: one cell of the (M x top-k x attention) grid.
@@ -4496,6 +4774,77 @@ export interface components {
             memberships: components["schemas"]["MembershipPublic"][];
             /** Username */
             username: string;
+        };
+        /** ViewCreate */
+        ViewCreate: {
+            /** Name */
+            name: string;
+            /**
+             * Page
+             * @enum {string}
+             */
+            page: "runs" | "experiments" | "compare";
+            state?: components["schemas"]["ViewState"];
+        };
+        /**
+         * ViewPatch
+         * @description Rename a view, replace its state, or both.
+         */
+        ViewPatch: {
+            /** Name */
+            name?: string | null;
+            state?: components["schemas"]["ViewState"] | null;
+        };
+        /** ViewPublic */
+        ViewPublic: {
+            /** Author */
+            author: string | null;
+            /**
+             * Can Edit
+             * @description whether the caller may rename, update or delete it
+             */
+            can_edit: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /**
+             * Page
+             * @enum {string}
+             */
+            page: "runs" | "experiments" | "compare";
+            /** Project Id */
+            project_id: number;
+            state: components["schemas"]["ViewState"];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /**
+         * ViewState
+         * @description What a view restores. ``group_by``: none, a list of fields, or the literal default
+         *     ``"all spec fields but seed"`` (seed groups).
+         */
+        ViewState: {
+            chart?: components["schemas"]["Chart"] | null;
+            /** Columns */
+            columns?: components["schemas"]["Column"][];
+            /** Group By */
+            group_by?: string[] | "all spec fields but seed" | null;
+            /**
+             * Query
+             * @description a query-language expression, at most 4096 bytes
+             * @default
+             */
+            query: string;
+            sort?: components["schemas"]["Sort"] | null;
         };
     };
     responses: never;
@@ -6831,6 +7180,350 @@ export interface operations {
             };
         };
     };
+    "views-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "views-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ViewCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "views-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+                view_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "views-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+                view_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "views-patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+                view_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ViewPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "runs-list": {
         parameters: {
             query?: {
@@ -7826,6 +8519,299 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunReadTicket"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "examples-tables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExampleTable"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "examples-list": {
+        parameters: {
+            query: {
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                limit?: number;
+                /** @description the table's name */
+                table: string;
+            };
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExamplePage"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "examples-post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExamplesIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExamplesAccepted"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description more than 1,000 rows */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "examples-diff": {
+        parameters: {
+            query: {
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                limit?: number;
+                /** @description the run to compare with */
+                other: number;
+                /** @description the table's name */
+                table: string;
+            };
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExampleDiffPage"];
                 };
             };
             /** @description no or bad credentials */
