@@ -24,6 +24,7 @@ from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
+from backend.examples.routes import router as examples_router
 from backend.experiments.routes import router as experiments_router
 from backend.exports.routes import router as exports_router
 from backend.health.routes import VERSION
@@ -175,6 +176,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         events_router,
         metrics_router,
         results_router,
+        examples_router,
         reviews_router,
         artifacts_router,
         secrets_router,

@@ -425,3 +425,32 @@ class SavedView(Base):
     author: Mapped[User | None] = relationship()
 
     __table_args__ = (UniqueConstraint("project_id", "name", name="uq_saved_views_name"),)
+
+
+class RunExample(Base):
+    """One row of a run's per-example table (issue 25, item 5): an example's inputs and outputs as a kind
+    posted them (a Skill-Mix grading, a CARMA synonym flip, a prediction). ``idx`` is the row's place in
+    its table (the context numbers rows in logging order), so a batch re-sent after a retry or a resumed
+    attempt writes the same rows again instead of adding copies; ``key`` is the example's stable id, what
+    a diff of two runs matches rows on (unique in the table). Pages are read by keyset on ``idx``."""
+
+    __tablename__ = "run_examples"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    idx: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(200))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (Index("ix_run_examples_key", "run_id", "table_name", "key", unique=True),)
+
+
+class RunExampleTable(Base):
+    """A run's per-example table and its row count, kept by the writes (``backend/examples``) so that
+    listing tables or paging never counts rows."""
+
+    __tablename__ = "run_example_tables"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rows: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)

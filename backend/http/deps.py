@@ -169,6 +169,7 @@ RUN_OPERATIONS = frozenset(
         "metrics-keys",
         "results-post",
         "results-list_run",
+        "examples-post",
         "artifacts-list",
         "artifacts-download",
         "artifacts-upload",

@@ -49,7 +49,8 @@ KiB = 1024
 MiB = 1024 * KiB
 
 METRICS_LIMIT = 64 * MiB  # POST /runs/{id}/metrics: 10,000 points (the batch limit) with room to spare
-# POST /runs/{id}/logs, /results, /finish: log batches, result records, tracebacks (an error of 10^6 characters)
+# POST /runs/{id}/logs, /results, /examples, /finish: log batches, result records, per-example rows (1,000
+# a batch), tracebacks (an error of 10^6 characters)
 WORKER_WRITE_LIMIT = 16 * MiB
 # POST /exports/parquet: a chart's table (at most 1,000,000 cells, backend/exports/schemas.py) as JSON
 TABLE_EXPORT_LIMIT = 16 * MiB
@@ -73,7 +74,9 @@ class RouteClass:
 LIMITS: tuple[RouteClass, ...] = (
     RouteClass("metric ingest", re.compile(r"^/api/v1/runs/[^/]+/metrics/?$"), METRICS_LIMIT),
     RouteClass(
-        "worker writes", re.compile(r"^/api/v1/runs/[^/]+/(?:logs|results|finish)/?$"), WORKER_WRITE_LIMIT
+        "worker writes",
+        re.compile(r"^/api/v1/runs/[^/]+/(?:logs|results|examples|finish)/?$"),
+        WORKER_WRITE_LIMIT,
     ),
     RouteClass(
         "artifact upload", re.compile(r"^/api/v1/runs/[^/]+/artifacts/."), ARTIFACT_LIMIT, streamed=True

@@ -1,0 +1,175 @@
+"""All queries on per-example tables. Pages are keyset reads on the primary key (run, table, idx) or the
+unique key index (run, table, key): a table of 1,000,000 rows reads a page as fast as one of 100."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, aliased
+
+from backend.db import utcnow
+from backend.models import Run, RunExample, RunExampleTable
+
+# rows per INSERT: 5 parameters a row, under SQLite's 32,766 bound parameters
+_CHUNK = 1000
+
+
+def _insert(session: Session) -> Any:
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def lock_table(session: Session, run_id: int, table: str) -> int:
+    """Make sure the table's count row exists and lock it (Postgres: concurrent posts into one table take
+    turns; SQLite serialises writers anyway); its stored row count."""
+    ins = _insert(session)(RunExampleTable).values(
+        run_id=run_id, table_name=table, rows=0, updated_at=utcnow()
+    )
+    session.execute(ins.on_conflict_do_nothing(index_elements=["run_id", "table_name"]))
+    stmt = (
+        select(RunExampleTable.rows)
+        .where(RunExampleTable.run_id == run_id, RunExampleTable.table_name == table)
+        .with_for_update()
+    )
+    return int(session.execute(stmt).scalar_one())
+
+
+def stored_at(session: Session, run_id: int, table: str, idxs: Sequence[int]) -> dict[int, str]:
+    """``{idx: key}`` of the stored rows among ``idxs``."""
+    found: dict[int, str] = {}
+    for i in range(0, len(idxs), _CHUNK):
+        stmt = select(RunExample.idx, RunExample.key).where(
+            RunExample.run_id == run_id,
+            RunExample.table_name == table,
+            RunExample.idx.in_(idxs[i : i + _CHUNK]),
+        )
+        found.update({int(idx): key for idx, key in session.execute(stmt)})
+    return found
+
+
+def stored_keys(session: Session, run_id: int, table: str, keys: Sequence[str]) -> dict[str, int]:
+    """``{key: idx}`` of the stored rows among ``keys``."""
+    found: dict[str, int] = {}
+    for i in range(0, len(keys), _CHUNK):
+        stmt = select(RunExample.key, RunExample.idx).where(
+            RunExample.run_id == run_id,
+            RunExample.table_name == table,
+            RunExample.key.in_(keys[i : i + _CHUNK]),
+        )
+        found.update({key: int(idx) for key, idx in session.execute(stmt)})
+    return found
+
+
+def upsert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``rows`` (run_id, table_name, idx, key, data, created_at), replacing a stored row of the
+    same (run, table, idx): a re-sent batch overwrites, never duplicates."""
+    for i in range(0, len(rows), _CHUNK):
+        ins = _insert(session)(RunExample).values(list(rows[i : i + _CHUNK]))
+        session.execute(
+            ins.on_conflict_do_update(
+                index_elements=["run_id", "table_name", "idx"],
+                set_={
+                    "key": ins.excluded.key,
+                    "data": ins.excluded.data,
+                    "created_at": ins.excluded.created_at,
+                },
+            )
+        )
+
+
+def set_count(session: Session, run_id: int, table: str, rows: int, where: list[Any]) -> bool:
+    """Store the table's row count if ``where`` (conditions on the run) holds; False if it does not (the
+    writing attempt lost the run meanwhile)."""
+    stmt = update(RunExampleTable).where(
+        RunExampleTable.run_id == run_id, RunExampleTable.table_name == table
+    )
+    if where:
+        stmt = stmt.where(exists().where(Run.id == run_id, *where))
+    result = session.execute(
+        stmt.values(rows=rows, updated_at=utcnow()).execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def tables(session: Session, run_id: int) -> list[tuple[str, int]]:
+    stmt = (
+        select(RunExampleTable.table_name, RunExampleTable.rows)
+        .where(RunExampleTable.run_id == run_id)
+        .order_by(RunExampleTable.table_name)
+    )
+    return [(name, int(rows)) for name, rows in session.execute(stmt)]
+
+
+def count(session: Session, run_id: int, table: str) -> int | None:
+    stmt = select(RunExampleTable.rows).where(
+        RunExampleTable.run_id == run_id, RunExampleTable.table_name == table
+    )
+    rows = session.execute(stmt).scalar_one_or_none()
+    return None if rows is None else int(rows)
+
+
+def page(
+    session: Session,
+    run_id: int,
+    table: str,
+    after: int | None,
+    limit: int,
+    conditions: Sequence[ColumnElement[bool]] = (),
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """Up to ``limit`` rows after idx ``after``, in idx order. ``conditions`` narrow the rows (a filter
+    compiled from the query language goes here)."""
+    stmt = select(RunExample.idx, RunExample.key, RunExample.data).where(
+        RunExample.run_id == run_id, RunExample.table_name == table, *conditions
+    )
+    if after is not None:
+        stmt = stmt.where(RunExample.idx > after)
+    stmt = stmt.order_by(RunExample.idx).limit(limit)
+    return [(int(i), k, d) for i, k, d in session.execute(stmt)]
+
+
+def by_key(
+    session: Session, run_id: int, table: str, after: str | None, limit: int
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """Up to ``limit`` rows whose key sorts after ``after``, in key order (the database's ordering)."""
+    stmt = select(RunExample.idx, RunExample.key, RunExample.data).where(
+        RunExample.run_id == run_id, RunExample.table_name == table
+    )
+    if after is not None:
+        stmt = stmt.where(RunExample.key > after)
+    stmt = stmt.order_by(RunExample.key).limit(limit)
+    return [(int(i), k, d) for i, k, d in session.execute(stmt)]
+
+
+def with_keys(
+    session: Session, run_id: int, table: str, keys: Sequence[str]
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    """``{key: (idx, data)}`` of the run's rows among ``keys``."""
+    found: dict[str, tuple[int, dict[str, Any]]] = {}
+    for i in range(0, len(keys), _CHUNK):
+        stmt = select(RunExample.key, RunExample.idx, RunExample.data).where(
+            RunExample.run_id == run_id,
+            RunExample.table_name == table,
+            RunExample.key.in_(keys[i : i + _CHUNK]),
+        )
+        found.update({k: (int(i_), d) for k, i_, d in session.execute(stmt)})
+    return found
+
+
+def only_in(
+    session: Session, run_id: int, other_id: int, table: str, after: str | None, limit: int
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """Rows of ``run_id``'s table whose key ``other_id``'s table lacks, in key order after ``after``
+    (an anti-join on the key index)."""
+    other = aliased(RunExample)
+    missing = ~exists().where(
+        and_(other.run_id == other_id, other.table_name == table, other.key == RunExample.key)
+    )
+    stmt = select(RunExample.idx, RunExample.key, RunExample.data).where(
+        RunExample.run_id == run_id, RunExample.table_name == table, missing
+    )
+    if after is not None:
+        stmt = stmt.where(RunExample.key > after)
+    stmt = stmt.order_by(RunExample.key).limit(limit)
+    return [(int(i), k, d) for i, k, d in session.execute(stmt)]

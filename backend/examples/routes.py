@@ -1,0 +1,66 @@
+"""Per-example tables of a run: posted by its writing attempt, paged and diffed by the project's viewers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from backend.examples import service
+from backend.examples.schemas import (
+    TABLE_PATTERN,
+    ExampleDiffPage,
+    ExamplePage,
+    ExamplesAccepted,
+    ExamplesIn,
+    ExampleTable,
+)
+from backend.http.deps import Id, PrincipalDep, SessionDep
+
+router = APIRouter(prefix="/runs", tags=["examples"])
+
+TableQuery = Annotated[str, Query(pattern=TABLE_PATTERN, description="the table's name")]
+CursorQuery = Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")]
+
+
+@router.post(
+    "/{run_id}/examples",
+    response_model=ExamplesAccepted,
+    operation_id="examples-post",
+    responses={413: {"description": "more than 1,000 rows"}},
+)
+def post_examples(
+    run_id: Id, body: ExamplesIn, principal: PrincipalDep, session: SessionDep
+) -> ExamplesAccepted:
+    # the body's size (16 MiB) and the caller's credential were checked before it was read (backend/http/limits.py)
+    return service.post(session, principal, run_id, body)
+
+
+@router.get("/{run_id}/example-tables", response_model=list[ExampleTable], operation_id="examples-tables")
+def example_tables(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[ExampleTable]:
+    return service.tables(session, principal, run_id)
+
+
+@router.get("/{run_id}/examples", response_model=ExamplePage, operation_id="examples-list")
+def list_examples(
+    run_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    table: TableQuery,
+    cursor: CursorQuery = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 100,
+) -> ExamplePage:
+    return service.page(session, principal, run_id, table, cursor, limit)
+
+
+@router.get("/{run_id}/examples/diff", response_model=ExampleDiffPage, operation_id="examples-diff")
+def diff_examples(
+    run_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    other: Annotated[int, Query(ge=1, lt=2**31, description="the run to compare with")],
+    table: TableQuery,
+    cursor: CursorQuery = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+) -> ExampleDiffPage:
+    return service.diff(session, principal, run_id, other, table, cursor, limit)

@@ -1,0 +1,73 @@
+"""Per-example tables of a run (issue 25, item 5): rows posted by a kind, paged and diffed by readers."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+# a table's name: what a kind calls it ("gradings", "flips"); short, safe in a URL and a file name
+TABLE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class ExampleRowIn(BaseModel):
+    idx: int = Field(
+        ge=0, lt=2**31, description="the row's place in its table (the writer numbers rows 0, 1, ...)"
+    )
+    key: str = Field(
+        min_length=1,
+        max_length=200,
+        description="the example's stable id: unique in the table, diffs match on it",
+    )
+    data: dict[str, Any] = Field(description="the example's fields (JSON, at most 64 KiB)")
+
+
+class ExamplesIn(BaseModel):
+    table: str = Field(pattern=TABLE_PATTERN, description="the table's name")
+    rows: list[ExampleRowIn] = Field(description="at most 1,000 rows; a row re-sent with its idx replaces it")
+    attempt: int | None = Field(
+        None, ge=1, le=1_000_000, description="the writing attempt; 409 unless it still owns the run"
+    )
+
+
+class ExamplesAccepted(BaseModel):
+    table: str
+    accepted: int = Field(description="rows written by this batch (new or replaced)")
+    rows: int = Field(description="rows the table holds now")
+
+
+class ExampleTable(BaseModel):
+    name: str
+    rows: int
+
+
+class ExampleRow(BaseModel):
+    idx: int
+    key: str
+    data: dict[str, Any]
+
+
+class ExamplePage(BaseModel):
+    run_id: int
+    table: str
+    total: int = Field(description="rows in the table (kept by the writes, not counted per page)")
+    items: list[ExampleRow]
+    next_cursor: str | None = None
+
+
+class ExampleDiff(BaseModel):
+    key: str
+    change: Literal["changed", "only_run", "only_other"]
+    run: ExampleRow | None = Field(description="the row of the run asked for (None: not in it)")
+    other: ExampleRow | None = Field(description="the row of the other run (None: not in it)")
+
+
+class ExampleDiffPage(BaseModel):
+    run_id: int
+    other_id: int
+    table: str
+    items: list[ExampleDiff] = Field(description="keys whose rows differ, or that only one run has")
+    scanned: int = Field(description="rows compared to answer this page")
+    next_cursor: str | None = Field(
+        None, description="where to go on; a page may hold fewer items than asked and still have one"
+    )

@@ -1,0 +1,219 @@
+"""Per-example tables: a batch of rows posted by the run's writing attempt (replacing rows re-sent with
+their idx), a table paged by idx, and two runs' tables diffed on the examples' keys."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from backend.auth.principal import Principal
+from backend.db import utcnow
+from backend.examples import repository
+from backend.examples.schemas import (
+    ExampleDiff,
+    ExampleDiffPage,
+    ExamplePage,
+    ExampleRow,
+    ExamplesAccepted,
+    ExamplesIn,
+    ExampleTable,
+)
+from backend.http import cursor
+from backend.http.errors import Conflict, Invalid, TooLarge
+from backend.runs import repository as runs_repo
+from backend.runs import service as runs
+
+MAX_BATCH = 1_000  # rows per post (the SDK's batches are smaller)
+MAX_ROW_BYTES = 64 * 1024  # one row's data as JSON
+MAX_PAGE = 1_000
+DIFF_CHUNK = 500  # rows of the run read at a time while diffing
+DIFF_BUDGET = 20_000  # rows compared at most per diff page: a page of few changes still answers quickly
+
+
+def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) -> ExamplesAccepted:
+    run = runs.get_for_worker(session, principal, run_id)
+    if len(body.rows) > MAX_BATCH:
+        raise TooLarge(f"an example batch holds at most {MAX_BATCH} rows; this one has {len(body.rows)}")
+    runs.check_writer(run, body.attempt)
+    errors: list[dict[str, Any]] = []
+    seen_idx: dict[int, int] = {}
+    seen_key: dict[str, int] = {}
+    for i, row in enumerate(body.rows):
+        size = len(json.dumps(row.data, separators=(",", ":")))
+        if size > MAX_ROW_BYTES:
+            errors.append(
+                {
+                    "loc": ["body", "rows", i, "data"],
+                    "msg": f"{size:,} bytes as JSON; at most {MAX_ROW_BYTES:,}",
+                    "type": "too_large",
+                }
+            )
+        if row.idx in seen_idx:
+            errors.append(
+                {
+                    "loc": ["body", "rows", i, "idx"],
+                    "msg": f"idx {row.idx} twice in the batch",
+                    "type": "duplicate",
+                }
+            )
+        if row.key in seen_key:
+            errors.append(
+                {
+                    "loc": ["body", "rows", i, "key"],
+                    "msg": f"key {row.key!r} twice in the batch",
+                    "type": "duplicate",
+                }
+            )
+        seen_idx[row.idx], seen_key[row.key] = i, i
+    if errors:
+        raise Invalid(f"example row {errors[0]['loc'][2]}: {errors[0]['msg']}", errors)
+    if not body.rows:
+        return ExamplesAccepted(
+            table=body.table, accepted=0, rows=repository.count(session, run.id, body.table) or 0
+        )
+    stored_rows = repository.lock_table(session, run.id, body.table)
+    # a key already held by another row of the table is refused (diffs match rows on their keys)
+    holders = repository.stored_keys(session, run.id, body.table, list(seen_key))
+    for key, idx in holders.items():
+        i = seen_key[key]
+        if idx != body.rows[i].idx:
+            errors.append(
+                {
+                    "loc": ["body", "rows", i, "key"],
+                    "msg": f"key {key!r} is already row {idx} of table {body.table!r}",
+                    "type": "duplicate",
+                }
+            )
+    if errors:
+        raise Invalid(f"example row {errors[0]['loc'][2]}: {errors[0]['msg']}", errors)
+    existing = repository.stored_at(session, run.id, body.table, list(seen_idx))
+    now = utcnow()
+    repository.upsert_rows(
+        session,
+        [
+            {
+                "run_id": run.id,
+                "table_name": body.table,
+                "idx": r.idx,
+                "key": r.key,
+                "data": r.data,
+                "created_at": now,
+            }
+            for r in body.rows
+        ],
+    )
+    total = stored_rows + len(body.rows) - len(existing)
+    where = runs_repo.owned(body.attempt) if body.attempt is not None else []
+    if not repository.set_count(session, run.id, body.table, total, where):
+        raise Conflict(f"attempt {body.attempt} no longer owns run {run.id}")
+    return ExamplesAccepted(table=body.table, accepted=len(body.rows), rows=total)
+
+
+def tables(session: Session, principal: Principal, run_id: int) -> list[ExampleTable]:
+    run = runs.get_visible(session, principal, run_id)
+    return [ExampleTable(name=name, rows=rows) for name, rows in repository.tables(session, run.id)]
+
+
+def page(
+    session: Session, principal: Principal, run_id: int, table: str, cursor_: str | None, limit: int
+) -> ExamplePage:
+    run = runs.get_visible(session, principal, run_id)
+    total = repository.count(session, run.id, table) or 0  # a table not posted yet: empty
+    after = cursor.decode_int(cursor_, "idx")
+    rows = repository.page(session, run.id, table, after, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return ExamplePage(
+        run_id=run.id,
+        table=table,
+        total=total,
+        items=[ExampleRow(idx=i, key=k, data=d) for i, k, d in rows],
+        next_cursor=cursor.encode({"idx": rows[-1][0]}) if more else None,
+    )
+
+
+def _diff_cursor(value: str | None) -> tuple[int, str | None]:
+    """(phase, key after): phase 1 walks the run's keys, phase 2 the other run's keys the run lacks."""
+    data = cursor.decode(value)
+    if data is None:
+        return 1, None
+    phase, key = data.get("phase"), data.get("key")
+    if phase not in (1, 2) or not (key is None or isinstance(key, str)):
+        raise Invalid(
+            "invalid cursor",
+            [{"loc": ["query", "cursor"], "msg": "not a cursor from next_cursor", "type": "cursor"}],
+        )
+    return int(phase), key
+
+
+def diff(
+    session: Session,
+    principal: Principal,
+    run_id: int,
+    other_id: int,
+    table: str,
+    cursor_: str | None,
+    limit: int,
+) -> ExampleDiffPage:
+    """The keys of ``table`` whose rows differ between the two runs, or that one run only has, both sides.
+
+    Phase 1 walks the run's rows in key order (keyset on the key index), looks the same keys up in the
+    other run and keeps the differing ones; at most ``DIFF_BUDGET`` rows are compared per page, so a page
+    can hold fewer than ``limit`` items and still have a cursor. Phase 2 reads the other run's keys that
+    the run lacks (an anti-join). Keys are only compared by the database, never sorted here."""
+    run = runs.get_visible(session, principal, run_id)
+    other = runs.get_visible(session, principal, other_id)
+    phase, after = _diff_cursor(cursor_)
+    items: list[ExampleDiff] = []
+    scanned = 0
+    if phase == 1:
+        while len(items) < limit and scanned < DIFF_BUDGET:
+            mine = repository.by_key(session, run.id, table, after, DIFF_CHUNK)
+            if not mine:
+                phase, after = 2, None
+                break
+            theirs = repository.with_keys(session, other.id, table, [k for _, k, _ in mine])
+            for idx, key, data in mine:
+                scanned += 1
+                after = key
+                match = theirs.get(key)
+                if match is None:
+                    items.append(
+                        ExampleDiff(
+                            key=key,
+                            change="only_run",
+                            run=ExampleRow(idx=idx, key=key, data=data),
+                            other=None,
+                        )
+                    )
+                elif match[1] != data:
+                    items.append(
+                        ExampleDiff(
+                            key=key,
+                            change="changed",
+                            run=ExampleRow(idx=idx, key=key, data=data),
+                            other=ExampleRow(idx=match[0], key=key, data=match[1]),
+                        )
+                    )
+                if len(items) >= limit:
+                    break
+            if len(mine) < DIFF_CHUNK and after == mine[-1][1] and len(items) < limit:
+                phase, after = 2, None
+                break
+    if phase == 2 and len(items) < limit:
+        rows = repository.only_in(session, other.id, run.id, table, after, limit - len(items) + 1)
+        more = len(rows) > limit - len(items)
+        rows = rows[: limit - len(items)]
+        scanned += len(rows)
+        items.extend(
+            ExampleDiff(key=k, change="only_other", run=None, other=ExampleRow(idx=i, key=k, data=d))
+            for i, k, d in rows
+        )
+        next_cursor = cursor.encode({"phase": 2, "key": rows[-1][1]}) if more else None
+    else:
+        next_cursor = cursor.encode({"phase": phase, "key": after})
+    return ExampleDiffPage(
+        run_id=run.id, other_id=other.id, table=table, items=items, scanned=scanned, next_cursor=next_cursor
+    )

@@ -1,0 +1,262 @@
+"""Per-example tables (issue 25, item 5): posting (batches, idempotent re-posts, the writing attempt,
+limits), paging by idx, the tables list, diffs of two runs on the examples' keys, visibility."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from backend.examples import service
+from backend.http.limits import WORKER_WRITE_LIMIT, route_class
+from tests.backend.conftest import Api
+
+# the subject is SQL (upserts, keyset pages, an anti-join): SQLite and Postgres
+pytestmark = pytest.mark.dialect_matrix
+
+
+def _run(api: Api, token: str | None = None, project: str = "default") -> int:
+    r = api.submit({}, token=token, project=project)
+    assert r.status_code == 201, r.text
+    return int(r.json()["runs"][0]["id"])
+
+
+def _claimed(api: Api) -> int:
+    run_id = _run(api)
+    r = api.client.post(
+        f"/api/v1/runs/{run_id}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker
+    )
+    assert r.status_code == 200, r.text
+    return run_id
+
+
+def _rows(start: int, stop: int, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {"idx": i, "key": f"item-{i:04d}", "data": {"item": i, "reply": f"r{i}", **extra}}
+        for i in range(start, stop)
+    ]
+
+
+def _post(api: Api, run_id: int, rows: list[dict[str, Any]], table: str = "gradings", **kw: Any) -> Any:
+    body = {"table": table, "rows": rows, **kw}
+    return api.client.post(
+        f"/api/v1/runs/{run_id}/examples", json=body, headers=kw.pop("headers", api.worker)
+    )
+
+
+def _page(api: Api, run_id: int, token: str | None = None, **params: Any) -> Any:
+    return api.client.get(f"/api/v1/runs/{run_id}/examples", params=params, headers=api.h(token))
+
+
+def test_rows_are_posted_paged_by_idx_and_counted(api: Api) -> None:
+    run_id = _claimed(api)
+    r = _post(api, run_id, _rows(0, 250), attempt=1)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"table": "gradings", "accepted": 250, "rows": 250}
+    assert _post(api, run_id, _rows(250, 300), attempt=1).json()["rows"] == 300
+    assert _post(api, run_id, _rows(0, 3), table="flips", attempt=1).json()["rows"] == 3
+
+    tables = api.client.get(f"/api/v1/runs/{run_id}/example-tables", headers=api.h()).json()
+    assert tables == [{"name": "flips", "rows": 3}, {"name": "gradings", "rows": 300}]
+
+    seen: list[int] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        params: dict[str, Any] = {"table": "gradings", "limit": 70}
+        if cursor:
+            params["cursor"] = cursor
+        page = _page(api, run_id, **params).json()
+        assert page["total"] == 300
+        seen += [row["idx"] for row in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == list(range(300)) and pages == 5  # 70 * 4 + 20
+    first = _page(api, run_id, table="gradings", limit=2).json()["items"]
+    assert first == [
+        {"idx": 0, "key": "item-0000", "data": {"item": 0, "reply": "r0"}},
+        {"idx": 1, "key": "item-0001", "data": {"item": 1, "reply": "r1"}},
+    ]
+    # a table nobody posted is empty, not an error
+    assert _page(api, run_id, table="nothing").json() == {
+        "run_id": run_id,
+        "table": "nothing",
+        "total": 0,
+        "items": [],
+        "next_cursor": None,
+    }
+
+
+def test_a_reposted_batch_replaces_its_rows_and_never_duplicates(api: Api) -> None:
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 10), attempt=1).json()["rows"] == 10
+    # the same batch again (a retried post), then part of it with new data (a resumed attempt)
+    assert _post(api, run_id, _rows(0, 10), attempt=1).json()["rows"] == 10
+    r = _post(api, run_id, _rows(5, 12, graded=True), attempt=1)
+    assert r.json() == {"table": "gradings", "accepted": 7, "rows": 12}
+    items = _page(api, run_id, table="gradings").json()["items"]
+    assert [row["idx"] for row in items] == list(range(12))
+    assert items[4]["data"] == {"item": 4, "reply": "r4"}
+    assert items[5]["data"] == {"item": 5, "reply": "r5", "graded": True}
+
+
+def test_only_the_runs_current_attempt_writes(api: Api) -> None:
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 1), attempt=1).status_code == 200
+    stale = _post(api, run_id, _rows(1, 2), attempt=2)
+    assert stale.status_code == 409 and "attempt 2 no longer owns" in stale.json()["detail"]
+    finish = {"attempt": 1, "status": "succeeded"}
+    assert (
+        api.client.post(f"/api/v1/runs/{run_id}/finish", json=finish, headers=api.worker).status_code == 200
+    )
+    # the run token of the finished attempt, with or without naming its attempt
+    assert _post(api, run_id, _rows(1, 2), attempt=1).status_code == 409
+    assert _post(api, run_id, _rows(1, 2)).status_code == 409
+    assert _page(api, run_id, table="gradings").json()["total"] == 1
+    # a run token reaches its own run only
+    other = _run(api)
+    claim = api.client.post(
+        f"/api/v1/runs/{other}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker_token
+    )
+    other_token = {"Authorization": f"Bearer {claim.json()['run_token']}"}
+    assert _post(api, other, _rows(0, 1), attempt=1, headers=other_token).status_code == 200
+    assert _post(api, run_id, _rows(5, 6), headers=other_token).status_code == 403
+
+
+def test_limits_and_bad_rows_name_the_field(api: Api) -> None:
+    run_id = _claimed(api)
+    assert route_class(f"/api/v1/runs/{run_id}/examples").limit == WORKER_WRITE_LIMIT
+    too_many = _post(api, run_id, _rows(0, service.MAX_BATCH + 1), attempt=1)
+    assert too_many.status_code == 413 and "at most 1000 rows" in too_many.json()["detail"]
+
+    big = [{"idx": 0, "key": "big", "data": {"reply": "x" * (service.MAX_ROW_BYTES + 1)}}]
+    r = _post(api, run_id, big, attempt=1)
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == ["body", "rows", 0, "data"]
+
+    twice = [{"idx": 0, "key": "a", "data": {}}, {"idx": 1, "key": "a", "data": {}}]
+    r = _post(api, run_id, twice, attempt=1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "rows", 1, "key"]
+    same_idx = [{"idx": 3, "key": "a", "data": {}}, {"idx": 3, "key": "b", "data": {}}]
+    r = _post(api, run_id, same_idx, attempt=1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "rows", 1, "idx"]
+
+    assert _post(api, run_id, _rows(0, 2), attempt=1).status_code == 200
+    # item-0000 is row 0: another row may not take its key (a diff matches rows on keys)
+    taken = [{"idx": 7, "key": "item-0001", "data": {}}]
+    r = _post(api, run_id, taken, attempt=1)
+    assert r.status_code == 422
+    assert (
+        r.json()["errors"][0]["loc"] == ["body", "rows", 0, "key"] and "already row 1" in r.json()["detail"]
+    )
+
+    r = _post(api, run_id, _rows(0, 1), table="bad name!", attempt=1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "table"]
+    r = _post(api, run_id, [{"idx": -1, "key": "k", "data": {}}], attempt=1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "rows", 0, "idx"]
+    r = _page(api, run_id, table="gradings", cursor="not-a-cursor")
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "cursor"]
+    r = _page(api, run_id, table="gradings", limit=service.MAX_PAGE + 1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "limit"]
+    assert _page(api, run_id, table="gradings").json()["total"] == 2  # nothing refused was written
+
+
+def _diff_all(
+    api: Api, run_id: int, other: int, limit: int, token: str | None = None
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(100):
+        params: dict[str, Any] = {"other": other, "table": "gradings", "limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        r = api.client.get(f"/api/v1/runs/{run_id}/examples/diff", params=params, headers=api.h(token))
+        assert r.status_code == 200, r.text
+        page = r.json()
+        assert len(page["items"]) <= limit
+        items += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items
+    raise AssertionError("the diff's cursor never ended")
+
+
+@pytest.mark.parametrize("chunk", [500, 3])
+def test_a_diff_lists_changed_and_one_sided_keys_with_both_sides(
+    api: Api, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "DIFF_CHUNK", chunk)
+    a, b = _claimed(api), _claimed(api)
+    mine = _rows(0, 20)
+    theirs = [dict(r) for r in _rows(2, 22)]  # item 0, 1 only in a; item 20, 21 only in b
+    for row in theirs:
+        if row["idx"] in (5, 13):
+            row["data"] = {**row["data"], "reply": "changed"}
+    # b holds the same keys at other places: rows are matched on keys, never on idx
+    theirs = [{**row, "idx": 100 - row["idx"]} for row in theirs]
+    assert _post(api, a, mine, attempt=1).status_code == 200
+    assert _post(api, b, theirs, attempt=1).status_code == 200
+
+    for limit in (1, 2, 50):
+        items = _diff_all(api, a, b, limit)
+        summary = [(d["key"], d["change"]) for d in items]
+        assert summary == [
+            ("item-0000", "only_run"),
+            ("item-0001", "only_run"),
+            ("item-0005", "changed"),
+            ("item-0013", "changed"),
+            ("item-0020", "only_other"),
+            ("item-0021", "only_other"),
+        ], limit
+    changed = next(d for d in items if d["key"] == "item-0005")
+    assert changed["run"] == {"idx": 5, "key": "item-0005", "data": {"item": 5, "reply": "r5"}}
+    assert changed["other"] == {"idx": 95, "key": "item-0005", "data": {"item": 5, "reply": "changed"}}
+    assert items[0]["other"] is None and items[-1]["run"] is None
+    # the other way round, the sides swap
+    reverse = _diff_all(api, b, a, 50)
+    assert [(d["key"], d["change"]) for d in reverse][:2] == [
+        ("item-0005", "changed"),
+        ("item-0013", "changed"),
+    ]
+    assert {d["change"] for d in reverse[2:]} == {"only_run", "only_other"}
+    # a run against itself: nothing differs
+    assert _diff_all(api, a, a, 10) == []
+
+
+def test_a_diff_page_stops_at_its_budget_and_goes_on(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service, "DIFF_CHUNK", 4)
+    monkeypatch.setattr(service, "DIFF_BUDGET", 8)
+    a, b = _claimed(api), _claimed(api)
+    assert _post(api, a, _rows(0, 30), attempt=1).status_code == 200
+    changed = _rows(0, 30)
+    changed[25]["data"] = {"item": 25, "reply": "new"}
+    assert _post(api, b, changed, attempt=1).status_code == 200
+    first = api.client.get(
+        f"/api/v1/runs/{a}/examples/diff", params={"other": b, "table": "gradings"}, headers=api.h()
+    ).json()
+    assert first["items"] == [] and first["scanned"] == 8 and first["next_cursor"]
+    assert [d["key"] for d in _diff_all(api, a, b, 5)] == ["item-0025"]
+
+
+def test_examples_are_read_as_the_run_is_visible(api: Api) -> None:
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 3), attempt=1).status_code == 200
+    viewer = api.user("vic", role="viewer")
+    outsider = api.user("ozzie", project="elsewhere")
+    assert _page(api, run_id, viewer, table="gradings").json()["total"] == 3
+    assert _page(api, run_id, outsider, table="gradings").status_code == 404
+    assert api.client.get(f"/api/v1/runs/{run_id}/example-tables", headers=api.h(outsider)).status_code == 404
+    # a viewer may not write, an outsider does not see the run
+    assert _post(api, run_id, _rows(3, 4), headers=api.h(viewer)).status_code == 403
+    assert _post(api, run_id, _rows(3, 4), headers=api.h(outsider)).status_code == 404
+    # both runs of a diff must be visible: the outsider's own run against ours is a 404 either way
+    theirs = _run(api, token=outsider, project="elsewhere")
+    for run, other, token in ((run_id, theirs, viewer), (theirs, run_id, outsider)):
+        r = api.client.get(
+            f"/api/v1/runs/{run}/examples/diff",
+            params={"other": other, "table": "gradings"},
+            headers=api.h(token),
+        )
+        assert r.status_code == 404, r.text
