@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AGGREGATES,
+  CHART_MODES,
+  CHART_X,
+  canonicalViewState,
+  decodeViewState,
+  DEFAULT_GROUP,
+  EMPTY_VIEW,
+  encodeViewState,
+  viewUrl,
+  writeViewState,
+  type ViewState,
+} from './viewState';
+
+const FULL: ViewState = {
+  query: "params.lr >= 0.001 and status = 'succeeded'",
+  columns: [
+    { field: 'name', aggregate: null, width: null },
+    { field: 'metrics.val/loss', aggregate: 'min', width: 120 },
+    { field: 'params.model.depth', aggregate: null, width: 80 },
+  ],
+  group_by: DEFAULT_GROUP,
+  sort: { field: 'metrics.acc', order: 'desc', aggregate: 'best' },
+  chart: { metric: 'val/loss', mode: 'envelope', x: 'time' },
+};
+
+describe('the URL contract', () => {
+  it('writes each param in its documented form and order', () => {
+    expect(encodeViewState(FULL).toString()).toBe(
+      'q=params.lr+%3E%3D+0.001+and+status+%3D+%27succeeded%27' +
+        '&cols=name%2Cmetrics.val%2Floss%3Amin%40120%2Cparams.model.depth%4080' +
+        '&group=*&sort=-metrics.acc%3Abest&chart=val%2Floss%3Aenvelope%3Atime',
+    );
+    const params = encodeViewState(FULL);
+    expect([...params.keys()]).toEqual(['q', 'cols', 'group', 'sort', 'chart']);
+    expect(params.get('cols')).toBe('name,metrics.val/loss:min@120,params.model.depth@80');
+    expect(params.get('sort')).toBe('-metrics.acc:best');
+    expect(params.get('chart')).toBe('val/loss:envelope:time');
+  });
+
+  it('leaves out what holds its default: the empty view is no params at all', () => {
+    expect(encodeViewState(EMPTY_VIEW).toString()).toBe('');
+    expect(decodeViewState(new URLSearchParams())).toEqual(EMPTY_VIEW);
+    expect(encodeViewState({ ...EMPTY_VIEW, group_by: [] }).toString()).toBe('');
+    expect(encodeViewState({ ...EMPTY_VIEW, sort: { field: 'name', order: 'asc', aggregate: null } }).toString()).toBe('sort=name');
+  });
+
+  it('decodes what it encodes, for the full state and grouping by fields', () => {
+    expect(decodeViewState(encodeViewState(FULL))).toEqual(FULL);
+    const fields: ViewState = { ...EMPTY_VIEW, group_by: ['params.lambda', 'kind'] };
+    expect(encodeViewState(fields).get('group')).toBe('params.lambda,kind');
+    expect(decodeViewState(encodeViewState(fields))).toEqual(fields);
+  });
+
+  it('keeps field and metric names holding the separators (, : @ %) and any other character', () => {
+    const odd: ViewState = {
+      query: 'name contains "a,b:c@d%e" and params.x = 1 & y',
+      columns: [{ field: 'metrics.acc@k:4,%', aggregate: 'max', width: 40 }, { field: 'params.π.ü', aggregate: null, width: 2000 }],
+      group_by: ['params.a,b', 'params.c:d'],
+      sort: { field: 'metrics.x:y', order: 'asc', aggregate: 'last' },
+      chart: { metric: 'eval:acc@1,%25', mode: 'members', x: 'step' },
+    };
+    const url = `/?${encodeViewState(odd).toString()}`;
+    expect(decodeViewState(new URL(url, 'http://x').searchParams)).toEqual(odd);
+  });
+
+  it('round-trips random states, and the URL of a decoded state is the URL it came from', () => {
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const chars = 'abcXYZ_09.,:@%/ -é+&=?#';
+    const word = () => 'f' + Array.from({ length: rand(8) }, () => chars[rand(chars.length)]).join('').replace(/\s/g, '_');
+    const field = () => (rand(3) === 0 ? 'name' : `${['params', 'metrics', 'result'][rand(3)]}.${word()}`);
+    const agg = () => (rand(2) ? AGGREGATES[rand(AGGREGATES.length)] : null);
+    for (let i = 0; i < 300; i++) {
+      const state: ViewState = {
+        query: rand(2) ? Array.from({ length: rand(40) }, () => chars[rand(chars.length)]).join('') : '',
+        columns: Array.from({ length: rand(4) }, () => ({ field: field(), aggregate: agg(), width: rand(2) ? 40 + rand(1961) : null })),
+        group_by: [null, DEFAULT_GROUP, ['params.a', field()].filter((f, j, all) => all.indexOf(f) === j)][rand(3)],
+        sort: rand(2) ? { field: field(), order: rand(2) ? 'asc' : 'desc', aggregate: agg() } : null,
+        chart: rand(2) ? { metric: word(), mode: CHART_MODES[rand(3)], x: CHART_X[rand(2)] } : null,
+      };
+      const url = encodeViewState(state).toString();
+      const back = decodeViewState(new URLSearchParams(url));
+      expect(back).toEqual(state);
+      expect(encodeViewState(back).toString()).toBe(url);
+    }
+  });
+
+  it('drops the parts that do not decode instead of guessing', () => {
+    const params = new URLSearchParams({
+      cols: 'name,metrics.loss:median,params.x@10,params.y@120,9bad,metrics.ok:best',
+      group: 'params.a,params.a, bad field,kind',
+      sort: 'metrics.loss:avg',
+      chart: 'loss:violin:step',
+    });
+    expect(decodeViewState(params)).toEqual({
+      query: '',
+      columns: [
+        { field: 'name', aggregate: null, width: null },
+        { field: 'params.y', aggregate: null, width: 120 },
+        { field: 'metrics.ok', aggregate: 'best', width: null },
+      ],
+      group_by: ['params.a', 'kind'],
+      sort: null,
+      chart: null,
+    });
+    expect(decodeViewState(new URLSearchParams('cols=params.%E0%A4%A&chart=loss:mean_ci'))).toEqual(EMPTY_VIEW);
+  });
+
+  it('replaces only the view params of a page, keeping the others', () => {
+    const current = new URLSearchParams('tab=runs&q=old&group=*&page=2');
+    const next = writeViewState(current, { ...EMPTY_VIEW, query: 'kind = "carma"' });
+    expect(next.toString()).toBe('tab=runs&page=2&q=kind+%3D+%22carma%22');
+  });
+
+  it('makes the API answer canonical and builds a page URL from a saved view', () => {
+    const fromApi = {
+      query: 'x',
+      columns: [{ field: 'name' }],
+      group_by: [] as string[],
+      sort: { field: 'name' },
+      chart: { metric: 'loss' },
+    };
+    expect(canonicalViewState(fromApi)).toEqual({
+      query: 'x',
+      columns: [{ field: 'name', aggregate: null, width: null }],
+      group_by: null,
+      sort: { field: 'name', order: 'asc', aggregate: null },
+      chart: { metric: 'loss', mode: 'mean_ci', x: 'step' },
+    });
+    expect(viewUrl('experiments', EMPTY_VIEW)).toBe('/');
+    expect(viewUrl('runs', { ...EMPTY_VIEW, query: 'a', group_by: DEFAULT_GROUP })).toBe('/runs?q=a&group=*');
+    expect(viewUrl('compare', { ...EMPTY_VIEW, chart: { metric: 'acc', mode: 'members', x: 'step' } })).toBe('/compare?chart=acc%3Amembers%3Astep');
+  });
+});
