@@ -186,6 +186,13 @@ class MetricLatest(Base):
     # 1 when inserted, +1 at every update of the row (upsert_latest): the sum over an experiment's rows
     # grows with every change whatever the commits' order, without a lock on anything else
     rev: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
+    # the smallest and largest finite value of the whole series (NULL: none), kept at ingest from the
+    # series' coarsest roll-up blocks (backend/metrics/points.py): the query language's min() and max()
+    vmin: Mapped[float | None] = mapped_column(Float, nullable=True)
+    vmax: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    # the query language's metric filters: runs whose latest `key` compares to a value (backend/query)
+    __table_args__ = (Index("ix_metric_latest_key_value", "key", "value"),)
 
 
 class MetricRollup(Base):

@@ -1,4 +1,9 @@
-"""the query language's fields (issue 25): filled by the query-language work
+"""the query language's fields (issue 25): metric_latest.vmin / vmax and an index on (key, value)
+
+``min(metrics.k)`` and ``max(metrics.k)`` of the query language (backend/query) read each series'
+smallest and largest finite value from its ``metric_latest`` row, kept at ingest
+(backend/metrics/points.py); existing series are filled from their points (non-finite values are stored
+as NULL and ignored). ``metrics.k > v`` finds runs through ``ix_metric_latest_key_value``.
 
 Revision ID: 0015
 Revises: 0014
@@ -9,15 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
+from alembic import op
+
 revision: str = "0015"
 down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+FILL = """
+    UPDATE metric_latest SET
+        vmin = (SELECT MIN(m.value) FROM metric m WHERE m.run_id = metric_latest.run_id AND m.key = metric_latest.key),
+        vmax = (SELECT MAX(m.value) FROM metric m WHERE m.run_id = metric_latest.run_id AND m.key = metric_latest.key)
+"""
+
 
 def upgrade() -> None:
-    pass
+    op.add_column("metric_latest", sa.Column("vmin", sa.Float(), nullable=True))
+    op.add_column("metric_latest", sa.Column("vmax", sa.Float(), nullable=True))
+    op.execute(FILL)
+    op.create_index(op.f("ix_metric_latest_key_value"), "metric_latest", ["key", "value"], unique=False)
 
 
 def downgrade() -> None:
-    pass
+    op.drop_index(op.f("ix_metric_latest_key_value"), table_name="metric_latest")
+    with op.batch_alter_table("metric_latest", schema=None) as batch_op:
+        batch_op.drop_column("vmax")
+        batch_op.drop_column("vmin")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from backend.db import driver_rows
@@ -65,17 +65,46 @@ def starred(session: Session, user_id: int | None, experiment_ids: list[int]) ->
     return set(session.scalars(stmt))
 
 
-def page(
-    session: Session, project_ids: list[int] | None, kind: str | None, limit: int, before_id: int | None
-) -> list[Experiment]:
+def _listed(project_ids: list[int] | None, kind: str | None, condition: Any) -> Select[Any]:
     stmt = select(Experiment)
     if project_ids is not None:
         stmt = stmt.where(Experiment.project_id.in_(project_ids))
     if kind:
         stmt = stmt.where(Experiment.kind == kind)
-    if before_id is not None:
-        stmt = stmt.where(Experiment.id < before_id)
-    return list(session.scalars(stmt.order_by(Experiment.id.desc()).limit(limit)))
+    if condition is not None:
+        stmt = stmt.where(condition)
+    return stmt
+
+
+def page(
+    session: Session,
+    project_ids: list[int] | None,
+    kind: str | None,
+    limit: int,
+    after_id: int | None,
+    condition: Any = None,
+    desc: bool = True,
+) -> list[Experiment]:
+    """A keyset page by id (newest first when ``desc``); ``condition``: a query-language filter."""
+    stmt = _listed(project_ids, kind, condition)
+    if after_id is not None:
+        stmt = stmt.where(Experiment.id < after_id if desc else Experiment.id > after_id)
+    order = Experiment.id.desc() if desc else Experiment.id.asc()
+    return list(session.scalars(stmt.order_by(order).limit(limit)))
+
+
+def page_ordered(
+    session: Session,
+    project_ids: list[int] | None,
+    kind: str | None,
+    condition: Any,
+    order: list[Any],
+    offset: int,
+    limit: int,
+) -> list[Experiment]:
+    """An offset page in ``order`` (ORDER BY clauses ending with a unique key)."""
+    stmt = _listed(project_ids, kind, condition).order_by(*order).offset(offset).limit(limit)
+    return list(session.scalars(stmt))
 
 
 def runs_of(session: Session, experiment_id: int) -> list[Run]:

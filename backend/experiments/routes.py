@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
+from backend import query
 from backend.auth.principal import Principal
 from backend.db import utcnow
 from backend.experiments import export, repository, service, table
@@ -114,6 +115,23 @@ def list_experiments(
     session: SessionDep,
     project: str | None = None,
     kind: str | None = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            description="a query-language filter (docs/api.md, Query language): "
+            '`kind = "carma" and params.carma.lambda >= 0.1 and created > now - 7d`',
+        ),
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(
+            max_length=500,
+            description="created (the default: newest first with order=desc), or any experiment field: "
+            "id, name, kind, author, runs, params.<path>; rows without a value come last",
+        ),
+    ] = "created",
+    order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor_: Annotated[str | None, Query(alias="cursor")] = None,
 ) -> ExperimentPage:
@@ -126,8 +144,24 @@ def list_experiments(
     else:
         assert principal.user is not None
         project_ids = projects_repo.visible_project_ids(session, principal.user.id)
-    items = repository.page(session, project_ids, kind, limit + 1, cursor.decode_int(cursor_, "id"))
-    next_cursor = cursor.encode({"id": items[limit - 1].id}) if len(items) > limit else None
+    dialect = session.get_bind().dialect.name
+    try:
+        condition = query.where(query.EXPERIMENTS, q, dialect) if q is not None and q.strip() else None
+    except query.QueryError as exc:
+        raise query.invalid(exc, "q") from None
+    desc = order == "desc"
+    if sort in ("created", "created_at", "id"):  # ids grow with creation: a keyset page
+        after = cursor.decode_int(cursor_, "id")
+        items = repository.page(session, project_ids, kind, limit + 1, after, condition, desc)
+        next_cursor = cursor.encode({"id": items[limit - 1].id}) if len(items) > limit else None
+    else:
+        try:
+            ordering = query.order(query.EXPERIMENTS, sort, desc, dialect)
+        except query.QueryError as exc:
+            raise query.invalid(exc, "sort") from None
+        offset = cursor.decode_int(cursor_, "offset") or 0
+        items = repository.page_ordered(session, project_ids, kind, condition, ordering, offset, limit + 1)
+        next_cursor = cursor.encode({"offset": offset + limit}) if len(items) > limit else None
     return ExperimentPage(items=present(session, principal, items[:limit]), next_cursor=next_cursor)
 
 

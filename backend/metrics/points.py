@@ -10,13 +10,14 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from sqlalchemy import bindparam, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from backend.db import as_utc, psycopg_connection
 from backend.metrics.reads import latest_steps
-from backend.metrics.rollups import add_rollups, batch_spans, refresh_rollups
+from backend.metrics.rollups import ROLLUP_WIDTHS, add_rollups, batch_spans, refresh_rollups
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
 
@@ -172,3 +173,28 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
                 where=stmt.excluded.step >= MetricLatest.step,
             )
         )
+
+
+# -- each series' smallest and largest value (the query language's min() and max()) ---------------------
+
+_EXTREMES = text(
+    f"""
+    UPDATE metric_latest SET
+        vmin = (SELECT MIN(r.vmin) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]}),
+        vmax = (SELECT MAX(r.vmax) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]})
+    WHERE run_id = :run_id AND key IN :keys
+    """
+).bindparams(bindparam("keys", expanding=True))
+
+
+def refresh_extremes(session: Session, run_id: int, keys: Sequence[str]) -> None:
+    """Set ``metric_latest.vmin`` / ``vmax`` of the run's ``keys`` to their series' smallest and largest
+    finite values, read from the coarsest roll-up blocks (a few rows a series), after ``upsert_series``
+    and ``upsert_latest`` wrote the batch: exact when a batch overwrites points (a resumed run), not only
+    when it adds some. It runs under the roll-ups' advisory lock on the run (taken by ``upsert_series`` on
+    Postgres), so a concurrent batch into the run recomputes after this one commits and sees its blocks."""
+    ordered = sorted(set(keys))
+    for i in range(0, len(ordered), _LATEST_CHUNK):
+        session.execute(_EXTREMES, {"run_id": run_id, "keys": ordered[i : i + _LATEST_CHUNK]})

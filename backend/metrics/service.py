@@ -51,6 +51,7 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     # stream's latest steps). Its own rows, upserted where the step is not smaller than the stored one:
     # no lock on the run row, so concurrent batches into one run neither wait for nor deadlock on it.
     points.upsert_latest(session, run.id, tops)
+    points.refresh_extremes(session, run.id, list(tops))  # min() and max() of the query language
     if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
         mirror.touch(session, run.id)
     return len(batch.points)

@@ -68,12 +68,13 @@ def page_by_id(
     return list(session.scalars(stmt.order_by(order).limit(limit)))
 
 
-def page_by_value(
-    session: Session, stmt: Select[Any], column: Any, desc: bool, offset: int, limit: int
-) -> list[Run]:
-    """Sorted by a nullable value (a final metric, finished_at): NULLs last in both directions."""
-    nulls_last = column.is_(None)
-    order = [nulls_last.asc(), column.desc() if desc else column.asc(), Run.id.asc()]
+def value_order(column: Any, desc: bool) -> list[Any]:
+    """ORDER BY a nullable value (a final metric, finished_at): NULLs last in both directions."""
+    return [column.is_(None).asc(), column.desc() if desc else column.asc()]
+
+
+def page_ordered(session: Session, stmt: Select[Any], order: list[Any], offset: int, limit: int) -> list[Run]:
+    """An offset page of ``stmt`` in ``order`` (ORDER BY clauses that end with a unique key)."""
     return list(session.scalars(stmt.order_by(*order).offset(offset).limit(limit)))
 
 

@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, status
 
+from backend import query
 from backend.auth.security import make_run_token
 from backend.db import utcnow
 from backend.experiments import repository as experiments_repo
@@ -55,7 +56,23 @@ def list_runs(
     kind: str | None = None,
     tag: str | None = None,
     project: str | None = None,
-    sort: Annotated[str, Query(pattern=r"^(created_at|finished_at|id|metric:[^_].*)$")] = "created_at",
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            description="a query-language filter (docs/api.md, Query language): "
+            '`status = "succeeded" and params.train.lr >= 0.1 and max(metrics.acc) > 0.9`',
+        ),
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(
+            max_length=500,
+            description="created_at, finished_at, id, metric:<key>, or any query-language field: name, "
+            "status, params.<path>, metrics.<key>, min(metrics.<key>), best(metrics.<key>), ...; rows "
+            "without a value come last in both orders",
+        ),
+    ] = "created_at",
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=5000)] = 100,
     cursor_: Annotated[str | None, Query(alias="cursor")] = None,
@@ -84,18 +101,29 @@ def list_runs(
         assert principal.user is not None
         project_ids = projects_repo.visible_project_ids(session, principal.user.id)
     stmt = repository.filtered(project_ids, experiment_id, statuses, kind, tag)
+    dialect = session.get_bind().dialect.name
     desc = order == "desc"
+    try:
+        if q is not None and q.strip():
+            stmt = stmt.where(query.where(query.RUNS, q, dialect))
+    except query.QueryError as exc:
+        raise query.invalid(exc, "q") from None
     if sort in ("created_at", "id"):
         runs = repository.page_by_id(session, stmt, desc, cursor.decode_int(cursor_, "id"), limit + 1)
         nxt = cursor.encode({"id": runs[limit - 1].id}) if len(runs) > limit else None
     else:
-        column = (
-            Run.finished_at
-            if sort == "finished_at"
-            else repository.metric_column(sort.removeprefix("metric:"))
-        )
+        if sort == "finished_at":
+            ordering = query.order(query.RUNS, "finished", desc, dialect)
+        elif sort.startswith("metric:"):  # the older spelling of metrics.<key>
+            key = sort.removeprefix("metric:")
+            ordering = [*repository.value_order(repository.metric_column(key), desc), Run.id.asc()]
+        else:
+            try:
+                ordering = query.order(query.RUNS, sort, desc, dialect)
+            except query.QueryError as exc:
+                raise query.invalid(exc, "sort") from None
         offset = cursor.decode_int(cursor_, "offset") or 0
-        runs = repository.page_by_value(session, stmt, column, desc, offset, limit + 1)
+        runs = repository.page_ordered(session, stmt, ordering, offset, limit + 1)
         nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
     return RunPage(items=_present(session, settings, runs[:limit]), next_cursor=nxt)
 

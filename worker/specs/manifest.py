@@ -53,6 +53,9 @@ class KindManifest:
     ``source_runs`` maps a dotted spec field that names another run by id (e.g. ``"init.run_id"``) to the
     kind that run must be; at submission the backend checks that the run exists, is visible to the
     submitter, is of that kind and succeeded (a 422 naming the field otherwise). A null field names none.
+    ``metric_directions`` maps metric key patterns (``fnmatch``, case-sensitive: ``"*loss*"``) to ``"min"``
+    or ``"max"``: which way is better, the first matching pattern winning; the query language's
+    ``best(metrics.<key>)`` uses it (backend/query).
     """
 
     name: str
@@ -62,6 +65,7 @@ class KindManifest:
     examples: tuple[Example, ...] = ()
     runner: str = ""
     source_runs: Mapping[str, str] = field(default_factory=dict)
+    metric_directions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -76,6 +80,11 @@ class KindManifest:
         for path, kind in self.source_runs.items():
             if not all(part.isidentifier() for part in path.split(".")) or not kind.isidentifier():
                 raise ValueError(f"kind {self.name!r}: source_runs entry {path!r}: {kind!r} is malformed")
+        for pattern, direction in self.metric_directions.items():
+            if not pattern or direction not in ("min", "max"):
+                raise ValueError(
+                    f"kind {self.name!r}: metric_directions entry {pattern!r}: {direction!r} is not min or max"
+                )
         if self.runner and ":" not in self.runner:
             raise ValueError(f"runner {self.runner!r} of kind {self.name!r} must be 'module:function'")
 

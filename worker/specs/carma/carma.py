@@ -438,6 +438,7 @@ MANIFEST = KindManifest(
     "(IDM or sentiment), then measure exact-match accuracy, CAP layer curves and synonym consistency "
     "(CARMA paper, sections 3-5).",
     spec=CarmaSpec,
+    metric_directions={"*loss*": "min", "*acc*": "max", "*consistency*": "max", "step_time": "min"},
     results=(CarmaEval, CapCurve, SynonymConsistency),
     examples=(
         Example(

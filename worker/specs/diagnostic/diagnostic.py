@@ -72,6 +72,7 @@ MANIFEST = KindManifest(
     description="The platform's self-test: a small MLP regression that logs a loss curve, "
     "checkpoints and resumes exactly. Not a research kind.",
     spec=DiagnosticSpec,
+    metric_directions={"*loss*": "min"},
     results=(DiagnosticResult,),
     examples=(
         Example(

@@ -188,6 +188,7 @@ MANIFEST = KindManifest(
     "optionally few-shot with frozen modules; multiple choice by option log-likelihood, exact match for "
     "generation; Table 1-3 scores and the per-step routing analysis (Figure 3).",
     spec=ReasonFormerFinetuneSpec,
+    metric_directions={"*loss*": "min", "*acc*": "max", "step_time": "min"},
     results=(ReasonFormerEval, Routing),
     source_runs={"init.run_id": "reasonformer_pretrain"},
     examples=(

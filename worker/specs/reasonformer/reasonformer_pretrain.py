@@ -103,6 +103,7 @@ MANIFEST = KindManifest(
     "reasoning modules with a per-step skill router and stop gate, trained with teacher forcing and the "
     "skill-routing loss; reports exact match per skill and the per-step routing of every task (Figure 3).",
     spec=ReasonFormerPretrainSpec,
+    metric_directions={"*loss*": "min", "*acc*": "max", "step_time": "min"},
     results=(ReasonFormerEval, Routing),
     examples=(
         Example(

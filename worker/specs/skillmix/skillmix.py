@@ -323,6 +323,7 @@ MANIFEST = KindManifest(
     "topic, two-turn generation, graded by a chat model, the six metrics of the SMoE paper's A.3.1, with "
     "the experts per token of every router of an MoE student overridden (SMoE paper, section 2.2).",
     spec=SkillmixSpec,
+    metric_directions={name: "max" for name in ("full_marks", "all_skills", "skill_fraction", "*score*")},
     results=(SkillmixCell,),
     examples=(
         Example(

@@ -166,6 +166,7 @@ MANIFEST = KindManifest(
     description="A transformer with a sparse mixture-of-experts FFN (top-k of E experts) trained on "
     "SRAVEN; ID-test and OOD accuracy by M (rules per panel), top-k and attention (SMoE paper, section 2.1).",
     spec=SmoeSravenSpec,
+    metric_directions={"*loss*": "min", "*acc*": "max", "step_time": "min"},
     results=(SravenCell,),
     examples=(
         Example(

@@ -371,6 +371,7 @@ MANIFEST = KindManifest(
     "every router: our SMoE on SRAVEN, HF MoE LMs, ReasonFormer's skill router); the train-k x eval-k' "
     "matrix of a cheap score (SMoE paper, section 2.1; issue 11).",
     spec=TopkEvalSpec,
+    metric_directions={"*loss*": "min", "*acc*": "max", "eval_average*": "max"},
     results=(TopkEvalPoint,),
     source_runs={
         "target.run_id": "smoe_sraven",

@@ -1,0 +1,77 @@
+"""The query language of runs and experiments (issue 25): one grammar for the API's ``q`` and ``sort``,
+the CLI's ``--where``, the dashboard's search boxes, saved views and reports. docs/api.md, "Query
+language", is the user's reference.
+
+Public interface (everything else in the package is private):
+
+- ``parse(text) -> Expr`` / ``parse_field(text) -> Field``: the typed syntax tree (``backend.query.nodes``).
+- ``where(entity, text, dialect, now=None) -> ColumnElement[bool]``: a filter to add to a ``select`` of
+  ``Run`` (``entity=RUNS``) or ``Experiment`` (``EXPERIMENTS``), every value a bound parameter. It never
+  widens a query: add it to a statement already scoped to the caller's projects.
+- ``order(entity, text, desc, dialect) -> list``: ORDER BY clauses for a sort field (``name``,
+  ``params.lr``, ``max(metrics.acc)``), rows without a value last in both directions, the id last.
+- ``QueryError`` (``.pos``: 0-based offset or None, ``.message``) and ``invalid(exc, param)``: the API's
+  422 for it (``loc: ["query", param]``).
+- ``RUNS``, ``EXPERIMENTS``: the entities; ``entity.field_names()`` lists their fields.
+
+The language: ``field op value`` tests (``= != < <= > >=``, ``in (v, ...)``, ``not in (...)``,
+``contains v``, postfix ``exists`` / ``missing``) joined by ``not`` > ``and`` > ``or`` (that precedence)
+and parentheses. Values: 'single' or "double" quoted strings, numbers, true / false, dates
+``2026-11-01`` (a whole UTC day: ``created = 2026-11-01`` is that day, ``created > 2026-11-01`` after
+it), datetimes ``2026-11-01T10:00Z`` (UTC without an offset), ``now`` and ``now - <duration>``
+(``90s``, ``15m``, ``2h``, ``3d``, ``1w``): ``created > now - 2d`` is "created in the last two days"; a
+duration is only ever subtracted from ``now``. Fields: see ``RUNS`` / ``EXPERIMENTS`` and the docs;
+``params.<a.b.c>`` is a path in the spec; ``metrics.<key>`` takes the whole rest as the key (``/``, ``.``,
+``-`` included; quote anything else: ``metrics."eval acc"``), the latest value, or ``min(...)``,
+``max(...)`` (over the finite values), ``last(...)``, ``best(...)`` (min or max by the kind's declared
+``metric_directions``). A test on a field a row lacks is false (``!=`` too); ``missing`` finds those rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.sql.elements import ColumnElement
+
+from backend.db import utcnow
+from backend.http.errors import Invalid
+from backend.query.compiler import EXPERIMENTS, RUNS, Context, Entity, compile_expr, directions, sort_keys
+from backend.query.nodes import Expr, Field
+from backend.query.parser import QueryError, parse, parse_field
+
+
+def where(entity: Entity, text: str, dialect: str, now: datetime | None = None) -> ColumnElement[bool]:
+    """``text`` as a filter on ``entity``'s rows; QueryError if it does not parse or names a bad field."""
+    return compile_expr(entity, parse(text), Context(dialect, now or utcnow()))
+
+
+def order(entity: Entity, text: str, desc: bool, dialect: str) -> list[Any]:
+    """ORDER BY clauses for the sort field ``text``: its values (a params path: numbers, then strings),
+    rows without one last in both directions, then the id (ascending) so pages are stable."""
+    keys = sort_keys(entity, parse_field(text), Context(dialect, utcnow()))
+    out: list[Any] = []
+    for key in keys:
+        out += [key.is_(None).asc(), key.desc() if desc else key.asc()]
+    return [*out, entity.id_column.asc()]
+
+
+def invalid(exc: QueryError, param: str) -> Invalid:
+    """The API's 422 for a query error in the query parameter ``param``."""
+    return Invalid(f"{param}: {exc}", [{"loc": ["query", param], "msg": str(exc), "type": "query_syntax"}])
+
+
+__all__ = [
+    "EXPERIMENTS",
+    "RUNS",
+    "Entity",
+    "Expr",
+    "Field",
+    "QueryError",
+    "directions",
+    "invalid",
+    "order",
+    "parse",
+    "parse_field",
+    "where",
+]
