@@ -306,15 +306,42 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--experiment", type=int, default=None)
 @click.option("--status", default=None)
+@click.option("--where", "where", default=None, metavar="EXPR", help="a query-language filter")
+@click.option("--sort", default=None, help="any field: name, params.<path>, max(metrics.<key>), ...")
+@click.option("--asc", is_flag=True, help="ascending (default: descending)")
+@click.option("--project", default=None)
 @click.option("--limit", default=50, show_default=True)
 @client_options
 @friendly_errors
 def runs_list(
-    experiment: int | None, status: str | None, limit: int, api_url: str | None, token: str | None
+    experiment: int | None,
+    status: str | None,
+    where: str | None,
+    sort: str | None,
+    asc: bool,
+    project: str | None,
+    limit: int,
+    api_url: str | None,
+    token: str | None,
 ) -> None:
-    """List runs, newest first (filter by experiment or status)."""
+    """List runs, newest first (filter by experiment or status, or with --where EXPR).
+
+    \b
+    Examples (the language: docs/api.md, "Query language"):
+      reasonlab runs list --where 'status = "succeeded" and params.train.lr >= 0.01'
+      reasonlab runs list --where 'tags contains "baseline" and created > now - 2d'
+      reasonlab runs list --where 'best(metrics.test_acc) > 0.9' --sort 'max(metrics.test_acc)'
+    """
     with _client(api_url, token) as client:
-        page = client.list_runs(experiment_id=experiment, status=status, limit=limit)
+        page = client.list_runs(
+            experiment_id=experiment,
+            status=status,
+            q=where,
+            sort=sort,
+            order="asc" if asc else None,
+            project=project,
+            limit=limit,
+        )
     click.echo(
         f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
         f"{'name':<24}  params"
@@ -584,4 +611,45 @@ def datasets_delete(name: str, project: str | None, api_url: str | None, token: 
     click.echo(f"dataset {name} deleted")
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, secrets, datasets)
+@click.group()
+def experiments() -> None:
+    """List experiments."""
+
+
+@experiments.command("list")
+@click.option("--where", "where", default=None, metavar="EXPR", help="a query-language filter")
+@click.option("--sort", default=None, help="any field: name, runs, params.<path>, ...")
+@click.option("--asc", is_flag=True, help="ascending (default: descending)")
+@click.option("--project", default=None)
+@click.option("--limit", default=50, show_default=True)
+@client_options
+@friendly_errors
+def experiments_list(
+    where: str | None,
+    sort: str | None,
+    asc: bool,
+    project: str | None,
+    limit: int,
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """List experiments, newest first (filter with --where EXPR).
+
+    \b
+    Examples (the language: docs/api.md, "Query language"):
+      reasonlab experiments list --where 'kind = "carma" and params.carma.lambda >= 0.1'
+      reasonlab experiments list --where 'name contains "sweep" and created > now - 7d'
+      reasonlab experiments list --where 'tags = "paper" or author = "alice"' --sort runs
+    """
+    with _client(api_url, token) as client:
+        page = client.list_experiments(
+            q=where, sort=sort, order="asc" if asc else None, project=project, limit=limit
+        )
+    click.echo(f"{'id':>6}  {'kind':<22} {'runs':>5}  {'author':<12} name")
+    for e in page["items"]:
+        click.echo(
+            f"{e['id']:>6}  {e['kind']:<22} {e['run_count']:>5}  {e.get('author') or '-':<12} {e['name']}"
+        )
+
+
+COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets)

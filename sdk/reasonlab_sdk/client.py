@@ -389,12 +389,23 @@ class ReasonLabClient:
         *,
         project: str | None = None,
         kind: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> api.ExperimentPage:
-        """One page ``{"items", "next_cursor"}``."""
+        """One page ``{"items", "next_cursor"}``; ``q`` a query-language filter (docs/api.md, Query
+        language), ``sort`` any experiment field (``name``, ``params.<path>``, ...)."""
         result: api.ExperimentPage = self._get(
-            "/experiments", project=project, kind=kind, limit=limit, cursor=cursor
+            "/experiments",
+            project=project,
+            kind=kind,
+            q=q,
+            sort=sort,
+            order=order,
+            limit=limit,
+            cursor=cursor,
         )
         return result
 
@@ -457,12 +468,15 @@ class ReasonLabClient:
         kind: str | None = None,
         tag: str | None = None,
         project: str | None = None,
+        q: str | None = None,
         sort: str | None = None,
         order: Literal["asc", "desc"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> api.RunPage:
-        """One page ``{"items", "next_cursor"}``; ``sort`` is a column or ``metric:<key>``."""
+        """One page ``{"items", "next_cursor"}``; ``q`` a query-language filter (docs/api.md, Query
+        language); ``sort`` any query-language field (``params.lr``, ``max(metrics.acc)``) or
+        ``metric:<key>``."""
         result: api.RunPage = self._get(
             "/runs",
             experiment_id=experiment_id,
@@ -470,6 +484,7 @@ class ReasonLabClient:
             kind=kind,
             tag=tag,
             project=project,
+            q=q,
             sort=sort,
             order=order,
             limit=limit,
