@@ -101,7 +101,7 @@ def _syntax_error(text: str, exc: UnexpectedInput) -> QueryError:
         expected = _accepted(exc, set(exc.expected))
         found = repr(str(exc.token))
     elif isinstance(exc, UnexpectedCharacters):
-        pos = exc.pos_in_stream
+        pos = exc.pos_in_stream or 0
         expected = set(exc.allowed or ())
         found = repr(text[pos])
     else:  # pragma: no cover - lark raises only the three above

@@ -5203,7 +5203,12 @@ export interface operations {
                 cursor?: string | null;
                 kind?: string | null;
                 limit?: number;
+                order?: "asc" | "desc";
                 project?: string | null;
+                /** @description a query-language filter (docs/api.md, Query language): `kind = "carma" and params.carma.lambda >= 0.1 and created > now - 7d` */
+                q?: string | null;
+                /** @description created (the default: newest first with order=desc), or any experiment field: id, name, kind, author, runs, params.<path>; rows without a value come last */
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -7533,6 +7538,9 @@ export interface operations {
                 limit?: number;
                 order?: "asc" | "desc";
                 project?: string | null;
+                /** @description a query-language filter (docs/api.md, Query language): `status = "succeeded" and params.train.lr >= 0.1 and max(metrics.acc) > 0.9` */
+                q?: string | null;
+                /** @description created_at, finished_at, id, metric:<key>, or any query-language field: name, status, params.<path>, metrics.<key>, min(metrics.<key>), best(metrics.<key>), ...; rows without a value come last in both orders */
                 sort?: string;
                 status?: string[] | null;
                 tag?: string | null;
