@@ -92,6 +92,7 @@ export function makeRouter(queryClient: QueryClient) {
         { path: 'runs/:id', loader: prefetchRun(queryClient), lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },
+        { path: 'views/:id', lazy: async () => ({ Component: (await import('./routes/SavedViewPage')).SavedViewPage }) },
         { path: 'settings/:tab?', lazy: async () => ({ Component: (await import('./routes/ProjectSettingsPage')).ProjectSettingsPage }) },
         { path: '*', lazy: async () => ({ Component: (await import('./routes/NotFoundPage')).NotFoundPage }) },
       ],

@@ -71,17 +71,18 @@ describe('the URL contract', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed % n;
     };
+    const pick = <T,>(xs: readonly T[]): T => xs[rand(xs.length)]!;
     const chars = 'abcXYZ_09.,:@%/ -é+&=?#';
-    const word = () => 'f' + Array.from({ length: rand(8) }, () => chars[rand(chars.length)]).join('').replace(/\s/g, '_');
-    const field = () => (rand(3) === 0 ? 'name' : `${['params', 'metrics', 'result'][rand(3)]}.${word()}`);
-    const agg = () => (rand(2) ? AGGREGATES[rand(AGGREGATES.length)] : null);
+    const word = () => 'f' + Array.from({ length: rand(8) }, () => pick([...chars])).join('').replace(/\s/g, '_');
+    const field = () => (rand(3) === 0 ? 'name' : `${pick(['params', 'metrics', 'result'])}.${word()}`);
+    const agg = () => (rand(2) ? pick(AGGREGATES) : null);
     for (let i = 0; i < 300; i++) {
       const state: ViewState = {
-        query: rand(2) ? Array.from({ length: rand(40) }, () => chars[rand(chars.length)]).join('') : '',
+        query: rand(2) ? Array.from({ length: rand(40) }, () => pick([...chars])).join('') : '',
         columns: Array.from({ length: rand(4) }, () => ({ field: field(), aggregate: agg(), width: rand(2) ? 40 + rand(1961) : null })),
-        group_by: [null, DEFAULT_GROUP, ['params.a', field()].filter((f, j, all) => all.indexOf(f) === j)][rand(3)],
+        group_by: pick<ViewState['group_by']>([null, DEFAULT_GROUP, ['params.a', field()].filter((f, j, all) => all.indexOf(f) === j)]),
         sort: rand(2) ? { field: field(), order: rand(2) ? 'asc' : 'desc', aggregate: agg() } : null,
-        chart: rand(2) ? { metric: word(), mode: CHART_MODES[rand(3)], x: CHART_X[rand(2)] } : null,
+        chart: rand(2) ? { metric: word(), mode: pick(CHART_MODES), x: pick(CHART_X) } : null,
       };
       const url = encodeViewState(state).toString();
       const back = decodeViewState(new URLSearchParams(url));

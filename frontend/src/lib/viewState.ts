@@ -83,7 +83,7 @@ function encodeColumn(c: ViewColumn): string {
 function decodeColumn(part: string): ViewColumn | null {
   const m = /^([^:@]+)(?::([a-z]+))?(?:@(\d{1,4}))?$/.exec(part);
   if (!m) return null;
-  const field = unesc(m[1]);
+  const field = unesc(m[1] ?? '');
   if (field === null || !isField(field)) return null;
   if (m[2] !== undefined && !isAggregate(m[2])) return null;
   const width = m[3] === undefined ? null : Number(m[3]);
@@ -94,7 +94,7 @@ function decodeColumn(part: string): ViewColumn | null {
 function decodeSort(raw: string): ViewSort | null {
   const m = /^(-?)([^:]+)(?::([a-z]+))?$/.exec(raw);
   if (!m) return null;
-  const field = unesc(m[2]);
+  const field = unesc(m[2] ?? '');
   if (field === null || !isField(field)) return null;
   if (m[3] !== undefined && !isAggregate(m[3])) return null;
   return { field, order: m[1] ? 'desc' : 'asc', aggregate: (m[3] as Aggregate | undefined) ?? null };
@@ -103,7 +103,7 @@ function decodeSort(raw: string): ViewSort | null {
 function decodeChart(raw: string): ViewChart | null {
   const [metricPart, mode, x, ...rest] = raw.split(':');
   if (rest.length || mode === undefined || x === undefined) return null;
-  const metric = unesc(metricPart);
+  const metric = unesc(metricPart ?? '');
   if (metric === null || !METRIC.test(metric)) return null;
   if (!(CHART_MODES as readonly string[]).includes(mode) || !(CHART_X as readonly string[]).includes(x)) return null;
   return { metric, mode: mode as ChartMode, x: x as ChartX };

@@ -5,8 +5,10 @@ import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
 import { ReviewBadge } from '../components/review/ReviewPanel';
+import { SaveViewButton } from '../components/views/SaveViewButton';
 import { useExperiments } from '../hooks/experiments';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
+import { useUrlViewState } from '../hooks/views';
 import { filterExperiments, kindsOf, NO_FILTER, type ExperimentFilter } from '../lib/experimentsFilter';
 import { isRunStatus, RUN_STATUSES } from '../lib/runStatus';
 
@@ -14,7 +16,11 @@ export function ExperimentsPage() {
   const project = useCurrentProject();
   const canWrite = useCanWrite(project.id);
   const experiments = useExperiments(project.name);
-  const [filter, setFilter] = useState<ExperimentFilter>(NO_FILTER);
+  // the search is the view's query, kept in the URL (lib/viewState.ts): a saved view or a shared link
+  // opens the page searching for it
+  const [view, setView] = useUrlViewState();
+  const [narrow, setNarrow] = useState<Omit<ExperimentFilter, 'search'>>(NO_FILTER);
+  const filter = useMemo<ExperimentFilter>(() => ({ ...narrow, search: view.query }), [narrow, view.query]);
   const items = experiments.data?.items;
   const kinds = useMemo(() => kindsOf(items ?? []), [items]);
   const shown = useMemo(() => filterExperiments(items ?? [], filter), [items, filter]);
@@ -22,18 +28,21 @@ export function ExperimentsPage() {
     <Stack>
       <Group justify="space-between">
         <Title order={2}>Experiments in {project.name}</Title>
-        {canWrite && (
-          <Button component={Link} to="/experiments/new" data-testid="new-experiment">
-            New experiment
-          </Button>
-        )}
+        <Group gap="sm">
+          <SaveViewButton page="experiments" />
+          {canWrite && (
+            <Button component={Link} to="/experiments/new" data-testid="new-experiment">
+              New experiment
+            </Button>
+          )}
+        </Group>
       </Group>
       <Group gap="sm" align="flex-end">
         <TextInput
           label="Search"
           placeholder="name, #id, tag or author"
           value={filter.search}
-          onChange={(e) => setFilter({ ...filter, search: e.currentTarget.value })}
+          onChange={(e) => setView({ ...view, query: e.currentTarget.value })}
           w={260}
           data-testid="experiments-search"
         />
@@ -43,7 +52,7 @@ export function ExperimentsPage() {
           clearable
           data={kinds}
           value={filter.kind}
-          onChange={(kind) => setFilter({ ...filter, kind })}
+          onChange={(kind) => setNarrow({ ...narrow, kind })}
           w={180}
         />
         <Select
@@ -52,7 +61,7 @@ export function ExperimentsPage() {
           clearable
           data={[...RUN_STATUSES]}
           value={filter.status}
-          onChange={(s) => setFilter({ ...filter, status: s && isRunStatus(s) ? s : null })}
+          onChange={(s) => setNarrow({ ...narrow, status: s && isRunStatus(s) ? s : null })}
           w={160}
         />
         {items && shown.length !== items.length && (

@@ -5,6 +5,7 @@ import { Navigate, NavLink, Outlet, useLocation } from 'react-router';
 import { useLogout, useMe, useToken } from '../../hooks/auth';
 import { ProjectContext, useCanWrite, useCurrentProject, useProjects } from '../../hooks/projects';
 import { ProjectSwitcher } from './ProjectSwitcher';
+import { SavedViewsNav } from './SavedViewsNav';
 
 const DEFAULT_PROJECT = 'default';
 
@@ -72,10 +73,13 @@ export function AppLayout() {
   if (!token) return <Navigate to={`/login?next=${encodeURIComponent(location.pathname + location.search)}`} replace />;
   return (
     <ProjectProvider>
-      <AppShell header={{ height: 52 }} padding="md">
+      <AppShell header={{ height: 52 }} navbar={{ width: 200, breakpoint: 'sm', collapsed: { mobile: true } }} padding="md">
         <AppShell.Header>
           <Header />
         </AppShell.Header>
+        <AppShell.Navbar p="sm">
+          <SavedViewsNav />
+        </AppShell.Navbar>
         <AppShell.Main>
           <Outlet />
         </AppShell.Main>

@@ -1,0 +1,82 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useMemo } from 'react';
+import { useSearchParams } from 'react-router';
+import { api, unwrap } from '../api/client';
+import type { SavedView } from '../api/types';
+import { decodeViewState, writeViewState, type ViewPage, type ViewState } from '../lib/viewState';
+
+// A project's saved views (issue 25): any role lists and opens them, members save them, the author or a
+// project admin renames or deletes one (`can_edit` in the answer says so). The state a page shows lives
+// in its URL (lib/viewState.ts); useUrlViewState reads and writes it there.
+
+const viewsKey = (projectId: number) => ['projects', projectId, 'views'] as const;
+
+export const viewsQuery = (projectId: number) => ({
+  queryKey: viewsKey(projectId),
+  queryFn: () => unwrap(api.GET('/api/v1/projects/{project_id}/views', { params: { path: { project_id: projectId } } })),
+});
+
+export function useSavedViews(projectId: number | undefined) {
+  return useQuery({ ...viewsQuery(projectId ?? 0), enabled: projectId !== undefined });
+}
+
+/** One saved view of a project (the `/views/<id>` route asks each of the caller's projects until one has it). */
+export function fetchSavedView(projectId: number, viewId: number): Promise<SavedView> {
+  return unwrap(api.GET('/api/v1/projects/{project_id}/views/{view_id}', { params: { path: { project_id: projectId, view_id: viewId } } }));
+}
+
+export interface ViewDraft {
+  name: string;
+  page: ViewPage;
+  state: ViewState;
+}
+
+/** Saves a view (members); its 422 (the name) and 409 (a name taken) are the form's to show. */
+export function useSaveView(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (draft: ViewDraft) =>
+      unwrap(api.POST('/api/v1/projects/{project_id}/views', { params: { path: { project_id: projectId } }, body: draft })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: viewsKey(projectId) }),
+  });
+}
+
+/** Renames a view (its author or a project admin). */
+export function useRenameView(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: ({ id, name }: { id: number; name: string }) =>
+      unwrap(api.PATCH('/api/v1/projects/{project_id}/views/{view_id}', { params: { path: { project_id: projectId, view_id: id } }, body: { name } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: viewsKey(projectId) }),
+  });
+}
+
+/** Deletes a view (its author or a project admin). */
+export function useDeleteView(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (id: number) =>
+      unwrap(api.DELETE('/api/v1/projects/{project_id}/views/{view_id}', { params: { path: { project_id: projectId, view_id: id } } })),
+    onSuccess: (_none, id) => {
+      qc.setQueryData<SavedView[]>(viewsKey(projectId), (old) => old?.filter((v) => v.id !== id));
+      void qc.invalidateQueries({ queryKey: viewsKey(projectId) });
+    },
+  });
+}
+
+/**
+ * The view state in the page's URL and a setter that writes a new one there (replacing the history entry:
+ * typing in a search box is not a trail of back-button steps). Other params of the page are kept.
+ */
+export function useUrlViewState(): [ViewState, (next: ViewState) => void] {
+  const [params, setParams] = useSearchParams();
+  const state = useMemo(() => decodeViewState(params), [params]);
+  const set = useCallback(
+    (next: ViewState) => setParams((current) => writeViewState(current, next), { replace: true }),
+    [setParams],
+  );
+  return [state, set];
+}

@@ -1,0 +1,63 @@
+// `/views/<id>`: a saved view's address. It finds the view (in the current project first, then in the
+// caller's other projects: the address names no project), switches to its project, and replaces itself
+// with the view's page carrying the view's state in the URL (lib/viewState.ts), so what the page shows
+// from then on is the URL contract's, editable and shareable like any unsaved state.
+import { Stack, Text, Title } from '@mantine/core';
+import { useEffect, useState } from 'react';
+import { useNavigate, useParams } from 'react-router';
+import { errorMessage, isApiError } from '../api/errors';
+import { PageLoading } from '../components/layout/PageLoading';
+import { useCurrentProject, useProjects } from '../hooks/projects';
+import { fetchSavedView } from '../hooks/views';
+import { canonicalViewState, viewUrl } from '../lib/viewState';
+
+export function SavedViewPage() {
+  const { id } = useParams();
+  const { id: currentId, name: currentName, setProject } = useCurrentProject();
+  const projects = useProjects();
+  const navigate = useNavigate();
+  const [problem, setProblem] = useState<string | null>(null);
+  const viewId = Number(id);
+  const valid = Number.isInteger(viewId) && viewId > 0;
+  const list = projects.data;
+
+  useEffect(() => {
+    if (!valid || !list) return;
+    let cancelled = false;
+    const order = [...list].sort((a, b) => Number(b.id === currentId) - Number(a.id === currentId));
+    void (async () => {
+      for (const p of order) {
+        try {
+          const view = await fetchSavedView(p.id, viewId);
+          if (cancelled) return;
+          if (p.name !== currentName) setProject(p.name);
+          void navigate(viewUrl(view.page, canonicalViewState(view.state)), { replace: true });
+          return;
+        } catch (e) {
+          if (!isApiError(e, 404)) {
+            if (!cancelled) setProblem(errorMessage(e));
+            return;
+          }
+        }
+      }
+      if (!cancelled) setProblem(`view ${viewId} not found in your projects`);
+    })();
+    return () => {
+      cancelled = true;
+    };
+    // the lookup runs once per view and list of projects; switching project must not start it again
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [viewId, valid, list]);
+
+  if (!valid || problem) {
+    return (
+      <Stack>
+        <Title order={2}>View not found</Title>
+        <Text c="dimmed" data-testid="view-missing">
+          {valid ? problem : `${id} is not a view id`}
+        </Text>
+      </Stack>
+    );
+  }
+  return <PageLoading />;
+}
