@@ -31,6 +31,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,9 @@ class Collect(RunContext):
 
     def log_result(self, record: Any) -> None:
         self.results.append(record)
+
+    def log_examples(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        pass
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         pass

@@ -693,6 +693,42 @@ class ReasonLabClient:
         result: list[api.ResultPublic] = self._get(f"/runs/{run_id}/results", kind=kind)
         return result
 
+    # -- per-example tables ----------------------------------------------------------------------------
+
+    def post_examples(
+        self, run_id: int, table: str, rows: list[dict[str, Any]], *, attempt: int | None = None
+    ) -> api.ExamplesAccepted:
+        """Post rows ``{"idx", "key", "data"}`` (at most 1,000) to the run's per-example table ``table``; a
+        row sent again with its idx replaces the stored one."""
+        body: Json = {"table": table, "rows": rows}
+        if attempt is not None:
+            body["attempt"] = attempt
+        result: api.ExamplesAccepted = self._post(f"/runs/{run_id}/examples", body)
+        return result
+
+    def example_tables(self, run_id: int) -> list[api.ExampleTable]:
+        """The run's per-example tables and their row counts."""
+        result: list[api.ExampleTable] = self._get(f"/runs/{run_id}/example-tables")
+        return result
+
+    def get_examples(
+        self, run_id: int, table: str, *, cursor: str | None = None, limit: int = 100
+    ) -> api.ExamplePage:
+        """One page of ``table``'s rows in idx order; pass ``next_cursor`` back for the next."""
+        result: api.ExamplePage = self._get(
+            f"/runs/{run_id}/examples", table=table, cursor=cursor, limit=limit
+        )
+        return result
+
+    def diff_examples(
+        self, run_id: int, other: int, table: str, *, cursor: str | None = None, limit: int = 50
+    ) -> api.ExampleDiffPage:
+        """One page of the keys whose rows differ between two runs' ``table`` (or that one run lacks)."""
+        result: api.ExampleDiffPage = self._get(
+            f"/runs/{run_id}/examples/diff", other=other, table=table, cursor=cursor, limit=limit
+        )
+        return result
+
     # -- artifacts --------------------------------------------------------------------------------------
 
     def list_artifacts(self, run_id: int) -> api.ArtifactList:

@@ -9,6 +9,9 @@ torch, httpx or mlflow; an import-linter contract checks it). The concrete conte
 from __future__ import annotations
 
 import abc
+import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,13 @@ class RunContext(abc.ABC):
     @abc.abstractmethod
     def log_result(self, record: Any) -> None:
         """Post a typed result record (a pydantic model from worker.specs, or a dict with a ``kind``)."""
+
+    @abc.abstractmethod
+    def log_examples(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Add rows to the run's per-example table ``table`` (a grading, a prediction per example): each
+        row a JSON-able dict with a ``key``, the example's stable id (unique in the table; diffs of two
+        runs match rows on it). Rows are numbered in logging order, buffered and sent in batches; a
+        retried attempt that logs the same rows again overwrites them."""
 
     @abc.abstractmethod
     def progress(self, done: int, total: int, message: str = "") -> None:
@@ -90,6 +100,32 @@ def result_record(record: Any) -> tuple[str, dict[str, Any]]:
     # fail in the kind, at the line that logged it, not later in the sink
     payload = schema.model_validate(payload).model_dump(mode="json")
     return kind, payload
+
+
+# a per-example table's name (backend/examples/schemas.py: TABLE_PATTERN)
+TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_EXAMPLE_BYTES = 64 * 1024  # one row as JSON (the API's limit)
+
+
+def example_rows(table: str, rows: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """``[(key, data)]`` of rows for ``log_examples`` (``data``: the row without its key, as JSON sees
+    it), checked where the kind logs them: a bad table name, a row without a key or over 64 KiB."""
+    if not isinstance(table, str) or not TABLE_NAME.match(table):
+        raise ValueError(f"an example table's name is 1-64 letters, digits, '_', '.', '-': {table!r}")
+    checked: list[tuple[str, dict[str, Any]]] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            raise TypeError(f"an example row is a dict, not {type(row)}")
+        key = row.get("key")
+        if not isinstance(key, str) or not 1 <= len(key) <= 200:
+            raise ValueError(f"an example row needs a 'key' of 1-200 characters: {row!r:.200}")
+        text = json.dumps({k: v for k, v in row.items() if k != "key"}, default=str)
+        if len(text) > MAX_EXAMPLE_BYTES:
+            raise ValueError(
+                f"example {key!r} of table {table!r} is {len(text):,} bytes as JSON; at most 65,536"
+            )
+        checked.append((key, json.loads(text)))
+    return checked
 
 
 def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from common.runs import FinalStatus
 from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
 from worker.tracking.context import flatten_params
-from worker.tracking.writer import MetricPoint, Sink
+from worker.tracking.writer import ExampleRow, MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ def _iso(timestamp: float) -> str:
 
 
 class LocalSink(Sink):
-    """Files under ``out_dir``: metrics.jsonl, results.jsonl, params.json, logs.txt, status.json."""
+    """Files under ``out_dir``: metrics.jsonl, results.jsonl, params.json, logs.txt, status.json,
+    examples/<table>.jsonl."""
 
     name = "local"
     required = True
@@ -98,6 +99,11 @@ class LocalSink(Sink):
 
     def write_result(self, kind: str, payload: dict[str, Any]) -> None:
         self._append("results.jsonl", json.dumps({"kind": kind, "payload": payload}) + "\n")
+
+    def write_examples(self, table: str, rows: Sequence[ExampleRow]) -> None:
+        text = "".join(json.dumps({"idx": r.idx, "key": r.key, "data": r.data}) + "\n" for r in rows)
+        (self.out_dir / "examples").mkdir(exist_ok=True)
+        self._append(f"examples/{table}.jsonl", text)
 
     def write_logs(self, lines: Sequence[str]) -> None:
         self._append("logs.txt", "".join(line.rstrip("\n") + "\n" for line in lines))
@@ -199,6 +205,11 @@ class ApiSink(Sink):
             self._result_counts[kind] = n + 1
         self.client.post_results(self.run_id, kind, _json_safe(payload), key=key, attempt=self.attempt)
         del self._pending_keys[id(payload)]
+
+    def write_examples(self, table: str, rows: Sequence[ExampleRow]) -> None:
+        # rows keep their idx: a retried post, or a resumed attempt's same rows, overwrites (the API upserts)
+        body = [{"idx": r.idx, "key": r.key, "data": _json_safe(r.data)} for r in rows]
+        self.client.post_examples(self.run_id, table, body, attempt=self.attempt)
 
     def write_logs(self, lines: Sequence[str]) -> None:
         refused = self._post_all_but_refused(

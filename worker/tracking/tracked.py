@@ -18,16 +18,19 @@ import torch
 from common.runs import FinalStatus
 from worker.tracking.artifacts import RunArtifacts, TransferCancelled
 from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
-from worker.tracking.context import RunContext, RunError, result_record
+from worker.tracking.context import RunContext, RunError, example_rows, result_record
 from worker.tracking.redact import Redactor
 from worker.tracking.sinks import ApiSink, LocalSink
-from worker.tracking.writer import MetricPoint, Sink, SinkWriter, WriterOptions
+from worker.tracking.writer import ExampleRow, MetricPoint, Sink, SinkWriter, WriterOptions
 
 if TYPE_CHECKING:
     from reasonlab_sdk.client import ReasonLabClient
     from worker.tracking.mlflow import MlflowSink
 
 logger = logging.getLogger(__name__)
+
+
+EXAMPLE_BATCH = 500  # per-example rows per post (the API takes up to 1,000)
 
 
 class TrackingError(RuntimeError):
@@ -78,6 +81,10 @@ class TrackedRunContext(RunContext):
         self._progress: dict[str, Any] | None = None
         self._closed = False
         self.redactor = Redactor()  # the secrets this run was handed, masked in all it records
+        # per-example tables: rows waiting for a batch, the next idx and the keys logged, per table
+        self._examples_lock = threading.Lock()
+        self._example_rows: dict[str, list[ExampleRow]] = {}
+        self._example_keys: dict[str, set[str]] = {}
 
     # -- RunContext -------------------------------------------------------------------------------------
 
@@ -98,6 +105,31 @@ class TrackedRunContext(RunContext):
         payload = self.redactor.value(payload)
         for writer in self.writers:
             writer.add_op(("result", (kind, payload)))
+
+    def log_examples(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        checked = example_rows(table, rows)
+        with self._examples_lock:
+            keys = self._example_keys.setdefault(table, set())
+            pending = self._example_rows.setdefault(table, [])
+            for key, data in checked:
+                if key in keys:
+                    raise ValueError(f"example key {key!r} logged twice in table {table!r}")
+                keys.add(key)
+                pending.append(ExampleRow(len(keys) - 1, key, self.redactor.value(data)))
+            if len(pending) >= EXAMPLE_BATCH:
+                self._send_examples(table)
+
+    def _send_examples(self, table: str) -> None:
+        """Hand ``table``'s waiting rows to the writers, in batches (the caller holds the lock)."""
+        pending = self._example_rows.pop(table, [])
+        for i in range(0, len(pending), EXAMPLE_BATCH):
+            for writer in self.writers:
+                writer.add_op(("examples", (table, pending[i : i + EXAMPLE_BATCH])))
+
+    def _send_all_examples(self) -> None:
+        with self._examples_lock:
+            for table in list(self._example_rows):
+                self._send_examples(table)
 
     def log(self, line: str) -> None:
         line = self.redactor.text(line)
@@ -138,6 +170,7 @@ class TrackedRunContext(RunContext):
     def flush(self, *, required_only: bool = False) -> None:
         """Write everything buffered: required sinks within their deadline (else TrackingError), mirrors
         within theirs (else a warning); ``required_only`` leaves the mirrors to their background thread."""
+        self._send_all_examples()
         for writer in self.writers:
             if required_only and not writer.sink.required:
                 continue
@@ -161,6 +194,7 @@ class TrackedRunContext(RunContext):
         Raises TrackingError if a required sink lost or refused records."""
         if self._closed:
             return
+        self._send_all_examples()
         self._closed = True
         problems: list[str] = []
         if final and status == "succeeded":

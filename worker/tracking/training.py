@@ -9,6 +9,7 @@ parent's. No checkpoint: an attempt that is retried trains again from the start.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,11 @@ class TrainingContext(RunContext):
 
     def log_result(self, record: Any) -> None:
         self.results.append(record)
+
+    def log_examples(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Into the parent's table ``<prefix>.<table>`` (``train.k2.predictions``)."""
+        prefix = ".".join(part for part in self.prefix.split("/") if part)
+        self.parent.log_examples(f"{prefix}.{table}" if prefix else table, rows)
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         share = (self.index + done / max(total, 1)) / (self.count + 1)

@@ -29,6 +29,13 @@ class MetricPoint:
     time: float  # seconds since the epoch, when the kind logged it
 
 
+@dataclass(frozen=True, slots=True)
+class ExampleRow:
+    idx: int  # the row's place in its table, in logging order
+    key: str
+    data: dict[str, Any]
+
+
 class Sink(abc.ABC):
     """Where a context's records go. Methods run on the sink's writer thread, one call at a time.
 
@@ -53,6 +60,9 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def write_logs(self, lines: Sequence[str]) -> None: ...
 
+    def write_examples(self, table: str, rows: Sequence[ExampleRow]) -> None:  # noqa: B027 - optional
+        """Rows of a per-example table (a mirror without such tables keeps none: MLflow)."""
+
     def finish(self, status: FinalStatus) -> None:  # noqa: B027 - optional
         """The run ended with ``status`` (after every record was written)."""
 
@@ -71,7 +81,7 @@ class WriterOptions:
     backoff_max: float = 5.0
 
 
-_Op = tuple[Literal["params", "result"], Any]
+_Op = tuple[Literal["params", "result", "examples"], Any]
 
 
 class SinkWriter:
@@ -228,6 +238,8 @@ class SinkWriter:
             op, value = item
             if op == "params":
                 self.sink.write_params(value)
+            elif op == "examples":
+                self.sink.write_examples(*value)
             else:
                 kind, payload = value
                 self.sink.write_result(kind, payload)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from worker.tracking import RunContext
+from worker.tracking.context import example_rows
 
 
 class MemoryContext(RunContext):
@@ -32,10 +34,15 @@ class MemoryContext(RunContext):
         self.params: dict[str, Any] = {}
         self.metrics: dict[str, dict[int, float]] = {}
         self.results: list[Any] = []
+        self.examples: dict[str, list[dict[str, Any]]] = {}
         self.lines: list[str] = []
         self.checkpoint: tuple[bytes, int] | None = None
         self.stop_after_step = stop_after_step
         self.last_step = 0
+
+    def log_examples(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        for key, data in example_rows(table, rows):
+            self.examples.setdefault(table, []).append({"key": key, **data})
 
     def secret(self, name: str) -> str:
         if name not in self.secrets:

@@ -146,6 +146,22 @@ def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
     assert sorted(c.protocol for c in curves) == ["max", "mean", "sum"]
     assert [p.layer for p in curves[0].points] == [0, 3] and curves[0].points[-1].depth == 1.0
     assert [s.rate for s in synonyms] == [0.25, 0.4] and all(len(s.consist_syn) == 5 for s in synonyms)
+    # the per-example table: a row per rate, seed and originally-correct item; its flips make ConsistSyn
+    rows = ctx.examples.get("synonyms", [])
+    assert len(rows) == sum(s.correct_before * len(s.seeds) for s in synonyms)
+    for s in synonyms:
+        for n, seed in enumerate(s.seeds):
+            mine = [r for r in rows if r["rate"] == s.rate and r["seed"] == seed]
+            if mine:
+                assert 100.0 * sum(r["correct_after"] for r in mine) / len(mine) == pytest.approx(
+                    s.consist_syn[n]
+                )
+    for row in rows:
+        assert row["key"] == f"rate-{row['rate']:g}/seed-{row['seed']}/item-{row['item']}"
+        assert row["prediction_before"] == row["label"] or row["label"].startswith(row["prediction_before"])
+        assert (
+            isinstance(row["prediction_after"], str) and row["original"] != "" and row["replaced_text"] != ""
+        )
     for key in (
         "loss",
         "task_loss",

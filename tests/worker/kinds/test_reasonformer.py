@@ -107,6 +107,22 @@ def test_pretrain_then_finetune_from_its_saved_model(tmp_path: Path) -> None:
         pre.metrics
     )
     assert (tmp_path / "run-1" / "model" / "config.json").is_file()
+    # the per-example table: an instance a row, its prediction, gold, and the skills routed per step
+    rows = pre.examples["predictions"]
+    assert len(rows) == sum(t.count for t in evaluation.tasks) and len({r["key"] for r in rows}) == len(rows)
+    for row in rows:
+        assert row["key"].startswith(f"{row['task']}/") and isinstance(row["prediction"], str)
+        assert (
+            row["correct"] == (row["prediction"].strip() == row["gold"].strip())
+            or row["task"] == "sort>reverse"
+        )
+        steps = row["routing"]
+        assert [s["step"] for s in steps] == [1, 2, 3]
+        for step in steps:
+            assert len(step["skills"]) == 2 and set(step["skills"]) <= set(routing.skills)
+            top = sorted(step["probs"].values(), reverse=True)[:2]
+            assert sorted((step["probs"][k] for k in step["skills"]), reverse=True) == top
+            assert sum(step["probs"].values()) == pytest.approx(1.0, abs=1e-3)
 
     spec = ReasonFormerFinetuneSpec.model_validate(
         {
@@ -155,6 +171,10 @@ def test_finetune_fresh_baselines_and_few_shot(tmp_path: Path) -> None:
             and evaluation.few_shot == "4 per task (seed 0)"
         )
         assert len(ctx.results) == (1 if variant == "t5" else 2)  # plain T5 has no routing
+        rows = ctx.examples["predictions"]
+        assert [r["task"] for r in rows] == ["choose2", "choose2"] and all(r["options"] for r in rows)
+        assert all(r["gold"] in r["options"] for r in rows)
+        assert all(("routing" in r) == (variant == "morm") for r in rows)
 
 
 def test_a_source_run_this_context_cannot_see_is_an_error() -> None:

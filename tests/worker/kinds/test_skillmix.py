@@ -140,6 +140,23 @@ def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path,
         assert ctx.metrics[m][2] == pytest.approx(getattr(cell, m).mean)
     assert 2 * 2 * 2 < ctx.metrics["new_replies"][1] <= ctx.metrics["new_replies"][2] == asked
     assert ctx.metrics["cached_replies"] == {1: 0.0, 2: 0.0}
+    # the per-example table: a row per (combination, generation), its gradings' replies and points by criterion
+    rows = ctx.examples["gradings"]
+    assert [r["key"] for r in rows] == [f"combination-{c}/generation-{g}" for c in (0, 1) for g in (0, 1)]
+    for row in rows:
+        sample = cell.samples[row["combination"]]
+        assert row["skills"] == sample.skills and row["topic"] == sample.topic
+        assert row["reply"] == sample.texts[row["generation"]] and len(row["replies"]) == 2
+        assert row["points"] == sample.points[row["generation"]]
+        assert len(row["gradings"]) == 3
+        for grading in row["gradings"]:
+            assert isinstance(grading["reply"], str) and grading["reply"]
+            labels = list(grading["points"])
+            assert labels[:2] == [f"Illustrates {name}" for name in sample.skills]
+            assert (
+                labels[2:] == [f"Pertains to {sample.topic}", "Makes sense", labels[4]] and len(labels) == 5
+            )
+            assert set(grading["points"].values()) <= {0, 1}
 
     again = MemoryContext(out_dir=tmp_path)
     run(spec, again)
@@ -147,6 +164,7 @@ def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path,
     assert (repeat.cached_replies, repeat.new_replies) == (asked, 0)
     assert repeat.samples == cell.samples and repeat.full_marks == cell.full_marks
     assert again.metrics["cached_replies"] == {1: asked, 2: asked}
+    assert again.examples == ctx.examples  # the cached replies give the same rows
     assert again.metrics["full_marks"] == pytest.approx(ctx.metrics["full_marks"])
     assert any((stores.cache / "skillmix" / "mine").iterdir())  # the named cache, under the cache root
 

@@ -173,6 +173,14 @@ def test_smoe_checkpoint_trained_at_k2_is_evaluated_at_every_k(tmp_path: Path, s
     assert at_2.per_feature == pytest.approx(cell.per_feature_acc)
     assert len({p.extra["test_loss"] for p in got}) > 1, "k' changed nothing"
     assert ctx.metrics["test_acc/train_k2"].keys() == set(range(1, 9))
+    # the per-example table: a problem a row, its score (all M right) at every k'; means give the points
+    rows = ctx.examples["items"]
+    for p in got:
+        for name, value in (("test", p.value), ("ood", p.ood_value)):
+            mine = [r["score"][str(p.eval_k)] for r in rows if r["set"] == name]
+            assert len(mine) == (p.n if name == "test" else p.ood_n)
+            assert sum(mine) / len(mine) == pytest.approx(value)
+    assert rows[0]["key"] == "train_k2/test/0" and len(rows[0]["answer"]) == 2
 
 
 def test_smoe_source_without_a_saved_model_fails_with_a_message(tmp_path: Path, stores: Stores) -> None:
@@ -267,6 +275,13 @@ def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router(stores: Sto
     assert all(p.family == "olmoe" and p.renormalises is False and 0.0 <= p.value <= 1.0 for p in got)
     assert got[0].extra["items"] == 6
     assert {p.n for p in got} == {6}
+    rows = ctx.examples["items"]
+    assert [r["key"] for r in rows] == [f"item-{n}" for n in range(6)]
+    for p in got:
+        assert sum(r["score"][str(p.eval_k)] for r in rows) / 6 == pytest.approx(p.value)
+        assert all(
+            r["score"][str(p.eval_k)] == float(r["chosen"][str(p.eval_k)] == r["answer"]) for r in rows
+        )
 
 
 def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) -> None:
@@ -300,6 +315,11 @@ def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) ->
     assert all(0.0 <= p.value <= 1.0 for p in got) and got[0].extra
     # pretrain examples: 2 per program, every program alike, so the average is a proportion of all of them
     assert {p.n for p in got} == {len(suite.pretrain_eval(np.random.default_rng(0), 2))}
+    rows = ctx.examples["items"]
+    assert len(rows) == got[0].n and len({r["key"] for r in rows}) == len(rows)
+    for p in got:
+        assert sum(r["score"][str(p.eval_k)] for r in rows) / len(rows) == pytest.approx(p.value)
+    assert all(set(r["prediction"]) == {"1", "3", "6"} and r["gold"] for r in rows)
 
 
 def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path, stores: Stores) -> None:

@@ -54,6 +54,7 @@ class Grading:
     failure: str | None = None
     attempts: int = 1
     partial: bool = False  # the reply named only some criteria: the others scored 0 (parse.py)
+    reply: str | None = None  # the grader's reply the points were parsed from (the per-example table)
 
 
 # a combination whose every grading is in: (combination, its generations, their gradings in round order)
@@ -191,7 +192,7 @@ class Engine:
                     done[(i, r)] = Grading(None, reply.reason)
                 else:
                     parsed = parse_grade(reply, rubrics[i])
-                    done[(i, r)] = Grading(parsed.points, partial=parsed.partial)
+                    done[(i, r)] = Grading(parsed.points, partial=parsed.partial, reply=reply)
                 c = gens[i].combination.index
                 left[c] -= 1
                 if left[c] == 0:

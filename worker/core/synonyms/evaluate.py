@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -31,6 +31,19 @@ class SynonymOutcome:
     cv: float
     correct_before: int  # originally-correct items the replacement was applied to
     changed: list[int]  # per seed, how many of them had at least one word replaced
+    items: list[SynonymItem] = field(default_factory=list)  # per seed and originally-correct item
+
+
+@dataclass
+class SynonymItem:
+    """One originally-correct item under one seed's replacement (the per-example table)."""
+
+    seed: int
+    index: int  # the item's place in ``items``
+    text: str  # the input after replacement
+    replaced: tuple[tuple[str, str], ...]  # (word, synonym)
+    prediction: int  # the argmax token id after replacement
+    correct: bool
 
 
 def reencode(
@@ -73,32 +86,46 @@ def synonym_intervention(
 ) -> list[SynonymOutcome]:
     """One outcome per rate over ``seeds``; ``correct_before`` is the clean evaluation of ``items``."""
     assert len(items) == len(correct_before), f"{len(items)} items, {len(correct_before)} flags"
-    kept = [item for item, ok in zip(items, correct_before) if ok]
+    kept_at = [i for i, ok in enumerate(correct_before) if ok]
+    kept = [items[i] for i in kept_at]
     pad_id = tokenizer.pad_token_id
     assert pad_id is not None, "the tokenizer needs a pad token"
     outcomes = []
     for rate in rates:
-        values, changed = [], []
+        values, changed, per_item = [], [], []
         for seed in seeds:
-            texts, n_changed = [], 0
+            texts, n_changed, replacements = [], 0, []
             for item in kept:
                 rng = item_rng(seed, item.example.text)
                 replacement = replace_synonyms(item.example.text, source, rate, rng, stopwords)
                 texts.append(replacement.text)
+                replacements.append(replacement)
                 n_changed += bool(replacement.replaced)
-            after = (
-                evaluate(
+            if kept:
+                result = evaluate(
                     model, reencode(kept, texts, tokenizer, template), batch_size, pad_id, device
-                ).correct
-                if kept
-                else []
-            )
+                )
+                after, predicted = result.correct, result.predictions
+            else:
+                after, predicted = [], []
             values.append(consist_syn([True] * len(kept), after))
             changed.append(n_changed)
+            per_item += [
+                SynonymItem(seed, i, r.text, r.replaced, p, ok)
+                for i, r, p, ok in zip(kept_at, replacements, predicted, after, strict=True)
+            ]
         mean, std = mean_std(values)
         outcomes.append(
             SynonymOutcome(
-                rate, list(seeds), values, mean, std, coefficient_of_variation(values), len(kept), changed
+                rate,
+                list(seeds),
+                values,
+                mean,
+                std,
+                coefficient_of_variation(values),
+                len(kept),
+                changed,
+                per_item,
             )
         )
     return outcomes

@@ -123,12 +123,23 @@ def choice_log_likelihoods(
     return torch.stack(out)
 
 
-def choice_accuracy(
+def choices_made(
     model: nn.Module, tokenizer: PreTrainedTokenizerBase, items: Sequence[ChoiceItem], device: str = "cpu"
+) -> list[int]:
+    """Per item, the option of highest log-likelihood (ties: the first)."""
+    return [int(choice_log_likelihoods(model, tokenizer, item, device).argmax()) for item in items]
+
+
+def choice_accuracy(
+    model: nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    items: Sequence[ChoiceItem],
+    device: str = "cpu",
+    chosen: list[int] | None = None,
 ) -> float:
-    """Fraction of items whose highest option log-likelihood is the answer (ties: the first choice)."""
-    right = 0
-    for item in items:
-        scores = choice_log_likelihoods(model, tokenizer, item, device)
-        right += int(int(scores.argmax()) == item.answer)
-    return right / len(items)
+    """Fraction of items whose highest option log-likelihood is the answer (ties: the first choice).
+    ``chosen``, when given, receives each item's choice (the per-example table)."""
+    made = choices_made(model, tokenizer, items, device)
+    if chosen is not None:
+        chosen.extend(made)
+    return sum(int(c == item.answer) for c, item in zip(made, items, strict=True)) / len(items)

@@ -27,7 +27,7 @@ from worker.core.carma.objective import CarmaConfig, CarmaObjective, default_lay
 from worker.core.carma.tasks import Encoded, Example, Splits, encode, prompt_template, split
 from worker.core.models import LoadedModel, ModelNotFound, load_model
 from worker.core.synonyms import make_source, stopwords
-from worker.core.synonyms.evaluate import synonym_intervention
+from worker.core.synonyms.evaluate import SynonymOutcome, synonym_intervention
 from worker.core.train import StepOutput, TrainConfig, Trainer
 from worker.specs.carma.carma import CapCurve, CapPoint, CarmaEval, CarmaSpec, SynonymConsistency
 from worker.tracking.context import RunContext, RunError
@@ -231,6 +231,37 @@ def train(
     return best, outcome.step, mean_step, outcome.stopped
 
 
+def synonym_rows(
+    outcomes: list[SynonymOutcome], items: list[Encoded], before: list[int], tokenizer: Any
+) -> list[dict[str, Any]]:
+    """The per-example table ``synonyms``: one row per rate, seed and originally-correct test item: its
+    input, the words replaced and by what, the input after, the prediction before and after (decoded)."""
+
+    def word(token_id: int) -> str:
+        return str(tokenizer.decode([token_id])).strip()
+
+    rows = []
+    for o in outcomes:
+        for it in o.items:
+            item = items[it.index]
+            rows.append(
+                {
+                    "key": f"rate-{o.rate:g}/seed-{it.seed}/item-{it.index}",
+                    "item": it.index,
+                    "rate": o.rate,
+                    "seed": it.seed,
+                    "label": item.example.label,
+                    "original": item.example.text,
+                    "replaced_text": it.text,
+                    "replaced": [{"word": w, "synonym": syn} for w, syn in it.replaced],
+                    "prediction_before": word(before[it.index]),
+                    "prediction_after": word(it.prediction),
+                    "correct_after": it.correct,
+                }
+            )
+    return rows
+
+
 def run(spec: CarmaSpec, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
     torch.manual_seed(spec.seed)
@@ -374,4 +405,7 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
                     }
                 )
             )
+        ctx.log_examples(
+            "synonyms", synonym_rows(outcomes, splits.test[:count], test.predictions, lm.tokenizer)
+        )
     ctx.progress(total_work, total_work, f"done: test accuracy {test.accuracy:.4f}")

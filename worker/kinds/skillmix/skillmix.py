@@ -27,6 +27,7 @@ from worker.core.skillmix.combinations import Combination, sample_combinations
 from worker.core.skillmix.hf_chat import HFChat
 from worker.core.skillmix.metrics import METRICS
 from worker.core.skillmix.pipeline import Engine, Generation, Grading, Stopped, combination_best, score_cell
+from worker.core.skillmix.rubric import criteria
 from worker.core.skillmix.rule_grader import RuleGrader
 from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
@@ -121,6 +122,43 @@ def routing(model: torch.nn.Module, ept: int | None, name: str) -> dict[str, Any
         ept=report.top_k, num_experts=report.experts, routers=report.routers, renormalises=report.renormalises
     )
     return info
+
+
+def example_rows(
+    gens: list[Generation], gradings: list[list[Grading]], points: list[Any]
+) -> list[dict[str, Any]]:
+    """The per-example table ``gradings``: one row per (combination, generation), keyed by both: the
+    skills and topic, the student's replies and graded text, each grading's reply and its points per
+    criterion (rubric order), and the points the cell scored the generation with."""
+    rows = []
+    for gen, rounds, scored in zip(gens, gradings, points, strict=True):
+        c = gen.combination
+        labels = [criterion.label for criterion in criteria(c)]
+        rows.append(
+            {
+                "key": f"combination-{c.index}/generation-{gen.index}",
+                "combination": c.index,
+                "generation": gen.index,
+                "skills": c.skill_names,
+                "topic": c.topic,
+                "replies": gen.replies,
+                "reply": gen.text,
+                "failure": gen.failure,
+                "gradings": [
+                    {
+                        "reply": grading.reply,
+                        "points": None
+                        if grading.points is None
+                        else dict(zip(labels, grading.points, strict=False)),
+                        "partial": grading.partial,
+                        "failure": grading.failure,
+                    }
+                    for grading in rounds
+                ],
+                "points": scored,
+            }
+        )
+    return rows
 
 
 def run(spec: SkillmixSpec, ctx: RunContext) -> None:
@@ -291,6 +329,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
                 "best": best,
             }
         )
+    ctx.log_examples("gradings", example_rows(gens, gradings, cell.points))
     metrics = {m: {"mean": cell.metrics[m].mean, "stderr": cell.metrics[m].stderr} for m in METRICS}
     ctx.log_result(
         SkillmixCell.model_validate(

@@ -120,9 +120,14 @@ class EvalSet:
 
 
 def evaluate_sets(
-    model: nn.Module, sets: list[EvalSet], batch_size: int, device: torch.device
+    model: nn.Module,
+    sets: list[EvalSet],
+    batch_size: int,
+    device: torch.device,
+    per_item: dict[str, list[bool]] | None = None,
 ) -> dict[str, float]:
-    """``{name}_acc`` (all M right) and ``{name}_acc/f{j}`` for every set, and ``{name}_loss``."""
+    """``{name}_acc`` (all M right) and ``{name}_acc/f{j}`` for every set, and ``{name}_loss``.
+    ``per_item``, when given, receives per set whether each item had all M right (the per-example table)."""
     out: dict[str, float] = {}
     for s in sets:
         N, M = s.targets.shape
@@ -134,6 +139,8 @@ def evaluate_sets(
             logits, loss, _ = model(tokens, targets)
             acc, right = accuracies(logits[:, -M:].float(), targets)
             all_right += int(acc.sum())
+            if per_item is not None:
+                per_item.setdefault(s.name, []).extend(bool(a) for a in acc.tolist())
             feature_right += right.sum(dim=0).cpu()
             loss_sum += float(loss) * len(targets)
         out[f"{s.name}_acc"] = all_right / N

@@ -26,7 +26,7 @@ from worker.core.reasonformer.build import load_model as load_reasonformer
 from worker.core.reasonformer.build import model_reasoning
 from worker.core.reasonformer.data.synthetic import SkillSuite, SuiteConfig
 from worker.core.reasonformer.data.tokenizer import load_tokenizer
-from worker.core.reasonformer.evaluate import eval_metrics, eval_rng, predict_eval, task_scores
+from worker.core.reasonformer.evaluate import Predictions, eval_metrics, eval_rng, predict_eval, task_scores
 from worker.core.sraven.generator import SravenGenerator
 from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
@@ -138,11 +138,14 @@ def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
         sets = [smoe_sraven.EvalSet.of("test", generator.eval_set("test", size, src.data.test_seed))]
         if len(generator.ood_idx):
             sets.append(smoe_sraven.EvalSet.of("ood", generator.eval_set("ood", size, src.data.ood_seed)))
+        right: dict[int, dict[str, list[bool]]] = {}  # per k': per set, each problem all-M right
         for i, k in enumerate(ks):
             if ctx.should_stop():
                 return
             with experts_per_token(model, k) as report, torch.no_grad():
-                scores = smoe_sraven.evaluate_sets(model, sets, s.eval_batch_size, device)
+                scores = smoe_sraven.evaluate_sets(
+                    model, sets, s.eval_batch_size, device, right.setdefault(k, {})
+                )
             ctx.log_metrics(
                 {
                     f"test_acc/train_k{train_k}": scores["test_acc"],
@@ -178,6 +181,22 @@ def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
                 ctx.progress(int(done * 1000), 1000, f"{source.label}: k'={k}")
             else:
                 ctx.progress(i + 1, len(ks), f"{source.label}: k'={k} test_acc {scores['test_acc']:.3f}")
+        ctx.log_examples(
+            "items",
+            [
+                {
+                    "key": f"train_k{train_k}/{eval_set.name}/{n}",
+                    "model": source.label,
+                    "train_k": train_k,
+                    "set": eval_set.name,
+                    "item": n,
+                    "answer": eval_set.targets[n].tolist(),
+                    "score": {str(k): float(right[k][eval_set.name][n]) for k in ks},
+                }
+                for eval_set in sets
+                for n in range(len(eval_set.targets))
+            ],
+        )
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -226,6 +245,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             items = load_choice_jsonl(choices_file, h.limit)
         except (OSError, ValueError) as exc:
             raise RunError(f"target.hf.choices_path: {exc}") from exc
+    chosen: dict[int, list[int]] = {}  # per k', each choice item's chosen option
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
@@ -238,7 +258,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             else:
                 score, value, higher = (
                     "choice_accuracy",
-                    choice_accuracy(model, tokenizer, items, device),
+                    choice_accuracy(model, tokenizer, items, device, chosen.setdefault(k, [])),
                     True,
                 )
                 extra = {"items": float(len(items))}
@@ -261,6 +281,22 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             )
         )
         ctx.progress(i + 1, len(ks), f"k'={k} {score} {value:.4g}")
+    if items:  # a choice item a row; perplexity's windows are one score, not examples
+        ctx.log_examples(
+            "items",
+            [
+                {
+                    "key": f"item-{n}",
+                    "item": n,
+                    "prompt": item.prompt,
+                    "choices": item.choices,
+                    "answer": item.answer,
+                    "chosen": {str(k): chosen[k][n] for k in ks},
+                    "score": {str(k): float(chosen[k][n] == item.answer) for k in ks},
+                }
+                for n, item in enumerate(items)
+            ],
+        )
 
 
 def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext) -> None:
@@ -287,11 +323,12 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
         rng = eval_rng(r.suite.split_seed, 2)
         tasks = r.tasks or list(suite.available_tasks())
         examples = [suite.downstream(task, rng) for task in tasks for _ in range(r.eval_per_task)]
+    preds: dict[int, Predictions] = {}
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
         with experts_per_token(model, k) as report:
-            pred = predict_eval(
+            pred = preds[k] = predict_eval(
                 model,
                 examples,
                 tokenizer,
@@ -323,6 +360,20 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
             )
         )
         ctx.progress(i + 1, len(ks), f"k'={k} average {value:.3f}")
+    ctx.log_examples(
+        "items",
+        [
+            {
+                "key": f"{e.task}/{n}",
+                "task": e.task,
+                "input": e.input,
+                "gold": e.output,
+                "prediction": {str(k): preds[k].predictions[n] for k in ks},
+                "score": {str(k): float(preds[k].correct[n]) for k in ks},
+            }
+            for n, e in enumerate(examples)
+        ],
+    )
 
 
 def run(spec: TopkEvalSpec, ctx: RunContext) -> None:

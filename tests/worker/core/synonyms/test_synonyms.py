@@ -119,7 +119,7 @@ def test_an_item_gets_the_same_replacement_whatever_else_was_correct(monkeypatch
         return kept
 
     def fake_evaluate(model: object, kept: list[Encoded], *args: object) -> Evaluation:
-        return Evaluation(accuracy=1.0, loss=0.0, correct=[True] * len(kept))
+        return Evaluation(accuracy=1.0, loss=0.0, correct=[True] * len(kept), predictions=[3] * len(kept))
 
     monkeypatch.setattr(module, "reencode", fake_reencode)
     monkeypatch.setattr(module, "evaluate", fake_evaluate)
@@ -137,8 +137,18 @@ def test_an_item_gets_the_same_replacement_whatever_else_was_correct(monkeypatch
     module.synonym_intervention(correct_before=[True] * 6, **run)  # type: ignore[arg-type]
     ft = list(seen)
     seen.clear()
-    module.synonym_intervention(correct_before=[False, True, False, True, True, True], **run)  # type: ignore[arg-type]
+    outcomes = module.synonym_intervention(correct_before=[False, True, False, True, True, True], **run)  # type: ignore[arg-type]
     carma = list(seen)
+    # the per-example rows: each originally-correct item under each seed, at its place among the items
+    for rate, outcome, calls in ((0.25, outcomes[0], carma[:3]), (0.4, outcomes[1], carma[3:])):
+        assert outcome.rate == rate
+        assert [(it.seed, it.index) for it in outcome.items] == [
+            (s, i) for s in (0, 1, 2) for i in (1, 3, 4, 5)
+        ]
+        for it in outcome.items:
+            assert it.text == calls[it.seed][texts[it.index]] and it.replaced
+            assert all(w in texts[it.index].split() and syn.startswith(w) for w, syn in it.replaced)
+            assert (it.prediction, it.correct) == (3, True)
     assert len(ft) == len(carma) == 6  # 2 rates x 3 seeds
     for everything, fewer in zip(ft, carma, strict=True):
         assert set(fewer) == {texts[i] for i in (1, 3, 4, 5)}
