@@ -116,6 +116,11 @@ def list_runs(
             ordering = query.order(query.RUNS, "finished", desc, dialect)
         elif sort.startswith("metric:"):  # the older spelling of metrics.<key>
             key = sort.removeprefix("metric:")
+            if not key or key.startswith("_"):  # as before: no key, or one of the old summary's own
+                raise Invalid(
+                    f"sort {sort!r}: metric:<key> needs a metric key",
+                    [{"loc": ["query", "sort"], "msg": "metric:<key> needs a metric key", "type": "sort"}],
+                )
             ordering = [*repository.value_order(repository.metric_column(key), desc), Run.id.asc()]
         else:
             try:

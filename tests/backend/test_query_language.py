@@ -378,3 +378,25 @@ def test_experiments_query_and_sort(api: Api) -> None:
         headers=api.h(),
     )
     assert [e["id"] for e in second.json()["items"]] == [e2, e1]
+
+
+@pytest.mark.dialect_matrix
+def test_min_and_max_follow_overwrites(api: Api) -> None:
+    """metric_latest.vmin / vmax (migration 0015) kept at ingest: appended batches, an overwrite that
+    removes the minimum (a resumed run re-sending its steps), and NaN points ignored."""
+    run = api.submit({}).json()["runs"][0]["id"]
+
+    def send(points: list[tuple[int, float | None]]) -> None:
+        body = {"points": [{"key": "loss", "step": s, "value": v} for s, v in points]}
+        assert api.client.post(f"/api/v1/runs/{run}/metrics", json=body, headers=api.h()).status_code == 200
+
+    def matches(q: str) -> bool:
+        return run in _q(api, q)
+
+    send([(1, 3.0), (2, 0.25), (3, 1.0)])
+    assert matches("min(metrics.loss) = 0.25") and matches("max(metrics.loss) = 3")
+    send([(20_000, None), (20_001, 5.0)])  # another coarse block, a NaN
+    assert matches("max(metrics.loss) = 5") and matches("min(metrics.loss) = 0.25")
+    assert not matches("metrics.loss exists and last(metrics.loss) < 5")
+    send([(2, 2.0)])  # the minimum overwritten
+    assert matches("min(metrics.loss) = 1") and not matches("min(metrics.loss) < 1")
