@@ -27,6 +27,12 @@ export type MetricsResponse = Ok<'metrics-get'>;
 export type RunResult = Elem<Ok<'results-list_run'>>;
 export type ExperimentResult = Elem<Ok<'results-list_experiment'>>;
 export type LogPage = Ok<'runs-logs'>;
+/** A run's per-example table: its name and row count. */
+export type ExampleTable = Elem<Ok<'examples-tables'>>;
+export type ExamplePage = Ok<'examples-list'>;
+export type ExampleRow = ExamplePage['items'][number];
+export type ExampleDiffPage = Ok<'examples-diff'>;
+export type ExampleDiff = ExampleDiffPage['items'][number];
 /** One attempt of a run (worker, claim, end, duration without downtime, outcome). */
 export type RunAttempt = Elem<Ok<'runs-attempts'>>;
 export type Comment = Elem<Ok<'reviews-experiment_comments'>>;

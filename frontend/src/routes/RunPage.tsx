@@ -11,6 +11,7 @@ import { KeyValues } from '../components/results/KeyValues';
 import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
 import { AttemptHistory } from '../components/runs/AttemptHistory';
+import { ExamplesPanel } from '../components/runs/ExamplesPanel';
 import { RunEta, useNow } from '../components/runs/Eta';
 import { MetricPanels } from '../components/runs/MetricPanels';
 import { RunTitle } from '../components/runs/RunTitle';
@@ -144,6 +145,7 @@ function RunView({ run }: { run: Run }) {
         <Tabs.List>
           <Tabs.Tab value="metrics">Metrics</Tabs.Tab>
           <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
+          <Tabs.Tab value="examples" data-testid="examples-tab">Examples</Tabs.Tab>
           <Tabs.Tab value="spec">Spec & params</Tabs.Tab>
           <Tabs.Tab value="logs">Logs</Tabs.Tab>
           <Tabs.Tab value="attempts" data-testid="attempts-tab">Attempts {attempts.data?.length ? `(${attempts.data.length})` : ''}</Tabs.Tab>
@@ -180,6 +182,9 @@ function RunView({ run }: { run: Run }) {
             }
           </QueryState>
           </Suspense>
+        </Tabs.Panel>
+        <Tabs.Panel value="examples" pt="md">
+          <ExamplesPanel runId={run.id} live={unfinished} />
         </Tabs.Panel>
         <Tabs.Panel value="spec" pt="md">
           <Suspense fallback={<Loader size="sm" />}>

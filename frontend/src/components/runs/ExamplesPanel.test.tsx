@@ -1,0 +1,85 @@
+// @vitest-environment jsdom
+// The Examples tab's table of rows and its diff of two runs (issue 25, item 5).
+import { MantineProvider } from '@mantine/core';
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { MemoryRouter } from 'react-router';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import type { ExampleDiff, ExampleRow } from '../../api/types';
+import { ExampleDiffList, ExampleRowsTable } from './ExamplesPanel';
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+let root: Root | null = null;
+let container: HTMLElement;
+
+beforeEach(() => {
+  window.matchMedia ??= ((query: string) => ({
+    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
+    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
+  })) as typeof window.matchMedia;
+  // Mantine's scroll container watches its size; jsdom has no ResizeObserver
+  (globalThis as { ResizeObserver?: unknown }).ResizeObserver ??= class {
+    observe() {}
+    unobserve() {}
+    disconnect() {}
+  };
+  container = document.body.appendChild(document.createElement('div'));
+});
+
+afterEach(() => {
+  act(() => root?.unmount());
+  root = null;
+  container.remove();
+});
+
+function show(node: React.ReactNode) {
+  act(() => {
+    root = createRoot(container);
+    root.render(
+      <MantineProvider env="test">
+        <MemoryRouter>{node}</MemoryRouter>
+      </MantineProvider>,
+    );
+  });
+}
+
+it('shows a row per example with its idx, key and data fields as columns', () => {
+  const rows: ExampleRow[] = [
+    { idx: 0, key: 'item-0', data: { reply: 'yes', points: [1, 0] } },
+    { idx: 1, key: 'item-1', data: { reply: 'no', topic: 'dogs' } },
+  ];
+  show(<ExampleRowsTable rows={rows} />);
+  const header = [...container.querySelectorAll('thead th')].map((th) => th.textContent);
+  expect(header).toEqual(['#', 'key', 'reply', 'points', 'topic']);
+  const cells = [...container.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  expect(cells).toEqual([
+    ['0', 'item-0', 'yes', '[1,0]', ''],
+    ['1', 'item-1', 'no', '', 'dogs'],
+  ]);
+});
+
+it('shows both runs of a changed item side by side, the differing fields marked, and one-sided items', () => {
+  const items: ExampleDiff[] = [
+    {
+      key: 'item-5',
+      change: 'changed',
+      run: { idx: 5, key: 'item-5', data: { prediction: 'cat', gold: 'dog' } },
+      other: { idx: 9, key: 'item-5', data: { prediction: 'dog', gold: 'dog' } },
+    },
+    { key: 'item-8', change: 'only_other', run: null, other: { idx: 8, key: 'item-8', data: { prediction: 'eel' } } },
+  ];
+  show(<ExampleDiffList items={items} runId={3} otherId={4} />);
+  const [changed, oneSided] = [...container.querySelectorAll('[data-testid="example-diff-item"]')];
+  expect(changed!.textContent).toContain('changed');
+  const mine = changed!.querySelector('[data-testid="diff-run"]')!;
+  const theirs = changed!.querySelector('[data-testid="diff-other"]')!;
+  expect(mine.textContent).toContain('run 3 · row 5');
+  expect(mine.querySelector('[data-field="prediction"]')!.textContent).toBe('prediction: cat');
+  expect(theirs.querySelector('[data-field="prediction"]')!.textContent).toBe('prediction: dog');
+  expect(mine.querySelector('[data-field="prediction"]')!.getAttribute('data-changed')).toBe('true');
+  expect(mine.querySelector('[data-field="gold"]')!.getAttribute('data-changed')).toBeNull();
+  expect(oneSided!.textContent).toContain('only in the other run');
+  expect(oneSided!.querySelector('[data-testid="diff-run"]')!.textContent).toContain('not in this run');
+  expect(oneSided!.querySelector('[data-testid="diff-other"]')!.textContent).toContain('prediction: eel');
+});

@@ -1,0 +1,48 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { api, unwrap } from '../api/client';
+
+export const EXAMPLE_PAGE = 50;
+
+/** A run's per-example tables and their row counts (the Examples tab's picker). */
+export function useExampleTables(runId: number, live: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'example-tables'] as const,
+    queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/example-tables', { params: { path: { run_id: runId } } })),
+    refetchInterval: live ? 5000 : false,
+  });
+}
+
+/** A table's rows, page after page from the server (keyset cursor on the row's idx). */
+export function useExampleRows(runId: number, table: string | null) {
+  return useInfiniteQuery({
+    queryKey: ['runs', runId, 'examples', table] as const,
+    enabled: table !== null,
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET('/api/v1/runs/{run_id}/examples', {
+          params: { path: { run_id: runId }, query: { table: table!, cursor: pageParam, limit: EXAMPLE_PAGE } },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? null,
+  });
+}
+
+/** The keys whose rows differ between two runs' table (or that one run lacks), page after page. */
+export function useExampleDiff(runId: number, other: number | null, table: string | null) {
+  return useInfiniteQuery({
+    queryKey: ['runs', runId, 'examples-diff', other, table] as const,
+    enabled: table !== null && other !== null,
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET('/api/v1/runs/{run_id}/examples/diff', {
+          params: {
+            path: { run_id: runId },
+            query: { other: other!, table: table!, cursor: pageParam, limit: EXAMPLE_PAGE },
+          },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? null,
+  });
+}
