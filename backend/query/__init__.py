@@ -24,7 +24,8 @@ duration is only ever subtracted from ``now``. Fields: see ``RUNS`` / ``EXPERIME
 ``params.<a.b.c>`` is a path in the spec; ``metrics.<key>`` takes the whole rest as the key (``/``, ``.``,
 ``-`` included; quote anything else: ``metrics."eval acc"``), the latest value, or ``min(...)``,
 ``max(...)`` (over the finite values), ``last(...)``, ``best(...)`` (min or max by the kind's declared
-``metric_directions``). A test on a field a row lacks is false (``!=`` too); ``missing`` finds those rows.
+``metric_directions``); ``results.<name>`` a result value a kind declares (its manifest's ``result_fields``).
+A test on a field a row lacks is false (``!=`` too); ``missing`` finds those rows.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from backend.db import utcnow
 from backend.http.errors import Invalid
-from backend.query.compiler import EXPERIMENTS, RUNS, Context, Entity, compile_expr, directions, sort_keys
+from backend.query.compiler import (
+    EXPERIMENTS,
+    RUNS,
+    Context,
+    Entity,
+    compile_expr,
+    directions,
+    result_fields,
+    sort_keys,
+)
 from backend.query.nodes import Expr, Field
 from backend.query.parser import QueryError, parse, parse_field
 
@@ -73,5 +83,6 @@ __all__ = [
     "order",
     "parse",
     "parse_field",
+    "result_fields",
     "where",
 ]

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from backend.models import Experiment, ExperimentTag, MetricLatest, Run, RunTag, User
+from backend.models import Experiment, ExperimentTag, MetricLatest, Result, Run, RunTag, User
 from backend.query.nodes import And, Compare, Contains, Expr, Field, In, Literal, Not, Now, Or
 from backend.query.parser import QueryError
 from common.runs import RUN_STATUSES
@@ -376,6 +376,81 @@ class _Metric(_Kind):
         return [case(*whens)]
 
 
+def result_fields() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """``{name: [(result kind, payload path), ...]}`` over the kinds' ``result_fields`` (a name several
+    kinds declare matches any of their records)."""
+    out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for manifest in manifests().values():
+        for name, target in manifest.result_fields.items():
+            record, _, path = target.partition(".")
+            entry = (record, tuple(path.split(".")))
+            if entry not in out.setdefault(name, []):
+                out[name].append(entry)
+    return out
+
+
+class _ResultField(_Kind):
+    """``results.<name>``: a value a kind declares in its result records (``result_fields`` of its
+    manifest), compared as a spec value is (``_Json``); true when one of the run's records of that kind
+    matches. Sorting takes the run's latest such record."""
+
+    what = "a result value"
+
+    def __init__(self) -> None:
+        self.json = _Json(Result.payload)
+
+    def _targets(self, f: Field) -> list[tuple[str, Field]]:
+        declared = result_fields()
+        name = ".".join(f.path)
+        if name not in declared:
+            known = ", ".join(f"results.{n}" for n in sorted(declared)) or "none"
+            raise QueryError(f"no kind declares the result field {name!r}; declared: {known}", f.pos)
+        return [(record, Field("results", path, None, f.pos, f.text)) for record, path in declared[name]]
+
+    def _any(self, f: Field, test: Callable[[Field], Bool]) -> Bool:
+        return or_(
+            *(
+                Run.id.in_(select(Result.run_id).where(Result.kind == record, test(inner)))
+                for record, inner in self._targets(f)
+            )
+        )
+
+    def compare(self, f: Field, op: str, value: Literal, pos: int, ctx: Context) -> Bool:
+        if op == "!=":
+            return and_(self.present(f, ctx), not_(self.compare(f, "=", value, pos, ctx)))
+        return self._any(f, lambda inner: self.json.compare(inner, op, value, pos, ctx))
+
+    def is_in(self, f: Field, values: tuple[Literal, ...], pos: int, ctx: Context) -> Bool:
+        return self._any(f, lambda inner: self.json.is_in(inner, values, pos, ctx))
+
+    def contains(self, f: Field, value: Literal, pos: int, ctx: Context) -> Bool:
+        return self._any(f, lambda inner: self.json.contains(inner, value, pos, ctx))
+
+    def exists(self, f: Field, ctx: Context) -> Bool:
+        return self._any(f, lambda inner: self.json.exists(inner, ctx))
+
+    def present(self, f: Field, ctx: Context) -> Bool:
+        return self.exists(f, ctx)
+
+    def sort(self, f: Field, ctx: Context) -> list[Any]:
+        targets = self._targets(f)
+        numbers: list[Any] = []
+        strings: list[Any] = []
+        for record, inner in targets:
+            _, string, number = self.json._parts(inner, ctx)
+            latest = (
+                select(Result.id)
+                .where(Result.run_id == Run.id, Result.kind == record)
+                .correlate(Run)
+                .order_by(Result.id.desc())
+                .limit(1)
+                .scalar_subquery()
+            )
+            for column, out in ((number, numbers), (string, strings)):
+                out.append(select(column).where(Result.id == latest).correlate(Run).scalar_subquery())
+        return [func.coalesce(*numbers, None), func.coalesce(*strings, None)]
+
+
 # -- the fields of runs and experiments -------------------------------------------------------------------
 
 
@@ -443,7 +518,7 @@ class Entity:
     id_column: Any
 
     def field_names(self) -> list[str]:
-        fam = {"params": "params.<path>", "metrics": "metrics.<key>"}
+        fam = {"params": "params.<path>", "metrics": "metrics.<key>", "results": "results.<name>"}
         out = list(self.plain) + [fam[k] for k in self.families]
         if "metrics" in self.families:
             out += ["min(metrics.<key>)", "max(metrics.<key>)", "last(metrics.<key>)", "best(metrics.<key>)"]
@@ -478,7 +553,7 @@ RUNS = Entity(
         "finished": _Column(Run.finished_at, "a time", True),
         "experiment": _ExperimentRef(),
     },
-    {"params": _Json(Run.spec), "metrics": _Metric()},
+    {"params": _Json(Run.spec), "metrics": _Metric(), "results": _ResultField()},
     Run.id,
 )
 
@@ -523,4 +598,13 @@ def sort_keys(entity: Entity, f: Field, ctx: Context) -> list[Any]:
     return entity.kind_of(f).sort(f, ctx)
 
 
-__all__ = ["EXPERIMENTS", "RUNS", "Context", "Entity", "compile_expr", "directions", "sort_keys"]
+__all__ = [
+    "EXPERIMENTS",
+    "RUNS",
+    "Context",
+    "Entity",
+    "compile_expr",
+    "directions",
+    "result_fields",
+    "sort_keys",
+]

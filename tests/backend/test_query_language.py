@@ -3,6 +3,7 @@ GET /runs?q= / GET /experiments?q= over every operator and field type on SQLite 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from sqlalchemy import inspect, update
 
 from backend.db import get_engine, session_factory, session_scope
 from backend.models import Experiment, Run
-from backend.query import RUNS, QueryError, parse, parse_field, where
+from backend.query import RUNS, QueryError, directions, parse, parse_field, where
 from backend.query.nodes import And, Compare, Contains, Exists, In, Not, Now, Or
 from tests.backend.conftest import Api
 
@@ -400,3 +401,39 @@ def test_min_and_max_follow_overwrites(api: Api) -> None:
     assert not matches("metrics.loss exists and last(metrics.loss) < 5")
     send([(2, 2.0)])  # the minimum overwritten
     assert matches("min(metrics.loss) = 1") and not matches("min(metrics.loss) < 1")
+
+
+@pytest.mark.dialect_matrix
+def test_result_fields_a_kind_declares(api: Api) -> None:
+    """results.<name>: diagnostic declares final_loss -> its `diagnostic` record's final_loss."""
+    ids = [r["id"] for r in api.submit({}, sweep={"seeds": [0, 1, 2]}).json()["runs"]]
+    for run_id, loss in zip(ids[:2], (0.25, 0.75), strict=True):
+        body = {
+            "kind": "diagnostic",
+            "payload": {"final_loss": loss, "initial_loss": 1.0, "steps": 10, "parameters": 33},
+        }
+        res = api.client.post(f"/api/v1/runs/{run_id}/results", json=body, headers=api.worker)
+        assert res.status_code == 201, res.text
+    assert set(_q(api, "results.final_loss < 0.5")) == {ids[0]}
+    assert set(_q(api, "results.final_loss != 0.25")) == {ids[1]}
+    assert set(_q(api, "results.final_loss in (0.25, 0.75)")) == set(ids[:2])
+    assert set(_q(api, "results.final_loss missing")) == {ids[2]}
+    assert _q(api, "id > 0", sort="results.final_loss", order="desc") == [ids[1], ids[0], ids[2]]
+    res = api.client.get("/api/v1/runs", params={"q": "results.nope > 1"}, headers=api.h())
+    assert res.status_code == 422
+    assert "no kind declares the result field 'nope'; declared: " in res.json()["errors"][0]["msg"]
+    assert "results.final_loss" in res.json()["errors"][0]["msg"]
+
+
+def test_manifests_check_their_query_declarations() -> None:
+    from worker.specs.diagnostic.diagnostic import MANIFEST
+
+    with pytest.raises(ValueError, match="is not min or max"):
+        dataclasses.replace(MANIFEST, metric_directions={"*loss*": "down"})
+    with pytest.raises(ValueError, match="result_fields entry 'x'"):
+        dataclasses.replace(MANIFEST, result_fields={"x": "carma_eval.test_acc"})  # not its record
+    with pytest.raises(ValueError, match="result_fields entry 'y'"):
+        dataclasses.replace(MANIFEST, result_fields={"y": "diagnostic"})  # no path
+    lower, upper = directions("val_loss")
+    assert "diagnostic" in lower and "carma" in lower and upper == []
+    assert "carma" in directions("test_acc")[1] and directions("test_acc")[0] == []

@@ -56,6 +56,8 @@ class KindManifest:
     ``metric_directions`` maps metric key patterns (``fnmatch``, case-sensitive: ``"*loss*"``) to ``"min"``
     or ``"max"``: which way is better, the first matching pattern winning; the query language's
     ``best(metrics.<key>)`` uses it (backend/query).
+    ``result_fields`` maps a name to ``"<result kind>.<dotted path>"`` in that record's payload (one of
+    ``results``): the query language's ``results.<name>`` (``{"test_acc": "carma_eval.test_acc"}``).
     """
 
     name: str
@@ -66,6 +68,7 @@ class KindManifest:
     runner: str = ""
     source_runs: Mapping[str, str] = field(default_factory=dict)
     metric_directions: Mapping[str, str] = field(default_factory=dict)
+    result_fields: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -84,6 +87,18 @@ class KindManifest:
             if not pattern or direction not in ("min", "max"):
                 raise ValueError(
                     f"kind {self.name!r}: metric_directions entry {pattern!r}: {direction!r} is not min or max"
+                )
+        for name, target in self.result_fields.items():
+            record_kind, _, path = target.partition(".")
+            parts = path.split(".")
+            if (
+                not name.isidentifier()
+                or record_kind not in self.result_kinds
+                or not all(part.isidentifier() for part in parts)
+            ):
+                raise ValueError(
+                    f"kind {self.name!r}: result_fields entry {name!r}: {target!r} is not "
+                    f"'<one of {list(self.result_kinds)}>.<path>'"
                 )
         if self.runner and ":" not in self.runner:
             raise ValueError(f"runner {self.runner!r} of kind {self.name!r} must be 'module:function'")

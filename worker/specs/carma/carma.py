@@ -439,6 +439,12 @@ MANIFEST = KindManifest(
     "(CARMA paper, sections 3-5).",
     spec=CarmaSpec,
     metric_directions={"*loss*": "min", "*acc*": "max", "*consistency*": "max", "step_time": "min"},
+    result_fields={
+        "test_acc": "carma_eval.test_acc",
+        "validation_acc": "carma_eval.validation_acc",
+        "test_loss": "carma_eval.test_loss",
+        "variant": "carma_eval.variant",
+    },
     results=(CarmaEval, CapCurve, SynonymConsistency),
     examples=(
         Example(

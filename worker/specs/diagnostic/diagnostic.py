@@ -73,6 +73,7 @@ MANIFEST = KindManifest(
     "checkpoints and resumes exactly. Not a research kind.",
     spec=DiagnosticSpec,
     metric_directions={"*loss*": "min"},
+    result_fields={"final_loss": "diagnostic.final_loss", "initial_loss": "diagnostic.initial_loss"},
     results=(DiagnosticResult,),
     examples=(
         Example(

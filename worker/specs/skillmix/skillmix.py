@@ -324,6 +324,17 @@ MANIFEST = KindManifest(
     "the experts per token of every router of an MoE student overridden (SMoE paper, section 2.2).",
     spec=SkillmixSpec,
     metric_directions={name: "max" for name in ("full_marks", "all_skills", "skill_fraction", "*score*")},
+    result_fields={
+        name: f"skillmix_cell.{name}.mean"
+        for name in (
+            "full_marks",
+            "all_skills",
+            "skill_fraction",
+            "total_score",
+            "total_skill_score",
+            "rescaled_score",
+        )
+    },
     results=(SkillmixCell,),
     examples=(
         Example(

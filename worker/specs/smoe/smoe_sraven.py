@@ -167,6 +167,7 @@ MANIFEST = KindManifest(
     "SRAVEN; ID-test and OOD accuracy by M (rules per panel), top-k and attention (SMoE paper, section 2.1).",
     spec=SmoeSravenSpec,
     metric_directions={"*loss*": "min", "*acc*": "max", "step_time": "min"},
+    result_fields={"test_acc": "sraven_cell.test_acc", "ood_acc": "sraven_cell.ood_acc"},
     results=(SravenCell,),
     examples=(
         Example(
