@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, select, update
+from sqlalchemy import ColumnElement, Text, and_, cast, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -129,32 +129,53 @@ def page(
     return [(int(i), k, d) for i, k, d in session.execute(stmt)]
 
 
-def by_key(
-    session: Session, run_id: int, table: str, after: str | None, limit: int
-) -> list[tuple[int, str, dict[str, Any]]]:
-    """Up to ``limit`` rows whose key sorts after ``after``, in key order (the database's ordering)."""
-    stmt = select(RunExample.idx, RunExample.key, RunExample.data).where(
-        RunExample.run_id == run_id, RunExample.table_name == table
+def key_at(session: Session, run_id: int, table: str, after: str | None, n: int) -> str | None:
+    """The ``n``-th key after ``after`` in key order (an index-only walk), or None if fewer remain."""
+    stmt = select(RunExample.key).where(RunExample.run_id == run_id, RunExample.table_name == table)
+    if after is not None:
+        stmt = stmt.where(RunExample.key > after)
+    return session.execute(stmt.order_by(RunExample.key).offset(n - 1).limit(1)).scalar_one_or_none()
+
+
+def count_keys(session: Session, run_id: int, table: str, after: str | None, upto: str | None) -> int:
+    """Rows of the run's table with ``after < key <= upto`` (either bound left out when None)."""
+    stmt = select(func.count()).where(RunExample.run_id == run_id, RunExample.table_name == table)
+    if after is not None:
+        stmt = stmt.where(RunExample.key > after)
+    if upto is not None:
+        stmt = stmt.where(RunExample.key <= upto)
+    return int(session.execute(stmt).scalar_one())
+
+
+Differing = tuple[int, str, dict[str, Any], int | None, dict[str, Any] | None]
+
+
+def differing(
+    session: Session, run_id: int, other_id: int, table: str, after: str | None, upto: str | None, limit: int
+) -> list[Differing]:
+    """Up to ``limit`` rows of the run's table with ``after < key <= upto``, in key order, whose key the
+    other run's table lacks or holds with other JSON text: ``(idx, key, data, other idx, other data)``
+    (other idx None: the other run lacks it). Compared in the database, so only candidates travel; JSON
+    that differs only in its text (key order) is told apart by the caller."""
+    other = aliased(RunExample)
+    stmt = (
+        select(RunExample.idx, RunExample.key, RunExample.data, other.idx, other.data)
+        .select_from(RunExample)
+        .outerjoin(
+            other, and_(other.run_id == other_id, other.table_name == table, other.key == RunExample.key)
+        )
+        .where(
+            RunExample.run_id == run_id,
+            RunExample.table_name == table,
+            or_(other.idx.is_(None), cast(RunExample.data, Text) != cast(other.data, Text)),
+        )
     )
     if after is not None:
         stmt = stmt.where(RunExample.key > after)
-    stmt = stmt.order_by(RunExample.key).limit(limit)
-    return [(int(i), k, d) for i, k, d in session.execute(stmt)]
-
-
-def with_keys(
-    session: Session, run_id: int, table: str, keys: Sequence[str]
-) -> dict[str, tuple[int, dict[str, Any]]]:
-    """``{key: (idx, data)}`` of the run's rows among ``keys``."""
-    found: dict[str, tuple[int, dict[str, Any]]] = {}
-    for i in range(0, len(keys), _CHUNK):
-        stmt = select(RunExample.key, RunExample.idx, RunExample.data).where(
-            RunExample.run_id == run_id,
-            RunExample.table_name == table,
-            RunExample.key.in_(keys[i : i + _CHUNK]),
-        )
-        found.update({k: (int(i_), d) for k, i_, d in session.execute(stmt)})
-    return found
+    if upto is not None:
+        stmt = stmt.where(RunExample.key <= upto)
+    rows = session.execute(stmt.order_by(RunExample.key).limit(limit))
+    return [(int(i), k, d, None if oi is None else int(oi), od) for i, k, d, oi, od in rows]
 
 
 def only_in(

@@ -28,8 +28,7 @@ from backend.runs import service as runs
 MAX_BATCH = 1_000  # rows per post (the SDK's batches are smaller)
 MAX_ROW_BYTES = 64 * 1024  # one row's data as JSON
 MAX_PAGE = 1_000
-DIFF_CHUNK = 500  # rows of the run read at a time while diffing
-DIFF_BUDGET = 20_000  # rows compared at most per diff page: a page of few changes still answers quickly
+DIFF_BUDGET = 20_000  # rows of the run compared at most per diff page: few changes still answer quickly
 
 
 def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) -> ExamplesAccepted:
@@ -159,61 +158,44 @@ def diff(
 ) -> ExampleDiffPage:
     """The keys of ``table`` whose rows differ between the two runs, or that one run only has, both sides.
 
-    Phase 1 walks the run's rows in key order (keyset on the key index), looks the same keys up in the
-    other run and keeps the differing ones; at most ``DIFF_BUDGET`` rows are compared per page, so a page
-    can hold fewer than ``limit`` items and still have a cursor. Phase 2 reads the other run's keys that
-    the run lacks (an anti-join). Keys are only compared by the database, never sorted here."""
+    Phase 1 walks the run's keys in windows of ``DIFF_BUDGET`` (the window's end found on the key index),
+    and the database joins each window with the other run's rows on the key and keeps those whose JSON
+    text differs or that the other run lacks; a page can hold fewer than ``limit`` items and still have a
+    cursor. Phase 2 reads the other run's keys that the run lacks (an anti-join). Keys are only compared
+    by the database, never sorted here."""
     run = runs.get_visible(session, principal, run_id)
     other = runs.get_visible(session, principal, other_id)
     phase, after = _diff_cursor(cursor_)
     items: list[ExampleDiff] = []
     scanned = 0
+    next_cursor: str | None = None
     if phase == 1:
-        while len(items) < limit and scanned < DIFF_BUDGET:
-            mine = repository.by_key(session, run.id, table, after, DIFF_CHUNK)
-            if not mine:
-                phase, after = 2, None
-                break
-            theirs = repository.with_keys(session, other.id, table, [k for _, k, _ in mine])
-            for idx, key, data in mine:
-                scanned += 1
-                after = key
-                match = theirs.get(key)
-                if match is None:
-                    items.append(
-                        ExampleDiff(
-                            key=key,
-                            change="only_run",
-                            run=ExampleRow(idx=idx, key=key, data=data),
-                            other=None,
-                        )
-                    )
-                elif match[1] != data:
-                    items.append(
-                        ExampleDiff(
-                            key=key,
-                            change="changed",
-                            run=ExampleRow(idx=idx, key=key, data=data),
-                            other=ExampleRow(idx=match[0], key=key, data=match[1]),
-                        )
-                    )
-                if len(items) >= limit:
-                    break
-            if len(mine) < DIFF_CHUNK and after == mine[-1][1] and len(items) < limit:
-                phase, after = 2, None
-                break
+        upper = repository.key_at(session, run.id, table, after, DIFF_BUDGET)
+        found = repository.differing(session, run.id, other.id, table, after, upper, limit)
+        for idx, key, data, other_idx, other_data in found:
+            mine = ExampleRow(idx=idx, key=key, data=data)
+            if other_idx is None:
+                items.append(ExampleDiff(key=key, change="only_run", run=mine, other=None))
+            elif other_data != data:  # not only another text of the same JSON
+                theirs = ExampleRow(idx=other_idx, key=key, data=other_data or {})
+                items.append(ExampleDiff(key=key, change="changed", run=mine, other=theirs))
+        end = found[-1][1] if len(found) == limit else upper  # the window may hold more: go on after it
+        scanned = repository.count_keys(session, run.id, table, after, end)
+        if end is not None:
+            next_cursor = cursor.encode({"phase": 1, "key": end})
+        else:
+            phase, after = 2, None
     if phase == 2 and len(items) < limit:
-        rows = repository.only_in(session, other.id, run.id, table, after, limit - len(items) + 1)
-        more = len(rows) > limit - len(items)
-        rows = rows[: limit - len(items)]
+        room = limit - len(items)
+        rows = repository.only_in(session, other.id, run.id, table, after, room + 1)
+        more = len(rows) > room
+        rows = rows[:room]
         scanned += len(rows)
         items.extend(
             ExampleDiff(key=k, change="only_other", run=None, other=ExampleRow(idx=i, key=k, data=d))
             for i, k, d in rows
         )
         next_cursor = cursor.encode({"phase": 2, "key": rows[-1][1]}) if more else None
-    else:
-        next_cursor = cursor.encode({"phase": phase, "key": after})
     return ExampleDiffPage(
         run_id=run.id, other_id=other.id, table=table, items=items, scanned=scanned, next_cursor=next_cursor
     )
