@@ -65,18 +65,15 @@ def stored_keys(session: Session, run_id: int, table: str, keys: Sequence[str]) 
 def upsert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Insert ``rows`` (run_id, table_name, idx, key, data, created_at), replacing a stored row of the
     same (run, table, idx): a re-sent batch overwrites, never duplicates."""
+    # one compiled statement, executed over the rows (SQLAlchemy's insertmanyvalues batches them into
+    # multi-row INSERTs): no statement text of 6,000 parameters compiled per batch
+    ins = _insert(session)(RunExample)
+    stmt = ins.on_conflict_do_update(
+        index_elements=["run_id", "table_name", "idx"],
+        set_={"key": ins.excluded.key, "data": ins.excluded.data, "created_at": ins.excluded.created_at},
+    )
     for i in range(0, len(rows), _CHUNK):
-        ins = _insert(session)(RunExample).values(list(rows[i : i + _CHUNK]))
-        session.execute(
-            ins.on_conflict_do_update(
-                index_elements=["run_id", "table_name", "idx"],
-                set_={
-                    "key": ins.excluded.key,
-                    "data": ins.excluded.data,
-                    "created_at": ins.excluded.created_at,
-                },
-            )
-        )
+        session.execute(stmt, list(rows[i : i + _CHUNK]))
 
 
 def set_count(session: Session, run_id: int, table: str, rows: int, where: list[Any]) -> bool:

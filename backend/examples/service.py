@@ -28,7 +28,7 @@ from backend.runs import service as runs
 MAX_BATCH = 1_000  # rows per post (the SDK's batches are smaller)
 MAX_ROW_BYTES = 64 * 1024  # one row's data as JSON
 MAX_PAGE = 1_000
-DIFF_BUDGET = 20_000  # rows of the run compared at most per diff page: few changes still answer quickly
+DIFF_BUDGET = 10_000  # rows of the run compared at most per diff page: few changes still answer quickly
 
 
 def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) -> ExamplesAccepted:
