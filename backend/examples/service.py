@@ -4,8 +4,10 @@ their idx), a table paged by idx, and two runs' tables diffed on the examples' k
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
 
 from backend.auth.principal import Principal
@@ -116,12 +118,21 @@ def tables(session: Session, principal: Principal, run_id: int) -> list[ExampleT
 
 
 def page(
-    session: Session, principal: Principal, run_id: int, table: str, cursor_: str | None, limit: int
+    session: Session,
+    principal: Principal,
+    run_id: int,
+    table: str,
+    cursor_: str | None,
+    limit: int,
+    conditions: Sequence[ColumnElement[bool]] = (),
 ) -> ExamplePage:
+    """A page of the table's rows after the cursor, in idx order. ``conditions`` narrow the rows (where a
+    filter compiled from the query language, ``q``, goes: the page stays a keyset read); ``total`` is the
+    table's row count either way."""
     run = runs.get_visible(session, principal, run_id)
     total = repository.count(session, run.id, table) or 0  # a table not posted yet: empty
     after = cursor.decode_int(cursor_, "idx")
-    rows = repository.page(session, run.id, table, after, limit + 1)
+    rows = repository.page(session, run.id, table, after, limit + 1, conditions)
     more = len(rows) > limit
     rows = rows[:limit]
     return ExamplePage(

@@ -6,9 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from backend.auth.principal import Principal
+from backend.db import get_engine, session_factory, session_scope
 from backend.examples import service
 from backend.http.limits import WORKER_WRITE_LIMIT, route_class
+from backend.models import RunExample, User
 from tests.backend.conftest import Api
 
 # the subject is SQL (upserts, keyset pages, an anti-join): SQLite and Postgres
@@ -261,3 +265,17 @@ def test_examples_are_read_as_the_run_is_visible(api: Api) -> None:
             headers=api.h(token),
         )
         assert r.status_code == 404, r.text
+
+
+def test_a_page_narrowed_by_conditions_stays_a_keyset_page(api: Api) -> None:
+    """Where the query language's filter (``q``) goes: conditions on the rows, paged by idx after them."""
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 30), attempt=1).status_code == 200
+    with session_scope(session_factory(get_engine(api.settings.database_url))) as session:
+        admin = session.scalars(select(User).where(User.is_admin.is_(True))).first()
+        principal = Principal(user=admin)
+        even = [RunExample.idx.in_(list(range(0, 30, 2)))]
+        first = service.page(session, principal, run_id, "gradings", None, 4, even)
+        assert [r.idx for r in first.items] == [0, 2, 4, 6] and first.total == 30
+        second = service.page(session, principal, run_id, "gradings", first.next_cursor, 20, even)
+        assert [r.idx for r in second.items] == list(range(8, 30, 2)) and second.next_cursor is None
