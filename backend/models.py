@@ -191,8 +191,13 @@ class MetricLatest(Base):
     vmin: Mapped[float | None] = mapped_column(Float, nullable=True)
     vmax: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    # the query language's metric filters: runs whose latest `key` compares to a value (backend/query)
-    __table_args__ = (Index("ix_metric_latest_key_value", "key", "value"),)
+    # the query language's metric filters and sorts (backend/query): runs whose latest / smallest / largest
+    # `key` compares to a value, a page of runs in that order without sorting every run
+    __table_args__ = (
+        Index("ix_metric_latest_key_value", "key", "value"),
+        Index("ix_metric_latest_key_vmin", "key", "vmin"),
+        Index("ix_metric_latest_key_vmax", "key", "vmax"),
+    )
 
 
 class MetricRollup(Base):

@@ -1,9 +1,11 @@
-"""the query language's fields (issue 25): metric_latest.vmin / vmax and an index on (key, value)
+"""the query language's fields (issue 25): metric_latest.vmin / vmax, indexes on (key, value | vmin | vmax)
 
 ``min(metrics.k)`` and ``max(metrics.k)`` of the query language (backend/query) read each series'
 smallest and largest finite value from its ``metric_latest`` row, kept at ingest
 (backend/metrics/points.py); existing series are filled from their points (non-finite values are stored
-as NULL and ignored). ``metrics.k > v`` finds runs through ``ix_metric_latest_key_value``.
+as NULL and ignored). ``metrics.k > v`` finds runs through ``ix_metric_latest_key_value`` (and min / max through the
+``vmin`` / ``vmax`` indexes), and a page sorted by one of them walks that index (backend/runs/repository.py,
+``page_by_metric``).
 
 Revision ID: 0015
 Revises: 0014
@@ -33,11 +35,13 @@ def upgrade() -> None:
     op.add_column("metric_latest", sa.Column("vmin", sa.Float(), nullable=True))
     op.add_column("metric_latest", sa.Column("vmax", sa.Float(), nullable=True))
     op.execute(FILL)
-    op.create_index(op.f("ix_metric_latest_key_value"), "metric_latest", ["key", "value"], unique=False)
+    for column in ("value", "vmin", "vmax"):
+        op.create_index(op.f(f"ix_metric_latest_key_{column}"), "metric_latest", ["key", column], unique=False)
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_metric_latest_key_value"), table_name="metric_latest")
+    for column in ("vmax", "vmin", "value"):
+        op.drop_index(op.f(f"ix_metric_latest_key_{column}"), table_name="metric_latest")
     with op.batch_alter_table("metric_latest", schema=None) as batch_op:
         batch_op.drop_column("vmax")
         batch_op.drop_column("vmin")

@@ -10,6 +10,8 @@ Public interface (everything else in the package is private):
   widens a query: add it to a statement already scoped to the caller's projects.
 - ``order(entity, text, desc, dialect) -> list``: ORDER BY clauses for a sort field (``name``,
   ``params.lr``, ``max(metrics.acc)``), rows without a value last in both directions, the id last.
+- ``metric_sort(text) -> (key, column) | None``: a metric sort a page can serve from the
+  ``metric_latest (key, value)`` index (keyset; backend/runs/repository.py ``page_by_metric``).
 - ``QueryError`` (``.pos``: 0-based offset or None, ``.message``) and ``invalid(exc, param)``: the API's
   422 for it (``loc: ["query", param]``).
 - ``RUNS``, ``EXPERIMENTS``: the entities; ``entity.field_names()`` lists their fields.
@@ -37,6 +39,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from backend.db import utcnow
 from backend.http.errors import Invalid
+from backend.models import MetricLatest
 from backend.query.compiler import (
     EXPERIMENTS,
     RUNS,
@@ -66,6 +69,19 @@ def order(entity: Entity, text: str, desc: bool, dialect: str) -> list[Any]:
     return [*out, entity.id_column.asc()]
 
 
+def metric_sort(text: str) -> tuple[str, Any] | None:
+    """``(key, metric_latest column)`` when the sort field ``text`` is ``metrics.<key>`` or
+    ``min|max|last(metrics.<key>)``: a page can then walk ``ix_metric_latest_key_value`` in value order
+    (keyset) instead of sorting every run; None for any other field (``best`` included: its column
+    depends on each run's kind). QueryError as ``order``."""
+    f = parse_field(text)
+    if f.name != "metrics" or not f.path or f.aggregate == "best":
+        return None
+    RUNS.kind_of(f)
+    column = {"last": MetricLatest.value, "min": MetricLatest.vmin, "max": MetricLatest.vmax}
+    return f.path[0], column[f.aggregate or "last"]
+
+
 def invalid(exc: QueryError, param: str) -> Invalid:
     """The API's 422 for a query error in the query parameter ``param``."""
     return Invalid(f"{param}: {exc}", [{"loc": ["query", param], "msg": str(exc), "type": "query_syntax"}])
@@ -80,6 +96,7 @@ __all__ = [
     "QueryError",
     "directions",
     "invalid",
+    "metric_sort",
     "order",
     "parse",
     "parse_field",

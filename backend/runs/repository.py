@@ -68,24 +68,44 @@ def page_by_id(
     return list(session.scalars(stmt.order_by(order).limit(limit)))
 
 
-def value_order(column: Any, desc: bool) -> list[Any]:
-    """ORDER BY a nullable value (a final metric, finished_at): NULLs last in both directions."""
-    return [column.is_(None).asc(), column.desc() if desc else column.asc()]
+def page_by_metric(
+    session: Session,
+    stmt: Select[Any],
+    key: str,
+    column: Any,
+    desc: bool,
+    after: tuple[float, int] | None,
+    after_missing: int | None,
+    limit: int,
+) -> list[tuple[Run, float | None]]:
+    """A keyset page sorted by a ``metric_latest`` column (``value``, ``vmin``, ``vmax``) of ``key``:
+    ``[(run, its value)]``, the id ascending among equal values, then the runs without a value by id (their
+    value None). ``after``: the (value, id) of the previous page's last row when it had a value;
+    ``after_missing``: its id when it had none. The valued part joins ``metric_latest`` on its (key, value)
+    index and stops at ``limit`` rows: no sort of every run of a project."""
+    rows: list[tuple[Run, float | None]] = []
+    if after_missing is None:
+        on = and_(MetricLatest.run_id == Run.id, MetricLatest.key == key)
+        valued = stmt.add_columns(column).join(MetricLatest, on).where(column.is_not(None))
+        if after is not None:
+            value, run_id = after
+            beyond = column < value if desc else column > value
+            valued = valued.where(or_(beyond, and_(column == value, Run.id > run_id)))
+        order = [column.desc() if desc else column.asc(), Run.id.asc()]
+        rows = [(run, float(v)) for run, v in session.execute(valued.order_by(*order).limit(limit))]
+        if len(rows) >= limit:
+            return rows
+    valued_ids = select(MetricLatest.run_id).where(MetricLatest.key == key, column.is_not(None))
+    missing = stmt.where(Run.id.not_in(valued_ids))
+    if after_missing is not None:
+        missing = missing.where(Run.id > after_missing)
+    rows += [(run, None) for run in session.scalars(missing.order_by(Run.id.asc()).limit(limit - len(rows)))]
+    return rows
 
 
 def page_ordered(session: Session, stmt: Select[Any], order: list[Any], offset: int, limit: int) -> list[Run]:
     """An offset page of ``stmt`` in ``order`` (ORDER BY clauses that end with a unique key)."""
     return list(session.scalars(stmt.order_by(*order).offset(offset).limit(limit)))
-
-
-def metric_column(key: str) -> Any:
-    """The run's ``key`` at its largest step (NULL: no such series, or a non-finite value)."""
-    return (
-        select(MetricLatest.value)
-        .where(MetricLatest.run_id == Run.id, MetricLatest.key == key)
-        .correlate(Run)
-        .scalar_subquery()
-    )
 
 
 def logs_after(session: Session, run_id: int, after: int, limit: int) -> list[RunLog]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, status
 
@@ -12,7 +13,7 @@ from backend.http import cursor
 from backend.http.deps import Id, OptionalId, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
 from backend.http.errors import Invalid, NotFound
 from backend.metrics import service as metrics
-from backend.models import Experiment, Run
+from backend.models import Experiment, MetricLatest, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
 from backend.runs import attempts, repository, service
@@ -44,6 +45,25 @@ def _present(session: SessionDep, settings: SettingsDep, runs: list[Run]) -> lis
     summaries = metrics.summaries(session, runs)
     timings = attempts.timings(session, runs, utcnow(), settings.heartbeat_timeout)
     return [RunPublic.of(r, tags[r.id], summaries[r.id], timings[r.id]) for r in runs]
+
+
+def _metric_cursor(raw: str | None) -> tuple[tuple[float, int] | None, int | None]:
+    """A metric sort's cursor: ``((value, id), None)`` inside the runs with a value, ``(None, id)`` among
+    those without; ``(None, None)`` without a cursor. Invalid (422) for any other shape."""
+    data = cursor.decode(raw)
+    if data is None:
+        return None, None
+    if set(data) == {"mid"}:
+        return None, cursor.decode_int(raw, "mid")
+    value = data.get("mv")
+    if set(data) == {"mv", "id"} and isinstance(value, int | float) and not isinstance(value, bool):
+        run_id = cursor.decode_int(raw, "id")
+        if run_id is not None and math.isfinite(value):
+            return (float(value), run_id), None
+    raise Invalid(
+        "invalid cursor",
+        [{"loc": ["query", "cursor"], "msg": "not a cursor from next_cursor", "type": "cursor"}],
+    )
 
 
 @router.get("", response_model=RunPage, operation_id="runs-list")
@@ -108,20 +128,35 @@ def list_runs(
             stmt = stmt.where(query.where(query.RUNS, q, dialect))
     except query.QueryError as exc:
         raise query.invalid(exc, "q") from None
+    by_metric: tuple[str, Any] | None = None
+    if sort.startswith("metric:"):  # the older spelling of metrics.<key>: any key but the old summary's own
+        key = sort.removeprefix("metric:")
+        if not key or key.startswith("_"):
+            raise Invalid(
+                f"sort {sort!r}: metric:<key> needs a metric key",
+                [{"loc": ["query", "sort"], "msg": "metric:<key> needs a metric key", "type": "sort"}],
+            )
+        by_metric = (key, MetricLatest.value)
+    elif sort.startswith("metrics.") or sort[:4] in ("min(", "max(") or sort.startswith("last("):
+        try:
+            by_metric = query.metric_sort(sort)
+        except query.QueryError as exc:
+            raise query.invalid(exc, "sort") from None
     if sort in ("created_at", "id"):
         runs = repository.page_by_id(session, stmt, desc, cursor.decode_int(cursor_, "id"), limit + 1)
         nxt = cursor.encode({"id": runs[limit - 1].id}) if len(runs) > limit else None
+    elif by_metric is not None:  # a keyset walk of metric_latest's (key, value) index
+        key, column = by_metric
+        after, after_missing = _metric_cursor(cursor_)
+        rows = repository.page_by_metric(session, stmt, key, column, desc, after, after_missing, limit + 1)
+        runs = [run for run, _ in rows]
+        nxt = None
+        if len(rows) > limit:
+            last, value = rows[limit - 1]
+            nxt = cursor.encode({"mid": last.id} if value is None else {"mv": value, "id": last.id})
     else:
         if sort == "finished_at":
             ordering = query.order(query.RUNS, "finished", desc, dialect)
-        elif sort.startswith("metric:"):  # the older spelling of metrics.<key>
-            key = sort.removeprefix("metric:")
-            if not key or key.startswith("_"):  # as before: no key, or one of the old summary's own
-                raise Invalid(
-                    f"sort {sort!r}: metric:<key> needs a metric key",
-                    [{"loc": ["query", "sort"], "msg": "metric:<key> needs a metric key", "type": "sort"}],
-                )
-            ordering = [*repository.value_order(repository.metric_column(key), desc), Run.id.asc()]
         else:
             try:
                 ordering = query.order(query.RUNS, sort, desc, dialect)

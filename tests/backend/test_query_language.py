@@ -437,3 +437,45 @@ def test_manifests_check_their_query_declarations() -> None:
     lower, upper = directions("val_loss")
     assert "diagnostic" in lower and "carma" in lower and upper == []
     assert "carma" in directions("test_acc")[1] and directions("test_acc")[0] == []
+
+
+@pytest.mark.dialect_matrix
+def test_metric_sorts_page_by_keyset_through_ties_and_missing_values(api: Api) -> None:
+    ids = [r["id"] for r in api.submit({}, sweep={"seeds": [0, 1, 2, 3, 4, 5]}).json()["runs"]]
+    losses: dict[int, float | None] = dict(zip(ids, (1.0, 0.5, 1.0, None, 0.5), strict=False))
+    for run_id, value in losses.items():
+        body = {"points": [{"key": "loss", "step": 1, "value": value}]}
+        assert (
+            api.client.post(f"/api/v1/runs/{run_id}/metrics", json=body, headers=api.h()).status_code == 200
+        )
+    valued = [i for i in ids if losses.get(i) is not None]
+    missing = [i for i in ids if losses.get(i) is None]  # a NaN and a run without the series, by id
+
+    def walk(sort: str, direction: str, limit: int) -> list[int]:
+        out: list[int] = []
+        params: dict[str, Any] = {"project": "default", "sort": sort, "order": direction, "limit": limit}
+        while True:
+            res = api.client.get("/api/v1/runs", params=params, headers=api.h())
+            assert res.status_code == 200, res.text
+            out += [r["id"] for r in res.json()["items"]]
+            if not res.json()["next_cursor"]:
+                return out
+            params["cursor"] = res.json()["next_cursor"]
+
+    def value(i: int) -> float:
+        v = losses[i]
+        assert v is not None
+        return v
+
+    want_asc = sorted(valued, key=lambda i: (value(i), i)) + missing
+    want_desc = sorted(valued, key=lambda i: (-value(i), i)) + missing
+    for limit in (1, 2, 3, 100):
+        assert walk("metrics.loss", "asc", limit) == want_asc, limit
+        assert walk("last(metrics.loss)", "desc", limit) == want_desc, limit
+        assert walk("metric:loss", "desc", limit) == want_desc, limit
+    for bad in ('{"mv":"x","id":1}', '{"mv":1.5}', '{"mid":-1}', '{"mv":1,"id":2,"x":3}'):
+        import base64
+
+        c = base64.urlsafe_b64encode(bad.encode()).decode().rstrip("=")
+        res = api.client.get("/api/v1/runs", params={"sort": "metrics.loss", "cursor": c}, headers=api.h())
+        assert res.status_code == 422 and res.json()["errors"][0]["loc"] == ["query", "cursor"], bad
