@@ -71,8 +71,14 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# pytest in parallel processes (pytest-xdist; docs/architecture.md, Test tiers): a module's tests stay in one
+# process, the slow and fault tests that start platforms of their own are spread one by one and go first
+# (tests/conftest.py), in the collection's order (--no-loadscope-reorder). Four processes on two cores: those
+# tests mostly wait on worker processes. PYTEST_PROCS=0 runs everything in this process.
+PYTEST_PROCS ?= 4
+XDIST = -n $(PYTEST_PROCS) --dist loadgroup --no-loadscope-reorder
 pytest: venv offline nginx
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q $(XDIST)
 
 # The inner loop (README, Testing; docs/architecture.md, Test tiers): lint, the import contracts, the
 # fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
@@ -91,7 +97,7 @@ check: venv frontend-deps
 
 # the fault tier alone: kill -9, shutdowns, outages, cross-host resume on a real platform (in `make test`)
 fault: venv offline
-	$(VENV)/bin/pytest -q -m fault
+	$(VENV)/bin/pytest -q $(XDIST) -m fault
 
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
 frontend-test: venv frontend-deps

@@ -24,6 +24,55 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
+# --- parallel runs (pytest-xdist, `make test`: docs/architecture.md, Test tiers) -------------------------------
+# `make test` runs pytest with ``-n 4 --dist loadgroup --no-loadscope-reorder``. Every test of a module goes to
+# one process (an xdist group per module: module-scoped fixtures such as ``shared_embedded_platform`` are
+# made once, module-level state stays as its tests expect), except the tests marked ``slow`` or ``fault``
+# that use no fixture wider than a test and below the session: each starts a platform of its own and mostly
+# waits on it, so they are spread one by one over the processes. And they come first (the collection order
+# is the order each process takes its work in), the fault tier before the other slow tests, so the longest
+# waits overlap with everything else instead of ending the run.
+_SHARED_SCOPES = ("package", "module", "class")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # In an xdist process (several share the cores): one OpenMP thread for torch here and in the platforms,
+    # workers and `reasonlab up` the tests start (they inherit this environment; the worker's allow-list keeps
+    # OMP_*). Two spinning intra-op threads per process on a 2-core machine running four processes slowed a
+    # carma platform test from ~45 s to over 300 s. A value set by the caller is kept.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _runs_alone(item: pytest.Item) -> bool:
+    if item.get_closest_marker("slow") is None and item.get_closest_marker("fault") is None:
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return not any(fixturedef.scope in _SHARED_SCOPES for chain in defs for fixturedef in chain)
+
+
+def _tier(item: pytest.Item) -> int:
+    if item.get_closest_marker("fault") is not None:
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and not _runs_alone(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # a module's place is that of its earliest tier, so its tests stay together (sorted is stable)
+    module_tier: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        module_tier[module] = min(module_tier.get(module, 2), _tier(item))
+    items[:] = sorted(
+        items,
+        key=lambda item: _tier(item) if _runs_alone(item) else module_tier[item.nodeid.split("::", 1)[0]],
+    )
+
+
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
     if not _reachable("127.0.0.1", 5432):
@@ -39,7 +88,7 @@ def redis_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_template(postgres_admin_url: str) -> Iterator[str]:
+def postgres_template(postgres_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated database that per-test databases are cloned from (CREATE DATABASE ... TEMPLATE)."""
     from backend.bootstrap import migrate
     from backend.db import get_engine
@@ -50,7 +99,7 @@ def postgres_template(postgres_admin_url: str) -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = postgres_admin_url.rsplit("/", 1)[0] + f"/{name}"
-    migrate(Settings(home=Path("/tmp/reasonlab-template-home"), database_url=url))
+    migrate(Settings(home=tmp_path_factory.mktemp("postgres-template-home"), database_url=url))
     get_engine(url).dispose()
     get_engine.cache_clear()
     try:

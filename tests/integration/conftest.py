@@ -1,23 +1,53 @@
 from __future__ import annotations
 
+import os
 import random
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
-from tests.integration.platform import Platform
+from tests.integration.platform import Platform, wait_for
+
+# Redis databases the tests may take on the machine's Redis (0-4 are left to whatever else runs there). A
+# test claims one with SET NX in database 0 (a claim expires after an hour, longer than pytest's timeout), so
+# neither the pytest-xdist processes of one run nor two test runs side by side ever share one; each xdist
+# process starts its search at a database of its own.
+REDIS_TEST_DBS = range(5, 16)
+REDIS_CLAIM_TTL_S = 3600
+
+
+def _claim_key(db: int) -> str:
+    return f"reasonlab-tests:redis-db:{db}"
 
 
 @pytest.fixture
-def redis_db(redis_url: str) -> Iterator[str]:
-    """A Redis database number of our own on the machine's Redis, flushed before and after."""
-    db = random.randint(5, 15)
+def redis_db(redis_url: str, worker_id: str) -> Iterator[str]:
+    """A Redis database number of our own on the machine's Redis, claimed, flushed before and after."""
+    claims = redis.Redis.from_url(f"{redis_url}/0")
+    start = int(worker_id[2:]) if worker_id.startswith("gw") else random.randrange(len(REDIS_TEST_DBS))
+    owner = f"{os.getpid()}:{uuid.uuid4().hex}"
+
+    def claim() -> int | None:
+        for i in range(len(REDIS_TEST_DBS)):
+            db = REDIS_TEST_DBS[(start + i) % len(REDIS_TEST_DBS)]
+            if claims.set(_claim_key(db), owner, nx=True, ex=REDIS_CLAIM_TTL_S):
+                return db
+        return None
+
+    db = wait_for(claim, 120, "a free Redis test database (5-15)", interval=0.5)
     client = redis.Redis.from_url(f"{redis_url}/{db}")
     client.flushdb()
-    yield f"{redis_url}/{db}"
-    client.flushdb()
+    try:
+        yield f"{redis_url}/{db}"
+    finally:
+        client.flushdb()
+        if claims.get(_claim_key(db)) == owner.encode():
+            claims.delete(_claim_key(db))
+        client.close()
+        claims.close()
 
 
 @pytest.fixture
