@@ -13,6 +13,8 @@
 // - A mean of per-task proportions (ReasonFormer's average over tasks): the normal interval over items,
 //   variance sum_i p_i(1-p_i)/n_i / T^2.
 
+import { tQuantile } from './studentT';
+
 /** z of a two-sided 95% interval: the 0.975 quantile of the standard normal. */
 export const Z95 = 1.959963984540054;
 
@@ -41,22 +43,10 @@ export function wilson(p: number, n: number | null | undefined, z = Z95): Interv
   return { lo: Math.max(0, centre - half), hi: Math.min(1, centre + half), method: 'wilson' };
 }
 
-// t_{0.975, df} for df = 1..30 (standard tables); beyond, the Cornish-Fisher expansion in 1/df is within 1e-5
-const T975 = [
-  12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.306, 2.2622, 2.2281, 2.201, 2.1788, 2.1604, 2.1448, 2.1314,
-  2.1199, 2.1098, 2.1009, 2.093, 2.086, 2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-];
-
-/** The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1). */
+/** The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1; lib/studentT.ts, exact). */
 export function t975(df: number): number {
   if (!(df >= 1)) throw new Error(`t975: degrees of freedom must be >= 1, got ${df}`);
-  const d = Math.floor(df);
-  if (d <= T975.length) return T975[d - 1]!;
-  const z = Z95;
-  const z3 = z ** 3;
-  const z5 = z ** 5;
-  const z7 = z ** 7;
-  return z + (z3 + z) / (4 * d) + (5 * z5 + 16 * z3 + 3 * z) / (96 * d * d) + (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * d ** 3);
+  return tQuantile(0.975, Math.floor(df));
 }
 
 /** Student-t 95% interval of the mean from its standard error over `m` units (m >= 2), clipped to `bounds`. */
