@@ -114,7 +114,9 @@ def upsert_series(
         else:
             refresh_rollups(session, run_id, batch_spans(points))
         return
-    rows = [(run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items()]
+    # in (key, step) order, as the merge inserts: every writer into the run (COPY or merge) then takes
+    # the points' index entries in one order, so two overlapping batches wait for each other, never in a cycle
+    rows = sorted((run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items())
     try:
         # a COPY that went through wrote only new points (the primary key refuses an existing one, a
         # concurrent writer's uncommitted one included): the batch is disjoint from every other point
