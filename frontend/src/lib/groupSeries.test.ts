@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignGroup, carryTolerance, formatMeanCi, groupBySeed, groupStats, seedGroupKey, withoutSeeds } from './groupSeries';
+import { alignGroup, carryTolerance, formatMeanCi, groupByFields, groupBySeed, groupFieldValue, groupLabels, groupStats, seedGroupKey, withoutSeeds } from './groupSeries';
 
 // reference numbers: numpy mean / std(ddof=1) and scipy.stats.t.ppf(0.975, n - 1), computed outside this code
 describe('groupStats', () => {
@@ -90,5 +90,33 @@ describe('seed groups', () => {
       { id: 5, spec: { lr: 0.3, seed: 2, seeds: 5 } },
     ];
     expect(groupBySeed(runs).map((g) => g.runs.map((r) => r.id))).toEqual([[1, 3], [2, 4], [5]]);
+  });
+});
+
+describe('groupLabels', () => {
+  it('names groups by the params that differ between them, seeds left out', () => {
+    const groups = [
+      { runs: [{ params: { method: 'carma', lambda: 0.2, seed: 1, 'model.seed': 3 } }] },
+      { runs: [{ params: { method: 'ft', lambda: 0.2, seed: 2, 'model.seed': 4 } }] },
+    ];
+    expect(groupLabels(groups)).toEqual(['method=carma', 'method=ft']);
+    expect(groupLabels([{ runs: [{ params: { a: 1 } }] }])).toEqual(['group 1']);
+  });
+});
+
+describe('groupByFields', () => {
+  it('groups by the listed fields: spec paths under params., run fields otherwise', () => {
+    const runs = [
+      { id: 1, kind: 'carma', spec: { method: 'carma', opt: { lambda: 0.2 }, seed: 1 } },
+      { id: 2, kind: 'carma', spec: { method: 'ft', opt: { lambda: 0.2 }, seed: 1 } },
+      { id: 3, kind: 'carma', spec: { method: 'carma', opt: { lambda: 0.2 }, seed: 2 } },
+      { id: 4, kind: 'carma', spec: { method: 'carma', seed: 3 } },
+    ];
+    const groups = groupByFields(runs, ['params.opt.lambda', 'kind']);
+    expect(groups.map((g) => [g.name, g.runs.map((r) => r.id)])).toEqual([
+      ['params.opt.lambda=0.2 kind=carma', [1, 2, 3]],
+      ['params.opt.lambda=— kind=carma', [4]],
+    ]);
+    expect(groupFieldValue(runs[0]!, 'params.opt')).toEqual({ lambda: 0.2 });
   });
 });

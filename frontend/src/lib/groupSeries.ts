@@ -148,3 +148,51 @@ function formatNumber(v: number, digits: number): string {
   const a = Math.abs(v);
   return a !== 0 && (a < 10 ** -digits || a >= 1e6) ? v.toExponential(digits - 1) : v.toFixed(digits);
 }
+
+const isSeedPath = (key: string) => key.split('.').includes('seed');
+
+/**
+ * A legend label per group: the params (other than seeds) whose values differ between the groups, as
+ * `key=value`; `group i` when nothing differs (one group). `params` are a run's dotted spec fields.
+ */
+export function groupLabels(groups: readonly { runs: readonly { params: Record<string, unknown> }[] }[]): string[] {
+  const firsts = groups.map((g) => g.runs[0]?.params ?? {});
+  const keys = [...new Set(firsts.flatMap((p) => Object.keys(p)))]
+    .sort()
+    .filter((k) => !isSeedPath(k) && new Set(firsts.map((p) => JSON.stringify(p[k]))).size > 1);
+  return firsts.map((p, i) => {
+    const parts = keys.filter((k) => k in p).map((k) => `${k}=${typeof p[k] === 'string' ? p[k] : JSON.stringify(p[k])}`);
+    return parts.length ? parts.join(' ') : `group ${i + 1}`;
+  });
+}
+
+/** A run's value of a query-language field for grouping: `params.<dotted path>` of its spec, else the run's own field. */
+export function groupFieldValue(run: { spec: unknown } & Record<string, unknown>, field: string): Json | undefined {
+  if (!field.startsWith('params.')) return run[field] as Json | undefined;
+  let at: unknown = run.spec;
+  for (const part of field.slice('params.'.length).split('.')) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !(part in at)) return undefined;
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at as Json;
+}
+
+/**
+ * Runs grouped by the listed fields (the view state's `group=params.lambda,kind`): one group per
+ * combination of their values (a missing value is a value of its own); named `field=value ...`.
+ */
+export function groupByFields<R extends { spec: unknown }>(runs: readonly R[], fields: readonly string[]): (RunGroupOf<R> & { name: string })[] {
+  const groups = new Map<string, { values: (Json | undefined)[]; runs: R[] }>();
+  for (const r of runs) {
+    const values = fields.map((f) => groupFieldValue(r as R & Record<string, unknown>, f));
+    const key = JSON.stringify(values.map((v) => (v === undefined ? { missing: true } : canonical(v))));
+    const g = groups.get(key);
+    if (g) g.runs.push(r);
+    else groups.set(key, { values, runs: [r] });
+  }
+  return [...groups].map(([key, g]) => ({
+    key,
+    runs: g.runs,
+    name: fields.map((f, i) => `${f}=${g.values[i] === undefined ? '—' : typeof g.values[i] === 'string' ? g.values[i] : JSON.stringify(g.values[i])}`).join(' '),
+  }));
+}

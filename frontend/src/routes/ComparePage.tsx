@@ -1,31 +1,133 @@
 // 2..N runs side by side: status and final metrics, the spec diff (differing rows first, highlighted),
-// and each shared metric overlaid.
-import { Alert, Anchor, Checkbox, Group, NativeSelect, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+// and each shared metric overlaid. "Group seeds" (the view state's `group=*`, lib/viewState.ts) groups the
+// runs by their spec without seeds (lib/groupSeries.ts, the API's group_key rule): a table of the groups
+// with n and, per metric, the mean ± 95% Student-t interval of the final values, and the chart draws each
+// group by the view state's chart mode (mean line with its CI band, min/max envelope, or every member).
+// The chart's metric and mode live in the URL (`chart=metric:mode:step`), so a grouped comparison is a link.
+import { Alert, Anchor, Checkbox, Group, NativeSelect, Paper, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
+import { MODE_LABELS } from '../components/charts/GroupChart';
 import { StatusChip } from '../components/common/StatusChip';
+import { GroupsOverlay } from '../components/runs/GroupsOverlay';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { useRunsById } from '../hooks/runs';
 import { formatValue } from '../lib/dotted';
+import { formatMeanCi, groupByFields, groupBySeed, groupLabels, groupStats } from '../lib/groupSeries';
 import { runTitle } from '../lib/labels';
 import { diffParams } from '../lib/paramDiff';
 import { parseRunIds } from '../lib/runIds';
+import { CHART_MODES, DEFAULT_GROUP, decodeViewState, writeViewState, type ChartMode, type ViewState } from '../lib/viewState';
 
-function CompareView({ runs }: { runs: Run[] }) {
+/** The groups of the compared runs: members, label and per-metric statistics of the final values. */
+function GroupsTable({ groups, metrics }: { groups: { name: string; runs: Run[] }[]; metrics: string[] }) {
+  return (
+    <Table withTableBorder withColumnBorders fz="sm" aria-label="groups" data-testid="compare-groups">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>group</Table.Th>
+          <Table.Th>n</Table.Th>
+          {metrics.map((m) => <Table.Th key={m}>{m} (last value, mean ± 95% CI)</Table.Th>)}
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {groups.map((g) => (
+          <Table.Tr key={g.runs[0]!.id} data-testid="group-row" data-group={g.name} data-n={g.runs.length}>
+            <Table.Td>
+              <Text size="sm" fw={600}>{g.name}</Text>
+              <Text size="xs" c="dimmed">
+                {g.runs.map((r, i) => (
+                  <span key={r.id}>{i ? ', ' : ''}<Anchor component={Link} to={`/runs/${r.id}`} size="xs">{runTitle(r)}</Anchor></span>
+                ))}
+              </Text>
+            </Table.Td>
+            <Table.Td ff="monospace">{g.runs.length}</Table.Td>
+            {metrics.map((m) => {
+              const stats = groupStats(g.runs.map((r) => r.summary[m]));
+              return (
+                <Table.Td
+                  key={m}
+                  ff="monospace"
+                  data-testid="group-metric"
+                  data-metric={m}
+                  data-n={stats?.n ?? 0}
+                  data-mean={stats?.mean ?? ''}
+                  data-lo={stats?.ci?.lo ?? ''}
+                  data-hi={stats?.ci?.hi ?? ''}
+                  title={stats?.ci ? `95% CI [${formatValue(stats.ci.lo)}, ${formatValue(stats.ci.hi)}], n = ${stats.n}` : stats ? `n = ${stats.n}` : undefined}
+                >
+                  {formatMeanCi(stats)}
+                  {stats && stats.n !== g.runs.length ? <Text span size="xs" c="dimmed"> (n={stats.n})</Text> : null}
+                </Table.Td>
+              );
+            })}
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; setView: (v: ViewState) => void }) {
   const [onlyDiff, setOnlyDiff] = useState(false);
   const rows = useMemo(() => diffParams(runs.map((r) => r.spec), { onlyDiffering: onlyDiff }), [runs, onlyDiff]);
   const metrics = useMemo(() => [...new Set(runs.flatMap((r) => Object.keys(r.summary)))].sort(), [runs]);
-  const [metric, setMetric] = useState<string | undefined>();
+  const metric = view.chart?.metric;
   const shown = metric && metrics.includes(metric) ? metric : (metrics.find((m) => m === 'loss') ?? metrics[0]);
+  const mode: ChartMode = view.chart?.mode ?? 'mean_ci';
+  const groupBy = view.group_by;
+  const grouped = groupBy !== null;
+  const groups = useMemo(() => {
+    if (groupBy === null) return [];
+    if (groupBy !== DEFAULT_GROUP) return groupByFields(runs, groupBy);
+    const found = groupBySeed(runs);
+    const names = groupLabels(found);
+    return found.map((g, i) => ({ name: names[i]!, runs: g.runs }));
+  }, [runs, groupBy]);
+  const setChart = (next: { metric?: string; mode?: ChartMode }) =>
+    setView({ ...view, chart: { metric: next.metric ?? shown ?? '', mode: next.mode ?? mode, x: 'step' } });
   return (
     <Stack>
+      <Group>
+        <Checkbox
+          label="Group seeds"
+          description={Array.isArray(groupBy) ? `grouped by ${groupBy.join(', ')} (from the URL)` : 'runs whose specs differ only in seeds form one group'}
+          data-testid="group-seeds"
+          checked={grouped}
+          onChange={(e) => setView({ ...view, group_by: e.currentTarget.checked ? DEFAULT_GROUP : null })}
+        />
+        {grouped && (
+          <Text size="sm" c="dimmed" data-testid="group-count">
+            {groups.length} group{groups.length === 1 ? '' : 's'} of {runs.length} runs
+          </Text>
+        )}
+      </Group>
+      {grouped && <GroupsTable groups={groups} metrics={metrics} />}
       <Paper withBorder p="sm">
         <Group justify="space-between" mb="xs">
           <Title order={4}>Curves</Title>
-          <NativeSelect label="Metric" size="xs" data={metrics} value={shown ?? ''} onChange={(e) => setMetric(e.currentTarget.value)} />
+          <Group gap="sm" align="flex-end">
+            {grouped && (
+              <SegmentedControl
+                size="xs"
+                aria-label="group chart mode"
+                data-testid="group-chart-mode"
+                value={mode}
+                onChange={(v) => setChart({ mode: CHART_MODES.find((m) => m === v) ?? 'mean_ci' })}
+                data={CHART_MODES.map((m) => ({ value: m, label: MODE_LABELS[m] }))}
+              />
+            )}
+            <NativeSelect label="Metric" size="xs" data={metrics} value={shown ?? ''} onChange={(e) => setChart({ metric: e.currentTarget.value })} />
+          </Group>
         </Group>
-        {shown ? <RunsOverlay runs={runs} metricKey={shown} /> : <Text c="dimmed">No metrics.</Text>}
+        {!shown ? (
+          <Text c="dimmed">No metrics.</Text>
+        ) : grouped ? (
+          <GroupsOverlay groups={groups} metricKey={shown} mode={mode} />
+        ) : (
+          <RunsOverlay runs={runs} metricKey={shown} />
+        )}
       </Paper>
       <Group justify="space-between">
         <Title order={4}>Parameters</Title>
@@ -67,13 +169,16 @@ export function ComparePage() {
   const queries = useRunsById(ids);
   const runs = queries.map((q) => q.data).filter((r): r is Run => !!r);
   const [text, setText] = useState(ids.join(', '));
+  const view = decodeViewState(params);
   return (
     <Stack>
       <Title order={2}>Compare runs</Title>
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          setParams({ runs: parseRunIds(text).join(',') });
+          const next = writeViewState(params, view);
+          next.set('runs', parseRunIds(text).join(','));
+          setParams(next);
         }}
       >
         <TextInput label="Run ids" description="comma separated; or select runs on an experiment page" value={text} onChange={(e) => setText(e.currentTarget.value)} w={400} />
@@ -83,7 +188,7 @@ export function ComparePage() {
       ) : runs.length < ids.length ? (
         <Text c="dimmed">Loading {ids.length - runs.length} runs…</Text>
       ) : (
-        <CompareView runs={runs} />
+        <CompareView runs={runs} view={view} setView={(v) => setParams(writeViewState(params, v))} />
       )}
     </Stack>
   );
