@@ -1,5 +1,6 @@
 // SRAVEN accuracy by M (rows) and top-k (columns), one panel per attention variant; the best k of each
-// row is starred; under each value its 95% interval [lo, hi] (heatmap.ts). Hover names the run, click opens
+// row is starred; under each value its 95% interval [lo, hi] (heatmap.ts), and for a cell several seeds
+// fill, their number n (the value is their mean, the interval Student-t over them). Hover names the run, click opens
 // it. A pure chart: panels in (heatmap.ts), picture out.
 import { SimpleGrid } from '@mantine/core';
 import { memo, useMemo } from 'react';
@@ -42,8 +43,11 @@ export function panelOption(panel: HeatmapPanel, range: [number, number], metric
           lineHeight: 14, // the interval's line under the value: without it ECharts draws both lines at one height
           formatter: (p: unknown) => {
             const [x, y, v] = (p as { data: number[] }).data;
-            const ci = ciAt.get(`${x},${y}`)?.ci ?? null;
-            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ci ? `\n[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : ''}`;
+            const cell = ciAt.get(`${x},${y}`);
+            const ci = cell?.ci ?? null;
+            // a mean over seeds says over how many: its interval is a Student-t one over n runs
+            const n = cell && cell.n > 1 ? ` n=${cell.n}` : '';
+            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ci ? `\n[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]${n}` : n ? `\n${n.trim()}` : ''}`;
           },
         },
         emphasis: { itemStyle: { borderColor: '#000', borderWidth: 1 } },

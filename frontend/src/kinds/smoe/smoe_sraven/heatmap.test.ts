@@ -109,4 +109,23 @@ describe('95% intervals on the SRAVEN grid', () => {
     expect(option.tooltip.formatter({ data: withN })).toContain('ood_acc=0.801 [0.748, 0.845] (95% Wilson)');
     expect(sravenCaption([sized(2, 2, 0.5, null)], [panel!], 'ood_acc')).toMatch(/no interval where the result does not record its n/);
   });
+
+  it('shows a cell of several seeds as their mean, the Student-t interval over them and n', () => {
+    // numpy/scipy: mean 0.82, std 0.0360555, t_{0.975,2} = 4.3026527 -> [0.730433, 0.909567]
+    const seeds = [cell(4, 'hyla', 4, 1, 0.81), cell(5, 'hyla', 4, 1, 0.79), cell(6, 'hyla', 4, 1, 0.86), cell(7, 'hyla', 4, 2, 0.5)];
+    const [panel] = sravenPanels(seeds, 'ood_acc');
+    const three = panel!.cells.find((c) => c.x === 0)!;
+    expect(three.n).toBe(3);
+    expect(three.value).toBeCloseTo(0.82, 12);
+    expect(three.ci!.lo).toBeCloseTo(0.730433141049704, 12);
+    expect(three.ci!.hi).toBeCloseTo(0.9095668589502959, 12);
+    const option = panelOption(panel!, [0, 1], 'ood_acc') as {
+      series: { data: number[][]; label: { formatter: (p: unknown) => string } }[];
+      tooltip: { formatter: (p: unknown) => string };
+    };
+    const [mean, single] = option.series[0]!.data;
+    expect(option.series[0]!.label.formatter({ data: mean })).toBe('0.82 ★\n[0.73, 0.91] n=3');
+    expect(option.series[0]!.label.formatter({ data: single })).toBe('0.50');
+    expect(option.tooltip.formatter({ data: mean })).toContain('ood_acc=0.820 [0.730, 0.910] (95% t over 3 runs)');
+  });
 });
