@@ -89,6 +89,7 @@ export function makeRouter(queryClient: QueryClient) {
         { index: true, lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
         { path: 'experiments/new', lazy: async () => ({ Component: (await import('./routes/NewExperimentPage')).NewExperimentPage }) },
         { path: 'experiments/:id', loader: prefetchExperiment(queryClient), lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
+        { path: 'runs', lazy: async () => ({ Component: (await import('./routes/RunsPage')).RunsPage }) },
         { path: 'runs/:id', loader: prefetchRun(queryClient), lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },

@@ -9,6 +9,8 @@ import { errorMessage, isApiError } from './errors';
 declare module '@tanstack/react-query' {
   interface Register {
     mutationMeta: { formErrors?: boolean; errorsInline?: boolean };
+    /** errorsInline: the page shows the query's 4xx itself (a search box's 422 under the box) */
+    queryMeta: { errorsInline?: boolean };
   }
 }
 
@@ -22,7 +24,12 @@ function report(error: unknown, title: string) {
 
 export function makeQueryClient(): QueryClient {
   return new QueryClient({
-    queryCache: new QueryCache({ onError: (error) => report(error, 'Could not load') }),
+    queryCache: new QueryCache({
+      onError: (error, query) => {
+        if (query.meta?.errorsInline && isApiError(error) && error.status < 500) return;
+        report(error, 'Could not load');
+      },
+    }),
     mutationCache: new MutationCache({
       onError: (error, _vars, _ctx, mutation) => {
         if (mutation.meta?.formErrors && isApiError(error, 422)) return;

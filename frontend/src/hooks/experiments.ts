@@ -9,15 +9,6 @@ import { isFinished } from '../lib/runStatus';
 export const LIVE_POLL_MS = 1500;
 export const livePollMs = (runs: number) => Math.max(LIVE_POLL_MS, Math.min(10_000, 2 * runs));
 
-export function useExperiments(project: string | undefined) {
-  return useQuery({
-    queryKey: ['experiments', 'list', project],
-    queryFn: () => unwrap(api.GET('/api/v1/experiments', { params: { query: { project, limit: 200 } } })),
-    enabled: project !== undefined,
-    refetchInterval: 5000,
-  });
-}
-
 const fetchExperiment = (id: number) =>
   unwrap(api.GET('/api/v1/experiments/{experiment_id}', { params: { path: { experiment_id: id }, query: { with_runs: false } } }));
 

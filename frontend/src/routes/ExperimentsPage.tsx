@@ -1,29 +1,41 @@
-import { Anchor, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useMemo, useState } from 'react';
+import { Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { useEffect, useMemo, useRef } from 'react';
 import { Link } from 'react-router';
-import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
 import { ReviewBadge } from '../components/review/ReviewPanel';
+import { QueryBox, useDebouncedQuery } from '../components/runs/QueryBox';
 import { SaveViewButton } from '../components/views/SaveViewButton';
-import { useExperiments } from '../hooks/experiments';
+import { useLastGood, useExperimentsPages } from '../hooks/projectRuns';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
 import { useUrlViewState } from '../hooks/views';
-import { filterExperiments, kindsOf, NO_FILTER, type ExperimentFilter } from '../lib/experimentsFilter';
-import { isRunStatus, RUN_STATUSES } from '../lib/runStatus';
 
+// The project's experiments, newest first, paged on the server (issue 25): pages of 50 come as the list
+// scrolls to its end (or with "Load more"), so every experiment is reachable. The search box is the query
+// language's `q` (plain words: the name contains them; the kind, tags, author, runs and params are
+// fields of the language), kept in the URL as the view's query
+// (lib/viewState.ts): a saved view or a shared link opens the page searching for it.
 export function ExperimentsPage() {
   const project = useCurrentProject();
   const canWrite = useCanWrite(project.id);
-  const experiments = useExperiments(project.name);
-  // the search is the view's query, kept in the URL (lib/viewState.ts): a saved view or a shared link
-  // opens the page searching for it
   const [view, setView] = useUrlViewState();
-  const [narrow, setNarrow] = useState<Omit<ExperimentFilter, 'search'>>(NO_FILTER);
-  const filter = useMemo<ExperimentFilter>(() => ({ ...narrow, search: view.query }), [narrow, view.query]);
-  const items = experiments.data?.items;
-  const kinds = useMemo(() => kindsOf(items ?? []), [items]);
-  const shown = useMemo(() => filterExperiments(items ?? [], filter), [items, filter]);
+  const typed = useDebouncedQuery(view.query);
+  const q = typed;
+  const experiments = useExperimentsPages({ project: project.name, q });
+  const good = useLastGood(experiments.isError ? undefined : experiments.data);
+  const pages = experiments.isError ? good : experiments.data;
+  const shown = useMemo(() => (pages?.pages ?? []).flatMap((p) => p.items), [pages]);
+
+  const sentinel = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = sentinel.current;
+    if (!el || typeof IntersectionObserver === 'undefined') return;
+    const io = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && experiments.hasNextPage && !experiments.isFetchingNextPage) void experiments.fetchNextPage();
+    });
+    io.observe(el);
+    return () => io.disconnect();
+  }, [experiments]);
   return (
     <Stack>
       <Group justify="space-between">
@@ -37,87 +49,73 @@ export function ExperimentsPage() {
           )}
         </Group>
       </Group>
-      <Group gap="sm" align="flex-end">
-        <TextInput
+      <Group gap="sm" align="flex-start">
+        <QueryBox
           label="Search"
-          placeholder="name, #id, tag or author"
-          value={filter.search}
-          onChange={(e) => setView({ ...view, query: e.currentTarget.value })}
-          w={260}
-          data-testid="experiments-search"
+          placeholder='a name, or kind = "carma" and runs > 3'
+          value={view.query}
+          onChange={(query) => setView({ ...view, query })}
+          error={experiments.error}
+          sent={q}
+          testId="experiments-search"
+          width={520}
         />
-        <Select
-          label="Kind"
-          placeholder="any"
-          clearable
-          data={kinds}
-          value={filter.kind}
-          onChange={(kind) => setNarrow({ ...narrow, kind })}
-          w={180}
-        />
-        <Select
-          label="Has runs"
-          placeholder="any status"
-          clearable
-          data={[...RUN_STATUSES]}
-          value={filter.status}
-          onChange={(s) => setNarrow({ ...narrow, status: s && isRunStatus(s) ? s : null })}
-          w={160}
-        />
-        {items && shown.length !== items.length && (
-          <Text size="sm" c="dimmed" data-testid="experiments-shown">
-            {shown.length} of {items.length}
-          </Text>
-        )}
       </Group>
-      <QueryState isPending={experiments.isPending} error={experiments.error}>
-        {() =>
-          experiments.data!.items.length === 0 ? (
-            <Text c="dimmed">No experiments yet.</Text>
-          ) : shown.length === 0 ? (
-            <Text c="dimmed">No experiment matches.</Text>
-          ) : (
-            <Table striped highlightOnHover withTableBorder aria-label="experiments">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>★</Table.Th>
-                  <Table.Th>id</Table.Th>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Kind</Table.Th>
-                  <Table.Th>Runs</Table.Th>
-                  <Table.Th>Review</Table.Th>
-                  <Table.Th>Tags</Table.Th>
-                  <Table.Th>Author</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {shown.map((e) => (
-                  <Table.Tr key={e.id} data-experiment-id={e.id}>
-                    <Table.Td>{e.starred ? '★' : ''}</Table.Td>
-                    <Table.Td c="dimmed">{e.id}</Table.Td>
-                    <Table.Td>
-                      <Anchor component={Link} to={`/experiments/${e.id}`}>
-                        {e.name}
-                      </Anchor>
-                    </Table.Td>
-                    <Table.Td>{e.kind}</Table.Td>
-                    <Table.Td>
-                      <StatusCounts counts={e.status_counts} />
-                    </Table.Td>
-                    <Table.Td>
-                      <ReviewBadge state={e.review_state} />
-                    </Table.Td>
-                    <Table.Td>{e.tags.join(', ')}</Table.Td>
-                    <Table.Td>{e.author}</Table.Td>
-                    <Table.Td>{timeAgo(e.created_at)}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          )
-        }
-      </QueryState>
+      {pages && (
+        <Text size="sm" c="dimmed" data-testid="experiments-shown">
+          {shown.length} shown{experiments.hasNextPage ? ', more on scroll' : ''}
+        </Text>
+      )}
+      {!pages ? (
+        <Text c="dimmed">{experiments.isError ? 'Could not load the experiments.' : 'Loading…'}</Text>
+      ) : shown.length === 0 ? (
+        <Text c="dimmed">{q ? 'No experiment matches.' : 'No experiments yet.'}</Text>
+      ) : (
+        <Table striped highlightOnHover withTableBorder aria-label="experiments">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>★</Table.Th>
+              <Table.Th>id</Table.Th>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Kind</Table.Th>
+              <Table.Th>Runs</Table.Th>
+              <Table.Th>Review</Table.Th>
+              <Table.Th>Tags</Table.Th>
+              <Table.Th>Author</Table.Th>
+              <Table.Th>Created</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {shown.map((e) => (
+              <Table.Tr key={e.id} data-experiment-id={e.id}>
+                <Table.Td>{e.starred ? '★' : ''}</Table.Td>
+                <Table.Td c="dimmed">{e.id}</Table.Td>
+                <Table.Td>
+                  <Anchor component={Link} to={`/experiments/${e.id}`}>
+                    {e.name}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{e.kind}</Table.Td>
+                <Table.Td>
+                  <StatusCounts counts={e.status_counts} />
+                </Table.Td>
+                <Table.Td>
+                  <ReviewBadge state={e.review_state} />
+                </Table.Td>
+                <Table.Td>{e.tags.join(', ')}</Table.Td>
+                <Table.Td>{e.author}</Table.Td>
+                <Table.Td>{timeAgo(e.created_at)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <div ref={sentinel} />
+      {experiments.hasNextPage && (
+        <Button variant="subtle" onClick={() => void experiments.fetchNextPage()} loading={experiments.isFetchingNextPage} data-testid="experiments-more">
+          Load more
+        </Button>
+      )}
     </Stack>
   );
 }

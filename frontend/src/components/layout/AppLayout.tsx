@@ -11,7 +11,7 @@ const DEFAULT_PROJECT = 'default';
 
 function NavItem({ to, children }: { to: string; children: string }) {
   return (
-    <NavLink to={to} end={to === '/'} style={{ textDecoration: 'none' }}>
+    <NavLink to={to} end={to === '/' || to === '/runs'} style={{ textDecoration: 'none' }}>
       {({ isActive }) => (
         <Text component="span" fw={isActive ? 700 : 400} c={isActive ? 'blue' : 'dark'} size="sm">
           {children}
@@ -42,6 +42,7 @@ function Header() {
         <nav aria-label="Main">
           <Group gap="md">
             <NavItem to="/">Experiments</NavItem>
+            <NavItem to="/runs">Runs</NavItem>
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
             <NavItem to="/activity">Activity</NavItem>

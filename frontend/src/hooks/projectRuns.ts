@@ -1,0 +1,111 @@
+import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useRef } from 'react';
+import { api, unwrap } from '../api/client';
+import type { Experiment, Run } from '../api/types';
+import type { RunGroup } from '../lib/runsQuery';
+
+// The project-wide runs table and the experiments list, paged on the server (issue 25): cursor pages of
+// GET /api/v1/runs (runs, or groups with group_by) and GET /api/v1/experiments, fetched as the table
+// scrolls. A query the API refuses (422) leaves the last good answer on the page (`useLastGood`).
+
+export const RUNS_PAGE = 100;
+export const EXPERIMENTS_PAGE = 50;
+
+export interface RunsRequest {
+  project: string;
+  q: string | null;
+  sort?: string;
+  order?: 'asc' | 'desc';
+  group_by?: string | null;
+  metrics?: string | null;
+}
+
+interface RunsAnswer {
+  items: Run[];
+  next_cursor: string | null;
+  /** with group_by (GET /runs' RunGroup shape) */
+  groups?: RunGroup[] | null;
+}
+
+/** GET /runs's query for one page: the view's q, sort and grouping, without the empty ones. */
+export function runsQueryParams(req: RunsRequest, cursor: string | null, limit = RUNS_PAGE): Record<string, string | number> {
+  const out: Record<string, string | number> = { project: req.project, limit };
+  if (req.q) out.q = req.q;
+  if (req.sort) out.sort = req.sort;
+  if (req.order) out.order = req.order;
+  if (req.group_by) out.group_by = req.group_by;
+  if (req.group_by && req.metrics) out.metrics = req.metrics;
+  if (cursor) out.cursor = cursor;
+  return out;
+}
+
+function fetchRuns(query: Record<string, string | number>): Promise<RunsAnswer> {
+  // group_by and metrics are GET /runs' grouping (the generated client types them once regenerated)
+  return unwrap(api.GET('/api/v1/runs', { params: { query: query as never } })) as Promise<RunsAnswer>;
+}
+
+/** The runs (or groups) of a project matching the view, page after page as the table asks for more. */
+export function useProjectRuns(req: RunsRequest, enabled = true) {
+  return useInfiniteQuery({
+    enabled,
+    queryKey: ['runs', 'project', req],
+    queryFn: ({ pageParam }) => fetchRuns(runsQueryParams(req, pageParam)),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next_cursor,
+    placeholderData: keepPreviousData,
+    meta: { errorsInline: true },
+    retry: false,
+  });
+}
+
+/**
+ * Each loaded run's metric aggregates (min / max / best columns: the run rows carry only the latest
+ * values): the page's runs grouped by id, a group of one per run whose mean is the run's value.
+ */
+export function useRunAggregates(project: string, ids: readonly number[], metrics: string | null) {
+  return useQuery({
+    queryKey: ['runs', 'project', project, 'aggregates', metrics, ids],
+    queryFn: async () => {
+      const page = await fetchRuns({ project, q: `id in (${ids.join(', ')})`, group_by: 'id', metrics: metrics!, limit: ids.length });
+      const out = new Map<number, RunGroup['metrics']>();
+      for (const g of page.groups ?? []) out.set(Number(g.key.id), g.metrics);
+      return out;
+    },
+    enabled: metrics !== null && ids.length > 0,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export interface ExperimentsRequest {
+  project: string;
+  q: string | null;
+}
+
+/** The experiments of a project matching `q`, newest first, a page at a time. */
+export function useExperimentsPages(req: ExperimentsRequest) {
+  return useInfiniteQuery({
+    queryKey: ['experiments', 'list', req],
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET('/api/v1/experiments', {
+          params: { query: { project: req.project, limit: EXPERIMENTS_PAGE, order: 'desc', ...(req.q ? { q: req.q } : {}), ...(pageParam ? { cursor: pageParam } : {}) } },
+        }),
+      ),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next_cursor,
+    placeholderData: keepPreviousData,
+    // run counts move while runs run (every loaded page is asked again)
+    refetchInterval: 5000,
+    meta: { errorsInline: true },
+    retry: false,
+  });
+}
+
+export type ExperimentItem = Experiment;
+
+/** The latest value that was there (a query's last good answer stays while a new one is refused). */
+export function useLastGood<T>(value: T | undefined): T | undefined {
+  const ref = useRef<T | undefined>(undefined);
+  if (value !== undefined) ref.current = value;
+  return ref.current;
+}
