@@ -1,0 +1,370 @@
+"""The query language at scale (issue 25, item 2): one project with 100,000 experiments and 1,000,000 runs
+on Postgres, filtered, sorted and grouped first pages through the API. Goal: < 150 ms each.
+
+    .venv/bin/python bench/query_scale.py                    # 100,000 experiments, 1,000,000 runs
+    .venv/bin/python bench/query_scale.py --scale 0.01       # 1,000 experiments, 10,000 runs (a minute)
+    .venv/bin/python bench/query_scale.py --keep --explain   # keep the database; EXPLAIN ANALYZE each query
+
+Setup (made and removed by this script): a fresh Postgres database ``rl_bench_query_<what>_<pid>``
+migrated as the app migrates (``backend.bootstrap.migrate``: alembic), the admin, a project ``scale`` with
+three members (alice, bob, carol) and an API token of alice's (a member: the requests go through the
+member's project check, as a user's do). The rows are written in SQL (``INSERT ... SELECT
+generate_series``, never the ORM), in one session seeded with ``setseed`` so two runs seed the same data:
+
+- experiments: kinds smoe_sraven (2 in 5), carma, reasonformer, skillmix; specs as the kinds nest them
+  (``lr``, ``model.n_experts``, ``model.d_model``, ``top_k``, ``lambda``, ``steps``); authors alice, bob,
+  carol; created one every ~5 minutes back from now; 5% tagged ``paper``.
+- runs: 10 an experiment (its spec with ``lr`` swept over two values and ``seed`` 0..4, as a
+  ``grid x seeds`` sweep resolves them); statuses succeeded 85%, failed 7%, cancelled 2%, running 3%,
+  queued 3% with the times they would have; 1 in 10 named; tags ``baseline`` (10%), ``paper`` (2%).
+- metric_latest: every run but the queued ones has ``loss`` and ``acc`` (value, vmin, vmax as the ingest
+  keeps them: the last value lies between the series' smallest and largest), 1 in 3 also ``val/acc``.
+  (The point series, ``metric``, are not seeded: no list or group reads them.)
+
+Then ``ANALYZE``, uvicorn (one process, as ``reasonlab up`` runs it) on a free port, and per request one
+warm-up then --repeats timed calls (httpx keep-alive from this process): p50, p99, and p50 / 150 ms.
+A request that answers anything but 200, or no rows, fails the bench. The grouped request is measured
+when ``GET /runs`` has ``group_by`` (its OpenAPI parameters say so); otherwise the bench says it is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
+from _common import (
+    PYTHON,
+    ROOT,
+    Resources,
+    drop_database,
+    machine,
+    pg_url,
+    quantile,
+    reasonlab_env,
+    start_api,
+    table,
+)
+
+GOAL_MS = 150.0
+EXPERIMENTS = 100_000
+RUNS_PER_EXPERIMENT = 10
+
+_USERS = """
+import json
+from backend.auth import service
+from backend.bootstrap import session_for
+from backend.models import Membership
+from backend.projects import service as projects
+from backend.settings import Settings
+with session_for(Settings()) as session:
+    project = projects.get_or_create_project(session, "scale", "bench/query_scale.py")
+    ids = []
+    for name in ("alice", "bob", "carol"):
+        user = service.create_user(session, name, "Qx7-bench-pw-" + str(len(ids)) + "-zebra", project="scale")
+        ids.append(user.id)
+    _, token = service.create_token(session, session.get(type(user), ids[0]), "bench")
+    session.commit()
+    print(json.dumps({"project": project.id, "users": ids, "token": token}))
+"""
+
+SEED_EXPERIMENTS = """
+INSERT INTO experiments (project_id, name, description, kind, spec, sweep, author_id, created_at)
+SELECT %(project)s, 'exp ' || g, '', k.kind,
+       (CASE k.kind
+          WHEN 'smoe_sraven' THEN jsonb_build_object(
+              'kind', 'smoe_sraven', 'lr', lr, 'top_k', 1 + (g / 5) %% 4, 'steps', 2000,
+              'model', jsonb_build_object('n_experts', 2 + (g / 20) %% 4, 'd_model', 64))
+          WHEN 'carma' THEN jsonb_build_object(
+              'kind', 'carma', 'lr', lr, 'lambda', (ARRAY[0.0, 0.1, 0.2, 0.5])[1 + (g / 5) %% 4],
+              'steps', 1000, 'model', jsonb_build_object('d_model', 128))
+          WHEN 'reasonformer' THEN jsonb_build_object(
+              'kind', 'reasonformer', 'lr', lr, 'top_k', 1 + (g / 5) %% 3, 'steps', 3000,
+              'model', jsonb_build_object('n_experts', 4 + (g / 20) %% 3, 'd_model', 256))
+          ELSE jsonb_build_object('kind', 'skillmix', 'k', 1 + g %% 5, 'model', jsonb_build_object('d_model', 64))
+        END)::json,
+       jsonb_build_object('grid', jsonb_build_object('lr', jsonb_build_array(lr, lr * 2)),
+                          'seeds', jsonb_build_array(0, 1, 2, 3, 4))::json,
+       (%(users)s::int[])[1 + g %% 3],
+       now() - make_interval(secs => (%(n)s - g) * 300 + 60)
+FROM generate_series(1, %(n)s) AS g,
+     LATERAL (SELECT (ARRAY['smoe_sraven', 'carma', 'smoe_sraven', 'reasonformer', 'skillmix'])[1 + g %% 5]
+              AS kind, (ARRAY[0.0001, 0.0003, 0.001, 0.003])[1 + (g / 7) %% 4] AS lr) AS k
+"""
+
+# each configuration of an experiment (its spec with one lr of the sweep, without seed), with the
+# group key the app gives its runs (backend/runs/group_key.py, computed in Python below from this JSON)
+SEED_CONFIGS = """
+CREATE TEMP TABLE bench_configs AS
+SELECT e.id AS experiment_id, h,
+       (e.spec::jsonb || CASE WHEN e.spec::jsonb ? 'lr'
+                              THEN jsonb_build_object('lr', (e.spec->>'lr')::float8 * (1 + h)) ELSE '{}' END)
+       AS spec,
+       NULL::varchar(64) AS group_key
+FROM experiments e CROSS JOIN generate_series(0, 1) AS h
+WHERE e.project_id = %(project)s
+"""
+
+SEED_RUNS = """
+INSERT INTO runs (experiment_id, project_id, kind, index, spec, params, group_key, queue, status, attempt,
+                  max_attempts, progress_done, progress_total, progress_message, cancel_requested, dispatched,
+                  dispatched_at, name, created_at, started_at, finished_at, updated_at, table_rev,
+                  progress_base_done, logged_params_rev, heartbeat_at, error)
+SELECT e.id, e.project_id, e.kind, i,
+       (c.spec || jsonb_build_object('seed', i %% 5))::json,
+       (jsonb_build_object('seed', i %% 5)
+        || CASE WHEN c.spec ? 'lr' THEN jsonb_build_object('lr', c.spec->'lr') ELSE '{}' END)::json,
+       c.group_key, 'cpu', s.status, 1, 3,
+       CASE WHEN s.status = 'queued' THEN 0 ELSE 100 END, 100, '', false, true, e.created_at,
+       CASE WHEN (e.id + i) %% 10 = 0 THEN 'run ' || e.id || '-' || i END,
+       e.created_at, st, CASE WHEN s.status IN ('succeeded', 'failed', 'cancelled') THEN st + interval '20 minutes' END,
+       e.created_at, 0, 0, 0,
+       CASE WHEN s.status = 'running' THEN now() END,
+       CASE WHEN s.status = 'failed' THEN 'RuntimeError: diverged' END
+FROM experiments e
+CROSS JOIN generate_series(0, %(per)s - 1) AS i
+JOIN bench_configs c ON c.experiment_id = e.id AND c.h = i / 5,
+LATERAL (SELECT CASE WHEN r < 0.85 THEN 'succeeded' WHEN r < 0.92 THEN 'failed' WHEN r < 0.94 THEN 'cancelled'
+                     WHEN r < 0.97 THEN 'running' ELSE 'queued' END AS status
+         FROM (SELECT random() + 0 * i AS r) AS x) AS s,
+LATERAL (SELECT CASE WHEN s.status <> 'queued' THEN e.created_at + interval '1 minute' END AS st) AS t
+WHERE e.project_id = %(project)s
+ORDER BY e.id, i
+"""
+
+SEED_METRICS = """
+INSERT INTO metric_latest (run_id, key, step, value, rev, vmin, vmax)
+SELECT id, key, 2000, v, 1, LEAST(v, lo), GREATEST(v, hi)
+FROM (
+    SELECT r.id, m.key,
+           CASE WHEN m.key = 'loss' THEN 0.05 + random() * 2 ELSE 0.2 + random() * 0.75 END AS v,
+           CASE WHEN m.key = 'loss' THEN 0.02 + random() * 0.5 ELSE 0.05 + random() * 0.2 END AS lo,
+           CASE WHEN m.key = 'loss' THEN 2.5 + random() ELSE 0.3 + random() * 0.69 END AS hi
+    FROM runs r
+    CROSS JOIN (VALUES ('loss'), ('acc'), ('val/acc')) AS m(key)
+    WHERE r.project_id = %(project)s AND r.status <> 'queued' AND (m.key <> 'val/acc' OR r.id %% 3 = 0)
+) AS x
+"""
+
+SEED_TAGS = """
+INSERT INTO run_tags (run_id, tag)
+SELECT id, 'baseline' FROM runs WHERE project_id = %(project)s AND id %% 10 = 3
+UNION ALL SELECT id, 'paper' FROM runs WHERE project_id = %(project)s AND id %% 50 = 7;
+INSERT INTO experiment_tags (experiment_id, tag)
+SELECT id, 'paper' FROM experiments WHERE project_id = %(project)s AND id %% 20 = 1
+"""
+
+
+def seed(db: str, project: int, users: list[int], n_exp: int) -> None:
+    """The rows, in SQL (runs' group keys computed in Python, as the app computes them)."""
+    from backend.runs.group_key import group_key
+
+    args = {"project": project, "users": users, "n": n_exp, "per": RUNS_PER_EXPERIMENT}
+    with psycopg.connect(pg_url(db, "postgresql"), autocommit=True) as conn:
+        conn.execute("SELECT setseed(0.25)")
+
+        def step(label: str, sql: str) -> None:
+            t = time.perf_counter()
+            rows = 0
+            for part in sql.split(";"):
+                if part.strip():
+                    rows += max(conn.execute(part, args).rowcount, 0)  # type: ignore[arg-type]
+            print(f"  seeded {label}: {rows:,} rows in {time.perf_counter() - t:.1f} s", flush=True)
+
+        step("experiments", SEED_EXPERIMENTS)
+        t = time.perf_counter()
+        conn.execute(SEED_CONFIGS, args)  # type: ignore[arg-type]
+        configs = conn.execute("SELECT experiment_id, h, spec::text FROM bench_configs").fetchall()
+        with conn.cursor() as cur:
+            cur.execute("CREATE TEMP TABLE bench_keys (experiment_id int, h int, group_key varchar(64))")
+            with cur.copy("COPY bench_keys FROM STDIN") as copy:
+                for eid, h, spec in configs:
+                    copy.write_row((eid, h, group_key(json.loads(spec))))
+        conn.execute(
+            "UPDATE bench_configs c SET group_key = k.group_key FROM bench_keys k "
+            "WHERE k.experiment_id = c.experiment_id AND k.h = c.h"
+        )
+        conn.execute("CREATE INDEX ON bench_configs (experiment_id, h)")
+        conn.execute("ANALYZE bench_configs")
+        print(
+            f"  group keys of {len(configs):,} configurations in {time.perf_counter() - t:.1f} s", flush=True
+        )
+        step("runs", SEED_RUNS)
+        step("metric_latest", SEED_METRICS)
+        step("tags", SEED_TAGS)
+        t = time.perf_counter()
+        conn.execute("VACUUM ANALYZE")
+        print(f"  VACUUM ANALYZE in {time.perf_counter() - t:.1f} s", flush=True)
+
+
+def cases(grouped: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """The typical requests: (label, path, query parameters)."""
+    runs = "/runs"
+    out: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            "smoe grid cell, by max(acc)",
+            runs,
+            {
+                "q": 'kind = "smoe_sraven" and params.top_k = 4 and params.model.n_experts >= 3',
+                "sort": "max(metrics.acc)",
+                "order": "desc",
+            },
+        ),
+        (
+            "failed/cancelled last 30 days, by created",
+            runs,
+            {"q": 'status in ("failed", "cancelled") and created > now - 30d', "sort": "created_at"},
+        ),
+        ("tag paper, by created", runs, {"q": 'tags contains "paper"', "sort": "created_at"}),
+        (
+            "status + loss threshold, by min(loss)",
+            runs,
+            {"q": 'status = "succeeded" and metrics.loss < 0.5', "sort": "min(metrics.loss)", "order": "asc"},
+        ),
+        (
+            "acc threshold, by params.lr",
+            runs,
+            {"q": "max(metrics.acc) > 0.9", "sort": "params.lr", "order": "desc"},
+        ),
+        (
+            "experiments carma lambda, by created",
+            "/experiments",
+            {"q": 'kind = "carma" and params.lambda >= 0.2', "sort": "created"},
+        ),
+        ("experiments by name", "/experiments", {"q": 'tags = "paper"', "sort": "name", "order": "asc"}),
+        ("runs by name", runs, {"q": "name exists", "sort": "name", "order": "asc"}),
+    ]
+    if grouped:
+        out.append(
+            (
+                "grouped (default: spec but seed), acc + loss",
+                runs,
+                {
+                    "q": 'kind = "carma" and params.lambda = 0.2',
+                    "group_by": "default",
+                    "metrics": "metrics.acc,max(metrics.acc),metrics.loss",
+                },
+            )
+        )
+    return out
+
+
+def has_group_by(api_url: str) -> bool:
+    """Whether ``GET /runs`` takes ``group_by`` (the OpenAPI document's parameters)."""
+    spec = httpx.get(api_url + "/api/v1/openapi.json", timeout=60).json()
+    params = spec["paths"]["/api/v1/runs"]["get"].get("parameters", [])
+    return any(p.get("name") == "group_by" for p in params)
+
+
+def rows_of(body: Any) -> int:
+    if isinstance(body, dict):
+        for key in ("groups", "items"):  # a grouped answer has groups and an empty items
+            if isinstance(body.get(key), list):
+                return len(body[key])
+    return 0
+
+
+def timed(client: httpx.Client, path: str, params: dict[str, Any], repeats: int) -> tuple[list[float], int]:
+    """One warm-up, then ``repeats`` timed requests: (milliseconds, rows of the last answer)."""
+    times: list[float] = []
+    rows = 0
+    for i in range(repeats + 1):
+        t = time.perf_counter()
+        r = client.get(path, params=params)
+        ms = (time.perf_counter() - t) * 1000
+        if r.status_code != 200:
+            raise RuntimeError(f"GET {path} {params}: {r.status_code} {r.text[:500]}")
+        rows = rows_of(r.json())
+        if rows == 0:
+            raise RuntimeError(f"GET {path} {params}: no rows")
+        if i:
+            times.append(ms)
+    return times, rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="fraction of 100,000 experiments / 1,000,000 runs"
+    )
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--limit", type=int, default=50, help="rows a page")
+    ap.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
+    ap.add_argument("--json", type=Path, help="also write the figures here (JSON)")
+    args = ap.parse_args()
+    n_exp = max(10, round(EXPERIMENTS * args.scale))
+    print(f"machine: {machine()}")
+    print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
+    with Resources("query") as res:
+        db = f"rl_bench_query_scale_{os.getpid()}"
+        with psycopg.connect(pg_url("postgres", "postgresql"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{db}"')
+        print(f"database {db}" + (" (kept: --keep)" if args.keep else " (dropped at the end)"))
+        if not args.keep:
+            res.callback(drop_database, db)
+        env = reasonlab_env(res, db)
+        api = start_api(res, env)  # migrates (alembic, as the app does) and makes the admin
+        out = subprocess.run([PYTHON, "-c", _USERS], env=env, cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"users failed:\n{out.stderr[-3000:]}")
+        made = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"seeding {n_exp:,} experiments, {n_exp * RUNS_PER_EXPERIMENT:,} runs", flush=True)
+        seed(db, made["project"], made["users"], n_exp)
+        grouped = has_group_by(api.url)
+        headers = {"Authorization": f"Bearer {made['token']}"}
+        results = []
+        with httpx.Client(base_url=api.url + "/api/v1", headers=headers, timeout=300) as client:
+            for label, path, params in cases(grouped):
+                params = {**params, "project": "scale", "limit": args.limit}
+                times, rows = timed(client, path, params, args.repeats)
+                p50, p99 = quantile(times, 0.5), quantile(times, 0.99)
+                results.append(
+                    {
+                        "request": label,
+                        "path": path,
+                        "params": params,
+                        "p50_ms": p50,
+                        "p99_ms": p99,
+                        "rows": rows,
+                    }
+                )
+                print(f"  {label}: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({rows} rows)", flush=True)
+        print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+        print(
+            f"{n_exp:,} experiments, {n_exp * RUNS_PER_EXPERIMENT:,} runs; first page of {args.limit}, "
+            f"{args.repeats} requests each after a warm-up; goal < {GOAL_MS:.0f} ms"
+        )
+        rows_out = [
+            [
+                r["request"],
+                f"`{r['params'].get('q', '')}`",
+                f"{r['params'].get('sort', '')} {r['params'].get('order', 'desc')}".strip()
+                + (f", group_by={r['params']['group_by']}" if "group_by" in r["params"] else ""),
+                f"{r['p50_ms']:.1f}",
+                f"{r['p99_ms']:.1f}",
+                f"{r['p50_ms'] / GOAL_MS:.2f}",
+            ]
+            for r in results
+        ]
+        print(table(["request", "q", "sort", "p50 ms", "p99 ms", "p50 / goal"], rows_out))
+        if not grouped:
+            print("grouped request: not measured (GET /runs has no group_by parameter in this build)")
+        if args.json:
+            args.json.write_text(json.dumps({"experiments": n_exp, "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
