@@ -1,0 +1,114 @@
+// Seed groups on the compare page (issue 25, item 3), in Debian's chromium against a real `reasonlab up`
+// with no worker: six diagnostic runs, 2 learning rates x 3 seeds, get known loss curves through the API.
+// "Group seeds" shows 2 groups of n = 3 with the mean ± 95% Student-t interval of the final loss that this
+// test computes itself; the chart draws each group's mean line with a band (the CI, then the min/max
+// envelope), or every member; the grouping and the chart mode live in the URL.
+// Screenshots in test-output/e2e/group-charts-*.png.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
+
+const KEY = 'loss';
+const T975_DF2 = 4.302652729749462; // scipy.stats.t.ppf(0.975, 2): three seeds
+const LRS = [0.01, 0.02];
+const SEEDS = [1, 2, 3];
+// the final loss of (lr, seed): the curve is 2 - 0.1 step + this - 1, steps 0..10
+const FINAL = { 0.01: [1.0, 1.03, 1.09], 0.02: [1.2, 1.24, 1.25] };
+
+let platform;
+let browser;
+let page;
+let runs; // [{ id, lr, seed }]
+
+function meanCi(values) {
+  const n = values.length;
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const sd = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1));
+  const half = (T975_DF2 * sd) / Math.sqrt(n);
+  return { mean, lo: mean - half, hi: mean + half, half };
+}
+
+describe('seed groups on the compare page', { timeout: 300_000 }, () => {
+  before(async () => {
+    platform = await startPlatform({ workers: 0 });
+    const experiment = await platform.api('/experiments', {
+      method: 'POST',
+      body: { name: 'groups', kind: 'diagnostic', spec: {}, sweep: { grid: { 'train.lr': LRS, seed: SEEDS } } },
+    });
+    assert.equal(experiment.runs.length, 6);
+    runs = [];
+    for (const r of experiment.runs) {
+      const run = await platform.api(`/runs/${r.id}`);
+      const lr = run.spec.train.lr;
+      const seed = run.spec.seed;
+      const final = FINAL[lr][SEEDS.indexOf(seed)];
+      const points = Array.from({ length: 11 }, (_, step) => ({ key: KEY, step, value: final + 1 - 0.1 * step }));
+      await platform.api(`/runs/${r.id}/metrics`, { method: 'POST', body: { points } });
+      runs.push({ id: r.id, lr, seed });
+    }
+    browser = await launchBrowser();
+    page = await openPage(browser);
+    await signIn(page, platform.url, platform.admin);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await platform?.stop();
+  });
+
+  it('keeps the per-run compare view while grouping is off', async () => {
+    await page.goto(`${platform.url}/compare?runs=${runs.map((r) => r.id).join(',')}`);
+    await page.locator('[data-testid="overlay"][data-runs="6"]').waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByTestId('compare-groups').count(), 0);
+    assert.equal(await page.getByTestId('group-chart').count(), 0);
+  });
+
+  it('groups the seeds: 2 groups of n = 3 with the mean and 95% CI of the final loss', async () => {
+    await page.getByLabel('Group seeds').check();
+    await page.waitForURL((u) => new URL(u).searchParams.get('group') === '*');
+    await page.getByTestId('group-count').filter({ hasText: '2 groups of 6 runs' }).waitFor();
+    const rows = page.getByTestId('group-row');
+    assert.equal(await rows.count(), 2);
+    for (const lr of LRS) {
+      const row = page.locator(`[data-testid="group-row"][data-group="train.lr=${lr}"]`);
+      assert.equal(await row.getAttribute('data-n'), '3');
+      const cell = row.locator(`[data-testid="group-metric"][data-metric="${KEY}"]`);
+      const want = meanCi(FINAL[lr]);
+      assert.equal(await cell.getAttribute('data-n'), '3');
+      for (const [attr, value] of [['data-mean', want.mean], ['data-lo', want.lo], ['data-hi', want.hi]]) {
+        const shown = Number(await cell.getAttribute(attr));
+        assert.ok(Math.abs(shown - value) < 1e-9, `${lr} ${attr}: ${shown} vs ${value}`);
+      }
+      assert.equal((await cell.innerText()).trim(), `${want.mean.toFixed(3)} ± ${want.half.toFixed(3)}`);
+    }
+  });
+
+  it('draws each group as its mean line with a CI band, then the envelope, then every member', async () => {
+    const chart = page.getByTestId('group-chart');
+    await page.locator('[data-testid="group-chart"][data-groups="2"][data-group-n="3,3"]').waitFor({ timeout: 20_000 });
+    await page.getByTestId('group-chart-canvas').locator('canvas').waitFor();
+    assert.equal(await chart.getAttribute('data-mode'), 'mean_ci');
+    assert.equal(await chart.getAttribute('data-bands'), 'ci:0,ci:1');
+    await screenshot(page, 'group-charts-ci');
+
+    await page.getByTestId('group-chart-mode').getByText('min/max envelope').click();
+    await page.locator('[data-testid="group-chart"][data-mode="envelope"]').waitFor();
+    assert.equal(await chart.getAttribute('data-bands'), 'env:0,env:1');
+    assert.equal(new URL(page.url()).searchParams.get('chart'), `${KEY}:envelope:step`);
+
+    await page.getByTestId('group-chart-mode').getByText('every member').click();
+    await page.locator('[data-testid="group-chart"][data-mode="members"][data-members="6"]').waitFor();
+    assert.equal(await chart.getAttribute('data-bands'), '');
+    await screenshot(page, 'group-charts-members');
+  });
+
+  it('reproduces the grouped view from its URL', async () => {
+    const url = page.url();
+    const fresh = await openPage(browser);
+    await fresh.goto(url);
+    await fresh.locator('[data-testid="group-chart"][data-mode="members"][data-groups="2"]').waitFor({ timeout: 20_000 });
+    assert.equal(await fresh.getByTestId('group-row').count(), 2);
+    assert.equal(await fresh.getByLabel('Group seeds').isChecked(), true);
+    await fresh.close();
+  });
+});
