@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from backend import query
 from backend.examples import service
 from backend.examples.schemas import (
     TABLE_PATTERN,
@@ -49,8 +50,22 @@ def list_examples(
     table: TableQuery,
     cursor: CursorQuery = None,
     limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 100,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            description="a query-language filter on the rows (docs/api.md, Query language; fields idx, key, "
+            'data.<path>): `data.correct = false and data.topic contains "sport"`',
+        ),
+    ] = None,
 ) -> ExamplePage:
-    return service.page(session, principal, run_id, table, cursor, limit)
+    conditions = []
+    if q is not None and q.strip():
+        try:
+            conditions.append(query.where(query.EXAMPLES, q, session.get_bind().dialect.name))
+        except query.QueryError as exc:
+            raise query.invalid(exc, "q") from None
+    return service.page(session, principal, run_id, table, cursor, limit, conditions)
 
 
 @router.get("/{run_id}/examples/diff", response_model=ExampleDiffPage, operation_id="examples-diff")

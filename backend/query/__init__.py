@@ -14,7 +14,8 @@ Public interface (everything else in the package is private):
   ``metric_latest (key, value)`` index (keyset; backend/runs/repository.py ``page_by_metric``).
 - ``QueryError`` (``.pos``: 0-based offset or None, ``.message``) and ``invalid(exc, param)``: the API's
   422 for it (``loc: ["query", param]``).
-- ``RUNS``, ``EXPERIMENTS``: the entities; ``entity.field_names()`` lists their fields.
+- ``RUNS``, ``EXPERIMENTS``, ``EXAMPLES`` (a run's per-example rows: ``idx``, ``key``, ``data.<path>``): the
+  entities; ``entity.field_names()`` lists their fields.
 
 The language: ``field op value`` tests (``= != < <= > >=``, ``in (v, ...)``, ``not in (...)``,
 ``contains v``, postfix ``exists`` / ``missing``) joined by ``not`` > ``and`` > ``or`` (that precedence)
@@ -41,6 +42,7 @@ from backend.db import utcnow
 from backend.http.errors import Invalid
 from backend.models import MetricLatest
 from backend.query.compiler import (
+    EXAMPLES,
     EXPERIMENTS,
     RUNS,
     Context,
@@ -88,6 +90,7 @@ def invalid(exc: QueryError, param: str) -> Invalid:
 
 
 __all__ = [
+    "EXAMPLES",
     "EXPERIMENTS",
     "RUNS",
     "Entity",

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from backend.models import Experiment, ExperimentTag, MetricLatest, Result, Run, RunTag, User
+from backend.models import Experiment, ExperimentTag, MetricLatest, Result, Run, RunExample, RunTag, User
 from backend.query.nodes import And, Compare, Contains, Expr, Field, In, Literal, Not, Now, Or
 from backend.query.parser import QueryError
 from common.runs import RUN_STATUSES
@@ -518,7 +518,12 @@ class Entity:
     id_column: Any
 
     def field_names(self) -> list[str]:
-        fam = {"params": "params.<path>", "metrics": "metrics.<key>", "results": "results.<name>"}
+        fam = {
+            "params": "params.<path>",
+            "metrics": "metrics.<key>",
+            "results": "results.<name>",
+            "data": "data.<path>",
+        }
         out = list(self.plain) + [fam[k] for k in self.families]
         if "metrics" in self.families:
             out += ["min(metrics.<key>)", "max(metrics.<key>)", "last(metrics.<key>)", "best(metrics.<key>)"]
@@ -573,6 +578,20 @@ EXPERIMENTS = Entity(
 )
 
 
+# the rows of one run's per-example table (backend/examples): ``data.<path>`` is a field of the row as the
+# kind posted it (``data.correct = false``, ``data.topic contains "sport"``); the list is already scoped
+# to one run and table, so only the row's own fields are offered
+EXAMPLES = Entity(
+    "examples",
+    {
+        "idx": _Column(RunExample.idx, "a number", False),
+        "key": _Column(RunExample.key, "text", False),
+    },
+    {"data": _Json(RunExample.data)},
+    RunExample.idx,
+)
+
+
 def compile_expr(entity: Entity, expr: Expr, ctx: Context) -> Bool:
     if isinstance(expr, And):
         return and_(*(compile_expr(entity, e, ctx) for e in expr.items))
@@ -599,6 +618,7 @@ def sort_keys(entity: Entity, f: Field, ctx: Context) -> list[Any]:
 
 
 __all__ = [
+    "EXAMPLES",
     "EXPERIMENTS",
     "RUNS",
     "Context",

@@ -65,6 +65,21 @@ describe('per-example tables', { timeout: 300_000 }, () => {
     await screenshot(page, 'examples-rows');
   });
 
+  it("filters a table's rows with the query language on the server", async () => {
+    const filter = page.getByTestId('example-filter');
+    await filter.fill('idx >= 55 or key = "item-003"');
+    await filter.press('Enter');
+    await page.getByText('6 matching rows of 60').waitFor({ timeout: 20_000 });
+    const keys = await page.getByTestId('example-row').evaluateAll((els) => els.map((e) => e.dataset.key));
+    assert.deepEqual(keys, ['item-003', 'item-055', 'item-056', 'item-057', 'item-058', 'item-059']);
+    await filter.fill('idx >=');
+    await filter.press('Enter');
+    await page.getByText(/position 6/).first().waitFor({ timeout: 20_000 });
+    await filter.fill('');
+    await filter.press('Enter');
+    await page.getByText(/^(50|60) of 60 rows$/).waitFor({ timeout: 20_000 }); // the unfiltered pages, from the cache
+  });
+
   it('diffs two runs: the changed item with both outputs side by side', async () => {
     await page.getByText('Diff with another run').click();
     await page.getByTestId('example-other').fill(String(runs[1].id));

@@ -12,19 +12,21 @@ export function useExampleTables(runId: number, live: boolean) {
   });
 }
 
-/** A table's rows, page after page from the server (keyset cursor on the row's idx). */
-export function useExampleRows(runId: number, table: string | null) {
+/** A table's rows, page after page from the server (keyset cursor on the row's idx), narrowed by ``q`` (the
+ * query language over idx, key and data.<path>; empty: every row). */
+export function useExampleRows(runId: number, table: string | null, q = '') {
   return useInfiniteQuery({
-    queryKey: ['runs', runId, 'examples', table] as const,
+    queryKey: ['runs', runId, 'examples', table, q] as const,
     enabled: table !== null,
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) =>
       unwrap(
         api.GET('/api/v1/runs/{run_id}/examples', {
-          params: { path: { run_id: runId }, query: { table: table!, cursor: pageParam, limit: EXAMPLE_PAGE } },
+          params: { path: { run_id: runId }, query: { table: table!, cursor: pageParam, limit: EXAMPLE_PAGE, ...(q.trim() ? { q } : {}) } },
         }),
       ),
     getNextPageParam: (last) => last.next_cursor ?? null,
+    retry: false,
   });
 }
 

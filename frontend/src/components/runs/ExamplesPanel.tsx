@@ -94,15 +94,46 @@ export function ExampleDiffList({ items, runId, otherId }: { items: ExampleDiff[
   );
 }
 
+/** The rows filter: the query language over idx, key and data.<path>, applied 400 ms after the last key
+ * (or at once on Enter); the server's 422 (with its position) shows under the box. */
+function RowsFilter({ value, onChange, error }: { value: string; onChange: (q: string) => void; error: string | null }) {
+  const [text, setText] = useState(value);
+  useEffect(() => {
+    if (text === value) return undefined;
+    const t = setTimeout(() => onChange(text), 400);
+    return () => clearTimeout(t);
+  }, [text, value, onChange]);
+  return (
+    <TextInput
+      size="xs"
+      label="Filter rows"
+      placeholder='data.correct = false and data.topic contains "sport"'
+      description="The query language (docs/api.md): idx, key, data.<field>"
+      value={text}
+      onChange={(e) => setText(e.currentTarget.value)}
+      onKeyDown={(e) => {
+        if (e.key === 'Enter') onChange(text);
+      }}
+      error={error}
+      data-testid="example-filter"
+    />
+  );
+}
+
 function Rows({ runId, table, total }: { runId: number; table: string; total: number }) {
-  const q = useExampleRows(runId, table);
-  if (q.error) return <Alert color="red">{errorMessage(q.error)}</Alert>;
-  if (q.isPending) return <Text c="dimmed" size="sm">Loading rows…</Text>;
+  const [filter, setFilter] = useState('');
+  const q = useExampleRows(runId, table, filter);
+  const box = <RowsFilter value={filter} onChange={setFilter} error={q.error ? errorMessage(q.error) : null} />;
+  if (q.error) return <Stack gap="xs">{box}</Stack>;
+  if (q.isPending) return <Stack gap="xs">{box}<Text c="dimmed" size="sm">Loading rows…</Text></Stack>;
   const rows = q.data.pages.flatMap((p) => p.items);
   return (
     <Stack gap="xs">
+      {box}
       <Text size="sm" c="dimmed" data-testid="example-count">
-        {rows.length.toLocaleString()} of {total.toLocaleString()} rows
+        {filter.trim()
+          ? `${rows.length.toLocaleString()}${q.hasNextPage ? '+' : ''} matching rows of ${total.toLocaleString()}`
+          : `${rows.length.toLocaleString()} of ${total.toLocaleString()} rows`}
       </Text>
       <ExampleRowsTable rows={rows} />
       {q.hasNextPage && (
