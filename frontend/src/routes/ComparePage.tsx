@@ -13,12 +13,13 @@ import { StatusChip } from '../components/common/StatusChip';
 import { GroupsOverlay } from '../components/runs/GroupsOverlay';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { useRunsById } from '../hooks/runs';
+import { useUrlViewState } from '../hooks/views';
 import { formatValue } from '../lib/dotted';
 import { formatMeanCi, groupByFields, groupBySeed, groupLabels, groupStats } from '../lib/groupSeries';
 import { runTitle } from '../lib/labels';
 import { diffParams } from '../lib/paramDiff';
 import { parseRunIds } from '../lib/runIds';
-import { CHART_MODES, DEFAULT_GROUP, decodeViewState, writeViewState, type ChartMode, type ViewState } from '../lib/viewState';
+import { CHART_MODES, DEFAULT_GROUP, type ChartMode, type ViewState } from '../lib/viewState';
 
 /** The groups of the compared runs: members, label and per-metric statistics of the final values. */
 function GroupsTable({ groups, metrics }: { groups: { name: string; runs: Run[] }[]; metrics: string[] }) {
@@ -169,14 +170,14 @@ export function ComparePage() {
   const queries = useRunsById(ids);
   const runs = queries.map((q) => q.data).filter((r): r is Run => !!r);
   const [text, setText] = useState(ids.join(', '));
-  const view = decodeViewState(params);
+  const [view, setView] = useUrlViewState();
   return (
     <Stack>
       <Title order={2}>Compare runs</Title>
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          const next = writeViewState(params, view);
+          const next = new URLSearchParams(params);
           next.set('runs', parseRunIds(text).join(','));
           setParams(next);
         }}
@@ -188,7 +189,7 @@ export function ComparePage() {
       ) : runs.length < ids.length ? (
         <Text c="dimmed">Loading {ids.length - runs.length} runs…</Text>
       ) : (
-        <CompareView runs={runs} view={view} setView={(v) => setParams(writeViewState(params, v))} />
+        <CompareView runs={runs} view={view} setView={setView} />
       )}
     </Stack>
   );
