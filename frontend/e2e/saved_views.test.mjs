@@ -42,7 +42,7 @@ describe('saved views', { timeout: 300_000 }, () => {
     await signIn(page, platform.url, MEG, { named: true });
     await page.getByTestId('experiments-search').fill('carma');
     await page.waitForURL((u) => new URL(u).searchParams.get('q') === 'carma');
-    await page.getByTestId('experiments-shown').filter({ hasText: '2 of 4' }).waitFor();
+    await page.getByTestId('experiments-shown').filter({ hasText: '2 shown' }).waitFor();
     assert.deepEqual((await shownNames()).sort(), ['carma baseline', 'carma lambda 0.2']);
 
     await page.getByTestId('save-view').click();
@@ -71,7 +71,7 @@ describe('saved views', { timeout: 300_000 }, () => {
     await page.goto(`${platform.url}/views/${viewId}`);
     await page.waitForURL((u) => new URL(u).pathname === '/' && new URL(u).search === '?q=carma');
     assert.equal(await page.getByTestId('experiments-search').inputValue(), 'carma');
-    await page.getByTestId('experiments-shown').filter({ hasText: '2 of 4' }).waitFor();
+    await page.getByTestId('experiments-shown').filter({ hasText: '2 shown' }).waitFor();
     assert.deepEqual((await shownNames()).sort(), ['carma baseline', 'carma lambda 0.2']);
     const sidebar = page.getByRole('navigation', { name: 'Saved views' });
     await sidebar.getByRole('link', { name: 'carma runs' }).waitFor();
@@ -85,7 +85,7 @@ describe('saved views', { timeout: 300_000 }, () => {
     await page.goto(`${platform.url}/`);
     await page.goto(url);
     assert.equal(await page.getByTestId('experiments-search').inputValue(), 'sraven');
-    await page.getByTestId('experiments-shown').filter({ hasText: '1 of 4' }).waitFor();
+    await page.getByTestId('experiments-shown').filter({ hasText: '1 shown' }).waitFor();
     assert.deepEqual(await shownNames(), ['sraven k4']);
   });
 });

@@ -29,6 +29,8 @@ describe('the search text', () => {
     expect(effectiveQuery('  ')).toBeNull();
     expect(effectiveQuery('carma')).toBe('name contains "carma"');
     expect(effectiveQuery('carma lambda')).toBe('name contains "carma lambda"');
+    expect(effectiveQuery('#12')).toBe('id = 12');
+    expect(effectiveQuery(' 12 ')).toBe('id = 12 or name contains "12"');
     expect(effectiveQuery('a\\b')).toBe('name contains "a\\\\b"');
     expect(effectiveQuery('status = "failed"')).toBe('status = "failed"');
     expect(effectiveQuery('tags exists')).toBe('tags exists');

@@ -45,12 +45,14 @@ const OPERATOR = /[=<>!()"']|\b(and|or|not|in|contains|exists|missing)\b/i;
 /**
  * What a search box's text asks the API: an expression of the query language as typed, or — for text
  * without any operator, quote, parenthesis or keyword (a plain word or words) — `name contains "<text>"`.
- * Blank text: no filter (null).
+ * `#7` is `id = 7`, and a bare number also finds names containing it. Blank text: no filter (null).
  */
 export function effectiveQuery(text: string): string | null {
   const t = text.trim();
   if (!t) return null;
   if (OPERATOR.test(t)) return t;
+  const id = /^(#?)(\d{1,15})$/.exec(t);
+  if (id) return id[1] ? `id = ${id[2]}` : `id = ${id[2]} or name contains ${JSON.stringify(t)}`;
   return `name contains ${JSON.stringify(t)}`;
 }
 

@@ -114,7 +114,7 @@ describe('the project runs page', () => {
     const cells = await until(() => ($$('[data-testid="group-metric"]').length === 2 ? $$('[data-testid="group-metric"]') : null));
     expect(cells.map((c) => c.textContent)).toEqual(['0.8 ± 0.24841', '0.6']);
     expect(cells[0]!.title).toContain('95% CI [0.55159, 1.0484]');
-    expect($$('[data-testid="group-n"]').map((c) => c.textContent)).toEqual(['n = 3', 'n = 1']);
+    expect($$('[data-testid="group-n"]').map((c) => c.textContent)).toEqual(['3', '1']);
     expect($$('[data-group-row]').map((r) => r.dataset.groupRow)).toEqual(['carma.lambda=0.2', 'carma.lambda=0']);
     const grouped = requests.find((r) => r.group_by);
     expect(grouped).toMatchObject({ project: 'default', q: 'kind = "carma"', group_by: 'default', metrics: 'metrics.acc', sort: 'metric-mean:metrics.acc', order: 'desc' });

@@ -5,7 +5,7 @@
 // chosen fields): a group row shows n and each metric column's mean ± half of its 95% Student-t interval,
 // and expands to its runs. The whole state is the URL's (lib/viewState.ts): a reload or a shared link
 // reproduces it, and Save view saves it.
-import { Badge, Group, MultiSelect, Select, Stack, Text, Title, UnstyledButton } from '@mantine/core';
+import { Group, MultiSelect, Select, Stack, Text, Title, UnstyledButton } from '@mantine/core';
 import { useQueries } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
@@ -260,7 +260,7 @@ export function RunsPage() {
                     </UnstyledButton>
                   </div>
                   <div role="cell" style={{ ...cell, textAlign: 'right' }} data-testid="group-n">
-                    <Badge size="sm" variant="light">n = {row.group.n}</Badge>
+                    {row.group.n}
                   </div>
                   {shownColumns.map((c) => {
                     if (!isMetricField(c.field)) return <div key={chooserValue(c)} role="cell" style={cell}>{formatValue(row.group.key[c.field])}</div>;

@@ -57,7 +57,7 @@ export function QueryBox({ value, onChange, error, sent, label = 'Query', placeh
       ) : (
         <Text size="xs" c="dimmed" data-testid={`${testId}-hint`}>
           {isPlainSearch(value)
-            ? `searching names containing "${value.trim()}" (write an expression to filter on other fields)`
+            ? `searching for ${effectiveQuery(value)} (write an expression to filter on other fields)`
             : 'the query language: fields, operators (= != < <= > >= in contains exists missing), and / or / not, e.g. kind = "carma" and max(metrics.acc) > 0.9'}
         </Text>
       )}
