@@ -147,9 +147,14 @@ class Run(Base):
     # (optimistic concurrency of the merge; the MLflow mirror compares it with mirror_runs.params_sent).
     logged_params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     logged_params_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # the run's seed group (issue 25): sha256 hex of its spec's canonical JSON without any key named
+    # ``seed`` (backend/runs/group_key.py), set at creation, backfilled by migration 0018; GET /runs?group_by=
+    # default groups on it
+    group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
     experiment: Mapped[Experiment] = relationship()
 
     __table_args__ = (
+        Index("ix_runs_project_group_key", "project_id", "group_key"),
         Index("ix_runs_status_dispatched", "status", "dispatched"),
         Index("ix_runs_status_heartbeat", "status", "heartbeat_at"),
         # the runs table's fingerprint (count, sum of ids, sum of table_rev) read from the index alone

@@ -21,6 +21,7 @@ from backend.http.errors import Invalid, NotFound, pydantic_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
+from backend.runs.group_key import group_key
 from backend.secrets import repository as secrets_repo
 from backend.settings import Settings
 from worker.specs import manifest
@@ -144,6 +145,7 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
                 kind=body.kind,
                 index=r.index,
                 spec=r.spec,
+                group_key=group_key(r.spec),
                 params=r.params,
                 queue=r.queue,
                 status="queued",

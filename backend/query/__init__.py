@@ -16,6 +16,8 @@ Public interface (everything else in the package is private):
   422 for it (``loc: ["query", param]``).
 - ``RUNS``, ``EXPERIMENTS``, ``EXAMPLES`` (a run's per-example rows: ``idx``, ``key``, ``data.<path>``): the
   entities; ``entity.field_names()`` lists their fields.
+- ``group_field(entity, text, dialect) -> GroupField`` and ``metric_value(entity, text, dialect)``: a field
+  as GROUP BY columns and a metric column as a run's value (``backend.query.groups``; seed groups).
 
 The language: ``field op value`` tests (``= != < <= > >=``, ``in (v, ...)``, ``not in (...)``,
 ``contains v``, postfix ``exists`` / ``missing``) joined by ``not`` > ``and`` > ``or`` (that precedence)
@@ -52,6 +54,7 @@ from backend.query.compiler import (
     result_fields,
     sort_keys,
 )
+from backend.query.groups import GroupField, group_field, metric_value
 from backend.query.nodes import Expr, Field
 from backend.query.parser import QueryError, parse, parse_field
 
@@ -96,10 +99,13 @@ __all__ = [
     "Entity",
     "Expr",
     "Field",
+    "GroupField",
     "QueryError",
     "directions",
+    "group_field",
     "invalid",
     "metric_sort",
+    "metric_value",
     "order",
     "parse",
     "parse_field",

@@ -16,7 +16,7 @@ from backend.metrics import service as metrics
 from backend.models import Experiment, MetricLatest, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
-from backend.runs import attempts, repository, service
+from backend.runs import attempts, groups, repository, service
 from backend.runs import params as run_params
 from backend.runs.schemas import (
     AttemptPublic,
@@ -96,6 +96,24 @@ def list_runs(
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=5000)] = 100,
     cursor_: Annotated[str | None, Query(alias="cursor")] = None,
+    group_by: Annotated[
+        str | None,
+        Query(
+            max_length=2000,
+            description="seed groups: comma-separated query-language fields (`params.method,params.lambda`), "
+            "or `default` (every spec field except seed). The answer's `groups` (n, run ids, per metric "
+            "n/mean/std/95% Student-t CI/min/max), computed in the database; `items` is then empty; `sort` "
+            "takes a group field, `n`, `metric-mean:<column>` or `created_at` (the first member)",
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        Query(
+            max_length=2000,
+            description="with group_by: comma-separated metric columns to aggregate: `metrics.acc` (last), "
+            "`max(metrics.acc)`, `best(metrics.loss)`, ...",
+        ),
+    ] = None,
 ) -> RunPage:
     statuses = [s for v in status_ or [] for s in v.split(",") if s]
     for s in statuses:
@@ -128,6 +146,16 @@ def list_runs(
             stmt = stmt.where(query.where(query.RUNS, q, dialect))
     except query.QueryError as exc:
         raise query.invalid(exc, "q") from None
+    if metrics is not None and group_by is None:
+        raise Invalid(
+            "metrics: aggregates metric columns over groups; it needs group_by",
+            [{"loc": ["query", "metrics"], "msg": "metrics needs group_by", "type": "group_by"}],
+        )
+    if group_by is not None:
+        offset = cursor.decode_int(cursor_, "offset") or 0
+        found, more = groups.page(session, stmt, group_by, metrics, sort, desc, offset, limit)
+        nxt = cursor.encode({"offset": offset + limit}) if more else None
+        return RunPage(items=[], next_cursor=nxt, groups=found)
     by_metric: tuple[str, Any] | None = None
     if sort.startswith("metric:"):  # the older spelling of metrics.<key>: any key but the old summary's own
         key = sort.removeprefix("metric:")

@@ -1,0 +1,227 @@
+"""Seed groups (issue 25): ``GET /runs?group_by=...&metrics=...`` answered by one grouped query.
+
+The filtered runs (the caller's projects, experiment, status, kind, tag and ``q``: the statement the runs
+list builds) become a subquery of one row per run: its id, the group fields' columns (the query language's
+fields, backend/query/groups.py; ``default`` is ``runs.group_key``, every spec field except ``seed``) and
+each metric column's value (NULL when the run has none or it is not finite). The grouped query over it
+returns, per group, COUNT, MIN(id), and per metric COUNT, SUM(x), SUM(x*x), MIN, MAX: sorted and paged in
+the database (LIMIT/OFFSET over groups), so no run row is fetched. A second query numbers the page's
+groups' members (ROW_NUMBER over the group) to list their first 100 ids, and for ``default`` a third reads
+the spec of each group's first member for its key.
+
+Statistics (``stats``): mean = sum / n; the sample variance from the sums, (sum(x^2) - sum^2 / n) / (n - 1)
+(the same arithmetic on SQLite and Postgres; clamped at 0, and 0 when min = max); the 95% interval
+mean +- t(0.975, n - 1) * std / sqrt(n), t from scipy; std and the interval null below two values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from scipy.stats import t as student_t
+from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from backend import query
+from backend.http.errors import Invalid
+from backend.models import Run
+from backend.runs.group_key import without_seed
+from backend.runs.schemas import MetricStats, RunGroup
+
+MAX_FIELDS = 20
+MAX_METRICS = 20
+MEMBERS = 100  # run ids listed per group
+_CHUNK = 200  # groups per members query (SQLite's expression depth bounds an OR of groups)
+
+
+def split(text: str) -> list[str]:
+    """A comma-separated list of fields: commas inside quotes or parentheses do not split."""
+    parts: list[str] = []
+    depth = 0
+    quote: str | None = None
+    current = ""
+    escaped = False
+    for ch in text:
+        if quote is not None:
+            current += ch
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += ch
+    parts.append(current.strip())
+    return [p for p in parts if p]
+
+
+def _bad(param: str, msg: str) -> Invalid:
+    return Invalid(f"{param}: {msg}", [{"loc": ["query", param], "msg": msg, "type": "group_by"}])
+
+
+def stats(
+    n: int, total: float | None, squares: float | None, low: float | None, high: float | None
+) -> MetricStats:
+    """A metric column's statistics from its count, sum, sum of squares, min and max over a group."""
+    if n == 0 or total is None or squares is None:
+        return MetricStats(n=0, mean=None, std=None, ci_low=None, ci_high=None, min=None, max=None)
+    mean = total / n
+    if n < 2:
+        return MetricStats(n=n, mean=mean, std=None, ci_low=None, ci_high=None, min=low, max=high)
+    variance = 0.0 if low == high else max((squares - total * total / n) / (n - 1), 0.0)
+    std = math.sqrt(variance)
+    half = float(student_t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return MetricStats(n=n, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half, min=low, max=high)
+
+
+def page(
+    session: Session,
+    stmt: Select[Any],
+    group_by: str,
+    metrics: str | None,
+    sort: str,
+    desc: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[RunGroup], bool]:
+    """A page of the groups of ``stmt``'s runs and whether more follow; Invalid (422) naming the
+    parameter for an unknown or ungroupable field, a non-metric column or an unknown sort."""
+    dialect = session.get_bind().dialect.name
+    names = split(group_by)
+    if not names:
+        raise _bad("group_by", "group_by needs a field, or default (every spec field except seed)")
+    if len(names) > MAX_FIELDS:
+        raise _bad("group_by", f"at most {MAX_FIELDS} group fields")
+    default = names == ["default"]
+    if "default" in names and not default:
+        raise _bad("group_by", "default (every spec field except seed) groups alone")
+    fields: list[query.GroupField] = []
+    if not default:
+        try:
+            fields = [query.group_field(query.RUNS, name, dialect) for name in dict.fromkeys(names)]
+        except query.QueryError as exc:
+            raise query.invalid(exc, "group_by") from None
+    columns = list(dict.fromkeys(split(metrics or "")))
+    if len(columns) > MAX_METRICS:
+        raise _bad("metrics", f"at most {MAX_METRICS} metric columns")
+    try:
+        values = [query.metric_value(query.RUNS, c, dialect) for c in columns]
+    except query.QueryError as exc:
+        raise query.invalid(exc, "metrics") from None
+
+    group_exprs = [Run.group_key] if default else [c for f in fields for c in f.columns]
+    inner = stmt.with_only_columns(
+        Run.id.label("rid"),
+        *(c.label(f"g{i}") for i, c in enumerate(group_exprs)),
+        *(v.label(f"m{j}") for j, v in enumerate(values)),
+    ).subquery()
+    gcols = [inner.c[f"g{i}"] for i in range(len(group_exprs))]
+    first = func.min(inner.c.rid)
+    count = func.count()
+    aggregates: list[Any] = [count, first]
+    for j in range(len(values)):
+        x = inner.c[f"m{j}"]
+        aggregates += [func.count(x), func.sum(x), func.sum(x * x), func.min(x), func.max(x)]
+
+    by: list[Any]
+    if sort in ("created_at", "id"):
+        by = [first]
+    elif sort == "n":
+        by = [count]
+    elif sort.startswith("metric-mean:"):
+        column = sort.removeprefix("metric-mean:").strip()
+        if column not in columns:
+            raise _bad(
+                "sort", f"metric-mean:{column} is not one of the metrics columns ({', '.join(columns)})"
+            )
+        by = [func.avg(inner.c[f"m{columns.index(column)}"])]
+    elif not default and sort.strip() in [f.text for f in fields]:
+        base = 0
+        for f in fields:
+            if f.text == sort.strip():
+                by = [gcols[base + i] for i in f.order]
+                break
+            base += len(f.columns)
+    elif default and sort == "default":
+        by = [gcols[0]]
+    else:
+        fields_text = ", ".join(["default"] if default else [f.text for f in fields])
+        raise _bad(
+            "sort",
+            f"with group_by, sort takes a group field ({fields_text}), n, metric-mean:<column> or created_at;"
+            f" not {sort!r}",
+        )
+    ordering: list[Any] = []
+    for key in by:
+        ordering += [key.is_(None).asc(), key.desc() if desc else key.asc()]
+    grouped = (
+        select(*gcols, *aggregates)
+        .group_by(*gcols)
+        .order_by(*ordering, first.asc())
+        .offset(offset)
+        .limit(limit + 1)
+    )
+    rows = session.execute(grouped).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    k = len(gcols)
+    keys = [tuple(row[:k]) for row in rows]
+    members = _members(session, inner, gcols, keys)
+    specs: dict[int, dict[str, Any]] = {}
+    if default and rows:
+        firsts = [row[k + 1] for row in rows]
+        specs = dict(session.execute(select(Run.id, Run.spec).where(Run.id.in_(firsts))).tuples().all())
+    out: list[RunGroup] = []
+    for row, group in zip(rows, keys, strict=True):
+        if default:
+            key = without_seed(specs.get(row[k + 1]) or {})
+        else:
+            key = {}
+            base = 0
+            for f in fields:
+                key[f.text] = f.decode(group[base : base + len(f.columns)])
+                base += len(f.columns)
+        metric_stats = {}
+        for j, column in enumerate(columns):
+            n, total, squares, low, high = row[k + 2 + 5 * j : k + 7 + 5 * j]
+            metric_stats[column] = stats(int(n), _float(total), _float(squares), _float(low), _float(high))
+        out.append(RunGroup(key=key, n=int(row[k]), run_ids=members.get(group, []), metrics=metric_stats))
+    return out, more
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _members(
+    session: Session, inner: Any, gcols: list[Any], keys: Sequence[tuple[Any, ...]]
+) -> dict[tuple[Any, ...], list[int]]:
+    """The first ``MEMBERS`` run ids of each group of ``keys``, ascending."""
+    out: dict[tuple[Any, ...], list[int]] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        number = func.row_number().over(partition_by=gcols, order_by=inner.c.rid).label("rn")
+        match = or_(
+            *(and_(*(c.is_not_distinct_from(v) for c, v in zip(gcols, key, strict=True))) for key in chunk)
+        )
+        numbered = select(inner.c.rid, *gcols, number).where(match).subquery()
+        ncols = [numbered.c[c.name] for c in gcols]
+        rows = session.execute(
+            select(numbered.c.rid, *ncols).where(numbered.c.rn <= MEMBERS).order_by(numbered.c.rid)
+        ).all()
+        for row in rows:
+            out.setdefault(tuple(row[1:]), []).append(int(row[0]))
+    return out
