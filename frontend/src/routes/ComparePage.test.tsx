@@ -1,0 +1,132 @@
+// @vitest-environment jsdom
+// The compare page's "Group seeds", rendered in jsdom against an in-memory fake of the runs and metrics
+// reads (the ECharts canvas left out: the chart's element carries what it draws). Ungrouped, the page is
+// one line per run; grouped (`group=*` in the URL, the checkbox writes it), it shows one row per seed group
+// with n and the mean ± 95% Student-t interval of the final values, and the group chart in the URL's mode.
+import { MantineProvider } from '@mantine/core';
+import { QueryClientProvider } from '@tanstack/react-query';
+import { act } from 'react';
+import { createRoot, type Root } from 'react-dom/client';
+import { createMemoryRouter, RouterProvider, useLocation } from 'react-router';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { authStore } from '../api/auth';
+import { api } from '../api/client';
+import { makeQueryClient } from '../api/queryClient';
+import { installDomShims } from '../test/dom';
+import { ComparePage } from './ComparePage';
+
+vi.mock('../components/charts/EChart', () => ({ EChart: () => null }));
+
+(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+// (lr, seed) -> final loss; the curve is final + 1 - 0.1 step over steps 0..4
+const RUNS = [
+  { id: 1, lr: 0.1, seed: 1, final: 0.5 },
+  { id: 2, lr: 0.1, seed: 2, final: 0.7 },
+  { id: 3, lr: 0.2, seed: 1, final: 0.9 },
+  { id: 4, lr: 0.1, seed: 3, final: 0.6 },
+  { id: 5, lr: 0.3, seed: 1, final: 0.4 },
+];
+
+function fakeApi() {
+  vi.spyOn(authStore, 'token').mockReturnValue('jwt');
+  vi.spyOn(api, 'GET').mockImplementation((async (url: string, init: { params: { path: { run_id: number } } }) => {
+    const r = RUNS.find((x) => x.id === init.params.path.run_id)!;
+    const ok = (data: unknown) => ({ data, response: new Response('{}', { status: 200 }) });
+    if (url === '/api/v1/runs/{run_id}') {
+      return ok({
+        id: r.id, name: null, status: 'succeeded', experiment_id: 1,
+        spec: { kind: 'diagnostic', seed: r.seed, train: { lr: r.lr } },
+        params: { seed: r.seed, 'train.lr': r.lr },
+        summary: { loss: r.final },
+      });
+    }
+    const buckets = [0, 1, 2, 3, 4].map((step) => {
+      const v = r.final + 1 - 0.1 * step;
+      return { step_start: step, step_end: step, min: v, max: v, last: v, count: 1 };
+    });
+    return ok({ series: { loss: { total_points: 5, step_min: 0, step_max: 4, buckets } } });
+  }) as never);
+}
+
+let root: Root | null = null;
+let container: HTMLElement;
+let where = '';
+
+function Where() {
+  const location = useLocation();
+  where = location.pathname + location.search;
+  return null;
+}
+
+beforeEach(() => {
+  installDomShims();
+  container = document.body.appendChild(document.createElement('div'));
+  fakeApi();
+});
+
+afterEach(() => {
+  act(() => root?.unmount());
+  root = null;
+  container.remove();
+  document.body.innerHTML = '';
+  vi.restoreAllMocks();
+});
+
+async function render(url: string) {
+  const router = createMemoryRouter([{ path: '/compare', element: <><ComparePage /><Where /></> }], { initialEntries: [url] });
+  await act(async () => {
+    root = createRoot(container);
+    root.render(
+      <MantineProvider env="test">
+        <QueryClientProvider client={makeQueryClient()}>
+          <RouterProvider router={router} />
+        </QueryClientProvider>
+      </MantineProvider>,
+    );
+  });
+}
+
+async function until<T>(ready: () => T): Promise<NonNullable<T>> {
+  for (let i = 0; i < 200; i++) {
+    const got = ready();
+    if (got) return got;
+    await act(() => new Promise((r) => setTimeout(r, 10)));
+  }
+  throw new Error(`not ready: ${ready}`);
+}
+
+const all = (sel: string) => [...document.querySelectorAll<HTMLElement>(sel)];
+
+describe('ComparePage, Group seeds', () => {
+  it('is one line per run until grouped; the checkbox writes group=* and shows the groups', async () => {
+    await render('/compare?runs=1,2,3,4,5');
+    await until(() => document.querySelector('[data-testid="overlay"][data-runs="5"]'));
+    expect(document.querySelector('[data-testid="compare-groups"]')).toBeNull();
+    const box = await until(() => document.querySelector<HTMLInputElement>('[data-testid="group-seeds"] input, input[data-testid="group-seeds"]'));
+    await act(async () => box.click());
+    await until(() => all('[data-testid="group-row"]').length === 3);
+    expect(new URLSearchParams(where.split('?')[1]).get('group')).toBe('*');
+  });
+
+  it('shows n and the mean ± 95% CI of the final values per group, and the chart in the URL mode', async () => {
+    await render('/compare?runs=1,2,3,4,5&group=*&chart=loss%3Aenvelope%3Astep');
+    const rows = await until(() => (all('[data-testid="group-row"]').length === 3 ? all('[data-testid="group-row"]') : null));
+    expect(rows.map((r) => [r.dataset.group, r.dataset.n])).toEqual([
+      ['train.lr=0.1', '3'],
+      ['train.lr=0.2', '1'],
+      ['train.lr=0.3', '1'],
+    ]);
+    // numpy/scipy over 0.5, 0.7, 0.6: mean 0.6, std 0.1, t_{0.975,2} = 4.302652729749462
+    const cell = rows[0]!.querySelector<HTMLElement>('[data-testid="group-metric"][data-metric="loss"]')!;
+    expect(Number(cell.dataset.mean)).toBeCloseTo(0.6, 12);
+    expect(Number(cell.dataset.lo)).toBeCloseTo(0.35158622882496704, 12);
+    expect(Number(cell.dataset.hi)).toBeCloseTo(0.8484137711750329, 12);
+    expect(cell.textContent).toBe('0.600 ± 0.248');
+    const one = rows[1]!.querySelector<HTMLElement>('[data-testid="group-metric"]')!;
+    expect([one.textContent, one.dataset.n, one.dataset.lo]).toEqual(['0.900', '1', '']);
+    const chart = await until(() => document.querySelector<HTMLElement>('[data-testid="group-chart"][data-group-n="3,1,1"]'));
+    expect(chart.dataset.mode).toBe('envelope');
+    expect(chart.dataset.bands).toBe('env:0'); // groups of one: their line only
+  });
+});
