@@ -647,6 +647,18 @@ class MetricPoint(TypedDict):
     value: float | None
 
 
+class MetricStats(TypedDict):
+    """One metric column over a group's members: ``n`` members with a finite value, their mean, sample"""
+
+    ci_high: float | None
+    ci_low: float | None
+    max: float | None
+    mean: float | None
+    min: float | None
+    n: int
+    std: float | None
+
+
 class MetricValue(TypedDict):
     mean: float
     stderr: float | None
@@ -924,7 +936,17 @@ class RoutingCaseStep(TypedDict):
     weights: list[float]
 
 
+class RunGroup(TypedDict):
+    """Runs that share the group fields' values (GET /runs?group_by=)."""
+
+    key: dict[str, Any]
+    metrics: dict[str, MetricStats]
+    n: int
+    run_ids: list[int]
+
+
 class RunPage(TypedDict):
+    groups: NotRequired[list[RunGroup] | None]
     items: list[RunPublic]
     next_cursor: str | None
 

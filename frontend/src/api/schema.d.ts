@@ -2697,6 +2697,29 @@ export interface components {
                 [key: string]: components["schemas"]["Series"];
             };
         };
+        /**
+         * MetricStats
+         * @description One metric column over a group's members: ``n`` members with a finite value, their mean, sample
+         *     standard deviation (ddof 1), the 95% Student-t interval of the mean (mean +- t(0.975, n-1) * std /
+         *     sqrt(n)), min and max. std and the interval are null below two values (never a fake interval); all
+         *     but n are null without any value.
+         */
+        MetricStats: {
+            /** Ci High */
+            ci_high: number | null;
+            /** Ci Low */
+            ci_low: number | null;
+            /** Max */
+            max: number | null;
+            /** Mean */
+            mean: number | null;
+            /** Min */
+            min: number | null;
+            /** N */
+            n: number;
+            /** Std */
+            std: number | null;
+        };
         /** MetricValue */
         MetricValue: {
             /** Mean */
@@ -3369,8 +3392,43 @@ export interface components {
          * @description One server-sent event of GET /runs/{id}/events: ``event: <event>`` and ``data: <data as JSON>``.
          */
         RunEvent: components["schemas"]["StatusEvent"] | components["schemas"]["ProgressEvent"] | components["schemas"]["MetricsEvent"] | components["schemas"]["EndEvent"];
+        /**
+         * RunGroup
+         * @description Runs that share the group fields' values (GET /runs?group_by=).
+         */
+        RunGroup: {
+            /**
+             * Key
+             * @description the group fields' values by field; for group_by=default the spec without seed (one member's)
+             */
+            key: {
+                [key: string]: unknown;
+            };
+            /**
+             * Metrics
+             * @description per metric column (the metrics parameter, as written)
+             */
+            metrics: {
+                [key: string]: components["schemas"]["MetricStats"];
+            };
+            /**
+             * N
+             * @description how many runs the group holds
+             */
+            n: number;
+            /**
+             * Run Ids
+             * @description the group's runs, ascending (the first 100)
+             */
+            run_ids: number[];
+        };
         /** RunPage */
         RunPage: {
+            /**
+             * Groups
+             * @description with group_by: the page of groups (items is then empty); null without group_by
+             */
+            groups?: components["schemas"]["RunGroup"][] | null;
             /** Items */
             items: components["schemas"]["RunPublic"][];
             /** Next Cursor */
@@ -7534,8 +7592,12 @@ export interface operations {
             query?: {
                 cursor?: string | null;
                 experiment_id?: number | null;
+                /** @description seed groups: comma-separated query-language fields (`params.method,params.lambda`), or `default` (every spec field except seed). The answer's `groups` (n, run ids, per metric n/mean/std/95% Student-t CI/min/max), computed in the database; `items` is then empty; `sort` takes a group field, `n`, `metric-mean:<column>` or `created_at` (the first member) */
+                group_by?: string | null;
                 kind?: string | null;
                 limit?: number;
+                /** @description with group_by: comma-separated metric columns to aggregate: `metrics.acc` (last), `max(metrics.acc)`, `best(metrics.loss)`, ... */
+                metrics?: string | null;
                 order?: "asc" | "desc";
                 project?: string | null;
                 /** @description a query-language filter (docs/api.md, Query language): `status = "succeeded" and params.train.lr >= 0.1 and max(metrics.acc) > 0.9` */
@@ -8649,6 +8711,8 @@ export interface operations {
                 /** @description next_cursor of the previous page */
                 cursor?: string | null;
                 limit?: number;
+                /** @description a query-language filter on the rows (docs/api.md, Query language; fields idx, key, data.<path>): `data.correct = false and data.topic contains "sport"` */
+                q?: string | null;
                 /** @description the table's name */
                 table: string;
             };
