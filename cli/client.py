@@ -311,6 +311,22 @@ def runs() -> None:
 @click.option("--asc", is_flag=True, help="ascending (default: descending)")
 @click.option("--project", default=None)
 @click.option("--limit", default=50, show_default=True)
+@click.option(
+    "--group-by",
+    "group_by",
+    default=None,
+    metavar="FIELDS",
+    help="seed groups: comma-separated fields (params.method,params.lambda), or default (every spec field "
+    "except seed); prints n and mean ± 95% CI half-width per --metric",
+)
+@click.option(
+    "--metric",
+    "metric_columns",
+    multiple=True,
+    metavar="COLUMN",
+    help="with --group-by, a metric column to aggregate (repeatable): metrics.acc, max(metrics.acc), "
+    "best(metrics.loss)",
+)
 @client_options
 @friendly_errors
 def runs_list(
@@ -321,17 +337,23 @@ def runs_list(
     asc: bool,
     project: str | None,
     limit: int,
+    group_by: str | None,
+    metric_columns: tuple[str, ...],
     api_url: str | None,
     token: str | None,
 ) -> None:
-    """List runs, newest first (filter by experiment or status, or with --where EXPR).
+    """List runs, newest first (filter by experiment or status, or with --where EXPR), or their seed
+    groups (--group-by).
 
     \b
     Examples (the language: docs/api.md, "Query language"):
       reasonlab runs list --where 'status = "succeeded" and params.train.lr >= 0.01'
       reasonlab runs list --where 'tags contains "baseline" and created > now - 2d'
       reasonlab runs list --where 'best(metrics.test_acc) > 0.9' --sort 'max(metrics.test_acc)'
+      reasonlab runs list --where 'kind = "carma"' --group-by default --metric 'max(metrics.acc)'
     """
+    if metric_columns and group_by is None:
+        raise click.UsageError("--metric aggregates over groups: add --group-by")
     with _client(api_url, token) as client:
         page = client.list_runs(
             experiment_id=experiment,
@@ -341,7 +363,12 @@ def runs_list(
             order="asc" if asc else None,
             project=project,
             limit=limit,
+            group_by=group_by,
+            metrics=[c.strip() for c in metric_columns] or None,
         )
+    if group_by is not None:
+        _print_groups(page.get("groups") or [], [c.strip() for c in metric_columns])
+        return
     click.echo(
         f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
         f"{'name':<24}  params"
@@ -355,6 +382,53 @@ def runs_list(
             f"{prog:<8}  {eta_cell(p.get('eta_at'), now):>7}  {name_cell(r.get('name')):<24}  "
             f"{json.dumps(r['params'])}"
         )
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def group_cells(keys: list[dict[str, Any]]) -> list[str]:
+    """Each group's key as ``field=value, ...``: every group field, or, for a whole spec (group-by
+    default), only the paths whose values differ between the groups shown (all of them for one group)."""
+    flat = [_flat(k) for k in keys]
+    paths = list(dict.fromkeys(p for f in flat for p in f))
+    if len(flat) > 1:
+        varying = [p for p in paths if len({json.dumps(f.get(p), sort_keys=True) for f in flat}) > 1]
+        paths = varying or paths
+    return [", ".join(f"{p}={json.dumps(f.get(p))}" for p in paths) for f in flat]
+
+
+def stats_cell(stats: dict[str, Any] | None) -> str:
+    """A metric column of a group: ``mean ± CI half-width (n)``; the value alone for one member (n = 1,
+    no interval), ``-`` without any value."""
+    if not stats or not stats.get("n") or stats.get("mean") is None:
+        return "-"
+    mean = stats["mean"]
+    if stats.get("ci_high") is None:
+        return f"{mean:.4g} (n={stats['n']})"
+    return f"{mean:.4g} ± {stats['ci_high'] - mean:.2g} (n={stats['n']})"
+
+
+def _print_groups(groups: list[Any], columns: list[str]) -> None:
+    cells = group_cells([g["key"] for g in groups])
+    width = max([len("group"), *(len(c) for c in cells)])
+    widths = [max(len(c), 22) for c in columns]
+    click.echo(
+        f"{'group':<{width}}  {'n':>4}  "
+        + "  ".join(f"{c:<{w}}" for c, w in zip(columns, widths, strict=True))
+    )
+    for g, cell in zip(groups, cells, strict=True):
+        metrics_ = g.get("metrics") or {}
+        values = "  ".join(
+            f"{stats_cell(metrics_.get(c)):<{w}}" for c, w in zip(columns, widths, strict=True)
+        )
+        click.echo(f"{cell:<{width}}  {g['n']:>4}  {values}".rstrip())
 
 
 def eta_cell(eta_at: str | None, now: datetime) -> str:

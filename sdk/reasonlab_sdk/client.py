@@ -473,12 +473,22 @@ class ReasonLabClient:
         order: Literal["asc", "desc"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        group_by: str | Sequence[str] | None = None,
+        metrics: str | Sequence[str] | None = None,
     ) -> api.RunPage:
         """One page ``{"items", "next_cursor"}``; ``q`` a query-language filter (docs/api.md, Query
         language); ``sort`` any query-language field (``params.lr``, ``max(metrics.acc)``) or
-        ``metric:<key>``."""
+        ``metric:<key>``.
+
+        Seed groups: ``group_by`` (fields such as ``["params.method", "params.lambda"]``, or ``"default"``:
+        every spec field except seed) answers ``groups`` instead of ``items``: per group its ``key``, ``n``,
+        ``run_ids`` and, per column of ``metrics`` (``["max(metrics.acc)", "best(metrics.loss)"]``), n,
+        mean, std, the 95% Student-t ``ci_low``/``ci_high``, min and max; ``sort`` is then a group field,
+        ``n``, ``metric-mean:<column>`` or ``created_at``."""
         result: api.RunPage = self._get(
             "/runs",
+            group_by=group_by if group_by is None or isinstance(group_by, str) else ",".join(group_by),
+            metrics=metrics if metrics is None or isinstance(metrics, str) else ",".join(metrics),
             experiment_id=experiment_id,
             status=status,
             kind=kind,

@@ -312,3 +312,65 @@ def test_migration_backfills_group_key(database_url: str, home: Path) -> None:
     assert "ix_runs_project_group_key" in indexes
     command.downgrade(config, "0017")
     command.upgrade(config, "head")
+
+
+def _sdk(api: Api) -> Any:
+    """The SDK's client, its requests answered by the test's API."""
+    import httpx
+
+    from reasonlab_sdk.client import ReasonLabClient
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        res = api.client.request(
+            request.method, request.url.path, params=request.url.params, headers=dict(request.headers)
+        )
+        return httpx.Response(res.status_code, content=res.content, headers=res.headers)
+
+    return ReasonLabClient("http://testserver", api.admin_token, transport=httpx.MockTransport(forward))
+
+
+def test_sdk_and_cli_list_groups(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import cli.client as cli_client
+    from cli.main import main
+
+    s = _seed(api)
+    page = _sdk(api).list_runs(
+        project="default", group_by=["params.train.lr"], metrics=["metrics.acc"], sort="params.train.lr"
+    )
+    assert page["items"] == [] and [g["n"] for g in (page["groups"] or [])] == [1, 5, 5]
+    _check((page["groups"] or [])[1]["metrics"]["metrics.acc"], ACC_A)
+    monkeypatch.setattr(cli_client, "_client", lambda *_: _sdk(api))
+    where = "params.train.lr < 0.2"
+    out = CliRunner().invoke(
+        main,
+        [
+            *("runs", "list", "--project", "default", "--where", where, "--group-by", "default"),
+            *("--metric", "metrics.acc", "--sort", "n"),
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    header, *rows = out.output.splitlines()
+    assert header.split()[:3] == ["group", "n", "metrics.acc"]
+    mean_a = statistics.fmean(ACC_A)
+    half_a = T975[4] * statistics.stdev(ACC_A) / math.sqrt(5)
+    mean_b = statistics.fmean([0.52, 0.58, 0.55])
+    half_b = T975[2] * statistics.stdev([0.52, 0.58, 0.55]) / math.sqrt(3)
+    assert sorted(row.split() for row in rows) == sorted(
+        [
+            ["train.lr=0.1", "5", f"{mean_a:.4g}", "±", f"{half_a:.2g}", "(n=5)"],
+            ["train.lr=0.01", "5", f"{mean_b:.4g}", "±", f"{half_b:.2g}", "(n=3)"],
+        ]
+    ), out.output
+    # the lone run: its value alone, no interval
+    out = CliRunner().invoke(
+        main,
+        ["runs", "list", "--where", f"id = {s['lone']}", "--group-by", "default", "--metric", "metrics.acc"],
+    )
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[1].split()[-3:] == ["1", "0.8", "(n=1)"]
+    out = CliRunner().invoke(main, ["runs", "list", "--metric", "metrics.acc"])
+    assert out.exit_code != 0 and "--group-by" in out.output
+    out = CliRunner().invoke(main, ["runs", "list", "--group-by", "colour"])
+    assert out.exit_code != 0 and "colour" in out.output
