@@ -6,7 +6,7 @@
 // and expands to its runs. The whole state is the URL's (lib/viewState.ts): a reload or a shared link
 // reproduces it, and Save view saves it.
 import { Group, MultiSelect, Select, Stack, Text, Title, UnstyledButton } from '@mantine/core';
-import { useQueries } from '@tanstack/react-query';
+import { useQueries, type UseQueryResult } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link } from 'react-router';
@@ -62,6 +62,11 @@ function fromChooser(value: string, widths: ReadonlyMap<string, number | null>):
   return { field, aggregate, width: widths.get(value) ?? null };
 }
 
+/** Expanded groups' members by group id: a module-level combine, so the map stays the same object while no answer changes. */
+function combineMembers(results: UseQueryResult<readonly [string, Run[]]>[]): Map<string, Run[]> {
+  return new Map(results.flatMap((r) => (r.data ? [r.data] : [])));
+}
+
 function RunCell({ run, column, aggregates }: { run: Run; column: ViewColumn; aggregates: Map<number, RunGroup['metrics']> | undefined }) {
   if (isMetricField(column.field)) {
     const agg = column.aggregate ?? 'last';
@@ -105,7 +110,7 @@ export function RunsPage() {
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
   const groupList = useMemo(() => (grouped ? (pages?.pages ?? []).flatMap((p) => p.groups ?? []) : []), [grouped, pages]);
   const labels = useMemo(() => groupLabels(groupList), [groupList]);
-  const memberQueries = useQueries({
+  const members = useQueries({
     queries: groupList
       .map((g) => JSON.stringify(g.key))
       .filter((id) => expanded.has(id))
@@ -119,8 +124,8 @@ export function RunsPage() {
             ),
         };
       }),
+    combine: combineMembers,
   });
-  const members = new Map(memberQueries.flatMap((mq) => (mq.data ? [mq.data] : [])));
 
   const rows: Row[] = useMemo(() => {
     if (!grouped) return (pages?.pages ?? []).flatMap((p) => p.items.map((run): Row => ({ type: 'run', run, member: false })));
@@ -129,9 +134,7 @@ export function RunsPage() {
       const head: Row = { type: 'group', group, label: labels[i] ?? '', id };
       return expanded.has(id) ? [head, ...(members.get(id) ?? []).map((run): Row => ({ type: 'run', run, member: true }))] : [head];
     });
-    // members is rebuilt each render from the cached queries; its content is what matters
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [grouped, pages, groupList, labels, expanded, JSON.stringify([...members.keys()])]);
+  }, [grouped, pages, groupList, labels, expanded, members]);
 
   const loadedRuns = useMemo(() => rows.flatMap((r) => (r.type === 'run' ? [r.run] : [])), [rows]);
   const discovery = useMemo(() => (runs.data?.pages ?? []).flatMap((p) => p.items), [runs.data]);
