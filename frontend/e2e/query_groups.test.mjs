@@ -25,6 +25,7 @@ let platform;
 let browser;
 let page;
 let viewId;
+const finals = new Map(); // run id -> its final loss
 
 function meanCi(values) {
   const n = values.length;
@@ -41,6 +42,7 @@ async function postFinals(experiment) {
     const final = FINAL[run.spec.train.lr][SEEDS.indexOf(run.spec.seed)];
     const points = Array.from({ length: 6 }, (_, step) => ({ key: KEY, step, value: final + 0.5 - 0.1 * step }));
     await platform.api(`/runs/${r.id}/metrics`, { method: 'POST', body: { points } });
+    finals.set(r.id, final);
   }
 }
 
@@ -111,6 +113,22 @@ describe('query and seed groups in the project runs table', { timeout: 300_000 }
     await page.waitForURL((u) => new URL(u).searchParams.get('q') === QUERY);
     await page.getByTestId('runs-loaded').filter({ hasText: '7 runs' }).waitFor({ timeout: 20_000 });
     assert.equal(await error.count(), 0);
+
+    // a max column: each run's own largest loss (its first point, final + 0.5), and a server sort on it
+    const url = new URL(page.url());
+    url.searchParams.set('cols', 'id,metrics.loss:max');
+    url.searchParams.set('sort', '-metrics.loss:max');
+    await page.goto(url.toString());
+    const cells = page.locator('[data-testid="project-runs"] [data-run-id] [data-value]');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="project-runs"] [data-run-id] [data-value]')].filter((c) => c.getAttribute('data-value') !== '').length === 7, null, { timeout: 20_000 });
+    const shown = await page.locator('[data-testid="project-runs"] [data-run-id]').evaluateAll((rows) =>
+      rows.map((r) => [Number(r.getAttribute('data-run-id')), Number(r.querySelector('[data-value]').getAttribute('data-value'))]),
+    );
+    assert.equal(await cells.count(), 7);
+    for (const [id, value] of shown) assert.ok(Math.abs(value - (finals.get(id) + 0.5)) < 1e-9, `run ${id}: ${value}`);
+    const values = shown.map(([, v]) => v);
+    assert.deepEqual(values, [...values].sort((a, b) => b - a), 'sorted by max(loss), descending');
+    await page.goto(`${platform.url}/runs?${new URLSearchParams({ q: QUERY })}`);
   });
 
   it('groups by every spec field but seed: n, mean and Student-t CI as the test computes them', async () => {
