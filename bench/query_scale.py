@@ -9,7 +9,7 @@ Setup (made and removed by this script): a fresh Postgres database ``rl_bench_qu
 migrated as the app migrates (``backend.bootstrap.migrate``: alembic), the admin, a project ``scale`` with
 three members (alice, bob, carol) and an API token of alice's (a member: the requests go through the
 member's project check, as a user's do). The rows are written in SQL (``INSERT ... SELECT
-generate_series``, never the ORM), in one session seeded with ``setseed`` so two runs seed the same data:
+generate_series``, never the ORM), in one session seeded with ``setseed`` (statuses from a hash of the ids) so two runs seed the same data:
 
 - experiments: kinds smoe_sraven (2 in 5), carma, reasonformer, skillmix; specs as the kinds nest them
   (``lr``, ``model.n_experts``, ``model.d_model``, ``top_k``, ``lambda``, ``steps``); authors alice, bob,
@@ -135,9 +135,9 @@ SELECT e.id, e.project_id, e.kind, i,
 FROM experiments e
 CROSS JOIN generate_series(0, %(per)s - 1) AS i
 JOIN bench_configs c ON c.experiment_id = e.id AND c.h = i / 5,
-LATERAL (SELECT CASE WHEN r < 0.85 THEN 'succeeded' WHEN r < 0.92 THEN 'failed' WHEN r < 0.94 THEN 'cancelled'
-                     WHEN r < 0.97 THEN 'running' ELSE 'queued' END AS status
-         FROM (SELECT random() + 0 * i AS r) AS x) AS s,
+LATERAL (SELECT CASE WHEN r < 850 THEN 'succeeded' WHEN r < 920 THEN 'failed' WHEN r < 940 THEN 'cancelled'
+                     WHEN r < 970 THEN 'running' ELSE 'queued' END AS status
+         FROM (SELECT (e.id::bigint * 7919 + i * 104729) %% 1000 AS r) AS x) AS s,
 LATERAL (SELECT CASE WHEN s.status <> 'queued' THEN e.created_at + interval '1 minute' END AS st) AS t
 WHERE e.project_id = %(project)s
 ORDER BY e.id, i
