@@ -1,7 +1,8 @@
 import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useRef } from 'react';
 import { api, unwrap } from '../api/client';
-import type { Experiment, Run } from '../api/types';
+import type { operations } from '../api/schema';
+import type { Experiment, RunPage } from '../api/types';
 import type { RunGroup } from '../lib/runsQuery';
 
 // The project-wide runs table and the experiments list, paged on the server (issue 25): cursor pages of
@@ -20,16 +21,10 @@ export interface RunsRequest {
   metrics?: string | null;
 }
 
-interface RunsAnswer {
-  items: Run[];
-  next_cursor: string | null;
-  /** with group_by (GET /runs' RunGroup shape) */
-  groups?: RunGroup[] | null;
-}
 
 /** GET /runs's query for one page: the view's q, sort and grouping, without the empty ones. */
-export function runsQueryParams(req: RunsRequest, cursor: string | null, limit = RUNS_PAGE): Record<string, string | number> {
-  const out: Record<string, string | number> = { project: req.project, limit };
+export function runsQueryParams(req: RunsRequest, cursor: string | null, limit = RUNS_PAGE): RunsQuery {
+  const out: RunsQuery = { project: req.project, limit };
   if (req.q) out.q = req.q;
   if (req.sort) out.sort = req.sort;
   if (req.order) out.order = req.order;
@@ -39,9 +34,10 @@ export function runsQueryParams(req: RunsRequest, cursor: string | null, limit =
   return out;
 }
 
-function fetchRuns(query: Record<string, string | number>): Promise<RunsAnswer> {
-  // group_by and metrics are GET /runs' grouping (the generated client types them once regenerated)
-  return unwrap(api.GET('/api/v1/runs', { params: { query: query as never } })) as Promise<RunsAnswer>;
+type RunsQuery = NonNullable<operations['runs-list']['parameters']['query']>;
+
+function fetchRuns(query: RunsQuery): Promise<RunPage> {
+  return unwrap(api.GET('/api/v1/runs', { params: { query } }));
 }
 
 /** The runs (or groups) of a project matching the view, page after page as the table asks for more. */

@@ -2,27 +2,14 @@
 // (lib/viewState.ts) asks of GET /api/v1/runs and GET /api/v1/experiments — `q`, `sort`/`order`,
 // `group_by`, `metrics` — and how their answers show: the columns a page offers, a run's cell, a group's
 // "mean ± half-CI" cell, and a query's 422 with its position. Pure functions, tested in runsQuery.test.ts.
+import type { components } from '../api/schema';
 import { flatten, formatValue, isPlainObject } from './dotted';
 import { DEFAULT_GROUP, type Aggregate, type ViewColumn, type ViewSort, type ViewState } from './viewState';
 
 /** One metric column of a group (GET /runs?group_by=...: RunGroup.metrics[column]); ci null when n < 2. */
-export interface MetricStats {
-  n: number;
-  mean: number | null;
-  std: number | null;
-  ci_low: number | null;
-  ci_high: number | null;
-  min: number | null;
-  max: number | null;
-}
-/** A group of runs (GET /runs?group_by=...: RunPage.groups[]). */
-export interface RunGroup {
-  key: Record<string, unknown>;
-  n: number;
-  /** at most 100, ascending */
-  run_ids: number[];
-  metrics: Record<string, MetricStats>;
-}
+export type MetricStats = components['schemas']['MetricStats'];
+/** A group of runs (GET /runs?group_by=...: RunPage.groups[]): key, n, run_ids (at most 100), metrics. */
+export type RunGroup = components['schemas']['RunGroup'];
 
 /** The run fields a column may show besides params.<path> and metrics.<key>. */
 export const RUN_FIELDS = ['id', 'name', 'kind', 'status', 'experiment', 'created'] as const;
