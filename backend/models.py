@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
     true,
 )
 from sqlalchemy.engine import Dialect
@@ -102,6 +103,15 @@ class Experiment(Base):
     author: Mapped[User | None] = relationship()
     project: Mapped[Project] = relationship()
 
+    __table_args__ = (
+        # a page sorted by name (backend/query ``order``: name IS NULL, name, id) read in index order
+        # (migration 0019)
+        Index("ix_experiments_project_name", "project_id", text("(name IS NULL)"), text("name"), "id"),
+        Index(
+            "ix_experiments_project_name_desc", "project_id", text("(name IS NULL)"), text("name DESC"), "id"
+        ),
+    )
+
 
 class Run(Base):
     __tablename__ = "runs"
@@ -155,6 +165,10 @@ class Run(Base):
 
     __table_args__ = (
         Index("ix_runs_project_group_key", "project_id", "group_key"),
+        # a page sorted by name (backend/query ``order``: name IS NULL, name, id) read in index order
+        # (migration 0019)
+        Index("ix_runs_project_name", "project_id", text("(name IS NULL)"), text("name"), "id"),
+        Index("ix_runs_project_name_desc", "project_id", text("(name IS NULL)"), text("name DESC"), "id"),
         Index("ix_runs_status_dispatched", "status", "dispatched"),
         Index("ix_runs_status_heartbeat", "status", "heartbeat_at"),
         # the runs table's fingerprint (count, sum of ids, sum of table_rev) read from the index alone
