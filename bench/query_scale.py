@@ -3,13 +3,15 @@ on Postgres, filtered, sorted and grouped first pages through the API. Goal: < 1
 
     .venv/bin/python bench/query_scale.py                    # 100,000 experiments, 1,000,000 runs
     .venv/bin/python bench/query_scale.py --scale 0.01       # 1,000 experiments, 10,000 runs (a minute)
-    .venv/bin/python bench/query_scale.py --keep --explain   # keep the database; EXPLAIN ANALYZE each query
+    .venv/bin/python bench/query_scale.py --keep             # keep the seeded database (its name is printed)
+    .venv/bin/python bench/query_scale.py --database NAME    # measure a kept database again (migrated to head)
 
-Setup (made and removed by this script): a fresh Postgres database ``rl_bench_query_<what>_<pid>``
+Setup (made and removed by this script): a fresh Postgres database ``rl_bench_query_scale_<pid>``
 migrated as the app migrates (``backend.bootstrap.migrate``: alembic), the admin, a project ``scale`` with
 three members (alice, bob, carol) and an API token of alice's (a member: the requests go through the
 member's project check, as a user's do). The rows are written in SQL (``INSERT ... SELECT
-generate_series``, never the ORM), in one session seeded with ``setseed`` (statuses from a hash of the ids) so two runs seed the same data:
+generate_series``, never the ORM; statuses from a hash of the ids, values from ``random()`` after
+``setseed``), so two runs seed the same data:
 
 - experiments: kinds smoe_sraven (2 in 5), carma, reasonformer, skillmix; specs as the kinds nest them
   (``lr``, ``model.n_experts``, ``model.d_model``, ``top_k``, ``lambda``, ``steps``); authors alice, bob,
@@ -21,7 +23,7 @@ generate_series``, never the ORM), in one session seeded with ``setseed`` (statu
   keeps them: the last value lies between the series' smallest and largest), 1 in 3 also ``val/acc``.
   (The point series, ``metric``, are not seeded: no list or group reads them.)
 
-Then ``ANALYZE``, uvicorn (one process, as ``reasonlab up`` runs it) on a free port, and per request one
+Then ``VACUUM ANALYZE``, uvicorn (one process, as ``reasonlab up`` runs it) on a free port, and per request one
 warm-up then --repeats timed calls (httpx keep-alive from this process): p50, p99, and p50 / 150 ms.
 A request that answers anything but 200, or no rows, fails the bench. The grouped request is measured
 when ``GET /runs`` has ``group_by`` (its OpenAPI parameters say so); otherwise the bench says it is not.
@@ -49,12 +51,13 @@ from _common import (
     ROOT,
     Resources,
     drop_database,
+    free_port,
     machine,
     pg_url,
     quantile,
     reasonlab_env,
-    start_api,
     table,
+    wait_http,
 )
 
 GOAL_MS = 150.0
@@ -62,21 +65,26 @@ EXPERIMENTS = 100_000
 RUNS_PER_EXPERIMENT = 10
 
 _USERS = """
-import json
-from backend.auth import service
-from backend.bootstrap import session_for
-from backend.models import Membership
+import json, sys
+from backend.auth import repository, service
+from backend.bootstrap import ensure_admin, migrate, session_for
 from backend.projects import service as projects
 from backend.settings import Settings
-with session_for(Settings()) as session:
+settings = Settings()
+migrate(settings)  # alembic upgrade head, as the app does at start
+with session_for(settings) as session:
+    if sys.argv[1] == "fresh":
+        session.close()
+        ensure_admin(settings)
+        project = projects.get_or_create_project(session, "scale", "bench/query_scale.py")
+        for i, name in enumerate(("alice", "bob", "carol")):
+            service.create_user(session, name, "Qx7-bench-pw-" + str(i) + "-zebra", project="scale")
     project = projects.get_or_create_project(session, "scale", "bench/query_scale.py")
-    ids = []
-    for name in ("alice", "bob", "carol"):
-        user = service.create_user(session, name, "Qx7-bench-pw-" + str(len(ids)) + "-zebra", project="scale")
-        ids.append(user.id)
-    _, token = service.create_token(session, session.get(type(user), ids[0]), "bench")
+    names = ("alice", "bob", "carol")
+    users = [repository.user_by_name(session, n) for n in names]
+    _, token = service.create_token(session, users[0], "bench")
     session.commit()
-    print(json.dumps({"project": project.id, "users": ids, "token": token}))
+    print(json.dumps({"project": project.id, "users": [u.id for u in users], "token": token}))
 """
 
 SEED_EXPERIMENTS = """
@@ -293,6 +301,17 @@ def timed(client: httpx.Client, path: str, params: dict[str, Any], repeats: int)
     return times, rows
 
 
+def serve(res: Resources, env: dict[str, str]) -> str:
+    """uvicorn (one process, as ``reasonlab up`` runs the API) on a free port: its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [PYTHON, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--log-level", "warning", "--no-access-log"]
+    proc = res.process("api", argv, {**env, "REASONLAB_API_URL": url})
+    wait_http(f"{url}/api/v1/health", proc, what="ReasonLab API")
+    return url
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -301,31 +320,46 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--limit", type=int, default=50, help="rows a page")
     ap.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
+    ap.add_argument(
+        "--database", help="measure a database an earlier --keep run seeded (migrated to head first; kept)"
+    )
     ap.add_argument("--json", type=Path, help="also write the figures here (JSON)")
     args = ap.parse_args()
     n_exp = max(10, round(EXPERIMENTS * args.scale))
     print(f"machine: {machine()}")
     print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
     with Resources("query") as res:
-        db = f"rl_bench_query_scale_{os.getpid()}"
-        with psycopg.connect(pg_url("postgres", "postgresql"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{db}"')
-        print(f"database {db}" + (" (kept: --keep)" if args.keep else " (dropped at the end)"))
-        if not args.keep:
-            res.callback(drop_database, db)
+        if args.database:
+            db = args.database
+            print(f"database {db} (reused, not dropped)")
+        else:
+            db = f"rl_bench_query_scale_{os.getpid()}"
+            with psycopg.connect(pg_url("postgres", "postgresql"), autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{db}"')
+            print(f"database {db}" + (" (kept: --keep)" if args.keep else " (dropped at the end)"))
+            if not args.keep:
+                res.callback(drop_database, db)
         env = reasonlab_env(res, db)
-        api = start_api(res, env)  # migrates (alembic, as the app does) and makes the admin
-        out = subprocess.run([PYTHON, "-c", _USERS], env=env, cwd=ROOT, capture_output=True, text=True)
+        what = "reuse" if args.database else "fresh"
+        out = subprocess.run([PYTHON, "-c", _USERS, what], env=env, cwd=ROOT, capture_output=True, text=True)
         if out.returncode != 0:
-            raise RuntimeError(f"users failed:\n{out.stderr[-3000:]}")
+            raise RuntimeError(f"migrate/users failed:\n{out.stderr[-3000:]}")
         made = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"seeding {n_exp:,} experiments, {n_exp * RUNS_PER_EXPERIMENT:,} runs", flush=True)
-        seed(db, made["project"], made["users"], n_exp)
-        grouped = has_group_by(api.url)
+        if args.database:
+            with psycopg.connect(pg_url(db, "postgresql")) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM experiments WHERE project_id = %s", (made["project"],)
+                )
+                n_exp = int(row.fetchone()[0])  # type: ignore[index]
+        else:
+            print(f"seeding {n_exp:,} experiments, {n_exp * RUNS_PER_EXPERIMENT:,} runs", flush=True)
+            seed(db, made["project"], made["users"], n_exp)
+        api_url = serve(res, env)
+        grouped = has_group_by(api_url)
         headers = {"Authorization": f"Bearer {made['token']}"}
         results = []
-        with httpx.Client(base_url=api.url + "/api/v1", headers=headers, timeout=300) as client:
+        with httpx.Client(base_url=api_url + "/api/v1", headers=headers, timeout=300) as client:
             for label, path, params in cases(grouped):
                 params = {**params, "project": "scale", "limit": args.limit}
                 times, rows = timed(client, path, params, args.repeats)
