@@ -58,6 +58,7 @@ export function ExperimentsPage() {
           error={experiments.error}
           sent={q}
           testId="experiments-search"
+          example='kind = "carma" and runs > 3 and created > now - 7d'
           width={520}
         />
       </Group>

@@ -26,9 +26,11 @@ interface Props {
   placeholder?: string;
   testId: string;
   width?: number | string;
+  /** an expression the hint shows as an example */
+  example?: string;
 }
 
-export function QueryBox({ value, onChange, error, sent, label = 'Query', placeholder, testId, width = '100%' }: Props) {
+export function QueryBox({ value, onChange, error, sent, label = 'Query', placeholder, testId, width = '100%', example = 'kind = "carma" and max(metrics.acc) > 0.9' }: Props) {
   const problem = isApiError(error, 422) ? queryProblem(error.errors, error.detail) : null;
   const caret = problem && sent !== null ? caretLines(sent, problem.position) : null;
   return (
@@ -58,7 +60,7 @@ export function QueryBox({ value, onChange, error, sent, label = 'Query', placeh
         <Text size="xs" c="dimmed" data-testid={`${testId}-hint`}>
           {isPlainSearch(value)
             ? `searching for ${effectiveQuery(value)} (write an expression to filter on other fields)`
-            : 'the query language: fields, operators (= != < <= > >= in contains exists missing), and / or / not, e.g. kind = "carma" and max(metrics.acc) > 0.9'}
+            : `the query language: fields, operators (= != < <= > >= in contains exists missing), and / or / not, e.g. ${example}`}
         </Text>
       )}
     </Stack>
