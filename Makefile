@@ -88,7 +88,7 @@ CHECK_MARKERS := not slow and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/lint-imports
-	@# one pytest per core (pytest-xdist is not in the lock): the backend's output is shown once it ends
+	@# one pytest per core: the backend's output is shown once it ends
 	@log=$$(mktemp); \
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
