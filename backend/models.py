@@ -169,6 +169,7 @@ class Run(Base):
         # (migration 0019)
         Index("ix_runs_project_name", "project_id", text("(name IS NULL)"), text("name"), "id"),
         Index("ix_runs_project_name_desc", "project_id", text("(name IS NULL)"), text("name DESC"), "id"),
+        Index("ix_runs_project_created", "project_id", "created_at"),
         Index("ix_runs_status_dispatched", "status", "dispatched"),
         Index("ix_runs_status_heartbeat", "status", "heartbeat_at"),
         # the runs table's fingerprint (count, sum of ids, sum of table_rev) read from the index alone

@@ -256,7 +256,18 @@ def cases(grouped: bool) -> list[tuple[str, str, dict[str, Any]]]:
     if grouped:
         out.append(
             (
-                "grouped (default: spec but seed), acc + loss",
+                "grouped last day's carma, acc + loss",
+                runs,
+                {
+                    "q": 'kind = "carma" and created > now - 1d',
+                    "group_by": "default",
+                    "metrics": "metrics.acc,max(metrics.acc),metrics.loss",
+                },
+            )
+        )
+        out.append(
+            (
+                "grouped carma lambda 0.2 (5% of runs)",
                 runs,
                 {
                     "q": 'kind = "carma" and params.lambda = 0.2',
