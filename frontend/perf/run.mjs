@@ -6,6 +6,8 @@
 //     the page fetched before its first API request and before its metrics request (bytes, as parsed)
 //   experiment page, 10,000 runs: time to interactive (rows drawn), scroll smoothness (frame times while
 //     scrolling the virtualised table end to end), time to re-sort by a metric
+//   project runs page (/runs), the same runs: a filtered page sorted by a metric on the server, first row
+//     drawn; the seed groups (group=*, the loss column's mean and CI), first group drawn
 //
 // Not a test: figures are reported, not asserted (goal: each under 1 s on this machine).
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -116,6 +118,26 @@ async function measureExperimentPage(page, platform, experimentId) {
   return { interactive, interactiveCpu, interactiveInPage, sort, jsBeforeFirstApi: js.jsBeforeFirstApi, jsTotal: js.jsTotal, table, ...scroll };
 }
 
+/** /runs from its URL: a query sorted by a metric (a server page), then the seed groups; navigation to
+ *  the second frame after the first row (group) with its data is drawn, in the page. */
+async function measureRunsPage(page, platform) {
+  const time = async (search, selector) => {
+    const t0 = Date.now();
+    await page.goto(`${platform.url}/runs?${search}`);
+    await page.waitForSelector(selector, { timeout: 60_000 });
+    const inPage = await page.evaluate(
+      () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now())))),
+    );
+    return { harness: Date.now() - t0, inPage };
+  };
+  const filtered = await time(
+    new URLSearchParams({ q: 'params.train.lr = 0.1 and metrics.loss < 0.5', cols: 'id,status,params.train.lr,metrics.loss', sort: '-metrics.loss' }).toString(),
+    '[data-testid="project-runs"] [data-run-id] [data-value]:not([data-value=""])',
+  );
+  const grouped = await time(new URLSearchParams({ cols: 'metrics.loss,metrics.acc', group: '*' }).toString(), '[data-testid="group-metric"][data-mean]:not([data-mean=""])');
+  return { filtered, grouped };
+}
+
 /** The API's share: the downsampled query alone, timed from node (median of REPEAT). */
 async function measureApi(platform, runId, range) {
   const time = async (query) => {
@@ -156,6 +178,7 @@ try {
   console.log(`seeded (metric ingest ${big.ingestSeconds.toFixed(1)} s)`);
   const runTimes = [];
   const expTimes = [];
+  const runsTimes = [];
   for (let i = 0; i < REPEAT; i++) {
     const page = await signedInPage(browser, platform, DRAWN);
     runTimes.push(await measureRunPage(page, platform, big.runId));
@@ -163,6 +186,9 @@ try {
     const page2 = await signedInPage(browser, platform, DRAWN);
     expTimes.push(await measureExperimentPage(page2, platform, many.experimentId));
     await page2.close();
+    const page3 = await signedInPage(browser, platform, DRAWN);
+    runsTimes.push(await measureRunsPage(page3, platform));
+    await page3.close();
   }
   const apiTimes = await measureApi(platform, big.runId, runTimes[0].range);
   const results = {
@@ -197,6 +223,13 @@ try {
       rowsInDom: expTimes[0].rowsInDom,
       all: expTimes,
     },
+    runsPage: {
+      filteredSortedInPageMs: median(runsTimes.map((r) => r.filtered.inPage)),
+      filteredSortedMs: median(runsTimes.map((r) => r.filtered.harness)),
+      groupedInPageMs: median(runsTimes.map((r) => r.grouped.inPage)),
+      groupedMs: median(runsTimes.map((r) => r.grouped.harness)),
+      all: runsTimes,
+    },
   };
   const t = expTimes.map((r) => r.table).filter(Boolean);
   const tableAt = t.length ? `${ms(median(t.map((x) => x.start)))} / ${ms(median(t.map((x) => x.end)))} (${kb(t[0].bytes)}, ${kb(t[0].wire)} on the wire)` : 'not seen';
@@ -217,6 +250,8 @@ try {
 | of which the runs' request (GET .../runs-table): started / answered after navigation | ${tableAt} |
 | experiment page, each load in order, in the page / runs table answered (the first builds the runs table; later loads get it kept, unchanged) | ${expTimes.map((r) => `${ms(r.interactiveInPage)} / ${r.table ? ms(r.table.end) : '-'}`).join(', ')} |
 | experiment page: re-sort by a metric | ${ms(results.experimentPage.sortMs)} |
+| runs page (/runs, ${RUNS.toLocaleString()} runs): a query sorted by loss (descending, on the server), first row drawn, in the page / from the harness | ${ms(results.runsPage.filteredSortedInPageMs)} / ${ms(results.runsPage.filteredSortedMs)} |
+| runs page: seed groups (every spec field but seed; loss and acc mean and CI), first group drawn, in the page / from the harness | ${ms(results.runsPage.groupedInPageMs)} / ${ms(results.runsPage.groupedMs)} |
 | experiment page: scroll, mean / p95 frame | ${results.experimentPage.meanFrameMs.toFixed(1)} / ${results.experimentPage.p95FrameMs.toFixed(1)} ms (${results.experimentPage.longFrames} frames > 50 ms; ${results.experimentPage.rowsInDom} rows in the DOM) |
 
 the browser's CPU slowed down ${SLOWDOWN}x (PERF_CPU_SLOWDOWN; 1: not slowed)
