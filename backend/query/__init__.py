@@ -16,8 +16,9 @@ Public interface (everything else in the package is private):
   422 for it (``loc: ["query", param]``).
 - ``RUNS``, ``EXPERIMENTS``, ``EXAMPLES`` (a run's per-example rows: ``idx``, ``key``, ``data.<path>``): the
   entities; ``entity.field_names()`` lists their fields.
-- ``group_field(entity, text, dialect) -> GroupField`` and ``metric_value(entity, text, dialect)``: a field
-  as GROUP BY columns and a metric column as a run's value (``backend.query.groups``; seed groups).
+- ``group_field(entity, text, dialect) -> GroupField`` and ``metric_column(entity, text, dialect) ->
+  MetricColumn``: a field as GROUP BY columns and a metric column to aggregate (``backend.query.groups``;
+  seed groups).
 
 The language: ``field op value`` tests (``= != < <= > >=``, ``in (v, ...)``, ``not in (...)``,
 ``contains v``, postfix ``exists`` / ``missing``) joined by ``not`` > ``and`` > ``or`` (that precedence)
@@ -54,7 +55,7 @@ from backend.query.compiler import (
     result_fields,
     sort_keys,
 )
-from backend.query.groups import GroupField, group_field, metric_value
+from backend.query.groups import GroupField, MetricColumn, group_field, metric_column
 from backend.query.nodes import Expr, Field
 from backend.query.parser import QueryError, parse, parse_field
 
@@ -100,12 +101,13 @@ __all__ = [
     "Expr",
     "Field",
     "GroupField",
+    "MetricColumn",
     "QueryError",
     "directions",
     "group_field",
     "invalid",
+    "metric_column",
     "metric_sort",
-    "metric_value",
     "order",
     "parse",
     "parse_field",

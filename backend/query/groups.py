@@ -1,18 +1,20 @@
 """The query language's fields as GROUP BY columns and as per-run metric values (issue 25: seed groups,
 ``GET /runs?group_by=&metrics=``; the grouped query itself is backend/runs/groups.py).
 
-A group field compiles to one or more SQL columns over ``Run`` (``columns``) and a ``decode`` that turns
-their values in a result row back into the field's value for the group's key:
+A group field compiles to SQL columns over ``Run`` (``columns``, computed once per run), a ``decode`` that
+turns their values in a result row back into the field's value for the group's key, and ``order``: the
+ORDER BY keys of a group from its grouped columns.
 
 - plain fields (``status``, ``kind``, ``name``, ``created``, ``experiment`` (its id), ...): the column;
-- ``params.<path>``: the JSON type, its text and its number, and the JSON text of an object or array, so
-  ``4``, ``"4"`` and ``true`` are three groups on both databases; a JSON null and an absent path are one
-  group (value None). A number comes back as an int when it is integral;
+- ``params.<path>``: the value's JSON text (one extraction per run; ``->`` on SQLite, ``json_extract_path``
+  on Postgres), so ``4``, ``"4"`` and ``true`` are three groups; a JSON null and a missing path are one
+  group (None). The key is the JSON value as stored in the spec; groups sort by number, then string;
 - ``metrics.<key>`` (and its aggregates), ``results.<name>``: their sort values.
 
-Tags (a set) cannot be grouped by. ``metric_value`` is a run's value of a metric column (``metrics.acc``,
-``max(metrics.acc)``, ``best(metrics.loss)``): NULL when the run has none or its value is not finite
-(the metric tables store non-finite values as NULL), so SQL's COUNT/SUM/MIN/MAX skip it.
+Tags (a set) cannot be grouped by. ``metric_column`` is a metric column (``metrics.acc``,
+``max(metrics.acc)``, ``best(metrics.loss)``): the caller outer-joins ``metric_latest`` on (run, key) and
+``pick`` reads the run's value, NULL when it has none or it is not finite (the metric tables store
+non-finite values as NULL), so SQL's COUNT/SUM/MIN/MAX skip it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, case, func, literal
+from sqlalchemy import JSON, Float, String, Text, case, cast, func, literal
 
 from backend.db import utcnow
-from backend.query.compiler import Context, Entity, _Json, _Kind, _Membership, sort_keys
+from backend.query.compiler import Context, Entity, _Json, _Kind, _Membership, directions, sort_keys
 from backend.query.nodes import Field
 from backend.query.parser import QueryError, parse_field
 
@@ -38,34 +40,32 @@ class GroupField:
     text: str
     columns: list[Any]
     decode: Callable[[Sequence[Any]], Any]
-    # the columns to ORDER BY (a subset of ``columns``, by index), numbers before strings for params
-    order: list[int]
+    # the ORDER BY keys of a group from its grouped columns (params: numbers, then strings, then the rest)
+    order: Callable[[list[Any]], list[Any]]
 
 
-def _json_columns(kind: _Json, f: Field, ctx: Context) -> GroupField:
-    typeof, string, number = kind._parts(f, ctx)
+def _json_column(kind: _Json, f: Field, ctx: Context) -> GroupField:
+    """One column per row: the value's JSON text at the path (one extraction per run), NULL for a JSON null
+    or a missing path; sorted (per group) by number, then string, then the text."""
     if ctx.dialect == "postgresql":
-        raw = func.json_extract_path_text(kind.column, *[literal(p, String) for p in f.path])
+        node = func.json_extract_path(kind.column, *[literal(p, String) for p in f.path])
+        raw: Any = func.nullif(cast(node, Text), "null")
     else:
         path = literal("$" + "".join('."' + p.replace('"', '""') + '"' for p in f.path), String)
-        raw = func.json_extract(kind.column, path)
-    structured = case((typeof.in_(["object", "array"]), raw))
-    group_type = case((typeof != "null", typeof))  # a JSON null and a missing path: one group
+        raw = func.nullif(kind.column.op("->")(path), "null")
+
+    def order(gs: list[Any]) -> list[Any]:
+        g = gs[0]
+        if ctx.dialect == "postgresql":
+            typeof = func.json_typeof(cast(g, JSON))
+            return [case((typeof == "number", cast(g, Float))), case((typeof == "string", g)), g]
+        typeof = func.json_type(g)
+        return [case((typeof.in_(["integer", "real"]), cast(g, Float))), case((typeof == "text", g)), g]
 
     def decode(values: Sequence[Any]) -> Any:
-        t, s, n, r = values
-        if t == "number" and n is not None:
-            x = float(n)
-            return int(x) if x.is_integer() and abs(x) < 2**53 else x
-        if t == "string":
-            return s
-        if t in ("true", "false"):
-            return t == "true"
-        if t in ("object", "array") and r is not None:
-            return json.loads(r)
-        return None
+        return None if values[0] is None else json.loads(values[0])
 
-    return GroupField(f.text, [group_type, string, number, structured], decode, [2, 1, 0])
+    return GroupField(f.text, [raw], decode, order)
 
 
 def group_field(entity: Entity, text: str, dialect: str) -> GroupField:
@@ -75,7 +75,7 @@ def group_field(entity: Entity, text: str, dialect: str) -> GroupField:
     kind = entity.kind_of(f)
     ctx = Context(dialect, utcnow())
     if isinstance(kind, _Json):
-        return _json_columns(kind, f, ctx)
+        return _json_column(kind, f, ctx)
     if isinstance(kind, _Membership) or type(kind).sort is _Kind.sort:
         raise QueryError(f"{f.text} cannot be grouped by ({kind.what})", f.pos)
     columns = sort_keys(entity, f, ctx)
@@ -83,21 +83,45 @@ def group_field(entity: Entity, text: str, dialect: str) -> GroupField:
     def first(values: Sequence[Any]) -> Any:
         return next((v for v in values if v is not None), None)
 
-    return GroupField(f.text, columns, first, list(range(len(columns))))
+    return GroupField(f.text, columns, first, lambda gs: gs)
 
 
-def metric_value(entity: Entity, text: str, dialect: str) -> Any:
-    """A run's value of the metric column ``text`` (``metrics.<key>`` with any aggregate) as a correlated
-    scalar (NULL: none, or not finite); QueryError for a field that is not a metric."""
+@dataclass(frozen=True)
+class MetricColumn:
+    """A metric column: the series ``key`` and ``pick(row, kind)``, the run's value from its
+    ``metric_latest`` row of that key (an alias joined by the caller) and the run's kind column."""
+
+    text: str
+    key: str
+    pick: Callable[[Any, Any], Any]
+
+
+def metric_column(entity: Entity, text: str, dialect: str) -> MetricColumn:
+    """The metric column ``text`` (``metrics.<key>`` with any aggregate); QueryError for a field that is
+    not a metric, or ``best`` of a key no kind declares a direction for."""
     f = parse_field(text.strip())
     if f.name != "metrics" or not f.path:
         raise QueryError(
             f"{f.text} is not a metric column: use metrics.<key>, min(...), max(...), last(...) or best(...)",
             f.pos,
         )
-    entity.kind_of(f)
-    (column,) = sort_keys(entity, f, Context(dialect, utcnow()))
-    return column
+    sort_keys(entity, f, Context(dialect, utcnow()))  # the language's checks (best without a direction)
+    key = f.path[0]
+    agg = f.aggregate or "last"
+    if agg != "best":
+        name = {"last": "value", "min": "vmin", "max": "vmax"}[agg]
+        return MetricColumn(f.text, key, lambda row, kind: getattr(row, name))
+    lower, upper = directions(key)
+
+    def best(row: Any, kind: Any) -> Any:
+        whens = []
+        if lower:
+            whens.append((kind.in_(lower), row.vmin))
+        if upper:
+            whens.append((kind.in_(upper), row.vmax))
+        return case(*whens)
+
+    return MetricColumn(f.text, key, best)
 
 
-__all__ = ["GroupField", "group_field", "metric_value"]
+__all__ = ["GroupField", "MetricColumn", "group_field", "metric_column"]

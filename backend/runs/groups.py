@@ -22,11 +22,11 @@ from typing import Any
 
 from scipy.stats import t as student_t
 from sqlalchemy import Select, and_, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from backend import query
 from backend.http.errors import Invalid
-from backend.models import Run
+from backend.models import MetricLatest, Run
 from backend.runs.group_key import without_seed
 from backend.runs.schemas import MetricStats, RunGroup
 
@@ -118,20 +118,23 @@ def page(
     if len(columns) > MAX_METRICS:
         raise _bad("metrics", f"at most {MAX_METRICS} metric columns")
     try:
-        values = [query.metric_value(query.RUNS, c, dialect) for c in columns]
+        metric_columns = [query.metric_column(query.RUNS, c, dialect) for c in columns]
     except query.QueryError as exc:
         raise query.invalid(exc, "metrics") from None
 
     group_exprs = [Run.group_key] if default else [c for f in fields for c in f.columns]
-    per_run = stmt.with_only_columns(
+    joined = stmt
+    values: list[Any] = []
+    # one outer join of metric_latest per column: a hash join, not a subquery per run
+    for j, metric in enumerate(metric_columns):
+        latest = aliased(MetricLatest, name=f"ml{j}")
+        joined = joined.outerjoin(latest, and_(latest.run_id == Run.id, latest.key == metric.key))
+        values.append(metric.pick(latest, Run.kind))
+    inner = joined.with_only_columns(
         Run.id.label("rid"),
         *(c.label(f"g{i}") for i, c in enumerate(group_exprs)),
         *(v.label(f"m{j}") for j, v in enumerate(values)),
-    )
-    # OFFSET 0 keeps the per-run row a subquery of its own: flattened into the grouped query, each metric's
-    # correlated lookup ran once per aggregate over it (6 a metric a run, 5.2 s for 50,000 runs and 3
-    # metrics at 1,000,000 runs; 1.1 s so, bench/query_scale.py); the rows are the same
-    inner = per_run.offset(0).subquery()
+    ).subquery()
     gcols = [inner.c[f"g{i}"] for i in range(len(group_exprs))]
     first = func.min(inner.c.rid)
     count = func.count()
@@ -156,7 +159,7 @@ def page(
         base = 0
         for f in fields:
             if f.text == sort.strip():
-                by = [gcols[base + i] for i in f.order]
+                by = f.order(gcols[base : base + len(f.columns)])
                 break
             base += len(f.columns)
     elif default and sort == "default":
@@ -183,7 +186,7 @@ def page(
     rows = rows[:limit]
     k = len(gcols)
     keys = [tuple(row[:k]) for row in rows]
-    members = _members(session, inner, gcols, keys)
+    members = _members(session, stmt, group_exprs, keys, default)
     specs: dict[int, dict[str, Any]] = {}
     if default and rows:
         firsts = [row[k + 1] for row in rows]
@@ -211,18 +214,51 @@ def _float(value: Any) -> float | None:
 
 
 def _members(
-    session: Session, inner: Any, gcols: list[Any], keys: Sequence[tuple[Any, ...]]
+    session: Session,
+    stmt: Select[Any],
+    group_exprs: list[Any],
+    keys: Sequence[tuple[Any, ...]],
+    default: bool,
 ) -> dict[tuple[Any, ...], list[int]]:
-    """The first ``MEMBERS`` run ids of each group of ``keys``, ascending."""
+    """The first ``MEMBERS`` run ids of each group of ``keys``, ascending: the filtered runs' group
+    columns computed once per run (a MATERIALIZED CTE: matching them against the page's keys must not
+    recompute a JSON extraction per key), narrowed by the first column's values, numbered per group."""
     out: dict[tuple[Any, ...], list[int]] = {}
+    if not keys:
+        return out
+    if default:  # one column, indexed with the project: nothing to compute per run
+        wanted = [key[0] for key in keys if key[0] is not None]
+        match: Any = Run.group_key.in_(wanted)
+        if len(wanted) < len(keys):
+            match = or_(match, Run.group_key.is_(None))
+        rank = func.row_number().over(partition_by=Run.group_key, order_by=Run.id).label("rn")
+        ranked = (
+            stmt.with_only_columns(Run.id.label("rid"), Run.group_key.label("g0"), rank)
+            .where(match)
+            .subquery()
+        )
+        query_ = select(ranked.c.rid, ranked.c.g0).where(ranked.c.rn <= MEMBERS).order_by(ranked.c.rid)
+        for rid, g in session.execute(query_):
+            out.setdefault((g,), []).append(int(rid))
+        return out
+    per_run = (
+        stmt.with_only_columns(Run.id.label("rid"), *(c.label(f"g{i}") for i, c in enumerate(group_exprs)))
+        .cte("per_run")
+        .prefix_with("MATERIALIZED")
+    )
+    gcols = [per_run.c[f"g{i}"] for i in range(len(group_exprs))]
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
-        number = func.row_number().over(partition_by=gcols, order_by=inner.c.rid).label("rn")
+        firsts = {key[0] for key in chunk}
+        narrow: Any = gcols[0].in_([v for v in firsts if v is not None])
+        if None in firsts:
+            narrow = or_(narrow, gcols[0].is_(None))
         match = or_(
             *(and_(*(c.is_not_distinct_from(v) for c, v in zip(gcols, key, strict=True))) for key in chunk)
         )
-        numbered = select(inner.c.rid, *gcols, number).where(match).subquery()
-        ncols = [numbered.c[c.name] for c in gcols]
+        number = func.row_number().over(partition_by=gcols, order_by=per_run.c.rid).label("rn")
+        numbered = select(per_run.c.rid, *gcols, number).where(narrow, match).subquery()
+        ncols = [numbered.c[f"g{i}"] for i in range(len(gcols))]
         rows = session.execute(
             select(numbered.c.rid, *ncols).where(numbered.c.rn <= MEMBERS).order_by(numbered.c.rid)
         ).all()

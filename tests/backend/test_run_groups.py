@@ -139,6 +139,14 @@ def test_group_by_explicit_fields(api: Api) -> None:
     keys = [g["key"] for g in body["groups"]]
     assert len(keys) == 11 and {"params.train.lr": 0.5, "params.seed": 0} in keys
     assert {"params.train.lr": 0.01, "params.seed": 3} in keys and all(g["n"] == 1 for g in body["groups"])
+    # a string and an object of the spec, as stored
+    body = _groups(api, project="default", group_by="params.kind")
+    assert [(g["key"], g["n"]) for g in body["groups"]] == [({"params.kind": "diagnostic"}, 11)]
+    body = _groups(api, project="default", group_by="params.train", sort="n", order="asc")
+    assert [g["n"] for g in body["groups"]] == [1, 5, 5]
+    with session_scope(session_factory(get_engine(api.settings.database_url))) as session:
+        train = session.get(Run, s["lone"]).spec["train"]  # type: ignore[union-attr]
+    assert body["groups"][0]["key"] == {"params.train": train} and train["lr"] == 0.5
     # a path no spec has: one group, the value None
     body = _groups(api, project="default", group_by="params.nothing.here")
     assert [(g["key"], g["n"]) for g in body["groups"]] == [({"params.nothing.here": None}, 11)]
