@@ -369,7 +369,7 @@ def main() -> int:
         api_url = serve(res, env)
         grouped = has_group_by(api_url)
         headers = {"Authorization": f"Bearer {made['token']}"}
-        results = []
+        results: list[dict[str, Any]] = []
         with httpx.Client(base_url=api_url + "/api/v1", headers=headers, timeout=300) as client:
             for label, path, params in cases(grouped):
                 params = {**params, "project": "scale", "limit": args.limit}

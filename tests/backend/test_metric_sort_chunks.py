@@ -22,10 +22,10 @@ def test_a_filtered_metric_sort_walks_the_index_in_chunks(api: Api, monkeypatch:
     seeds = {r["id"]: r["spec"]["seed"] for r in runs}
     values = (0.5, 0.5, 0.25, None, 0.5, 0.75, 0.25, 0.5, None, 0.75)
     acc: dict[int, float | None] = dict(zip(ids, values, strict=True))
-    for run_id, value in acc.items():
-        if value is None and seeds[run_id] == 8:
+    for run_id, v in acc.items():
+        if v is None and seeds[run_id] == 8:
             continue  # no series at all (seed 3's is a NaN point)
-        body = {"points": [{"key": "acc", "step": 1, "value": value if value is not None else "NaN"}]}
+        body = {"points": [{"key": "acc", "step": 1, "value": v if v is not None else "NaN"}]}
         res = api.client.post(f"/api/v1/runs/{run_id}/metrics", json=body, headers=api.h())
         assert res.status_code == 200, res.text
     kept = {1, 2, 3, 4, 7, 8, 9}  # the filter drops seeds 0, 5, 6: a 0.5, a 0.75 and a 0.25
