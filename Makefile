@@ -9,7 +9,7 @@ HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
 
-.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf chromium nginx clean
+.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -121,6 +121,11 @@ e2e: venv offline frontend-build chromium
 # browser timings (run page with 1,000,000 points, experiment page with 2,000 runs); not part of `make test`
 perf: venv frontend-build chromium
 	cd frontend && npm run perf
+
+# the project runs page on a seeded Postgres project of 1,000,000 runs (bench/perf_scale_db.py, ~5 min of
+# seeding; PERF_SCALE_KEEP=1 keeps the database reasonlab_perf_scale for the next run); not part of `make test`
+perf-scale: venv frontend-build chromium
+	cd frontend && npm run perf:scale
 
 test: lint pytest frontend-test e2e
 
