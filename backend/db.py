@@ -66,7 +66,12 @@ def make_engine(url: str) -> Engine:
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # JIT off: the app's queries are short OLTP reads and writes (a page, a group, a claim); Postgres's JIT
+    # compiles a plan it guesses costly (a grouped query over many runs), which costs more than it saves
+    # here (about a third of a grouped request at 50,000 runs: docs/benchmarks.md, Query language at scale)
+    return create_engine(
+        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"options": "-c jit=off"}
+    )
 
 
 @lru_cache(maxsize=8)
