@@ -22,7 +22,7 @@ function NavItem({ to, children }: { to: string; children: string }) {
 }
 
 function ProjectProvider({ children }: { children: React.ReactNode }) {
-  const [name, setProject] = useLocalStorage({ key: 'reasonlab.project', defaultValue: DEFAULT_PROJECT });
+  const [name, setProject] = useLocalStorage({ key: 'reasonlab.project', defaultValue: DEFAULT_PROJECT, getInitialValueInEffect: false });
   const { data: projects } = useProjects();
   const { data: me } = useMe();
   const id = projects?.find((p) => p.name === name)?.id ?? me?.memberships.find((m) => m.project === name)?.project_id;
