@@ -27,6 +27,8 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
 from backend.models import Experiment, ExperimentTag, MetricLatest, Result, Run, RunExample, RunTag, User
@@ -211,6 +213,9 @@ class _Membership(_Kind):
         return self.has(lambda tag: true())
 
 
+_PG = postgresql.dialect()
+
+
 class _Json(_Kind):
     """A value at a path of a JSON column (a spec): compared as a number, a string or a boolean by the
     literal's type, and only with stored values of that JSON type (no cast of text to a number can fail)."""
@@ -219,15 +224,19 @@ class _Json(_Kind):
 
     def __init__(self, column: Any) -> None:
         self.column = column
+        # jsonb on Postgres (runs.spec, experiments.spec: migration 0020) takes the jsonb_* functions, a
+        # path lookup in the stored binary value; a json column (text) is re-parsed by each json_* call
+        self.prefix = "jsonb" if isinstance(column.type.dialect_impl(_PG), JSONB) else "json"
 
     def _parts(self, f: Field, ctx: Context) -> tuple[Any, Any, Any]:
         """``(json type, text value, numeric value)``: the type named the same on both databases
         (``number``, ``string``, ``true``, ``false``, ``null``, ``object``, ``array``; NULL: absent)."""
         if ctx.dialect == "postgresql":
             args = [literal(p, String) for p in f.path]
-            node = func.json_extract_path(self.column, *args)
-            typeof = func.json_typeof(node)
-            text_ = func.json_extract_path_text(self.column, *args)
+            fn = getattr(func, self.prefix + "_extract_path")
+            node = fn(self.column, *args)
+            typeof = getattr(func, self.prefix + "_typeof")(node)
+            text_ = getattr(func, self.prefix + "_extract_path_text")(self.column, *args)
             kind = case(
                 (typeof == "boolean", case((text_ == "true", "true"), else_="false")),
                 else_=typeof,

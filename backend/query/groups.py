@@ -6,9 +6,10 @@ turns their values in a result row back into the field's value for the group's k
 ORDER BY keys of a group from its grouped columns.
 
 - plain fields (``status``, ``kind``, ``name``, ``created``, ``experiment`` (its id), ...): the column;
-- ``params.<path>``: the value's JSON text (one extraction per run; ``->`` on SQLite, ``json_extract_path``
-  on Postgres), so ``4``, ``"4"`` and ``true`` are three groups; a JSON null and a missing path are one
-  group (None). The key is the JSON value as stored in the spec; groups sort by number, then string;
+- ``params.<path>``: the value's JSON text (one extraction per run; ``->`` on SQLite,
+  ``jsonb_extract_path`` on Postgres's jsonb specs), so ``4``, ``"4"`` and ``true`` are three groups; a JSON
+  null and a missing path are one group (None). The key is the JSON value as stored in the spec; groups
+  sort by number, then string;
 - ``metrics.<key>`` (and its aggregates), ``results.<name>``: their sort values.
 
 Tags (a set) cannot be grouped by. ``metric_column`` is a metric column (``metrics.acc``,
@@ -48,7 +49,9 @@ def _json_column(kind: _Json, f: Field, ctx: Context) -> GroupField:
     """One column per row: the value's JSON text at the path (one extraction per run), NULL for a JSON null
     or a missing path; sorted (per group) by number, then string, then the text."""
     if ctx.dialect == "postgresql":
-        node = func.json_extract_path(kind.column, *[literal(p, String) for p in f.path])
+        node = getattr(func, kind.prefix + "_extract_path")(
+            kind.column, *[literal(p, String) for p in f.path]
+        )
         raw: Any = func.nullif(cast(node, Text), "null")
     else:
         path = literal("$" + "".join('."' + p.replace('"', '""') + '"' for p in f.path), String)
