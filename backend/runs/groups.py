@@ -125,10 +125,14 @@ def page(
     group_exprs = [Run.group_key] if default else [c for f in fields for c in f.columns]
     joined = stmt
     values: list[Any] = []
-    # one outer join of metric_latest per column: a hash join, not a subquery per run
-    for j, metric in enumerate(metric_columns):
-        latest = aliased(MetricLatest, name=f"ml{j}")
-        joined = joined.outerjoin(latest, and_(latest.run_id == Run.id, latest.key == metric.key))
+    # one outer join of metric_latest per metric key (not per column: ``metrics.acc`` and ``max(metrics.acc)``
+    # read one row), a hash join, not a subquery per run
+    latest_of: dict[str, Any] = {}
+    for metric in metric_columns:
+        latest = latest_of.get(metric.key)
+        if latest is None:
+            latest = latest_of[metric.key] = aliased(MetricLatest, name=f"ml{len(latest_of)}")
+            joined = joined.outerjoin(latest, and_(latest.run_id == Run.id, latest.key == metric.key))
         values.append(metric.pick(latest, Run.kind))
     inner = joined.with_only_columns(
         Run.id.label("rid"),
