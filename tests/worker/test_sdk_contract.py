@@ -68,7 +68,9 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "metric_keys": lambda c: c.metric_keys(1),
     "post_results": lambda c: c.post_results(1, "diagnostic", {"final_loss": 1.0}, attempt=1),
     "get_results": lambda c: c.get_results(1),
-    "post_examples": lambda c: c.post_examples(1, "gradings", [{"idx": 0, "key": "a", "data": {}}], attempt=1),
+    "post_examples": lambda c: c.post_examples(
+        1, "gradings", [{"idx": 0, "key": "a", "data": {}}], attempt=1
+    ),
     "example_tables": lambda c: c.example_tables(1),
     "get_examples": lambda c: c.get_examples(1, "gradings", cursor="abc", limit=10),
     "diff_examples": lambda c: c.diff_examples(1, 2, "gradings"),
