@@ -64,8 +64,11 @@ describe('seed groups on the compare page', { timeout: 300_000 }, () => {
   });
 
   it('groups the seeds: 2 groups of n = 3 with the mean and 95% CI of the final loss', async () => {
-    await page.getByLabel('Group seeds').check();
+    // the checkbox is controlled by the URL (group=*): the click navigates, and the box turns checked once
+    // the new URL renders (check() would fail when that render lands after its immediate re-read)
+    await page.getByLabel('Group seeds').click();
     await page.waitForURL((u) => new URL(u).searchParams.get('group') === '*');
+    await page.locator('input[data-testid="group-seeds"]:checked').waitFor();
     await page.getByTestId('group-count').filter({ hasText: '2 groups of 6 runs' }).waitFor();
     const rows = page.getByTestId('group-row');
     assert.equal(await rows.count(), 2);

@@ -1,4 +1,4 @@
-import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useRef } from 'react';
 import { api, unwrap } from '../api/client';
 import type { operations } from '../api/schema';
@@ -40,6 +40,19 @@ function fetchRuns(query: RunsQuery): Promise<RunPage> {
   return unwrap(api.GET('/api/v1/runs', { params: { query } }));
 }
 
+/**
+ * placeholderData that keeps the previous results while a new query of the SAME project loads (a new
+ * filter, sort or grouping keeps its rows on screen), but never across projects: after a switch the page
+ * shows its loading state, not the other project's rows under the new project's heading.
+ */
+function keepWithinProject<T>(project: string) {
+  return (previous: T | undefined, previousQuery?: { queryKey: readonly unknown[] }): T | undefined => {
+    const key = previousQuery?.queryKey;
+    const prevProject = key?.[2] && typeof key[2] === 'object' ? (key[2] as { project?: string }).project : key?.[2];
+    return prevProject === project ? previous : undefined;
+  };
+}
+
 /** The runs (or groups) of a project matching the view, page after page as the table asks for more. */
 export function useProjectRuns(req: RunsRequest, enabled = true) {
   return useInfiniteQuery({
@@ -48,7 +61,7 @@ export function useProjectRuns(req: RunsRequest, enabled = true) {
     queryFn: ({ pageParam }) => fetchRuns(runsQueryParams(req, pageParam)),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor,
-    placeholderData: keepPreviousData,
+    placeholderData: keepWithinProject(req.project),
     meta: { errorsInline: true },
     retry: false,
   });
@@ -68,7 +81,7 @@ export function useRunAggregates(project: string, ids: readonly number[], metric
       return out;
     },
     enabled: metrics !== null && ids.length > 0,
-    placeholderData: keepPreviousData,
+    placeholderData: keepWithinProject(project),
   });
 }
 
@@ -89,7 +102,7 @@ export function useExperimentsPages(req: ExperimentsRequest) {
       ),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor,
-    placeholderData: keepPreviousData,
+    placeholderData: keepWithinProject(req.project),
     // run counts move while runs run (every loaded page is asked again)
     refetchInterval: 5000,
     meta: { errorsInline: true },
