@@ -93,25 +93,29 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
       if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
       return text ? JSON.parse(text) : null;
     },
-    async stop() {
-      try {
-        process.kill(-proc.pid, 'SIGINT');
-      } catch {
-        /* already gone */
-      }
-      for (let i = 0; i < 200 && proc.exitCode === null; i++) await sleep(200);
-      if (proc.exitCode === null) {
-        try {
-          process.kill(-proc.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
-      proc.stdout.destroy();
-      proc.stderr.destroy();
-      rmSync(home, { recursive: true, force: true });
-    },
+    stop: () => stopPlatform(proc, home),
   };
+}
+
+/** Stop a `reasonlab up` started in its own process group (SIGINT: the workers give their runs back; SIGKILL
+ *  after `waitMs`), then remove its home. */
+export async function stopPlatform(proc, home, waitMs = 40_000) {
+  try {
+    process.kill(-proc.pid, 'SIGINT');
+  } catch {
+    /* already gone */
+  }
+  for (let i = 0; i < waitMs / 200 && proc.exitCode === null; i++) await sleep(200);
+  if (proc.exitCode === null) {
+    try {
+      process.kill(-proc.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  proc.stdout.destroy();
+  proc.stderr.destroy();
+  rmSync(home, { recursive: true, force: true });
 }
 
 export async function launchBrowser() {

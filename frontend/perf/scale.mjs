@@ -16,10 +16,10 @@
 // the MLflow mirror would copy a million runs. Not a test: figures are printed, with their ratio to the
 // 1 s goal, and written to test-output/perf/scale.json.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, launchBrowser, REASONLAB, ROOT } from '../e2e/harness.mjs';
+import { freePort, launchBrowser, REASONLAB, ROOT, stopPlatform } from '../e2e/harness.mjs';
 
 const GOAL_MS = 1000;
 const REPEAT = Number(process.env.PERF_REPEAT ?? 5);
@@ -115,24 +115,7 @@ async function startUp(databaseUrl) {
         return out;
       }
     },
-    async stop() {
-      try {
-        process.kill(-proc.pid, 'SIGINT');
-      } catch {
-        /* gone */
-      }
-      for (let i = 0; i < 150 && proc.exitCode === null; i++) await sleep(200);
-      if (proc.exitCode === null) {
-        try {
-          process.kill(-proc.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
-      proc.stdout.destroy();
-      proc.stderr.destroy();
-      rmSync(home, { recursive: true, force: true });
-    },
+    stop: () => stopPlatform(proc, home, 30_000),
   };
 }
 
