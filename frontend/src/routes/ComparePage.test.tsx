@@ -3,16 +3,15 @@
 // reads (the ECharts canvas left out: the chart's element carries what it draws). Ungrouped, the page is
 // one line per run; grouped (`group=*` in the URL, the checkbox writes it), it shows one row per seed group
 // with n and the mean ± 95% Student-t interval of the final values, and the group chart in the URL's mode.
-import { MantineProvider } from '@mantine/core';
-import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { createMemoryRouter, RouterProvider, useLocation } from 'react-router';
+import type { Root } from 'react-dom/client';
+import { createMemoryRouter, useLocation } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../api/auth';
 import { api } from '../api/client';
 import { makeQueryClient } from '../api/queryClient';
 import { installDomShims } from '../test/dom';
+import { mountRouter, until } from '../test/mount';
 import { ComparePage } from './ComparePage';
 
 vi.mock('../components/charts/EChart', () => ({ EChart: () => null }));
@@ -75,26 +74,9 @@ afterEach(() => {
 
 async function render(url: string) {
   const router = createMemoryRouter([{ path: '/compare', element: <><ComparePage /><Where /></> }], { initialEntries: [url] });
-  await act(async () => {
-    root = createRoot(container);
-    root.render(
-      <MantineProvider env="test">
-        <QueryClientProvider client={makeQueryClient()}>
-          <RouterProvider router={router} />
-        </QueryClientProvider>
-      </MantineProvider>,
-    );
-  });
+  root = await mountRouter(container, router, makeQueryClient());
 }
 
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 200; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 const all = (sel: string) => [...document.querySelectorAll<HTMLElement>(sel)];
 

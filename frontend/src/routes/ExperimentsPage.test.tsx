@@ -3,17 +3,15 @@
 // page of 50 and the next one by its cursor ("Load more"), the search box as the language's q (plain
 // words: a name search, said under the box), and a refused query's 422 under the box while the loaded
 // experiments stay.
-import { MantineProvider } from '@mantine/core';
-import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { createMemoryRouter, RouterProvider, useLocation } from 'react-router';
+import type { Root } from 'react-dom/client';
+import { createMemoryRouter, useLocation } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../api/auth';
 import { api } from '../api/client';
 import { makeQueryClient } from '../api/queryClient';
-import { ProjectContext } from '../hooks/projects';
 import { installDomShims } from '../test/dom';
+import { mountRouter, until } from '../test/mount';
 import { ExperimentsPage } from './ExperimentsPage';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -67,28 +65,9 @@ afterEach(() => {
 
 async function render(url: string) {
   const router = createMemoryRouter([{ path: '/', element: <><ExperimentsPage /><Where /></> }], { initialEntries: [url] });
-  await act(async () => {
-    root = createRoot(container);
-    root.render(
-      <MantineProvider env="test">
-        <QueryClientProvider client={makeQueryClient()}>
-          <ProjectContext.Provider value={{ id: 1, name: 'default', setProject: vi.fn() }}>
-            <RouterProvider router={router} />
-          </ProjectContext.Provider>
-        </QueryClientProvider>
-      </MantineProvider>,
-    );
-  });
+  root = await mountRouter(container, router, makeQueryClient(), { id: 1, name: 'default', setProject: vi.fn() });
 }
 
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 150; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 const rowIds = () => [...container.querySelectorAll('tr[data-experiment-id]')].map((r) => Number(r.getAttribute('data-experiment-id')));
 const testId = (id: string) => container.querySelector<HTMLElement>(`[data-testid="${id}"]`);

@@ -3,17 +3,16 @@
 // becomes the request (q, sort, group_by, metrics), group rows show n and "mean ± half-CI" (a group of
 // one its bare value), a refused query shows its 422 and position under the box while the last good rows
 // stay, and a header click writes the sort into the URL.
-import { MantineProvider } from '@mantine/core';
-import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
+import type { QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { createMemoryRouter, RouterProvider, useLocation } from 'react-router';
+import type { Root } from 'react-dom/client';
+import { createMemoryRouter, useLocation } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../api/auth';
 import { api } from '../api/client';
 import { makeQueryClient } from '../api/queryClient';
-import { ProjectContext } from '../hooks/projects';
 import { installDomShims } from '../test/dom';
+import { mountRouter, until } from '../test/mount';
 import { RunsPage } from './RunsPage';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -83,28 +82,9 @@ afterEach(() => {
 
 async function render(url: string) {
   const router = createMemoryRouter([{ path: '/runs', element: <><RunsPage /><Where /></> }], { initialEntries: [url] });
-  await act(async () => {
-    root = createRoot(container);
-    root.render(
-      <MantineProvider env="test">
-        <QueryClientProvider client={qc}>
-          <ProjectContext.Provider value={{ id: 1, name: 'default', setProject: vi.fn() }}>
-            <RouterProvider router={router} />
-          </ProjectContext.Provider>
-        </QueryClientProvider>
-      </MantineProvider>,
-    );
-  });
+  root = await mountRouter(container, router, qc, { id: 1, name: 'default', setProject: vi.fn() });
 }
 
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 150; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 const $$ = (sel: string) => [...container.querySelectorAll<HTMLElement>(sel)];
 

@@ -4,19 +4,18 @@
 // taken name on the name field; the sidebar lists the project's views and offers rename and delete only
 // where the API says the caller may; `/views/<id>` finds a view in any of the caller's projects, switches
 // to it and replaces itself with the view's page carrying its state.
-import { MantineProvider } from '@mantine/core';
-import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
+import type { QueryClient } from '@tanstack/react-query';
 import { act, type ReactNode } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { createMemoryRouter, RouterProvider, useLocation } from 'react-router';
+import type { Root } from 'react-dom/client';
+import { createMemoryRouter, useLocation } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../../api/auth';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { SavedView } from '../../api/types';
-import { ProjectContext } from '../../hooks/projects';
 import { SavedViewPage } from '../../routes/SavedViewPage';
 import { installDomShims } from '../../test/dom';
+import { mountRouter, until } from '../../test/mount';
 import { SavedViewsNav } from '../layout/SavedViewsNav';
 import { SaveViewButton } from './SaveViewButton';
 
@@ -116,28 +115,9 @@ async function render(element: ReactNode, url: string, path = '/') {
     ],
     { initialEntries: [url] },
   );
-  await act(async () => {
-    root = createRoot(container);
-    root.render(
-      <MantineProvider env="test">
-        <QueryClientProvider client={qc}>
-          <ProjectContext.Provider value={project}>
-            <RouterProvider router={router} />
-          </ProjectContext.Provider>
-        </QueryClientProvider>
-      </MantineProvider>,
-    );
-  });
+  root = await mountRouter(container, router, qc, project);
 }
 
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 100; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 const byTestId = (id: string) => document.querySelector<HTMLElement>(`[data-testid="${id}"]`);
 const button = (name: string) => [...document.querySelectorAll('button')].find((b) => (b.getAttribute('aria-label') ?? b.textContent?.trim()) === name);
