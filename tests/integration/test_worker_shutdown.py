@@ -509,7 +509,10 @@ def test_a_pool_process_keeps_its_own_interrupt_handler_through_billiards_reset(
 
         def after_fork(self) -> None:
             self.initializer()  # Celery's process_initializer: worker_process_init
-            os.kill(os.getpid(), sig)  # the worker's interrupt, right then
+            # the worker's interrupt, right then. A pool process has one thread after the fork, so the
+            # signal is aimed at this one: os.kill here would let the kernel hand it to another thread of
+            # the test process (pytest-xdist's), whose mask the pool process never had to set.
+            signal.pthread_kill(threading.get_ident(), sig)
             signal.signal(sig, lambda *_: seen.append("billiard"))  # reset_signals(full=True)
 
     class JobProcess(pool._JobProcessMixin, Billiard):
