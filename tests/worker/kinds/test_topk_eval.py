@@ -3,6 +3,7 @@ skill router, and the in-run demo."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ from worker.core.reasonformer.build import build_model
 from worker.core.reasonformer.config import ReasoningConfig
 from worker.core.reasonformer.data.synthetic import SkillSuite
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer
+from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds import get_kind
 from worker.kinds.reasonformer._parts import save_model
+from worker.kinds.smoe import topk_eval
 from worker.specs import manifests, result_class, spec_class
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
@@ -232,6 +235,33 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
     assert not one.higher_is_better and one.value != four.value and one.value > 1.0
     assert one.n is None  # a perplexity is no proportion: no interval
     assert one.extra["tokens"] > 100
+
+
+def test_hf_perplexity_posts_a_row_per_window_with_its_nll_at_every_k() -> None:
+    spec = TopkEvalSpec.model_validate(
+        {"target": "hf", "hf": {"model": "tiny-mixtral", "window": 48, "max_tokens": 200}, "eval_k": [1, 4]}
+    )
+    ctx = MemoryContext()
+    get_kind("topk_eval").run(spec, ctx)
+    one, four = points(ctx)
+    rows = ctx.examples["windows"]
+    ids = load_model("tiny-mixtral").tokenizer(SAMPLE_TEXT)["input_ids"][:200]
+    assert [(r["key"], r["window"], r["offset"], r["tokens"]) for r in rows] == [
+        (f"window-{n}", n, 48 * n, len(ids[48 * n : 48 * n + 48]) - 1) for n in range(5)
+    ]  # four of 48 tokens and the 8 left over
+    assert sum(r["tokens"] for r in rows) == one.extra["tokens"] == 4 * 47 + 7
+    tokenizer = load_model("tiny-mixtral").tokenizer
+    for r in rows:  # the window's decoded text, cut at 160 characters
+        whole = tokenizer.decode(ids[r["offset"] : r["offset"] + 48], skip_special_tokens=True)
+        assert len(r["text"]) <= topk_eval.PREVIEW_CHARS and r["text"]
+        assert r["text"] == whole or (r["text"].endswith("…") and whole.startswith(r["text"][:-1]))
+    assert rows[0]["text"].endswith("…") and rows[-1]["text"] == tokenizer.decode(ids[192:200])
+    for p in (one, four):  # the windows' NLLs, weighted by their tokens, are the run's
+        k = str(p.eval_k)
+        mean = sum(r["nll"][k] * r["tokens"] for r in rows) / sum(r["tokens"] for r in rows)
+        assert mean == pytest.approx(p.extra["nll"], rel=1e-9) and math.exp(mean) == pytest.approx(p.value)
+        assert all(r["perplexity"][k] == pytest.approx(math.exp(r["nll"][k])) for r in rows)
+    assert any(r["nll"]["1"] != r["nll"]["4"] for r in rows), "k' changed no window"
 
 
 def test_hf_model_split_over_cpu_and_disk_scores_what_the_single_device_model_scores(

@@ -32,6 +32,8 @@ class Perplexity:
     perplexity: float
     nll: float  # mean negative log-likelihood per predicted token (nats)
     tokens: int  # predicted tokens
+    # each window's mean NLL per predicted token (its len - 1 of them), in the order the windows came
+    window_nll: tuple[float, ...] = ()
 
 
 def perplexity(
@@ -40,26 +42,32 @@ def perplexity(
     """PPL = exp( (1/N) sum_t -log p(x_t | x_<t) ) over every token but each window's first (the usual
     definition, e.g. Jurafsky & Martin, Speech and Language Processing, 3rd ed., section 3.3, eq. 3.15;
     each window is an independent context). Windows of one length are batched; no padding is needed
-    because the shorter last window runs alone."""
+    because the shorter last window runs alone. Each window's own mean NLL comes back too
+    (``window_nll``): the total is their mean weighted by the windows' predicted tokens."""
     assert windows, "no window of at least 2 tokens: the text is too short"
-    by_length: dict[int, list[Sequence[int]]] = {}
-    for w in windows:
-        by_length.setdefault(len(w), []).append(w)
-    total_nll, total_tokens = 0.0, 0
+    by_length: dict[int, list[int]] = {}  # window length -> the windows' places
+    for n, w in enumerate(windows):
+        by_length.setdefault(len(w), []).append(n)
+    sums = [0.0] * len(windows)  # each window's summed NLL
     with torch.no_grad():
-        for length, group in by_length.items():
-            for i in range(0, len(group), batch_size):
-                ids = torch.tensor(group[i : i + batch_size], dtype=torch.long, device=device)  # [B, T]
+        for length, places in by_length.items():
+            for i in range(0, len(places), batch_size):
+                batch = places[i : i + batch_size]
+                ids = torch.tensor(
+                    [list(windows[n]) for n in batch], dtype=torch.long, device=device
+                )  # [B, T]
                 logits = model(input_ids=ids).logits.float()  # [B, T, V]
                 nll = nn.functional.cross_entropy(
                     logits[:, :-1].reshape(-1, logits.shape[-1]),  # [B*(T-1), V]
                     ids[:, 1:].reshape(-1),  # [B*(T-1)]
-                    reduction="sum",
-                )
-                total_nll += float(nll)
-                total_tokens += ids.shape[0] * (length - 1)
-    mean = total_nll / total_tokens
-    return Perplexity(perplexity=math.exp(mean), nll=mean, tokens=total_tokens)
+                    reduction="none",
+                ).view(len(batch), length - 1)  # [B, T-1]
+                for n, total in zip(batch, nll.sum(dim=1).tolist(), strict=True):
+                    sums[n] = float(total)
+    total_tokens = sum(len(w) - 1 for w in windows)
+    mean = sum(sums) / total_tokens
+    per_window = tuple(total / (len(w) - 1) for total, w in zip(sums, windows, strict=True))
+    return Perplexity(perplexity=math.exp(mean), nll=mean, tokens=total_tokens, window_nll=per_window)
 
 
 @dataclass(frozen=True)

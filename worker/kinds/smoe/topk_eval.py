@@ -4,11 +4,14 @@ section 2.1), through one knob that finds every router by class and attribute
 
 Metrics: ``{score}/train_k{k}`` at step k' (one line per train k; ``ood_acc/train_k{k}`` for SRAVEN).
 Result: one ``topk_eval_point`` per (train k, k'). In the ``{}`` demo the in-run SMoE trainings log their
-own curves under ``train/k{k}/...``.
+own curves under ``train/k{k}/...``. Per-example tables: ``items`` (a SRAVEN problem, choice item or
+ReasonFormer instance a row, its score at every k') and, for a perplexity, ``windows`` (a window a row,
+its NLL and perplexity at every k').
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -202,6 +205,37 @@ def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+PREVIEW_CHARS = 160  # a perplexity window's text in its example row
+
+
+def window_rows(
+    windows: list[list[int]],
+    window: int,
+    tokenizer: Any,
+    ks: list[int],
+    window_nll: dict[int, tuple[float, ...]],
+) -> list[dict[str, Any]]:
+    """The perplexity windows' table: a window a row, with where it starts in the text (tokens), the start
+    of its decoded text, the tokens it scores (all but its first) and its mean NLL and perplexity at every
+    k' (which windows get worse as k' drops). Windows are consecutive, ``window`` tokens each."""
+    rows = []
+    for n, ids in enumerate(windows):
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        nll = {str(k): window_nll[k][n] for k in ks}
+        rows.append(
+            {
+                "key": f"window-{n}",
+                "window": n,
+                "offset": n * window,
+                "text": text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
+                "tokens": len(ids) - 1,
+                "nll": nll,
+                "perplexity": {k: math.exp(v) for k, v in nll.items()},
+            }
+        )
+    return rows
+
+
 def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
     # the files the spec names, checked (inside the data store) before the model loads
     text_file = confine.data_file(h.text_path, "target.hf.text_path") if h.text_path is not None else None
@@ -246,6 +280,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
         except (OSError, ValueError) as exc:
             raise RunError(f"target.hf.choices_path: {exc}") from exc
     chosen: dict[int, list[int]] = {}  # per k', each choice item's chosen option
+    window_nll: dict[int, tuple[float, ...]] = {}  # per k', each perplexity window's mean NLL
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
@@ -253,6 +288,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             extra: dict[str, float] = {}
             if h.score == "perplexity":
                 p = perplexity(model, windows, h.batch_size, device)
+                window_nll[k] = p.window_nll
                 score, value, higher = "perplexity", p.perplexity, False
                 extra = {"nll": p.nll, "tokens": float(p.tokens)}
             else:
@@ -281,7 +317,9 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             )
         )
         ctx.progress(i + 1, len(ks), f"k'={k} {score} {value:.4g}")
-    if items:  # a choice item a row; perplexity's windows are one score, not examples
+    if windows:
+        ctx.log_examples("windows", window_rows(windows, h.window, tokenizer, ks, window_nll))
+    if items:  # a choice item a row
         ctx.log_examples(
             "items",
             [

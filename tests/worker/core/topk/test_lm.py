@@ -52,6 +52,10 @@ def test_perplexity_is_exp_of_the_mean_nll_computed_prefix_by_prefix() -> None:
     assert got.tokens == len(nlls) == 20
     assert got.nll == pytest.approx(sum(nlls) / len(nlls), rel=1e-5)
     assert got.perplexity == pytest.approx(math.exp(sum(nlls) / len(nlls)), rel=1e-5)
+    # each window's own mean, in the windows' order (the 7-token window ran in a batch of its own)
+    assert got.window_nll == pytest.approx(
+        [sum(nlls[:7]) / 7, sum(nlls[7:14]) / 7, sum(nlls[14:]) / 6], rel=1e-5
+    )
 
 
 def test_choice_log_likelihood_equals_each_choice_scored_alone() -> None:
