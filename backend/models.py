@@ -224,6 +224,8 @@ class MetricLatest(Base):
         Index("ix_metric_latest_key_value", "key", "value"),
         Index("ix_metric_latest_key_vmin", "key", "vmin"),
         Index("ix_metric_latest_key_vmax", "key", "vmax"),
+        # a run's values of a key without reading the table (seed groups' lookups; migration 0022)
+        Index("ix_metric_latest_run_values", "run_id", "key", postgresql_include=["value", "vmin", "vmax"]),
     )
 
 
@@ -493,3 +495,26 @@ class RunExampleTable(Base):
     table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
     rows: Mapped[int] = mapped_column(BigInteger, default=0)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class AutoIndex(Base):
+    """An index the platform built itself (Postgres only, backend/query/autoindex.py): a page of ``entity``
+    (``runs`` or ``experiments``) sorted by, or filtered on, the spec path ``path`` (``params.lr``) was slow
+    on a large table, so the path's sort index (``backend.query.sort_index_sql``) was created in the
+    background. At most ``Settings.auto_index_max`` rows: the least recently used index is dropped for a new
+    one. ``last_used_at``: the last request that sorted or filtered by the path (kept in memory by each API
+    process and written here every ``autoindex.FLUSH_SECONDS``)."""
+
+    __tablename__ = "auto_indexes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    entity: Mapped[str] = mapped_column(String(16))
+    path: Mapped[str] = mapped_column(String(500))
+    direction: Mapped[str] = mapped_column(String(4))  # asc | desc
+    index_name: Mapped[str] = mapped_column(String(63))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    last_used_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("entity", "path", "direction", name="uq_auto_indexes_path"),
+        UniqueConstraint("index_name", name="uq_auto_indexes_name"),
+    )

@@ -64,6 +64,21 @@ class Settings(SharedSettings):
     run_background_loops: bool = Field(
         True, description="dispatcher, reaper and MLflow mirror inside the API process"
     )
+    # Indexes the API builds itself for a slow params sort or filter (Postgres; backend/query/autoindex.py)
+    auto_index_max: int = Field(
+        8,
+        ge=0,
+        description="indexes the API may build on first use for params.<path> sorts and filters (Postgres),"
+        " at most; the least recently used is dropped for a new one; 0: none",
+    )
+    auto_index_after_ms: float = Field(
+        150.0, ge=0, description="a list request's SQL slower than this may build its params path's index"
+    )
+    auto_index_min_rows: int = Field(
+        20_000,
+        ge=0,
+        description="... and only when its table holds at least this many rows (the planner's estimate)",
+    )
     # The MLflow mirror (backend/mirror/): the API copies every run from the database into MLflow; workers
     # never talk to MLflow.
     mlflow_tracking_uri: str = Field("", description="default: sqlite MLflow store under home")

@@ -244,7 +244,7 @@ def cases(grouped: bool) -> list[tuple[str, str, dict[str, Any]]]:
             "acc threshold, by params.lr",
             runs,
             {"q": "max(metrics.acc) > 0.9", "sort": "params.lr", "order": "desc"},
-        ),
+        ),  # the API builds params.lr's index (desc) on this request: AUTO_INDEXED
         (
             "experiments carma lambda, by created",
             "/experiments",
@@ -277,6 +277,52 @@ def cases(grouped: bool) -> list[tuple[str, str, dict[str, Any]]]:
             )
         )
     return out
+
+
+# the requests whose params path the API indexes on first use (backend/query/autoindex.py): their label,
+# then (table, path) as auto_indexes records them
+AUTO_INDEXED = {
+    "acc threshold, by params.lr": ("runs", "params.lr"),
+    "grouped carma lambda 0.2 (5% of runs)": ("runs", "params.lambda"),
+}
+
+
+def auto_indexes(db: str) -> list[tuple[str, str, str, str]]:
+    """The indexes the API built itself: (table, path, direction, index name)."""
+    with psycopg.connect(pg_url(db, "postgresql")) as conn:
+        rows = conn.execute("SELECT entity, path, direction, index_name FROM auto_indexes ORDER BY id")
+        return [tuple(r) for r in rows.fetchall()]  # type: ignore[misc]
+
+
+def drop_auto_indexes(db: str) -> int:
+    """Remove what an earlier run's API built (a reused --database), so the first request is again the one
+    without the index: the number dropped."""
+    rows = auto_indexes(db)
+    with psycopg.connect(pg_url(db, "postgresql"), autocommit=True) as conn:
+        for _, _, _, name in rows:
+            conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')  # names: [a-z0-9_], the app's
+        conn.execute("DELETE FROM auto_indexes")
+    return len(rows)
+
+
+def first_and_build(
+    client: httpx.Client, db: str, path: str, params: dict[str, Any], entity: str, field: str, wait: float
+) -> dict[str, Any]:
+    """The first request of a case whose params path has no index yet (timed: the API answers it
+    without the index and queues the build), then the wait until ``auto_indexes`` records the index
+    (polled every 0.5 s, at most ``wait`` seconds)."""
+    t = time.perf_counter()
+    r = client.get(path, params=params)
+    first_ms = (time.perf_counter() - t) * 1000
+    if r.status_code != 200:
+        raise RuntimeError(f"GET {path} {params}: {r.status_code} {r.text[:500]}")
+    t = time.perf_counter()
+    name = None
+    while time.perf_counter() - t < wait and name is None:
+        name = next((n for e, p, _, n in auto_indexes(db) if (e, p) == (entity, field)), None)
+        if name is None:
+            time.sleep(0.5)
+    return {"first_ms": first_ms, "index": name, "built_after_s": time.perf_counter() - t}
 
 
 def has_group_by(api_url: str) -> bool:
@@ -335,6 +381,21 @@ def main() -> int:
         "--database", help="measure a database an earlier --keep run seeded (migrated to head first; kept)"
     )
     ap.add_argument("--json", type=Path, help="also write the figures here (JSON)")
+    ap.add_argument(
+        "--index-wait",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the API's own index of a params path after its first request",
+    )
+    ap.add_argument(
+        "--auto-index-after-ms",
+        type=float,
+        help="the API's REASONLAB_AUTO_INDEX_AFTER_MS (default: the app's, 150); 0 with "
+        "--auto-index-min-rows 0 makes a small seeded project build its indexes too (tests)",
+    )
+    ap.add_argument(
+        "--auto-index-min-rows", type=int, help="the API's REASONLAB_AUTO_INDEX_MIN_ROWS (20,000)"
+    )
     args = ap.parse_args()
     n_exp = max(10, round(EXPERIMENTS * args.scale))
     print(f"machine: {machine()}")
@@ -351,7 +412,12 @@ def main() -> int:
             print(f"database {db}" + (" (kept: --keep)" if args.keep else " (dropped at the end)"))
             if not args.keep:
                 res.callback(drop_database, db)
-        env = reasonlab_env(res, db)
+        extra = {}
+        if args.auto_index_after_ms is not None:
+            extra["REASONLAB_AUTO_INDEX_AFTER_MS"] = str(args.auto_index_after_ms)
+        if args.auto_index_min_rows is not None:
+            extra["REASONLAB_AUTO_INDEX_MIN_ROWS"] = str(args.auto_index_min_rows)
+        env = reasonlab_env(res, db, **extra)
         what = "reuse" if args.database else "fresh"
         out = subprocess.run([PYTHON, "-c", _USERS, what], env=env, cwd=ROOT, capture_output=True, text=True)
         if out.returncode != 0:
@@ -366,6 +432,9 @@ def main() -> int:
         else:
             print(f"seeding {n_exp:,} experiments, {n_exp * RUNS_PER_EXPERIMENT:,} runs", flush=True)
             seed(db, made["project"], made["users"], n_exp)
+        dropped = drop_auto_indexes(db)
+        if dropped:
+            print(f"dropped {dropped} index(es) the API had built in an earlier run (auto_indexes)")
         api_url = serve(res, env)
         grouped = has_group_by(api_url)
         headers = {"Authorization": f"Bearer {made['token']}"}
@@ -373,6 +442,20 @@ def main() -> int:
         with httpx.Client(base_url=api_url + "/api/v1", headers=headers, timeout=300) as client:
             for label, path, params in cases(grouped):
                 params = {**params, "project": "scale", "limit": args.limit}
+                built: dict[str, Any] = {}
+                if label in AUTO_INDEXED:
+                    entity, field = AUTO_INDEXED[label]
+                    built = first_and_build(client, db, path, params, entity, field, args.index_wait)
+                    print(
+                        f"  {label}: first request {built['first_ms']:.1f} ms (no index); "
+                        + (
+                            f"the API built {built['index']} {built['built_after_s']:.1f} s after it"
+                            if built["index"]
+                            else f"no index built within {built['built_after_s']:.0f} s (a table under "
+                            "auto_index_min_rows, or a request faster than auto_index_after_ms)"
+                        ),
+                        flush=True,
+                    )
                 times, rows = timed(client, path, params, args.repeats)
                 p50, p99 = quantile(times, 0.5), quantile(times, 0.99)
                 results.append(
@@ -383,6 +466,7 @@ def main() -> int:
                         "p50_ms": p50,
                         "p99_ms": p99,
                         "rows": rows,
+                        **built,
                     }
                 )
                 print(f"  {label}: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({rows} rows)", flush=True)
@@ -393,7 +477,7 @@ def main() -> int:
         )
         rows_out = [
             [
-                r["request"],
+                r["request"] + (" (after its auto index)" if r.get("index") else ""),
                 f"`{r['params'].get('q', '')}`",
                 f"{r['params'].get('sort', '')} {r['params'].get('order', 'desc')}".strip()
                 + (f", group_by={r['params']['group_by']}" if "group_by" in r["params"] else ""),
@@ -404,6 +488,17 @@ def main() -> int:
             for r in results
         ]
         print(table(["request", "q", "sort", "p50 ms", "p99 ms", "p50 / goal"], rows_out))
+        for r in results:
+            if "first_ms" in r:
+                print(
+                    f"{r['request']}: its first request {r['first_ms']:.1f} ms, answered without an index; "
+                    + (
+                        f"then the API built {r['index']} in the background ({r['built_after_s']:.1f} s), "
+                        "and the row above is measured after that"
+                        if r["index"]
+                        else "no index was built: the row above is without one"
+                    )
+                )
         if not grouped:
             print("grouped request: not measured (GET /runs has no group_by parameter in this build)")
         if args.json:

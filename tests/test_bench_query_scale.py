@@ -20,7 +20,23 @@ pytestmark = pytest.mark.postgres
 def test_query_scale_smoke(postgres_admin_url: str, tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     proc = subprocess.run(
-        [sys.executable, "bench/query_scale.py", "--scale", "0.001", "--repeats", "2", "--json", str(out)],
+        [
+            sys.executable,
+            "bench/query_scale.py",
+            "--scale",
+            "0.001",
+            "--repeats",
+            "2",
+            "--json",
+            str(out),
+            # every request counts as slow and the tables as large: the API builds its params indexes
+            "--auto-index-after-ms",
+            "0",
+            "--auto-index-min-rows",
+            "0",
+            "--index-wait",
+            "120",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -35,6 +51,11 @@ def test_query_scale_smoke(postgres_admin_url: str, tmp_path: Path) -> None:
     for r in figures["results"]:
         assert r["rows"] > 0, r
         assert 0 < r["p50_ms"] <= r["p99_ms"], r
+    built = {r["request"]: r for r in figures["results"] if "first_ms" in r}
+    assert set(built) == {"acc threshold, by params.lr", "grouped carma lambda 0.2 (5% of runs)"}
+    assert built["acc threshold, by params.lr"]["index"].startswith("ix_runs_sort_lr_")
+    assert built["grouped carma lambda 0.2 (5% of runs)"]["index"].startswith("ix_runs_sort_lambda_")
+    assert "the row above is measured after that" in proc.stdout
     assert "| request" in proc.stdout and "p50 / goal" in proc.stdout
     names = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("database ")]
     assert len(names) == 1 and names[0].startswith("rl_bench_query_scale_"), proc.stdout[-2000:]

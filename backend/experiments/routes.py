@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
@@ -25,6 +26,7 @@ from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
+from backend.query import autoindex
 from backend.runs import attempts
 from backend.runs.schemas import RunPublic
 from common.runs import RunStatus
@@ -113,6 +115,7 @@ def preview_experiment(
 def list_experiments(
     principal: PrincipalDep,
     session: SessionDep,
+    settings: SettingsDep,
     project: str | None = None,
     kind: str | None = None,
     q: Annotated[
@@ -150,6 +153,7 @@ def list_experiments(
     except query.QueryError as exc:
         raise query.invalid(exc, "q") from None
     desc = order == "desc"
+    started = time.perf_counter()
     if sort in ("created", "created_at", "id"):  # ids grow with creation: a keyset page
         after = cursor.decode_int(cursor_, "id")
         items = repository.page(session, project_ids, kind, limit + 1, after, condition, desc)
@@ -162,6 +166,10 @@ def list_experiments(
         offset = cursor.decode_int(cursor_, "offset") or 0
         items = repository.page_ordered(session, project_ids, kind, condition, ordering, offset, limit + 1)
         next_cursor = cursor.encode({"offset": offset + limit}) if len(items) > limit else None
+    # a slow params sort or filter on a large table: its index, built in the background (Postgres)
+    autoindex.indexer.observe(
+        settings, dialect, query.EXPERIMENTS, sort, desc, q, time.perf_counter() - started
+    )
     return ExperimentPage(items=present(session, principal, items[:limit]), next_cursor=next_cursor)
 
 

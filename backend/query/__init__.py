@@ -11,7 +11,7 @@ Public interface (everything else in the package is private):
 - ``order(entity, text, desc, dialect) -> list``: ORDER BY clauses for a sort field (``name``,
   ``params.lr``, ``max(metrics.acc)``), rows without a value last in both directions, the id last.
 - ``sort_index_sql(entity, text, desc) -> str``: Postgres DDL of an optional index that serves a page
-  sorted by ``text`` (a ``params.<path>``) in index order.
+  sorted by ``text`` (a ``params.<path>``) in index order; ``sort_index_name`` its name (a hash of the path).
 - ``metric_sort(text) -> (key, column) | None``: a metric sort a page can serve from the
   ``metric_latest (key, value)`` index (keyset; backend/runs/repository.py ``page_by_metric``).
 - ``QueryError`` (``.pos``: 0-based offset or None, ``.message``) and ``invalid(exc, param)``: the API's
@@ -38,12 +38,13 @@ A test on a field a row lacks is false (``!=`` too); ``missing`` finds those row
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.schema import CreateIndex
 from sqlalchemy.sql.elements import ColumnElement, Grouping
 
 from backend.db import utcnow
@@ -95,13 +96,30 @@ def sort_index_sql(entity: Entity, text: str, desc: bool) -> str:
     for key in sort_keys(entity, parse_field(text), Context("postgresql", utcnow())):
         clauses += [Grouping(key.is_(None)).asc(), Grouping(key).desc() if desc else Grouping(key).asc()]
     clauses.append(entity.id_column.asc())
-    name = f"ix_{table.name}_sort_" + "_".join(
-        "".join(c if c.isalnum() else "_" for c in parse_field(text).text).split("_")
-    )
-    name = (name + ("_desc" if desc else "_asc"))[:63]
-    ddl = CreateIndex(Index(name, table.c.project_id, *clauses), if_not_exists=True)
-    sql = str(ddl.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
-    return sql.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY", 1)
+    name = sort_index_name(entity, text, desc)
+    # each expression compiled as CREATE INDEX compiles them (values inline, columns unqualified), not an
+    # Index object: that would attach itself to the ORM's table (create_all and autogenerate would see it)
+    dialect = postgresql.dialect()
+    parts = [
+        str(c.compile(dialect=dialect, compile_kwargs={"literal_binds": True, "include_table": False}))
+        for c in (table.c.project_id, *clauses)
+    ]
+    return f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table.name} ({', '.join(parts)})"
+
+
+def sort_index_name(entity: Entity, text: str, desc: bool) -> str:
+    """The name of ``sort_index_sql``'s index: ``ix_<table>_sort_<the path, letters and digits, cut>_
+    <10 hex digits of the SHA-256 of the table, the path's parts and the direction>_<asc|desc>``. The hash
+    tells apart paths the readable part merges (``params.a_b`` and ``params.a.b``, long paths) and is
+    all the name takes from the path besides ``[a-z0-9_]``: never a quote or anything SQL reads."""
+    f = parse_field(text)
+    if f.name != "params" or not f.path:
+        raise QueryError(f"{f.text}: only a params.<path> sort has an optional index", f.pos)
+    table = entity.id_column.table.name
+    direction = "desc" if desc else "asc"
+    digest = hashlib.sha256(json.dumps([table, list(f.path), direction]).encode()).hexdigest()[:10]
+    readable = "_".join(p for p in re.split(r"[^a-z0-9]+", "_".join(f.path).lower()) if p)[:20]
+    return f"ix_{table}_sort_{readable}_{digest}_{direction}".replace("__", "_")
 
 
 def metric_sort(text: str) -> tuple[str, Any] | None:
@@ -141,6 +159,7 @@ __all__ = [
     "parse",
     "parse_field",
     "result_fields",
+    "sort_index_name",
     "sort_index_sql",
     "where",
 ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, status
@@ -16,6 +17,7 @@ from backend.metrics import service as metrics
 from backend.models import Experiment, MetricLatest, Run
 from backend.projects import repository as projects_repo
 from backend.projects import service as projects
+from backend.query import autoindex
 from backend.runs import attempts, groups, repository, service
 from backend.runs import params as run_params
 from backend.runs.schemas import (
@@ -151,9 +153,12 @@ def list_runs(
             "metrics: aggregates metric columns over groups; it needs group_by",
             [{"loc": ["query", "metrics"], "msg": "metrics needs group_by", "type": "group_by"}],
         )
+    started = time.perf_counter()
     if group_by is not None:
         offset = cursor.decode_int(cursor_, "offset") or 0
-        found, more = groups.page(session, stmt, group_by, metrics, sort, desc, offset, limit)
+        queried = q is not None and bool(q.strip())
+        found, more = groups.page(session, stmt, group_by, metrics, sort, desc, offset, limit, queried)
+        autoindex.indexer.observe(settings, dialect, query.RUNS, None, desc, q, time.perf_counter() - started)
         nxt = cursor.encode({"offset": offset + limit}) if more else None
         return RunPage(items=[], next_cursor=nxt, groups=found)
     by_metric: tuple[str, Any] | None = None
@@ -193,6 +198,8 @@ def list_runs(
         offset = cursor.decode_int(cursor_, "offset") or 0
         runs = repository.page_ordered(session, stmt, ordering, offset, limit + 1)
         nxt = cursor.encode({"offset": offset + limit}) if len(runs) > limit else None
+    # a slow params sort or filter on a large table: its index, built in the background (Postgres)
+    autoindex.indexer.observe(settings, dialect, query.RUNS, sort, desc, q, time.perf_counter() - started)
     return RunPage(items=_present(session, settings, runs[:limit]), next_cursor=nxt)
 
 

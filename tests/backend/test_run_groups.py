@@ -245,6 +245,27 @@ def test_more_members_than_listed(api: Api) -> None:
     assert [(g["n"], g["run_ids"]) for g in body["groups"]] == [(103, ids[:100])]
 
 
+def test_members_are_the_same_with_a_query(api: Api) -> None:
+    # with a q, Postgres lists a group's first 100 ids from the grouped query's own pass (array_agg in id
+    # order), without one from a second query: the answers must not differ by that
+    s = _seed(api)
+    res = api.submit({}, sweep={"seeds": list(range(103))}, name="many")
+    ids = sorted(r["id"] for r in res.json()["runs"])
+    everything = "id > 0"
+    for params in (
+        {"group_by": "default", "metrics": "metrics.acc,max(metrics.loss)"},
+        {"group_by": "params.train.lr,params.nothing", "metrics": "metrics.acc", "sort": "n"},
+        {"group_by": "experiment", "sort": "experiment", "order": "asc"},
+    ):
+        plain = _groups(api, project="default", **params)["groups"]
+        queried = _groups(api, project="default", q=everything, **params)["groups"]
+        assert queried == plain and sum(g["n"] for g in plain) == 11 + 103
+    many = _groups(api, project="default", q=f"experiment = {res.json()['id']}", group_by="default")
+    assert [(g["n"], g["run_ids"]) for g in many["groups"]] == [(103, ids[:100])]
+    body = _groups(api, project="default", q="params.train.lr = 0.1", group_by="default")
+    assert [g["run_ids"] for g in body["groups"]] == [sorted(s["a"])]
+
+
 def test_split_and_stats() -> None:
     assert split('max(metrics.a,b), metrics."x,y" ,params.z') == [
         "max(metrics.a,b)",
