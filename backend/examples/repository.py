@@ -191,3 +191,18 @@ def only_in(
         stmt = stmt.where(RunExample.key > after)
     stmt = stmt.order_by(RunExample.key).limit(limit)
     return [(int(i), k, d) for i, k, d in session.execute(stmt)]
+
+
+def peers(
+    session: Session, run_id: int, experiment_id: int, table: str, limit: int
+) -> list[tuple[int, int, str | None, str, int]]:
+    """The experiment's other runs that hold ``table``, in run order: ``(id, index, name, status, rows)``
+    (a join of the experiment's runs with the tables' count rows on their primary key)."""
+    stmt = (
+        select(Run.id, Run.index, Run.name, Run.status, RunExampleTable.rows)
+        .join(RunExampleTable, and_(RunExampleTable.run_id == Run.id, RunExampleTable.table_name == table))
+        .where(Run.experiment_id == experiment_id, Run.id != run_id)
+        .order_by(Run.index, Run.id)
+        .limit(limit)
+    )
+    return [(int(i), int(n), name, status, int(rows)) for i, n, name, status, rows in session.execute(stmt)]

@@ -12,6 +12,7 @@ from backend.examples.schemas import (
     TABLE_PATTERN,
     ExampleDiffPage,
     ExamplePage,
+    ExamplePeer,
     ExamplesAccepted,
     ExamplesIn,
     ExampleTable,
@@ -40,6 +41,18 @@ def post_examples(
 @router.get("/{run_id}/example-tables", response_model=list[ExampleTable], operation_id="examples-tables")
 def example_tables(run_id: Id, principal: PrincipalDep, session: SessionDep) -> list[ExampleTable]:
     return service.tables(session, principal, run_id)
+
+
+@router.get("/{run_id}/examples/peers", response_model=list[ExamplePeer], operation_id="examples-peers")
+def example_peers(
+    run_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    table: TableQuery,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PEERS)] = 200,
+) -> list[ExamplePeer]:
+    """The other runs of the run's experiment that hold the table, in run order (what to diff with)."""
+    return service.peers(session, principal, run_id, table, limit)
 
 
 @router.get("/{run_id}/examples", response_model=ExamplePage, operation_id="examples-list")

@@ -41,6 +41,16 @@ class ExampleTable(BaseModel):
     rows: int
 
 
+class ExamplePeer(BaseModel):
+    """Another run of the same experiment that holds the table (what a diff compares with)."""
+
+    id: int
+    index: int = Field(description="the run's number in its experiment (from 0)")
+    name: str | None = Field(description="what a member named the run (null: it goes by its number)")
+    status: str
+    rows: int = Field(description="rows its table holds")
+
+
 class ExampleRow(BaseModel):
     idx: int
     key: str

@@ -17,6 +17,7 @@ from backend.examples.schemas import (
     ExampleDiff,
     ExampleDiffPage,
     ExamplePage,
+    ExamplePeer,
     ExampleRow,
     ExamplesAccepted,
     ExamplesIn,
@@ -115,6 +116,18 @@ def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) 
 def tables(session: Session, principal: Principal, run_id: int) -> list[ExampleTable]:
     run = runs.get_visible(session, principal, run_id)
     return [ExampleTable(name=name, rows=rows) for name, rows in repository.tables(session, run.id)]
+
+
+MAX_PEERS = 1_000
+
+
+def peers(session: Session, principal: Principal, run_id: int, table: str, limit: int) -> list[ExamplePeer]:
+    """The run's experiment's other runs that hold ``table``, in run order (the diff's picker)."""
+    run = runs.get_visible(session, principal, run_id)
+    return [
+        ExamplePeer(id=i, index=n, name=name, status=status, rows=rows)
+        for i, n, name, status, rows in repository.peers(session, run.id, run.experiment_id, table, limit)
+    ]
 
 
 def page(

@@ -2,7 +2,8 @@
 // with no worker process: the test is the worker, through the API (the worker token claims each run, the
 // claim's run token posts the rows, as worker/executor.py does). Two runs grade the same examples; one
 // example's prediction differs. The run page's Examples tab pages the rows, and its diff against the other
-// run lists only the changed item (and the one the other run lacks) with both outputs side by side.
+// run (picked in the select of the experiment's runs with the same table) lists only the changed item (and
+// the one the other run lacks) with both outputs side by side.
 // Screenshots in test-output/e2e/examples-*.png.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -82,8 +83,12 @@ describe('per-example tables', { timeout: 300_000 }, () => {
 
   it('diffs two runs: the changed item with both outputs side by side', async () => {
     await page.getByText('Diff with another run').click();
-    await page.getByTestId('example-other').fill(String(runs[1].id));
-    await page.getByTestId('example-compare').click();
+    // the other run is picked among the experiment's runs that hold the table: name, id, number, status
+    await page.getByTestId('example-peer').click();
+    const options = page.getByRole('option');
+    await options.first().waitFor({ timeout: 20_000 });
+    assert.deepEqual(await options.allInnerTexts(), [`run ${runs[1].id} · #2 · running · 61 rows`]);
+    await options.first().click();
     const changed = page.locator('[data-testid="example-diff-item"][data-key="item-007"]');
     await changed.waitFor({ timeout: 20_000 });
     assert.equal(await page.getByTestId('example-diff-item').count(), 2); // item 7 changed, item 60 only in B

@@ -402,6 +402,16 @@ class ExamplePage(TypedDict):
     total: int
 
 
+class ExamplePeer(TypedDict):
+    """Another run of the same experiment that holds the table (what a diff compares with)."""
+
+    id: int
+    index: int
+    name: str | None
+    rows: int
+    status: str
+
+
 class ExampleRow(TypedDict):
     data: dict[str, Any]
     idx: int

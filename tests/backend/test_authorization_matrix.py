@@ -93,6 +93,7 @@ POLICY: dict[str, str] = {
     "examples-tables": "viewer",
     "examples-list": "viewer",
     "examples-diff": "viewer",
+    "examples-peers": "viewer",
     "views-list": "viewer",
     "views-create": "member",
     "views-get": "viewer",
@@ -234,7 +235,11 @@ def test_authorization_matrix(api: Api) -> None:
                 kwargs["json"] = bodies[operation]
             if operation in QUERIES:
                 kwargs["params"] = QUERIES[operation]
-            if operation in ("examples-list", "examples-diff"):  # the run diffed with itself
+            if operation in (
+                "examples-list",
+                "examples-diff",
+                "examples-peers",
+            ):  # the run diffed with itself
                 kwargs["params"] = {"table": "items", "other": run_id}
             status = call(method, path, **kwargs).status_code
             want = expected(policy, caller, operation)

@@ -245,6 +245,47 @@ def test_a_diff_page_stops_at_its_budget_and_goes_on(api: Api, monkeypatch: pyte
     assert [d["key"] for d in _diff_all(api, a, b, 5)] == ["item-0025"]
 
 
+def test_peers_are_the_experiments_other_runs_holding_the_table(api: Api) -> None:
+    r = api.submit({}, sweep={"grid": {"seed": [1, 2, 3, 4]}})
+    assert r.status_code == 201, r.text
+    ids = [run["id"] for run in r.json()["runs"]]
+    for run_id in ids[:3]:
+        claim = {"attempt": 1, "worker": "w"}
+        assert api.client.post(f"/api/v1/runs/{run_id}/claim", json=claim, headers=api.worker).is_success
+    assert _post(api, ids[0], _rows(0, 3), attempt=1).status_code == 200
+    assert _post(api, ids[1], _rows(0, 1), table="flips", attempt=1).status_code == 200  # another table
+    assert _post(api, ids[2], _rows(0, 5), attempt=1).status_code == 200
+    assert api.client.patch(f"/api/v1/runs/{ids[2]}", json={"name": "lr 0.1"}, headers=api.h()).is_success
+    assert _post(api, ids[3], _rows(0, 2), headers=api.h()).status_code == 200  # a member, run queued
+    elsewhere = _claimed(api)  # another experiment's run with the table is no peer
+    assert _post(api, elsewhere, _rows(0, 2), attempt=1).status_code == 200
+
+    def peers(run_id: int, token: str | None = None, **params: Any) -> Any:
+        return api.client.get(
+            f"/api/v1/runs/{run_id}/examples/peers",
+            params={"table": "gradings", **params},
+            headers=api.h(token),
+        )
+
+    assert peers(ids[0]).json() == [
+        {"id": ids[2], "index": 2, "name": "lr 0.1", "status": "running", "rows": 5},
+        {"id": ids[3], "index": 3, "name": None, "status": "queued", "rows": 2},
+    ]
+    assert [p["id"] for p in peers(ids[3]).json()] == [ids[0], ids[2]]  # never the run itself
+    assert [p["id"] for p in peers(ids[1]).json()] == [ids[0], ids[2], ids[3]]  # a run without the table
+    assert [p["id"] for p in peers(ids[0], limit=1).json()] == [ids[2]]
+    assert peers(ids[0], table="flips").json()[0]["id"] == ids[1]
+    assert peers(ids[0], table="nothing").json() == []
+    viewer = api.user("vic", role="viewer")
+    outsider = api.user("ozzie", project="elsewhere")
+    assert len(peers(ids[0], viewer).json()) == 2
+    assert peers(ids[0], outsider).status_code == 404
+    bad = peers(ids[0], table="bad name!")
+    assert bad.status_code == 422 and bad.json()["errors"][0]["loc"] == ["query", "table"]
+    bad = peers(ids[0], limit=service.MAX_PEERS + 1)
+    assert bad.status_code == 422 and bad.json()["errors"][0]["loc"] == ["query", "limit"]
+
+
 def test_examples_are_read_as_the_run_is_visible(api: Api) -> None:
     run_id = _claimed(api)
     assert _post(api, run_id, _rows(0, 3), attempt=1).status_code == 200

@@ -799,6 +799,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/examples/peers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Example Peers
+         * @description The other runs of the run's experiment that hold the table, in run order (what to diff with).
+         */
+        get: operations["examples-peers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/finish": {
         parameters: {
             query?: never;
@@ -2145,6 +2165,31 @@ export interface components {
              * @description rows in the table (kept by the writes, not counted per page)
              */
             total: number;
+        };
+        /**
+         * ExamplePeer
+         * @description Another run of the same experiment that holds the table (what a diff compares with).
+         */
+        ExamplePeer: {
+            /** Id */
+            id: number;
+            /**
+             * Index
+             * @description the run's number in its experiment (from 0)
+             */
+            index: number;
+            /**
+             * Name
+             * @description what a member named the run (null: it goes by its number)
+             */
+            name: string | null;
+            /**
+             * Rows
+             * @description rows its table holds
+             */
+            rows: number;
+            /** Status */
+            status: string;
         };
         /** ExampleRow */
         ExampleRow: {
@@ -8884,6 +8929,77 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExampleDiffPage"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "examples-peers": {
+        parameters: {
+            query: {
+                limit?: number;
+                /** @description the table's name */
+                table: string;
+            };
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExamplePeer"][];
                 };
             };
             /** @description no or bad credentials */

@@ -33,6 +33,7 @@ export type ExamplePage = Ok<'examples-list'>;
 export type ExampleRow = ExamplePage['items'][number];
 export type ExampleDiffPage = Ok<'examples-diff'>;
 export type ExampleDiff = ExampleDiffPage['items'][number];
+export type ExamplePeer = Elem<Ok<'examples-peers'>>;
 /** One attempt of a run (worker, claim, end, duration without downtime, outcome). */
 export type RunAttempt = Elem<Ok<'runs-attempts'>>;
 export type Comment = Elem<Ok<'reviews-experiment_comments'>>;

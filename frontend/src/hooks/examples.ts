@@ -12,6 +12,21 @@ export function useExampleTables(runId: number, live: boolean) {
   });
 }
 
+/** The other runs of the run's experiment that hold ``table`` (name, id, status, rows), in run order: the
+ * diff's picker. Asked only while ``enabled`` (the diff mode is open). */
+export function useExamplePeers(runId: number, table: string | null, enabled: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'example-peers', table] as const,
+    enabled: enabled && table !== null,
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/runs/{run_id}/examples/peers', {
+          params: { path: { run_id: runId }, query: { table: table!, limit: 1000 } },
+        }),
+      ),
+  });
+}
+
 /** A table's rows, page after page from the server (keyset cursor on the row's idx), narrowed by ``q`` (the
  * query language over idx, key and data.<path>; empty: every row). */
 export function useExampleRows(runId: number, table: string | null, q = '') {

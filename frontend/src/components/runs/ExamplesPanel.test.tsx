@@ -4,9 +4,9 @@ import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, expect, it } from 'vitest';
-import type { ExampleDiff, ExampleRow } from '../../api/types';
-import { ExampleDiffList, ExampleRowsTable } from './ExamplesPanel';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import type { ExampleDiff, ExamplePeer, ExampleRow } from '../../api/types';
+import { DiffPicker, ExampleDiffList, ExampleRowsTable } from './ExamplesPanel';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -82,4 +82,70 @@ it('shows both runs of a changed item side by side, the differing fields marked,
   expect(oneSided!.textContent).toContain('only in the other run');
   expect(oneSided!.querySelector('[data-testid="diff-run"]')!.textContent).toContain('not in this run');
   expect(oneSided!.querySelector('[data-testid="diff-other"]')!.textContent).toContain('prediction: eel');
+});
+
+const PEERS: ExamplePeer[] = [
+  { id: 12, index: 1, name: 'lr 0.1', status: 'succeeded', rows: 60 },
+  { id: 15, index: 4, name: null, status: 'running', rows: 31 },
+];
+
+function type(input: HTMLInputElement, value: string) {
+  // React tracks the input's value: set it through the prototype's setter, then fire the event it listens to
+  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!;
+  act(() => {
+    setter.call(input, value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+
+function peerInput(): HTMLInputElement {
+  return container.querySelector<HTMLInputElement>('input[data-testid="example-peer"]')!;
+}
+
+it("offers the experiment's other runs with the table by name, id and status, and compares the one chosen", () => {
+  const onCompare = vi.fn();
+  show(<DiffPicker table="predictions" peers={PEERS} other={null} onCompare={onCompare} />);
+  act(() => peerInput().click());
+  const options = [...document.querySelectorAll('[role="option"]')];
+  expect(options.map((o) => o.textContent)).toEqual([
+    'lr 0.1 (run 12) · #2 · succeeded · 60 rows',
+    'run 15 · #5 · running · 31 rows',
+  ]);
+  act(() => (options[1] as HTMLElement).click());
+  expect(onCompare).toHaveBeenCalledWith(15);
+  expect(onCompare).toHaveBeenCalledTimes(1);
+});
+
+it('shows the run compared now in the select, and narrows the runs by what is typed in it', () => {
+  show(<DiffPicker table="predictions" peers={PEERS} other={12} onCompare={() => {}} />);
+  expect(peerInput().value).toBe('lr 0.1 (run 12) · #2 · succeeded · 60 rows');
+  act(() => peerInput().click());
+  type(peerInput(), 'running');
+  expect([...document.querySelectorAll('[role="option"]')].map((o) => o.textContent)).toEqual([
+    'run 15 · #5 · running · 31 rows',
+  ]);
+});
+
+it("keeps the typed run id for a run of another experiment, and says when the experiment has no other run", () => {
+  const onCompare = vi.fn();
+  show(<DiffPicker table="windows" peers={[]} other={null} onCompare={onCompare} />);
+  expect(peerInput()).toBeNull();
+  expect(container.querySelector('[data-testid="example-no-peers"]')!.textContent).toBe(
+    'No other run of this experiment has windows.',
+  );
+  const typed = container.querySelector<HTMLInputElement>('[data-testid="example-other"]')!;
+  const compare = container.querySelector<HTMLButtonElement>('[data-testid="example-compare"]')!;
+  type(typed, 'run x');
+  expect(compare.disabled).toBe(true);
+  expect(container.textContent).toContain('a run id');
+  type(typed, 'run 904');
+  expect(compare.disabled).toBe(false);
+  act(() => compare.click());
+  expect(onCompare).toHaveBeenCalledWith(904);
+});
+
+it('says the runs are loading until they come', () => {
+  show(<DiffPicker table="predictions" peers={undefined} other={null} onCompare={() => {}} />);
+  expect(container.textContent).toContain("Loading this experiment's runs");
+  expect(container.querySelector('[data-testid="example-other"]')).not.toBeNull();
 });

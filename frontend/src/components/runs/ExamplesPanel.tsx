@@ -1,13 +1,15 @@
 // The run page's Examples tab: a run's per-example tables (a Skill-Mix grading, a CARMA synonym flip, a
 // prediction per row), paged from the server, and a diff against another run on the examples' keys:
-// only the items that changed (or that one run lacks), both runs' rows side by side.
+// only the items that changed (or that one run lacks), both runs' rows side by side. The other run is
+// picked among the experiment's runs that hold the same table, or typed (a run of another experiment).
 import { Alert, Badge, Button, Group, Paper, SegmentedControl, Select, SimpleGrid, Stack, Table, Text, TextInput } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { errorMessage } from '../../api/errors';
-import type { ExampleDiff, ExampleRow, ExampleTable } from '../../api/types';
-import { useExampleDiff, useExampleRows, useExampleTables } from '../../hooks/examples';
+import type { ExampleDiff, ExamplePeer, ExampleRow, ExampleTable } from '../../api/types';
+import { useExampleDiff, useExamplePeers, useExampleRows, useExampleTables } from '../../hooks/examples';
 import { cellText, diffFields, exampleColumns, parseRunId } from '../../lib/examples';
+import { runTitle } from '../../lib/labels';
 
 export function ExampleRowsTable({ rows }: { rows: ExampleRow[] }) {
   const columns = exampleColumns(rows);
@@ -167,22 +169,87 @@ function Diff({ runId, table, other }: { runId: number; table: string; other: nu
   );
 }
 
+/** A peer as the picker lists it: its name and id, its number in the experiment, its status and rows. */
+export function peerLabel(peer: ExamplePeer): string {
+  return `${runTitle(peer)} · #${peer.index + 1} · ${peer.status} · ${peer.rows.toLocaleString()} rows`;
+}
+
+/** The diff's other run: a select of the experiment's other runs that hold the table (``peers``; undefined
+ * while they load), or a run id typed for a run of another experiment. ``other``: the run compared now. */
+export function DiffPicker({
+  table,
+  peers,
+  other,
+  onCompare,
+}: {
+  table: string;
+  peers: ExamplePeer[] | undefined;
+  other: number | null;
+  onCompare: (id: number) => void;
+}) {
+  const [otherText, setOtherText] = useState('');
+  const typed = parseRunId(otherText);
+  const listed = peers?.some((p) => p.id === other) ? String(other) : null;
+  return (
+    <Group align="flex-end" gap="xs">
+      {peers === undefined ? (
+        <Text size="sm" c="dimmed">Loading this experiment&apos;s runs…</Text>
+      ) : peers.length > 0 ? (
+        <Select
+          label="Run of this experiment"
+          placeholder={`${peers.length} run${peers.length === 1 ? '' : 's'} with ${table}`}
+          data={peers.map((p) => ({ value: String(p.id), label: peerLabel(p) }))}
+          value={listed}
+          onChange={(v) => v && onCompare(Number(v))}
+          searchable
+          allowDeselect={false}
+          nothingFoundMessage="No such run"
+          miw={320}
+          data-testid="example-peer"
+        />
+      ) : (
+        <Text size="sm" c="dimmed" data-testid="example-no-peers">No other run of this experiment has {table}.</Text>
+      )}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (typed !== null) onCompare(typed);
+        }}
+      >
+        <Group align="flex-end" gap="xs">
+          <TextInput
+            label="Or a run id"
+            description="a run of another experiment"
+            placeholder="run id"
+            value={otherText}
+            onChange={(e) => setOtherText(e.currentTarget.value)}
+            error={otherText && typed === null ? 'a run id' : undefined}
+            data-testid="example-other"
+          />
+          <Button type="submit" disabled={typed === null} data-testid="example-compare">
+            Compare
+          </Button>
+        </Group>
+      </form>
+    </Group>
+  );
+}
+
 export function ExamplesPanel({ runId, live }: { runId: number; live: boolean }) {
   const tables = useExampleTables(runId, live);
   const [table, setTable] = useState<string | null>(null);
   const [mode, setMode] = useState<'rows' | 'diff'>('rows');
-  const [otherText, setOtherText] = useState('');
   const [other, setOther] = useState<number | null>(null);
   const list: ExampleTable[] = tables.data ?? [];
+  const current = list.find((t) => t.name === table) ?? list[0];
+  const peers = useExamplePeers(runId, current?.name ?? null, mode === 'diff');
   useEffect(() => {
     const first = list[0];
     if (table === null && first) setTable(first.name);
   }, [table, list]);
   if (tables.error) return <Alert color="red">{errorMessage(tables.error)}</Alert>;
   if (tables.isPending) return <Text c="dimmed" size="sm">Loading tables…</Text>;
-  const current = list.find((t) => t.name === table) ?? list[0];
   if (!current) return <Text c="dimmed">No per-example tables{live ? ' yet' : ''}.</Text>;
-  const typed = parseRunId(otherText);
   return (
     <Stack>
       <Group align="flex-end">
@@ -203,29 +270,11 @@ export function ExamplesPanel({ runId, live }: { runId: number; live: boolean })
           ]}
           data-testid="example-mode"
         />
-        {mode === 'diff' && (
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              setOther(typed);
-            }}
-          >
-            <Group align="flex-end" gap="xs">
-              <TextInput
-                label="Other run"
-                placeholder="run id"
-                value={otherText}
-                onChange={(e) => setOtherText(e.currentTarget.value)}
-                error={otherText && typed === null ? 'a run id' : undefined}
-                data-testid="example-other"
-              />
-              <Button type="submit" disabled={typed === null} data-testid="example-compare">
-                Compare
-              </Button>
-            </Group>
-          </form>
-        )}
       </Group>
+      {mode === 'diff' && peers.error && <Alert color="red">{errorMessage(peers.error)}</Alert>}
+      {mode === 'diff' && (
+        <DiffPicker table={current.name} peers={peers.error ? [] : peers.data} other={other} onCompare={setOther} />
+      )}
       {mode === 'rows' && <Rows runId={runId} table={current.name} total={current.rows} />}
       {mode === 'diff' && other !== null && <Diff runId={runId} table={current.name} other={other} />}
       {mode === 'diff' && other === null && <Text c="dimmed" size="sm">Choose a run to compare this table with.</Text>}
