@@ -487,14 +487,17 @@ class RunExample(Base):
 
 
 class RunExampleTable(Base):
-    """A run's per-example table and its row count, kept by the writes (``backend/examples``) so that
-    listing tables or paging never counts rows."""
+    """A run's per-example table, its row count and the attempt that wrote it, kept by the writes
+    (``backend/examples``) so that listing tables or paging never counts rows."""
 
     __tablename__ = "run_example_tables"
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     table_name: Mapped[str] = mapped_column(String(64), primary_key=True)
     rows: Mapped[int] = mapped_column(BigInteger, default=0)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    # the attempt whose rows the table holds (None: written without naming one): a newer attempt's first
+    # batch clears them (a resumed run's rows replace the crashed attempt's), an older one is refused
+    attempt: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class AutoIndex(Base):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, and_, cast, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, Text, and_, cast, delete, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -21,19 +21,29 @@ def _insert(session: Session) -> Any:
     return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
-def lock_table(session: Session, run_id: int, table: str) -> int:
+def lock_table(session: Session, run_id: int, table: str) -> tuple[int, int | None]:
     """Make sure the table's count row exists and lock it (Postgres: concurrent posts into one table take
-    turns; SQLite serialises writers anyway); its stored row count."""
+    turns; SQLite serialises writers anyway); its stored row count and the attempt that wrote it."""
     ins = _insert(session)(RunExampleTable).values(
         run_id=run_id, table_name=table, rows=0, updated_at=utcnow()
     )
     session.execute(ins.on_conflict_do_nothing(index_elements=["run_id", "table_name"]))
     stmt = (
-        select(RunExampleTable.rows)
+        select(RunExampleTable.rows, RunExampleTable.attempt)
         .where(RunExampleTable.run_id == run_id, RunExampleTable.table_name == table)
         .with_for_update()
     )
-    return int(session.execute(stmt).scalar_one())
+    rows, attempt = session.execute(stmt).one()
+    return int(rows), None if attempt is None else int(attempt)
+
+
+def clear_table(session: Session, run_id: int, table: str) -> None:
+    """Delete the table's rows (a newer attempt takes it over; its count row is set by the caller)."""
+    session.execute(
+        delete(RunExample)
+        .where(RunExample.run_id == run_id, RunExample.table_name == table)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def stored_at(session: Session, run_id: int, table: str, idxs: Sequence[int]) -> dict[int, str]:
@@ -76,17 +86,20 @@ def upsert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
         session.execute(stmt, list(rows[i : i + _CHUNK]))
 
 
-def set_count(session: Session, run_id: int, table: str, rows: int, where: list[Any]) -> bool:
-    """Store the table's row count if ``where`` (conditions on the run) holds; False if it does not (the
-    writing attempt lost the run meanwhile)."""
+def set_count(
+    session: Session, run_id: int, table: str, rows: int, attempt: int | None, where: list[Any]
+) -> bool:
+    """Store the table's row count and writing attempt (None: keep the stored one) if ``where``
+    (conditions on the run) holds; False if it does not (the writing attempt lost the run meanwhile)."""
     stmt = update(RunExampleTable).where(
         RunExampleTable.run_id == run_id, RunExampleTable.table_name == table
     )
     if where:
         stmt = stmt.where(exists().where(Run.id == run_id, *where))
-    result = session.execute(
-        stmt.values(rows=rows, updated_at=utcnow()).execution_options(synchronize_session=False)
-    )
+    values: dict[str, Any] = {"rows": rows, "updated_at": utcnow()}
+    if attempt is not None:
+        values["attempt"] = attempt
+    result = session.execute(stmt.values(**values).execution_options(synchronize_session=False))
     return bool(getattr(result, "rowcount", 0))
 
 

@@ -1,5 +1,6 @@
 """Per-example tables: a batch of rows posted by the run's writing attempt (replacing rows re-sent with
-their idx), a table paged by idx, and two runs' tables diffed on the examples' keys."""
+their idx; a newer attempt's first batch replaces the whole table), a table paged by idx, and two runs'
+tables diffed on the examples' keys."""
 
 from __future__ import annotations
 
@@ -75,7 +76,16 @@ def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) 
         return ExamplesAccepted(
             table=body.table, accepted=0, rows=repository.count(session, run.id, body.table) or 0
         )
-    stored_rows = repository.lock_table(session, run.id, body.table)
+    stored_rows, writer = repository.lock_table(session, run.id, body.table)
+    if body.attempt is not None and writer is not None and writer > body.attempt:
+        # the run was handed on between the ownership check and the lock: the newer attempt's rows stay
+        raise Conflict(
+            f"attempt {body.attempt} no longer owns run {run.id}: attempt {writer} wrote table {body.table!r}"
+        )
+    if body.attempt is not None and writer is not None and writer < body.attempt:
+        # a resumed run is a new attempt: its rows replace the earlier attempt's, whatever their order
+        repository.clear_table(session, run.id, body.table)
+        stored_rows = 0
     # a key already held by another row of the table is refused (diffs match rows on their keys)
     holders = repository.stored_keys(session, run.id, body.table, list(seen_key))
     for key, idx in holders.items():
@@ -108,7 +118,7 @@ def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) 
     )
     total = stored_rows + len(body.rows) - len(existing)
     where = runs_repo.owned(body.attempt) if body.attempt is not None else []
-    if not repository.set_count(session, run.id, body.table, total, where):
+    if not repository.set_count(session, run.id, body.table, total, body.attempt, where):
         raise Conflict(f"attempt {body.attempt} no longer owns run {run.id}")
     return ExamplesAccepted(table=body.table, accepted=len(body.rows), rows=total)
 

@@ -12,7 +12,7 @@ from backend.auth.principal import Principal
 from backend.db import get_engine, session_factory, session_scope
 from backend.examples import service
 from backend.http.limits import WORKER_WRITE_LIMIT, route_class
-from backend.models import RunExample, User
+from backend.models import RunExample, RunExampleTable, User
 from tests.backend.conftest import Api
 
 # the subject is SQL (upserts, keyset pages, an anti-join): SQLite and Postgres
@@ -127,6 +127,70 @@ def test_only_the_runs_current_attempt_writes(api: Api) -> None:
     other_token = {"Authorization": f"Bearer {claim.json()['run_token']}"}
     assert _post(api, other, _rows(0, 1), attempt=1, headers=other_token).status_code == 200
     assert _post(api, run_id, _rows(5, 6), headers=other_token).status_code == 403
+
+
+def _resumed(api: Api, run_id: int, attempt: int) -> None:
+    """Give the run back as ``attempt`` (a worker's shutdown) and claim it again as ``attempt + 1``."""
+    url = f"/api/v1/runs/{run_id}"
+    r = api.client.post(f"{url}/release", json={"attempt": attempt}, headers=api.worker)
+    assert r.status_code == 200, r.text
+    r = api.client.post(f"{url}/claim", json={"attempt": attempt + 1, "worker": "w2"}, headers=api.worker)
+    assert r.status_code == 200, r.text
+
+
+def _all(api: Api, run_id: int, table: str = "gradings") -> list[tuple[int, str, dict[str, Any]]]:
+    page = _page(api, run_id, table=table, limit=1000).json()
+    assert page["next_cursor"] is None
+    assert page["total"] == len(page["items"])  # the kept count is the rows held
+    return [(row["idx"], row["key"], row["data"]) for row in page["items"]]
+
+
+def test_a_resumed_attempt_replaces_the_earlier_attempts_rows_in_any_order(api: Api) -> None:
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 6), attempt=1).status_code == 200
+    assert _post(api, run_id, _rows(0, 2), table="flips", attempt=1).status_code == 200
+    _resumed(api, run_id, 1)
+    # attempt 2 logs the same examples in reverse order: every key at another idx than attempt 1 gave it
+    backwards = [{"idx": i, "key": f"item-{5 - i:04d}", "data": {"item": 5 - i, "by": 2}} for i in range(4)]
+    r = _post(api, run_id, backwards, attempt=2)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"table": "gradings", "accepted": 4, "rows": 4}  # attempt 1's six rows are gone
+    assert _all(api, run_id) == [(i, f"item-{5 - i:04d}", {"item": 5 - i, "by": 2}) for i in range(4)]
+    # its next batch adds to its own rows; re-sent, it overwrites by idx; its keys stay unique
+    more = [{"idx": i, "key": f"item-{5 - i:04d}", "data": {"item": 5 - i, "by": 2}} for i in (4, 5)]
+    assert _post(api, run_id, more, attempt=2).json()["rows"] == 6
+    assert _post(api, run_id, more, attempt=2).json()["rows"] == 6
+    taken = [{"idx": 6, "key": "item-0005", "data": {}}]
+    r = _post(api, run_id, taken, attempt=2)
+    assert r.status_code == 422 and "already row 0" in r.json()["detail"]
+    assert [key for _, key, _ in _all(api, run_id)] == [f"item-{5 - i:04d}" for i in range(6)]
+    # a table the new attempt has not posted to yet keeps the earlier attempt's rows until it does
+    assert [key for _, key, _ in _all(api, run_id, "flips")] == ["item-0000", "item-0001"]
+    tables = api.client.get(f"/api/v1/runs/{run_id}/example-tables", headers=api.h()).json()
+    assert tables == [{"name": "flips", "rows": 2}, {"name": "gradings", "rows": 6}]
+
+
+def test_the_old_attempt_posting_after_the_new_one_took_over_is_refused_and_loses_nothing(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = _claimed(api)
+    assert _post(api, run_id, _rows(0, 3), attempt=1).status_code == 200
+    _resumed(api, run_id, 1)
+    mine = [{"idx": 0, "key": "item-0002", "data": {"by": 2}}]
+    assert _post(api, run_id, mine, attempt=2).status_code == 200
+    # attempt 1, late: refused by the run's owner check
+    late = _post(api, run_id, _rows(0, 3, late=True), attempt=1)
+    assert late.status_code == 409 and "attempt 1 no longer owns" in late.json()["detail"]
+    # and by the table's writer if it passed that check just before the run was handed on (a race)
+    monkeypatch.setattr(service.runs, "check_writer", lambda run, attempt: None)
+    raced = _post(api, run_id, _rows(0, 3, late=True), attempt=1)
+    assert raced.status_code == 409 and "attempt 2 wrote table 'gradings'" in raced.json()["detail"]
+    assert _all(api, run_id) == [(0, "item-0002", {"by": 2})]
+    with session_scope(session_factory(get_engine(api.settings.database_url))) as s:
+        stored = s.execute(
+            select(RunExampleTable.attempt, RunExampleTable.rows).where(RunExampleTable.run_id == run_id)
+        ).all()
+    assert [tuple(row) for row in stored] == [(2, 1)]
 
 
 def test_limits_and_bad_rows_name_the_field(api: Api) -> None:

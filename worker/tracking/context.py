@@ -47,7 +47,7 @@ class RunContext(abc.ABC):
         """Add rows to the run's per-example table ``table`` (a grading, a prediction per example): each
         row a JSON-able dict with a ``key``, the example's stable id (unique in the table; diffs of two
         runs match rows on it). Rows are numbered in logging order, buffered and sent in batches; a
-        retried attempt that logs the same rows again overwrites them."""
+        resumed run (a new attempt) replaces the earlier attempt's rows of the table, in any order."""
 
     @abc.abstractmethod
     def progress(self, done: int, total: int, message: str = "") -> None:
