@@ -54,7 +54,7 @@ def test_query_scale_smoke(postgres_admin_url: str, tmp_path: Path) -> None:
     built = {r["request"]: r for r in figures["results"] if "first_ms" in r}
     assert set(built) == {"acc threshold, by params.lr", "grouped carma lambda 0.2 (5% of runs)"}
     assert built["acc threshold, by params.lr"]["index"].startswith("ix_runs_sort_lr_")
-    assert built["grouped carma lambda 0.2 (5% of runs)"]["index"].startswith("ix_runs_sort_lambda_")
+    assert built["grouped carma lambda 0.2 (5% of runs)"]["index"].startswith("ix_runs_filter_lambda_")
     assert "the row above is measured after that" in proc.stdout
     assert "| request" in proc.stdout and "p50 / goal" in proc.stdout
     names = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("database ")]

@@ -2,32 +2,36 @@
 
 A page of runs or experiments sorted by ``params.<path>`` reads every matching row's spec and sorts them
 unless the path has its sort index (``backend.query.sort_index_sql``: ~650 ms -> ~11 ms at 1,000,000 runs,
-docs/benchmarks.md); the same index serves a filter on the path. So the list routes ``observe`` each
-request: the ``params`` paths it sorted by (that direction) or filtered on (``=``, ``<``, ``in``, ...:
-either direction's index serves it; ascending is built), and how long its SQL took. When the SQL took
-longer than ``Settings.auto_index_after_ms`` (150 ms: the API's goal for a first page) and the table holds
-at least ``Settings.auto_index_min_rows`` rows (20,000; ``pg_class.reltuples``, the planner's estimate,
-read only then: no count), the path's index is queued for this process's builder thread, outside the
-request. Both conditions: the time is what a user waits for and needs no query on the fast path, but on a
-loaded machine a small table can be slow too, and there an index costs writes for nothing (the same query
-over 20,000 runs sorts in a few ms).
+docs/benchmarks.md); a filter on the path reads every candidate's spec unless it has a filter index
+(``filter_index_sql``: (project_id, the path's number or string), which bounds the scan to the matching
+runs; the sort index would not, its second column being the value's IS NULL). So the list routes
+``observe`` each request: the ``params`` paths it sorted by (that direction) or compared with numbers or
+strings (``=``, ``<``, ``in``, ...; not ``!=``), and how long its SQL took. When the SQL took longer than
+``Settings.auto_index_after_ms`` (150 ms: the API's goal for a first page) and the table holds at least
+``Settings.auto_index_min_rows`` rows (20,000; ``pg_class.reltuples``, the planner's estimate, read only
+then: no count), the missing indexes are queued for this process's builder thread, outside the request.
+Both conditions: the time is what a user waits for and needs no query on the fast path, but on a loaded
+machine a small table can be slow too, and there an index costs writes for nothing (the same query over
+20,000 runs sorts in a few ms). The time also makes it load-dependent: a cold or queued request on a big
+table can build an index that a quiet one would not have needed (the cap bounds what that costs).
 
 The builder (one daemon thread per API process, started by the first job) holds a Postgres advisory lock
-(``LOCK_KEY``, session level, taken by polling ``pg_try_advisory_lock``: see ``_lock``) for each job, so two API processes never build at once: the second one
-finds the first one's row in ``auto_indexes`` (or its index in ``pg_index``) and builds nothing. It
+(``LOCK_KEY``, session level, taken by polling ``pg_try_advisory_lock``: see ``_lock``) for each job, so
+two API processes never build at once: the second one finds the first one's row in ``auto_indexes`` (or its index in ``pg_index``) and builds nothing. It
 drops the least recently used recorded index (``DROP INDEX CONCURRENTLY``) while ``auto_index_max``
 (default 8; 0 turns the feature off) are recorded, builds the new one (``CREATE INDEX CONCURRENTLY``: the
 table keeps taking writes), ``ANALYZE``s the table (the planner needs the index expressions' statistics to
 choose it for a filter) and records it. A build that fails (an invalid index left by a cancelled
-``CONCURRENTLY``) is dropped. Indexes an operator made by hand (``sort_index_sql``) have the same name, are
-used, and are never recorded nor dropped.
+``CONCURRENTLY``) is dropped. Indexes an operator made by hand (``sort_index_sql``, ``filter_index_sql``)
+have the same names, are used, and are never recorded nor dropped.
 
 ``last_used_at``: every observed request notes its paths in memory (a dict write, no SQL); the builder
 writes them to ``auto_indexes`` every ``FLUSH_SECONDS`` and before it picks an index to drop.
 
 The DDL is injection-proof twice over: the path has already parsed as the query language, and besides,
 ``safe_path`` refuses any part outside ``[A-Za-z0-9_-]`` (a quoted part with a quote, a semicolon or a
-space never reaches DDL); the index name is ``sort_index_name`` (``[a-z0-9_]`` and a hash of the path).
+space never reaches DDL); the index name is ``sort_index_name`` / ``filter_index_name`` (``[a-z0-9_]`` and a
+hash of the path).
 """
 
 from __future__ import annotations
@@ -59,12 +63,14 @@ LOCK_WAIT = 900.0  # seconds a builder waits for another process's build (1,000,
 _SAFE_PART = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _MAX_TOUCHED = 1000  # paths whose last use is kept in memory, at most (the oldest are forgotten)
 ENTITIES = {"runs": RUNS, "experiments": EXPERIMENTS}
+DIRECTIONS = ("asc", "desc", "num", "str")
 
 
 @dataclass(frozen=True)
 class Job:
-    """One index to have: ``entity`` (``runs``, ``experiments``), ``path`` (``params.lr``), ``direction``
-    (``asc``, ``desc``, or ``any`` for a filter: an index of either direction serves it)."""
+    """One index to have: ``entity`` (``runs``, ``experiments``), ``path`` (``params.lr``), ``direction``:
+    ``asc`` / ``desc`` for a sort's index (``sort_index_sql``), ``num`` / ``str`` for a filter's
+    (``filter_index_sql``: the path's number or string)."""
 
     url: str
     entity: str
@@ -83,9 +89,9 @@ def safe_path(f: Field) -> str | None:
 
 
 def paths_of(sort: str | None, desc: bool, q: str | None) -> list[tuple[str, str]]:
-    """The (path, direction) pairs a request would use an index for: its params sort (its direction),
-    then each params path its filter compares (``any``). Unparseable input gives nothing (the route
-    answers its 422 before this is asked)."""
+    """The (path, index) pairs a request would use an index for: its params sort (``asc``, ``desc``: a
+    sort index), then each params path its filter compares with numbers (``num``) or strings (``str``: a
+    filter index). Unparseable input gives nothing (the route answers its 422 before this is asked)."""
     out: dict[str, str] = {}
     if sort:
         try:
@@ -99,21 +105,33 @@ def paths_of(sort: str | None, desc: bool, q: str | None) -> list[tuple[str, str
             expr = parse(q)
         except QueryError:
             return list(out.items())
-        for f in _compared(expr):
+        pairs = list(out.items())
+        for f, kind in _compared(expr):
             path = safe_path(f)
-            if path is not None and path not in out:
-                out[path] = "any"
+            if path is not None and (path, kind) not in pairs:
+                pairs.append((path, kind))
+        return pairs
     return list(out.items())
 
 
-def _compared(expr: Expr) -> list[Field]:
-    if isinstance(expr, Compare | In):
-        return [expr.field]
-    if isinstance(expr, And | Or):
-        return [f for item in expr.items for f in _compared(item)]
-    if isinstance(expr, Not):
+def _compared(expr: Expr) -> list[tuple[Field, str]]:
+    """The fields ``expr`` compares (``= < <= > >=``, ``in``) with numbers (``num``) or strings (``str``)."""
+    if isinstance(expr, Compare) and expr.op != "!=":
+        values: tuple[Any, ...] = (expr.value,)
+    elif isinstance(expr, In) and not expr.negated:
+        values = expr.values
+    elif isinstance(expr, And | Or):
+        return [p for item in expr.items for p in _compared(item)]
+    elif isinstance(expr, Not):
         return _compared(expr.item)
-    return []
+    else:
+        return []
+    kinds = dict.fromkeys(
+        "str" if isinstance(v, str) else "num"
+        for v in values
+        if isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool))
+    )
+    return [(expr.field, k) for k in kinds]
 
 
 class AutoIndexer:
@@ -222,13 +240,14 @@ class AutoIndexer:
 
 
 def flush(conn: Connection, touched: dict[tuple[str, str, str], datetime]) -> None:
-    """Write noted last uses to ``auto_indexes`` (a filter's use, ``any``, counts for both directions)."""
+    """Write noted last uses to ``auto_indexes``."""
     for (table, path, direction), at in touched.items():
         stmt = update(AutoIndex).where(
-            AutoIndex.entity == table, AutoIndex.path == path, AutoIndex.last_used_at < at
+            AutoIndex.entity == table,
+            AutoIndex.path == path,
+            AutoIndex.direction == direction,
+            AutoIndex.last_used_at < at,
         )
-        if direction != "any":
-            stmt = stmt.where(AutoIndex.direction == direction)
         conn.execute(stmt.values(last_used_at=at))
 
 
@@ -246,16 +265,22 @@ def _index_state(conn: Connection, name: str) -> bool | None:
 
 def build(engine: Engine, job: Job, cap: int, min_rows: int, indexer: AutoIndexer | None = None) -> bool:
     """Have ``job``'s index, under the advisory lock: True if this call built it. Nothing when the table is
-    small, the path unsafe, or an index of the path (this direction, or either for ``any``) is there."""
-    from backend.query import sort_index_name, sort_index_sql
+    small, the path or the direction unknown or unsafe, or the index there already."""
+    from backend.query import (
+        FILTER_KINDS,
+        filter_index_name,
+        filter_index_sql,
+        sort_index_name,
+        sort_index_sql,
+    )
 
     entity = ENTITIES.get(job.entity)
     try:
         f = parse_field(job.path)
     except QueryError:
         return False
-    if entity is None or safe_path(f) != job.path or cap <= 0:  # refused before any DDL
-        return False
+    if entity is None or safe_path(f) != job.path or cap <= 0 or job.direction not in DIRECTIONS:
+        return False  # refused before any DDL
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         if conn.dialect.name != "postgresql":
             return False
@@ -267,17 +292,18 @@ def build(engine: Engine, job: Job, cap: int, min_rows: int, indexer: AutoIndexe
             ).scalar()
             if max(float(rows if rows is not None else -1), 0.0) < min_rows:  # -1: never analyzed
                 return False
-            directions = ["asc", "desc"] if job.direction == "any" else [job.direction]
-            names = {d: sort_index_name(entity, job.path, d == "desc") for d in directions}
-            for name in names.values():
-                state = _index_state(conn, name)
-                if state:
-                    return False  # built already (by another process, or by an operator)
-                if state is False:  # a failed build's leftover
-                    conn.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
-                    conn.execute(delete(AutoIndex).where(AutoIndex.index_name == name))
-            direction = directions[0]
-            name = names[direction]
+            direction = job.direction
+            if direction in FILTER_KINDS:
+                name = filter_index_name(entity, job.path, direction)
+                ddl = filter_index_sql(entity, job.path, direction)
+            else:
+                name = sort_index_name(entity, job.path, direction == "desc")
+                ddl = sort_index_sql(entity, job.path, direction == "desc")
+            state = _index_state(conn, name)
+            if state:
+                return False  # built already (by another process, or by an operator)
+            if state is False:  # a failed build's leftover
+                _drop(conn, name)
             conn.execute(delete(AutoIndex).where(AutoIndex.index_name == name))  # its index dropped by hand
             if indexer is not None:
                 flush(conn, indexer.take_touched(job.url))
@@ -290,7 +316,6 @@ def build(engine: Engine, job: Job, cap: int, min_rows: int, indexer: AutoIndexe
                 assert oldest is not None
                 _drop(conn, oldest[1])
                 conn.execute(delete(AutoIndex).where(AutoIndex.id == oldest[0]))
-            ddl = sort_index_sql(entity, job.path, direction == "desc")
             assert ddl.split(" ON ")[0].endswith(f"IF NOT EXISTS {name}"), ddl
             started = time.perf_counter()
             try:
@@ -340,7 +365,7 @@ def _lock(conn: Connection, timeout: float = LOCK_WAIT) -> bool:
 
 
 def _drop(conn: Connection, name: str) -> None:
-    if not re.fullmatch(r"[a-z0-9_]{1,63}", name):  # names are sort_index_name's; anything else stays
+    if not re.fullmatch(r"[a-z0-9_]{1,63}", name):  # the names *_index_name make; anything else stays
         raise ValueError(f"not an auto index name: {name!r}")
     conn.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
 

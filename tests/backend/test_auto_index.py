@@ -15,7 +15,7 @@ from sqlalchemy import event, select, text, update
 
 from backend.db import get_engine, make_engine, session_factory, session_scope, utcnow
 from backend.models import AutoIndex, Run
-from backend.query import RUNS, parse_field, sort_index_name
+from backend.query import RUNS, filter_index_name, parse_field, sort_index_name, where
 from backend.query.autoindex import AutoIndexer, Job, build, flush, indexer, paths_of, safe_path
 from tests.backend.conftest import Api
 
@@ -50,9 +50,7 @@ def _seed(api: Api, lrs: list[Any]) -> list[int]:
 
 def _indexes(url: str) -> set[str]:
     with get_engine(url).connect() as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT indexname FROM pg_indexes WHERE position('_sort_' in indexname) > 0"
-        )
+        rows = conn.exec_driver_sql("SELECT indexname FROM pg_indexes WHERE indexname ~ '_(sort|filter)_'")
         return {r[0] for r in rows}
 
 
@@ -64,6 +62,11 @@ def _recorded(url: str) -> list[tuple[str, str, str, str]]:
             )
         )
         return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def _project(url: str) -> int:
+    with get_engine(url).connect() as conn:
+        return int(conn.execute(select(Run.project_id).limit(1)).scalar_one())
 
 
 def _on_first_use(api: Api) -> None:
@@ -90,12 +93,23 @@ def test_a_params_sort_builds_its_index_in_the_background_and_pages_stay_the_sam
     assert indexer.idle(60)
     assert _recorded(url) == [("runs", "params.lr", "desc", name)]  # once
 
-    # a filter on a path: either direction serves it; the ascending one is built
+    # a filter on a path: its filter index, of the number (or of the string) the filter compares
     filtered = _pages(api, q="params.opt.wd > 0.05", sort="created_at")
+    strings = _pages(api, q='params.lr = "warmup"', sort="created_at")
     assert indexer.idle(60)
-    wd = sort_index_name(RUNS, "params.opt.wd", False)
-    assert _indexes(url) == {name, wd}
+    wd, warmup = filter_index_name(RUNS, "params.opt.wd", "num"), filter_index_name(RUNS, "params.lr", "str")
+    assert _indexes(url) == {name, wd, warmup}
     assert _pages(api, q="params.opt.wd > 0.05", sort="created_at") == filtered
+    assert _pages(api, q='params.lr = "warmup"', sort="created_at") == strings and len(strings) == 1
+    # the filter's own statement reads it (sequential scans priced out: a few rows would rather be read)
+    stmt = select(Run.id).where(
+        Run.project_id == _project(url), where(RUNS, "params.opt.wd > 0.05", "postgresql")
+    )
+    compiled = stmt.compile(dialect=get_engine(url).dialect)
+    with get_engine(url).connect() as conn:
+        conn.exec_driver_sql("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + str(compiled), compiled.params))
+    assert wd in plan, plan
     # the experiments list too
     res = api.client.get(
         "/api/v1/experiments", params={"project": "default", "sort": "params.lr"}, headers=api.h()
@@ -124,7 +138,7 @@ def test_the_cap_drops_the_least_recently_used(api: Api) -> None:
     assert build(engine, jobs[0], 2, 0, mine) and build(engine, jobs[1], 2, 0, mine)
     # params.lr used after params.opt.wd was built: opt.wd is now the least recently used
     with engine.begin() as conn:
-        flush(conn, {("runs", "params.lr", "any"): utcnow() + timedelta(seconds=5)})
+        flush(conn, {("runs", "params.lr", "asc"): utcnow() + timedelta(seconds=5)})
     assert build(engine, jobs[2], 2, 0, mine)
     names = [sort_index_name(RUNS, j.path, False) for j in jobs]
     assert _indexes(url) == {names[0], names[2]}
@@ -169,7 +183,7 @@ def test_a_hostile_path_is_refused_before_any_ddl(api: Api) -> None:
     _seed(api, [0.1, 0.2])
     url = api.settings.database_url
     assert safe_path(parse_field(HOSTILE)) is None
-    assert paths_of(HOSTILE, True, f"{HOSTILE} = 1 and params.lr > 0") == [("params.lr", "any")]
+    assert paths_of(HOSTILE, True, f"{HOSTILE} = 1 and params.lr > 0") == [("params.lr", "num")]
     name = sort_index_name(RUNS, HOSTILE, True)
     assert name.startswith("ix_runs_sort_x_drop_table_runs_") and set(name) <= set(
         "abcdefghijklmnopqrstuvwxyz0123456789_"
@@ -192,10 +206,15 @@ def test_a_hostile_path_is_refused_before_any_ddl(api: Api) -> None:
 
 def test_the_paths_a_request_would_use() -> None:
     assert paths_of("params.lr", True, None) == [("params.lr", "desc")]
-    assert paths_of("params.lr", False, "params.model.n_experts >= 3 or not params.k in (1, 2)") == [
+    got = paths_of("params.lr", False, 'params.model.n_experts >= 3 or not params.k in (1, "x", 2)')
+    assert got == [
         ("params.lr", "asc"),
-        ("params.model.n_experts", "any"),
-        ("params.k", "any"),
+        ("params.model.n_experts", "num"),
+        ("params.k", "num"),
+        ("params.k", "str"),
     ]
-    assert paths_of("max(metrics.acc)", True, "params.a exists and status = 'failed'") == []
+    assert paths_of(None, True, "params.lr = 0.1 and params.lr < 1") == [("params.lr", "num")]
+    # no index serves these: existence, !=, booleans, not in
+    q = "params.a exists and params.b != 1 and params.c = true and params.d not in (1) and status = 'failed'"
+    assert paths_of("max(metrics.acc)", True, q) == []
     assert paths_of("name", True, "params.(") == []  # a bad query is the route's 422, not a path
