@@ -189,7 +189,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         "model": {"name": "tiny-gpt2"},
         "data": {"source": "jsonl", "path": path},
         "carma": {"lambda": 0.3, "layers": [0, 1]},
-        "train": {"batch_size": 4, "epochs": 500, "max_steps": 1000, "warmup_steps": 1, "eval_interval": 250},
+        "train": {"batch_size": 4, "epochs": 500, "max_steps": 200, "warmup_steps": 1, "eval_interval": 100},
         "cap": {"enabled": False},
         "synonyms": {"enabled": False},
     }
@@ -226,7 +226,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         step = attempts[1]["resumed_step"]
         assert f"[reasonlab] attempt 2 resumed from the checkpoint at step {step}" in logs, logs[-3000:]
         (result,) = platform.client.get_results(rid, kind="carma_eval")
-        assert result["payload"]["steps"] == 1000
+        assert result["payload"]["steps"] == 200
     finally:
         platform.stop()
 
