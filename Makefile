@@ -9,7 +9,7 @@ HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
 
-.PHONY: up test check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
+.PHONY: up test test-python test-browser check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -127,7 +127,20 @@ perf: venv frontend-build chromium
 perf-scale: venv frontend-build chromium
 	cd frontend && npm run perf:scale
 
-test: lint pytest frontend-test e2e
+# Everything, in two chains side by side once the set-up is done (docs/architecture.md, Test tiers): pytest
+# (its own four processes), and lint -> typecheck + vitest -> the browser tests. pytest's platform tests
+# mostly wait on worker processes; the other chain fills those waits. Each chain's output is printed whole
+# when it ends (--output-sync); either failing fails `make test`. The browser chain's platforms get one
+# OpenMP thread, as pytest's processes do (tests/conftest.py).
+test: venv offline nginx chromium frontend-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-browser
+
+test-python: pytest
+
+test-browser:
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory frontend-test
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(MAKE) --no-print-directory e2e
 
 clean:
 	rm -rf $(VENV) frontend/node_modules offline/node_modules backend/static .reasonlab test-output
