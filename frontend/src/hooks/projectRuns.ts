@@ -1,8 +1,9 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { type InfiniteData, useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useRef } from 'react';
 import { api, unwrap } from '../api/client';
 import type { operations } from '../api/schema';
 import type { Experiment, RunPage } from '../api/types';
+import { isFinished } from '../lib/runStatus';
 import type { RunGroup } from '../lib/runsQuery';
 
 // The project-wide runs table and the experiments list, paged on the server (issue 25): cursor pages of
@@ -11,6 +12,20 @@ import type { RunGroup } from '../lib/runsQuery';
 
 export const RUNS_PAGE = 100;
 export const EXPERIMENTS_PAGE = 50;
+/** How often the runs table asks again while a loaded run is queued or running, and a page of groups. */
+export const LIVE_RUNS_POLL_MS = 5000;
+export const GROUPS_POLL_MS = 15_000;
+
+/**
+ * The runs table's polling: every loaded page is asked again while one of its runs is not finished
+ * (statuses and latest metrics move), and stops once all are; groups carry no statuses, so a page of
+ * groups is asked again at a slower pace while the tab is visible (react-query pauses it in the background).
+ */
+export function runsRefetchInterval(data: InfiniteData<RunPage, string | null> | undefined): number | false {
+  if (!data) return false;
+  if (data.pages.some((p) => p.groups != null)) return GROUPS_POLL_MS;
+  return data.pages.some((p) => p.items.some((r) => !isFinished(r.status))) ? LIVE_RUNS_POLL_MS : false;
+}
 
 export interface RunsRequest {
   project: string;
@@ -62,6 +77,7 @@ export function useProjectRuns(req: RunsRequest, enabled = true) {
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor,
     placeholderData: keepWithinProject(req.project),
+    refetchInterval: (q) => runsRefetchInterval(q.state.data),
     meta: { errorsInline: true },
     retry: false,
   });
