@@ -132,7 +132,10 @@ perf-scale: venv frontend-build chromium
 # mostly wait on worker processes; the other chain fills those waits. Each chain's output is printed whole
 # when it ends (--output-sync); either failing fails `make test`. The browser chain's platforms get one
 # OpenMP thread, as pytest's processes do (tests/conftest.py).
-test: venv offline nginx chromium frontend-deps
+test:
+	@# the set-up: pip and npm side by side, then apt (one dpkg at a time) and the models that need the venv
+	@$(MAKE) --no-print-directory -j2 venv frontend-deps
+	@$(MAKE) --no-print-directory nginx chromium offline
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-browser
 
 test-python: pytest
