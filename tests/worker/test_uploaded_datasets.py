@@ -36,6 +36,8 @@ def test_a_dataset_is_downloaded_into_the_runs_folder_and_confined(tmp_path: Pat
                 with pytest.raises(confine.Refused, match=r"data\.skills"):
                     confine.data_file(hostile, "data.skills")
         ctx.close("failed")
+    # the copy goes with the attempt: nothing of it stays on the worker's disk
+    assert not (tmp_path / "datasets" / "run-7").exists()
     assert sum("/datasets/qa.jsonl" in r for r in fake.requests) <= 1
     assert not any("/datasets/" in r and "qa.jsonl" not in r and "other" not in r for r in fake.requests)
     # outside the run's scope nothing fetches it
@@ -60,6 +62,23 @@ def test_a_link_planted_in_the_runs_folder_is_refused(tmp_path: Path) -> None:
             confine.data_file("dataset:qa.jsonl", "data.path")
         ctx.close("failed")
     assert not (outside / "qa.jsonl").exists()
+
+
+def test_closing_removes_a_folder_link_planted_for_the_run_but_nothing_it_points_to(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the run's")
+    (tmp_path / "store" / "datasets").mkdir(parents=True)
+    (tmp_path / "store" / "datasets" / "run-7").symlink_to(outside, target_is_directory=True)
+    fake = FakeApi(run_id=7)
+    fake.run.update(status="running")
+    with fake.run_client() as client:
+        ctx = ApiRunContext(
+            client, 7, 1, seed=0, device="cpu", artifact_root=tmp_path / "store", options=FAST
+        )
+        ctx.close("succeeded", final=False)
+    assert not (tmp_path / "store" / "datasets" / "run-7").is_symlink()
+    assert (outside / "keep.txt").read_text() == "not the run's"
 
 
 def test_a_store_path_still_resolves_in_the_data_store(
@@ -101,4 +120,4 @@ def test_a_carma_run_on_the_platform_reads_its_uploaded_data(tmp_path: Path) -> 
     assert any("dataset 'idm.jsonl' downloaded for data.path" in line for line in fake.logs)
     assert any("dataset 'synonyms.json' downloaded for synonyms.map_path" in line for line in fake.logs)
     folder = Path(settings.artifact_root) / "datasets" / f"run-{fake.run['id']}"
-    assert sorted(p.name for p in folder.iterdir()) == ["idm.jsonl", "synonyms.json"]
+    assert not folder.exists()  # both copies removed once the run ended

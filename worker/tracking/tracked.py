@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -433,9 +434,30 @@ class ApiRunContext(TrackedRunContext):
 
     def close(self, status: FinalStatus, *, final: bool = True) -> None:
         """A succeeded run stores its out_dir and final model before its sinks hear it succeeded: a run
-        that finished without them (the API unreachable past the deadline) fails instead."""
+        that finished without them (the API unreachable past the deadline) fails instead. The attempt's
+        dataset copies are removed however it ends (a resumed attempt downloads them again)."""
         if self._closed:
             return
+        try:
+            self._close(status, final=final)
+        finally:
+            self._remove_dataset_copies()
+
+    def _remove_dataset_copies(self) -> None:
+        """``<artifact_root>/datasets/run-<id>``, which ``fetch_dataset`` filled: without this every run
+        that read an uploaded dataset left its copy on the worker's disk. A link put in its place is
+        removed, never followed."""
+        folder = self.artifact_root / "datasets" / f"run-{self.run_id}"
+        try:
+            if folder.is_symlink():
+                folder.unlink()
+            elif folder.exists():
+                shutil.rmtree(folder)
+        except OSError as exc:  # the run's outcome does not depend on it
+            logger.warning("run %s: dataset copies in %s not removed: %s", self.run_id, folder, exc)
+        self._datasets.clear()
+
+    def _close(self, status: FinalStatus, *, final: bool) -> None:
         self.closed_as = status
         if final and status == "succeeded" and not self.lease_lost:
             try:
