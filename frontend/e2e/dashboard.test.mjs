@@ -108,6 +108,11 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.getByRole('tab', { name: /Results/ }).click();
     await page.getByTestId('result-diagnostic').waitFor();
     await screenshot(page, '07-run-results');
+    // what the run logged itself (ctx.log_params: the diagnostic kind logs its whole spec, flattened)
+    await page.getByRole('tab', { name: 'Spec & params' }).click();
+    const logged = page.getByTestId('logged-params');
+    await logged.getByText('seed', { exact: true }).waitFor();
+    await logged.getByText('train.steps', { exact: true }).waitFor();
   });
 
   it('follows a running run live: progress, ETA, status from the event stream', async () => {

@@ -192,6 +192,12 @@ function RunView({ run }: { run: Run }) {
             <Grid.Col span={{ base: 12, md: 4 }}>
               <Title order={5} mb="xs">Sweep params</Title>
               {Object.keys(run.params).length ? <KeyValues rows={Object.entries(run.params)} /> : <Text c="dimmed">none</Text>}
+              <Title order={5} my="xs">Logged by the run</Title>
+              {Object.keys(run.logged_params).length ? (
+                <div data-testid="logged-params"><KeyValues rows={Object.entries(run.logged_params)} /></div>
+              ) : (
+                <Text c="dimmed">none</Text>
+              )}
               <Title order={5} my="xs">Final metrics</Title>
               {Object.keys(run.summary).length ? <KeyValues rows={Object.entries(run.summary)} /> : <Text c="dimmed">none</Text>}
             </Grid.Col>
