@@ -25,6 +25,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # a real `reasonlab up` each: spread over the xdist processes (tests/conftest.py)
 def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     """... with two workers (`make up WORKERS=2`): both start and are ready, and both stop."""
     home, port = tmp_path / "home", _free_port()
@@ -130,6 +131,7 @@ def test_local_run_writes_where_the_quickstart_says(tmp_path: Path, monkeypatch:
     assert (tmp_path / ".reasonlab/runs/diagnostic/metrics.jsonl").is_file()
 
 
+@pytest.mark.slow  # a real `reasonlab up` each: spread over the xdist processes (tests/conftest.py)
 def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Path) -> None:
     """Ctrl-C in the terminal (SIGINT to the foreground process group) with a run in progress: the worker
     stops first, its job checkpoints and releases the run through the still-running API, then the API
@@ -211,6 +213,7 @@ def _wait_for(url: str, seconds: float) -> bool:
     return False
 
 
+@pytest.mark.slow  # a real `reasonlab up` each: spread over the xdist processes (tests/conftest.py)
 def test_up_prints_a_short_banner_serves_mlflow_ui_and_logs_the_chatter(tmp_path: Path) -> None:
     """`reasonlab up` as a new user meets it: the terminal shows the URL, the login, the token file, the
     MLflow UI and where the logs are, and none of the services' chatter, which is in HOME/logs/. The
