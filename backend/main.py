@@ -42,6 +42,7 @@ from backend.http.security_headers import (
     is_api_path,
 )
 from backend.kinds.routes import router as kinds_router
+from backend.metrics.routes import batch_router as metrics_batch_router
 from backend.metrics.routes import router as metrics_router
 from backend.mirror.service import Mirror
 from backend.projects.routes import router as projects_router
@@ -172,6 +173,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         projects_router,
         kinds_router,
         experiments_router,
+        metrics_batch_router,  # GET /runs/metrics, before GET /runs/{run_id}
         runs_router,
         events_router,
         metrics_router,

@@ -5,12 +5,71 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic_core import to_json
 
-from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
+from backend.http.deps import MAX_ID, Id, PrincipalDep, SessionDep, SettingsDep
+from backend.http.errors import Invalid
 from backend.metrics import reads, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
 from backend.runs import service as runs
 
 router = APIRouter(prefix="/runs", tags=["metrics"])
+# ``GET /runs/metrics`` (many runs' series of one key): its own router, which backend/main.py includes
+# before the runs' routes, where ``GET /runs/{run_id}`` would take the path (and answer 422 for "metrics")
+batch_router = APIRouter(prefix="/runs", tags=["metrics"])
+
+# the most runs one batch read names (a compare page's seed groups: 40 groups x 5 seeds)
+BATCH_MAX_RUNS = 200
+
+
+def _run_ids(ids: str) -> list[int]:
+    """``ids``' run ids in order, each once, or a 422 naming ``ids``."""
+
+    def invalid(msg: str) -> Invalid:
+        return Invalid(msg, [{"loc": ["query", "ids"], "msg": msg, "type": "value_error"}])
+
+    parts = [p.strip() for p in ids.split(",")]
+    if len(parts) > BATCH_MAX_RUNS:
+        raise invalid(f"at most {BATCH_MAX_RUNS} run ids a request; this one names {len(parts)}")
+    out: list[int] = []
+    for part in parts:
+        if not part.isascii() or not part.isdigit() or not 1 <= int(part) <= MAX_ID:
+            raise invalid(f"{part!r} is not a run id (comma-separated integers from 1 to {MAX_ID})")
+        out.append(int(part))
+    return list(dict.fromkeys(out))
+
+
+@batch_router.get(
+    "/metrics",
+    response_model=list[MetricsOut],
+    operation_id="metrics-batch",
+    responses={
+        404: {"description": "one of the runs does not exist or is in a project the caller cannot see"}
+    },
+)
+def get_metrics_batch(
+    principal: PrincipalDep,
+    session: SessionDep,
+    ids: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=4000,
+            description=f"comma-separated run ids, at most {BATCH_MAX_RUNS}; a repeated id is answered once",
+        ),
+    ],
+    key: Annotated[
+        str, Query(min_length=1, max_length=250, pattern=r"^[^_\x00]", description="one metric key")
+    ],
+    max_points: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> Response:
+    """One key's downsampled series of many runs in one request: each run's item is exactly what
+    ``GET /runs/{run_id}/metrics?keys=<key>&max_points=<max_points>`` answers for it, in the order of
+    ``ids``. 404 (the whole request) when one of the runs does not exist or the caller cannot see it, as
+    the per-run read answers."""
+    visible = runs.get_visible_many(session, principal, _run_ids(ids))
+    items = [
+        {"run_id": r.id, "series": service.query(session, r, [key], max_points, None, None)} for r in visible
+    ]
+    return Response(to_json(items), media_type="application/json")
 
 
 @router.post(

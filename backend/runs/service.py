@@ -6,8 +6,10 @@ whose worker went silent to ``queued`` with attempt+1, or fails them past ``max_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.activity import feed
@@ -31,6 +33,26 @@ def get_visible(session: Session, principal: Principal, run_id: int, minimum: st
         raise NotFound(f"run {run_id} not found")
     projects.require_role(session, principal, run.project_id, minimum, f"run {run_id}")
     return run
+
+
+def get_visible_many(session: Session, principal: Principal, run_ids: Sequence[int]) -> list[Run]:
+    """The runs of ``run_ids`` (in that order, each once) when the caller may see every one of them:
+    one query for the runs and one role lookup per project. A run that does not exist or that the caller
+    cannot see answers what ``get_visible`` answers for it (404 "run N not found", the first such id in
+    the list's order), so a batch read cannot probe which ids exist in other projects."""
+    wanted = list(dict.fromkeys(run_ids))
+    found = {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(wanted)))} if wanted else {}
+    checked: set[int] = set()
+    out: list[Run] = []
+    for run_id in wanted:
+        run = found.get(run_id)
+        if run is None:
+            raise NotFound(f"run {run_id} not found")
+        if run.project_id not in checked:
+            projects.require_role(session, principal, run.project_id, "viewer", f"run {run_id}")
+            checked.add(run.project_id)
+        out.append(run)
+    return out
 
 
 def get_for_worker(session: Session, principal: Principal, run_id: int, *, lifecycle: bool = False) -> Run:

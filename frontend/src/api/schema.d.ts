@@ -1063,6 +1063,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Metrics Batch
+         * @description One key's downsampled series of many runs in one request: each run's item is exactly what
+         *     ``GET /runs/{run_id}/metrics?keys=<key>&max_points=<max_points>`` answers for it, in the order of
+         *     ``ids``. 404 (the whole request) when one of the runs does not exist or the caller cannot see it, as
+         *     the per-run read answers.
+         */
+        get: operations["metrics-batch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server": {
         parameters: {
             query?: never;
@@ -10217,6 +10240,75 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "metrics-batch": {
+        parameters: {
+            query: {
+                /** @description comma-separated run ids, at most 200; a repeated id is answered once */
+                ids: string;
+                /** @description one metric key */
+                key: string;
+                max_points?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricsOut"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description one of the runs does not exist or is in a project the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description state does not allow this */
             409: {
