@@ -22,6 +22,14 @@ export const LIVE_REFRESH_MS = 1000;
 export const OVERLAY_MAX_POINTS = 500;
 /** More overlaid runs than this are unreadable; the caller is told to narrow the selection. */
 export const OVERLAY_MAX_RUNS = 20;
+/**
+ * The runs a seed-group chart reads (components/runs/GroupsOverlay.tsx): every member of every group up to
+ * this many, so a group's mean is over all its seeds, not the ungrouped overlay's first 20 curves. Two
+ * batch reads of METRICS_BATCH_MAX_IDS; past it the chart's caption names the cap.
+ */
+export const GROUP_MAX_RUNS = 400;
+/** Run ids one batch read names at most (`GET /api/v1/runs/metrics`, the API's cap). */
+export const METRICS_BATCH_MAX_IDS = 200;
 
 /** A run's metric keys (also prefetched by the run page's route, src/router.tsx). */
 export const metricKeysQuery = (runId: number) => ({
@@ -192,4 +200,54 @@ export function useOverlaySeries(
     [dataKey, runsKey, metricKey, options], // eslint-disable-line react-hooks/exhaustive-deps
   );
   return { isPending: shown.length > 0 && queries.every((q) => q.isPending), series };
+}
+
+/** `runs` in consecutive chunks of at most `size`, each one batch read. */
+export function chunkRuns<R>(runs: readonly R[], size = METRICS_BATCH_MAX_IDS): R[][] {
+  const out: R[][] = [];
+  for (let i = 0; i < runs.length; i += size) out.push(runs.slice(i, i + size));
+  return out;
+}
+
+/** A chunk is asked again every 3 s while one of its runs is unfinished (as useOverlaySeries does). */
+export const chunkRefetchInterval = (chunk: readonly Pick<Run, 'status'>[]): number | false =>
+  chunk.every((r) => isFinished(r.status)) ? false : 3000;
+
+/**
+ * One metric of the first GROUP_MAX_RUNS runs through the batch read (`GET /api/v1/runs/metrics`, one
+ * request per METRICS_BATCH_MAX_IDS runs), each run's series the same answer the per-run read gives
+ * useOverlaySeries, shaped alike (lib/overlay.ts); pending until every chunk answered. A chunk holding an unfinished run is refetched every
+ * 3 s; a run's status is part of its chunk's query key, so a run that just finished is read once more.
+ */
+export function useGroupMemberSeries(
+  runs: readonly OverlayRun[],
+  metricKey: string,
+): { isPending: boolean; error: Error | null; series: OverlaySeries[]; shown: number } {
+  const shown = runs.slice(0, GROUP_MAX_RUNS);
+  const chunks = chunkRuns(shown);
+  const queries = useQueries({
+    queries: chunks.map((chunk) => ({
+      queryKey: ['runs', 'metrics-batch', metricKey, OVERLAY_MAX_POINTS, chunk.map((r) => `${r.id}:${r.status}`).join(',')],
+      queryFn: () =>
+        unwrap(
+          api.GET('/api/v1/runs/metrics', {
+            params: { query: { ids: chunk.map((r) => r.id).join(','), key: metricKey, max_points: OVERLAY_MAX_POINTS } },
+          }),
+        ),
+      refetchInterval: chunkRefetchInterval(chunk),
+    })),
+  });
+  const dataKey = queries.map((q) => q.dataUpdatedAt).join(',');
+  const runsKey = shown.map((r) => `${r.id}:${r.name ?? ''}`).join(',');
+  const series = useMemo(() => {
+    const byRun = new Map(queries.flatMap((q) => q.data ?? []).map((item) => [item.run_id, item]));
+    return overlaySeries(shown, shown.map((r) => byRun.get(r.id)), metricKey);
+  }, [dataKey, runsKey, metricKey]); // eslint-disable-line react-hooks/exhaustive-deps
+  // a group's mean over some of its members is wrong, not partial: nothing is drawn until every chunk answered
+  return {
+    isPending: queries.some((q) => q.isPending),
+    error: queries.find((q) => q.error)?.error ?? null,
+    series,
+    shown: shown.length,
+  };
 }

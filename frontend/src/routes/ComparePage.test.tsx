@@ -26,12 +26,27 @@ const RUNS = [
   { id: 4, lr: 0.1, seed: 3, final: 0.6 },
   { id: 5, lr: 0.3, seed: 1, final: 0.4 },
 ];
+// a sweep of 8 learning rates x 5 seeds (ids 101..140): more runs than the ungrouped overlay's 20 curves
+const SWEEP = Array.from({ length: 40 }, (_, i) => ({ id: 101 + i, lr: 1 + (i % 8), seed: 1 + Math.floor(i / 8), final: 0.1 * (i % 8) + 0.01 * Math.floor(i / 8) }));
+RUNS.push(...SWEEP);
+
+const curve = (r: { id: number; final: number }) => {
+  const buckets = [0, 1, 2, 3, 4].map((step) => {
+    const v = r.final + 1 - 0.1 * step;
+    return { step_start: step, step_end: step, min: v, max: v, last: v, count: 1 };
+  });
+  return { run_id: r.id, series: { loss: { total_points: 5, step_min: 0, step_max: 4, buckets } } };
+};
 
 function fakeApi() {
   vi.spyOn(authStore, 'token').mockReturnValue('jwt');
-  vi.spyOn(api, 'GET').mockImplementation((async (url: string, init: { params: { path: { run_id: number } } }) => {
-    const r = RUNS.find((x) => x.id === init.params.path.run_id)!;
+  vi.spyOn(api, 'GET').mockImplementation((async (url: string, init: { params: { path?: { run_id: number }; query?: { ids?: string } } }) => {
     const ok = (data: unknown) => ({ data, response: new Response('{}', { status: 200 }) });
+    if (url === '/api/v1/runs/metrics') {
+      // the group chart's batch read: one key of many runs
+      return ok(init.params.query!.ids!.split(',').map((id) => curve(RUNS.find((x) => x.id === Number(id))!)));
+    }
+    const r = RUNS.find((x) => x.id === init.params.path!.run_id)!;
     if (url === '/api/v1/runs/{run_id}') {
       return ok({
         id: r.id, name: null, status: 'succeeded', experiment_id: 1,
@@ -40,11 +55,7 @@ function fakeApi() {
         summary: { loss: r.final },
       });
     }
-    const buckets = [0, 1, 2, 3, 4].map((step) => {
-      const v = r.final + 1 - 0.1 * step;
-      return { step_start: step, step_end: step, min: v, max: v, last: v, count: 1 };
-    });
-    return ok({ series: { loss: { total_points: 5, step_min: 0, step_max: 4, buckets } } });
+    return ok(curve(r));
   }) as never);
 }
 
@@ -110,5 +121,19 @@ describe('ComparePage, Group seeds', () => {
     const chart = await until(() => document.querySelector<HTMLElement>('[data-testid="group-chart"][data-group-n="3,1,1"]'));
     expect(chart.dataset.mode).toBe('envelope');
     expect(chart.dataset.bands).toBe('env:0'); // groups of one: their line only
+  });
+
+  it('draws every member of 8 groups x 5 seeds (40 runs) from one batch read, none per run', async () => {
+    await render(`/compare?runs=${SWEEP.map((r) => r.id).join(',')}&group=*`);
+    const chart = await until(() => document.querySelector<HTMLElement>('[data-testid="group-chart"]'));
+    expect(chart.dataset.groupN).toBe('5,5,5,5,5,5,5,5');
+    const calls = (vi.mocked(api.GET).mock.calls as unknown as [string, { params: { query?: unknown } }][]).map(([url, init]) => [url, init.params.query]);
+    expect(calls.filter(([url]) => url === '/api/v1/runs/{run_id}/metrics')).toEqual([]);
+    const batches = calls.filter(([url]) => url === '/api/v1/runs/metrics');
+    expect(batches).toHaveLength(1);
+    const query = batches[0]![1] as { ids: string; key: string; max_points: number };
+    expect(query.ids.split(',').map(Number).sort((a, b) => a - b)).toEqual(SWEEP.map((r) => r.id));
+    expect([query.key, query.max_points]).toEqual(['loss', 500]);
+    expect(document.querySelector('[data-testid="group-chart-cap"]')).toBeNull();
   });
 });

@@ -1,9 +1,11 @@
-// One metric of several run groups (the compare page's "Group seeds"): the members' series (hooks/metrics.ts,
-// the overlay's fetch, so the members' points are those the ungrouped overlay draws) aligned on steps per
-// group (lib/groupSeries.ts alignGroup) and drawn by the pure GroupChart in the view's chart mode.
-import { Loader, Text } from '@mantine/core';
+// One metric of several run groups (the compare page's "Group seeds"): every member's series, up to
+// GROUP_MAX_RUNS runs, through the batch read (hooks/metrics.ts useGroupMemberSeries: one request per 200
+// runs; each series the per-run read's answer, so the members' points are those the ungrouped overlay
+// draws), aligned on steps per group (lib/groupSeries.ts alignGroup) and drawn by the pure GroupChart in
+// the view's chart mode. Past the cap the caption says which runs the groups average.
+import { Alert, Loader, Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
-import { OVERLAY_MAX_RUNS, useOverlaySeries, type OverlayRun } from '../../hooks/metrics';
+import { GROUP_MAX_RUNS, useGroupMemberSeries, type OverlayRun } from '../../hooks/metrics';
 import { alignGroup } from '../../lib/groupSeries';
 import type { ChartMode } from '../../lib/viewState';
 import { GroupChart, type ChartGroup } from '../charts/GroupChart';
@@ -15,7 +17,7 @@ export interface OverlayGroup {
 
 function GroupsOverlayImpl({ groups, metricKey, mode }: { groups: readonly OverlayGroup[]; metricKey: string; mode: ChartMode }) {
   const runs = useMemo(() => groups.flatMap((g) => g.runs), [groups]);
-  const { isPending, series } = useOverlaySeries(runs, metricKey);
+  const { isPending, error, series, shown } = useGroupMemberSeries(runs, metricKey);
   const chartGroups: ChartGroup[] = useMemo(() => {
     const byRun = new Map(series.map((s) => [s.runId, s.points]));
     return groups
@@ -25,11 +27,15 @@ function GroupsOverlayImpl({ groups, metricKey, mode }: { groups: readonly Overl
       })
       .filter((g) => g.members.length > 0);
   }, [groups, series]);
+  if (error) return <Alert color="red" data-testid="group-chart-error">The members' {metricKey} could not be read: {error.message}</Alert>;
   if (isPending) return <Loader size="sm" />;
   return (
     <>
-      {runs.length > OVERLAY_MAX_RUNS && (
-        <Text size="xs" c="dimmed">Curves of the first {OVERLAY_MAX_RUNS} of {runs.length} runs: groups average the members shown.</Text>
+      {runs.length > shown && (
+        <Text size="xs" c="dimmed" data-testid="group-chart-cap">
+          The chart reads at most {GROUP_MAX_RUNS} runs: its groups average their members among the first {shown} of these{' '}
+          {runs.length} runs ({runs.length - shown} left out; the table's statistics count every member).
+        </Text>
       )}
       <GroupChart metricKey={metricKey} groups={chartGroups} mode={mode} />
       <Text size="xs" c="dimmed" data-testid="group-chart-caption">
