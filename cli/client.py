@@ -1,4 +1,4 @@
-"""Commands that call the REST API: ``submit`` and ``runs`` (list, show, cancel, retry, logs).
+"""Commands that call the REST API: ``submit``, ``runs``, ``experiments``, ``secrets``, ``datasets``, ``views``.
 
 The API URL and token come from flags, the environment (REASONLAB_API_URL, REASONLAB_TOKEN), the config
 file (~/.config/reasonlab/config.yaml: ``api_url``, ``token``) or, on the machine running
@@ -24,6 +24,7 @@ from cli.specfile import experiment_file, load_yaml
 from common.runs import FINISHED_STATUSES, RUN_STATUSES
 
 if TYPE_CHECKING:
+    from reasonlab_sdk.api_types import ViewPublic
     from reasonlab_sdk.client import ReasonLabClient
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -306,6 +307,15 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--experiment", type=int, default=None)
 @click.option("--status", default=None)
+@click.option(
+    "--view",
+    "view_ref",
+    default=None,
+    metavar="NAME_OR_ID",
+    help="a saved view of the runs page (of --project, default: default): its query, sort, grouping and "
+    "metric columns, as the dashboard shows it; --where, --sort, --asc, --group-by and --metric given "
+    "here override the view's",
+)
 @click.option("--where", "where", default=None, metavar="EXPR", help="a query-language filter")
 @click.option("--sort", default=None, help="any field: name, params.<path>, max(metrics.<key>), ...")
 @click.option("--asc", is_flag=True, help="ascending (default: descending)")
@@ -332,6 +342,7 @@ def runs() -> None:
 def runs_list(
     experiment: int | None,
     status: str | None,
+    view_ref: str | None,
     where: str | None,
     sort: str | None,
     asc: bool,
@@ -351,23 +362,37 @@ def runs_list(
       reasonlab runs list --where 'tags contains "baseline" and created > now - 2d'
       reasonlab runs list --where 'best(metrics.test_acc) > 0.9' --sort 'max(metrics.test_acc)'
       reasonlab runs list --where 'kind = "carma"' --group-by default --metric 'max(metrics.acc)'
+      reasonlab runs list --view 'carma seeds' --where 'params.lambda >= 0.1'
+
+    With --view, the runs (or groups) a saved view of the runs page shows in the dashboard, of the view's
+    project; an option given here replaces that part of the view (a new --group-by also drops the view's
+    sort, as the dashboard does).
     """
-    if metric_columns and group_by is None:
+    metrics = [c.strip() for c in metric_columns]
+    if metrics and group_by is None and view_ref is None:
         raise click.UsageError("--metric aggregates over groups: add --group-by")
     with _client(api_url, token) as client:
+        if view_ref is not None:
+            project = project or "default"
+            args = _view_args(_find_view(client, project, view_ref), where, sort, asc, group_by, metrics)
+            if metrics and args.get("group_by") is None:
+                raise click.UsageError("--metric aggregates over groups: the view has none, add --group-by")
+        else:
+            order = "asc" if asc else None
+            args = {"q": where, "sort": sort, "order": order, "group_by": group_by, "metrics": metrics}
         page = client.list_runs(
             experiment_id=experiment,
             status=status,
-            q=where,
-            sort=sort,
-            order="asc" if asc else None,
+            q=args.get("q"),
+            sort=args.get("sort"),
+            order=args.get("order"),
             project=project,
             limit=limit,
-            group_by=group_by,
-            metrics=[c.strip() for c in metric_columns] or None,
+            group_by=args.get("group_by"),
+            metrics=args.get("metrics") or None,
         )
-    if group_by is not None:
-        _print_groups(page.get("groups") or [], [c.strip() for c in metric_columns])
+    if args.get("group_by") is not None:
+        _print_groups(page.get("groups") or [], list(args.get("metrics") or []))
         return
     click.echo(
         f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
@@ -685,6 +710,125 @@ def datasets_delete(name: str, project: str | None, api_url: str | None, token: 
     click.echo(f"dataset {name} deleted")
 
 
+def _find_view(client: ReasonLabClient, project: str | None, ref: str) -> ViewPublic:
+    """The view REF of the project (default: default): a number is the id of one of its views, else
+    REF is a view's name; an unknown one names the views the project has."""
+    project_id = _project_id(client, project)
+    views_ = client.list_views(project_id)
+    if ref.isdecimal():
+        by_id = [v for v in views_ if v["id"] == int(ref)]
+        if by_id:
+            return by_id[0]
+    for v in views_:
+        if v["name"] == ref:
+            return v
+    name = project or "default"
+    if not views_:
+        raise click.ClickException(f"no view {ref!r} in project {name!r}: it has no saved views")
+    known = ", ".join(f"{v['name']!r} ({v['id']})" for v in views_)
+    raise click.ClickException(f"no view {ref!r} in project {name!r}; its views: {known}")
+
+
+def _view_args(
+    view: ViewPublic,
+    where: str | None,
+    sort: str | None,
+    asc: bool,
+    group_by: str | None,
+    metrics: list[str],
+) -> dict[str, Any]:
+    """``list_runs`` keywords of a saved view (reasonlab_sdk.view_runs_args: the dashboard's own
+    mapping), with the command line's options in place of the view's parts."""
+    from reasonlab_sdk import view_runs_args
+
+    state = view["state"].copy()
+    if group_by is not None:
+        # a grouping of one's own: the view's sort was of the view's groups (the dashboard drops it too)
+        fields = [f.strip() for f in group_by.split(",") if f.strip()]
+        state["group_by"] = "all spec fields but seed" if group_by.strip() == "default" else fields
+        state["sort"] = None
+    overridden = view.copy()
+    overridden["state"] = state
+    try:
+        args: dict[str, Any] = dict(view_runs_args(overridden))
+    except ValueError as exc:  # a view of the experiments or compare page
+        raise click.ClickException(f"{exc}; `runs list --view` takes a runs page's view") from exc
+    if where is not None:
+        args["q"] = where
+    if sort is not None:
+        args["sort"], args["order"] = sort, "asc" if asc else None
+    elif asc:
+        args["order"] = "asc"
+    if metrics:
+        args["metrics"] = metrics
+        by_mean = str(args.get("sort") or "")
+        dropped = by_mean.startswith("metric-mean:") and by_mean.removeprefix("metric-mean:") not in metrics
+        if sort is None and dropped:
+            # the view sorted its groups by a metric column that --metric no longer asks for
+            args.pop("sort")
+            args.pop("order", None)
+    return args
+
+
+@click.group()
+def views() -> None:
+    """Saved views of a project: a runs, experiments or compare page's query, columns, grouping, sort and
+    chart, saved in the dashboard and shared with the project (`runs list --view` lists a runs view's
+    runs). Any role reads them; only a view's author or a project admin deletes one."""
+
+
+@views.command("list")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def views_list(project: str | None, api_url: str | None, token: str | None) -> None:
+    """The project's saved views by name: id, page, author, last update, name and query."""
+    with _client(api_url, token) as client:
+        items = client.list_views(_project_id(client, project))
+    if not items:
+        click.echo(f"project {project or 'default'!r} has no saved views")
+        return
+    width = max(len("name"), *(len(v["name"]) for v in items))
+    click.echo(f"{'id':>6}  {'page':<11} {'author':<12} {'updated':<19}  {'name':<{width}}  query")
+    for v in items:
+        query = " ".join((v["state"].get("query") or "").split()) or "-"
+        click.echo(
+            f"{v['id']:>6}  {v['page']:<11} {v['author'] or '-':<12} {v['updated_at'][:19]:<19}  "
+            f"{v['name']:<{width}}  {query}"
+        )
+
+
+@views.command("show")
+@click.argument("view_ref", metavar="NAME_OR_ID")
+@click.option("--project", default=None, help="project name (default: default)")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML")
+@client_options
+@friendly_errors
+def views_show(
+    view_ref: str, project: str | None, as_json: bool, api_url: str | None, token: str | None
+) -> None:
+    """Print a saved view (its id, or its name) with its state: query, columns, group_by, sort, chart."""
+    with _client(api_url, token) as client:
+        view = _find_view(client, project, view_ref)
+    if as_json:
+        click.echo(json.dumps(view, indent=2))
+    else:
+        click.echo(yaml.safe_dump(view, sort_keys=False, allow_unicode=True).rstrip())
+
+
+@views.command("delete")
+@click.argument("view_ref", metavar="NAME_OR_ID")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def views_delete(view_ref: str, project: str | None, api_url: str | None, token: str | None) -> None:
+    """Delete a saved view (its id, or its name): its author or a project admin may."""
+    with _client(api_url, token) as client:
+        view = _find_view(client, project, view_ref)
+        client.delete_view(view["project_id"], view["id"])
+    click.echo(f"view {view['id']} ({view['name']}) deleted")
+
+
 @click.group()
 def experiments() -> None:
     """List experiments."""
@@ -726,4 +870,4 @@ def experiments_list(
         )
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets)
+COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views)

@@ -1,9 +1,11 @@
 """ReasonLab's Python SDK: a typed client of the REST API (docs/api.md, docs/sdk.md).
 
-    from reasonlab_sdk import ReasonLabClient
+    from reasonlab_sdk import ReasonLabClient, view_runs_args
 
     with ReasonLabClient("http://127.0.0.1:8000", token) as client:
         run = client.get_run(1)
+        view = client.get_view(project_id, view_id)  # a saved view, and the runs it shows:
+        page = client.list_runs(project="default", **view_runs_args(view))
 
 Install it alone with ``pip install ./sdk`` (httpx is its only dependency). ``api_types`` holds the
 API's schemas as TypedDicts, generated from the OpenAPI document by ``sdk/gen_types.py``.
@@ -31,6 +33,7 @@ from reasonlab_sdk.client import (
     parse_sse,
     storable_text,
 )
+from reasonlab_sdk.views import ViewRunsArgs, view_runs_args
 
 __all__ = [
     "API_PREFIX",
@@ -46,9 +49,11 @@ __all__ = [
     "SseEvent",
     "TooLarge",
     "Unauthorized",
+    "ViewRunsArgs",
     "api_base_url",
     "api_types",
     "is_storable",
     "parse_sse",
     "storable_text",
+    "view_runs_args",
 ]

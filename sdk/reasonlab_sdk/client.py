@@ -327,6 +327,62 @@ class ReasonLabClient:
         """Delete a dataset of the project (a project admin or its uploader)."""
         self.request("DELETE", f"/projects/{project_id}/datasets/{quote(name, safe='')}")
 
+    # -- saved views ------------------------------------------------------------------------------------
+
+    def list_views(self, project_id: int) -> list[api.ViewPublic]:
+        """The project's saved views, by name (any role); ``reasonlab_sdk.view_runs_args(view)`` turns one
+        into ``list_runs`` keywords."""
+        result: list[api.ViewPublic] = self._get(f"/projects/{project_id}/views")
+        return result
+
+    def get_view(self, project_id: int, view_id: int) -> api.ViewPublic:
+        """One view of the project (``NotFound`` for another project's view)."""
+        result: api.ViewPublic = self._get(f"/projects/{project_id}/views/{view_id}")
+        return result
+
+    def create_view(
+        self,
+        project_id: int,
+        name: str,
+        state: api.ViewState | None = None,
+        *,
+        page: Literal["runs", "experiments", "compare"] = "runs",
+    ) -> api.ViewPublic:
+        """Save a view of ``page`` (project members and admins): ``state`` is ``{"query", "columns",
+        "group_by", "sort", "chart"}``, any part left out at its default; ``Conflict`` for a name the
+        project already has, ``Invalid`` naming the field for a bad state."""
+        body: Json = {"name": name, "page": page}
+        if state is not None:
+            body["state"] = state
+        result: api.ViewPublic = self._post(f"/projects/{project_id}/views", body)
+        return result
+
+    def update_view(
+        self,
+        project_id: int,
+        view_id: int,
+        *,
+        name: str | None = None,
+        state: api.ViewState | None = None,
+    ) -> api.ViewPublic:
+        """Rename a view, replace its whole state, or both (its author or a project admin, else
+        ``Forbidden``)."""
+        if name is None and state is None:
+            raise ValueError("update_view: give a new name, a new state or both")
+        body: Json = {}
+        if name is not None:
+            body["name"] = name
+        if state is not None:
+            body["state"] = state
+        result: api.ViewPublic = self.request(
+            "PATCH", f"/projects/{project_id}/views/{view_id}", json_body=body
+        )
+        return result
+
+    def delete_view(self, project_id: int, view_id: int) -> None:
+        """Delete a view (its author or a project admin, else ``Forbidden``)."""
+        self.request("DELETE", f"/projects/{project_id}/views/{view_id}")
+
     def kinds(self) -> list[api.KindPublic]:
         result: list[api.KindPublic] = self._get("/kinds")
         return result

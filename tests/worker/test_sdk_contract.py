@@ -88,6 +88,11 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "upload_dataset": lambda c: c.upload_dataset(1, "qa.jsonl", SCRATCH / "a b.txt"),
     "delete_dataset": lambda c: c.delete_dataset(1, "qa.jsonl"),
     "download_dataset": lambda c: c.download_dataset(1, "qa.jsonl", SCRATCH / "qa.jsonl"),
+    "list_views": lambda c: c.list_views(1),
+    "get_view": lambda c: c.get_view(1, 2),
+    "create_view": lambda c: c.create_view(1, "lr seeds", {"query": "kind = 'carma'"}, page="runs"),
+    "update_view": lambda c: c.update_view(1, 2, name="lr", state={"group_by": ["params.lr"]}),
+    "delete_view": lambda c: c.delete_view(1, 2),
 }
 
 
