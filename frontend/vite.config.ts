@@ -144,5 +144,9 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'src/**/*.test.tsx'],
     environment: 'node',
+    // a test's limit, not a goal: `make test` runs vitest beside pytest's processes on two cores, where a
+    // jsdom page test that takes 0.5 s alone was measured past 5 s (the default)
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
   },
 });

@@ -28,12 +28,18 @@ export async function mountRouter(
   return root;
 }
 
-/** Polls `ready` every 10 ms inside act() until it returns something truthy (at most 2 s). */
-export async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 200; i++) {
+/**
+ * Polls `ready` every 10 ms inside act() until it returns something truthy: a wait on a condition, ended by
+ * it, with a deadline of UNTIL_MS of wall time (generous: `make test` runs vitest beside pytest's processes
+ * on two cores, where a page that renders in 50 ms alone can take seconds).
+ */
+export const UNTIL_MS = 15_000;
+export async function until<T>(ready: () => T, ms = UNTIL_MS): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
     const got = ready();
     if (got) return got as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`not ready after ${ms} ms: ${ready}`);
     await act(() => new Promise((r) => setTimeout(r, 10)));
   }
-  throw new Error(`not ready: ${ready}`);
 }

@@ -15,6 +15,7 @@ import type { Run } from '../../api/types';
 import { useRun } from '../../hooks/runs';
 import { RunTitle } from './RunTitle';
 import { installDomShims } from '../../test/dom';
+import { until } from '../../test/mount';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -64,14 +65,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 100; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 async function render(canWrite: boolean) {
   await act(async () => {

@@ -14,6 +14,7 @@ import { makeQueryClient } from '../../api/queryClient';
 import type { Secret } from '../../api/types';
 import { ProjectSecrets } from './ProjectSecrets';
 import { installDomShims } from '../../test/dom';
+import { until } from '../../test/mount';
 
 const VALUE = 'sk-test-0123456789-do-not-show';
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -91,15 +92,6 @@ async function render(canManage: boolean) {
   await until(() => container.querySelector('[data-testid="secrets-table"], [data-testid="secrets-empty"]'));
 }
 
-/** Lets React and the queries run until `ready` holds (1 s at most). */
-async function until<T>(ready: () => T): Promise<NonNullable<T>> {
-  for (let i = 0; i < 100; i++) {
-    const got = ready();
-    if (got) return got;
-    await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
-  throw new Error(`not ready: ${ready}`);
-}
 
 const byLabel = (label: string) =>
   [...document.querySelectorAll('label')].find((l) => l.textContent?.replace('*', '').trim() === label)?.control as HTMLInputElement;
