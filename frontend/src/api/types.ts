@@ -41,6 +41,8 @@ export type Review = Elem<Ok<'reviews-list'>>;
 export type Activity = Elem<Ok<'reviews-activity'>>;
 /** A project secret as the API shows it: name, when and by whom it was set; never its value. */
 export type Secret = Elem<Ok<'secrets-list'>>;
+/** A data file uploaded to a project (name, size, sha256, who uploaded it and when); a spec names it `dataset:<name>`. */
+export type Dataset = Elem<Ok<'datasets-list'>>;
 export type Role = 'admin' | 'member' | 'viewer';
 
 /** A run's status (the API's `RunStatus` enum; lib/runStatus.ts lists it once). */

@@ -1,10 +1,15 @@
 import { Alert, Badge, Center, Group, Loader, Stack, Tabs, Title } from '@mantine/core';
 import { Navigate, useNavigate, useParams } from 'react-router';
+import { ProjectDatasets } from '../components/settings/ProjectDatasets';
 import { ProjectSecrets } from '../components/settings/ProjectSecrets';
+import { useMe } from '../hooks/auth';
 import { useCurrentProject, useProjects, useRole } from '../hooks/projects';
 
-/** The settings' tabs, each its own URL (`/settings/secrets`); `/settings` opens the first. */
-const TABS = [{ value: 'secrets', label: 'Secrets' }] as const;
+/** The settings' tabs, each its own URL (`/settings/secrets`, `/settings/datasets`); `/settings` opens the first. */
+const TABS = [
+  { value: 'secrets', label: 'Secrets' },
+  { value: 'datasets', label: 'Datasets' },
+] as const;
 type Tab = (typeof TABS)[number]['value'];
 const isTab = (t: string | undefined): t is Tab => TABS.some((x) => x.value === t);
 
@@ -15,6 +20,7 @@ export function ProjectSettingsPage() {
   const project = useCurrentProject();
   const projects = useProjects();
   const role = useRole(project.id);
+  const { data: me } = useMe();
   if (!isTab(tab)) return <Navigate to={`/settings/${TABS[0].value}`} replace />;
   return (
     <Stack>
@@ -45,6 +51,9 @@ export function ProjectSettingsPage() {
           </Tabs.List>
           <Tabs.Panel value="secrets" pt="md">
             <ProjectSecrets projectId={project.id} canManage={role === 'admin'} />
+          </Tabs.Panel>
+          <Tabs.Panel value="datasets" pt="md">
+            <ProjectDatasets projectId={project.id} role={role} username={me?.username} />
           </Tabs.Panel>
         </Tabs>
       )}
