@@ -9,7 +9,7 @@ HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
 
-.PHONY: up test test-python test-browser check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
+.PHONY: up test test-python test-static check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -127,23 +127,24 @@ perf: venv frontend-build chromium
 perf-scale: venv frontend-build chromium
 	cd frontend && npm run perf:scale
 
-# Everything, in two chains side by side once the set-up is done (docs/architecture.md, Test tiers): pytest
-# (its own four processes), and lint -> typecheck + vitest -> the browser tests. pytest's platform tests
-# mostly wait on worker processes; the other chain fills those waits. Each chain's output is printed whole
-# when it ends (--output-sync); either failing fails `make test`. The browser chain's platforms get one
-# OpenMP thread, as pytest's processes do (tests/conftest.py).
+# Everything (docs/architecture.md, Test tiers). After the set-up, pytest (its own four processes) beside a
+# second chain, lint then typecheck + vitest: pytest's platform tests mostly wait on worker processes and the
+# second chain fills those waits; each chain's output is printed whole when it ends (--output-sync), either
+# failing fails `make test`. Then the browser tests, on a machine no longer running pytest: their waits are
+# the most sensitive to load (beside pytest the two cores ran at load 10-11; the timings of both orders are in
+# docs/architecture.md). Their platforms get one OpenMP thread, as pytest's processes do (tests/conftest.py).
 test:
 	@# the set-up: pip and npm side by side, then apt (one dpkg at a time) and the models that need the venv
 	@$(MAKE) --no-print-directory -j2 venv frontend-deps
 	@$(MAKE) --no-print-directory nginx chromium offline
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-browser
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(MAKE) --no-print-directory e2e
 
 test-python: pytest
 
-test-browser:
+test-static:
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory frontend-test
-	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(MAKE) --no-print-directory e2e
 
 clean:
 	rm -rf $(VENV) frontend/node_modules offline/node_modules backend/static .reasonlab test-output
