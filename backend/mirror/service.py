@@ -545,7 +545,15 @@ class Mirror:
         if conn is None:
             return
         try:
-            conn.invalidate()  # the session (and its advisory lock) ends with the connection
+            # unlocked before the connection goes: the lock is free when this returns. Closing alone frees
+            # it only once the server's backend has seen the socket close, a moment later (another API
+            # process asking at once was refused: test_one_mirror_among_api_processes at load 8)
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIRROR_LOCK})
+            conn.commit()
+        except Exception:  # a broken connection: the session and its lock end with it
+            pass
+        try:
+            conn.invalidate()  # never back to the pool: the session (and any lock left) ends with it
             conn.close()
         except Exception:
             pass
