@@ -3,9 +3,9 @@
 // it and when) and how a spec names one; members and admins upload and replace; a project admin, or whoever
 // uploaded a dataset, deletes it (the API's rules: backend/datasets/service.py). The API judges a name:
 // its 422 lands on the Name field, a 413 (over REASONLAB_DATASET_MAX_BYTES) on the File field.
-import { ActionIcon, Alert, Button, Code, CopyButton, Group, Input, Modal, Paper, Stack, Table, Text, TextInput, Title, Tooltip } from '@mantine/core';
+import { ActionIcon, Alert, Button, Code, CopyButton, Group, Input, Paper, Stack, Table, Text, TextInput, Title, Tooltip } from '@mantine/core';
 import { useId, useRef, useState, type FormEvent, type RefObject } from 'react';
-import { errorMessage } from '../../api/errors';
+import { ConfirmDelete } from './ConfirmDelete';
 import type { Dataset, Role } from '../../api/types';
 import { useDatasets, useDeleteDataset, useUploadDataset } from '../../hooks/datasets';
 import { formatBytes } from '../../lib/artifactTree';
@@ -225,37 +225,6 @@ function DatasetsTable({ datasets, canUpload, canDelete, onReplace, onDelete, sa
   );
 }
 
-function ConfirmDelete({ projectId, name, opened, onClose }: { projectId: number; name: string; opened: boolean; onClose: () => void }) {
-  const del = useDeleteDataset(projectId);
-  const close = () => {
-    del.reset();
-    onClose();
-  };
-  return (
-    <Modal opened={opened} onClose={close} title={`Delete dataset ${name}?`} centered>
-      <Stack gap="sm">
-        <Text size="sm">
-          Its bytes are removed. Experiments whose spec names <Code>{specReference(name)}</Code> are refused from then on, and their runs that
-          have not started cannot get it.
-        </Text>
-        {del.error && (
-          <Alert color="red" role="alert" data-testid="dataset-delete-error">
-            {errorMessage(del.error)}
-          </Alert>
-        )}
-        <Group justify="flex-end" gap="sm">
-          <Button variant="default" onClick={close}>
-            Cancel
-          </Button>
-          <Button color="red" loading={del.isPending} data-testid="confirm-delete-dataset" onClick={() => del.mutate(name, { onSuccess: close })}>
-            Delete
-          </Button>
-        </Group>
-      </Stack>
-    </Modal>
-  );
-}
-
 /**
  * The Datasets section of a project's settings. `role` is the signed-in user's role in the project (site
  * admins are admins) and `username` theirs: members and admins get the upload form and a Replace button
@@ -271,6 +240,7 @@ export function ProjectDatasets({ projectId, role, username }: { projectId: numb
   const [saved, setSaved] = useState<string | null>(null);
   // the dataset the delete dialog asks about; kept while the dialog closes so its title does not change
   const [deleting, setDeleting] = useState<{ name: string; opened: boolean }>({ name: '', opened: false });
+  const del = useDeleteDataset(projectId);
   const list = datasets.data ?? [];
 
   const replace = (dataset: string) => {
@@ -317,7 +287,10 @@ export function ProjectDatasets({ projectId, role, username }: { projectId: numb
           />
         )}
       </QueryState>
-      <ConfirmDelete projectId={projectId} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))} />
+      <ConfirmDelete what="dataset" del={del} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
+          Its bytes are removed. Experiments whose spec names <Code>{specReference(deleting.name)}</Code> are refused from then on, and their runs that
+          have not started cannot get it.
+        </ConfirmDelete>
     </Stack>
   );
 }

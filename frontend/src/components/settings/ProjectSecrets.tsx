@@ -2,9 +2,9 @@
 // deletes them. The value is typed into an uncontrolled password input: React state never holds it, the
 // mutation takes it out of its variables as it sends it (hooks/secrets.ts), and the input is emptied once
 // the API has it. No answer of the API carries a value, so the page never shows one.
-import { Alert, Button, Code, Group, Modal, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Button, Code, Group, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useRef, useState, type FormEvent, type RefObject } from 'react';
-import { errorMessage } from '../../api/errors';
+import { ConfirmDelete } from './ConfirmDelete';
 import type { Secret } from '../../api/types';
 import { useDeleteSecret, useSecrets, useSetSecret } from '../../hooks/secrets';
 import { secretFormErrors, unsendableName, type SecretFormErrors } from '../../lib/secretForm';
@@ -135,36 +135,6 @@ function SecretsTable({ secrets, canManage, onReplace, onDelete, saved }: {
   );
 }
 
-function ConfirmDelete({ projectId, name, opened, onClose }: { projectId: number; name: string; opened: boolean; onClose: () => void }) {
-  const del = useDeleteSecret(projectId);
-  const close = () => {
-    del.reset();
-    onClose();
-  };
-  return (
-    <Modal opened={opened} onClose={close} title={`Delete secret ${name}?`} centered>
-      <Stack gap="sm">
-        <Text size="sm">
-          Until it is set again, experiments whose spec names <Code>{name}</Code> are refused, and their runs that have not started cannot get it.
-        </Text>
-        {del.error && (
-          <Alert color="red" role="alert" data-testid="secret-delete-error">
-            {errorMessage(del.error)}
-          </Alert>
-        )}
-        <Group justify="flex-end" gap="sm">
-          <Button variant="default" onClick={close}>
-            Cancel
-          </Button>
-          <Button color="red" loading={del.isPending} data-testid="confirm-delete-secret" onClick={() => del.mutate(name, { onSuccess: close })}>
-            Delete
-          </Button>
-        </Group>
-      </Stack>
-    </Modal>
-  );
-}
-
 /**
  * The Secrets section of a project's settings. `canManage` (a project admin, or a site admin) gets the form
  * and the replace and delete buttons; members and viewers see the names, read-only.
@@ -176,6 +146,7 @@ export function ProjectSecrets({ projectId, canManage }: { projectId: number; ca
   const [saved, setSaved] = useState<string | null>(null);
   // the secret the delete dialog asks about; kept while the dialog closes so its title does not change
   const [deleting, setDeleting] = useState<{ name: string; opened: boolean }>({ name: '', opened: false });
+  const del = useDeleteSecret(projectId);
 
   const replace = (secret: string) => {
     setName(secret);
@@ -207,7 +178,9 @@ export function ProjectSecrets({ projectId, canManage }: { projectId: number; ca
         )}
       </QueryState>
       {canManage && (
-        <ConfirmDelete projectId={projectId} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))} />
+        <ConfirmDelete what="secret" del={del} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
+          Until it is set again, experiments whose spec names <Code>{deleting.name}</Code> are refused, and their runs that have not started cannot get it.
+        </ConfirmDelete>
       )}
     </Stack>
   );
