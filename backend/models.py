@@ -171,7 +171,18 @@ class Run(Base):
     experiment: Mapped[Experiment] = relationship()
 
     __table_args__ = (
-        Index("ix_runs_project_group_key", "project_id", "group_key"),
+        # (id last: migration 0024) a group's first members in id order without sorting the group
+        Index("ix_runs_project_group_key", "project_id", "group_key", "id"),
+        # the runs a seed-group summary does not cover (backend/runs/summary.py, migration 0024): those not
+        # ended (few), and those that ended after its cut-off time
+        Index(
+            "ix_runs_project_open",
+            "project_id",
+            "id",
+            postgresql_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
+            sqlite_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
+        ),
+        Index("ix_runs_project_finished", "project_id", "finished_at"),
         # a page sorted by name (backend/query ``order``: name IS NULL, name, id) read in index order
         # (migration 0019)
         Index("ix_runs_project_name", "project_id", text("(name IS NULL)"), text("name"), "id"),
@@ -521,3 +532,66 @@ class AutoIndex(Base):
         UniqueConstraint("entity", "path", "direction", name="uq_auto_indexes_path"),
         UniqueConstraint("index_name", name="uq_auto_indexes_name"),
     )
+
+
+class GroupSummary(Base):
+    """A project's stored seed-group summary (backend/runs/summary.py, migration 0024): the default grouping's
+    sums over the runs that had ended by ``until`` (status succeeded, failed or cancelled and finished_at <=
+    until), rows in ``group_summary_groups`` and ``group_summary_metrics``. It answers while ``built_generation
+    == generation``: triggers on runs (an insert, a delete, or an update of status, finished_at, project,
+    group key or kind of a run that ends at or before ``watch_until``) and a metric written to a run that is
+    not running add 1 to ``generation`` in their own transaction. ``watch_until`` >= ``until``: a build
+    raises it before it reads, so a change during the build is seen. ``covered_runs``: the runs summed."""
+
+    __tablename__ = "group_summaries"
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    generation: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    built_generation: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    until: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    watch_until: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    built_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    # the rows of the current build carry this number (a reader checks it did not change while it read)
+    build: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    covered_runs: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
+class GroupSummaryGroup(Base):
+    """A seed group's ended runs in a project's summary: how many and the smallest id."""
+
+    __tablename__ = "group_summary_groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    build: Mapped[int] = mapped_column(BigInteger)
+    group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+    first_id: Mapped[int] = mapped_column(Integer)
+
+
+class GroupSummaryMetric(Base):
+    """A seed group's ended runs of one kind, one metric key: count, sum, sum of squares, min and max of the
+    finite ``value`` (v), ``vmin`` (lo) and ``vmax`` (hi) of their metric_latest rows."""
+
+    __tablename__ = "group_summary_metrics"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    build: Mapped[int] = mapped_column(BigInteger)
+    group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    kind: Mapped[str] = mapped_column(String(100))
+    key: Mapped[str] = mapped_column(String(250))
+    v_n: Mapped[int] = mapped_column(BigInteger)
+    v_sum: Mapped[float | None] = mapped_column(Float, nullable=True)
+    v_sq: Mapped[float | None] = mapped_column(Float, nullable=True)
+    v_min: Mapped[float | None] = mapped_column(Float, nullable=True)
+    v_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lo_n: Mapped[int] = mapped_column(BigInteger)
+    lo_sum: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lo_sq: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lo_min: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lo_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    hi_n: Mapped[int] = mapped_column(BigInteger)
+    hi_sum: Mapped[float | None] = mapped_column(Float, nullable=True)
+    hi_sq: Mapped[float | None] = mapped_column(Float, nullable=True)
+    hi_min: Mapped[float | None] = mapped_column(Float, nullable=True)
+    hi_max: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -79,6 +79,28 @@ class Settings(SharedSettings):
         ge=0,
         description="... and only when its table holds at least this many rows (the planner's estimate)",
     )
+    # The whole project's seed groups from a stored summary of its ended runs (backend/runs/summary.py)
+    group_summary_after_ms: float = Field(
+        150.0,
+        ge=0,
+        description="a whole project's default-grouped request (no other filter) answered without a valid"
+        " summary and slower than this builds the project's summary in the background",
+    )
+    group_summary_margin_s: float = Field(
+        300.0,
+        ge=0,
+        description="a summary covers the runs that ended this long before its build started (a finish"
+        " committing late is not missed)",
+    )
+    group_summary_max_open: int = Field(
+        2_000,
+        ge=0,
+        description="a summary is rebuilt (in the background; it still answers) once more than this many"
+        " ended runs are outside it",
+    )
+    group_summary_max_age_s: float = Field(
+        900.0, ge=0, description="... or once it is older than this (seconds)"
+    )
     # The MLflow mirror (backend/mirror/): the API copies every run from the database into MLflow; workers
     # never talk to MLflow.
     mlflow_tracking_uri: str = Field("", description="default: sqlite MLflow store under home")

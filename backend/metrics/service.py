@@ -13,6 +13,7 @@ from backend.metrics import points, reads
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror
 from backend.models import Run
+from backend.runs import summary
 
 
 def _finite(value: float | None) -> float | None:
@@ -54,6 +55,8 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     points.refresh_extremes(session, run.id, list(tops))  # min() and max() of the query language
     if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
         mirror.touch(session, run.id)
+        # and a seed-group summary covering it is no longer exact (after the writes: runs/summary.py)
+        summary.metric_written(session, run)
     return len(batch.points)
 
 

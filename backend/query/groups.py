@@ -97,6 +97,7 @@ class MetricColumn:
     text: str
     key: str
     pick: Callable[[Any, Any], Any]
+    aggregate: str = "last"  # last, min, max or best
 
 
 def metric_column(entity: Entity, text: str, dialect: str) -> MetricColumn:
@@ -113,7 +114,7 @@ def metric_column(entity: Entity, text: str, dialect: str) -> MetricColumn:
     agg = f.aggregate or "last"
     if agg != "best":
         name = {"last": "value", "min": "vmin", "max": "vmax"}[agg]
-        return MetricColumn(f.text, key, lambda row, kind: getattr(row, name))
+        return MetricColumn(f.text, key, lambda row, kind: getattr(row, name), agg)
     lower, upper = directions(key)
 
     def best(row: Any, kind: Any) -> Any:
@@ -124,7 +125,7 @@ def metric_column(entity: Entity, text: str, dialect: str) -> MetricColumn:
             whens.append((kind.in_(upper), row.vmax))
         return case(*whens)
 
-    return MetricColumn(f.text, key, best)
+    return MetricColumn(f.text, key, best, "best")
 
 
 __all__ = ["GroupField", "MetricColumn", "group_field", "metric_column"]

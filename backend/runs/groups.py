@@ -10,6 +10,10 @@ page come from the same query on Postgres when a ``q`` filters the runs (``array
 filter runs once), else from a second query that numbers the page's groups' members (ROW_NUMBER over the
 group); for ``default`` a last query reads the spec of each group's first member for its key.
 
+``default`` over whole projects (``whole``: no filter but the projects) is answered from the projects'
+stored summaries of their ended runs when they are valid (backend/runs/summary.py), else by this SQL,
+which queues the summaries' build when it was slow.
+
 Statistics (``stats``): mean = sum / n; the sample variance from the sums, (sum(x^2) - sum^2 / n) / (n - 1)
 (the same arithmetic on SQLite and Postgres; clamped at 0, and 0 when min = max); the 95% interval
 mean +- t(0.975, n - 1) * std / sqrt(n), t from scipy; std and the interval null below two values.
@@ -18,6 +22,7 @@ mean +- t(0.975, n - 1) * std / sqrt(n), t from scipy; std and the interval null
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +34,7 @@ from sqlalchemy.orm import Session, aliased
 from backend import query
 from backend.http.errors import Invalid
 from backend.models import MetricLatest, Run
+from backend.runs import summary
 from backend.runs.group_key import without_seed
 from backend.runs.schemas import MetricStats, RunGroup
 
@@ -99,6 +105,8 @@ def page(
     offset: int,
     limit: int,
     queried: bool = False,
+    whole: Sequence[int] | None = None,
+    settings: Any = None,
 ) -> tuple[list[RunGroup], bool]:
     """A page of the groups of ``stmt``'s runs and whether more follow; Invalid (422) naming the
     parameter for an unknown or ungroupable field, a non-metric column or an unknown sort.
@@ -190,6 +198,16 @@ def page(
             f"with group_by, sort takes a group field ({fields_text}), n, metric-mean:<column> or created_at;"
             f" not {sort!r}",
         )
+    # the whole project(s), no other filter: from the stored summaries when they are valid (summary.py)
+    use_summary = default and whole is not None and settings is not None
+    if use_summary:
+        assert whole is not None
+        found = summary.answer(session, stmt, whole, metric_columns, sort, desc, offset, limit, settings)
+        if found is not None:
+            if found.rebuild:
+                summary.summarizer.submit(settings, whole)
+            return found.groups, found.more
+    started = time.perf_counter()
     ordering: list[Any] = []
     for key in by:
         ordering += [key.is_(None).asc(), key.desc() if desc else key.asc()]
@@ -228,6 +246,9 @@ def page(
             n, total, squares, low, high = row[k + 2 + 5 * j : k + 7 + 5 * j]
             metric_stats[column] = stats(int(n), _float(total), _float(squares), _float(low), _float(high))
         out.append(RunGroup(key=key, n=int(row[k]), run_ids=members.get(group, []), metrics=metric_stats))
+    if use_summary and (time.perf_counter() - started) * 1000 >= settings.group_summary_after_ms:
+        assert whole is not None
+        summary.summarizer.submit(settings, whole)  # built in the background for the next request
     return out, more
 
 

@@ -157,7 +157,13 @@ def list_runs(
     if group_by is not None:
         offset = cursor.decode_int(cursor_, "offset") or 0
         queried = q is not None and bool(q.strip())
-        found, more = groups.page(session, stmt, group_by, metrics, sort, desc, offset, limit, queried)
+        # no filter but the projects: the default grouping may come from their stored summaries
+        whole = None
+        if project_ids and experiment_id is None and not statuses and not kind and not tag and not queried:
+            whole = project_ids
+        found, more = groups.page(
+            session, stmt, group_by, metrics, sort, desc, offset, limit, queried, whole, settings
+        )
         autoindex.indexer.observe(settings, dialect, query.RUNS, None, desc, q, time.perf_counter() - started)
         nxt = cursor.encode({"offset": offset + limit}) if more else None
         return RunPage(items=[], next_cursor=nxt, groups=found)
