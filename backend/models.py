@@ -179,10 +179,17 @@ class Run(Base):
             "ix_runs_project_open",
             "project_id",
             "id",
+            postgresql_include=["group_key", "kind"],  # an index-only scan reads them
             postgresql_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
             sqlite_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
         ),
-        Index("ix_runs_project_finished", "project_id", "finished_at"),
+        Index(
+            "ix_runs_project_finished",
+            "project_id",
+            "finished_at",
+            postgresql_where=text("status IN ('succeeded', 'failed', 'cancelled')"),
+            sqlite_where=text("status IN ('succeeded', 'failed', 'cancelled')"),
+        ),
         # a page sorted by name (backend/query ``order``: name IS NULL, name, id) read in index order
         # (migration 0019)
         Index("ix_runs_project_name", "project_id", text("(name IS NULL)"), text("name"), "id"),

@@ -170,10 +170,17 @@ def upgrade() -> None:
         "ix_runs_project_open",
         "runs",
         ["project_id", "id"],
+        postgresql_include=["group_key", "kind"],
         postgresql_where=sa.text(OPEN),
         sqlite_where=sa.text(OPEN),
     )
-    op.create_index("ix_runs_project_finished", "runs", ["project_id", "finished_at"])
+    op.create_index(
+        "ix_runs_project_finished",
+        "runs",
+        ["project_id", "finished_at"],
+        postgresql_where=sa.text(f"status IN {ENDED}"),
+        sqlite_where=sa.text(f"status IN {ENDED}"),
+    )
     postgres = op.get_bind().dialect.name == "postgresql"
     for statement in PG_UP if postgres else SQLITE_UP:
         op.execute(statement)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, insert, or_, select, text, update
+from sqlalchemy import and_, case, delete, func, insert, literal, or_, select, text, true, union_all, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, aliased
 
@@ -217,6 +217,70 @@ def _read_summary(
     return groups
 
 
+def _open_inner(stmt: Any, states: dict[int, _State], columns: list[MetricColumn], dialect: str) -> Any:
+    """One row per open run: its id, group key, whether it has ended, each metric column's value.
+
+    Postgres: per project, the runs not ended from ``ix_runs_project_open`` (which holds id, group key and
+    kind: an index-only scan, no visit of a million-run table's pages) and those ended after ``until`` from
+    ``ix_runs_project_finished``; each run's metric values from one lookup of its metric_latest rows (a
+    LATERAL aggregate, one index descent per run instead of one per metric key). SQLite: the runs filter and
+    an outer join per key, as backend/runs/groups.py does."""
+    if dialect != "postgresql":
+        open_stmt = stmt.where(
+            or_(*(and_(Run.project_id == pid, open_runs(s.until)) for pid, s in states.items()))
+        )
+        latest_of: dict[str, Any] = {}
+        values: list[Any] = []
+        for metric in columns:
+            latest = latest_of.get(metric.key)
+            if latest is None:
+                latest = latest_of[metric.key] = aliased(MetricLatest, name=f"ml{len(latest_of)}")
+                open_stmt = open_stmt.outerjoin(
+                    latest, and_(latest.run_id == Run.id, latest.key == metric.key)
+                )
+            values.append(metric.pick(latest, Run.kind))
+        return open_stmt.with_only_columns(
+            Run.id.label("rid"),
+            Run.group_key.label("g0"),
+            Run.status.in_(FINISHED_STATUSES).label("ended"),
+            *(v.label(f"m{j}") for j, v in enumerate(values)),
+        ).subquery()
+    parts: list[Any] = []
+    for pid, state in states.items():
+        base: list[Any] = [Run.id.label("rid"), Run.group_key.label("g0"), Run.kind.label("kind")]
+        parts.append(
+            select(*base, literal(False).label("ended")).where(
+                Run.project_id == pid, text(f"runs.status NOT IN {_ENDED_SQL}")
+            )
+        )
+        parts.append(
+            select(*base, literal(True).label("ended")).where(
+                Run.project_id == pid,
+                text(f"runs.status IN {_ENDED_SQL}"),
+                or_(Run.finished_at.is_(None), Run.finished_at > state.until),
+            )
+        )
+    runs = union_all(*parts).subquery("open_runs")
+    if not columns:
+        return select(runs.c.rid, runs.c.g0, runs.c.ended).subquery()
+    ml = aliased(MetricLatest, name="ml")
+    lookup = (
+        select(
+            *(
+                func.max(c.pick(ml, runs.c.kind)).filter(ml.key == c.key).label(f"m{j}")
+                for j, c in enumerate(columns)
+            )
+        )
+        .where(ml.run_id == runs.c.rid, ml.key.in_(sorted({c.key for c in columns})))
+        .lateral("mv")
+    )
+    return (
+        select(runs.c.rid, runs.c.g0, runs.c.ended, *(lookup.c[f"m{j}"] for j in range(len(columns))))
+        .select_from(runs.outerjoin(lookup, true()))
+        .subquery()
+    )
+
+
 def _read_open(
     session: Session,
     stmt: Any,
@@ -226,25 +290,9 @@ def _read_open(
 ) -> int:
     """Add the open runs' groups (the grouped query of backend/runs/groups.py over them) to ``groups``;
     returns how many of them have ended (after their summary's ``until``)."""
-    open_stmt = stmt.where(
-        or_(*(and_(Run.project_id == pid, open_runs(s.until)) for pid, s in states.items()))
-    )
-    latest_of: dict[str, Any] = {}
-    values: list[Any] = []
-    for metric in columns:
-        latest = latest_of.get(metric.key)
-        if latest is None:
-            latest = latest_of[metric.key] = aliased(MetricLatest, name=f"ml{len(latest_of)}")
-            open_stmt = open_stmt.outerjoin(latest, and_(latest.run_id == Run.id, latest.key == metric.key))
-        values.append(metric.pick(latest, Run.kind))
-    inner = open_stmt.with_only_columns(
-        Run.id.label("rid"),
-        Run.group_key.label("g0"),
-        Run.status.in_(FINISHED_STATUSES).label("ended"),
-        *(v.label(f"m{j}") for j, v in enumerate(values)),
-    ).subquery()
+    inner = _open_inner(stmt, states, columns, session.get_bind().dialect.name)
     aggregates: list[Any] = [func.count(), func.min(inner.c.rid), func.sum(case((inner.c.ended, 1), else_=0))]
-    for j in range(len(values)):
+    for j in range(len(columns)):
         x = inner.c[f"m{j}"]
         aggregates += [func.count(x), func.sum(x), func.sum(x * x), func.min(x), func.max(x)]
     width = len(columns)
@@ -289,34 +337,35 @@ def _sorted(groups: list[_Group], sort: str, desc: bool, columns: list[MetricCol
 def _members(
     session: Session, project_ids: Sequence[int], keys: list[str | None]
 ) -> dict[str | None, list[int]]:
-    """Each group's first ``MEMBERS`` run ids, read in order from (project, group key, id)."""
+    """Each group's first ``MEMBERS`` run ids, read in order from (project, group key, id): per project
+    (an index scan in id order stops after ``MEMBERS``; one over several projects would sort the groups),
+    the projects' lists merged."""
     from backend.runs.groups import MEMBERS
 
-    out: dict[str | None, list[int]] = {}
+    found: dict[str | None, list[int]] = {}
     if not keys:
-        return out
-    dialect = session.get_bind().dialect.name
-    ps = sorted(set(project_ids))
+        return found
+    postgres = session.get_bind().dialect.name == "postgresql"
     named = [k for k in keys if k is not None]
-    if dialect == "postgresql" and named:
-        rows = session.execute(
-            text(
-                "SELECT k.g, r.id FROM unnest(CAST(:keys AS text[])) AS k(g) CROSS JOIN LATERAL "
-                "(SELECT id FROM runs WHERE project_id = ANY(CAST(:ps AS integer[])) AND group_key = k.g "
-                "ORDER BY id LIMIT :n) AS r ORDER BY r.id"
-            ),
-            {"keys": named, "ps": ps, "n": MEMBERS},
-        )
-        for g, rid in rows:
-            out.setdefault(g, []).append(int(rid))
-        named = []
-    for key in [*named, *([None] if None in keys else [])]:
-        match = Run.group_key.is_(None) if key is None else Run.group_key == key
-        ids = session.scalars(
-            select(Run.id).where(Run.project_id.in_(ps), match).order_by(Run.id).limit(MEMBERS)
-        )
-        out[key] = [int(i) for i in ids]
-    return out
+    for pid in sorted(set(project_ids)):
+        todo: list[str | None] = [*([] if postgres else named), *([None] if None in keys else [])]
+        if postgres and named:
+            rows = session.execute(
+                text(
+                    "SELECT k.g, r.id FROM unnest(CAST(:keys AS text[])) AS k(g) CROSS JOIN LATERAL "
+                    "(SELECT id FROM runs WHERE project_id = :p AND group_key = k.g ORDER BY id LIMIT :n) AS r"
+                ),
+                {"keys": named, "p": pid, "n": MEMBERS},
+            )
+            for g, rid in rows:
+                found.setdefault(g, []).append(int(rid))
+        for key in todo:
+            match = Run.group_key.is_(None) if key is None else Run.group_key == key
+            ids = session.scalars(
+                select(Run.id).where(Run.project_id == pid, match).order_by(Run.id).limit(MEMBERS)
+            )
+            found.setdefault(key, []).extend(int(i) for i in ids)
+    return {key: sorted(ids)[:MEMBERS] for key, ids in found.items()}
 
 
 @dataclass
