@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/perf_scale_db.py seed [--database NAME] [--scale S]   # prints JSON
     .venv/bin/python bench/perf_scale_db.py drop [--database NAME]
+    .venv/bin/python bench/perf_scale_db.py summary [--database NAME] [--forget]  # prints JSON
+
+``summary`` waits (up to 600 s) until the project ``scale`` has a valid seed-group summary
+(backend/runs/summary.py: the API builds it in the background after a slow whole-project grouped request)
+and prints its state; ``--forget`` deletes any stored summary instead (the bench's "without" run).
 
 ``seed`` makes the Postgres database NAME (default ``reasonlab_perf_scale``) with bench/query_scale.py's
 own seeding code (its ``_USERS`` bootstrap and ``seed``: 100,000 experiments and 1,000,000 runs in the
@@ -90,15 +95,48 @@ def seed_database(db: str, scale: float) -> dict[str, object]:
     }
 
 
+def summary_state(db: str, forget: bool, timeout: float = 600.0) -> dict[str, object]:
+    """Wait for the project ``scale``'s valid summary (or delete it: ``forget``)."""
+    started = time.perf_counter()
+    with psycopg.connect(pg_url(db, "postgresql"), autocommit=True) as conn:
+        pid = conn.execute("SELECT id FROM projects WHERE name = 'scale'").fetchone()
+        assert pid is not None, "no project scale"
+        if forget:
+            for table in ("group_summary_metrics", "group_summary_groups", "group_summaries"):
+                conn.execute(f"DELETE FROM {table} WHERE project_id = %s", pid)
+            return {"forgotten": True}
+        while True:
+            row = conn.execute(
+                "SELECT generation, built_generation, until, built_at, covered_runs FROM group_summaries"
+                " WHERE project_id = %s",
+                pid,
+            ).fetchone()
+            if row is not None and row[1] is not None and row[0] == row[1]:
+                return {
+                    "valid": True,
+                    "waited_s": round(time.perf_counter() - started, 1),
+                    "until": row[2].isoformat(),
+                    "built_at": row[3].isoformat(),
+                    "covered_runs": row[4],
+                }
+            if time.perf_counter() - started > timeout:
+                return {"valid": False, "waited_s": round(time.perf_counter() - started, 1)}
+            time.sleep(0.5)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["seed", "drop"])
+    ap.add_argument("action", choices=["seed", "drop", "summary"])
+    ap.add_argument("--forget", action="store_true", help="summary: delete the stored summary instead")
     ap.add_argument("--database", default=DEFAULT_DATABASE)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of 1,000,000 runs (a fresh seed)")
     args = ap.parse_args()
     if args.action == "drop":
         drop_database(args.database)
         print(f"database {args.database}: dropped", file=sys.stderr)
+        return 0
+    if args.action == "summary":
+        print(json.dumps(summary_state(args.database, args.forget)), flush=True)
         return 0
     print(json.dumps(seed_database(args.database, args.scale)), flush=True)
     return 0

@@ -36,6 +36,9 @@ def test_query_scale_smoke(postgres_admin_url: str, tmp_path: Path) -> None:
             "0",
             "--index-wait",
             "120",
+            # and the whole project's grouped request builds the project's summary
+            "--group-summary-after-ms",
+            "0",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -46,16 +49,22 @@ def test_query_scale_smoke(postgres_admin_url: str, tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     assert figures["experiments"] == 100
     labels = [r["request"] for r in figures["results"]]
-    assert len(labels) >= 9  # eight runs / experiments requests and the grouped one
+    assert len(labels) >= 10  # eight runs / experiments requests and the grouped ones
     assert any("group_by" in r["params"] for r in figures["results"])
     for r in figures["results"]:
         assert r["rows"] > 0, r
         assert 0 < r["p50_ms"] <= r["p99_ms"], r
     built = {r["request"]: r for r in figures["results"] if "first_ms" in r}
-    assert set(built) == {"acc threshold, by params.lr", "grouped carma lambda 0.2 (5% of runs)"}
+    assert set(built) == {
+        "acc threshold, by params.lr",
+        "grouped carma lambda 0.2 (5% of runs)",
+        "grouped whole project, acc + loss",
+    }
+    assert built["grouped whole project, acc + loss"]["summary"] is True
     assert built["acc threshold, by params.lr"]["index"].startswith("ix_runs_sort_lr_")
     assert built["grouped carma lambda 0.2 (5% of runs)"]["index"].startswith("ix_runs_filter_lambda_")
     assert "the row above is measured after that" in proc.stdout
+    assert "the row above is measured from it" in proc.stdout
     assert "| request" in proc.stdout and "p50 / goal" in proc.stdout
     names = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("database ")]
     assert len(names) == 1 and names[0].startswith("rl_bench_query_scale_"), proc.stdout[-2000:]

@@ -10,6 +10,12 @@
 //   PERF_SCALE=0.01               a fresh database of 10,000 runs (a different name: PERF_SCALE_DB)
 //   PERF_SCALE_DB=NAME            the database (default reasonlab_perf_scale)
 //   PERF_SCALE_KEEP=1 (or --keep) keep the database at the end (dropped otherwise)
+//   PERF_SCALE_SUMMARY=0          without the stored seed-group summary (backend/runs/summary.py): any
+//                                 stored one is deleted and the API never builds one (the SQL path)
+//
+// By default the whole project's seed-group summary is warmed first: one whole-project grouped request
+// (answered by SQL, which queues the summary's build in the API process), then `perf_scale_db.py summary`
+// waits until the summary is valid; the figures below are then the summary's (the JSON says so).
 //
 // The API's background loops are off (REASONLAB_RUN_BACKGROUND_LOOPS=false, as bench/query_scale.py runs
 // it): the seeded "running" runs have no worker and the reaper would re-queue them while we measure, and
@@ -28,6 +34,7 @@ const DB = process.env.PERF_SCALE_DB ?? 'reasonlab_perf_scale';
 const KEEP = process.env.PERF_SCALE_KEEP === '1' || process.argv.includes('--keep');
 const PYTHON = join(ROOT, '.venv/bin/python');
 const PAGE_TIMEOUT = Number(process.env.PERF_PAGE_TIMEOUT_MS ?? 180_000);
+const SUMMARY = process.env.PERF_SCALE_SUMMARY !== '0';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -80,6 +87,12 @@ function seedDatabase() {
   return JSON.parse(out.trim().split('\n').at(-1));
 }
 
+/** bench/perf_scale_db.py summary: wait for the project's valid summary (or delete it: `forget`). */
+function summaryState(forget) {
+  const args = ['bench/perf_scale_db.py', 'summary', '--database', DB, ...(forget ? ['--forget'] : [])];
+  return JSON.parse(execFileSync(PYTHON, args, { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').at(-1));
+}
+
 function dropDatabase() {
   execFileSync(PYTHON, ['bench/perf_scale_db.py', 'drop', '--database', DB], { cwd: ROOT, stdio: 'inherit' });
 }
@@ -91,6 +104,7 @@ async function startUp(databaseUrl) {
   const url = `http://127.0.0.1:${port}`;
   const args = ['up', '--home', home, '--port', String(port), '--workers', '0', '--no-mlflow-ui', '--stop-timeout', '20'];
   const env = { ...process.env, REASONLAB_DATABASE_URL: databaseUrl, REASONLAB_RUN_BACKGROUND_LOOPS: 'false' };
+  if (!SUMMARY) env.REASONLAB_GROUP_SUMMARY_AFTER_MS = '1e12'; // never built: every grouped request by SQL
   const proc = spawn(REASONLAB, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   proc.stdout.on('data', (d) => (out += d));
@@ -163,6 +177,7 @@ async function load(browser, platform, jwt, c) {
 const results = { uptimeBefore: uptime(), goalMs: GOAL_MS, repeat: REPEAT, database: DB, cases: [] };
 console.log(`uptime before: ${results.uptimeBefore}`);
 const seeded = seedDatabase();
+if (!SUMMARY) summaryState(true);
 results.runs = seeded.runs;
 console.log(`database ${DB}: ${seeded.runs.toLocaleString()} runs in project ${seeded.project}${seeded.reused ? ' (reused)' : ''}`);
 let platform;
@@ -177,6 +192,19 @@ try {
   });
   if (!r.ok) throw new Error(`login as ${seeded.username}: ${r.status} ${await r.text()}`);
   const { access_token: jwt } = await r.json();
+  if (SUMMARY) {
+    // one whole-project grouped request (SQL; it queues the build), then wait until the summary is valid
+    const t = Date.now();
+    const q = new URLSearchParams({ project: 'scale', group_by: 'default', metrics: 'metrics.acc,metrics.loss', limit: '100' });
+    const w = await fetch(`${platform.url}/api/v1/runs?${q}`, { headers: { Authorization: `Bearer ${jwt}` } });
+    if (!w.ok) throw new Error(`warming the summary: ${w.status} ${await w.text()}`);
+    const firstMs = Date.now() - t;
+    results.summary = { firstRequestMs: firstMs, ...summaryState(false) };
+    console.log(`summary warmed: first whole-project request ${firstMs} ms, then ${JSON.stringify(results.summary)}`);
+    if (!results.summary.valid) throw new Error('the summary was not built');
+  } else {
+    results.summary = { used: false };
+  }
   for (const c of CASES) {
     const loads = [];
     let error = null;
@@ -234,6 +262,7 @@ ${results.cases
   .map((c) => `| ${c.label} | ${f(c.inPageMs)} | ${f(c.harnessMs)} | ${c.ratio === null ? `not drawn: ${c.error}` : `${c.ratio.toFixed(2)}${c.loads < REPEAT ? ` (${c.loads} load)` : ''}`} | ${c.slowestApi ? `${f(c.slowestApiMs)} ${c.slowestApi}` : '-'} |`)
   .join('\n')}
 
+summary: ${JSON.stringify(results.summary)}
 uptime before: ${results.uptimeBefore}
 uptime after:  ${results.uptimeAfter}
 `);
