@@ -540,11 +540,8 @@ def build(engine: Engine, project_id: int, margin_s: float) -> bool:
             return False  # another process builds it
         lock.commit()
         try:
-            with engine.begin() as conn:
-                try:
-                    _ensure_state(conn, project_id)
-                except Exception:  # another process's first build inserted it: the row is there
-                    conn.rollback()
+            with engine.begin() as conn:  # only a builder inserts it, and this one holds the lock
+                _ensure_state(conn, project_id)
             with engine.begin() as conn:
                 _watch(conn, project_id, until)
             # every transaction running now may have read the old watch_until in a trigger or hook: wait

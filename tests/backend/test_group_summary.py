@@ -248,3 +248,28 @@ def test_route_builds_in_the_background_then_answers_from_it(
     assert api.client.get("/api/v1/runs", params=params, headers=api.h()).status_code == 200
     assert answered[-1] is True
     assert summary.summarizer.idle(30) and len(summary.summarizer.built) == before + 1
+
+
+def test_a_change_during_the_build_leaves_it_stale(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Postgres builds from a snapshot while other transactions commit: a covered run reopened after the
+    build read its sums must leave the summary unused (its generation moved on). (SQLite's build holds the
+    write lock throughout: nothing commits meanwhile.)"""
+    if not api.settings.database_url.startswith("postgresql"):
+        pytest.skip("SQLite: no other writer commits during a build")
+    s = _seed(api)
+    pid, covered = s["pid"], s["ids"][6]
+    real = summary._sums
+    engine = get_engine(api.settings.database_url)
+
+    def sums_then_reopen(conn: Any, project_id: int, until: Any) -> Any:
+        got = real(conn, project_id, until)
+        with engine.begin() as other:  # another transaction, committed before the build writes
+            other.execute(update(Run).where(Run.id == covered).values(status="queued", finished_at=None))
+        return got
+
+    monkeypatch.setattr(summary, "_sums", sums_then_reopen)
+    _build(api, pid)
+    assert _summary(api, pid, COLUMNS, "created_at", True, 0, 100) is None
+    monkeypatch.setattr(summary, "_sums", real)
+    _build(api, pid)
+    _same(api, pid)
