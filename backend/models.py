@@ -179,7 +179,8 @@ class Run(Base):
             "ix_runs_project_open",
             "project_id",
             "id",
-            postgresql_include=["group_key", "kind"],  # an index-only scan reads them
+            # an index-only scan reads them (status and started_at: queued runs never started)
+            postgresql_include=["group_key", "kind", "status", "started_at"],
             postgresql_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
             sqlite_where=text("status NOT IN ('succeeded', 'failed', 'cancelled')"),
         ),
@@ -561,6 +562,9 @@ class GroupSummary(Base):
     built_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     # the rows of the current build carry this number (a reader checks it did not change while it read)
     build: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # no queued run that never started had a metric row at the build (and a metric written to one adds 1
+    # to generation): a request then looks up no metric of those runs
+    fresh_clean: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     covered_runs: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 

@@ -133,6 +133,7 @@ def upgrade() -> None:
         sa.Column("watch_until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("built_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("build", sa.BigInteger(), server_default="0", nullable=False),
+        sa.Column("fresh_clean", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("covered_runs", sa.BigInteger(), server_default="0", nullable=False),
         sa.ForeignKeyConstraint(["project_id"], ["projects.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("project_id"),
@@ -170,7 +171,7 @@ def upgrade() -> None:
         "ix_runs_project_open",
         "runs",
         ["project_id", "id"],
-        postgresql_include=["group_key", "kind"],
+        postgresql_include=["group_key", "kind", "status", "started_at"],
         postgresql_where=sa.text(OPEN),
         sqlite_where=sa.text(OPEN),
     )

@@ -85,6 +85,15 @@ def metric_written(session: Session, run: Run) -> None:
     """A metric was written to ``run``, which is not running: if a summary covers it (or may: its build is
     reading), that summary is no longer exact. Call after the metric writes, in their transaction (so the
     transaction has its id before this reads ``watch_until``: see ``build``)."""
+    if run.status == "queued" and run.started_at is None:
+        # requests skip the metric lookups of queued runs that never started (``fresh_clean``): whatever
+        # the state row says now (a build may be reading), the summary is no longer valid
+        session.execute(
+            update(GroupSummary)
+            .where(GroupSummary.project_id == run.project_id)
+            .values(generation=GroupSummary.generation + 1)
+        )
+        return
     if run.status not in FINISHED_STATUSES or run.finished_at is None:
         return
     session.execute(
@@ -101,6 +110,7 @@ class _State:
     generation: int
     until: datetime
     built_at: datetime
+    fresh_clean: bool
 
 
 def _states(session: Session, project_ids: Sequence[int]) -> dict[int, _State] | None:
@@ -113,13 +123,14 @@ def _states(session: Session, project_ids: Sequence[int]) -> dict[int, _State] |
             GroupSummary.built_generation,
             GroupSummary.until,
             GroupSummary.built_at,
+            GroupSummary.fresh_clean,
         ).where(GroupSummary.project_id.in_(project_ids))
     ).all()
     out: dict[int, _State] = {}
-    for pid, build_no, generation, built, until, built_at in rows:
+    for pid, build_no, generation, built, until, built_at, clean in rows:
         if built is None or built != generation or until is None or built_at is None:
             return None
-        out[pid] = _State(pid, build_no, generation, until, built_at)
+        out[pid] = _State(pid, build_no, generation, until, built_at, bool(clean))
     return out if len(out) == len(set(project_ids)) else None
 
 
@@ -248,13 +259,14 @@ def _open_inner(stmt: Any, states: dict[int, _State], columns: list[MetricColumn
     parts: list[Any] = []
     for pid, state in states.items():
         base: list[Any] = [Run.id.label("rid"), Run.group_key.label("g0"), Run.kind.label("kind")]
+        fresh = and_(Run.status == "queued", Run.started_at.is_(None))  # queued, never started
         parts.append(
-            select(*base, literal(False).label("ended")).where(
-                Run.project_id == pid, text(f"runs.status NOT IN {_ENDED_SQL}")
-            )
+            select(
+                *base, literal(False).label("ended"), (~fresh if state.fresh_clean else true()).label("look")
+            ).where(Run.project_id == pid, text(f"runs.status NOT IN {_ENDED_SQL}"))
         )
         parts.append(
-            select(*base, literal(True).label("ended")).where(
+            select(*base, literal(True).label("ended"), true().label("look")).where(
                 Run.project_id == pid,
                 text(f"runs.status IN {_ENDED_SQL}"),
                 or_(Run.finished_at.is_(None), Run.finished_at > state.until),
@@ -271,7 +283,8 @@ def _open_inner(stmt: Any, states: dict[int, _State], columns: list[MetricColumn
                 for j, c in enumerate(columns)
             )
         )
-        .where(ml.run_id == runs.c.rid, ml.key.in_(sorted({c.key for c in columns})))
+        # ``look`` false (a queued run that never started, none of which has a metric row): no lookup
+        .where(runs.c.look, ml.run_id == runs.c.rid, ml.key.in_(sorted({c.key for c in columns})))
         .lateral("mv")
     )
     return (
@@ -424,6 +437,17 @@ def answer(
 
 
 # --- building ---------------------------------------------------------------------------------------------
+def _fresh_clean(conn: Connection, project_id: int) -> bool:
+    """No queued run of the project that never started has a metric row."""
+    has = conn.execute(
+        select(MetricLatest.run_id)
+        .join(Run, Run.id == MetricLatest.run_id)
+        .where(Run.project_id == project_id, Run.status == "queued", Run.started_at.is_(None))
+        .limit(1)
+    ).first()
+    return has is None
+
+
 def _sums(conn: Connection, project_id: int, until: datetime) -> tuple[list[Any], list[Any]]:
     covered = and_(Run.project_id == project_id, settled(until))
     groups = conn.execute(
@@ -453,6 +477,7 @@ def _write(
     until: datetime,
     groups: list[Any],
     metrics: list[Any],
+    fresh_clean: bool,
 ) -> None:
     if groups:
         conn.execute(
@@ -485,6 +510,7 @@ def _write(
             built_generation=generation,
             until=until,
             built_at=utcnow(),
+            fresh_clean=fresh_clean,
             covered_runs=sum(int(n) for _, n, _ in groups),
         )
     )
@@ -527,7 +553,8 @@ def build(engine: Engine, project_id: int, margin_s: float) -> bool:
                 )
             ).one()
             groups, metrics = _sums(conn, project_id, until)
-            _write(conn, project_id, build_no + 1, generation, until, groups, metrics)
+            clean = _fresh_clean(conn, project_id)
+            _write(conn, project_id, build_no + 1, generation, until, groups, metrics, clean)
         with engine.begin() as conn:
             _drop_old(conn, project_id, build_no + 1)
         _log(project_id, groups, started)
@@ -569,9 +596,10 @@ def build(engine: Engine, project_id: int, margin_s: float) -> bool:
                     )
                 ).one()
                 groups, metrics = _sums(conn, project_id, until)
+                clean = _fresh_clean(conn, project_id)
                 conn.rollback()
             with engine.begin() as conn:
-                _write(conn, project_id, build_no + 1, generation, until, groups, metrics)
+                _write(conn, project_id, build_no + 1, generation, until, groups, metrics, clean)
             with engine.begin() as conn:
                 _drop_old(conn, project_id, build_no + 1)
             _log(project_id, groups, started)

@@ -64,6 +64,8 @@ def _seed(api: Api) -> dict[str, Any]:
     assert res.status_code == 201, res.text
     ids = sorted(r["id"] for r in res.json()["runs"])
     for i, rid in enumerate(ids):
+        if i == 17:
+            continue  # stays queued, never started, no metric
         points: list[tuple[str, int, float | None]] = [
             ("loss", 0, 4 + i / 8),
             ("loss", 1, 1 + (i % 5) / 8),
@@ -91,8 +93,13 @@ def _seed(api: Api) -> dict[str, Any]:
         session.execute(update(Run).where(Run.id.in_(running)).values(status="running", finished_at=None))
         session.execute(update(Run).where(Run.id.in_(recent)).values(status="failed", finished_at=now))
         session.execute(update(Run).where(Run.id.in_(ids[::2])).values(kind="carma"))
+        # queued: one never started (no metric), one given back by its worker (started, with metrics)
+        session.execute(
+            update(Run).where(Run.id == ids[17]).values(status="queued", started_at=None, finished_at=None)
+        )
+        session.execute(update(Run).where(Run.id == ids[16]).values(status="queued", finished_at=None))
         pid = session.scalars(select(Project.id).where(Project.name == "default")).one()
-    return {"ids": ids, "running": running, "recent": recent, "pid": pid}
+    return {"ids": ids, "running": running, "recent": recent, "pid": pid, "fresh": ids[17]}
 
 
 def _sql(api: Api, pid: int, metrics: str, sort: str, desc: bool, offset: int, limit: int) -> Any:
@@ -131,13 +138,14 @@ def test_summary_answers_as_the_sql_path(api: Api) -> None:
     with session_scope(_factory(api)) as session:
         state = session.get(GroupSummary, pid)
         assert state is not None and state.built_generation == state.generation
-        assert state.covered_runs == 21 - 4  # two running, two ended a moment ago
+        assert state.covered_runs == 21 - 6  # two running, two ended a moment ago, two queued
+        assert state.fresh_clean  # the queued run that never started has no metric
     whole, more = _sql(api, pid, COLUMNS, "created_at", True, 0, 100)
     assert len(whole) == 7 and not more and sum(g["n"] for g in whole) == 21
     acc = [g["metrics"]["metrics.acc"] for g in whole]
     assert any(a["n"] < 3 for a in acc) and all(a["n"] >= 1 for a in acc)  # runs without acc, a NaN
     score = [g["metrics"]["best(metrics.score)"] for g in whole]
-    assert all(x["n"] == 3 for x in score)  # both kinds: one reads vmin, the other vmax
+    assert sum(x["n"] for x in score) == 20  # both kinds (one reads vmin, the other vmax); one run has none
     _same(api, pid)
     # more groups than a page
     page, more = _summary(api, pid, COLUMNS, "created_at", True, 0, 3)
@@ -160,6 +168,14 @@ def test_changes_after_the_build(api: Api) -> None:
     _same(api, pid)
     # a metric written to a run that ended a moment ago (not covered): still exact
     _post(api, s["recent"][0], [("acc", 9, 7 / 8)])
+    _same(api, pid)
+
+    # a metric written to the queued run that never started (requests skip those runs' lookups)
+    _post(api, s["fresh"], [("acc", 1, 5 / 8), ("score", 1, 3 / 8)])
+    assert _summary(api, pid, COLUMNS, "created_at", True, 0, 100) is None
+    _build(api, pid)
+    with session_scope(_factory(api)) as session:
+        assert not session.get(GroupSummary, pid).fresh_clean  # type: ignore[union-attr]
     _same(api, pid)
 
     # a metric written to a covered run (a notebook): not exact any more, until rebuilt
