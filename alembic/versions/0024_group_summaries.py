@@ -13,7 +13,8 @@ Exactness: the triggers below add 1 to ``group_summaries.generation`` in the tra
 a run the summary covers or could cover (ended by ``watch_until``): an insert or a delete of such a run
 (statement triggers with transition tables on Postgres: one UPDATE per statement, not per row), an update
 of its status, finished_at, project_id, group_key or kind (a row trigger whose WHEN filters out the other
-updates without calling the function: heartbeats, progress, running runs). A summary answers only while
+updates without calling the function: heartbeats, progress, running runs), and on Postgres a TRUNCATE
+(every summary). A summary answers only while
 ``built_generation = generation``. Metric writes are hooked in Python (backend/metrics/service.py, for a
 run that is not running only: never a shared row in the running runs' ingest).
 
@@ -67,6 +68,17 @@ PG_UP = [
     END $$
     """,
     """
+    CREATE FUNCTION group_summaries_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE group_summaries SET generation = generation + 1;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER group_summaries_truncate AFTER TRUNCATE ON runs
+    FOR EACH STATEMENT EXECUTE FUNCTION group_summaries_truncate()
+    """,
+    """
     CREATE TRIGGER group_summaries_insert AFTER INSERT ON runs REFERENCING NEW TABLE AS changed
     FOR EACH STATEMENT EXECUTE FUNCTION group_summaries_rows()
     """,
@@ -80,9 +92,11 @@ PG_UP = [
     """,
 ]
 PG_DOWN = [
+    "DROP TRIGGER IF EXISTS group_summaries_truncate ON runs",
     "DROP TRIGGER IF EXISTS group_summaries_update ON runs",
     "DROP TRIGGER IF EXISTS group_summaries_delete ON runs",
     "DROP TRIGGER IF EXISTS group_summaries_insert ON runs",
+    "DROP FUNCTION IF EXISTS group_summaries_truncate()",
     "DROP FUNCTION IF EXISTS group_summaries_update()",
     "DROP FUNCTION IF EXISTS group_summaries_rows()",
 ]

@@ -216,6 +216,14 @@ def test_changes_after_the_build(api: Api) -> None:
     _build(api, pid)
     _same(api, pid)
 
+    if api.settings.database_url.startswith("postgresql"):  # every run at once (SQLite has no TRUNCATE)
+        with session_scope(_factory(api)) as session:
+            session.execute(text("TRUNCATE runs CASCADE"))
+        assert _summary(api, pid, COLUMNS, "created_at", True, 0, 100) is None
+        _build(api, pid)
+        _same(api, pid)
+        assert _sql(api, pid, COLUMNS, "n", True, 0, 100) == ([], False)
+
 
 def test_route_builds_in_the_background_then_answers_from_it(
     api: Api, monkeypatch: pytest.MonkeyPatch
