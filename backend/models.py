@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,13 +18,14 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    event,
     false,
     text,
     true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.orm import Mapped, Mapper, QueryContext, attributes, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 from backend.db import Base, utcnow
@@ -54,8 +56,9 @@ TS = UTCDateTime()
 
 # a spec (runs, experiments): jsonb on Postgres, so the query language's params.<path> reads a path from the
 # stored binary value instead of re-parsing the spec's text per row (migration 0020); JSON text on SQLite.
-# jsonb keeps neither key order nor duplicate keys: readers treat a spec as an object (group_key hashes
-# its canonical sorted JSON)
+# jsonb keeps neither key order nor duplicate keys, so on Postgres a row also keeps the spec's JSON text as
+# written (``spec_text``, migration 0025) and the ORM answers ``spec`` from it (the events below): a spec reads
+# back in the order it was stored on both databases, while queries keep reading the jsonb column
 SPEC_JSON = JSON().with_variant(JSONB(), "postgresql")
 
 
@@ -104,6 +107,9 @@ class Experiment(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     kind: Mapped[str] = mapped_column(String(100), index=True)
     spec: Mapped[dict[str, Any]] = mapped_column(SPEC_JSON)
+    # Postgres only: ``spec`` as the JSON text written, in its key order (jsonb's is shorter keys first); null
+    # on SQLite (its ``spec`` is that text) and on rows written before migration 0025 (they keep jsonb's order)
+    spec_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     sweep: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
@@ -128,6 +134,9 @@ class Run(Base):
     kind: Mapped[str] = mapped_column(String(100), index=True)
     index: Mapped[int] = mapped_column(Integer)
     spec: Mapped[dict[str, Any]] = mapped_column(SPEC_JSON)
+    # Postgres only: ``spec`` as the JSON text written, in its key order (jsonb's is shorter keys first); null
+    # on SQLite (its ``spec`` is that text) and on rows written before migration 0025 (they keep jsonb's order)
+    spec_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     queue: Mapped[str] = mapped_column(String(50), default="cpu")
     status: Mapped[str] = mapped_column(String(16), default="queued")
@@ -201,6 +210,39 @@ class Run(Base):
         # the runs table's fingerprint (count, sum of ids, sum of table_rev) read from the index alone
         Index("ix_runs_experiment_table_rev", "experiment_id", "table_rev", "id"),
     )
+
+
+def _write_spec_text(_mapper: Mapper[Any], connection: Connection, target: Experiment | Run) -> None:
+    """Before an insert (and an update that sets ``spec``) on Postgres: keep the spec's JSON text as written."""
+    if connection.dialect.name != "postgresql":
+        return
+    # an update that leaves ``spec`` alone neither loads nor writes it
+    if attributes.get_history(target, "spec", attributes.PASSIVE_NO_INITIALIZE).has_changes():
+        target.spec_text = json.dumps(target.spec)
+
+
+def _read_spec_text(target: Experiment | Run, *_: Any) -> None:
+    """When a row is loaded or refreshed: ``spec`` from the text kept beside the jsonb (same value, its keys in
+    the order written), set as the loaded value (not a change to flush). A row without one keeps jsonb's."""
+    kept = target.__dict__.get("spec_text")
+    if kept is not None:
+        attributes.set_committed_value(target, "spec", json.loads(kept))
+
+
+def spec_as_written(spec: dict[str, Any], spec_text: str | None) -> dict[str, Any]:
+    """A spec read as columns (``select(Run.spec, Run.spec_text)``, no ORM load): in the order written."""
+    return spec if spec_text is None else dict(json.loads(spec_text))
+
+
+def _on_load(target: Experiment | Run, _context: QueryContext) -> None:
+    _read_spec_text(target)
+
+
+for _model in (Experiment, Run):
+    event.listen(_model, "before_insert", _write_spec_text)
+    event.listen(_model, "before_update", _write_spec_text)
+    event.listen(_model, "load", _on_load)
+    event.listen(_model, "refresh", _read_spec_text)
 
 
 class Metric(Base):

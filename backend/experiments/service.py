@@ -40,6 +40,19 @@ def get_visible(
     return experiment
 
 
+def written_order(dumped: Any, written: Any) -> Any:
+    """``dumped`` (a validated spec, in its kind's field order, defaults filled) with the keys of every object
+    in the order ``written`` has them, the keys it left to their defaults after, in the kind's order: a spec
+    reads back in the order the researcher wrote it (on Postgres too: ``Run.spec_text``, migration 0025)."""
+    if isinstance(dumped, dict) and isinstance(written, dict):
+        ordered = {k: written_order(dumped[k], written[k]) for k in written if k in dumped}
+        ordered.update((k, v) for k, v in dumped.items() if k not in ordered)
+        return ordered
+    if isinstance(dumped, list) and isinstance(written, list) and len(dumped) == len(written):
+        return [written_order(d, w) for d, w in zip(dumped, written, strict=True)]
+    return dumped
+
+
 def _error_loc(err: dict[str, Any], index: int, params: dict[str, Any], swept: bool) -> list[str | int]:
     """Put a spec error under the sweep combination when a swept parameter caused it, else under spec."""
     field = [str(p) for p in err["loc"]]
@@ -87,7 +100,7 @@ def resolve(
             if len(errors) >= 50:
                 break
             continue
-        dumped = model.model_dump(mode="json")
+        dumped = written_order(model.model_dump(mode="json"), resolved)
         if session is not None and project_id is not None:
             have = secrets_repo.names(session, project_id)
             for path, name in secret_references(model).items():
@@ -125,7 +138,11 @@ def create(session: Session, principal: Principal, body: ExperimentCreate, setti
     cls = spec_class(body.kind, ["body", "kind"])
     base = cls.model_validate({k: v for k, v in body.spec.items() if k != "kind"}) if not body.sweep else None
     # a sweep's base spec is kept as written (swept fields may be missing), tagged with its kind
-    stored = base.model_dump(mode="json") if base is not None else {**body.spec, "kind": body.kind}
+    stored = (
+        written_order(base.model_dump(mode="json"), body.spec)
+        if base is not None
+        else {**body.spec, "kind": body.kind}
+    )
     experiment = Experiment(
         project_id=project.id,
         name=body.name,

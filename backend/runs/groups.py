@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, aliased
 
 from backend import query
 from backend.http.errors import Invalid
-from backend.models import MetricLatest, Run
+from backend.models import MetricLatest, Run, spec_as_written
 from backend.runs import summary
 from backend.runs.group_key import without_seed
 from backend.runs.schemas import MetricStats, RunGroup
@@ -232,7 +232,8 @@ def page(
     specs: dict[int, dict[str, Any]] = {}
     if default and rows:
         firsts = [row[k + 1] for row in rows]
-        specs = dict(session.execute(select(Run.id, Run.spec).where(Run.id.in_(firsts))).tuples().all())
+        written = session.execute(select(Run.id, Run.spec, Run.spec_text).where(Run.id.in_(firsts))).tuples()
+        specs = {i: spec_as_written(spec, text) for i, spec, text in written}
     out: list[RunGroup] = []
     for row, group in zip(rows, keys, strict=True):
         if default:

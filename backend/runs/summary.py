@@ -56,7 +56,14 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, aliased
 
 from backend.db import get_engine, utcnow
-from backend.models import GroupSummary, GroupSummaryGroup, GroupSummaryMetric, MetricLatest, Run
+from backend.models import (
+    GroupSummary,
+    GroupSummaryGroup,
+    GroupSummaryMetric,
+    MetricLatest,
+    Run,
+    spec_as_written,
+)
 from backend.query import MetricColumn, directions
 from backend.runs.group_key import without_seed
 from common.runs import FINISHED_STATUSES
@@ -419,7 +426,8 @@ def answer(
     firsts = [g.first for g in page if g.first is not None]
     specs: dict[int, Any] = {}
     if firsts:
-        specs = dict(session.execute(select(Run.id, Run.spec).where(Run.id.in_(firsts))).tuples().all())
+        written = session.execute(select(Run.id, Run.spec, Run.spec_text).where(Run.id.in_(firsts))).tuples()
+        specs = {i: spec_as_written(spec, text) for i, spec, text in written}
     out = []
     for g in page:
         metric_stats = {}
