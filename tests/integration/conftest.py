@@ -50,9 +50,16 @@ def redis_db(redis_url: str, worker_id: str) -> Iterator[str]:
         claims.close()
 
 
+def mirrored(request: pytest.FixtureRequest) -> bool:
+    """The test checks the API's MLflow mirror (``@pytest.mark.mlflow_mirror``): its platform runs one."""
+    return request.node.get_closest_marker("mlflow_mirror") is not None
+
+
 @pytest.fixture
-def pg_platform(tmp_path: Path, postgres_url: str, redis_db: str) -> Iterator[Platform]:
-    platform = Platform(tmp_path / "home", postgres_url, redis_db)
+def pg_platform(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str, redis_db: str
+) -> Iterator[Platform]:
+    platform = Platform(tmp_path / "home", postgres_url, redis_db, mirror=mirrored(request))
     try:
         yield platform
     finally:
@@ -60,9 +67,9 @@ def pg_platform(tmp_path: Path, postgres_url: str, redis_db: str) -> Iterator[Pl
 
 
 @pytest.fixture
-def embedded_platform(tmp_path: Path) -> Iterator[Platform]:
+def embedded_platform(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Platform]:
     home = tmp_path / "home"
-    platform = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://")
+    platform = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://", mirror=mirrored(request))
     try:
         yield platform
     finally:
@@ -70,12 +77,16 @@ def embedded_platform(tmp_path: Path) -> Iterator[Platform]:
 
 
 @pytest.fixture(scope="module")
-def shared_embedded_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+def shared_embedded_platform(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Platform]:
     """One embedded platform (the API and one worker, started) for every test of a module that needs no
     fresh one: its tests must not depend on a clean platform (their own experiment names, their own run
-    ids). Saves a platform's start and its 10-13 s teardown per test (issue 24)."""
+    ids). Saves a platform's start and its 10-13 s teardown per test (issue 24). Its MLflow mirror runs where
+    the module says ``SHARED_PLATFORM_MIRROR = True``."""
     home = tmp_path_factory.mktemp("shared-embedded") / "home"
-    platform = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://")
+    mirror = bool(getattr(request.module, "SHARED_PLATFORM_MIRROR", False))
+    platform = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://", mirror=mirror)
     try:
         platform.start_api()
         platform.start_worker()

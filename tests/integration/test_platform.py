@@ -18,6 +18,7 @@ from tests.backend.test_dispatch import RedisProcess, _free_port
 from tests.integration.platform import Platform, wait_for
 
 pytestmark = pytest.mark.slow
+SHARED_PLATFORM_MIRROR = True  # test_sweep_of_four_runs_embedded checks MLflow (conftest.py)
 
 SMALL = {"train": {"steps": 20, "checkpoint_every": 5}}
 
@@ -49,6 +50,7 @@ def _check_sweep(platform: Platform) -> None:
     mlflow.set_tracking_uri("")  # leave no global state
 
 
+@pytest.mark.mlflow_mirror
 def test_sweep_of_four_runs_on_postgres_and_redis(pg_platform: Platform) -> None:
     pg_platform.start_api()
     pg_platform.start_worker()
@@ -60,6 +62,7 @@ def test_sweep_of_four_runs_embedded(shared_embedded_platform: Platform) -> None
 
 
 @pytest.mark.fault
+@pytest.mark.mlflow_mirror
 def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> None:
     spec = {"seed": 7, "train": {"steps": 60, "checkpoint_every": 10, "step_delay": 0.15}}
     pg_platform.start_api()
@@ -120,6 +123,7 @@ def _queued(platform: Platform) -> list[str]:
 
 
 @pytest.mark.fault
+@pytest.mark.mlflow_mirror
 def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -> None:
     """kill -9 of the API while a run logs and the API's mirror copies it to MLflow, then a new API: the
     worker buffered meanwhile; the mirror goes on from its watermarks in the database (a batch MLflow had

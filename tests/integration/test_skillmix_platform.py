@@ -27,6 +27,7 @@ def _invalid(platform: Platform, spec: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [tuple(e["loc"]) for e in info.value.errors]
 
 
+@pytest.mark.mlflow_mirror
 def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
     embedded_platform: Platform, tmp_path: Path
 ) -> None:

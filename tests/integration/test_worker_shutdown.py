@@ -237,6 +237,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
 def _up(home: Path, port: int, workers: int = 1) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
+    env["REASONLAB_MLFLOW_MIRROR"] = "false"  # nothing here checks MLflow (tests/integration/platform.py)
     argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", str(workers)]
     return subprocess.Popen(
         [sys.executable, "-m", "cli.main", *argv],
