@@ -312,9 +312,9 @@ def runs() -> None:
     "view_ref",
     default=None,
     metavar="NAME_OR_ID",
-    help="a saved view of the runs page (of --project, default: default): its query, sort, grouping and "
-    "metric columns, as the dashboard shows it; --where, --sort, --asc, --group-by and --metric given "
-    "here override the view's",
+    help="a saved view of the runs page: its id (any project you are in), or its name (in --project, "
+    "default: default); its query, sort, grouping and metric columns, as the dashboard shows it; --where, "
+    "--sort, --asc, --group-by and --metric given here override the view's",
 )
 @click.option("--where", "where", default=None, metavar="EXPR", help="a query-language filter")
 @click.option("--sort", default=None, help="any field: name, params.<path>, max(metrics.<key>), ...")
@@ -362,10 +362,11 @@ def runs_list(
       reasonlab runs list --where 'tags contains "baseline" and created > now - 2d'
       reasonlab runs list --where 'best(metrics.test_acc) > 0.9' --sort 'max(metrics.test_acc)'
       reasonlab runs list --where 'kind = "carma"' --group-by default --metric 'max(metrics.acc)'
-      reasonlab runs list --view 'carma seeds' --where 'params.lambda >= 0.1'
+      reasonlab runs list --view 'carma seeds' --project lab --where 'params.lambda >= 0.1'
+      reasonlab runs list --view 12
 
     With --view, the runs (or groups) a saved view of the runs page shows in the dashboard, of the view's
-    project; an option given here replaces that part of the view (a new --group-by also drops the view's
+    project (a view's id needs no --project, its name does outside the project default); an option given here replaces that part of the view (a new --group-by also drops the view's
     sort, as the dashboard does).
     """
     metrics = [c.strip() for c in metric_columns]
@@ -373,8 +374,9 @@ def runs_list(
         raise click.UsageError("--metric aggregates over groups: add --group-by")
     with _client(api_url, token) as client:
         if view_ref is not None:
-            project = project or "default"
-            args = _view_args(_find_view(client, project, view_ref), where, sort, asc, group_by, metrics)
+            view = _find_view(client, project, view_ref)
+            project = _project_name(client, view["project_id"])  # the view's project, whichever found it
+            args = _view_args(view, where, sort, asc, group_by, metrics)
             if metrics and args.get("group_by") is None:
                 raise click.UsageError("--metric aggregates over groups: the view has none, add --group-by")
         else:
@@ -711,8 +713,17 @@ def datasets_delete(name: str, project: str | None, api_url: str | None, token: 
 
 
 def _find_view(client: ReasonLabClient, project: str | None, ref: str) -> ViewPublic:
-    """The view REF of the project (default: default): a number is the id of one of its views, else
-    REF is a view's name; an unknown one names the views the project has."""
+    """The view REF: without --project a number is a view's id in any project the caller is in (GET
+    /views/{id}); with --project, the id of one of that project's views. Any other REF (or a number no
+    view has as its id, without --project) is a view's name in the project (default: default); an unknown
+    one names the views the project has."""
+    from reasonlab_sdk.client import NotFound
+
+    if ref.isdecimal() and project is None:
+        try:
+            return client.get_view_by_id(int(ref))
+        except NotFound:
+            pass  # perhaps a view named with digits, in the project default
     project_id = _project_id(client, project)
     views_ = client.list_views(project_id)
     if ref.isdecimal():
@@ -727,6 +738,13 @@ def _find_view(client: ReasonLabClient, project: str | None, ref: str) -> ViewPu
         raise click.ClickException(f"no view {ref!r} in project {name!r}: it has no saved views")
     known = ", ".join(f"{v['name']!r} ({v['id']})" for v in views_)
     raise click.ClickException(f"no view {ref!r} in project {name!r}; its views: {known}")
+
+
+def _project_name(client: ReasonLabClient, project_id: int) -> str:
+    for p in client.list_projects():
+        if p["id"] == project_id:
+            return str(p["name"])
+    raise click.ClickException(f"project {project_id} not found (or you are not a member)")
 
 
 def _view_args(
@@ -798,16 +816,20 @@ def views_list(project: str | None, api_url: str | None, token: str | None) -> N
         )
 
 
+VIEW_PROJECT_HELP = "the project of a view given by name (default: default); an id needs none"
+
+
 @views.command("show")
 @click.argument("view_ref", metavar="NAME_OR_ID")
-@click.option("--project", default=None, help="project name (default: default)")
+@click.option("--project", default=None, help=VIEW_PROJECT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML")
 @client_options
 @friendly_errors
 def views_show(
     view_ref: str, project: str | None, as_json: bool, api_url: str | None, token: str | None
 ) -> None:
-    """Print a saved view (its id, or its name) with its state: query, columns, group_by, sort, chart."""
+    """Print a saved view with its state: query, columns, group_by, sort, chart. NAME_OR_ID: its id, in
+    any project you are in, or its name in --project (default: default)."""
     with _client(api_url, token) as client:
         view = _find_view(client, project, view_ref)
     if as_json:
@@ -818,14 +840,15 @@ def views_show(
 
 @views.command("delete")
 @click.argument("view_ref", metavar="NAME_OR_ID")
-@click.option("--project", default=None, help="project name (default: default)")
+@click.option("--project", default=None, help=VIEW_PROJECT_HELP)
 @client_options
 @friendly_errors
 def views_delete(view_ref: str, project: str | None, api_url: str | None, token: str | None) -> None:
-    """Delete a saved view (its id, or its name): its author or a project admin may."""
+    """Delete a saved view: its author or a project admin may. NAME_OR_ID: its id, in any project you
+    are in, or its name in --project (default: default)."""
     with _client(api_url, token) as client:
         view = _find_view(client, project, view_ref)
-        client.delete_view(view["project_id"], view["id"])
+        client.delete_view_by_id(view["id"])
     click.echo(f"view {view['id']} ({view['name']}) deleted")
 
 

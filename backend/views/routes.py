@@ -1,4 +1,6 @@
-"""Saved views of a project (backend/views/service.py): list, create, get, rename or update, delete."""
+"""Saved views of a project (backend/views/service.py): list, create, get, rename or update, delete; get,
+update and delete by the view's id alone too (``/views/{id}``: the CLI and SDK reach a view of any project
+the caller sees without naming the project)."""
 
 from __future__ import annotations
 
@@ -49,3 +51,24 @@ def patch_view(
 def delete_view(project_id: Id, view_id: Id, principal: PrincipalDep, session: SessionDep) -> None:
     """Delete a view (its author or a project admin)."""
     service.delete_view(session, principal, project_id, view_id)
+
+
+@router.get("/views/{view_id}", response_model=ViewPublic, operation_id="views-get-by-id")
+def get_view_by_id(view_id: Id, principal: PrincipalDep, session: SessionDep) -> ViewPublic:
+    """A view by its id alone, in any project the caller is in (any role); 404 for another project's view,
+    as for a missing one."""
+    return service.get_view(session, principal, None, view_id)
+
+
+@router.patch("/views/{view_id}", response_model=ViewPublic, operation_id="views-patch-by-id")
+def patch_view_by_id(
+    view_id: Id, body: ViewPatch, principal: PrincipalDep, session: SessionDep
+) -> ViewPublic:
+    """Rename a view or replace its state, by its id alone (its author or a project admin)."""
+    return service.update_view(session, principal, None, view_id, body)
+
+
+@router.delete("/views/{view_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="views-delete-by-id")
+def delete_view_by_id(view_id: Id, principal: PrincipalDep, session: SessionDep) -> None:
+    """Delete a view by its id alone (its author or a project admin)."""
+    service.delete_view(session, principal, None, view_id)

@@ -1,6 +1,7 @@
 """Saved views: any project role reads them, members and admins create them, and only a view's author
-or a project admin (site admins included) renames, updates or deletes one. A view of a project the
-caller is not in answers 404, as does another project's view under this project's path."""
+or a project admin (site admins included) renames, updates or deletes one. A view is reached under its
+project's path or by its id alone (``/views/{id}``); a view of a project the caller is not in answers 404
+as a missing one does, as does another project's view under this project's path."""
 
 from __future__ import annotations
 
@@ -45,16 +46,26 @@ def list_views(session: Session, principal: Principal, project_id: int) -> list[
     return [public(v, _may_edit(principal, role, v)) for v in repository.of_project(session, project_id)]
 
 
-def _get(session: Session, project_id: int, view_id: int) -> SavedView:
+def _get(
+    session: Session, principal: Principal, project_id: int | None, view_id: int, minimum: str
+) -> tuple[SavedView, str]:
+    """The view and the caller's role in its project, if the caller holds at least ``minimum`` there. Under a
+    project's path (``project_id``) the project is checked first and another project's view is 404; by id
+    alone, a view of a project the caller is not in answers 404 as a missing one does."""
+    role = None
+    if project_id is not None:
+        role = projects.require_role(session, principal, project_id, minimum, f"project {project_id}")
     view = session.get(SavedView, view_id)
-    if view is None or view.project_id != project_id:
+    if view is None or (project_id is not None and view.project_id != project_id):
         raise NotFound(f"view {view_id} not found")
-    return view
+    if role is None:
+        role = projects.require_role(session, principal, view.project_id, minimum, f"view {view_id}")
+    return view, role
 
 
-def get_view(session: Session, principal: Principal, project_id: int, view_id: int) -> ViewPublic:
-    role = projects.require_role(session, principal, project_id, "viewer", f"project {project_id}")
-    view = _get(session, project_id, view_id)
+def get_view(session: Session, principal: Principal, project_id: int | None, view_id: int) -> ViewPublic:
+    """``project_id`` None: the view found by its id alone (``GET /views/{id}``)."""
+    view, role = _get(session, principal, project_id, view_id, "viewer")
     return public(view, _may_edit(principal, role, view))
 
 
@@ -92,20 +103,19 @@ def create_view(session: Session, principal: Principal, project_id: int, body: V
     return public(view, _may_edit(principal, role, view))
 
 
-def _editable(session: Session, principal: Principal, project_id: int, view_id: int) -> SavedView:
-    role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
-    view = _get(session, project_id, view_id)
+def _editable(session: Session, principal: Principal, project_id: int | None, view_id: int) -> SavedView:
+    view, role = _get(session, principal, project_id, view_id, "member")
     if not _may_edit(principal, role, view):
         raise Forbidden("only the view's author or a project admin may change or delete it")
     return view
 
 
 def update_view(
-    session: Session, principal: Principal, project_id: int, view_id: int, body: ViewPatch
+    session: Session, principal: Principal, project_id: int | None, view_id: int, body: ViewPatch
 ) -> ViewPublic:
     view = _editable(session, principal, project_id, view_id)
     if body.name is not None and body.name != view.name:
-        if repository.by_name(session, project_id, body.name) is not None:
+        if repository.by_name(session, view.project_id, body.name) is not None:
             raise _duplicate(body.name)
         view.name = body.name
     if body.state is not None:
@@ -115,7 +125,7 @@ def update_view(
     return public(view, True)
 
 
-def delete_view(session: Session, principal: Principal, project_id: int, view_id: int) -> None:
+def delete_view(session: Session, principal: Principal, project_id: int | None, view_id: int) -> None:
     view = _editable(session, principal, project_id, view_id)
     session.delete(view)
     session.flush()

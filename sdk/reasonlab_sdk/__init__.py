@@ -4,8 +4,9 @@
 
     with ReasonLabClient("http://127.0.0.1:8000", token) as client:
         run = client.get_run(1)
-        view = client.get_view(project_id, view_id)  # a saved view, and the runs it shows:
-        page = client.list_runs(project="default", **view_runs_args(view))
+        view = client.get_view_by_id(view_id)  # a saved view, and the runs it shows:
+        project = next(p["name"] for p in client.list_projects() if p["id"] == view["project_id"])
+        page = client.list_runs(project=project, **view_runs_args(view))
 
 Install it alone with ``pip install ./sdk`` (httpx is its only dependency). ``api_types`` holds the
 API's schemas as TypedDicts, generated from the OpenAPI document by ``sdk/gen_types.py``.

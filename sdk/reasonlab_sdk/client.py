@@ -336,8 +336,15 @@ class ReasonLabClient:
         return result
 
     def get_view(self, project_id: int, view_id: int) -> api.ViewPublic:
-        """One view of the project (``NotFound`` for another project's view)."""
+        """One view of the project (``NotFound`` for another project's view); ``get_view_by_id`` needs no
+        project."""
         result: api.ViewPublic = self._get(f"/projects/{project_id}/views/{view_id}")
+        return result
+
+    def get_view_by_id(self, view_id: int) -> api.ViewPublic:
+        """A view by its id alone, of any project the caller is in (its ``project_id`` says which);
+        ``NotFound`` for a view of a project the caller is not in, as for a missing one."""
+        result: api.ViewPublic = self._get(f"/views/{view_id}")
         return result
 
     def create_view(
@@ -379,9 +386,27 @@ class ReasonLabClient:
         )
         return result
 
+    def update_view_by_id(
+        self, view_id: int, *, name: str | None = None, state: api.ViewState | None = None
+    ) -> api.ViewPublic:
+        """``update_view`` by the view's id alone (no project needed)."""
+        if name is None and state is None:
+            raise ValueError("update_view_by_id: give a new name, a new state or both")
+        body: Json = {}
+        if name is not None:
+            body["name"] = name
+        if state is not None:
+            body["state"] = state
+        result: api.ViewPublic = self.request("PATCH", f"/views/{view_id}", json_body=body)
+        return result
+
     def delete_view(self, project_id: int, view_id: int) -> None:
         """Delete a view (its author or a project admin, else ``Forbidden``)."""
         self.request("DELETE", f"/projects/{project_id}/views/{view_id}")
+
+    def delete_view_by_id(self, view_id: int) -> None:
+        """``delete_view`` by the view's id alone (no project needed)."""
+        self.request("DELETE", f"/views/{view_id}")
 
     def kinds(self) -> list[api.KindPublic]:
         result: list[api.KindPublic] = self._get("/kinds")

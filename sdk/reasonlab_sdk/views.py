@@ -1,8 +1,9 @@
 """A saved view's state as ``list_runs`` arguments: what the dashboard's runs page asks of ``GET /runs``
 for the same state (frontend/src/lib/runsQuery.ts and its RunsPage, ported line for line).
 
-    view = client.get_view(project_id, view_id)
-    page = client.list_runs(project="default", **view_runs_args(view))
+    view = client.get_view_by_id(view_id)
+    project = next(p["name"] for p in client.list_projects() if p["id"] == view["project_id"])
+    page = client.list_runs(project=project, **view_runs_args(view))
 
 - ``q``: the view's query as typed; text without any operator, quote, parenthesis or keyword is a name
   search (``name contains "<text>"``), ``#7`` is ``id = 7`` and a bare number also finds names holding it.

@@ -102,6 +102,10 @@ POLICY: dict[str, str] = {
     # (tests/backend/test_saved_views.py)
     "views-patch": "member",
     "views-delete": "member",
+    # the same by the view's id alone: a view of a project the caller is not in is 404, as a missing one
+    "views-get-by-id": "viewer",
+    "views-patch-by-id": "member",
+    "views-delete-by-id": "member",
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -162,6 +166,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "exports-parquet": {"columns": [{"name": "step", "values": [1, 2]}]},
         "views-create": {"name": "matrix", "page": "runs", "state": {"query": "status = 'failed'"}},
         "views-patch": {"name": "matrix view"},
+        "views-patch-by-id": {"name": "matrix view by id"},
     }
 
 
@@ -203,14 +208,15 @@ def test_authorization_matrix(api: Api) -> None:
     # a finished run: lifecycle writes answer 409 to those allowed, and the event stream ends at once
     assert api.client.post(f"/api/v1/runs/{run_id}/cancel", headers=api.h()).status_code == 200
     bodies = _bodies(run_id)
-    # saved views by the member: one to delete (views-delete runs first, sorted), one the others read
+    # saved views by the member: one to delete under the project, one to delete by id (views-delete and
+    # views-delete-by-id run first, sorted), one the others read
     views = [
         api.client.post(
             f"/api/v1/projects/{experiment['project_id']}/views",
             json={"name": name, "page": "runs"},
             headers=api.h(tokens["member"]),
         ).json()["id"]
-        for name in ("to delete", "to read")
+        for name in ("to delete", "to delete by id", "to read")
     ]
     params = {
         "experiment_id": experiment["id"],
@@ -220,13 +226,14 @@ def test_authorization_matrix(api: Api) -> None:
         "tag": "matrix",
         "path": "outputs/none.txt",
         "name": "MATRIX_KEY",
-        "view_id": views[1],
+        "view_id": views[2],
     }
     routes = _operations(api)
     wrong: list[str] = []
     for operation, policy in sorted(POLICY.items()):
         method, template = routes[operation]
-        path = template.format(**(params | ({"view_id": views[0]} if operation == "views-delete" else {})))
+        deleted = {"views-delete": views[0], "views-delete-by-id": views[1]}
+        path = template.format(**(params | ({"view_id": deleted[operation]} if operation in deleted else {})))
         for caller in CALLERS:
             token = tokens[caller]
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -254,6 +261,7 @@ def test_authorization_matrix(api: Api) -> None:
                     "secrets-delete",
                     "datasets-delete",
                     "views-delete",  # deleted by the member: gone for the admins after
+                    "views-delete-by-id",
                 )
                 if status in (401, 403) or (status == 404 and not natural_404):
                     wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")

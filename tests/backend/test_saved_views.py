@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.backend.conftest import Api
 
 STATE: dict[str, Any] = {
@@ -213,3 +215,58 @@ def test_an_empty_group_list_is_no_grouping(api: Api) -> None:
         _url(pid), json={"name": "v", "page": "runs", "state": {"group_by": []}}, headers=api.h(meg)
     ).json()
     assert view["state"]["group_by"] is None
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgres"], indirect=True)
+def test_a_view_is_reached_by_its_id_alone_in_any_project_the_caller_sees(api: Api) -> None:
+    """``/views/{id}``: no project in the path; the caller's role in the view's project decides, and a view
+    of a project the caller is not in answers exactly what a missing view answers."""
+    meg, max_ = api.user("meg", project="lab"), api.user("max", project="lab")
+    vic, ozzie = api.user("vic", role="viewer", project="lab"), api.user("ozzie", project="elsewhere")
+    lab = next(
+        p["id"] for p in api.client.get("/api/v1/projects", headers=api.h(meg)).json() if p["name"] == "lab"
+    )
+    view = api.client.post(
+        _url(lab), json={"name": "v", "page": "runs", "state": STATE}, headers=api.h(meg)
+    ).json()
+    api.client.post(_url(lab), json={"name": "taken", "page": "runs"}, headers=api.h(meg))
+    by_id = f"/api/v1/views/{view['id']}"
+
+    got = api.client.get(by_id, headers=api.h(meg))
+    assert (
+        got.status_code == 200
+        and got.json() == api.client.get(_url(lab, view["id"]), headers=api.h(meg)).json()
+    )
+    assert got.json()["project_id"] == lab and got.json()["can_edit"] is True
+    seen = api.client.get(by_id, headers=api.h(vic))
+    assert (
+        seen.status_code == 200 and seen.json()["state"] == view["state"] and seen.json()["can_edit"] is False
+    )
+
+    # another project's user: the answer of a view that does not exist, for every method
+    missing = f"/api/v1/views/{view['id'] + 1000}"
+    for method, body in (("GET", None), ("PATCH", {"name": "mine"}), ("DELETE", None)):
+        hidden = api.client.request(method, by_id, json=body, headers=api.h(ozzie))
+        absent = api.client.request(method, missing, json=body, headers=api.h(meg))
+        assert hidden.status_code == absent.status_code == 404, (method, hidden.text)
+        assert hidden.json()["detail"] == f"view {view['id']} not found"
+        assert absent.json()["detail"] == f"view {view['id'] + 1000} not found"
+    # roles as under the project's path: a viewer reads, another member may not change the author's view
+    assert api.client.patch(by_id, json={"name": "w"}, headers=api.h(vic)).status_code == 403
+    assert api.client.patch(by_id, json={"name": "w"}, headers=api.h(max_)).status_code == 403
+    assert api.client.delete(by_id, headers=api.h(max_)).status_code == 403
+    assert api.client.get(by_id, headers=api.h()).status_code == 200  # a site admin sees every project
+
+    # the author renames it (a name taken in its project is 409 naming the field) and deletes it
+    taken = api.client.patch(by_id, json={"name": "taken"}, headers=api.h(meg))
+    assert taken.status_code == 409 and taken.json()["errors"][0]["loc"] == ["body", "name"]
+    renamed = api.client.patch(
+        by_id, json={"name": "w", "state": {"query": "kind = 'carma'"}}, headers=api.h(meg)
+    )
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["name"] == "w" and renamed.json()["state"]["query"] == "kind = 'carma'"
+    assert api.client.get(_url(lab, view["id"]), headers=api.h(max_)).json()["name"] == "w"
+    assert api.client.delete(by_id, headers=api.h(meg)).status_code == 204
+    assert api.client.get(by_id, headers=api.h(meg)).status_code == 404
+    assert [v["name"] for v in api.client.get(_url(lab), headers=api.h(meg)).json()] == ["taken"]
+    assert api.client.get("/api/v1/views/0", headers=api.h(meg)).status_code == 422  # an id is >= 1

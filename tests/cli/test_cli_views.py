@@ -230,7 +230,69 @@ def test_views_list_show_and_delete_under_the_apis_role_rule(
     ]
 
 
+def test_a_view_id_needs_no_project_and_a_name_does(
+    cli_api: InProcessApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`views show|delete ID` and `runs list --view ID` find a view of any project the caller is in by its
+    id (GET /views/{id}); a name is looked up in --project (default: default)."""
+    runner = CliRunner()
+    assert (
+        cli_api.http.post("/api/v1/projects", json={"name": "lab"}, headers=cli_api.auth).status_code == 201
+    )
+    lab = next(
+        p["id"]
+        for p in cli_api.http.get("/api/v1/projects", headers=cli_api.auth).json()
+        if p["name"] == "lab"
+    )
+    body = {
+        "name": "lab sweep",
+        "kind": "diagnostic",
+        "spec": {},
+        "project": "lab",
+        "sweep": {"seeds": [0, 1]},
+    }
+    in_lab = cli_api.http.post("/api/v1/experiments", json=body, headers=cli_api.auth).json()
+    cli_api.http.post(
+        "/api/v1/experiments", json={"name": "d", "kind": "diagnostic", "spec": {}}, headers=cli_api.auth
+    )
+    res = cli_api.http.post(
+        f"/api/v1/projects/{lab}/views",
+        json={"name": "lab runs", "page": "runs", "state": {"query": "params.seed >= 0"}},
+        headers=cli_api.auth,
+    )
+    assert res.status_code == 201, res.text
+    view = res.json()
+
+    shown = runner.invoke(main, ["views", "show", str(view["id"]), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output) == view
+    listed = runner.invoke(main, ["runs", "list", "--view", str(view["id"])])
+    assert listed.exit_code == 0, listed.output
+    assert sorted(_ids(listed.output)) == sorted(r["id"] for r in in_lab["runs"])  # the view's project's runs
+    # a name is looked up in --project (default: default)
+    by_name = runner.invoke(main, ["views", "show", "lab runs"])
+    assert by_name.exit_code == 1 and "no view 'lab runs' in project 'default'" in by_name.output
+    assert (
+        yaml.safe_load(runner.invoke(main, ["views", "show", "lab runs", "--project", "lab"]).output) == view
+    )
+
+    # a member of the project default only: the lab's view is not found, as a missing one
+    _as(cli_api, _member(tmp_path, "meg"), monkeypatch)
+    hidden = runner.invoke(main, ["views", "delete", str(view["id"])])
+    assert hidden.exit_code == 1 and f"no view '{view['id']}' in project 'default'" in hidden.output
+    assert "Traceback" not in hidden.output
+    _as(cli_api, cli_api.auth["Authorization"].removeprefix("Bearer "), monkeypatch)  # the admin again
+    deleted = runner.invoke(main, ["views", "delete", str(view["id"])])
+    assert deleted.exit_code == 0 and deleted.output == f"view {view['id']} (lab runs) deleted\n"
+    assert cli_api.http.get(f"/api/v1/views/{view['id']}", headers=cli_api.auth).status_code == 404
+    for command in (["views", "show"], ["views", "delete"]):
+        text = " ".join(runner.invoke(main, [*command, "--help"]).output.split())
+        assert "its id, in any project you are in, or its name in --project (default: default)" in text
+        assert "the project of a view given by name (default: default); an id needs none" in text
+
+
 def test_runs_list_help_says_the_options_override_the_view() -> None:
     text = " ".join(CliRunner().invoke(main, ["runs", "list", "--help"]).output.split())
     assert "--view NAME_OR_ID" in text
+    assert "its id (any project you are in), or its name (in --project, default: default)" in text
     assert "--where, --sort, --asc, --group-by and --metric given here override the view's" in text

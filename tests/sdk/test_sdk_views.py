@@ -1,4 +1,5 @@
-"""Saved views from the SDK: list_views, get_view, create_view, update_view and delete_view against the real
+"""Saved views from the SDK: list_views, get_view, create_view, update_view and delete_view (and by a view's id
+alone: get_view_by_id, update_view_by_id, delete_view_by_id) against the real
 API app (SQLite, in this process, reached through an httpx transport), with the API's role rule, and
 view_runs_args, the dashboard's mapping of a view onto GET /runs (frontend/src/lib/runsQuery.ts: its test
 cases are repeated here with the same expectations)."""
@@ -160,6 +161,37 @@ def test_members_save_read_update_and_delete_views_under_the_apis_role_rule(live
     assert meg.list_views(pid) == []
     with pytest.raises(NotFound):
         meg.get_view(pid, view["id"])
+
+
+def test_a_view_by_its_id_alone_in_another_project(live: Live) -> None:
+    """get_view_by_id, update_view_by_id and delete_view_by_id: no project named; a user of another project
+    gets NotFound, as for a view that does not exist."""
+    meg = live.client(live.user("meg", project="lab"))
+    vic = live.client(live.user("vic", "viewer", project="lab"))
+    ozzie = live.client(live.user("ozzie", project="elsewhere"))
+    lab = next(p["id"] for p in meg.list_projects() if p["name"] == "lab")
+    view = meg.create_view(lab, "lr seeds", STATE)
+
+    assert meg.get_view_by_id(view["id"]) == meg.get_view(lab, view["id"])
+    assert vic.get_view_by_id(view["id"])["project_id"] == lab
+    with pytest.raises(NotFound, match=f"view {view['id']} not found"):
+        ozzie.get_view_by_id(view["id"])
+    with pytest.raises(NotFound):
+        ozzie.delete_view_by_id(view["id"])
+    with pytest.raises(NotFound, match=f"view {view['id'] + 1} not found"):
+        meg.get_view_by_id(view["id"] + 1)
+    with pytest.raises(Forbidden):
+        vic.update_view_by_id(view["id"], name="mine")
+    with pytest.raises(ValueError, match="a new name, a new state or both"):
+        meg.update_view_by_id(view["id"])
+
+    renamed = meg.update_view_by_id(view["id"], name="lr runs", state={"query": "carma"})
+    assert renamed["name"] == "lr runs" and renamed["state"]["query"] == "carma"
+    assert renamed["state"]["group_by"] is None and renamed["project_id"] == lab
+    meg.delete_view_by_id(view["id"])
+    assert meg.list_views(lab) == []
+    with pytest.raises(NotFound):
+        meg.get_view_by_id(view["id"])
 
 
 def test_a_views_runs_args_list_the_runs_and_groups_it_shows(live: Live) -> None:
