@@ -78,7 +78,7 @@ lint: venv
 PYTEST_PROCS ?= 4
 XDIST = -n $(PYTEST_PROCS) --dist loadgroup --no-loadscope-reorder
 pytest: venv offline nginx
-	$(VENV)/bin/pytest -q $(XDIST)
+	$(VENV)/bin/pytest -q $(XDIST) --durations=25
 
 # The inner loop (README, Testing; docs/architecture.md, Test tiers): lint, the import contracts, the
 # fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
@@ -133,16 +133,24 @@ perf-scale: venv frontend-build chromium
 # failing fails `make test`. Then the browser tests, on a machine no longer running pytest: their waits are
 # the most sensitive to load (beside pytest the two cores ran at load 10-11; the timings of both orders are in
 # docs/architecture.md). Their platforms get one OpenMP thread, as pytest's processes do (tests/conftest.py).
+# Four browser files at a time (`make e2e` alone runs two): they wait on their platforms' runs far more than
+# they compute (18 files: 408 s at two, 0.85 of a core; 267 s at four, 1.25 cores).
 test:
 	@# the set-up: pip and npm side by side, then apt (one dpkg at a time) and the models that need the venv
+	@echo "[make test] set-up: $$(date -u +%T)"
 	@$(MAKE) --no-print-directory -j2 venv frontend-deps
 	@$(MAKE) --no-print-directory nginx chromium offline
+	@echo "[make test] pytest beside lint, the dashboard's build, typecheck and vitest: $$(date -u +%T)"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static
-	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(MAKE) --no-print-directory e2e
+	@echo "[make test] browser tests: $$(date -u +%T)"
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} E2E_CONCURRENCY=$${E2E_CONCURRENCY:-4} $(MAKE) --no-print-directory e2e
+	@echo "[make test] done: $$(date -u +%T)"
 
 test-python: pytest
 
+# the dashboard's build first: the browser tests need it, and building it here overlaps pytest's waits
 test-static:
+	@$(MAKE) --no-print-directory frontend-build
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory frontend-test
 
