@@ -93,6 +93,9 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "create_view": lambda c: c.create_view(1, "lr seeds", {"query": "kind = 'carma'"}, page="runs"),
     "update_view": lambda c: c.update_view(1, 2, name="lr", state={"group_by": ["params.lr"]}),
     "delete_view": lambda c: c.delete_view(1, 2),
+    "get_view_by_id": lambda c: c.get_view_by_id(2),
+    "update_view_by_id": lambda c: c.update_view_by_id(2, name="lr", state={"query": "kind = 'carma'"}),
+    "delete_view_by_id": lambda c: c.delete_view_by_id(2),
 }
 
 
