@@ -6,13 +6,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from worker.specs.base import MAX_EXAMPLE_ROWS
+
 # a table's name: what a kind calls it ("gradings", "flips"); short, safe in a URL and a file name
 TABLE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 class ExampleRowIn(BaseModel):
     idx: int = Field(
-        ge=0, lt=2**31, description="the row's place in its table (the writer numbers rows 0, 1, ...)"
+        ge=0,
+        lt=MAX_EXAMPLE_ROWS,
+        description="the row's place in its table (the writer numbers rows 0, 1, ...); a table holds at "
+        f"most {MAX_EXAMPLE_ROWS:,} rows",
     )
     key: str = Field(
         min_length=1,

@@ -235,3 +235,21 @@ def test_a_spec_reads_back_in_the_order_written(api: Api) -> None:
         assert list(stored) != list(WRITTEN)  # jsonb's own order: what the API no longer answers
     else:
         _written_first(stored, WRITTEN)
+
+
+def test_a_topk_eval_perplexity_over_the_example_row_cap_is_422_naming_max_tokens(api: Api) -> None:
+    """ceil(max_tokens / window) perplexity windows, a row each in the run's ``windows`` table: at the
+    platform's cap (1,000,000 rows a table) the spec passes, one window over it is a 422 at the field."""
+    body = {
+        "name": "ppl",
+        "kind": "topk_eval",
+        "spec": {"target": {"type": "hf", "window": 2, "max_tokens": 2_000_000}},
+    }
+    at = api.client.post("/api/v1/experiments/preview", json=body, headers=api.h())
+    assert at.status_code == 200, at.text
+    body["spec"]["target"]["max_tokens"] = 2_000_001  # type: ignore[index]
+    over = api.client.post("/api/v1/experiments/preview", json=body, headers=api.h())
+    assert over.status_code == 422
+    (error,) = over.json()["errors"]
+    assert error["loc"] == ["body", "spec", "target", "hf", "max_tokens"]
+    assert "1,000,001 perplexity windows" in error["msg"] and "at most 1,000,000" in error["msg"]

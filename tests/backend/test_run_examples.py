@@ -14,6 +14,7 @@ from backend.examples import service
 from backend.http.limits import WORKER_WRITE_LIMIT, route_class
 from backend.models import RunExample, RunExampleTable, User
 from tests.backend.conftest import Api
+from worker.specs.base import MAX_EXAMPLE_ROWS
 
 # the subject is SQL (upserts, keyset pages, an anti-join): SQLite and Postgres
 pytestmark = pytest.mark.dialect_matrix
@@ -224,6 +225,13 @@ def test_limits_and_bad_rows_name_the_field(api: Api) -> None:
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "table"]
     r = _post(api, run_id, [{"idx": -1, "key": "k", "data": {}}], attempt=1)
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "rows", 0, "idx"]
+    # a table holds at most MAX_EXAMPLE_ROWS rows: idx 0 to MAX_EXAMPLE_ROWS - 1, the last one accepted
+    last = [{"idx": MAX_EXAMPLE_ROWS - 1, "key": "last", "data": {}}]
+    assert _post(api, run_id, last, table="capped", attempt=1).json()["accepted"] == 1
+    past = [{"idx": MAX_EXAMPLE_ROWS, "key": "past", "data": {}}]
+    r = _post(api, run_id, past, table="capped", attempt=1)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "rows", 0, "idx"]
+    assert _page(api, run_id, table="capped").json()["total"] == 1
     r = _page(api, run_id, table="gradings", cursor="not-a-cursor")
     assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "cursor"]
     r = _page(api, run_id, table="gradings", limit=service.MAX_PAGE + 1)

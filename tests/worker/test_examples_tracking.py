@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.worker.test_tracking import FlakySink, _context
-from worker.tracking import ApiSink, LocalSink
+from worker.tracking import ApiSink, LocalSink, tracked
 from worker.tracking.tracked import EXAMPLE_BATCH
 from worker.tracking.training import TrainingContext
 from worker.tracking.writer import ExampleRow
@@ -71,6 +71,25 @@ def test_bad_rows_fail_where_the_kind_logs_them(tmp_path: Path, table: str, rows
     with pytest.raises(ValueError, match=message):
         ctx.log_examples(table, rows)
     ctx.close("succeeded")
+
+
+def test_a_table_past_the_platforms_row_cap_fails_where_the_kind_logs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API refuses a row past MAX_EXAMPLE_ROWS (idx < cap); the kind learns it at the row, not later in
+    a sink (the cap made small here: the real one is 1,000,000 rows)."""
+    monkeypatch.setattr(tracked, "MAX_EXAMPLE_ROWS", 3)
+    sink = ExampleSink()
+    ctx = _context(tmp_path, sink)
+    ctx.log_examples("windows", [{"key": f"w{i}"} for i in range(3)])  # at the cap
+    with pytest.raises(ValueError, match="table 'windows' holds at most 3 rows"):
+        ctx.log_examples("windows", [{"key": "w3"}])
+    ctx.log_examples("other", [{"key": "a"}])  # the cap is per table
+    ctx.close("succeeded")
+    assert [(t, [r.idx for r in rows]) for t, rows in sink.example_batches] == [
+        ("windows", [0, 1, 2]),
+        ("other", [0]),
+    ]
 
 
 def test_rows_are_json_copies_with_the_runs_secrets_masked(tmp_path: Path) -> None:

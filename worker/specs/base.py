@@ -10,6 +10,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# the rows a per-example table of one run holds at most (idx 0 to MAX_EXAMPLE_ROWS - 1): the size its
+# Examples tab, filters and diffs are measured at (docs/benchmarks.md, Per-example tables). The API refuses
+# a row past it (backend/examples/schemas.py), ctx.log_examples raises in the kind, and a spec that would
+# log more is a 422 at submission (topk_eval: target.max_tokens / target.window perplexity windows)
+MAX_EXAMPLE_ROWS = 1_000_000
+
 
 class StrictModel(BaseModel):
     """A pydantic model that refuses unknown fields (a typo in a spec must be an error)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from common.runs import FinalStatus
+from worker.specs.base import MAX_EXAMPLE_ROWS
 from worker.tracking.artifacts import RunArtifacts, TransferCancelled
 from worker.tracking.checkpoints import checkpoint_files, load_checkpoint_file, save_checkpoint_file
 from worker.tracking.context import RunContext, RunError, example_rows, result_record
@@ -115,6 +116,11 @@ class TrackedRunContext(RunContext):
             for key, data in checked:
                 if key in keys:
                     raise ValueError(f"example key {key!r} logged twice in table {table!r}")
+                if len(keys) >= MAX_EXAMPLE_ROWS:
+                    raise ValueError(
+                        f"table {table!r} holds at most {MAX_EXAMPLE_ROWS:,} rows (the API's cap); {key!r} would "
+                        "be one more"
+                    )
                 keys.add(key)
                 pending.append(ExampleRow(len(keys) - 1, key, self.redactor.value(data)))
             if len(pending) >= EXAMPLE_BATCH:

@@ -2265,7 +2265,7 @@ export interface components {
             };
             /**
              * Idx
-             * @description the row's place in its table (the writer numbers rows 0, 1, ...)
+             * @description the row's place in its table (the writer numbers rows 0, 1, ...); a table holds at most 1,000,000 rows
              */
             idx: number;
             /**
@@ -2593,7 +2593,7 @@ export interface components {
             } | null;
             /**
              * Max Tokens
-             * @description cap on the text's tokens
+             * @description cap on the text's tokens; a perplexity posts a row per window to its `windows` table, so max_tokens / window (rounded up) is at most 1,000,000
              * @default 4096
              */
             max_tokens: number;

@@ -25,6 +25,7 @@ from worker.kinds import get_kind
 from worker.kinds.reasonformer._parts import save_model
 from worker.kinds.smoe import topk_eval
 from worker.specs import manifests, result_class, spec_class
+from worker.specs.base import MAX_EXAMPLE_ROWS
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
 
@@ -95,6 +96,39 @@ CASES = [
 @pytest.mark.parametrize(("spec", "loc"), CASES)
 def test_bad_specs_name_their_field(spec: dict[str, Any], loc: tuple[Any, ...]) -> None:
     assert loc in error_locs(spec)
+
+
+@pytest.mark.parametrize(
+    ("window", "max_tokens", "rows"),
+    [
+        (10, 10_000_000, 1_000_000),
+        (2, 2_000_000, 1_000_000),
+        (2, 2_000_001, 1_000_001),
+        (9, 10_000_000, 1_111_112),
+    ],
+)
+def test_a_perplexitys_windows_table_fits_the_platforms_row_cap(
+    window: int, max_tokens: int, rows: int
+) -> None:
+    """A perplexity posts a row per window, ceil(max_tokens / window) of them: at the cap (1,000,000) the spec
+    is valid, one row over it is a 422 at target.max_tokens saying both ways out; a multiple_choice score
+    posts no windows and is not bound by them."""
+    assert MAX_EXAMPLE_ROWS == 1_000_000 and -(-max_tokens // window) == rows
+    target = {"type": "hf", "window": window, "max_tokens": max_tokens}
+    if rows <= MAX_EXAMPLE_ROWS:
+        spec = TopkEvalSpec.model_validate({"target": target})
+        assert isinstance(spec.target, HfTarget) and spec.target.max_tokens == max_tokens
+    else:
+        with pytest.raises(ValidationError) as info:
+            TopkEvalSpec.model_validate({"target": target})
+        (error,) = info.value.errors()
+        assert error["loc"] == ("target", "hf", "max_tokens")
+        assert f"{rows:,} perplexity windows" in error["msg"] and "at most 1,000,000" in error["msg"]
+        assert f"lower max_tokens to {window * MAX_EXAMPLE_ROWS:,}" in error["msg"]
+        raised = -(-max_tokens // MAX_EXAMPLE_ROWS)
+        assert f"raise window to {raised:,}" in error["msg"] and -(-max_tokens // raised) <= MAX_EXAMPLE_ROWS
+    choices = {**target, "score": "multiple_choice", "choices_path": "choices.jsonl"}
+    assert TopkEvalSpec.model_validate({"target": choices}).target.max_tokens == max_tokens  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("spec", "loc"), LEGACY_CASES)

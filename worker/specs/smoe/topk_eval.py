@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from worker.specs.base import SpecBase, StrictModel
+from worker.specs.base import MAX_EXAMPLE_ROWS, SpecBase, StrictModel
 from worker.specs.confine import DataPath, ModelFolder, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.placement import (
@@ -170,7 +170,13 @@ class HfTarget(StrictModel):
     window: int = Field(
         128, ge=2, le=32768, description="tokens per perplexity window (independent contexts)"
     )
-    max_tokens: int = Field(4096, ge=2, le=10_000_000, description="cap on the text's tokens")
+    max_tokens: int = Field(
+        4096,
+        ge=2,
+        le=10_000_000,
+        description="cap on the text's tokens; a perplexity posts a row per window to its `windows` table, "
+        f"so max_tokens / window (rounded up) is at most {MAX_EXAMPLE_ROWS:,}",
+    )
     limit: int | None = Field(None, ge=1, le=1_000_000, description="first items of choices_path; null = all")
     batch_size: int = Field(8, ge=1, le=4096, description="windows per forward")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
@@ -178,6 +184,23 @@ class HfTarget(StrictModel):
     )
     device_map: DeviceMapName | None = Field(None, description=DEVICE_MAP_DESCRIPTION)
     max_memory: MaxMemory | None = Field(None, description=MAX_MEMORY_DESCRIPTION)
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _windows_fit_a_table(cls, max_tokens: int, info: ValidationInfo) -> int:
+        """A perplexity posts a row per window (the ``windows`` table): at most ceil(max_tokens / window),
+        which must fit the platform's per-table cap; refused here, before the run, not cut short in it."""
+        window = info.data.get("window")
+        if info.data.get("score") != "perplexity" or not isinstance(window, int):
+            return max_tokens
+        windows = -(-max_tokens // window)
+        if windows > MAX_EXAMPLE_ROWS:
+            raise ValueError(
+                f"max_tokens {max_tokens:,} / window {window:,} is {windows:,} perplexity windows, a row each in "
+                f"the run's windows table, which holds at most {MAX_EXAMPLE_ROWS:,}: lower max_tokens to "
+                f"{window * MAX_EXAMPLE_ROWS:,} or raise window to {-(-max_tokens // MAX_EXAMPLE_ROWS):,}"
+            )
+        return max_tokens
 
     @field_validator("choices_path")
     @classmethod
