@@ -73,22 +73,26 @@ def test_bad_rows_fail_where_the_kind_logs_them(tmp_path: Path, table: str, rows
     ctx.close("succeeded")
 
 
-def test_a_table_past_the_platforms_row_cap_fails_where_the_kind_logs_it(
+def test_rows_past_the_platforms_row_cap_are_not_kept_and_the_runs_log_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The API refuses a row past MAX_EXAMPLE_ROWS (idx < cap); the kind learns it at the row, not later in
-    a sink (the cap made small here: the real one is 1,000,000 rows)."""
+    """The API refuses a row past MAX_EXAMPLE_ROWS (idx < cap): the context keeps the first rows up to the
+    cap, sends nothing past it, and the run goes on with a log line at the first row dropped and one at the
+    end saying how many were kept (the cap made small here: the real one is 1,000,000 rows)."""
     monkeypatch.setattr(tracked, "MAX_EXAMPLE_ROWS", 3)
     sink = ExampleSink()
     ctx = _context(tmp_path, sink)
-    ctx.log_examples("windows", [{"key": f"w{i}"} for i in range(3)])  # at the cap
-    with pytest.raises(ValueError, match="table 'windows' holds at most 3 rows"):
-        ctx.log_examples("windows", [{"key": "w3"}])
+    ctx.log_examples("windows", [{"key": f"w{i}"} for i in range(3)])  # at the cap: every row kept
+    ctx.log_examples("windows", [{"key": "w3"}, {"key": "w4"}])
     ctx.log_examples("other", [{"key": "a"}])  # the cap is per table
     ctx.close("succeeded")
-    assert [(t, [r.idx for r in rows]) for t, rows in sink.example_batches] == [
-        ("windows", [0, 1, 2]),
-        ("other", [0]),
+    assert [(t, [r.key for r in rows]) for t, rows in sink.example_batches] == [
+        ("windows", ["w0", "w1", "w2"]),
+        ("other", ["a"]),
+    ]
+    assert sink.lines == [
+        "table 'windows' holds at most 3 rows (the platform's cap): the rows from 'w3' on are not kept",
+        "table 'windows': kept 3 rows, 2 past the cap not kept",
     ]
 
 

@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # the rows a per-example table of one run holds at most (idx 0 to MAX_EXAMPLE_ROWS - 1): the size its
 # Examples tab, filters and diffs are measured at (docs/benchmarks.md, Per-example tables). The API refuses
-# a row past it (backend/examples/schemas.py), ctx.log_examples raises in the kind, and a spec that would
-# log more is a 422 at submission (topk_eval: target.max_tokens / target.window perplexity windows)
+# a row past it (backend/examples/schemas.py), ctx.log_examples keeps the first rows up to it and logs how
+# many it did not keep, and a spec known to log more is a 422 at submission (topk_eval: target.max_tokens /
+# target.window perplexity windows)
 MAX_EXAMPLE_ROWS = 1_000_000
 
 

@@ -87,6 +87,7 @@ class TrackedRunContext(RunContext):
         self._examples_lock = threading.Lock()
         self._example_rows: dict[str, list[ExampleRow]] = {}
         self._example_keys: dict[str, set[str]] = {}
+        self._examples_dropped: dict[str, int] = {}  # rows past MAX_EXAMPLE_ROWS, per table (not kept)
 
     # -- RunContext -------------------------------------------------------------------------------------
 
@@ -117,10 +118,14 @@ class TrackedRunContext(RunContext):
                 if key in keys:
                     raise ValueError(f"example key {key!r} logged twice in table {table!r}")
                 if len(keys) >= MAX_EXAMPLE_ROWS:
-                    raise ValueError(
-                        f"table {table!r} holds at most {MAX_EXAMPLE_ROWS:,} rows (the API's cap); {key!r} would "
-                        "be one more"
-                    )
+                    # past the platform's cap (the API refuses the row): the run goes on, its log says so
+                    if table not in self._examples_dropped:
+                        self.log(
+                            f"table {table!r} holds at most {MAX_EXAMPLE_ROWS:,} rows (the platform's cap): the "
+                            f"rows from {key!r} on are not kept"
+                        )
+                    self._examples_dropped[table] = self._examples_dropped.get(table, 0) + 1
+                    continue
                 keys.add(key)
                 pending.append(ExampleRow(len(keys) - 1, key, self.redactor.value(data)))
             if len(pending) >= EXAMPLE_BATCH:
@@ -202,6 +207,11 @@ class TrackedRunContext(RunContext):
         if self._closed:
             return
         self._send_all_examples()
+        with self._examples_lock:
+            for table, dropped in sorted(self._examples_dropped.items()):
+                self.log(
+                    f"table {table!r}: kept {MAX_EXAMPLE_ROWS:,} rows, {dropped:,} past the cap not kept"
+                )
         self._closed = True
         problems: list[str] = []
         if final and status == "succeeded":
