@@ -225,13 +225,20 @@ def _read_spec_text(target: Experiment | Run, *_: Any) -> None:
     """When a row is loaded or refreshed: ``spec`` from the text kept beside the jsonb (same value, its keys in
     the order written), set as the loaded value (not a change to flush). A row without one keeps jsonb's."""
     kept = target.__dict__.get("spec_text")
-    if kept is not None:
-        attributes.set_committed_value(target, "spec", json.loads(kept))
+    stored = target.__dict__.get("spec")
+    if kept is not None and stored is not None:
+        attributes.set_committed_value(target, "spec", spec_as_written(stored, kept))
 
 
 def spec_as_written(spec: dict[str, Any], spec_text: str | None) -> dict[str, Any]:
-    """A spec read as columns (``select(Run.spec, Run.spec_text)``, no ORM load): in the order written."""
-    return spec if spec_text is None else dict(json.loads(spec_text))
+    """The stored spec (the jsonb value: what queries read and the worker runs) with its keys in the order
+    written, from ``spec_text``; the jsonb value itself where the text no longer equals it (a statement
+    that set ``spec`` without the ORM's events: a bulk UPDATE, SQL by hand), so the two never disagree
+    on what a spec says, only on its order."""
+    if spec_text is None:
+        return spec
+    written = json.loads(spec_text)
+    return dict(written) if written == spec else spec
 
 
 def _on_load(target: Experiment | Run, _context: QueryContext) -> None:
