@@ -253,3 +253,22 @@ def test_a_topk_eval_perplexity_over_the_example_row_cap_is_422_naming_max_token
     (error,) = over.json()["errors"]
     assert error["loc"] == ["body", "spec", "target", "hf", "max_tokens"]
     assert "1,000,001 perplexity windows" in error["msg"] and "at most 1,000,000" in error["msg"]
+
+
+def test_a_spec_changed_outside_the_api_reads_back_as_stored(api: Api) -> None:
+    """The jsonb value is what a spec says: a statement that sets ``spec`` without the ORM's events (a bulk
+    UPDATE, SQL by hand) leaves the kept text stale, and the API then answers the stored value, not the text
+    (the worker runs what the API answers: a stale text would run a spec other than the one stored)."""
+    from sqlalchemy import update
+
+    exp = api.submit(WRITTEN, name="changed").json()
+    rid = exp["runs"][0]["id"]
+    changed = {"train": {"steps": 7, "lr": 0.5}, "seed": 3}
+    with session_factory(get_engine(api.settings.database_url))() as s:
+        s.execute(update(Run).where(Run.id == rid).values(spec=changed))
+        s.commit()
+    got = api.client.get(f"/api/v1/runs/{rid}", headers=api.h()).json()["spec"]
+    assert got == changed
+    # an unchanged run of the same experiment still reads back in the order written
+    other = api.submit(WRITTEN, name="unchanged").json()["runs"][0]["id"]
+    _written_first(api.client.get(f"/api/v1/runs/{other}", headers=api.h()).json()["spec"], WRITTEN)
