@@ -5,6 +5,11 @@ import { authStore } from './api/auth';
 import { metricsQuery } from './hooks/metrics';
 import { prefetchLayout, prefetchRun } from './router';
 
+// prefetchRun also starts loading the chart code (`void import(...)`), which nothing awaits: left real, that
+// import could still be loading ECharts when the file's environment is torn down (seen under load in
+// `make test`: an unhandled EnvironmentTeardownError failed vitest), so it resolves to a stand-in here.
+vi.mock('./components/charts/echarts', () => ({ echarts: { init: vi.fn(), use: vi.fn() } }));
+
 // What a page's route asks for before the page renders (issue 12): everything the page shows, so that it
 // renders once with it instead of again when a component's own request is answered.
 function spiedClient() {
