@@ -368,7 +368,7 @@ def _members(
     postgres = session.get_bind().dialect.name == "postgresql"
     named = [k for k in keys if k is not None]
     for pid in sorted(set(project_ids)):
-        todo: list[str | None] = [*([] if postgres else named), *([None] if None in keys else [])]
+        per_key: list[str | None] = [*([] if postgres else named), *([None] if None in keys else [])]
         if postgres and named:
             rows = session.execute(
                 text(
@@ -379,7 +379,7 @@ def _members(
             )
             for g, rid in rows:
                 found.setdefault(g, []).append(int(rid))
-        for key in todo:
+        for key in per_key:
             match = Run.group_key.is_(None) if key is None else Run.group_key == key
             ids = session.scalars(
                 select(Run.id).where(Run.project_id == pid, match).order_by(Run.id).limit(MEMBERS)

@@ -274,12 +274,11 @@ def test_route_builds_in_the_background_then_answers_from_it(
     assert summary.summarizer.idle(30) and len(summary.summarizer.built) == before + 1
 
 
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_a_change_during_the_build_leaves_it_stale(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     """Postgres builds from a snapshot while other transactions commit: a covered run reopened after the
     build read its sums must leave the summary unused (its generation moved on). (SQLite's build holds the
     write lock throughout: nothing commits meanwhile.)"""
-    if not api.settings.database_url.startswith("postgresql"):
-        pytest.skip("SQLite: no other writer commits during a build")
     s = _seed(api)
     pid, covered = s["pid"], s["ids"][6]
     real = summary._sums
