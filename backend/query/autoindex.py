@@ -66,6 +66,18 @@ ENTITIES = {"runs": RUNS, "experiments": EXPERIMENTS}
 DIRECTIONS = ("asc", "desc", "num", "str")
 
 
+def wait_idle(lock: threading.Lock, pending: set[Any], timeout: float) -> bool:
+    """Wait until a background builder's ``pending`` set (guarded by ``lock``) is empty: True if it emptied
+    within ``timeout`` seconds. The auto indexes' and the group summaries' builders (tests, benches)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with lock:
+            if not pending:
+                return True
+        time.sleep(0.05)
+    return False
+
+
 @dataclass(frozen=True)
 class Job:
     """One index to have: ``entity`` (``runs``, ``experiments``), ``path`` (``params.lr``), ``direction``:
@@ -190,13 +202,7 @@ class AutoIndexer:
 
     def idle(self, timeout: float) -> bool:
         """Wait until no job is pending (tests): True if none is left."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                if not self._pending:
-                    return True
-            time.sleep(0.05)
-        return False
+        return wait_idle(self._lock, self._pending, timeout)
 
     # --- the builder thread -----------------------------------------------------------------------------
     def _loop(self) -> None:

@@ -65,6 +65,7 @@ from backend.models import (
     spec_as_written,
 )
 from backend.query import MetricColumn, directions
+from backend.query.autoindex import wait_idle
 from backend.runs.group_key import without_seed
 from common.runs import FINISHED_STATUSES
 
@@ -658,13 +659,7 @@ class Summarizer:
 
     def idle(self, timeout: float) -> bool:
         """Wait until no build is pending (tests, benches): True if none is left."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with self._lock:
-                if not self._pending:
-                    return True
-            time.sleep(0.05)
-        return False
+        return wait_idle(self._lock, self._pending, timeout)
 
     def _loop(self) -> None:
         while True:
