@@ -7,6 +7,7 @@ pooled run). Prints; asserts nothing.
 
     .venv/bin/python bench/cap_curve.py                          # SmolLM2-135M, 30 layers, 64 items
     .venv/bin/python bench/cap_curve.py --model tiny-llama --items 16
+    python bench/cap_curve.py --device cuda --dtype bfloat16 --random-weights   # GPU, no checkpoint
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import time
 from collections.abc import Callable
 
 import torch
+from _device import DTYPES, add_device_args, bench_model, describe, synced
 
 from worker.core.cap import PROTOCOLS, cap_curve, cap_curve_naive
 from worker.core.carma.batches import Batch, batches
 from worker.core.carma.datasets import wordnet_idm
 from worker.core.carma.residual import last_token_logits
 from worker.core.carma.tasks import encode, prompt_template, split
-from worker.core.models import load_model
 
 
 def main() -> None:
@@ -36,17 +37,20 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--sorted", action="store_true", help="batch the items in order of token length")
     ap.add_argument("--naive", action="store_true", help="also time the naive CAP (slowest)")
+    add_device_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    clock = synced(device, time.perf_counter)
 
-    lm = load_model(args.model)
+    lm = bench_model(args.model, device, DTYPES[args.dtype], args.random_weights)
     model = lm.model.eval()
     n = lm.num_layers
     items, _ = encode(wordnet_idm(("n",)), lm.tokenizer, prompt_template("idm", lm.model_type), 64)
     test = split(items, 42).test[: args.items]
     if args.sorted:
         test = sorted(test, key=lambda e: len(e.input_ids))
-    data = batches(test, args.batch_size, int(lm.tokenizer.pad_token_id))
+    data = [b.to(device) for b in batches(test, args.batch_size, int(lm.tokenizer.pad_token_id))]
     layers = list(range(n))
 
     @torch.no_grad()
@@ -67,15 +71,16 @@ def main() -> None:
         fn(data[:1])
     for _ in range(args.repeats):
         for name, fn in variants.items():
-            start = time.perf_counter()
+            start = clock()
             fn(data)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
 
     tokens = [tuple(b.input_ids.shape) for b in data]
     print(
         f"model {args.model} ({n} blocks), {len(test)} items in batches {tokens}, start layers 0..{n - 1}, "
         f"protocols {', '.join(PROTOCOLS)}; {'sorted by length, ' if args.sorted else ''}torch {torch.__version__}, {args.threads} threads, "
-        f"{platform.processor() or platform.machine()}"
+        f"{platform.processor() or platform.machine()}; device {describe(device)}, {args.dtype}"
+        f"{', random weights' if args.random_weights else ''}"
     )
     base = statistics.median(times["anchor (3n forwards)"])
     for name, ts in times.items():

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/reasonformer_step.py                 # d=256, 6 skills, depth 3, batch 32 x 64 tokens
     .venv/bin/python bench/reasonformer_step.py --quick         # small smoke run (seconds)
+    python bench/reasonformer_step.py --device cuda --dtype bfloat16   # on a GPU (default device: cuda if seen)
 
 Part A, reasoning-module time (forward + backward of eq. 2 at every step, routing fixed):
   sparse top-2    each module runs only on the instances that chose it (dispatch.sparse_dispatch)
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from _device import describe, synced
 from torch import Tensor
 from transformers import T5ForConditionalGeneration
 
@@ -36,6 +38,7 @@ from worker.core.reasonformer.params import parameter_counts
 from worker.core.reasonformer.routing import dense_weights, skill_probs, top_k_routing
 
 SKILLS = ("logic", "qa", "ner", "nli", "fact", "general")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -77,24 +80,28 @@ def t5_config(s: Sizes, num_layers: int, vocab: int = 512) -> object:
     )  # fmt: skip
 
 
-def reasonformer(s: Sizes, top_k: int | None, dispatch: str) -> ReasonFormerForConditionalGeneration:
+def reasonformer(
+    s: Sizes, top_k: int | None, dispatch: str, device: torch.device, dtype: torch.dtype
+) -> ReasonFormerForConditionalGeneration:
     rc = ReasoningConfig(skills=SKILLS, variant="shared", depth=3, representation_layers=s.representation,
                          module_layers=s.module_layers, top_k=top_k, adapter_bottleneck=64, router_hidden=64,
                          dispatch=dispatch)  # type: ignore[arg-type]  # fmt: skip
     torch.manual_seed(0)
     t5 = T5ForConditionalGeneration(t5_config(s, s.representation + s.module_layers))  # type: ignore[arg-type]
-    return ReasonFormerForConditionalGeneration.from_t5(t5, rc).train()
+    return ReasonFormerForConditionalGeneration.from_t5(t5, rc).to(device, dtype).train()
 
 
-def part_a(s: Sizes, repeats: int, clock: Callable[[], float]) -> dict[str, float]:
-    model = reasonformer(s, 2, "sparse")
+def part_a(
+    s: Sizes, repeats: int, clock: Callable[[], float], device: torch.device, dtype: torch.dtype
+) -> dict[str, float]:
+    model = reasonformer(s, 2, "sparse", device, dtype)
     reasoner = model.encoder.reasoner
     modules = list(reasoner.skill_modules)
     B, T, d, n = s.batch, s.seq, s.d_model, len(SKILLS)
     g = torch.Generator().manual_seed(1)
-    h = torch.randn(B, T, d, generator=g)
+    h = torch.randn(B, T, d, generator=g).to(device, dtype)
     ctx = T5Context(None, model.encoder.representation.t5_position_bias(T).detach())
-    logits = torch.randn(B, n, generator=g)
+    logits = torch.randn(B, n, generator=g).to(device)
     probs = skill_probs(logits)
     w2, s2 = top_k_routing(probs, 2)
     wn, sn = top_k_routing(probs, n)
@@ -116,8 +123,8 @@ def part_a(s: Sizes, repeats: int, clock: Callable[[], float]) -> dict[str, floa
         "modules full": modules_step(lambda x, i: sparse_dispatch(x, modules, wn, sn, ctx, i)),
         "modules masked top-2": modules_step(lambda x, i: masked_dispatch(x, modules, dense2, ctx, i)),
     }
-    full_model = reasonformer(s, None, "sparse")
-    mask = torch.ones(B, T, dtype=torch.bool)
+    full_model = reasonformer(s, None, "sparse", device, dtype)
+    mask = torch.ones(B, T, dtype=torch.bool, device=device)
 
     def cascade(m: ReasonFormerForConditionalGeneration) -> Callable[[], None]:
         def step() -> None:
@@ -133,16 +140,19 @@ def part_a(s: Sizes, repeats: int, clock: Callable[[], float]) -> dict[str, floa
     return interleaved(steps, repeats, clock)
 
 
-def part_b(s: Sizes, repeats: int, clock: Callable[[], float]) -> tuple[dict[str, float], dict[str, int]]:
-    rf = reasonformer(s, 2, "sparse")
+def part_b(
+    s: Sizes, repeats: int, clock: Callable[[], float], device: torch.device, dtype: torch.dtype
+) -> tuple[dict[str, float], dict[str, int]]:
+    rf = reasonformer(s, 2, "sparse", device, dtype)
     activated = parameter_counts(rf).activated
     candidates = {L: T5ForConditionalGeneration(t5_config(s, L)) for L in range(2, 25)}  # type: ignore[arg-type]
     L, t5 = min(candidates.items(), key=lambda kv: abs(parameter_counts(kv[1]).total - activated))
-    t5.train()
+    del candidates
+    t5.to(device, dtype).train()
     g = torch.Generator().manual_seed(2)
-    ids = torch.randint(2, 512, (s.batch, s.seq), generator=g)
-    labels = torch.randint(2, 512, (s.batch, s.target), generator=g)
-    skill_labels = torch.randint(0, len(SKILLS), (s.batch,), generator=g)
+    ids = torch.randint(2, 512, (s.batch, s.seq), generator=g).to(device)
+    labels = torch.randint(2, 512, (s.batch, s.target), generator=g).to(device)
+    skill_labels = torch.randint(0, len(SKILLS), (s.batch,), generator=g).to(device)
 
     def train_step(model: torch.nn.Module, **extra: Tensor) -> Callable[[], None]:
         opt = torch.optim.AdamW(model.parameters(), lr=0.0)  # lr 0: the weights stay put
@@ -178,15 +188,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="weights and activations")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     s = QUICK if args.quick else FULL
     clock = time.perf_counter if args.clock == "wall" else time.process_time
+    device, dtype = torch.device(args.device), DTYPES[args.dtype]
+    if device.type == "cuda" and args.clock == "cpu":
+        parser.error("--clock cpu measures CPU work only; use wall time on CUDA")
+    clock = synced(device, clock)  # on CUDA: read once the GPU's queued work is done
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
           f"load average {os.getloadavg()[0]:.1f}, clock {args.clock}, repeats {args.repeats}")  # fmt: skip
+    print(f"device {describe(device)}, dtype {args.dtype}")
     print(f"sizes: {s}, 6 skills, depth 3, adapters 64")
-    a = part_a(s, args.repeats, clock)
+    a = part_a(s, args.repeats, clock, device, dtype)
     print("\nPart A: reasoning modules, forward + backward, ms (best of repeats)")
     for name, ms in a.items():
         print(f"  {name:24s} {ms:9.1f}")
@@ -195,7 +212,7 @@ def main() -> None:
     )
     print(f"  sparse/masked (modules) {a['modules sparse top-2'] / a['modules masked top-2']:.3f}")
     print(f"  sparse/full   (cascade) {a['cascade sparse top-2'] / a['cascade full']:.3f}")
-    b, counts = part_b(s, args.repeats, clock)
+    b, counts = part_b(s, args.repeats, clock, device, dtype)
     print("\nPart B: pre-training step (forward, backward, AdamW), ms and examples/s")
     for name, ms in b.items():
         print(f"  {name:28s} {ms:9.1f} ms  {s.batch / ms * 1e3:8.1f} ex/s")
