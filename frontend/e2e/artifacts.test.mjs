@@ -2,9 +2,8 @@
 // finished run lists its checkpoints and final model as a tree with sizes and the total, folders
 // collapse, and a file downloads through its link (streamed with a run read ticket) byte for byte.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
+import { downloadedBytes, launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
@@ -70,7 +69,7 @@ describe('run artifacts', { timeout: 300_000 }, () => {
       page.getByRole('button', { name: 'download model/step-30.pt' }).click(),
     ]);
     assert.equal(download.suggestedFilename(), 'step-30.pt');
-    const saved = readFileSync(await download.path());
+    const saved = await downloadedBytes(download);
     const model = listing.items.find((i) => i.path === 'model/step-30.pt');
     assert.equal(saved.length, model.size);
     const direct = await fetch(`${platform.url}/api/v1/runs/${runId}/artifacts/model/step-30.pt`, {

@@ -4,9 +4,8 @@
 // a chart's "⤓ data" downloads what it draws as CSV (the points of the overlay chart, the same as the
 // API's buckets) and as Parquet.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
+import { downloadedBytes, launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
 
 const RUN_TIMEOUT = 180_000;
 const HOSTILE_NAME = '=HYPERLINK("http://evil.example","open")';
@@ -40,7 +39,7 @@ const records = (rows) => rows.slice(1).map((r) => Object.fromEntries(rows[0].ma
 
 async function download(click) {
   const [file] = await Promise.all([page.waitForEvent('download'), click()]);
-  return { name: file.suggestedFilename(), bytes: readFileSync(await file.path()) };
+  return { name: file.suggestedFilename(), bytes: await downloadedBytes(file) };
 }
 
 describe('CSV export', { timeout: 420_000 }, () => {

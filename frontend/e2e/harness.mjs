@@ -121,16 +121,37 @@ export async function stopPlatform(proc, home, waitMs = 40_000) {
   rmSync(home, { recursive: true, force: true });
 }
 
+/** Chromium's command line for every launch (a browser of its own, or the shared server of e2e/run.mjs). */
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync',
+];
+const VIEWPORT = { width: 1440, height: 900 };
+
+/**
+ * A browser context of its own: a fresh profile (no cookies, no localStorage). Under `npm run e2e`
+ * (e2e/run.mjs) it is a new context of the one chromium that the runner started for every test file
+ * (E2E_BROWSER_WS); a file run alone, or a perf script, launches a chromium of its own.
+ */
 export async function launchBrowser() {
+  const shared = process.env.E2E_BROWSER_WS;
+  if (shared) {
+    const server = await chromium.connect(shared);
+    const context = await server.newContext({ viewport: VIEWPORT });
+    return {
+      context,
+      async close() {
+        await context.close();
+        await server.close(); // a connected browser's close() disconnects; the runner closes chromium
+      },
+    };
+  }
   const userDataDir = mkdtempSync(join(tmpdir(), 'reasonlab-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync',
-    ],
+    viewport: VIEWPORT,
+    args: CHROMIUM_ARGS,
   });
   return {
     context,
@@ -139,6 +160,19 @@ export async function launchBrowser() {
       rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The bytes of a finished download: saved through playwright (a browser shared over its server keeps
+ *  the file on its side, so `download.path()` is not available there), read, then removed. */
+export async function downloadedBytes(download) {
+  const dir = mkdtempSync(join(tmpdir(), 'reasonlab-download-'));
+  try {
+    const file = join(dir, 'file');
+    await download.saveAs(file);
+    return readFileSync(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export async function screenshot(page, name) {
