@@ -38,6 +38,8 @@ def _preload(**_: Any) -> None:
     # the mask), it stays pending in a job process forked just as the shutdown begins, until that one
     # has installed its handler: neither lost nor the default action's death.
     signal.pthread_sigmask(signal.SIG_BLOCK, {executor.INTERRUPT_SIGNAL})
+    if not get_settings().worker_preload:  # REASONLAB_WORKER_PRELOAD=false: each job process imports its kind
+        return
     # torch._dynamo: torch.optim imports it at the first optimiser built (~3 s per process otherwise)
     for module in ("torch._dynamo",):
         try:

@@ -44,7 +44,10 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
   args.push(...(mlflowUi ? ['--mlflow-port', String(await freePort())] : ['--no-mlflow-ui']));
   // the API's MLflow mirror only with MLflow's UI (the one suite that checks MLflow): it imports mlflow and
   // migrates a new MLflow store, ~2.6 s of CPU per platform (issue 24); `env` may still turn it on
-  const mirror = { REASONLAB_MLFLOW_MIRROR: mlflowUi ? 'true' : 'false' };
+  // likewise the worker's preload of every kind (a real worker's default) only there: elsewhere a worker
+  // starts on ~3 CPU-s instead of ~7 and each of the file's few runs imports its own kind
+  const defaults = mlflowUi ? 'true' : 'false';
+  const mirror = { REASONLAB_MLFLOW_MIRROR: defaults, REASONLAB_WORKER_PRELOAD: defaults };
   const proc = spawn(REASONLAB, args, {
     cwd: ROOT,
     env: { ...process.env, ...mirror, ...env },

@@ -86,7 +86,10 @@ def shared_embedded_platform(
     the module says ``SHARED_PLATFORM_MIRROR = True``."""
     home = tmp_path_factory.mktemp("shared-embedded") / "home"
     mirror = bool(getattr(request.module, "SHARED_PLATFORM_MIRROR", False))
-    platform = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://", mirror=mirror)
+    # the shipped worker's preload (every kind imported before the fork): one start serves the module
+    platform = Platform(
+        home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://", mirror=mirror, preload=True
+    )
     try:
         platform.start_api()
         platform.start_worker()

@@ -41,10 +41,20 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
 
 class Platform:
     def __init__(
-        self, home: Path, database_url: str, broker_url: str, *, mirror: bool = False, **settings: Any
+        self,
+        home: Path,
+        database_url: str,
+        broker_url: str,
+        *,
+        mirror: bool = False,
+        preload: bool = False,
+        **settings: Any,
     ) -> None:
         """``mirror``: the API's MLflow mirror (backend/mirror/) runs. Off unless a test checks MLflow: it
-        imports mlflow and migrates a new MLflow store, ~2.6 s of CPU per platform (issue 24)."""
+        imports mlflow and migrates a new MLflow store, ~2.6 s of CPU per platform (issue 24).
+        ``preload``: the workers import every kind before forking job processes (the default of a real
+        worker). Off here unless asked: a worker starts on 3 CPU-s instead of 7, and these tests' few runs
+        each import their own kind (issue 24); the module-scoped shared platform keeps it on."""
         self.home = home
         self.mirror = mirror
         self.port = free_port()
@@ -63,6 +73,7 @@ class Platform:
             "PYTHONUNBUFFERED": "1",
         }
         self.env["REASONLAB_MLFLOW_MIRROR"] = "true" if mirror else "false"
+        self.env["REASONLAB_WORKER_PRELOAD"] = "true" if preload else "false"
         self.env.update({f"REASONLAB_{k.upper()}": str(v) for k, v in settings.items()})
         self.settings = Settings(
             home=home, database_url=database_url, broker_url=broker_url, worker_token=WORKER_TOKEN

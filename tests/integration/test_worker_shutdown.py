@@ -238,6 +238,7 @@ def _up(home: Path, port: int, workers: int = 1) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
     env["REASONLAB_MLFLOW_MIRROR"] = "false"  # nothing here checks MLflow (tests/integration/platform.py)
+    env["REASONLAB_WORKER_PRELOAD"] = "false"  # as on Platform: a worker's start on 3 CPU-s, not 7
     argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", str(workers)]
     return subprocess.Popen(
         [sys.executable, "-m", "cli.main", *argv],

@@ -1,0 +1,51 @@
+"""The worker's preload (worker/tasks.py ``_preload``, issue 24): by default every kind and torch's compiler
+stack are imported before any job process is forked; ``REASONLAB_WORKER_PRELOAD=false`` skips the imports
+and keeps the rest of the worker's start (the interrupt signal blocked until a job process's handler)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = """
+import json, signal, sys
+from worker import executor, tasks
+before = {m for m in ("torch._dynamo", "worker.core.cap", "worker.core.models") if m in sys.modules}
+tasks._preload()
+print(json.dumps({
+    "before": sorted(before),
+    "after": sorted(m for m in ("torch._dynamo", "worker.core.cap", "worker.core.models") if m in sys.modules),
+    "blocked": executor.INTERRUPT_SIGNAL in signal.pthread_sigmask(signal.SIG_BLOCK, set()),
+}))
+"""
+
+
+def _probe(preload: str | None) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "REASONLAB_WORKER_PRELOAD"}
+    if preload is not None:
+        env["REASONLAB_WORKER_PRELOAD"] = preload
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=Path(__file__).parents[2], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("preload", [None, "true"])
+def test_the_default_worker_imports_every_kind_before_it_forks(preload: str | None) -> None:
+    got = _probe(preload)
+    assert got["before"] == []  # importing worker.tasks alone loads none of them
+    assert got["after"] == ["torch._dynamo", "worker.core.cap", "worker.core.models"]
+    assert got["blocked"] is True
+
+
+def test_a_worker_without_preload_imports_no_kind_and_still_blocks_the_interrupt() -> None:
+    got = _probe("false")
+    assert got["after"] == []
+    assert got["blocked"] is True
