@@ -71,7 +71,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check backend worker common cli lint tests bench
 	@# mypy's cache outside the checkout, shared by every clone on this machine: mypy checks each cached module
 	@# against its source's hash, so a clone's first run rechecks only what differs (a clean clone: 3 s instead
-	@# of 47 s, most of it the installed packages' stubs); MYPY_CACHE_DIR overrides it
+	@# of 47 s, most of it the installed packages' type information); MYPY_CACHE_DIR overrides it
 	MYPY_CACHE_DIR=$${MYPY_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/reasonlab/mypy} $(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

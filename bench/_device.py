@@ -1,4 +1,4 @@
-"""Device, dtype and model options shared by the model benches (carma_overhead, cap_curve).
+"""Device, dtype and model options shared by the benches (carma_overhead, cap_curve, reasonformer_step, moe_layer).
 
 ``--device`` (default: cuda when torch sees a GPU, else cpu), ``--dtype`` (float32 | bfloat16) and
 ``--random-weights``: build the model named by ``--model`` from the config and tokenizer of its store folder
@@ -20,9 +20,12 @@ from worker.core.models.store import ALIASES, LoadedModel, _prepare_tokenizer, s
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def add_device_args(ap: argparse.ArgumentParser) -> None:
+def add_device_args(ap: argparse.ArgumentParser, *, random_weights: bool = True) -> None:
+    """``--device`` and ``--dtype``; ``--random-weights`` too for the benches that load a stored model."""
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="the model's weights")
+    if not random_weights:
+        return
     ap.add_argument(
         "--random-weights",
         action="store_true",

@@ -37,19 +37,15 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _device import synced
 from torch import Tensor
 
 from worker.core.moe import MoEConfig, SparseMoE
 from worker.core.moe.experts import grouped_mm_unavailable_reason
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def time_interleaved(
-    steps: dict[str, Callable[[], None]], device: torch.device, repeats: int, clock: Callable[[], float]
+    steps: dict[str, Callable[[], None]], repeats: int, clock: Callable[[], float]
 ) -> dict[str, float]:
     """Best-of-`repeats` milliseconds of each step (one forward + backward), after one warm-up call each.
 
@@ -62,7 +58,7 @@ def time_interleaved(
     times: dict[str, list[float]] = {name: [] for name in steps}
     for step in steps.values():
         step()
-    _sync(device)
+    clock()  # a synced clock (bench/_device.py): waits for the warm-ups' queued GPU work
     order = list(steps)
     shuffle = random.Random(0).shuffle
     for _ in range(repeats):
@@ -71,7 +67,6 @@ def time_interleaved(
             step = steps[name]
             t0 = clock()
             step()
-            _sync(device)
             times[name].append((clock() - t0) * 1e3)
     return {name: min(ts) for name, ts in times.items()}
 
@@ -184,6 +179,7 @@ def main() -> None:
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.clock == "cpu" and device.type == "cuda":
         ap.error("--clock cpu measures CPU work only; use wall time on CUDA")
+    clock = synced(device, clock)  # on CUDA: read once the GPU's queued work is done
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     ks = [int(k) for k in args.ks.split(",")]
     E, d, h, N = args.experts, args.d_model, args.hidden, args.tokens
@@ -283,7 +279,7 @@ def main() -> None:
             steps[impl] = moe_step(block, x, grad_out, False)
         rows_x = torch.randn(N * k, d, device=device, dtype=dtype, requires_grad=True)
         steps["gemm"] = gemm_bound_step(ours_gelu, rows_x, torch.randn_like(rows_x))
-        t: dict[str, float | None] = dict(time_interleaved(steps, device, args.repeats, clock))
+        t: dict[str, float | None] = dict(time_interleaved(steps, args.repeats, clock))
         del steps, rows_x
         ours = t["ours"]
         assert ours is not None and t["swiglu"] is not None and t["gemm"] is not None

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from _device import describe, synced
+from _device import DTYPES, add_device_args, describe, synced
 from torch import Tensor
 from transformers import T5ForConditionalGeneration
 
@@ -38,7 +38,6 @@ from worker.core.reasonformer.params import parameter_counts
 from worker.core.reasonformer.routing import dense_weights, skill_probs, top_k_routing
 
 SKILLS = ("logic", "qa", "ner", "nli", "fact", "general")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -188,8 +187,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="weights and activations")
+    add_device_args(parser, random_weights=False)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
