@@ -15,8 +15,11 @@ let platform;
 let projectId;
 let browser;
 let page;
-/** every answer of the API the page received: url, status and body */
+/** every answer of the API the page received: url, status and body (read after the answer is recorded) */
 const responses = [];
+/** the bodies still being read: an answer is recorded the moment it arrives, its body a moment later (a busy
+ *  machine once let the page show a deletion's result before the 204 was recorded) */
+const bodiesRead = [];
 /** the page's Content-Security-Policy reports (backend/http/security_headers.py; e2e/security.test.mjs walks the other pages) */
 const cspViolations = [];
 
@@ -37,7 +40,8 @@ async function valueInPage() {
   }, VALUE);
 }
 
-function assertNoResponseHasValue() {
+async function assertNoResponseHasValue() {
+  await Promise.all(bodiesRead);
   const leaks = responses.filter((r) => r.body.includes(VALUE)).map((r) => `${r.status} ${r.url}`);
   assert.deepEqual(leaks, []);
 }
@@ -55,8 +59,9 @@ describe('project secrets', { timeout: 300_000 }, () => {
     page.on('console', (m) => /Content Security Policy/i.test(m.text()) && cspViolations.push(m.text()));
     page.on('response', async (r) => {
       if (!new URL(r.url()).pathname.startsWith('/api/')) return;
-      const body = await r.text().catch(() => ''); // a 204 has none
-      responses.push({ url: r.url(), status: r.status(), body });
+      const answer = { url: r.url(), status: r.status(), body: '' };
+      responses.push(answer);
+      bodiesRead.push(r.text().then((b) => (answer.body = b), () => {})); // a 204 has none
     });
   });
 
@@ -98,7 +103,7 @@ describe('project secrets', { timeout: 300_000 }, () => {
 
     assert.deepEqual(await valueInPage(), []);
     assert.ok(responses.some((r) => r.url.endsWith('/secrets/OPENAI_API_KEY') && r.status === 200));
-    assertNoResponseHasValue();
+    await assertNoResponseHasValue();
     const listed = await platform.api(`/projects/${projectId}/secrets`);
     assert.deepEqual(listed.map((s) => [s.name, s.updated_by]), [['OPENAI_API_KEY', 'pia']]);
     assert.ok(!JSON.stringify(listed).includes(VALUE));
@@ -138,7 +143,7 @@ describe('project secrets', { timeout: 300_000 }, () => {
     await page.getByTestId('secrets-empty').waitFor();
     assert.deepEqual(await platform.api(`/projects/${projectId}/secrets`), []);
     assert.ok(responses.some((r) => r.url.endsWith('/secrets/OPENAI_API_KEY') && r.status === 204));
-    assertNoResponseHasValue();
+    await assertNoResponseHasValue();
     assert.deepEqual(await valueInPage(), []);
     assert.deepEqual(cspViolations, []);
   });
