@@ -11,7 +11,7 @@ WORKERS ?= 1
 # uv installs everything but torch into the venv (the recipe below); pinned like the lock
 UV_VERSION := 0.13.9
 
-.PHONY: up test test-python test-static check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
+.PHONY: up test test-python test-static frontend-static check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -81,8 +81,13 @@ lint: venv
 # tests mostly wait on worker processes. PYTEST_PROCS=0 runs everything in this process.
 PYTEST_PROCS ?= 4
 XDIST = -n $(PYTEST_PROCS) --dist loadgroup --no-loadscope-reorder
+# pytest caches each test module it rewrites for its asserts (__pycache__, git-ignored) only where Python may
+# write bytecode: in a shell with PYTHONDONTWRITEBYTECODE set, every pytest process of every run rewrote all
+# 420 test modules again (collecting the whole suite: 14 CPU-s with no cache, 9 with it; each xdist process
+# and each of `make check`'s two pytests collects; a clean clone's first run still rewrites them)
+PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest
 pytest: venv offline nginx
-	$(VENV)/bin/pytest -q $(XDIST) --durations=25
+	$(PYTEST) -q $(XDIST) --durations=25
 
 # The inner loop (README, Testing; docs/architecture.md, Test tiers): lint, the import contracts, the
 # fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
@@ -94,14 +99,14 @@ check: venv frontend-deps
 	$(VENV)/bin/lint-imports
 	@# one pytest per core: the backend's output is shown once it ends
 	@log=$$(mktemp); \
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
+	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
+	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
 	wait $$pid; b=$$?; echo "--- tests/backend"; cat $$log; rm -f $$log; test $$w -eq 0 && test $$b -eq 0
 	cd frontend && npm run test
 
 # the fault tier alone: kill -9, shutdowns, outages, cross-host resume on a real platform (in `make test`)
 fault: venv offline
-	$(VENV)/bin/pytest -q $(XDIST) -m fault
+	$(PYTEST) -q $(XDIST) -m fault
 
 # typecheck, vitest, and a check that the generated API client matches the backend's OpenAPI document
 frontend-test: venv frontend-deps
@@ -131,20 +136,22 @@ perf: venv frontend-build chromium
 perf-scale: venv frontend-build chromium
 	cd frontend && npm run perf:scale
 
-# Everything (docs/architecture.md, Test tiers). After the set-up, pytest (its own four processes) beside a
-# second chain, lint then typecheck + vitest: pytest's platform tests mostly wait on worker processes and the
-# second chain fills those waits; each chain's output is printed whole when it ends (--output-sync), either
-# failing fails `make test`. Then the browser tests, on a machine no longer running pytest: their waits are
-# the most sensitive to load (beside pytest the two cores ran at load 10-11; the timings of both orders are in
+# Everything (docs/architecture.md, Test tiers). The set-up: the venv beside npm's packages, then, still beside
+# the venv (pip's and uv's install leaves most of a core idle for ~25 s), the dashboard's build, typecheck and
+# vitest, which need no Python. Then pytest (its own four processes) beside a second chain, lint then the
+# generated-client check: pytest's platform tests mostly wait on worker processes and the second chain fills
+# those waits; each chain's output is printed whole when it ends (--output-sync), either failing fails `make
+# test`. Then the browser tests, on a machine no longer running pytest: their waits are the most sensitive
+# to load (beside pytest the two cores ran at load 10-11; the timings of both orders are in
 # docs/architecture.md). Their platforms get one OpenMP thread, as pytest's processes do (tests/conftest.py).
-# Four browser files at a time (`make e2e` alone runs two): they wait on their platforms' runs far more than
-# they compute (18 files: 408 s at two, 0.85 of a core; 267 s at four, 1.25 cores).
+# Four browser files at a time, the longest first (`make e2e` alone runs two): they wait on their platforms'
+# runs far more than they compute (18 files: 408 s at two, 0.85 of a core; 267 s at four, 1.25 cores).
 test:
 	@# the set-up: pip and npm side by side, then apt (one dpkg at a time) and the models that need the venv
-	@echo "[make test] set-up: $$(date -u +%T)"
-	@$(MAKE) --no-print-directory -j2 venv frontend-deps
+	@echo "[make test] set-up, the dashboard's build, typecheck and vitest: $$(date -u +%T)"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv frontend-static
 	@$(MAKE) --no-print-directory nginx chromium offline
-	@echo "[make test] pytest beside lint, the dashboard's build, typecheck and vitest: $$(date -u +%T)"
+	@echo "[make test] pytest beside lint and the generated-client check: $$(date -u +%T)"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static
 	@echo "[make test] browser tests: $$(date -u +%T)"
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} E2E_CONCURRENCY=$${E2E_CONCURRENCY:-4} $(MAKE) --no-print-directory e2e
@@ -152,11 +159,14 @@ test:
 
 test-python: pytest
 
-# the dashboard's build first: the browser tests need it, and building it here overlaps pytest's waits
-test-static:
+# what of the dashboard's checks needs no Python: its build (the browser tests need it), typecheck, vitest
+frontend-static: frontend-deps
 	@$(MAKE) --no-print-directory frontend-build
+	cd frontend && npm run typecheck && npx vitest run
+
+test-static:
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory frontend-test
+	cd frontend && node scripts/gen-api.mjs --check
 
 clean:
 	rm -rf $(VENV) frontend/node_modules offline/node_modules backend/static .reasonlab test-output
