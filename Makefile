@@ -57,8 +57,11 @@ offline/node_modules/.package-lock.json: offline/package-lock.json
 
 offline-deps: offline/node_modules/.package-lock.json
 
+# PREPARE: `make test` sets it to `true` for its later steps once its set-up has prepared the material (each
+# run of prepare imports transformers and torch only to find everything ready: 4 s)
+PREPARE ?= $(PY) -m worker.core.models.prepare
 offline: venv offline-deps
-	$(PY) -m worker.core.models.prepare
+	$(PREPARE)
 
 backend/static/index.html: $(shell find frontend/src frontend/index.html -type f 2>/dev/null) frontend/vite.config.ts frontend/node_modules/.package-lock.json
 	cd frontend && npm run build
@@ -162,9 +165,9 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target venv frontend-static offline-deps
 	@$(MAKE) --no-print-directory nginx chromium offline
 	@echo "[make test] pytest beside lint and the generated-client check: $$(date -u +%T)"
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-static PREPARE=true
 	@echo "[make test] browser tests: $$(date -u +%T)"
-	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} E2E_CONCURRENCY=$${E2E_CONCURRENCY:-4} $(MAKE) --no-print-directory e2e
+	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} E2E_CONCURRENCY=$${E2E_CONCURRENCY:-4} $(MAKE) --no-print-directory e2e PREPARE=true
 	@echo "[make test] done: $$(date -u +%T)"
 
 test-python: pytest
