@@ -177,7 +177,7 @@ frontend-static: frontend-deps
 	@$(MAKE) --no-print-directory frontend-build
 	cd frontend && npm run typecheck && npx vitest run
 
-test-static:
+test-static: venv frontend-deps
 	@$(MAKE) --no-print-directory lint
 	cd frontend && node scripts/gen-api.mjs --check
 

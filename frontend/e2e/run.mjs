@@ -10,7 +10,8 @@ import { CHROMIUM, CHROMIUM_ARGS } from './harness.mjs';
 
 // The files that take longest (seconds in a clean-clone `make test`, four at a time) start first: node's test
 // runner starts files in the order given, so a long file started last would run alone at the end while
-// the other slots sit empty. Files not named here follow, in name order.
+// the other slots sit empty. Files not named here follow, in name order (E2E_ORDER=name: every file in name
+// order, as before; 193.8 s against 181.7 s longest first, side by side).
 const LONGEST_FIRST = [
   'dashboard', // 98 s
   'attempts', // 75
