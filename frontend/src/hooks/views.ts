@@ -20,9 +20,10 @@ export function useSavedViews(projectId: number | undefined) {
   return useQuery({ ...viewsQuery(projectId ?? 0), enabled: projectId !== undefined });
 }
 
-/** One saved view of a project (the `/views/<id>` route asks each of the caller's projects until one has it). */
-export function fetchSavedView(projectId: number, viewId: number): Promise<SavedView> {
-  return unwrap(api.GET('/api/v1/projects/{project_id}/views/{view_id}', { params: { path: { project_id: projectId, view_id: viewId } } }));
+/** A saved view by its id alone, in whichever of the caller's projects holds it (404 for a view of a project
+ *  the caller is not in, as for a missing one); its `project_id` says which. */
+export function fetchSavedView(viewId: number): Promise<SavedView> {
+  return unwrap(api.GET('/api/v1/views/{view_id}', { params: { path: { view_id: viewId } } }));
 }
 
 export interface ViewDraft {

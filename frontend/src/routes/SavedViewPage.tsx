@@ -1,5 +1,5 @@
-// `/views/<id>`: a saved view's address. It finds the view (in the current project first, then in the
-// caller's other projects: the address names no project), switches to its project, and replaces itself
+// `/views/<id>`: a saved view's address. It reads the view by its id alone (the address names no project;
+// the API answers for any project the caller is in), switches to the view's project, and replaces itself
 // with the view's page carrying the view's state in the URL (lib/viewState.ts), so what the page shows
 // from then on is the URL contract's, editable and shareable like any unsaved state.
 import { Stack, Text, Title } from '@mantine/core';
@@ -13,7 +13,7 @@ import { canonicalViewState, viewUrl } from '../lib/viewState';
 
 export function SavedViewPage() {
   const { id } = useParams();
-  const { id: currentId, name: currentName, setProject } = useCurrentProject();
+  const { name: currentName, setProject } = useCurrentProject();
   const projects = useProjects();
   const navigate = useNavigate();
   const [problem, setProblem] = useState<string | null>(null);
@@ -24,23 +24,20 @@ export function SavedViewPage() {
   useEffect(() => {
     if (!valid || !list) return;
     let cancelled = false;
-    const order = [...list].sort((a, b) => Number(b.id === currentId) - Number(a.id === currentId));
     void (async () => {
-      for (const p of order) {
-        try {
-          const view = await fetchSavedView(p.id, viewId);
-          if (cancelled) return;
-          if (p.name !== currentName) setProject(p.name);
-          void navigate(viewUrl(view.page, canonicalViewState(view.state)), { replace: true });
+      try {
+        const view = await fetchSavedView(viewId);
+        if (cancelled) return;
+        const home = list.find((p) => p.id === view.project_id);
+        if (!home) {
+          setProblem(`view ${viewId} is in project ${view.project_id}, which is not in your list of projects`);
           return;
-        } catch (e) {
-          if (!isApiError(e, 404)) {
-            if (!cancelled) setProblem(errorMessage(e));
-            return;
-          }
         }
+        if (home.name !== currentName) setProject(home.name);
+        void navigate(viewUrl(view.page, canonicalViewState(view.state)), { replace: true });
+      } catch (e) {
+        if (!cancelled) setProblem(isApiError(e, 404) ? `view ${viewId} not found in your projects` : errorMessage(e));
       }
-      if (!cancelled) setProblem(`view ${viewId} not found in your projects`);
     })();
     return () => {
       cancelled = true;

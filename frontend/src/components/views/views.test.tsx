@@ -2,8 +2,8 @@
 // Saved views in the dashboard, rendered in jsdom against an in-memory fake of the API's views
 // operations: the "Save view" button saves the state the page's URL holds (lib/viewState.ts) and shows a
 // taken name on the name field; the sidebar lists the project's views and offers rename and delete only
-// where the API says the caller may; `/views/<id>` finds a view in any of the caller's projects, switches
-// to it and replaces itself with the view's page carrying its state.
+// where the API says the caller may; `/views/<id>` reads a view by its id alone (any of the caller's
+// projects), switches to its project and replaces itself with the view's page carrying its state.
 import type { QueryClient } from '@tanstack/react-query';
 import { act, type ReactNode } from 'react';
 import type { Root } from 'react-dom/client';
@@ -54,7 +54,9 @@ function fakeApi(role: 'viewer' | 'member', views: SavedView[]) {
     if (url === '/api/v1/auth/me') return json(200, me);
     if (url === '/api/v1/projects') return json(200, [{ id: 1, name: 'default', role }, { id: 2, name: 'side', role }]);
     if (url.endsWith('/views')) return json(200, views.filter((v) => v.project_id === path.project_id));
-    const found = views.find((v) => v.id === path.view_id && v.project_id === path.project_id);
+    // `/api/v1/views/{view_id}` answers for any of the caller's projects; the project's route for its own
+    const byId = url === '/api/v1/views/{view_id}';
+    const found = views.find((v) => v.id === path.view_id && (byId ? me.memberships.some((m) => m.project_id === v.project_id) : v.project_id === path.project_id));
     return found ? json(200, found) : json(404, { detail: 'view not found', code: 'not_found', errors: [] });
   }) as never);
   vi.spyOn(api, 'POST').mockImplementation((async (_url: string, init: Init) => {
@@ -203,17 +205,23 @@ describe('SavedViewsNav', () => {
 });
 
 describe('/views/<id>', () => {
-  it("finds the view in another of the caller's projects, switches to it and opens its page with its state in the URL", async () => {
+  it("reads a view of another of the caller's projects by its id, switches to that project and opens its page with its state in the URL", async () => {
     const requests = fakeApi('member', [view(9, 'elsewhere', 2, false)]);
     await render(<SavedViewPage />, '/views/9', '/views/:id');
     await until(() => where.startsWith('/?'));
     expect(where).toBe('/?q=kind+%3D+%22carma%22&group=*');
     expect(project.setProject).toHaveBeenCalledWith('side');
-    // the current project first, then the others
-    expect(requests.filter((r) => 'view_id' in r.path).map((r) => r.path)).toEqual([
-      { project_id: 1, view_id: 9 },
-      { project_id: 2, view_id: 9 },
-    ]);
+    // one request, by the id alone: the address names no project
+    expect(requests.filter((r) => 'view_id' in r.path).map((r) => r.path)).toEqual([{ view_id: 9 }]);
+  });
+
+  it("stays in the current project when the view is one of its own", async () => {
+    const requests = fakeApi('member', [view(7, 'here', 1, true)]);
+    await render(<SavedViewPage />, '/views/7', '/views/:id');
+    await until(() => where.startsWith('/?'));
+    expect(where).toBe('/?q=kind+%3D+%22carma%22&group=*');
+    expect(project.setProject).not.toHaveBeenCalled();
+    expect(requests.filter((r) => 'view_id' in r.path).map((r) => r.path)).toEqual([{ view_id: 7 }]);
   });
 
   it('says so when no project has it, and when the id is not one', async () => {
