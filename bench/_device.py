@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from worker.core.models import load_model
-from worker.core.models.store import ALIASES, LoadedModel, _prepare_tokenizer, store_root
+from worker.core.models.store import ALIASES, LoadedModel, prepare_tokenizer, store_root
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -67,7 +67,7 @@ def bench_model(name: str, device: torch.device, dtype: torch.dtype, random_weig
         config = AutoConfig.from_pretrained(folder)
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-        tokenizer = _prepare_tokenizer(AutoTokenizer.from_pretrained(folder))
+        tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(folder))
         lm = LoadedModel(model, tokenizer, name, "random", str(folder))
     lm.model.to(device)
     return lm

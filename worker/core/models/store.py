@@ -233,9 +233,10 @@ def converted_path(name: str) -> Path:
     return folder
 
 
-def _prepare_tokenizer(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
-    """Right padding (prediction is read at each row's last real token); a pad token where the tokenizer
-    has none (the EOS token: padding is masked, so its id never matters)."""
+def prepare_tokenizer(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    """Set up a tokenizer as ``load_model`` returns it (a bench that builds its own model calls it too):
+    right padding (prediction is read at each row's last real token); a pad token where the tokenizer has
+    none (the EOS token: padding is masked, so its id never matters)."""
     tokenizer.padding_side = "right"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.bos_token
@@ -258,7 +259,7 @@ def load_model(
     if name in PRESETS:
         preset = PRESETS[name]
         tokenizer = family_tokenizer(preset.tokenizer, fresh=True)
-        _prepare_tokenizer(tokenizer)
+        prepare_tokenizer(tokenizer)
         config = preset.config(
             len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
         )
@@ -307,7 +308,7 @@ def load_model(
         ) from exc
     if ours and offload is not None:
         weakref.finalize(model, shutil.rmtree, offload, ignore_errors=True)
-    return LoadedModel(model, _prepare_tokenizer(loaded), name, source, str(folder) if folder else None)
+    return LoadedModel(model, prepare_tokenizer(loaded), name, source, str(folder) if folder else None)
 
 
 def known_names() -> list[str]:
