@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -17,18 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.integration.platform import free_port, up_env
 
 
 @pytest.mark.slow  # a real `reasonlab up` each: spread over the xdist processes (tests/conftest.py)
 def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     """... with two workers (`make up WORKERS=2`): both start and are ready, and both stop."""
-    home, port = tmp_path / "home", _free_port()
+    home, port = tmp_path / "home", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", "2"]
     proc = subprocess.Popen(
@@ -138,11 +132,8 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
     stops. The run is queued again as its next attempt, with one more allowed (no attempt used up)."""
     import sqlite3
 
-    home, port = tmp_path / "home", _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
-    env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
-    env["REASONLAB_MLFLOW_MIRROR"] = "false"  # nothing here checks MLflow: ~2.6 s of CPU saved (issue 24)
-    env["REASONLAB_WORKER_PRELOAD"] = "false"  # its one run imports its own kind: ~4 CPU-s saved (issue 24)
+    home, port = tmp_path / "home", free_port()
+    env = up_env()
     api_url = f"http://127.0.0.1:{port}/api/v1"
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "up", "--home", str(home), "--port", str(port), "--no-mlflow-ui"],
@@ -220,7 +211,7 @@ def test_up_prints_a_short_banner_serves_mlflow_ui_and_logs_the_chatter(tmp_path
     """`reasonlab up` as a new user meets it: the terminal shows the URL, the login, the token file, the
     MLflow UI and where the logs are, and none of the services' chatter, which is in HOME/logs/. The
     API tells the dashboard where MLflow's UI is, and the link of a run ("Open in MLflow") answers."""
-    home, port, mlflow_port = tmp_path / "home", _free_port(), _free_port()
+    home, port, mlflow_port = tmp_path / "home", free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     argv = ["up", "--home", str(home), "--port", str(port), "--mlflow-port", str(mlflow_port)]
     proc = subprocess.Popen(

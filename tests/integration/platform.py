@@ -29,6 +29,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def up_env() -> dict[str, str]:
+    """The environment of a test's own ``reasonlab up``: none of the machine's REASONLAB_ settings, a heartbeat
+    every 0.5 s, and the API's MLflow mirror and the worker's preload off, as on ``Platform`` (issue 24:
+    ~2.6 and ~4 CPU-s a platform; the tests that check either turn it on)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
+    env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
+    env["REASONLAB_MLFLOW_MIRROR"] = "false"
+    env["REASONLAB_WORKER_PRELOAD"] = "false"
+    return env
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

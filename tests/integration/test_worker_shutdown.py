@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.platform import Platform, free_port, wait_for
+from tests.integration.platform import Platform, free_port, up_env, wait_for
 
 EARLIER_JOBS = 3  # the worker runs these first: the run interrupted is its fourth job
 SHORT = {"train": {"steps": 3}}
@@ -56,12 +56,16 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(params=["filesystem", "redis"])
 def platform(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Platform]:
     """The embedded platform (SQLite, filesystem broker: Celery's threaded pool) or the server one
-    (Postgres, Redis: the pool in Celery's event loop)."""
+    (Postgres, Redis: the pool in Celery's event loop). The server one keeps a real worker's default, every
+    kind imported before the fork (REASONLAB_WORKER_PRELOAD), so each lifecycle test here runs with the
+    preload and without it side by side."""
     home = tmp_path / "home"
     if request.param == "filesystem":
         p = Platform(home, f"sqlite:///{home / 'reasonlab.db'}", "filesystem://")
     else:
-        p = Platform(home, request.getfixturevalue("postgres_url"), request.getfixturevalue("redis_db"))
+        p = Platform(
+            home, request.getfixturevalue("postgres_url"), request.getfixturevalue("redis_db"), preload=True
+        )
     try:
         yield p
     finally:
@@ -235,10 +239,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
 
 
 def _up(home: Path, port: int, workers: int = 1) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
-    env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
-    env["REASONLAB_MLFLOW_MIRROR"] = "false"  # nothing here checks MLflow (tests/integration/platform.py)
-    env["REASONLAB_WORKER_PRELOAD"] = "false"  # as on Platform: a worker's start on 3 CPU-s, not 7
+    env = up_env()
     argv = ["up", "--home", str(home), "--port", str(port), "--no-mlflow-ui", "--workers", str(workers)]
     return subprocess.Popen(
         [sys.executable, "-m", "cli.main", *argv],
