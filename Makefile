@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml sdk/pyproject.toml requir
 HOME_DIR ?= .reasonlab
 PORT ?= 8000
 WORKERS ?= 1
+# MLflow's UI port under `make up`: empty keeps the previous start's (else 5000, or the next free one)
+MLFLOW_PORT ?=
 # uv installs everything but torch into the venv (the recipe below); pinned like the lock
 UV_VERSION := 0.13.9
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.lock)
@@ -76,7 +78,7 @@ nginx:
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light)
 
 up: venv offline frontend-build
-	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT) --workers $(WORKERS)
+	$(VENV)/bin/reasonlab up --home $(HOME_DIR) --port $(PORT) --workers $(WORKERS) $(if $(MLFLOW_PORT),--mlflow-port $(MLFLOW_PORT))
 
 lint: venv
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench

@@ -26,6 +26,12 @@ class Settings(SharedSettings):
     database_url: str = Field("", description="default: sqlite under home")
     secret_key: str = Field("reasonlab-embedded-secret", description="JWT signing key")
     jwt_ttl_seconds: int = 12 * 3600
+    start_nonce: str = Field(
+        "",
+        max_length=64,
+        description="set by `reasonlab up` for the API it starts: /health answers it in the "
+        "X-ReasonLab-Start header, so `up` knows the server on its port is its own and not another one",
+    )
     secrets_key: str = Field(
         "",
         description="the key project secrets are sealed with (32 bytes, urlsafe base64; `reasonlab secrets "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli import client
-from cli.mlflow_port import mlflow_ui_port
+from cli.mlflow_port import mlflow_ui_port, next_free_port, port_free
 
 if TYPE_CHECKING:
     from backend.settings import Settings
@@ -78,8 +79,8 @@ LOG_DIR = "logs"
     default=None,
     type=int,
     envvar="REASONLAB_MLFLOW_PORT",
-    help="port of MLflow's UI (or REASONLAB_MLFLOW_PORT; default: the previous start's, else 5000); "
-    "when taken, the next free port above it",
+    help="port of MLflow's UI (or REASONLAB_MLFLOW_PORT; refused when taken); default: the previous "
+    "start's, else 5000, and when that is taken the next free port above it",
 )
 def up(
     home: str | None,
@@ -105,6 +106,10 @@ def up(
     Ctrl-C in the terminal reaches this command only and not the API at the same time; a second Ctrl-C
     kills the workers at once.
     """
+    # a taken port is the likeliest first trip (8000 is everyone's default): said before anything starts
+    _refuse_taken_port(host, port, "PORT", "--port", "the API")
+    if mlflow_port is not None and mlflow_ui:
+        _refuse_taken_port(host, mlflow_port, "MLFLOW_PORT", "--mlflow-port", "MLflow's UI")
     home_dir = Path(home or os.environ.get("REASONLAB_HOME", ".reasonlab")).resolve()
     home_dir.mkdir(parents=True, exist_ok=True)
     logs = home_dir / LOG_DIR
@@ -114,7 +119,15 @@ def up(
 
         public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         api_url = f"http://{public_host}:{port}"
-        env = {**os.environ, "REASONLAB_HOME": str(home_dir), "REASONLAB_API_URL": api_url}
+        # the API answers this nonce on /health: the health check below knows it reached its own API and
+        # not another server that took the port between the check above and the API's bind
+        nonce = secrets.token_hex(16)
+        env = {
+            **os.environ,
+            "REASONLAB_HOME": str(home_dir),
+            "REASONLAB_API_URL": api_url,
+            "REASONLAB_START_NONCE": nonce,
+        }
         os.environ.update(env)
         settings = _settings(str(home_dir))
         migrate(settings)
@@ -162,8 +175,9 @@ def up(
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop)
+    failed = False
     try:
-        if _wait_healthy(api_url, api_proc, stop=lambda: signals > 0):
+        if _wait_healthy(api_url, api_proc, stop=lambda: signals > 0, nonce=nonce):
             # the workers once the API answers: their start-up check of the token reaches it (started
             # beside it, they found it not listening yet and could only warn and start unchecked)
             workers = [
@@ -172,12 +186,13 @@ def up(
             ]
             _banner(api_url, home_dir, logs, creds, mlflow_url, mlflow_note, n_workers)
         elif not signals:
-            signals = 1
-            click.echo(f"the API did not start; see {logs / 'api.log'}", err=True)
+            signals, failed = 1, True
+            click.echo(_why_api_did_not_start(api_proc, logs / "api.log", host, port), err=True)
         while not signals and all(p.poll() is None for p in (api_proc, *workers)):
             time.sleep(0.5)
         for name, p in (("api", api_proc), *((f"worker-{i}", w) for i, w in enumerate(workers))):
             if not signals and p.poll() is not None:
+                failed = True
                 click.echo(f"{name} exited ({p.returncode}); see {logs / (name + '.log')}", err=True)
         click.echo("stopping ReasonLab: the workers give their runs back first (Ctrl-C again: kill them)...")
         seen = signals
@@ -188,6 +203,34 @@ def up(
             if p.poll() is None:
                 _kill_group(p)
     click.echo("stopped.")
+    if failed:  # a script or `make up` must see that the platform did not run
+        raise SystemExit(1)
+
+
+def _refuse_taken_port(host: str, port: int, make_var: str, flag: str, what: str) -> None:
+    """A clear refusal, before any banner, when ``port`` is not free on ``host`` (exit 1)."""
+    if port_free(host, port):
+        return
+    other = next_free_port(host, port + 1)
+    raise click.ClickException(
+        f"port {port} is in use (for {what}): make up {make_var}={other}, or reasonlab up {flag} {other}"
+    )
+
+
+def _why_api_did_not_start(proc: subprocess.Popen[bytes], log: Path, host: str, port: int) -> str:
+    """The one line a user needs when the API never answered its health check."""
+    try:
+        tail = log.read_text(errors="replace")[-4000:]
+    except OSError:
+        tail = ""
+    if "address already in use" in tail.lower() or proc.poll() is None:
+        # exited on its bind, or alive while another server answers the health check on its port
+        other = next_free_port(host, port + 1)
+        return (
+            f"port {port} is in use by another server: make up PORT={other}, or reasonlab up --port {other}"
+            f" (see {log})"
+        )
+    return f"the API did not start; see {log}"
 
 
 def _banner(
@@ -283,13 +326,20 @@ def _wait_healthy(
     proc: subprocess.Popen[bytes],
     timeout: float = 60.0,
     stop: Callable[[], bool] = lambda: False,
+    nonce: str | None = None,
 ) -> bool:
+    """True once the API at ``api_url`` answers its health check, and answers it with ``nonce`` (the one
+    ``proc`` was started with) when given: another server on the port is not ours. False when ``proc``
+    exits, ``stop()`` turns true or ``timeout`` passes."""
     import httpx
+
+    from backend.health.routes import START_HEADER
 
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None and not stop():
         try:
-            if httpx.get(f"{api_url}/api/v1/health", timeout=2).status_code == 200:
+            r = httpx.get(f"{api_url}/api/v1/health", timeout=2)
+            if r.status_code == 200 and (nonce is None or r.headers.get(START_HEADER) == nonce):
                 return True
         except httpx.HTTPError:
             pass

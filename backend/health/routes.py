@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
@@ -8,6 +8,7 @@ from backend.http.deps import CurrentUser, SessionDep, SettingsDep
 
 router = APIRouter(tags=["health"])
 VERSION = "0.1.0"
+START_HEADER = "X-ReasonLab-Start"
 
 
 class Health(BaseModel):
@@ -17,8 +18,10 @@ class Health(BaseModel):
 
 
 @router.get("/health", response_model=Health, operation_id="health-get")
-def health(session: SessionDep) -> Health:
+def health(session: SessionDep, settings: SettingsDep, response: Response) -> Health:
     session.execute(text("SELECT 1"))
+    if settings.start_nonce:  # `reasonlab up` checks that the server on its port is the one it started
+        response.headers[START_HEADER] = settings.start_nonce
     return Health(status="ok", database="ok", version=VERSION)
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -271,3 +276,95 @@ def test_up_prints_a_short_banner_serves_mlflow_ui_and_logs_the_chatter(tmp_path
     assert "GET /api/v1/health" in logs["api.log"]  # uvicorn's access log
     assert "Uvicorn running" in logs["mlflow.log"] or "Listening" in logs["mlflow.log"]
     assert "alembic" in logs["up.log"]
+
+
+@contextlib.contextmanager
+def _listening(port: int) -> Iterator[socket.socket]:
+    """Another program's server on ``port`` (127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        yield s
+
+
+def _up(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = ["up", "--home", str(tmp_path / "home"), "--workers", "0", *args]
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *argv],
+        env=up_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_up_refuses_a_taken_api_port_before_any_banner(tmp_path: Path) -> None:
+    port = free_port()
+    with _listening(port):
+        done = _up(tmp_path, "--port", str(port), "--no-mlflow-ui")
+    assert done.returncode == 1, done.stdout
+    assert f"port {port} is in use (for the API): make up PORT=" in done.stdout
+    suggested = int(re.search(r"make up PORT=(\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert suggested != port
+    assert "ReasonLab is up" not in done.stdout and "Traceback" not in done.stdout
+    assert not (tmp_path / "home").exists()  # nothing was started, nothing was written
+
+
+def test_up_refuses_a_taken_mlflow_port_that_was_asked_for(tmp_path: Path) -> None:
+    api_port, ui_port = free_port(), free_port()
+    with _listening(ui_port):
+        done = _up(tmp_path, "--port", str(api_port), "--mlflow-port", str(ui_port))
+    assert done.returncode == 1, done.stdout
+    assert f"port {ui_port} is in use (for MLflow's UI): make up MLFLOW_PORT=" in done.stdout
+    assert "ReasonLab is up" not in done.stdout
+
+
+class _OtherHealth(http.server.BaseHTTPRequestHandler):
+    """Another server that answers /api/v1/health with 200, as another ReasonLab would."""
+
+    nonce = ""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        if self.nonce:
+            self.send_header("X-ReasonLab-Start", self.nonce)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("answered", "ours"), [("", False), ("someone-else", False), ("n0nce", True)])
+def test_the_health_check_of_up_knows_its_own_api(answered: str, ours: bool) -> None:
+    """A 200 from another server on the port is not the API `up` started: only its nonce is."""
+    from cli.server import _wait_healthy
+
+    handler = type("Handler", (_OtherHealth,), {"nonce": answered})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert _wait_healthy(url, alive, timeout=1.5, nonce="n0nce") is ours
+    finally:
+        alive.kill()
+        alive.wait()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_api_that_lost_its_port_is_said_so(tmp_path: Path) -> None:
+    from cli.server import _why_api_did_not_start
+
+    log = tmp_path / "api.log"
+    log.write_text("ERROR:    [Errno 98] error while attempting to bind on address: address already in use\n")
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    gone.wait()
+    said = _why_api_did_not_start(gone, log, "127.0.0.1", 8000)
+    assert said.startswith("port 8000 is in use by another server: make up PORT=")
+    log.write_text("ImportError: something else\n")
+    assert _why_api_did_not_start(gone, log, "127.0.0.1", 8000) == f"the API did not start; see {log}"
