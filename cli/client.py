@@ -337,6 +337,14 @@ def runs() -> None:
     help="with --group-by, a metric column to aggregate (repeatable): metrics.acc, max(metrics.acc), "
     "best(metrics.loss)",
 )
+@click.option(
+    "--columns",
+    default=None,
+    metavar="FIELDS",
+    help="comma-separated columns instead of the params column: metrics.<key> (latest value), "
+    "params.<spec path> (any resolved spec field), logged.<key> (a param the run logged), or a run field "
+    "(name, status, attempt, worker, ...); e.g. --columns metrics.final_loss,params.train.lr",
+)
 @client_options
 @friendly_errors
 def runs_list(
@@ -350,6 +358,7 @@ def runs_list(
     limit: int,
     group_by: str | None,
     metric_columns: tuple[str, ...],
+    columns: str | None,
     api_url: str | None,
     token: str | None,
 ) -> None:
@@ -396,19 +405,66 @@ def runs_list(
     if args.get("group_by") is not None:
         _print_groups(page.get("groups") or [], list(args.get("metrics") or []))
         return
+    extra = [c.strip() for c in columns.split(",") if c.strip()] if columns else []
+    cells = [[column_cell(r, c) for c in extra] for r in page["items"]]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(extra)]
+    tail = "  ".join(f"{c:<{w}}" for c, w in zip(extra, widths, strict=True)) if extra else "params"
     click.echo(
         f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
-        f"{'name':<24}  params"
+        f"{'name':<24}  {tail}".rstrip()
     )
     now = datetime.now(UTC)
-    for r in page["items"]:
+    for r, row in zip(page["items"], cells, strict=True):
         p = r["progress"]
         prog = f"{p['done']}/{p['total']}" if p["total"] else "-"
+        values = (
+            "  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True))
+            if extra
+            else json.dumps(r["params"])
+        )
         click.echo(
             f"{r['id']:>6}  {r['experiment_id']:>5}  {r['kind']:<14} {r['status']:<10} {r['attempt']:>3}  "
             f"{prog:<8}  {eta_cell(p.get('eta_at'), now):>7}  {name_cell(r.get('name')):<24}  "
-            f"{json.dumps(r['params'])}"
+            f"{values}".rstrip()
         )
+
+
+MISSING = "-"  # a column a run has no value for
+
+
+def _dig(value: Any, path: str) -> Any:
+    """``value`` at a dotted ``path`` of nested dicts; MISSING where a step is absent."""
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return MISSING
+        value = value[part]
+    return value
+
+
+def _cell_text(value: Any) -> str:
+    if value is MISSING or value is None:
+        return MISSING
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def column_cell(run: Any, column: str) -> str:
+    """One ``--columns`` cell of a run: ``metrics.<key>`` its latest value, ``params.<path>`` its resolved
+    spec's field (the swept params' flat names too), ``logged.<key>`` a param it logged, else a run field."""
+    family, _, rest = column.partition(".")
+    if family == "metrics" and rest:
+        return _cell_text(run.get("summary", {}).get(rest, MISSING))
+    if family == "params" and rest:
+        found = _dig(run.get("spec") or {}, rest)
+        if found is MISSING:
+            found = (run.get("params") or {}).get(rest, MISSING)
+        return _cell_text(found)
+    if family == "logged" and rest:
+        return _cell_text((run.get("logged_params") or {}).get(rest, MISSING))
+    return _cell_text(_dig(run, column))
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -496,26 +552,37 @@ def runs_rename(run_id: int, name: str, api_url: str | None, token: str | None) 
     click.echo(f"run {run_id}: named {r['name']!r}" if r["name"] else f"run {run_id}: name cleared")
 
 
-@runs.command("export")
-@click.argument("experiment", type=int)
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="the file to write (default: experiment-<id>-runs.<format> here)",
-)
-@click.option(
-    "--status",
-    "statuses",
-    multiple=True,
-    type=click.Choice(RUN_STATUSES),
-    help="only runs of this status (repeat it; default: all runs)",
-)
-@client_options
-@friendly_errors
-def runs_export(
+def _export_options(fn: F) -> F:
+    """The options of ``experiments export`` and its older name ``runs export``."""
+    for option in reversed(
+        (
+            click.argument("experiment", type=int),
+            click.option(
+                "--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True
+            ),
+            click.option(
+                "-o",
+                "--output",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                help="the file to write (default: experiment-<id>-runs.<format> here)",
+            ),
+            click.option(
+                "--status",
+                "statuses",
+                multiple=True,
+                type=click.Choice(RUN_STATUSES),
+                help="only runs of this status (repeat it; default: all runs)",
+            ),
+            client_options,
+            friendly_errors,
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _export(
     experiment: int,
     fmt: str,
     output: Path | None,
@@ -523,8 +590,6 @@ def runs_export(
     api_url: str | None,
     token: str | None,
 ) -> None:
-    """Write EXPERIMENT's runs table (id) as CSV or Parquet: number, name, status, attempt, times,
-    params.* and the latest metrics.*, as the dashboard's runs table shows them."""
     dest = output or Path(f"experiment-{experiment}-runs.{fmt}")
     with _client(api_url, token) as client:
         size = client.export_runs(
@@ -536,14 +601,78 @@ def runs_export(
     click.echo(f"wrote {dest} ({size} bytes, {fmt})")
 
 
+@runs.command("export")
+@_export_options
+def runs_export(
+    experiment: int,
+    fmt: str,
+    output: Path | None,
+    statuses: tuple[str, ...],
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """Write EXPERIMENT's runs table (id) as CSV or Parquet (the same as ``experiments export``): number,
+    name, status, attempt, times, every resolved spec field as params.*, the logged params and the latest
+    metrics.*."""
+    _export(experiment, fmt, output, statuses, api_url, token)
+
+
 @runs.command("show")
 @click.argument("run_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="the run as the API returns it (JSON)")
 @client_options
 @friendly_errors
-def runs_show(run_id: int, api_url: str | None, token: str | None) -> None:
-    """Show one run: status, attempt, progress, spec, params and latest metrics (JSON)."""
+def runs_show(run_id: int, as_json: bool, api_url: str | None, token: str | None) -> None:
+    """Show one run: status, attempts, worker, times, progress, error, params, logged params and latest
+    metrics; --json prints the API's whole record (spec included)."""
     with _client(api_url, token) as client:
-        click.echo(json.dumps(client.get_run(run_id), indent=2))
+        run = client.get_run(run_id)
+    if as_json:
+        click.echo(json.dumps(run, indent=2))
+        return
+    for line in run_summary(run):
+        click.echo(line)
+
+
+def run_summary(run: Any) -> list[str]:
+    """``runs show``'s readable lines: one field a line, then params, logged params and metrics."""
+    name = f" {run['name']!r}" if run.get("name") else ""
+    p = run["progress"]
+    lines = [
+        f"run {run['id']}{name}: {run['kind']}, experiment {run['experiment_id']}, {run['status']}"
+        + (" (cancel requested)" if run.get("cancel_requested") else ""),
+        f"  attempt:   {run['attempt']} of at most {run['max_attempts']}",
+        f"  worker:    {run.get('worker') or '-'}"
+        + (f" (last heartbeat {run['heartbeat_at']})" if run.get("heartbeat_at") else ""),
+        f"  created:   {run['created_at']}",
+        f"  started:   {run.get('started_at') or '-'}",
+        f"  finished:  {run.get('finished_at') or '-'}",
+        f"  run time:  {_seconds(run.get('run_seconds'))}",
+        f"  progress:  {p['done']}/{p['total']}" if p.get("total") else "  progress:  -",
+    ]
+    if run.get("error"):
+        lines.append(f"  error:     {error_line(run['error'])}")
+    if run.get("tags"):
+        lines.append(f"  tags:      {', '.join(run['tags'])}")
+    for title, values in (
+        ("params (swept)", run.get("params") or {}),
+        ("logged params", run.get("logged_params") or {}),
+        ("metrics (latest)", run.get("summary") or {}),
+    ):
+        if values:
+            lines.append(f"{title}:")
+            width = max(len(k) for k in values)
+            lines.extend(f"  {k:<{width}}  {_cell_text(v)}" for k, v in sorted(values.items()))
+    lines.append(f"(the resolved spec and every field: reasonlab runs show {run['id']} --json)")
+    return lines
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    minutes, seconds = divmod(round(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m {seconds:02d}s" if hours else f"{minutes}m {seconds:02d}s"
 
 
 @runs.command("cancel")
@@ -854,7 +983,22 @@ def views_delete(view_ref: str, project: str | None, api_url: str | None, token:
 
 @click.group()
 def experiments() -> None:
-    """List experiments."""
+    """List experiments and export their runs tables."""
+
+
+@experiments.command("export")
+@_export_options
+def experiments_export(
+    experiment: int,
+    fmt: str,
+    output: Path | None,
+    statuses: tuple[str, ...],
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """Write EXPERIMENT's runs table (id) as CSV or Parquet: number, name, status, attempt, times, every
+    resolved spec field as params.*, the logged params and the latest metrics.*."""
+    _export(experiment, fmt, output, statuses, api_url, token)
 
 
 @experiments.command("list")

@@ -35,7 +35,11 @@ def test_rename_then_list_shows_the_name_and_an_empty_name_clears_it(run_id: int
     assert named.exit_code == 0, named.output
     assert named.output.strip() == f"run {run_id}: named 'lr sweep baseline'"
     assert "lr sweep baseline" in _row(runner.invoke(main, ["runs", "list"]).output, run_id)
-    assert '"name": "lr sweep baseline"' in runner.invoke(main, ["runs", "show", str(run_id)]).output
+    shown = runner.invoke(main, ["runs", "show", str(run_id)]).output
+    assert shown.startswith(f"run {run_id} 'lr sweep baseline': ")
+    assert (
+        '"name": "lr sweep baseline"' in runner.invoke(main, ["runs", "show", str(run_id), "--json"]).output
+    )
 
     long = "a fairly long run name that will not fit"
     assert runner.invoke(main, ["runs", "rename", str(run_id), long]).exit_code == 0
