@@ -5,11 +5,14 @@ Columns, in order: ``run_id``, ``number`` (1-based, as the dashboard and the run
 ``name``, ``status``, ``attempt``, ``created_at``, ``started_at``, ``finished_at``, ``duration_s``
 (the seconds workers spent on a finished run over all its attempts, without the downtime between them,
 as the run page's run time; a run without attempt records, from before migration 0013: its start to its
-end; empty while it runs or never ran), then ``params.<name>`` for every swept parameter and
-``metrics.<key>`` for every metric's latest value (MLflow's export names them so too; the machine
-samples ``system/...`` are left out, as in the dashboard's table). Built from the encoded runs table
-that the experiment page reads (backend/experiments/table.py): a second export of an unchanged
-experiment, or the export after the page was opened, builds nothing.
+end; empty while it runs or never ran), then ``params.<path>`` for every field of the resolved spec
+(steps, batch size, model width as much as the swept parameters: the whole spec, flattened with ``.``, as
+MLflow's params and the query language's ``params.`` name it; a field only some runs have is empty for the
+others), ``logged.<key>`` for every parameter a run logged itself (``ctx.log_params``, e.g.
+``logged.derived.parameters``) and ``metrics.<key>`` for every metric's latest value (MLflow's export
+names them so too; the machine samples ``system/...`` are left out, as in the dashboard's table). The
+times and metrics come from the encoded runs table that the experiment page reads
+(backend/experiments/table.py); the specs from one more select of the experiment's runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from backend.experiments import table
+from backend.experiments import repository, table
 from backend.exports.tables import Column
 from backend.models import Experiment
 
@@ -79,12 +82,46 @@ def runs_columns(
             ],
         ),
     ]
-    columns += [(f"params.{name}", pick(values)) for name, values in sorted(data["params"].items())]
+    swept = {name: pick(values) for name, values in data["params"].items()}
+    columns += _spec_columns(session, experiment.id, data["id"], keep, swept)
     columns += [
         (f"metrics.{key}", pick(values))
         for key, values in sorted(data["summary"].items())
         if not key.startswith(SYSTEM_METRIC_PREFIX)
     ]
+    return columns
+
+
+def _flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}``; lists stay values (a cell of JSON text)."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            out.update(_flat(item, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = item
+    return out
+
+
+def _spec_columns(
+    session: Session, experiment_id: int, ids: list[int], keep: list[int], swept: dict[str, list[Any]]
+) -> list[Column]:
+    """``params.<path>`` of each kept run's resolved spec and ``logged.<key>`` of its logged params, names
+    sorted, ``None`` where a run has no such field. ``ids`` is the runs table's id column (index order);
+    ``swept`` the kept runs' swept params (``runs.params``, the runs table's columns), which name a spec
+    path each and are taken as the runs table shows them."""
+    by_id = {i: (spec, logged) for i, spec, logged in repository.run_specs(session, experiment_id)}
+    rows = [by_id.get(ids[i], ("{}", None)) for i in keep]
+    specs = [_flat(json.loads(spec or "{}")) for spec, _ in rows]
+    for name, values in swept.items():
+        for flat, value in zip(specs, values, strict=True):
+            if value is not None or name not in flat:
+                flat[name] = value
+    logged = [json.loads(text) if text else {} for _, text in rows]
+    columns: list[Column] = []
+    for prefix, flats in (("params", specs), ("logged", logged)):
+        names = sorted({name for flat in flats for name in flat})
+        columns += [(f"{prefix}.{name}", [flat.get(name) for flat in flats]) for name in names]
     return columns
 
 

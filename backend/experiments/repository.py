@@ -131,6 +131,18 @@ def run_table_rev(session: Session, experiment_id: int) -> tuple[int, int, int]:
     return int(count), int(ids), int(revs)
 
 
+_RUN_SPECS = (
+    "SELECT id, coalesce(spec_text, CAST(spec AS TEXT)), CAST(logged_params AS TEXT) FROM runs"
+    ' WHERE experiment_id = {p} ORDER BY "index"'
+)
+
+
+def run_specs(session: Session, experiment_id: int) -> list[tuple[int, str, str | None]]:
+    """Each run's ``(id, resolved spec, logged params)`` in index order, both as JSON text (the export's
+    every-field columns; the runs table itself reads no specs)."""
+    return [(int(i), s, p) for i, s, p in driver_rows(session, _RUN_SPECS, [experiment_id])]
+
+
 def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
     """The runs table's rows ``(id, index, status, attempt, created_at, started_at, finished_at,
     params, name)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON

@@ -61,11 +61,16 @@ def test_csv_export_has_the_runs_tables_columns(api: Api) -> None:
     assert r.headers["content-type"].startswith("text/csv")
     assert f'filename="experiment-{exp["id"]}-lr_sweep-runs.csv"' in r.headers["content-disposition"]
     rows = _csv_rows(r.content)
+    runs = sorted(exp["runs"], key=lambda x: x["index"])
+    # every field of the resolved spec (steps, widths...: not only the swept ones), as MLflow's params
+    spec_fields = sorted(f"params.{name}" for name in _flat(runs[0]["spec"]))
+    assert {"params.seed", "params.train.lr", "params.train.steps"} <= set(spec_fields)
     assert list(rows[0]) == [
         "run_id", "number", "name", "status", "attempt", "created_at", "started_at", "finished_at",
-        "duration_s", "params.seed", "params.train.lr", "metrics.acc", "metrics.loss",
+        "duration_s", *spec_fields, "metrics.acc", "metrics.loss",
     ]  # fmt: skip
-    runs = sorted(exp["runs"], key=lambda x: x["index"])
+    for row, run in zip(rows, runs, strict=True):
+        assert row["params.train.steps"] == str(run["spec"]["train"]["steps"])
     assert [int(row["run_id"]) for row in rows] == [x["id"] for x in runs]
     assert [row["number"] for row in rows] == ["1", "2", "3", "4"]
     assert [row["name"] for row in rows] == ["", "baseline", "", ""]
@@ -79,6 +84,32 @@ def test_csv_export_has_the_runs_tables_columns(api: Api) -> None:
     assert started_at.tzinfo is not None and finished_at >= started_at
     assert float(finished["duration_s"]) == (finished_at - started_at).total_seconds()
     assert rows[0]["started_at"] == "" and rows[0]["duration_s"] == ""
+
+
+def _flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The test's own flattening of a nested spec: dotted paths of every leaf."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(
+            _flat(item, f"{prefix}{key}.") if isinstance(item, dict) and item else {f"{prefix}{key}": item}
+        )
+    return out
+
+
+def test_export_has_the_params_a_run_logged(api: Api) -> None:
+    exp = api.submit({}, sweep={"grid": {"seed": [1, 2]}}).json()
+    first = exp["runs"][0]["id"]
+    claim = {"attempt": 1, "worker": "w1"}
+    got = api.client.post(f"/api/v1/runs/{first}/claim", json=claim, headers=api.worker)
+    assert got.status_code == 200, got.text
+    run_token = {"Authorization": f"Bearer {got.json()['run_token']}"}
+    body = {"params": {"derived": {"parameters": 1234}}, "attempt": 1}
+    posted = api.client.post(f"/api/v1/runs/{first}/params", json=body, headers=run_token)
+    assert posted.status_code == 204, posted.text
+    rows = _csv_rows(_export(api, exp["id"]).content)
+    assert [row["logged.derived.parameters"] for row in rows] == ["1234", ""]
+    table = pq.read_table(io.BytesIO(_export(api, exp["id"], format="parquet").content)).to_pydict()
+    assert table["logged.derived.parameters"] == [1234, None]
 
 
 def test_parquet_export_keeps_the_column_types(api: Api) -> None:
