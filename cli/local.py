@@ -25,10 +25,24 @@ from cli.specfile import experiment_file
     "--mlflow", "mlflow_uri", default=None, help="MLflow tracking URI (default: sqlite in the out folder)"
 )
 @click.option("--no-mlflow", is_flag=True, help="track to local files only")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="start over in an output folder that holds an earlier run (its run files are deleted) instead of "
+    "resuming it",
+)
 def run(
-    spec_file: str, kind: str | None, out_dir: str | None, mlflow_uri: str | None, no_mlflow: bool
+    spec_file: str,
+    kind: str | None,
+    out_dir: str | None,
+    mlflow_uri: str | None,
+    no_mlflow: bool,
+    fresh: bool,
 ) -> None:
-    """Run SPEC_FILE here, without a server: tracking to local files and MLflow, with a progress bar."""
+    """Run SPEC_FILE here, without a server: tracking to local files and MLflow, with a progress bar.
+
+    An output folder that holds an earlier run of the spec is resumed from its last checkpoint (said
+    before it starts); --fresh starts over, --out another folder keeps both."""
     from pydantic import ValidationError
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -38,6 +52,13 @@ def run(
     home = Path(os.environ.get("REASONLAB_HOME", ".reasonlab"))
     out = Path(out_dir or home / "runs" / doc["name"]).resolve()
     uri = None if no_mlflow else (mlflow_uri or f"sqlite:///{out / 'mlflow.db'}")
+    if fresh:
+        for removed in clear_run_folder(out):
+            click.echo(f"removed {removed}")
+    else:
+        said = earlier_run(out)
+        if said:
+            click.echo(said)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -67,6 +88,49 @@ def run(
         if outcome.error:
             click.echo(outcome.error, err=True)
         sys.exit(1)
+
+
+# what a run writes in its output folder (worker.local, worker.tracking.sinks.LocalSink): --fresh deletes
+# these and nothing else, so an --out that names a folder with other files in it loses none of them
+RUN_FILES = ("metrics.jsonl", "results.jsonl", "params.json", "logs.txt", "status.json", "mlflow.db")
+RUN_FOLDERS = ("checkpoints", "examples", "mlartifacts")
+
+
+def earlier_run(out: Path) -> str | None:
+    """What ``reasonlab run`` says before it resumes an earlier run in ``out``; None for a new folder."""
+    import json
+
+    from worker.tracking.checkpoints import checkpoint_files
+
+    status_file, checkpoints = out / "status.json", out / "checkpoints"
+    if not status_file.exists() and not checkpoints.is_dir():
+        return None
+    try:
+        ended = json.loads(status_file.read_text()).get("status", "unknown")
+    except (OSError, ValueError):
+        ended = "unfinished"
+    steps = [step for step, _ in checkpoint_files(checkpoints)] if checkpoints.is_dir() else []
+    start = f"from its checkpoint at step {max(steps)}" if steps else "from the start (it left no checkpoint)"
+    return (
+        f"{out} holds an earlier run of this spec ({ended}): resuming it {start}, its files updated in "
+        "place; to start fresh: reasonlab run --fresh (deletes that run's files) or --out another folder"
+    )
+
+
+def clear_run_folder(out: Path) -> list[Path]:
+    """Delete the run files of ``out`` (RUN_FILES, RUN_FOLDERS) and return what was deleted."""
+    import shutil
+
+    removed = []
+    for name in RUN_FILES:
+        if (out / name).is_file():
+            (out / name).unlink()
+            removed.append(out / name)
+    for name in RUN_FOLDERS:
+        if (out / name).is_dir():
+            shutil.rmtree(out / name)
+            removed.append(out / name)
+    return removed
 
 
 COMMANDS: tuple[click.Command, ...] = (run,)

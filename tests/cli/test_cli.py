@@ -106,6 +106,31 @@ def test_local_run_trains_and_writes_metrics(tmp_path: Path) -> None:
     assert (out / "mlflow.db").is_file()
 
 
+def test_local_run_into_an_earlier_runs_folder_says_it_resumes_and_fresh_starts_over(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("kind: diagnostic\ntrain: {steps: 12}\n")
+    out = tmp_path / "out"
+    (out / "notes.txt").parent.mkdir()
+    (out / "notes.txt").write_text("mine")  # a file of the user's in the folder: --fresh keeps it
+    runner = CliRunner()
+    first = runner.invoke(main, ["run", str(spec), "--out", str(out), "--no-mlflow"])
+    assert first.exit_code == 0 and "earlier run" not in first.output, first.output
+    again = runner.invoke(main, ["run", str(spec), "--out", str(out), "--no-mlflow"])
+    assert again.exit_code == 0, again.output
+    said = re.search(
+        r"holds an earlier run of this spec \(succeeded\): resuming it from (.*?), its files", again.output
+    )
+    assert said is not None, again.output
+    assert said.group(1).startswith("its checkpoint at step ") or said.group(1).startswith("the start")
+    assert "reasonlab run --fresh" in again.output
+    fresh = runner.invoke(main, ["run", str(spec), "--out", str(out), "--no-mlflow", "--fresh"])
+    assert fresh.exit_code == 0 and "earlier run" not in fresh.output, fresh.output
+    assert f"removed {out / 'status.json'}" in fresh.output
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert len([ln for ln in lines if '"loss"' in ln]) == 12  # one run's points, not the earlier runs' too
+    assert (out / "notes.txt").read_text() == "mine"
+
+
 def test_local_run_writes_where_the_quickstart_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every output path section 4 of the quickstart names (`<name>` read as the spec's name) is there
     after `reasonlab run` without --out, from a folder with no REASONLAB_HOME: the docs said `runs/<name>/`
