@@ -188,16 +188,29 @@ def up(
         elif not signals:
             signals, failed = 1, True
             click.echo(_why_api_did_not_start(api_proc, logs / "api.log", host, port), err=True)
+        starting = {i: time.monotonic() for i in range(len(workers))}
+
+        def _say_ready() -> None:
+            for i in [i for i in starting if _worker_ready(logs / f"worker-{i}.log")]:
+                click.echo(
+                    f"worker-{i} is ready ({time.monotonic() - starting.pop(i):.0f} s): runs start now"
+                )
+
         while not signals and all(p.poll() is None for p in (api_proc, *workers)):
             time.sleep(0.5)
+            _say_ready()
+        _say_ready()  # a worker that got ready just before the stop is said so too
         for name, p in (("api", api_proc), *((f"worker-{i}", w) for i, w in enumerate(workers))):
             if not signals and p.poll() is not None:
                 failed = True
                 click.echo(f"{name} exited ({p.returncode}); see {logs / (name + '.log')}", err=True)
         click.echo("stopping ReasonLab: the workers give their runs back first (Ctrl-C again: kill them)...")
         seen = signals
-        _stop_all(workers, stop_timeout, force=lambda: signals > seen)
-        _stop_all([api_proc, *mlflow_procs], 20.0)  # MLflow's UI: the API's mirror writes its store
+        # MLflow's UI at once, beside the workers: nothing goes through it (the API's mirror writes the store
+        # itself); the API last, since the workers give their runs back through it
+        named = [(f"worker-{i}", w) for i, w in enumerate(workers)] + [("mlflow-ui", p) for p in mlflow_procs]
+        _stop_all(named, stop_timeout, force=lambda: signals > seen)
+        _stop_all([("api", api_proc)], API_STOP_SECONDS + 5.0)
     finally:  # an error above must not leave the services running in their own groups
         for p in (*workers, api_proc, *mlflow_procs):
             if p.poll() is None:
@@ -205,6 +218,14 @@ def up(
     click.echo("stopped.")
     if failed:  # a script or `make up` must see that the platform did not run
         raise SystemExit(1)
+
+
+def _worker_ready(log: Path) -> bool:
+    """Whether a worker's log says Celery's ``<name> ready.`` (it takes runs from then on)."""
+    try:
+        return " ready." in log.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _refuse_taken_port(host: str, port: int, make_var: str, flag: str, what: str) -> None:
@@ -258,7 +279,10 @@ def _banner(
     click.echo(
         f"  MLflow UI: {mlflow_url or 'none (reasonlab up --mlflow-ui, or REASONLAB_MLFLOW_UI_URL)'}{mlflow_note}"
     )
-    click.echo(f"  workers:   {n_workers}")
+    click.echo(
+        f"  workers:   {n_workers}"
+        + (" (starting: a line below says when each is ready)" if n_workers else "")
+    )
     click.echo(f"  logs:      {logs}/ (api.log, worker-N.log, mlflow.log)")
     click.echo("Ctrl-C stops ReasonLab.")
 
@@ -297,6 +321,11 @@ def _mlflow_argv(python: str, tracking_uri: str, host: str, port: int) -> list[s
     ]
 
 
+# uvicorn's graceful shutdown waits for open connections: a dashboard's event streams (server-sent events)
+# never close by themselves, so they are cut after this many seconds instead of holding Ctrl-C up
+API_STOP_SECONDS = 3.0
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL a service and what it started (a worker's job process): its whole process group."""
     with contextlib.suppress(ProcessLookupError):
@@ -305,20 +334,31 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _stop_all(
-    procs: list[subprocess.Popen[bytes]], timeout: float, force: Callable[[], bool] = lambda: False
+    procs: list[tuple[str, subprocess.Popen[bytes]]],
+    timeout: float,
+    force: Callable[[], bool] = lambda: False,
 ) -> None:
-    """SIGTERM each of ``procs`` (a Celery worker: warm shutdown; uvicorn: graceful), wait for them to exit
-    for up to ``timeout`` seconds (less if ``force()`` becomes true), then kill what is left."""
-    for p in procs:
+    """SIGTERM each of the named ``procs`` (a Celery worker: warm shutdown; uvicorn: graceful), say each
+    one's stop as it happens, wait for them for up to ``timeout`` seconds (less if ``force()`` becomes
+    true), then kill what is left."""
+    start = time.monotonic()
+    for _, p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline and not force():
-        time.sleep(0.2)
-    for p in procs:
+    waiting = dict(procs)
+    deadline = start + timeout
+    while waiting and time.monotonic() < deadline and not force():
+        for name, p in list(waiting.items()):
+            if p.poll() is not None:
+                click.echo(f"  {name} stopped ({time.monotonic() - start:.1f} s)")
+                del waiting[name]
+        time.sleep(0.05)
+    for name, p in waiting.items():
         if p.poll() is None:
-            click.echo(f"process {p.pid} did not stop in time: killed", err=True)
+            click.echo(f"  {name} (process {p.pid}) did not stop in time: killed", err=True)
             _kill_group(p)
+        else:
+            click.echo(f"  {name} stopped ({time.monotonic() - start:.1f} s)")
 
 
 def _wait_healthy(
@@ -386,6 +426,8 @@ def api_argv(python: str, host: str, port: int, settings: Settings) -> list[str]
         str(port),
         "--log-level",
         "info",
+        "--timeout-graceful-shutdown",
+        str(int(API_STOP_SECONDS)),
         *proxy,
     ]
 

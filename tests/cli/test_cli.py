@@ -74,7 +74,12 @@ def test_up_serves_health_writes_the_token_and_stops_on_ctrl_c(tmp_path: Path) -
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert f"API token: {home / 'admin.token'}" in out and "stopped." in out
-    assert "  workers:   2" in out
+    assert "  workers:   2 (starting: a line below says when each is ready)" in out
+    # the banner is followed by each worker's readiness, so a first run's wait is explained
+    assert {line.split(" is ready")[0] for line in out.splitlines() if " is ready (" in line} == {
+        "worker-0",
+        "worker-1",
+    }
     assert (home / "reasonlab.db").is_file() and (home / "broker").is_dir()
 
 
@@ -155,6 +160,13 @@ def test_local_run_writes_where_the_quickstart_says(tmp_path: Path, monkeypatch:
     assert (tmp_path / ".reasonlab/runs/diagnostic/metrics.jsonl").is_file()
 
 
+def _follow_events(url: str, auth: dict[str, str]) -> None:
+    """Read a run's server-sent events until the server ends the stream (or goes away)."""
+    with contextlib.suppress(httpx.HTTPError), httpx.stream("GET", url, headers=auth, timeout=None) as r:
+        for _ in r.iter_bytes():
+            pass
+
+
 @pytest.mark.slow  # a real `reasonlab up` each: spread over the xdist processes (tests/conftest.py)
 def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Path) -> None:
     """Ctrl-C in the terminal (SIGINT to the foreground process group) with a run in progress: the worker
@@ -192,11 +204,19 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
             except httpx.HTTPError:
                 continue
         assert run_id is not None and steps >= 5, "the run did not start"
+        # a dashboard open on the run: its event stream never ends by itself, and must not hold the API up
+        threading.Thread(
+            target=_follow_events, args=(f"{api_url}/runs/{run_id}/events", auth), daemon=True
+        ).start()
+        time.sleep(1.0)
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
     assert "stopped." in out and "did not stop in time" not in out, out[-3000:]
+    # each service's stop is said as it happens, the worker's before the API's
+    said = [line.split(" stopped (")[0].strip() for line in out.splitlines() if " stopped (" in line]
+    assert said == ["worker-0", "api"], out[-3000:]
     with sqlite3.connect(home / "reasonlab.db") as db:
         status, attempt, max_attempts = db.execute(
             "SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (run_id,)
