@@ -142,7 +142,7 @@ describe('Skill-Mix cell view', () => {
 });
 
 describe('ReasonFormer eval view', () => {
-  it("shows each task's Wilson interval and the average's normal interval, in percent", () => {
+  it("shows each task's Wilson interval and the average's Wilson interval over the pooled examples, in percent", () => {
     render(
       <EvalView
         runId={1}
@@ -157,7 +157,7 @@ describe('ReasonFormer eval view', () => {
     );
     const arc = [...container.querySelectorAll('[data-testid="reasonformer-eval-tasks"] tbody tr')][0]!;
     expect([...arc.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['arc', '—', 'accuracy', '20.0', '[5.7, 51.0]', '—', '10']);
-    expect(cellOf('average')).toBe('35.0 [15.2, 54.8]'); // 0.35 ± 1.96·sqrt(0.01025)
+    expect(cellOf('average')).toBe('35.0 [18.1, 56.7]'); // Wilson at 7 of 20 pooled examples, by hand
     expect(caption()).toMatch(/Wilson score interval over each task's n examples/);
   });
 });

@@ -6,8 +6,10 @@ import {
   formatWithInterval,
   halfWidth,
   intervalCaption,
+  bracket,
   meanOfProportions,
   t975,
+  TIED_TEXT,
   tFromStderr,
   tInterval,
   wilson,
@@ -77,14 +79,36 @@ describe('t intervals', () => {
 });
 
 describe('meanOfProportions', () => {
-  it('is the normal interval with variance sum p(1-p)/n / T^2', () => {
-    // tasks 0.5 of 100 and 0.9 of 50: mean 0.7, var (0.0025 + 0.0018) / 4 = 0.001075
+  it('is the Wilson interval over the pooled items, n_eff = T^2 / sum 1/n', () => {
+    // tasks 0.5 of 100 and 0.9 of 50: mean 0.7, n_eff = 4 / (1/100 + 1/50) = 133.33...
     const ci = meanOfProportions([{ p: 0.5, n: 100 }, { p: 0.9, n: 50 }])!;
-    expect(ci.lo).toBeCloseTo(0.7 - 1.959964 * Math.sqrt(0.001075), 6);
-    expect(ci.hi).toBeCloseTo(0.7 + 1.959964 * Math.sqrt(0.001075), 6);
-    expect(ci.method).toBe('normal');
+    const n = 4 / (1 / 100 + 1 / 50);
+    const z2 = 1.959964 ** 2;
+    const centre = (0.7 + z2 / (2 * n)) / (1 + z2 / n);
+    const half = (1.959964 / (1 + z2 / n)) * Math.sqrt((0.7 * 0.3) / n + z2 / (4 * n * n));
+    expect(ci.lo).toBeCloseTo(centre - half, 5);
+    expect(ci.hi).toBeCloseTo(centre + half, 5);
+    expect(ci.method).toBe('wilson');
     expect(meanOfProportions([])).toBeNull();
     expect(meanOfProportions([{ p: 0.5, n: 0 }])).toBeNull();
+  });
+
+  it('keeps a width at an average of zeros: the pooled items bound it (equal n: Wilson over T*n)', () => {
+    const ci = meanOfProportions([{ p: 0, n: 4 }, { p: 0, n: 4 }, { p: 0, n: 4 }])!;
+    expect(ci.lo).toBeCloseTo(0, 12);
+    expect(ci.hi).toBeGreaterThan(0.2); // Wilson's upper end at 0 of 12: z^2/(n+z^2) = 0.2425
+    expect(ci.hi).toBeCloseTo(wilson(0, 12)!.hi, 12);
+  });
+});
+
+describe('tied values', () => {
+  it('say that n is too small instead of a zero-width interval', () => {
+    const ci = tInterval([0, 0])!;
+    expect(ci.tied).toBe(true);
+    expect(formatWithInterval(0, ci, 2)).toBe(`0.00 [${TIED_TEXT}]`);
+    expect(tFromStderr(0, 0, 2)!.tied).toBe(true);
+    expect(bracket(tInterval([0.5, 0.6, 0.7])!, (v) => v.toFixed(2))).toBe('[0.35, 0.85]');
+    expect(tInterval([0.5, 0.6, 0.7])!.tied).toBeUndefined();
   });
 });
 

@@ -10,8 +10,11 @@
 //   sampling of problems; one seed gives none.
 // - A mean with its standard error over m units (Skill-Mix's graded points over combinations): the same
 //   t interval from the given standard error.
-// - A mean of per-task proportions (ReasonFormer's average over tasks): the normal interval over items,
-//   variance sum_i p_i(1-p_i)/n_i / T^2.
+// - A mean of per-task proportions (ReasonFormer's average over tasks): the Wilson interval over the tasks'
+//   pooled items, n_eff = T^2 / sum_i 1/n_i (T*n for equal n, the pooled count), so an average of zeros
+//   keeps the width its items allow instead of the normal interval's zero width.
+// - Tied values (every seed the same, a zero standard error): no spread to estimate from, so n is too
+//   small for a t interval; the interval says so (`tied`) instead of claiming a zero width.
 
 import { tQuantile } from './studentT';
 
@@ -24,6 +27,16 @@ export interface Interval {
   lo: number;
   hi: number;
   method: IntervalMethod;
+  /** the values were tied (zero spread): n is too small to estimate one; lo = hi = the mean, not a claim */
+  tied?: boolean;
+}
+
+/** What an interval of tied values says in place of `[lo, hi]`. */
+export const TIED_TEXT = 'n too small: values tied';
+
+/** "[0.56, 0.68]" with `fmt` for each end; "[n too small: values tied]" for tied values. */
+export function bracket(ci: Interval, fmt: (v: number) => string): string {
+  return ci.tied ? `[${TIED_TEXT}]` : `[${fmt(ci.lo)}, ${fmt(ci.hi)}]`;
 }
 
 /** A bounded score's range: intervals of means are clipped to it (an accuracy is never above 1). */
@@ -52,6 +65,7 @@ export function t975(df: number): number {
 /** Student-t 95% interval of the mean from its standard error over `m` units (m >= 2), clipped to `bounds`. */
 export function tFromStderr(mean: number, stderr: number | null | undefined, m: number, bounds: Bounds = UNIT): Interval | null {
   if (stderr === null || stderr === undefined || !Number.isFinite(stderr) || !Number.isFinite(mean) || !(m >= 2)) return null;
+  if (stderr === 0) return { lo: mean, hi: mean, method: 't', tied: true };
   const half = t975(m - 1) * stderr;
   return { lo: clip(mean - half, bounds), hi: clip(mean + half, bounds), method: 't' };
 }
@@ -65,14 +79,17 @@ export function tInterval(values: readonly number[], bounds: Bounds = UNIT): Int
   return tFromStderr(mean, Math.sqrt(variance / m), m, bounds);
 }
 
-/** Normal 95% interval of the mean of T per-task proportions, each over its own n items. */
+/**
+ * 95% interval of the mean of T per-task proportions, each over its own n items: the Wilson score interval
+ * over the pooled items, n_eff = T^2 / sum 1/n_i (the variance of the mean of T proportions of a common p is
+ * p(1-p)/n_eff; for equal n it is T*n, the pooled count).
+ */
 export function meanOfProportions(parts: readonly { p: number; n: number }[]): Interval | null {
   if (parts.length === 0 || parts.some((x) => !(x.n >= 1) || !Number.isFinite(x.p))) return null;
   const T = parts.length;
   const mean = parts.reduce((a, x) => a + x.p, 0) / T;
-  const variance = parts.reduce((a, x) => a + (x.p * (1 - x.p)) / x.n, 0) / (T * T);
-  const half = Z95 * Math.sqrt(variance);
-  return { lo: clip(mean - half, UNIT), hi: clip(mean + half, UNIT), method: 'normal' };
+  const nEff = (T * T) / parts.reduce((a, x) => a + 1 / x.n, 0);
+  return wilson(mean, nEff);
 }
 
 /**
@@ -87,7 +104,7 @@ export function cellInterval(values: readonly number[], sizes: readonly (number 
 /** "0.620 [0.560, 0.680]": a value and its interval at `digits`; the value alone without one. */
 export function formatWithInterval(value: number, ci: Interval | null | undefined, digits = 3): string {
   const v = value.toFixed(digits);
-  return ci ? `${v} [${ci.lo.toFixed(digits)}, ${ci.hi.toFixed(digits)}]` : v;
+  return ci ? `${v} ${bracket(ci, (x) => x.toFixed(digits))}` : v;
 }
 
 /** The ±half-width an interval amounts to, for captions ("± 0.026"): half of hi - lo. */

@@ -8,7 +8,7 @@ import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { KeyValues } from '../../components/results/KeyValues';
-import { formatWithInterval, intervalCaption, tInterval, wilson } from '../../lib/interval';
+import { bracket, formatWithInterval, intervalCaption, tInterval, wilson } from '../../lib/interval';
 import type { ResultViewProps } from '../types';
 import { capOption } from './CapCurvesChart';
 import { meanStd, SYNONYM_CAPTION, variantLabel } from './shape';
@@ -65,7 +65,7 @@ export function CapCurveView({ payload: p }: ResultViewProps<'cap_curve'>) {
   );
 }
 
-const ciText = (ci: ReturnType<typeof tInterval>) => (ci ? `[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]` : '— (one seed)');
+const ciText = (ci: ReturnType<typeof tInterval>) => (ci ? bracket(ci, (v) => v.toFixed(2)) : '— (one seed)');
 
 export function SynonymConsistencyView({ payload: p }: ResultViewProps<'synonym_consistency'>) {
   const option: EChartsOption = useMemo(

@@ -9,6 +9,7 @@ import { IntervalCaption } from '../../components/results/IntervalCaption';
 import { useExperimentResults } from '../../hooks/experiments';
 import type { ExperimentViewProps } from '../types';
 import { meanStd, SYNONYM_CAPTION, synonymRows, type Baseline } from './shape';
+import { bracket } from '../../lib/interval';
 
 export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
   const results = useExperimentResults(experiment.id, 'synonym_consistency', live);
@@ -50,7 +51,7 @@ export function SynonymTableTab({ experiment, live }: ExperimentViewProps) {
                     <Table.Td>{r.label}</Table.Td>
                     <Table.Td>{r.task.toUpperCase()}</Table.Td>
                     <Table.Td>{`${Math.round(r.rate * 100)}%`}</Table.Td>
-                    <Table.Td ff="monospace">{`${meanStd(r.mean, r.std)}${r.ci ? ` [${r.ci.lo.toFixed(2)}, ${r.ci.hi.toFixed(2)}]` : ''}`}</Table.Td>
+                    <Table.Td ff="monospace">{`${meanStd(r.mean, r.std)}${r.ci ? ` ${bracket(r.ci, (v) => v.toFixed(2))}` : ''}`}</Table.Td>
                     <Table.Td ff="monospace">{r.cv.toFixed(4)}</Table.Td>
                     <Table.Td ff="monospace">{r.ni === null ? '—' : `${r.ni >= 0 ? '+' : ''}${r.ni.toFixed(2)}`}</Table.Td>
                     <Table.Td>{r.seeds}</Table.Td>

@@ -134,19 +134,29 @@ describe('routing', () => {
 });
 
 describe('95% intervals of the scores', () => {
-  it("gives each task the Wilson interval over its examples and the average the normal interval of the tasks' mean", () => {
+  it("gives each task the Wilson interval over its examples and the average the Wilson interval over the pooled examples", () => {
     const t = table1([tag(1, evalPayload({}, { arc: 0.2, csqa: 0.5 }))]);
     // 2 of 10: Wilson [0.056682, 0.509838] (by hand, as lib/interval.test.ts)
     expect(t.rows[0]!.cis[0]!.lo).toBeCloseTo(0.056682, 5);
     expect(t.rows[0]!.cis[0]!.hi).toBeCloseTo(0.509838, 5);
-    // mean 0.35, variance (0.2·0.8/10 + 0.5·0.5/10) / 4 = 0.01025
+    // mean 0.35 over 2 tasks of 10 examples: Wilson at 0.35 over the 20 pooled examples, by hand
     const avg = t.columns[0]!.averageCi!;
-    expect(avg.method).toBe('normal');
-    expect(avg.lo).toBeCloseTo(0.35 - 1.959964 * Math.sqrt(0.01025), 5);
+    expect(avg.method).toBe('wilson');
+    const z2 = 1.959964 ** 2;
+    const centre = (0.35 + z2 / 40) / (1 + z2 / 20);
+    const half = (1.959964 / (1 + z2 / 20)) * Math.sqrt((0.35 * 0.65) / 20 + z2 / 1600);
+    expect(avg.lo).toBeCloseTo(centre - half, 5);
+    expect(avg.hi).toBeCloseTo(centre + half, 5);
     expect(pctInterval(t.rows[0]!.cis[0])).toBe(' [5.7, 51.0]');
     expect(pctInterval(null)).toBe('');
     const ab = ablationTable([tag(1, evalPayload({}, { arc: 0.2 })), tag(2, evalPayload({ adapters: false }, { arc: 0.5 }))]);
     expect(ab.groups[0]!.rows[0]!.cis[0]!.lo).toBeCloseTo(0.056682, 5);
-    expect(ab.groups[0]!.rows[0]!.averageCi!.method).toBe('normal');
+    expect(ab.groups[0]!.rows[0]!.averageCi!.method).toBe('wilson');
+  });
+
+  it('gives an average of zero accuracies the width its pooled examples allow, never [0.0, 0.0]', () => {
+    const t = table1([tag(1, evalPayload({}, { arc: 0, csqa: 0 }))]);
+    expect(pctInterval(t.rows[0]!.cis[0])).toBe(' [0.0, 27.8]'); // 0 of 10: Wilson's upper end 0.2775
+    expect(pctInterval(t.columns[0]!.averageCi)).toBe(' [0.0, 16.1]'); // 0 of the 20 pooled: 0.1611
   });
 });

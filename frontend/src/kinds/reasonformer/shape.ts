@@ -4,7 +4,7 @@
 // carries its 95% interval: Wilson over the task's examples, and for the average over tasks the normal
 // interval of a mean of proportions (lib/interval.ts).
 import type { ExperimentResult, PayloadOf } from '../../api/types';
-import { meanOfProportions, wilson, type Interval } from '../../lib/interval';
+import { bracket, meanOfProportions, wilson, type Interval } from '../../lib/interval';
 
 export type EvalPayload = PayloadOf<'reasonformer_eval'>;
 export type RoutingPayload = PayloadOf<'routing'>;
@@ -16,14 +16,14 @@ export function taskInterval(t: TaskMetric): Interval | null {
   return wilson(t.value, t.count);
 }
 
-/** The average over tasks: the normal 95% interval of a mean of per-task proportions. */
+/** The average over tasks: the 95% Wilson interval over the tasks' pooled examples (lib/interval.ts). */
 export function averageInterval(p: EvalPayload): Interval | null {
   return meanOfProportions(p.tasks.map((t) => ({ p: t.value, n: t.count })));
 }
 
 /** " [55.1, 69.3]": an interval in percent, as the tables print values; '' without one. */
 export function pctInterval(ci: Interval | null | undefined, digits = 1): string {
-  return ci ? ` [${(ci.lo * 100).toFixed(digits)}, ${(ci.hi * 100).toFixed(digits)}]` : '';
+  return ci ? ` ${bracket(ci, (v) => (v * 100).toFixed(digits))}` : '';
 }
 
 /** "80.0% [55.0, 93.0]": a routing rate, a proportion of `n` instances, with its 95% Wilson interval. */
@@ -35,7 +35,7 @@ export const ROUTING_CAPTION =
   '[lo, hi]: 95% Wilson score interval over the instances each rate counts (a task\'s step match: its n instances)';
 
 export const EVAL_CAPTION =
-  "[lo, hi]: 95% Wilson score interval over each task's n examples; the average's: normal interval of the mean of the tasks' proportions";
+  "[lo, hi]: 95% Wilson score interval over each task's n examples; the average's: Wilson score interval over the tasks' pooled examples";
 
 export interface Tagged<P> {
   runId: number;

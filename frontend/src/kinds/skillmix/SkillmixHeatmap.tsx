@@ -5,6 +5,7 @@ import { useNavigate } from 'react-router';
 import { EChart } from '../../components/charts/EChart';
 import type { EChartsOption } from '../../components/charts/echarts';
 import { heatmapCells, METRIC_LABELS, rowLabel, toFixedHalfEven, type Metric, type SkillmixTable } from './shape';
+import { bracket } from '../../lib/interval';
 
 export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOption {
   const cells = heatmapCells(table, metric);
@@ -12,7 +13,7 @@ export function heatmapOption(table: SkillmixTable, metric: Metric): EChartsOpti
   const ciAt = new Map(cells.map((c) => [`${c.x},${c.y}`, c.ci]));
   const ciText = (x: number, y: number, sep: string) => {
     const ci = ciAt.get(`${x},${y}`);
-    return ci ? `${sep}[${toFixedHalfEven(ci.lo, 2)}, ${toFixedHalfEven(ci.hi, 2)}]` : '';
+    return ci ? `${sep}${bracket(ci, (v) => toFixedHalfEven(v, 2))}` : '';
   };
   const values = cells.map((c) => c.value);
   const lo = values.length ? Math.min(...values) : 0;

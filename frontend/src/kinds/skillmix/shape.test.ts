@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ExperimentResult } from '../../api/types';
+import { TIED_TEXT } from '../../lib/interval';
 import {
   bestEptPerK,
   formatValue,
   formatWithCi,
   heatmapCells,
   metricBounds,
+  metricInterval,
   rowLabel,
   skillmixCaption,
   skillmixCells,
@@ -133,6 +135,9 @@ describe('95% intervals of the Skill-Mix metrics', () => {
   it('writes value ± stderr [lo, hi] and names the intervals in the caption', () => {
     expect(formatWithCi({ mean: 1, stderr: 0 }, table!.cells[1]![0]!.intervals.full_marks)).toBe('1.00 ± 0.000 [0.57, 1.00]');
     expect(formatWithCi({ mean: 0.47, stderr: null }, null)).toBe('0.47');
+    // two combinations that scored alike: a zero standard error says n is too small, not [0.00, 0.00]
+    const tied = metricInterval('skill_fraction', 2, [{ mean: 0, stderr: 0 }], [2]);
+    expect(formatWithCi({ mean: 0, stderr: 0 }, tied)).toBe(`0.00 ± 0.000 [${TIED_TEXT}]`);
     expect(skillmixCaption([5, 5], false)).toBe(
       '[lo, hi]: 95% interval over n = 5 combinations: Wilson score interval for Ratio of Full Marks and Ratio of All Skills ' +
         '(0 or 1 per combination), Student-t from the standard error for the graded metrics',

@@ -3,7 +3,7 @@
 // ept of each column marked per metric, the model's default ept labelled; and into a heatmap of one metric
 // and the best ept per k. Each metric of a cell carries its 95% interval over the combinations (metricInterval).
 import type { ExperimentResult, PayloadOf } from '../../api/types';
-import { tFromStderr, tInterval, wilson, type Bounds, type Interval } from '../../lib/interval';
+import { bracket, tFromStderr, tInterval, wilson, type Bounds, type Interval } from '../../lib/interval';
 
 export type SkillmixCell = PayloadOf<'skillmix_cell'>;
 
@@ -98,7 +98,7 @@ export function metricInterval(metric: Metric, k: number, values: readonly Value
 
 /** "0.20 ± 0.200 [0.04, 0.62]": the paper's mean ± stderr and the 95% interval; without one, formatValue alone. */
 export function formatWithCi(v: Value, ci: Interval | null): string {
-  return ci ? `${formatValue(v)} [${toFixedHalfEven(ci.lo, 2)}, ${toFixedHalfEven(ci.hi, 2)}]` : formatValue(v);
+  return ci ? `${formatValue(v)} ${bracket(ci, (x) => toFixedHalfEven(x, 2))}` : formatValue(v);
 }
 
 /** The caption naming the intervals of a table or a cell view. */

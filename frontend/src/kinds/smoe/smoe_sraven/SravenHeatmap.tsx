@@ -6,7 +6,7 @@ import { SimpleGrid } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import { EChart } from '../../../components/charts/EChart';
 import type { EChartsOption } from '../../../components/charts/echarts';
-import { formatWithInterval } from '../../../lib/interval';
+import { bracket, formatWithInterval } from '../../../lib/interval';
 import { columnLabel, type HeatmapMetric, type HeatmapPanel } from './heatmap';
 
 export function panelOption(panel: HeatmapPanel, range: [number, number], metric: HeatmapMetric): EChartsOption {
@@ -47,7 +47,7 @@ export function panelOption(panel: HeatmapPanel, range: [number, number], metric
             const ci = cell?.ci ?? null;
             // a mean over seeds says over how many: its interval is a Student-t one over n runs
             const n = cell && cell.n > 1 ? ` n=${cell.n}` : '';
-            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ci ? `\n[${ci.lo.toFixed(2)}, ${ci.hi.toFixed(2)}]${n}` : n ? `\n${n.trim()}` : ''}`;
+            return `${v!.toFixed(2)}${best.has(`${x},${y}`) ? ' ★' : ''}${ci ? `\n${bracket(ci, (b) => b.toFixed(2))}${n}` : n ? `\n${n.trim()}` : ''}`;
           },
         },
         emphasis: { itemStyle: { borderColor: '#000', borderWidth: 1 } },

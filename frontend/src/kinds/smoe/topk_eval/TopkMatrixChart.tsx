@@ -5,7 +5,7 @@
 import { memo, useMemo } from 'react';
 import { EChart } from '../../../components/charts/EChart';
 import type { EChartsOption } from '../../../components/charts/echarts';
-import { formatWithInterval } from '../../../lib/interval';
+import { bracket, formatWithInterval } from '../../../lib/interval';
 import { matrixRange, rowLabel, type MatrixPanel } from './matrix';
 
 /** colours from worse to better: the scale flips for a lower-is-better score (perplexity) */
@@ -62,7 +62,7 @@ export function matrixOption(panel: MatrixPanel): EChartsOption {
             const [x, y, v] = (p as { value: number[] }).value;
             const key = `${x},${y}`;
             const ci = ciAt.get(key) ?? null;
-            const interval = ci ? `\n[${ci.lo.toFixed(ciDigits)}, ${ci.hi.toFixed(ciDigits)}]` : '';
+            const interval = ci ? `\n${bracket(ci, (b) => b.toFixed(ciDigits))}` : '';
             return `${panel.diagonal.has(key) ? '◆ ' : ''}${v!.toFixed(digits)}${best.has(key) ? ' ★' : ''}${interval}`;
           },
         },
