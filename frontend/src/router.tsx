@@ -1,5 +1,5 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { createBrowserRouter, type LoaderFunctionArgs } from 'react-router';
+import { createBrowserRouter, Navigate, useLocation, type LoaderFunctionArgs } from 'react-router';
 import { authStore } from './api/auth';
 import { AppLayout } from './components/layout/AppLayout';
 import { PageLoading } from './components/layout/PageLoading';
@@ -11,6 +11,12 @@ import { runResultsQuery } from './hooks/results';
 import { runQuery } from './hooks/runs';
 import { serverQuery } from './hooks/server';
 import { LoginPage } from './routes/LoginPage';
+
+/** `/` opens the experiments list at its own address, with the query it was given. */
+function ToExperiments() {
+  const { search } = useLocation();
+  return <Navigate to={{ pathname: '/experiments', search }} replace />;
+}
 
 // One chunk per page (issue 12): the entry holds the layout and the login page; a page's code, ECharts
 // and the form and table code come with the first visit to a page that uses them.
@@ -86,7 +92,10 @@ export function makeRouter(queryClient: QueryClient) {
       // page and React Router's "No `HydrateFallback` element provided" warning on every page load)
       HydrateFallback: PageLoading,
       children: [
-        { index: true, lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
+        // the experiments list lives at /experiments (beside /runs); / is an old address of it, kept by a
+        // redirect that keeps its query (links and saved bookmarks of /?q=... still open the same list)
+        { index: true, Component: ToExperiments },
+        { path: 'experiments', lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
         { path: 'experiments/new', lazy: async () => ({ Component: (await import('./routes/NewExperimentPage')).NewExperimentPage }) },
         { path: 'experiments/:id', loader: prefetchExperiment(queryClient), lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
         { path: 'runs', lazy: async () => ({ Component: (await import('./routes/RunsPage')).RunsPage }) },

@@ -17,3 +17,8 @@ export function runLabel(run: { id: number; name?: string | null; params: Record
   const parts = keys.filter((k) => k in run.params).map((k) => `${k}=${formatValue(run.params[k])}`);
   return [runTitle(run), ...parts].join(' ');
 }
+
+/** "1 run", "2 runs", "0 runs": a count with its noun, plural unless the count is one. */
+export function countOf(n: number, noun: string, nouns = `${noun}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : nouns}`;
+}

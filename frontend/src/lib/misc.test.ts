@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deepMerge, flatten, formatValue, getPath, isJson, jsonObjectOf, setPath } from './dotted';
 import { etaSeconds, formatDuration, formatEta, percent } from './eta';
-import { runLabel, varyingParams } from './labels';
+import { countOf, runLabel, varyingParams } from './labels';
 import { overlaySeries } from './overlay';
 import { parallelData } from './parallel';
 import { parseRunIds } from './runIds';
@@ -104,5 +104,16 @@ describe('JSON helpers', () => {
   });
   it('merges nested objects and replaces the rest', () => {
     expect(deepMerge({ a: { b: 1, c: 2 }, d: 1, e: { f: 1 } }, { a: { c: 3 }, e: null })).toEqual({ a: { b: 1, c: 3 }, d: 1, e: null });
+  });
+});
+
+describe('countOf', () => {
+  it('says "1 run" and "2 runs", never "1 runs"', () => {
+    expect(countOf(1, 'run')).toBe('1 run');
+    expect(countOf(0, 'run')).toBe('0 runs');
+    expect(countOf(2, 'group')).toBe('2 groups');
+    expect(countOf(12345, 'run')).toBe('12,345 runs');
+    expect(countOf(1, 'query', 'queries')).toBe('1 query');
+    expect(countOf(3, 'query', 'queries')).toBe('3 queries');
   });
 });

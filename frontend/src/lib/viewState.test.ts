@@ -133,7 +133,7 @@ describe('the URL contract', () => {
       sort: { field: 'name', order: 'asc', aggregate: null },
       chart: { metric: 'loss', mode: 'mean_ci', x: 'step' },
     });
-    expect(viewUrl('experiments', EMPTY_VIEW)).toBe('/');
+    expect(viewUrl('experiments', EMPTY_VIEW)).toBe('/experiments');
     expect(viewUrl('runs', { ...EMPTY_VIEW, query: 'a', group_by: DEFAULT_GROUP })).toBe('/runs?q=a&group=*');
     expect(viewUrl('compare', { ...EMPTY_VIEW, chart: { metric: 'acc', mode: 'members', x: 'step' } })).toBe('/compare?chart=acc%3Amembers%3Astep');
   });

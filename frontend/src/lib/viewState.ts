@@ -54,7 +54,7 @@ export interface ViewState {
 export const EMPTY_VIEW: ViewState = { query: '', columns: [], group_by: null, sort: null, chart: null };
 export const VIEW_PARAMS = ['q', 'cols', 'group', 'sort', 'chart'] as const;
 /** Where each page lives: a saved view of that page opens there. */
-export const PAGE_PATHS: Record<ViewPage, string> = { experiments: '/', runs: '/runs', compare: '/compare' };
+export const PAGE_PATHS: Record<ViewPage, string> = { experiments: '/experiments', runs: '/runs', compare: '/compare' };
 
 // the API's limits (backend/views/schemas.py)
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[^\s\x00-\x1f\x7f]+)?$/;

@@ -16,7 +16,7 @@ import { useRunsById } from '../hooks/runs';
 import { useUrlViewState } from '../hooks/views';
 import { formatValue } from '../lib/dotted';
 import { formatMeanCi, groupByFields, groupBySeed, groupLabels, groupStats } from '../lib/groupSeries';
-import { runTitle } from '../lib/labels';
+import { countOf, runTitle } from '../lib/labels';
 import { diffParams } from '../lib/paramDiff';
 import { parseRunIds } from '../lib/runIds';
 import { CHART_MODES, DEFAULT_GROUP, type ChartMode, type ViewState } from '../lib/viewState';
@@ -100,7 +100,7 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
         />
         {grouped && (
           <Text size="sm" c="dimmed" data-testid="group-count">
-            {groups.length} group{groups.length === 1 ? '' : 's'} of {runs.length} runs
+            {countOf(groups.length, 'group')} of {countOf(runs.length, 'run')}
           </Text>
         )}
       </Group>
@@ -187,7 +187,7 @@ export function ComparePage() {
       {ids.length < 2 ? (
         <Alert color="gray">Choose at least two runs.</Alert>
       ) : runs.length < ids.length ? (
-        <Text c="dimmed">Loading {ids.length - runs.length} runs…</Text>
+        <Text c="dimmed">Loading {countOf(ids.length - runs.length, 'run')}…</Text>
       ) : (
         <CompareView runs={runs} view={view} setView={setView} />
       )}

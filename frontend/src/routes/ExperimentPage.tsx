@@ -21,6 +21,7 @@ import { kindViews } from '../kinds';
 import { parallelData } from '../lib/parallel';
 import { canCancel, canRetry, isFinished } from '../lib/runStatus';
 import { columnsOf, statusCounts, withEtas, type RunRow } from '../lib/runsTable';
+import { countOf } from '../lib/labels';
 
 // What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
 // comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
@@ -99,7 +100,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
             <ReviewBadge state={experiment.review_state} />
           </Group>
           <Text size="sm" c="dimmed">
-            {experiment.kind} · {experiment.run_count} runs · by {experiment.author ?? '—'} · {timeAgo(experiment.created_at)} · project {experiment.project}
+            {experiment.kind} · {countOf(experiment.run_count, 'run')} · by {experiment.author ?? '—'} · {timeAgo(experiment.created_at)} · project {experiment.project}
           </Text>
           <Group gap="xs">
             <StatusCounts counts={counts} />

@@ -5,7 +5,7 @@ export function NotFoundPage() {
   return (
     <Stack>
       <Title order={2}>Page not found</Title>
-      <Anchor component={Link} to="/">Back to experiments</Anchor>
+      <Anchor component={Link} to="/experiments">Back to experiments</Anchor>
     </Stack>
   );
 }

@@ -41,6 +41,7 @@ import {
   type RunGroup,
 } from '../lib/runsQuery';
 import { AGGREGATES, DEFAULT_GROUP, type Aggregate, type ViewColumn, type ViewState } from '../lib/viewState';
+import { countOf } from '../lib/labels';
 
 const ROW_HEIGHT = 34;
 const MAX_TABLE_HEIGHT = 620;
@@ -210,7 +211,7 @@ export function RunsPage() {
           />
         )}
         <Text size="xs" c="dimmed" ml="auto" data-testid="runs-loaded">
-          {grouped ? `${groupList.length} groups` : `${rows.length} runs`}
+          {grouped ? countOf(groupList.length, 'group') : countOf(rows.length, 'run')}
           {active.hasNextPage ? ' loaded, more on scroll' : ''}
           {active.isFetching ? ' · loading' : ''}
         </Text>

@@ -11,7 +11,7 @@ const DEFAULT_PROJECT = 'default';
 
 function NavItem({ to, children }: { to: string; children: string }) {
   return (
-    <NavLink to={to} end={to === '/' || to === '/runs'} style={{ textDecoration: 'none' }}>
+    <NavLink to={to} end={to === '/experiments' || to === '/runs'} style={{ textDecoration: 'none' }}>
       {({ isActive }) => (
         <Text component="span" fw={isActive ? 700 : 400} c={isActive ? 'blue' : 'dark'} size="sm">
           {children}
@@ -36,12 +36,12 @@ function Header() {
   return (
     <Group h="100%" px="md" justify="space-between" wrap="nowrap">
       <Group gap="lg" wrap="nowrap">
-        <UnstyledButton component={NavLink} to="/" aria-label="ReasonLab home">
+        <UnstyledButton component={NavLink} to="/experiments" aria-label="ReasonLab home">
           <Title order={4}>ReasonLab</Title>
         </UnstyledButton>
         <nav aria-label="Main">
           <Group gap="md">
-            <NavItem to="/">Experiments</NavItem>
+            <NavItem to="/experiments">Experiments</NavItem>
             <NavItem to="/runs">Runs</NavItem>
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>

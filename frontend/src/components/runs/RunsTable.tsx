@@ -12,6 +12,7 @@ import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
 import { EtaCell } from './Eta';
 import { RunsExportMenu } from './RunsExportMenu';
+import { countOf } from '../../lib/labels';
 
 export const ROW_HEIGHT = 34;
 /** The table grows with its rows up to this height, then scrolls (virtualised). */
@@ -212,7 +213,7 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
           ))}
         </Chip.Group>
         <Text size="xs" c="dimmed" ml="auto" data-testid="runs-shown">
-          {rows.length} of {runs.length} runs · {selected.size} selected
+          {rows.length} of {countOf(runs.length, 'run')} · {selected.size} selected
         </Text>
         {experimentId !== undefined && (
           <RunsExportMenu experimentId={experimentId} statuses={statuses} columnFiltered={Object.values(filters).some((f) => f?.trim())} />
