@@ -196,3 +196,25 @@ def test_several_moe_layers_log_the_mean_and_each_layer() -> None:
     assert float(out["moe/l0/load/e0"]) == 0.75 and float(out["moe/l1/load/e0"]) == 0.25
     assert float(out["moe/load/e0"]) == 0.5  # (0.75 + 0.25) / 2
     assert abs(float(out["moe/entropy"]) - 0.75) < 1e-6 and float(out["moe/l1/entropy"]) == 1.0
+
+
+def test_the_log_gets_a_progress_line_every_tenth_and_the_ood_warning_explained() -> None:
+    """At M = 1 the OOD tasks miss rules (the generator warns): the run's log says what that means and
+    what to change, and the log has a progress line about every tenth of the steps, the last step included."""
+    spec = SmoeSravenSpec.model_validate(
+        {
+            "seed": 0,
+            "data": {"num_features": 1},
+            "model": TINY_MODEL,
+            "moe": TINY_MOE,
+            "train": {"steps": 40, "batch_size": 8, "eval_interval": 40, "eval_size": 32, "log_every": 2},
+        }
+    )
+    ctx = MemoryContext()
+    get_kind("smoe_sraven").run(spec, ctx)
+    notes = [line for line in ctx.lines if line.startswith("note: OOD latent set")]
+    assert len(notes) == 1, ctx.lines
+    assert "misses rules" in notes[0] and "data.ood_fraction" in notes[0] and "data.split_seed" in notes[0]
+    progress = [line for line in ctx.lines if line.startswith("step ")]
+    assert [line.split()[1] for line in progress] == [f"{s}/40" for s in range(4, 41, 4)], ctx.lines
+    assert all(" loss " in line for line in progress)

@@ -12,6 +12,7 @@ Outputs: the trained model under ``model/`` (``worker.core.sraven.saved``, with 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,14 @@ import torch
 from torch import Tensor, nn
 
 from worker.core.moe import MoEAux, MoEConfig
-from worker.core.sraven.generator import SravenBatch, SravenGenerator, SravenStream
+from worker.core.sraven.generator import (
+    NUM_RULES,
+    RULES,
+    OODMissesRuleWarning,
+    SravenBatch,
+    SravenGenerator,
+    SravenStream,
+)
 from worker.core.sraven.model import SravenTransformer, SravenTransformerConfig
 from worker.core.sraven.saved import save_sraven_model
 from worker.core.train import Scalar, StepOutput, TrainConfig, Trainer
@@ -150,17 +158,44 @@ def evaluate_sets(
     return out
 
 
+PROGRESS_LINES = 10  # progress lines a run writes to its log over its steps (the Logs tab, `runs logs`)
+
+
+def progress_line_every(steps: int) -> int:
+    """Steps between two progress lines in the run's log: about PROGRESS_LINES over the run, at least 1."""
+    return max(1, steps // PROGRESS_LINES)
+
+
+def ood_warning_explained(generator: SravenGenerator, message: str) -> str:
+    """The generator's OODMissesRuleWarning as a run's log line that says what it means and what to do."""
+    missing = sorted(set(range(NUM_RULES)) - generator.ood_rules)
+    names = ", ".join(RULES[r] for r in missing)
+    return (
+        f"note: {message}. The held-out (OOD) tasks are new combinations of rules, and none of them uses "
+        f"{names}: the OOD accuracy says nothing about those rules, only about new combinations of the "
+        "others (the reference implementation warns of the same split). It is not an error. To cover every "
+        "rule, raise data.ood_fraction or pick another data.split_seed."
+    )
+
+
 def run(spec: SmoeSravenSpec, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
     M = spec.data.num_features
     torch.manual_seed(spec.seed)
-    generator = SravenGenerator(
-        M,
-        ood_fraction=spec.data.ood_fraction,
-        permute_features=spec.data.permute_features,
-        split_seed=spec.data.split_seed,
-        holdout_buckets=spec.data.holdout_buckets,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", OODMissesRuleWarning)
+        generator = SravenGenerator(
+            M,
+            ood_fraction=spec.data.ood_fraction,
+            permute_features=spec.data.permute_features,
+            split_seed=spec.data.split_seed,
+            holdout_buckets=spec.data.holdout_buckets,
+        )
+    for warning in caught:
+        if issubclass(warning.category, OODMissesRuleWarning):
+            ctx.log(ood_warning_explained(generator, str(warning.message)))
+        else:  # anything else the generator warns of goes on as it would have
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     train_seed = spec.seed if spec.data.train_seed is None else spec.data.train_seed
     stream = SravenStream(generator, spec.train.batch_size, train_seed)
     model = SravenTransformer(build_model_config(spec))
@@ -201,10 +236,17 @@ def run(spec: SmoeSravenSpec, ctx: RunContext) -> None:
     if len(generator.ood_idx):
         sets.append(EvalSet.of("ood", generator.eval_set("ood", spec.train.eval_size, spec.data.ood_seed)))
 
+    every = progress_line_every(cfg.steps)
+    next_line = [every]  # the step at or past which the next progress line goes to the run's log
+
     def on_log(out: StepOutput) -> None:
         scalars = out.scalars()
         ctx.log_metrics(scalars, out.step)
-        ctx.progress(out.step, cfg.steps, f"step {out.step}/{cfg.steps} loss {scalars['loss']:.4f}")
+        message = f"step {out.step}/{cfg.steps} loss {scalars['loss']:.4f}"
+        ctx.progress(out.step, cfg.steps, message)
+        if out.step >= next_line[0] or out.step == cfg.steps:
+            ctx.log(message)
+            next_line[0] = (out.step // every + 1) * every
 
     def on_eval(step: int, metrics: dict[str, float]) -> None:
         ctx.log_metrics(metrics, step)
