@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parallelOption } from '../components/charts/ParallelCoords';
+import { AXIS_LABEL_ROOM_PX, LEGEND_GAP_PX, legendWidth, parallelOption } from '../components/charts/ParallelCoords';
 import { metricGoal, NEUTRAL_SCALE, scaleColours, WORSE_TO_BETTER } from './metricGoal';
 import { parallelData } from './parallel';
 
@@ -48,5 +48,24 @@ describe('the sweep chart (parallel coordinates) colours the better runs green',
     expect(map.inRange.color.at(-1)).toBe(GREEN);
     expect(map.inRange.color[0]).toBe(RED);
     expect(map.text).toEqual(['high (better)', 'low']);
+  });
+});
+
+describe('the sweep chart keeps its colour legend off the metric axis labels', () => {
+  it('reserves the axis labels, a gap and the legend right of the last axis', () => {
+    for (const metric of ['test_acc', 'loss', 'custom']) {
+      const data = parallelData(
+        [
+          { id: 1, params: { lr: 0.1 }, summary: { [metric]: 0.5 } },
+          { id: 2, params: { lr: 0.01 }, summary: { [metric]: 0.7 } },
+        ] as never,
+        metric,
+      );
+      const option = parallelOption(data) as { parallel: { right: number }; visualMap: { right: number } };
+      const legendLeftEdge = option.visualMap.right + legendWidth(metric);
+      // the last axis sits `parallel.right` px from the edge; its labels need AXIS_LABEL_ROOM_PX to its right
+      expect(option.parallel.right - AXIS_LABEL_ROOM_PX).toBeGreaterThanOrEqual(legendLeftEdge + LEGEND_GAP_PX);
+    }
+    expect(legendWidth('test_acc')).toBeGreaterThanOrEqual(60); // "high (better)" at 10 px
   });
 });

@@ -15,21 +15,33 @@ function legendText(metric: string): [string, string] {
   return [goal === 'max' ? 'high (better)' : 'high', goal === 'min' ? 'low (better)' : 'low'];
 }
 
+// The right margin: the last axis (the metric) draws its tick labels to its right, and the colour legend
+// stands right of those; each gets its own room, so the legend never covers the axis' labels.
+export const LEGEND_FONT_PX = 10;
+export const AXIS_LABEL_ROOM_PX = 64; // the metric axis' tick labels ("0.0123", "1.2e+3") right of its line
+export const LEGEND_GAP_PX = 8;
+
+/** The legend's width: its widest end text (about 0.6 em a character) or its bar. */
+export function legendWidth(metric: string): number {
+  const [high, low] = legendText(metric);
+  return Math.max(20, Math.ceil(Math.max(high.length, low.length) * LEGEND_FONT_PX * 0.6));
+}
+
 export function parallelOption(data: ParallelData): EChartsOption {
   const scale = colourScale(data.rows.map((r) => r[data.axes.length - 1] as number));
   // the metric is the last axis; better reads as better: green at the low end of a loss, the high of an accuracy
   const metric = data.axes[data.axes.length - 1]?.name ?? '';
   return {
     animation: false,
-    parallel: { left: 60, right: 80, top: 40, bottom: 30 },
+    parallel: { left: 60, right: AXIS_LABEL_ROOM_PX + LEGEND_GAP_PX + legendWidth(metric) + LEGEND_GAP_PX, top: 40, bottom: 30 },
     parallelAxis: data.axes.map((a) => ({
       dim: a.dim, name: a.name, type: a.type, ...(a.data ? { data: a.data } : {}), ...(a.integer ? { minInterval: 1 } : {}),
       scale: true, nameTextStyle: { fontSize: 11 },
     })),
     visualMap: {
       type: 'continuous', dimension: data.axes.length - 1, min: scale.min, max: scale.max, precision: scale.precision,
-      right: 0, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: scaleColours(metricGoal(metric)) },
-      text: legendText(metric), textStyle: { fontSize: 10 },
+      right: LEGEND_GAP_PX, top: 'middle', calculable: true, itemHeight: 120, inRange: { color: scaleColours(metricGoal(metric)) },
+      text: legendText(metric), textStyle: { fontSize: LEGEND_FONT_PX },
     },
     tooltip: { formatter: (p: unknown) => `run ${((p as { data: unknown[] }).data.at(-1) as number) ?? ''}` },
     series: [{ type: 'parallel', lineStyle: { width: 1.2, opacity: 0.6 }, data: data.rows }],
