@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, status
 from starlette.concurrency import run_in_threadpool
 
 from backend.auth import repository, service
+from backend.auth.dependencies import CurrentUser
 from backend.auth.schemas import (
     ApiTokenCreate,
     ApiTokenCreated,
@@ -17,8 +18,8 @@ from backend.auth.schemas import (
 )
 from backend.auth.security import make_jwt
 from backend.auth.throttle import LoginThrottle
-from backend.http.deps import CurrentUser, Id, SessionDep, SettingsDep
-from backend.http.errors import ErrorBody, TooManyRequests, Unauthorized
+from backend.errors import ErrorBody, TooManyRequests, Unauthorized
+from backend.http.deps import Id, SessionDep, SettingsDep
 from backend.projects import repository as projects_repo
 
 router = APIRouter(prefix="/auth", tags=["auth"])

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 from backend.auth import policy, repository
 from backend.auth.security import dummy_hash, hash_api_token, hash_password, new_api_token, verify_password
 from backend.db import utcnow
-from backend.http.errors import Conflict, Invalid, NotFound, Unauthorized
+from backend.errors import Conflict, Invalid, NotFound, Unauthorized
 from backend.models import ApiToken, Membership, User
 from backend.projects import service as projects
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from backend import query
+from backend.auth.dependencies import PrincipalDep
 from backend.auth.principal import Principal
 from backend.db import utcnow
 from backend.experiments import export, repository, service, table
@@ -21,7 +22,7 @@ from backend.experiments.schemas import (
 from backend.exports import tables
 from backend.exports.schemas import MEDIA_TYPES, ExportFormat
 from backend.http import cursor
-from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
+from backend.http.deps import Id, SessionDep, SettingsDep, WakeDispatcher
 from backend.metrics import service as metrics
 from backend.models import Experiment
 from backend.projects import repository as projects_repo

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 from backend.activity import feed
 from backend.auth.principal import Principal
 from backend.datasets import repository as datasets_repo
+from backend.errors import Invalid, NotFound, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
 from backend.experiments.sources import source_run_errors
-from backend.http.errors import Invalid, NotFound, pydantic_errors
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.http.errors import TooLarge
+from backend.errors import TooLarge
 from backend.metrics import points, reads
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror

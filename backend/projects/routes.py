@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.http.deps import Id, PrincipalDep, SessionDep
+from backend.auth.dependencies import PrincipalDep
+from backend.http.deps import Id, SessionDep
 from backend.projects import repository, service
 from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from backend.auth import repository as auth_repo
-from backend.http.errors import Conflict, Forbidden, Invalid, NotFound
+from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import ROLES, Membership, Project, User
 from backend.projects import repository
 

@@ -18,10 +18,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from backend.auth.dependencies import CurrentUser, PrincipalDep
 from backend.auth.principal import Principal
 from backend.auth.security import RUN_READ, make_jwt
 from backend.db import utcnow
-from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep, SettingsDep
+from backend.http.deps import Id, SessionDep, SettingsDep
 from backend.metrics import reads as metrics
 from backend.models import Run
 from backend.runs import attempts, service

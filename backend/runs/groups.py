@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
 from backend import query
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 from backend.models import MetricLatest, Run, spec_as_written
 from backend.runs import summary
 from backend.runs.group_key import without_seed

@@ -7,12 +7,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, status
 
 from backend import query
+from backend.auth.dependencies import PrincipalDep
 from backend.auth.security import make_run_token
 from backend.db import utcnow
+from backend.errors import Invalid, NotFound
 from backend.experiments import repository as experiments_repo
 from backend.http import cursor
-from backend.http.deps import Id, OptionalId, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
-from backend.http.errors import Invalid, NotFound
+from backend.http.deps import Id, OptionalId, SessionDep, SettingsDep, WakeDispatcher
 from backend.metrics import service as metrics
 from backend.models import Experiment, MetricLatest, Run
 from backend.projects import repository as projects_repo

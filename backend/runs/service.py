@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from backend.activity import feed
 from backend.auth.principal import Principal
 from backend.db import utcnow
-from backend.http.errors import Conflict, Forbidden, NotFound
+from backend.errors import Conflict, Forbidden, NotFound
 from backend.mirror import repository as mirror
 from backend.models import Run, RunLog
 from backend.projects import service as projects
