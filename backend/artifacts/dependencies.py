@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from backend.artifacts.repository import ArtifactStore, store_for
 from backend.http.deps import SettingsDep
+from backend.store import ArtifactStore, store_for
 
 
 def get_store(settings: SettingsDep) -> ArtifactStore:

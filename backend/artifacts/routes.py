@@ -1,5 +1,5 @@
 """A run's artifacts (checkpoints, outputs, the final model): list, download, and for workers upload and
-delete. The store behind them is ``REASONLAB_ARTIFACT_URL`` (backend/artifacts/repository.py)."""
+delete. The store behind them is ``REASONLAB_ARTIFACT_URL`` (backend/store.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ outside the run's folder is refused with a 422 naming the path parameter, before
 ``..`` and ``.`` segments, an absolute path (``/etc/passwd``, ``C:/...``, ``\\\\server``), a backslash, an
 empty segment (``a//b``), a ``%`` (a still-encoded ``%2e%2e`` after the server decoded the URL once),
 control characters. A symbolic link inside a local store that leads out of the run's folder is refused
-too (backend/artifacts/repository.py, ``Escapes``).
+too (backend/store.py, ``Escapes``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from backend.artifacts.repository import ArtifactStore, Escapes, Occupied, StoredFile
 from backend.artifacts.schemas import ArtifactKind, ArtifactList, ArtifactPublic
 from backend.errors import Conflict, Invalid, NotFound
+from backend.store import ArtifactStore, Escapes, Occupied, StoredFile
 
 FOLDERS: dict[str, ArtifactKind] = {"checkpoints": "checkpoint", "outputs": "output", "model": "model"}
 MAX_PATH = 1024  # characters
