@@ -23,7 +23,8 @@ def field_value(spec: Mapping[str, Any], path: str) -> Any:
 
 
 def source_run_ids(kind: str, spec: Mapping[str, Any]) -> list[int]:
-    """The runs a ``kind`` spec names as its sources (``KindManifest.source_runs``); none for an unknown kind."""
+    """The runs a ``kind`` spec names as its sources (``KindManifest.source_runs``); none for an unknown
+    kind."""
     try:
         paths = manifest(kind).source_runs
     except KeyError:

@@ -41,7 +41,8 @@ class Layers:
     # (importer node, imported node) -> the module imports behind it: (importer, imported, line)
     edges: dict[tuple[str, str], list[tuple[str, str, int]]]
     cycles: list[list[str]] = field(default_factory=list)
-    layer: dict[str, int] = field(default_factory=dict)
+    level: dict[str, int] = field(default_factory=dict)  # 0: the floor
+    rank: dict[str, int] = field(default_factory=dict)  # a cycle's nodes on their shared level, top first
     upward: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -73,7 +74,8 @@ def read_graph(root: Path = REPO) -> Layers:
 
 
 def components(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> list[list[str]]:
-    """Strongly connected components (Tarjan's, iterative), each sorted; every importer after what it imports."""
+    """Strongly connected components (Tarjan's, iterative), each sorted, every component after the ones it
+    imports."""
     adjacent: dict[str, list[str]] = defaultdict(list)
     for a, b in sorted(edges):
         adjacent[a].append(b)
@@ -151,7 +153,9 @@ def fewest_upward(cycle: list[str], pairs: set[tuple[str, str]]) -> list[str]:
         inn = {v: sum(1 for a, b in pairs if b == v and a in left) for v in left}
         sources = sorted(v for v in left if inn[v] == 0)
         sinks = sorted(v for v in left if out[v] == 0)
-        chosen = sources[0] if sources else sinks[0] if sinks else max(sorted(left), key=lambda v: out[v] - inn[v])
+        chosen = (
+            sources[0] if sources else sinks[0] if sinks else max(sorted(left), key=lambda v: out[v] - inn[v])
+        )
         if not sources and sinks:
             tail.insert(0, chosen)
         else:
@@ -170,29 +174,26 @@ def draw(layers: Layers) -> Layers:
     for i, component in enumerate(found):  # Tarjan's order: what a component imports comes first
         below = [level[of[b]] for a, b in pairs if a in component and of[b] != i]
         level[i] = max(below, default=-1) + 1
+    layers.level = {v: level[of[v]] for v in layers.nodes}
     for component in layers.cycles:
         order = fewest_upward(component, pairs)
-        rank = {v: r for r, v in enumerate(order)}
-        layers.upward += sorted((a, b) for a, b in pairs if a in rank and b in rank and rank[a] > rank[b])
-        # a cycle's nodes share its layer, shown top first in that order
-        for r, v in enumerate(order):
-            layers.layer[v] = level[of[v]] * 1000 + (len(order) - r)
-    for v in layers.nodes:
-        layers.layer.setdefault(v, level[of[v]] * 1000)
+        layers.rank |= {v: r for r, v in enumerate(order)}
+        layers.upward += sorted(
+            (a, b) for a, b in pairs if a in component and b in component and order.index(a) > order.index(b)
+        )
     return layers
 
 
 def report(layers: Layers) -> str:
     lines = [f"backend/ as layers (top first; {len(layers.nodes)} nodes, {len(layers.edges)} dependencies):"]
-    by_level: dict[int, list[str]] = defaultdict(list)
-    for v, rank in layers.layer.items():
-        by_level[rank // 1000].append(v)
     in_cycle = {v for c in layers.cycles for v in c}
-    for level in sorted(by_level, reverse=True):
-        names = sorted(by_level[level], key=lambda v: (-layers.layer[v], v))
+    for level in sorted(set(layers.level.values()), reverse=True):
+        names = sorted(
+            (v for v, n in layers.level.items() if n == level), key=lambda v: (layers.rank.get(v, 0), v)
+        )
         lines.append(f"  {level:2d}  " + "  ".join(f"{v}*" if v in in_cycle else v for v in names))
     if in_cycle:
-        lines.append("  (* in a cycle)")
+        lines.append("  (* in a cycle, drawn in the order that leaves the fewest imports pointing up)")
     lines.append(f"cycles: {len(layers.cycles)}")
     for cycle in layers.cycles:
         lines.append("  " + " <-> ".join(cycle))
@@ -206,7 +207,9 @@ def report(layers: Layers) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--root", type=Path, default=REPO, help="the tree holding backend/ (default: this one)")
+    parser.add_argument(
+        "--root", type=Path, default=REPO, help="the tree holding backend/ (default: this one)"
+    )
     parser.add_argument("--check", action="store_true", help=f"exit 1 on a cycle or over {MAX_UPWARD} upward")
     args = parser.parse_args(argv)
     layers = draw(read_graph(args.root.resolve()))

@@ -28,7 +28,8 @@ def page(
     limit: int,
     cursor_: str | None,
 ) -> ExperimentPage:
-    """A page of the experiments the caller may see (the parameters as ``GET /experiments`` documents them)."""
+    """A page of the experiments the caller may see (the parameters as ``GET /experiments`` documents
+    them)."""
     project_ids = projects.listed_project_ids(session, principal, project)
     dialect = session.get_bind().dialect.name
     condition = listing.condition(query.EXPERIMENTS, q, dialect)

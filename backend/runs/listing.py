@@ -1,6 +1,7 @@
-"""The runs list (``GET /runs``): the caller's runs, filtered (projects, experiment, status, kind, tag, ``q``),
-sorted and paged by a keyset (the id, or a metric's latest value) or an offset; or their seed groups
-(``group_by``: backend/groups/). What it shares with the experiments list: backend/query/listing.py."""
+"""The runs list (``GET /runs``): the caller's runs, filtered (projects, experiment, status, kind, tag,
+``q``), sorted and paged by a keyset (the id, or a metric's latest value) or an offset; or their seed
+groups (``group_by``: backend/groups/). What it shares with the experiments list: backend/query/listing.py.
+"""
 
 from __future__ import annotations
 

@@ -72,8 +72,8 @@ class RunPublic(BaseModel):
     def of(
         cls, run: Run, tags: list[str] | None, summary: dict[str, float | None], timing: attempts.Timing
     ) -> RunPublic:
-        """``summary``: the run's latest metric values (``backend.metrics.service.summaries``); ``timing``:
-        whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""
+        """``summary``: the run's latest metric values (``backend.runs.repository.metric_summaries``);
+        ``timing``: whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""
         return cls(
             id=run.id,
             experiment_id=run.experiment_id,

@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import select, text, update
 
 from backend.db import get_engine, session_factory, session_scope, utcnow
+from backend.groups import service as groups
+from backend.groups import summary
 from backend.models import GroupSummary, Project, Run
 from backend.query import RUNS
 from backend.query import groups as query_groups
-from backend.groups import service as groups
-from backend.groups import summary
 from backend.runs import repository
 from tests.backend.conftest import Api
 
