@@ -69,7 +69,7 @@ def test_error_codes_come_from_the_classes_the_framework_table_and_the_handlers(
         (410, "gone"): {"`Gone`"},
         (405, "method_not_allowed"): {"Starlette/FastAPI"},
         (500, "error"): {"`ApiError`"},
-        (503, "unavailable"): {"`backend/errors.py`"},
+        (503, "unavailable"): {"`backend/http/errors.py`"},
     }
 
 
