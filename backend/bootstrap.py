@@ -59,7 +59,7 @@ def ensure_admin(settings: Settings, username: str = "admin") -> AdminCredential
         if auth_repo.count_users(session) > 0:
             return None
         password = secrets.token_urlsafe(12)
-        user = auth_service.create_user(session, username, password, is_admin=True)
+        user = projects.create_member(session, username, password, is_admin=True)
         _, token = auth_service.create_token(session, user, "admin (created by reasonlab up)")
     write_secret(settings.home / "admin.token", token)
     return AdminCredentials(username=username, password=password, token=token)

@@ -21,10 +21,12 @@ from starlette.routing import BaseRoute
 
 from backend import auth, experiments, health, metrics, projects, results, reviews, runs
 from backend.artifacts.routes import router as artifacts_router
+from backend.auth.dependencies import credential_check
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
+from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
 from backend.examples.routes import router as examples_router
 from backend.experiments.routes import router as experiments_router
 from backend.exports.routes import router as exports_router
@@ -32,7 +34,6 @@ from backend.health.routes import VERSION
 from backend.health.routes import router as health_router
 from backend.http import logredact
 from backend.http.admission import AdmissionLimit
-from backend.http.errors import ERROR_RESPONSES, NotFound, install_handlers
 from backend.http.input_checks import refuse_unstorable_text
 from backend.http.limits import RequestLimits
 from backend.http.security_headers import (
@@ -194,7 +195,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;
     # bodies are bounded, need a credential before any route reads them, and are read within a deadline
     # before the request takes an admission slot, so slow clients cannot hold the slots (backend/http/limits.py).
-    app.add_middleware(RequestLimits, settings=settings, session_factory=factory)
+    app.add_middleware(RequestLimits, settings=settings, authenticate=credential_check(settings, factory))
     app.add_middleware(OptionsResponder, router=app.router)
     if settings.cors_origins:
         app.add_middleware(

@@ -174,7 +174,7 @@ class Run(Base):
     logged_params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     logged_params_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # the run's seed group (issue 25): sha256 hex of its spec's canonical JSON without any key named
-    # ``seed`` (backend/runs/group_key.py), set at creation, backfilled by migration 0018; GET /runs?group_by=
+    # ``seed`` (backend/groups/key.py), set at creation, backfilled by migration 0018; GET /runs?group_by=
     # default groups on it
     group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
     experiment: Mapped[Experiment] = relationship()
@@ -182,7 +182,7 @@ class Run(Base):
     __table_args__ = (
         # (id last: migration 0024) a group's first members in id order without sorting the group
         Index("ix_runs_project_group_key", "project_id", "group_key", "id"),
-        # the runs a seed-group summary does not cover (backend/runs/summary.py, migration 0024): those not
+        # the runs a seed-group summary does not cover (backend/groups/summary.py, migration 0024): those not
         # ended (few), and those that ended after its cut-off time
         Index(
             "ix_runs_project_open",
@@ -592,7 +592,7 @@ class AutoIndex(Base):
 
 
 class GroupSummary(Base):
-    """A project's stored seed-group summary (backend/runs/summary.py, migration 0024): the default grouping's
+    """A project's stored seed-group summary (backend/groups/summary.py, migration 0024): the default grouping's
     sums over the runs that had ended by ``until`` (status succeeded, failed or cancelled and finished_at <=
     until), rows in ``group_summary_groups`` and ``group_summary_metrics``. It answers while ``built_generation
     == generation``: triggers on runs (an insert, a delete, or an update of status, finished_at, project,

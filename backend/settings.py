@@ -85,7 +85,7 @@ class Settings(SharedSettings):
         ge=0,
         description="... and only when its table holds at least this many rows (the planner's estimate)",
     )
-    # The whole project's seed groups from a stored summary of its ended runs (backend/runs/summary.py)
+    # The whole project's seed groups from a stored summary of its ended runs (backend/groups/summary.py)
     group_summary_after_ms: float = Field(
         150.0,
         ge=0,

@@ -5,7 +5,7 @@
     .venv/bin/python bench/perf_scale_db.py summary [--database NAME] [--forget]  # prints JSON
 
 ``summary`` waits (up to 600 s) until the project ``scale`` has a valid seed-group summary
-(backend/runs/summary.py: the API builds it in the background after a slow whole-project grouped request)
+(backend/groups/summary.py: the API builds it in the background after a slow whole-project grouped request)
 and prints its state; ``--forget`` deletes any stored summary instead (the bench's "without" run).
 
 ``seed`` makes the Postgres database NAME (default ``reasonlab_perf_scale``) with bench/query_scale.py's

@@ -39,7 +39,7 @@ API's thresholds are its defaults (150 ms of SQL, a table of 20,000 rows) unless
 ``--auto-index-after-ms`` / ``--auto-index-min-rows`` say otherwise (the tests' tiny scale sets both to 0).
 
 The whole project's seed groups (no filter: every run of the project) are answered from a stored summary
-of its ended runs once the API has built it (backend/runs/summary.py), so that request is measured in two
+of its ended runs once the API has built it (backend/groups/summary.py), so that request is measured in two
 parts too: any stored summary is deleted, its first request is timed alone (answered by SQL: the API
 queues the summary's build), then ``group_summaries`` is polled until the summary is valid, then the
 warm-up and timed requests ("from the stored summary"). ``--group-summary-after-ms`` sets the API's
@@ -129,7 +129,7 @@ FROM generate_series(1, %(n)s) AS g,
 """
 
 # each configuration of an experiment (its spec with one lr of the sweep, without seed), with the
-# group key the app gives its runs (backend/runs/group_key.py, computed in Python below from this JSON)
+# group key the app gives its runs (backend/groups/key.py, computed in Python below from this JSON)
 SEED_CONFIGS = """
 CREATE TEMP TABLE bench_configs AS
 SELECT e.id AS experiment_id, h,
@@ -193,7 +193,7 @@ SELECT id, 'paper' FROM experiments WHERE project_id = %(project)s AND id %% 20 
 
 def seed(db: str, project: int, users: list[int], n_exp: int) -> None:
     """The rows, in SQL (runs' group keys computed in Python, as the app computes them)."""
-    from backend.runs.group_key import group_key
+    from backend.groups.key import group_key
 
     args = {"project": project, "users": users, "n": n_exp, "per": RUNS_PER_EXPERIMENT}
     with psycopg.connect(pg_url(db, "postgresql"), autocommit=True) as conn:
@@ -303,7 +303,7 @@ def cases(grouped: bool) -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-# the request answered from the project's stored seed-group summary (backend/runs/summary.py) once the API
+# the request answered from the project's stored seed-group summary (backend/groups/summary.py) once the API
 # has built it in the background after its first (SQL) answer
 SUMMARIZED = "grouped whole project, acc + loss"
 

@@ -520,15 +520,15 @@ def user() -> None:
 @click.option("--role", type=click.Choice(["viewer", "member", "admin"]), default="member", show_default=True)
 def user_create(username: str, password: str, admin: bool, project: str, role: str) -> None:
     """Create USERNAME with a role in a project (the API's username and password policy applies)."""
-    from backend.auth import service
     from backend.bootstrap import migrate, session_for
-    from backend.http.errors import ApiError
+    from backend.errors import ApiError
+    from backend.projects import service
 
     settings = _settings()
     migrate(settings)
     with session_for(settings) as session:
         try:
-            service.create_user(session, username, password, is_admin=admin, project=project, role=role)
+            service.create_member(session, username, password, is_admin=admin, project=project, role=role)
         except ApiError as exc:
             raise click.ClickException(exc.detail) from exc
         session.commit()

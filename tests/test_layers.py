@@ -2,6 +2,8 @@
 
 lint-imports runs on a copy of the Python packages: once as they are (every contract kept), once with
 one violating import appended per contract (each contract reported broken, naming that import).
+lint/backend_layers.py draws backend/ as layers on both copies: no cycle and at most one upward import in
+the first, the cycle an appended import closes in the second.
 """
 
 from __future__ import annotations
@@ -79,6 +81,23 @@ VIOLATIONS = {
         "import mlflow",
         "reasonlab_sdk.client -> mlflow",
     ),
+    "the request edge (backend.http) imports no domain: of the first-party code, backend.errors, settings "
+    "and db only": (
+        "backend/http/cursor.py",
+        "import backend.auth.dependencies",
+        "backend.http.cursor -> backend.auth.dependencies",
+    ),
+    "route modules never import a repository (a route parses, authorizes and calls a service)": (
+        "backend/results/routes.py",
+        "import backend.runs.repository",
+        "backend.results.routes -> backend.runs.repository",
+    ),
+    # groups lies below runs (the runs list groups its runs): an import back up closes a cycle
+    "no two parts of backend import each other (its packages and root modules form no cycle)": (
+        "backend/groups/stats.py",
+        "import backend.runs.service",
+        "backend.groups.stats -> backend.runs.service",
+    ),
 }
 
 
@@ -110,6 +129,17 @@ def _lint_imports(root: Path) -> tuple[int, str]:
     return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
 
 
+def _routers() -> set[str]:
+    """Every module of backend/ that builds an APIRouter."""
+    routers = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "backend").rglob("*.py")
+        if path.name == "routes.py" or "APIRouter(" in path.read_text(encoding="utf-8")
+    }
+    routers.discard("backend.main")  # the app mounts every router: it is the one module that imports them
+    return routers
+
+
 def test_every_contract_has_a_violation_below() -> None:
     assert sorted(_contract_names()) == sorted(VIOLATIONS)
 
@@ -122,14 +152,52 @@ def test_every_route_module_is_in_the_routes_contract() -> None:
         for c in config["tool"]["importlinter"]["contracts"]
         if c["name"].startswith("no route module imports")
     ]
-    routers = {
-        ".".join(path.relative_to(REPO).with_suffix("").parts)
-        for path in (REPO / "backend").rglob("*.py")
-        if path.name == "routes.py" or "APIRouter(" in path.read_text(encoding="utf-8")
-    }
-    routers.discard("backend.main")  # the app mounts every router: it is the one module that imports them
+    routers = _routers()
     assert "backend.experiments.routes" in routers
     assert sorted(contract["modules"]) == sorted(routers)
+
+
+def test_every_route_module_is_a_source_of_the_repositories_contract() -> None:
+    """A module with a router that is not ``backend.<domain>.routes`` (the runs' event stream) is named in
+    "route modules never import a repository"; the others match its ``backend.*.routes``."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    (contract,) = [
+        c for c in config["tool"]["importlinter"]["contracts"] if c["name"].startswith("route modules never")
+    ]
+    patterns = [
+        re.compile("^" + re.escape(s).replace(r"\*", r"[^.]+") + "$") for s in contract["source_modules"]
+    ]
+    routers = _routers()
+    assert "backend.runs.events" in routers
+    assert [r for r in sorted(routers) if not any(p.match(r) for p in patterns)] == []
+
+
+def _layers(root: Path) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "lint" / "backend_layers.py"), "--root", str(root), "--check"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_backend_is_drawn_as_layers_without_a_cycle(copies: tuple[Path, Path]) -> None:
+    """lint/backend_layers.py: backend's packages and root modules in layers, no cycle and at most
+    MAX_UPWARD imports back up (none today); with the imports appended above, it fails and names them."""
+    code, report = _layers(copies[0])
+    assert code == 0, report
+    assert "cycles: 0" in report, report
+    upward = int(re.search(r"upward imports: (\d+)", report).group(1))  # type: ignore[union-attr]
+    assert upward <= 1, report
+    code, report = _layers(copies[1])
+    assert code == 1, report
+    assert re.search(r"cycles: [1-9]", report), report
+    assert "groups <-> " in report or " <-> groups" in report, report
+    assert "backend.groups.stats:" in report and "imports backend.runs.service" in report, report
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """runs.group_key: a run's seed group (issue 25, GET /runs?group_by=default)
 
 ``group_key`` is the sha256 hex of the run's spec as canonical JSON (keys sorted, no spaces, lists in order)
-without any key named ``seed``, at any depth (backend/runs/group_key.py computes it for new runs). Existing
+without any key named ``seed``, at any depth (backend/groups/key.py computes it for new runs). Existing
 runs are backfilled here in Python, in batches by id (both dialects: no JSON function of either database is
 needed), and an index (project_id, group_key) serves the grouped query of a project.
 
@@ -28,7 +28,7 @@ depends_on: str | Sequence[str] | None = None
 BATCH = 1000
 
 
-# A frozen copy of backend/runs/group_key.py (a migration must not change when the app does;
+# A frozen copy of backend/groups/key.py (a migration must not change when the app does;
 # tests/backend/test_run_groups.py checks that both give the same keys).
 def _without_seed(value: Any) -> Any:
     if isinstance(value, dict):

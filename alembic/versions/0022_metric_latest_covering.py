@@ -1,6 +1,6 @@
 """metric_latest (run_id, key) INCLUDE (value, vmin, vmax): index-only lookups of a run's metric values
 
-Seed groups (``GET /runs?group_by=...&metrics=...``, backend/runs/groups.py) outer-join metric_latest
+Seed groups (``GET /runs?group_by=...&metrics=...``, backend/groups/service.py) outer-join metric_latest
 once per metric key and run: 100,000 lookups for 50,000 runs and two keys. Through the primary key each
 lookup also read the row from the table; this index holds the three values a metric column reads, so
 the lookup is an index-only scan (no heap fetch once autovacuum has marked the pages all-visible):

@@ -2,7 +2,7 @@
 
 Issue 25, item 2's last missed figure: ``GET /runs?project=..&group_by=default&metrics=...`` with no other
 filter aggregated every run of the project and its metric_latest rows per request (1,000,000 runs: ~1.75 s
-in the API). backend/runs/summary.py keeps, per project, the sums of the runs that had ended by a cut-off
+in the API). backend/groups/summary.py keeps, per project, the sums of the runs that had ended by a cut-off
 time ``until`` (``group_summary_groups``: n and the first id per group key; ``group_summary_metrics``:
 per group key, kind and metric key, count, sum, sum of squares, min and max of value, vmin and vmax), and
 answers such a request from them plus the grouped query over the runs not covered (``ix_runs_project_open``

@@ -1,5 +1,5 @@
 """A run's artifacts (checkpoints, outputs, the final model): list, download, and for workers upload and
-delete. The store behind them is ``REASONLAB_ARTIFACT_URL`` (backend/artifacts/repository.py)."""
+delete. The store behind them is ``REASONLAB_ARTIFACT_URL`` (backend/store.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from backend.artifacts import service
-from backend.artifacts.repository import CHUNK, Escapes, Occupied
+from backend.artifacts.dependencies import StoreDep
 from backend.artifacts.schemas import ArtifactList, ArtifactPublic
+from backend.auth.dependencies import PrincipalDep
 from backend.auth.principal import Principal
-from backend.http.deps import Id, PrincipalDep, SessionDep
-from backend.http.errors import Conflict, NotFound
-from backend.http.transfers import BINARY, UPLOAD_BODY, StoreDep, release_session
+from backend.errors import NotFound
+from backend.http.deps import Id, SessionDep
+from backend.http.transfers import BINARY, UPLOAD_BODY, copy_body, release_session
 from backend.runs import service as runs
 
 router = APIRouter(prefix="/runs", tags=["artifacts"])
@@ -88,10 +89,6 @@ def _writable(session: Session, principal: Principal, run_id: int, attempt: int)
     release_session(session)
 
 
-def _occupied(run_id: int, path: str) -> Conflict:
-    return Conflict(f"run {run_id} has a folder at {path!r}, or a file where one of its folders would be")
-
-
 @router.put(
     "/{run_id}/artifacts/{path:path}",
     response_model=ArtifactPublic,
@@ -111,28 +108,14 @@ async def upload_artifact(
     and made visible at once when complete (replacing a file of the same path)."""
     clean = service.clean_path(path)
     await run_in_threadpool(_writable, session, principal, run_id, attempt)
-    try:
+    with service.store_errors(run_id, clean):
         staged = await run_in_threadpool(store.stage, run_id, clean)
-    except Escapes:
-        raise service.escapes(clean) from None
-    except Occupied:
-        raise _occupied(run_id, clean) from None
-    try:
-        pending = bytearray()
-        async for chunk in request.stream():
-            pending += chunk
-            if len(pending) >= CHUNK:
-                await run_in_threadpool(staged.write, bytes(pending))
-                pending.clear()
-        if pending:
-            await run_in_threadpool(staged.write, bytes(pending))
-        await run_in_threadpool(staged.commit)
-    except Escapes:
-        raise service.escapes(clean) from None
-    except Occupied:
-        raise _occupied(run_id, clean) from None
-    finally:
-        await run_in_threadpool(staged.discard)
+    with service.store_errors(run_id, clean):
+        try:
+            await copy_body(request, staged.write)
+            await run_in_threadpool(staged.commit)
+        finally:
+            await run_in_threadpool(staged.discard)
     stored = await run_in_threadpool(service.stat, store, run_id, clean)
     if stored is None:  # deleted again in between
         raise NotFound(f"run {run_id} has no artifact {clean!r}")
@@ -150,10 +133,5 @@ def delete_artifact(
     """The worker removes a file of its running run (an old checkpoint past the newest few)."""
     clean = service.clean_path(path)
     _writable(session, principal, run_id, attempt)
-    try:
-        found = store.delete(run_id, clean)
-    except Escapes:
-        raise service.escapes(clean) from None
-    if not found:
-        raise NotFound(f"run {run_id} has no artifact {clean!r}")
+    service.delete(store, run_id, clean)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -5,16 +5,18 @@ outside the run's folder is refused with a 422 naming the path parameter, before
 ``..`` and ``.`` segments, an absolute path (``/etc/passwd``, ``C:/...``, ``\\\\server``), a backslash, an
 empty segment (``a//b``), a ``%`` (a still-encoded ``%2e%2e`` after the server decoded the URL once),
 control characters. A symbolic link inside a local store that leads out of the run's folder is refused
-too (backend/artifacts/repository.py, ``Escapes``).
+too (backend/store.py, ``Escapes``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from backend.artifacts.repository import ArtifactStore, Escapes, StoredFile
 from backend.artifacts.schemas import ArtifactKind, ArtifactList, ArtifactPublic
-from backend.http.errors import Invalid
+from backend.errors import Conflict, Invalid, NotFound
+from backend.store import ArtifactStore, Escapes, Occupied, StoredFile
 
 FOLDERS: dict[str, ArtifactKind] = {"checkpoints": "checkpoint", "outputs": "output", "model": "model"}
 MAX_PATH = 1024  # characters
@@ -79,3 +81,25 @@ def stat(store: ArtifactStore, run_id: int, path: str) -> StoredFile | None:
 
 def escapes(path: str) -> Invalid:
     return _refuse(path, "a symbolic link out of the run's artifacts")
+
+
+@contextmanager
+def store_errors(run_id: int, path: str) -> Iterator[None]:
+    """The store's refusals of a write at a clean ``path`` as API errors: a link out of the run's folder
+    (422), a folder in the way or a file where a folder would be (409)."""
+    try:
+        yield
+    except Escapes:
+        raise escapes(path) from None
+    except Occupied:
+        raise Conflict(
+            f"run {run_id} has a folder at {path!r}, or a file where one of its folders would be"
+        ) from None
+
+
+def delete(store: ArtifactStore, run_id: int, path: str) -> None:
+    """Remove the file at a clean ``path``; NotFound when there is none."""
+    with store_errors(run_id, path):
+        found = store.delete(run_id, path)
+    if not found:
+        raise NotFound(f"run {run_id} has no artifact {path!r}")

@@ -1,5 +1,5 @@
 """Who is calling, as the routes and services see it (resolved from the request's credential by
-``backend.http.deps.get_principal``)."""
+``backend.auth.dependencies.get_principal``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""All queries on users and API tokens."""
+"""All queries on users, their API tokens and their memberships."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.models import ApiToken, User
+from backend.models import ApiToken, Membership, Project, User
 
 
 def token_by_hash(session: Session, token_hash: str) -> ApiToken | None:
@@ -23,3 +23,13 @@ def tokens_of(session: Session, user_id: int) -> list[ApiToken]:
 
 def count_users(session: Session) -> int:
     return len(session.scalars(select(User.id)).all())
+
+
+def memberships_of(session: Session, user_id: int) -> list[tuple[Project, str]]:
+    stmt = (
+        select(Project, Membership.role)
+        .join(Membership, Membership.project_id == Project.id)
+        .where(Membership.user_id == user_id)
+        .order_by(Project.id)
+    )
+    return [(p, r) for p, r in session.execute(stmt).all()]

@@ -5,7 +5,8 @@ import math
 from fastapi import APIRouter, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from backend.auth import repository, service
+from backend.auth import service
+from backend.auth.dependencies import CurrentUser
 from backend.auth.schemas import (
     ApiTokenCreate,
     ApiTokenCreated,
@@ -17,9 +18,8 @@ from backend.auth.schemas import (
 )
 from backend.auth.security import make_jwt
 from backend.auth.throttle import LoginThrottle
-from backend.http.deps import CurrentUser, Id, SessionDep, SettingsDep
-from backend.http.errors import ErrorBody, TooManyRequests, Unauthorized
-from backend.projects import repository as projects_repo
+from backend.errors import ErrorBody, TooManyRequests, Unauthorized
+from backend.http.deps import Id, SessionDep, SettingsDep
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -63,7 +63,7 @@ def _refuse_if_throttled(throttle: LoginThrottle, username: str, address: str) -
 def me(user: CurrentUser, session: SessionDep) -> UserPublic:
     memberships = [
         MembershipPublic(project_id=p.id, project=p.name, role=role)
-        for p, role in projects_repo.memberships_of(session, user.id)
+        for p, role in service.memberships(session, user)
     ]
     return UserPublic(id=user.id, username=user.username, is_admin=user.is_admin, memberships=memberships)
 
@@ -92,7 +92,7 @@ def list_tokens(user: CurrentUser, session: SessionDep) -> list[ApiTokenPublic]:
         ApiTokenPublic(
             id=t.id, name=t.name, prefix=t.prefix, created_at=t.created_at, last_used_at=t.last_used_at
         )
-        for t in repository.tokens_of(session, user.id)
+        for t in service.tokens(session, user)
     ]
 
 

@@ -66,8 +66,9 @@ def read_jwt(token: str, secret: str, typ: str = ACCESS) -> dict[str, Any] | Non
 
 def make_run_token(run_id: int, attempt: int, secret: str, ttl_seconds: int) -> tuple[str, datetime]:
     """The token a claimed attempt's process works with: it names one run and one attempt, and the API
-    accepts it only while that attempt is the run's running one (``backend.http.deps``), so it expires with the
-    attempt whatever ``exp`` says; ``exp`` bounds a token that leaked from a run that never ended."""
+    accepts it only while that attempt is the run's running one (``backend.auth.dependencies``), so it
+    expires with the attempt whatever ``exp`` says; ``exp`` bounds a token that leaked from a run that never
+    ended."""
     expires = datetime.now(UTC) + timedelta(seconds=ttl_seconds)
     payload = {"run": run_id, "attempt": attempt, "exp": expires, "typ": RUN}
     return RUN_TOKEN_PREFIX + jwt.encode(payload, secret, algorithm="HS256"), expires

@@ -7,9 +7,8 @@ from sqlalchemy.orm import Session
 from backend.auth import policy, repository
 from backend.auth.security import dummy_hash, hash_api_token, hash_password, new_api_token, verify_password
 from backend.db import utcnow
-from backend.http.errors import Conflict, Invalid, NotFound, Unauthorized
-from backend.models import ApiToken, Membership, User
-from backend.projects import service as projects
+from backend.errors import Conflict, Invalid, NotFound, Unauthorized
+from backend.models import ApiToken, Project, User
 
 
 def create_user(
@@ -18,9 +17,9 @@ def create_user(
     password: str,
     *,
     is_admin: bool = False,
-    project: str | None = "default",
-    role: str = "member",
 ) -> User:
+    """A new user under the username and password policy; a project membership is the projects domain's
+    (``backend.projects.service.create_member``)."""
     problems = [
         (field, problem)
         for field, problem in (
@@ -39,10 +38,6 @@ def create_user(
     user = User(username=username, password_hash=hash_password(password), is_admin=is_admin)
     session.add(user)
     session.flush()
-    if project is not None:
-        proj = projects.get_or_create_project(session, project)
-        session.add(Membership(project_id=proj.id, user_id=user.id, role="admin" if is_admin else role))
-        session.flush()
     return user
 
 
@@ -71,3 +66,13 @@ def revoke_token(session: Session, user: User, token_id: int) -> None:
     if token is None or token.user_id != user.id or token.revoked_at is not None:
         raise NotFound(f"token {token_id} not found")
     token.revoked_at = utcnow()
+
+
+def tokens(session: Session, user: User) -> list[ApiToken]:
+    """The user's API tokens that are not revoked, the oldest first."""
+    return repository.tokens_of(session, user.id)
+
+
+def memberships(session: Session, user: User) -> list[tuple[Project, str]]:
+    """The user's projects and role in each, by project id."""
+    return repository.memberships_of(session, user.id)

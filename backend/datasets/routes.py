@@ -8,12 +8,13 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
-from backend.artifacts.repository import CHUNK
+from backend.artifacts.dependencies import StoreDep
+from backend.auth.dependencies import PrincipalDep
 from backend.datasets import service
 from backend.datasets.schemas import DatasetName, DatasetPublic
-from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
-from backend.http.errors import Conflict, Forbidden
-from backend.http.transfers import BINARY, UPLOAD_BODY, StoreDep, release_session
+from backend.errors import Conflict, Forbidden
+from backend.http.deps import Id, SessionDep, SettingsDep
+from backend.http.transfers import BINARY, UPLOAD_BODY, copy_body, release_session
 from backend.models import ProjectDataset
 from backend.runs import service as runs
 
@@ -64,14 +65,7 @@ async def upload_dataset(
         raise service.too_large(limit)
     upload = await run_in_threadpool(service.Upload, store, project_id, limit)
     try:
-        pending = bytearray()
-        async for chunk in request.stream():
-            pending += chunk
-            if len(pending) >= CHUNK:
-                await run_in_threadpool(upload.write, bytes(pending))
-                pending.clear()
-        if pending:
-            await run_in_threadpool(upload.write, bytes(pending))
+        await copy_body(request, upload.write)
         sha256 = await run_in_threadpool(upload.commit, name)
     finally:
         await run_in_threadpool(upload.discard)

@@ -19,12 +19,12 @@ from typing import IO, TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from backend.artifacts.repository import CHUNK, ArtifactStore
 from backend.datasets import repository
 from backend.db import utcnow
-from backend.http.errors import Forbidden, Invalid, NotFound, TooLarge
+from backend.errors import Forbidden, Invalid, NotFound, TooLarge
 from backend.models import ProjectDataset, Run, User
 from backend.projects import service as projects
+from backend.store import CHUNK, ArtifactStore
 from worker.specs import confine, manifest
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from backend import query
+from backend.auth.dependencies import PrincipalDep
 from backend.examples import service
 from backend.examples.schemas import (
     TABLE_PATTERN,
@@ -17,7 +18,7 @@ from backend.examples.schemas import (
     ExamplesIn,
     ExampleTable,
 )
-from backend.http.deps import Id, PrincipalDep, SessionDep
+from backend.http.deps import Id, SessionDep
 
 router = APIRouter(prefix="/runs", tags=["examples"])
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from backend.auth.principal import Principal
 from backend.db import utcnow
+from backend.errors import Conflict, Invalid, TooLarge
 from backend.examples import repository
 from backend.examples.schemas import (
     ExampleDiff,
@@ -25,7 +26,6 @@ from backend.examples.schemas import (
     ExampleTable,
 )
 from backend.http import cursor
-from backend.http.errors import Conflict, Invalid, TooLarge
 from backend.runs import repository as runs_repo
 from backend.runs import service as runs
 

@@ -9,7 +9,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from backend.db import driver_rows
-from backend.models import Experiment, ExperimentTag, Review, Run, RunTag, Star
+from backend.models import Experiment, ExperimentTag, Review, Run, Star
 
 
 def status_counts(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -36,15 +36,6 @@ def tags_of(session: Session, experiment_ids: list[int]) -> dict[int, list[str]]
         )
         for t in session.scalars(stmt):
             out[t.experiment_id].append(t.tag)
-    return out
-
-
-def run_tags_of(session: Session, run_ids: list[int]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = defaultdict(list)
-    for i in range(0, len(run_ids), 500):
-        stmt = select(RunTag).where(RunTag.run_id.in_(run_ids[i : i + 500])).order_by(RunTag.tag)
-        for t in session.scalars(stmt):
-            out[t.run_id].append(t.tag)
     return out
 
 

@@ -1,87 +1,25 @@
 from __future__ import annotations
 
-import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import StreamingResponse
 
-from backend import query
-from backend.auth.principal import Principal
-from backend.db import utcnow
-from backend.experiments import export, repository, service, table
+from backend.auth.dependencies import PrincipalDep
+from backend.experiments import export, listing, present, service, table
 from backend.experiments.schemas import (
     ExperimentCreate,
     ExperimentDetail,
     ExperimentPage,
-    ExperimentPublic,
     Preview,
     RunsTable,
 )
 from backend.exports import tables
 from backend.exports.schemas import MEDIA_TYPES, ExportFormat
-from backend.http import cursor
-from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep, WakeDispatcher
-from backend.metrics import service as metrics
-from backend.models import Experiment
-from backend.projects import repository as projects_repo
-from backend.projects import service as projects
-from backend.query import autoindex
-from backend.runs import attempts
-from backend.runs.schemas import RunPublic
+from backend.http.deps import Id, SessionDep, SettingsDep, WakeDispatcher
 from common.runs import RunStatus
 
 router = APIRouter(tags=["experiments"])
-
-
-def present(
-    session: SessionDep, principal: Principal, experiments: list[Experiment]
-) -> list[ExperimentPublic]:
-    ids = [e.id for e in experiments]
-    counts = repository.status_counts(session, ids)
-    tags = repository.tags_of(session, ids)
-    reviews = repository.review_states(session, ids)
-    stars = repository.starred(session, principal.user_id, ids)
-    return [
-        ExperimentPublic(
-            id=e.id,
-            project_id=e.project_id,
-            project=e.project.name,
-            name=e.name,
-            description=e.description,
-            kind=e.kind,
-            spec=e.spec,
-            sweep=e.sweep,
-            author=e.author.username if e.author else None,
-            created_at=e.created_at,
-            run_count=sum(counts[e.id].values()),
-            status_counts=counts[e.id],
-            tags=tags[e.id],
-            review_state=reviews.get(e.id),
-            starred=e.id in stars,
-        )
-        for e in experiments
-    ]
-
-
-def detail(
-    session: SessionDep,
-    principal: Principal,
-    settings: SettingsDep,
-    experiment: Experiment,
-    with_runs: bool = True,
-) -> ExperimentDetail:
-    if not with_runs:
-        return ExperimentDetail(**present(session, principal, [experiment])[0].model_dump(), runs=[])
-    runs = repository.runs_of(session, experiment.id)
-    run_tags = repository.run_tags_of(session, [r.id for r in runs])
-    summaries = metrics.summaries(session, runs)
-    timings = attempts.timings(session, runs, utcnow(), settings.heartbeat_timeout)
-    base = present(session, principal, [experiment])[0]
-    return ExperimentDetail(
-        **base.model_dump(),
-        runs=[RunPublic.of(r, run_tags[r.id], summaries[r.id], timings[r.id]) for r in runs],
-    )
 
 
 @router.post(
@@ -100,7 +38,7 @@ def create_experiment(
     experiment = service.create(session, principal, body, settings)
     session.commit()  # the outbox: runs are committed queued before anything is sent
     wake()
-    return detail(session, principal, settings, experiment)
+    return present.detail(session, principal, settings.heartbeat_timeout, experiment)
 
 
 @router.post("/experiments/preview", response_model=Preview, operation_id="experiments-preview")
@@ -138,39 +76,18 @@ def list_experiments(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor_: Annotated[str | None, Query(alias="cursor")] = None,
 ) -> ExperimentPage:
-    project_ids: list[int] | None
-    if project is not None:
-        p = projects.resolve_project(session, principal, project)
-        project_ids = [p.id]
-    elif principal.is_admin:
-        project_ids = None
-    else:
-        assert principal.user is not None
-        project_ids = projects_repo.visible_project_ids(session, principal.user.id)
-    dialect = session.get_bind().dialect.name
-    try:
-        condition = query.where(query.EXPERIMENTS, q, dialect) if q is not None and q.strip() else None
-    except query.QueryError as exc:
-        raise query.invalid(exc, "q") from None
-    desc = order == "desc"
-    started = time.perf_counter()
-    if sort in ("created", "created_at", "id"):  # ids grow with creation: a keyset page
-        after = cursor.decode_int(cursor_, "id")
-        items = repository.page(session, project_ids, kind, limit + 1, after, condition, desc)
-        next_cursor = cursor.encode({"id": items[limit - 1].id}) if len(items) > limit else None
-    else:
-        try:
-            ordering = query.order(query.EXPERIMENTS, sort, desc, dialect)
-        except query.QueryError as exc:
-            raise query.invalid(exc, "sort") from None
-        offset = cursor.decode_int(cursor_, "offset") or 0
-        items = repository.page_ordered(session, project_ids, kind, condition, ordering, offset, limit + 1)
-        next_cursor = cursor.encode({"offset": offset + limit}) if len(items) > limit else None
-    # a slow params sort or filter on a large table: its index, built in the background (Postgres)
-    autoindex.indexer.observe(
-        settings, dialect, query.EXPERIMENTS, sort, desc, q, time.perf_counter() - started
+    return listing.page(
+        session,
+        principal,
+        settings,
+        project=project,
+        kind=kind,
+        q=q,
+        sort=sort,
+        desc=order == "desc",
+        limit=limit,
+        cursor_=cursor_,
     )
-    return ExperimentPage(items=present(session, principal, items[:limit]), next_cursor=next_cursor)
 
 
 @router.get("/experiments/{experiment_id}", response_model=ExperimentDetail, operation_id="experiments-get")
@@ -187,9 +104,8 @@ def get_experiment(
         ),
     ] = True,
 ) -> ExperimentDetail:
-    return detail(
-        session, principal, settings, service.get_visible(session, principal, experiment_id), with_runs
-    )
+    experiment = service.get_visible(session, principal, experiment_id)
+    return present.detail(session, principal, settings.heartbeat_timeout, experiment, with_runs)
 
 
 @router.get(

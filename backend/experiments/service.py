@@ -14,14 +14,14 @@ from sqlalchemy.orm import Session
 from backend.activity import feed
 from backend.auth.principal import Principal
 from backend.datasets import repository as datasets_repo
+from backend.errors import Invalid, NotFound, pydantic_errors
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate, PreviewRun
 from backend.experiments.sources import source_run_errors
-from backend.http.errors import Invalid, NotFound, pydantic_errors
+from backend.groups.key import group_key
 from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
-from backend.runs.group_key import group_key
 from backend.secrets import repository as secrets_repo
 from backend.settings import Settings
 from worker.specs import manifest

@@ -12,16 +12,7 @@ from sqlalchemy.orm import Session
 from backend.auth.principal import Principal
 from backend.models import Run
 from backend.projects import service as projects
-
-
-def field_value(spec: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted path of a validated spec's dump, or None where the path is absent."""
-    value: Any = spec
-    for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
+from backend.specs import field_value
 
 
 def source_run_errors(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from backend.auth.dependencies import CurrentUser
 from backend.exports import tables
 from backend.exports.schemas import MEDIA_TYPES, ExportFormat, TableIn
-from backend.http.deps import CurrentUser
 
 router = APIRouter(tags=["exports"])
 

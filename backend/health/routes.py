@@ -4,7 +4,8 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
-from backend.http.deps import CurrentUser, SessionDep, SettingsDep
+from backend.auth.dependencies import CurrentUser
+from backend.http.deps import SessionDep, SettingsDep
 
 router = APIRouter(tags=["health"])
 VERSION = "0.1.0"

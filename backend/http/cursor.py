@@ -6,7 +6,7 @@ import base64
 import json
 from typing import Any
 
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 
 
 def encode(data: dict[str, Any]) -> str:

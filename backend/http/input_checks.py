@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import Request
 
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 
 _ESCAPES = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 MAX_ERRORS = 50

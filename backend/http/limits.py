@@ -8,8 +8,9 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    as the application reads it, and reading stops with a 413 as soon as the count passes the limit.
 2. Credential: a request to ``/api/v1`` that carries a body (a ``Content-Length`` above 0, or chunked),
    except ``POST /api/v1/auth/login``, is a 401 unless its bearer credential resolves
-   (``backend.http.deps.resolve_credential``: the worker token, an API token, a login JWT). That check only
-   keeps anonymous bodies out; the route's own dependency still decides what the caller may do.
+   (``authenticate``, which the app factory hands in: authorization's ``resolve_credential``, the worker
+   token, an API token, a login JWT; the edge imports no domain). That check only keeps anonymous bodies
+   out; the route's own dependency still decides what the caller may do.
 
 3. Time (issue 21): a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
    second per ``request_body_min_rate`` bytes received (64 KiB a second: what a 64 MiB metric batch or a
@@ -32,17 +33,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backend.http.errors import Unauthorized
+from backend.errors import Unauthorized
 from backend.settings import Settings
 
 KiB = 1024
@@ -185,12 +186,15 @@ class _Budget:
 
 class RequestLimits:
     """The pure ASGI middleware: body size by route class, a credential before any body is read, and a
-    deadline for the body, read ahead of the admission slots."""
+    deadline for the body, read ahead of the admission slots.
 
-    def __init__(self, app: ASGIApp, *, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+    ``authenticate(credential)`` returns when the bearer credential resolves and raises ``Unauthorized``
+    when it does not (a ``DBAPIError`` when the database cannot say); it runs in a worker thread."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings, authenticate: Callable[[str], object]) -> None:
         self.app = app
         self.settings = settings
-        self.session_factory = session_factory
+        self.authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -232,21 +236,12 @@ class RequestLimits:
             detail = "missing credentials: send 'Authorization: Bearer <token>'"
             return _error(401, "unauthorized", detail, close=True, www_authenticate=True)
         try:
-            await run_in_threadpool(self._resolve, credential)
+            await run_in_threadpool(self.authenticate, credential)
         except Unauthorized as exc:
             return _error(401, "unauthorized", exc.detail, close=True, www_authenticate=True)
         except DBAPIError:
             return _error(503, "unavailable", "the database is unavailable; try again", close=True)
         return None
-
-    def _resolve(self, credential: str) -> None:
-        from backend.http.deps import resolve_credential  # deps imports the settings and models: load it late
-
-        session = self.session_factory()
-        try:
-            resolve_credential(session, self.settings, credential)
-        finally:
-            session.close()
 
     async def _call_read_ahead(
         self, scope: Scope, receive: Receive, send: Send, limit: int, budget: _Budget

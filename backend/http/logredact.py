@@ -1,15 +1,15 @@
 """No credential in a logged URL: uvicorn's access log prints the request target, query string included,
 and a run read ticket (or a token a client put there by mistake) would sit in the log file.
 
-The auth path (backend/http/deps.py) reads ``ticket`` from the *decoded* query (Starlette's query_params), so
-``?%74icket=``, ``?tick%65t=`` and ``?%74%69%63%6B%65%74=`` all open a stream, while the log line holds
-the raw, encoded target (issue 21: a redaction of the literal ``ticket=`` missed them). So the redaction
-decodes each parameter's name (percent-encoding in either case, ``+``, and again while decoding changes
-it: a double encoding too) and compares it case-insensitively, by substring, with the secret words:
-it covers every spelling the auth path accepts (the exact name ``ticket``, case-sensitive, however
-encoded) and more (``TICKET``, ``x-ticket``, ``api_key``, ``access_token``, ``password``...). Besides,
-anything shaped like a JWT (a run read ticket, a login token) or an API token (``rl_...``) is redacted
-wherever it stands in a logged line, a path included.
+The auth path (backend/auth/dependencies.py) reads ``ticket`` from the *decoded* query (Starlette's
+query_params), so ``?%74icket=``, ``?tick%65t=`` and ``?%74%69%63%6B%65%74=`` all open a stream, while
+the log line holds the raw, encoded target (issue 21: a redaction of the literal ``ticket=`` missed
+them). So the redaction decodes each parameter's name (percent-encoding in either case, ``+``, and again
+while decoding changes it: a double encoding too) and compares it case-insensitively, by substring, with
+the secret words: it covers every spelling the auth path accepts (the exact name ``ticket``,
+case-sensitive, however encoded) and more (``TICKET``, ``x-ticket``, ``api_key``, ``access_token``,
+``password``...). Besides, anything shaped like a JWT (a run read ticket, a login token) or an API token
+(``rl_...``) is redacted wherever it stands in a logged line, a path included.
 """
 
 from __future__ import annotations

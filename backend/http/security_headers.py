@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backend.http.errors import NotFound
+from backend.errors import NotFound
 
 DASHBOARD_CSP = "; ".join(
     (

@@ -1,22 +1,16 @@
-"""What the routes that move files share (a run's artifacts, a project's datasets): the artifact store as a
-dependency, the OpenAPI shape of a binary body, and ending the request's transaction before a transfer."""
+"""What the routes that move files share (a run's artifacts, a project's datasets): the OpenAPI shape of a
+binary body, ending the request's transaction before a transfer, and copying a streamed body out in
+batches. The artifact store they write to is a dependency of the artifacts domain's
+(backend/artifacts/dependencies.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Any
 
-from fastapi import Depends
+from fastapi import Request
 from sqlalchemy.orm import Session
-
-from backend.artifacts.repository import ArtifactStore, store_for
-from backend.http.deps import SettingsDep
-
-
-def get_store(settings: SettingsDep) -> ArtifactStore:
-    return store_for(settings.artifact_url)
-
-
-StoreDep = Annotated[ArtifactStore, Depends(get_store)]
+from starlette.concurrency import run_in_threadpool
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 
@@ -29,3 +23,21 @@ def release_session(session: Session) -> None:
     """End the request's transaction before a long transfer: no database connection held meanwhile."""
     session.commit()
     session.close()
+
+
+# bytes handed to a store's write at once: a body arrives in pieces of a few KiB, a write per piece would be
+# a system call (or an object-store part) each
+WRITE_BATCH = 1024 * 1024
+
+
+async def copy_body(request: Request, write: Callable[[bytes], object]) -> None:
+    """The request's body, as it streams in, to ``write`` (run in a worker thread) in batches of at least
+    ``WRITE_BATCH`` bytes, the last one shorter."""
+    pending = bytearray()
+    async for chunk in request.stream():
+        pending += chunk
+        if len(pending) >= WRITE_BATCH:
+            await run_in_threadpool(write, bytes(pending))
+            pending.clear()
+    if pending:
+        await run_in_threadpool(write, bytes(pending))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from backend.http.deps import PrincipalDep
+from backend.auth.dependencies import PrincipalDep
 from backend.kinds import service
 from backend.kinds.schemas import KindPublic
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 from backend.kinds.schemas import KindExample, KindPublic
 from worker.specs import SpecBase, UnknownKind, manifests
 from worker.specs import result_class as _result_class

@@ -1,5 +1,6 @@
 """Metric reads: a run's keys, a series' head and count, the downsampling query, and each series'
-latest point (a run's summary, an experiment's runs table).
+latest point of an experiment's runs (its runs table; a run's own summary, what ``RunPublic`` shows, is
+the runs repository's: backend/runs/repository.py).
 
 Downsampling gives equal step-range buckets with min, max, count and the value at the bucket's last
 step, so a spike survives in ``max`` whatever the zoom. A narrow window (fewer than ``ROLLUP_WIDTHS[0]``
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 from backend.db import driver_rows
 from backend.metrics.rollups import ROLLUP_WIDTHS
 from backend.models import Metric, MetricLatest, MetricRollup
+from backend.runs import repository as runs_repo
 
 # ``last`` is looked up per bucket through the primary key (a correlated subquery: one index probe per
 # bucket, on Postgres and SQLite alike). A plain join back to ``metric`` let the planner, which cannot
@@ -195,33 +197,9 @@ def _buckets_from_rollups(
     return out
 
 
-def latest(session: Session, run_id: int) -> dict[str, tuple[int, float | None]]:
-    """``{key: (step, value)}``: each of the run's series at its largest step."""
-    stmt = (
-        select(MetricLatest.key, MetricLatest.step, MetricLatest.value)
-        .where(MetricLatest.run_id == run_id)
-        .order_by(MetricLatest.key)
-    )
-    return {k: (int(s), v) for k, s, v in session.execute(stmt)}
-
-
 def latest_steps(session: Session, run_id: int) -> dict[str, int]:
-    return {k: s for k, (s, _) in latest(session, run_id).items()}
-
-
-def summaries(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, float | None]]:
-    """Each run's summary, ``{key: value at the key's largest step}`` (keys sorted), in one query."""
-    out: dict[int, dict[str, float | None]] = {rid: {} for rid in run_ids}
-    if not out:
-        return out
-    stmt = (
-        select(MetricLatest.run_id, MetricLatest.key, MetricLatest.value)
-        .where(MetricLatest.run_id.in_(list(out)))
-        .order_by(MetricLatest.run_id, MetricLatest.key)
-    )
-    for rid, key, value in session.execute(stmt):
-        out[rid][key] = value
-    return out
+    """Each of the run's series' largest step (``backend.runs.repository.latest_metrics``)."""
+    return {k: s for k, (s, _) in runs_repo.latest_metrics(session, run_id).items()}
 
 
 _EXPERIMENT_LATEST = (

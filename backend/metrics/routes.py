@@ -5,8 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic_core import to_json
 
-from backend.http.deps import MAX_ID, Id, PrincipalDep, SessionDep, SettingsDep
-from backend.http.errors import Invalid
+from backend.auth.dependencies import PrincipalDep
+from backend.errors import Invalid
+from backend.http.deps import MAX_ID, Id, SessionDep, SettingsDep
 from backend.metrics import reads, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
 from backend.runs import service as runs

@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.http.errors import TooLarge
+from backend.errors import TooLarge
+from backend.groups import summary
 from backend.metrics import points, reads
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror
 from backend.models import Run
-from backend.runs import summary
 
 
 def _finite(value: float | None) -> float | None:
@@ -55,14 +55,9 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     points.refresh_extremes(session, run.id, list(tops))  # min() and max() of the query language
     if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
         mirror.touch(session, run.id)
-        # and a seed-group summary covering it is no longer exact (after the writes: runs/summary.py)
+        # and a seed-group summary covering it is no longer exact (after the writes: groups/summary.py)
         summary.metric_written(session, run)
     return len(batch.points)
-
-
-def summaries(session: Session, runs: Sequence[Run]) -> dict[int, dict[str, float | None]]:
-    """``RunPublic.summary`` of each run: ``{key: value at the key's largest step}``."""
-    return reads.summaries(session, [r.id for r in runs])
 
 
 def _utc(value: datetime | str | None) -> datetime | None:

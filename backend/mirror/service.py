@@ -46,7 +46,6 @@ from typing import Any
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend.artifacts.repository import ArtifactStore, store_for
 from backend.db import session_scope, utcnow
 from backend.mirror import repository as repo
 from backend.mirror.mlflow import (
@@ -61,6 +60,7 @@ from backend.mirror.mlflow import (
     param_values,
 )
 from backend.settings import Settings
+from backend.store import ArtifactStore, store_for
 from common.runs import FINISHED_STATUSES as FINISHED
 
 log = logging.getLogger("reasonlab.mirror")

@@ -1,4 +1,4 @@
-"""All queries on projects and memberships."""
+"""All queries on projects and their members (a user's own memberships: backend/auth/repository.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,6 @@ def by_name(session: Session, name: str) -> Project | None:
 def role_of(session: Session, project_id: int, user_id: int) -> str | None:
     m = session.get(Membership, (project_id, user_id))
     return m.role if m is not None else None
-
-
-def memberships_of(session: Session, user_id: int) -> list[tuple[Project, str]]:
-    stmt = (
-        select(Project, Membership.role)
-        .join(Membership, Membership.project_id == Project.id)
-        .where(Membership.user_id == user_id)
-        .order_by(Project.id)
-    )
-    return [(p, r) for p, r in session.execute(stmt).all()]
 
 
 def all_projects(session: Session) -> list[Project]:

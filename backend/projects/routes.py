@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.http.deps import Id, PrincipalDep, SessionDep
-from backend.projects import repository, service
+from backend.auth.dependencies import PrincipalDep
+from backend.http.deps import Id, SessionDep
+from backend.projects import service
 from backend.projects.schemas import MemberPublic, MemberSet, ProjectCreate, ProjectPublic
 
 router = APIRouter(prefix="/projects", tags=["projects"])
@@ -29,10 +30,9 @@ def create_project(body: ProjectCreate, principal: PrincipalDep, session: Sessio
 
 @router.get("/{project_id}/members", response_model=list[MemberPublic], operation_id="projects-members")
 def list_members(project_id: Id, principal: PrincipalDep, session: SessionDep) -> list[MemberPublic]:
-    service.require_role(session, principal, project_id, "viewer", f"project {project_id}")
     return [
         MemberPublic(user_id=u.id, username=u.username, role=r)
-        for u, r in repository.members(session, project_id)
+        for u, r in service.members(session, principal, project_id)
     ]
 
 

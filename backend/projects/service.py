@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from backend.auth import repository as auth_repo
-from backend.http.errors import Conflict, Forbidden, Invalid, NotFound
+from backend.auth import service as auth_service
+from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import ROLES, Membership, Project, User
 from backend.projects import repository
 
@@ -29,6 +30,25 @@ def get_or_create_project(session: Session, name: str, description: str = "") ->
         session.add(project)
         session.flush()
     return project
+
+
+def create_member(
+    session: Session,
+    username: str,
+    password: str,
+    *,
+    is_admin: bool = False,
+    project: str | None = "default",
+    role: str = "member",
+) -> User:
+    """A new user (``backend.auth.service.create_user``: its policy applies) with ``role`` in ``project``
+    (created if missing; a site admin is its admin), or in no project when ``project`` is None."""
+    user = auth_service.create_user(session, username, password, is_admin=is_admin)
+    if project is not None:
+        proj = get_or_create_project(session, project)
+        session.add(Membership(project_id=proj.id, user_id=user.id, role="admin" if is_admin else role))
+        session.flush()
+    return user
 
 
 def create_project(session: Session, principal: Principal, name: str, description: str) -> Project:
@@ -80,13 +100,24 @@ def resolve_project(session: Session, principal: Principal, name: str | None) ->
     return project
 
 
+def listed_project_ids(session: Session, principal: Principal, project: str | None) -> list[int] | None:
+    """The projects a list of runs or experiments covers: ``project`` (a viewer of it at least), else every
+    project for a site admin (None: no filter), else the caller's own."""
+    if project is not None:
+        return [resolve_project(session, principal, project).id]
+    if principal.is_admin:
+        return None
+    assert principal.user is not None
+    return repository.visible_project_ids(session, principal.user.id)
+
+
 def visible_projects(session: Session, principal: Principal) -> list[tuple[Project, str]]:
     if principal.is_worker or principal.is_run:
         return []
     if principal.is_admin:
         return [(p, "admin") for p in repository.all_projects(session)]
     assert principal.user is not None
-    return repository.memberships_of(session, principal.user.id)
+    return auth_repo.memberships_of(session, principal.user.id)
 
 
 def set_member(session: Session, principal: Principal, project_id: int, username: str, role: str) -> User:
@@ -115,3 +146,9 @@ def set_member(session: Session, principal: Principal, project_id: int, username
         m.role = role
     session.flush()
     return user
+
+
+def members(session: Session, principal: Principal, project_id: int) -> list[tuple[User, str]]:
+    """The project's members and their roles, for anyone who may view the project."""
+    require_role(session, principal, project_id, "viewer", f"project {project_id}")
+    return repository.members(session, project_id)

@@ -50,7 +50,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import ColumnElement, Grouping
 
 from backend.db import utcnow
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 from backend.models import MetricLatest
 from backend.query.compiler import (
     EXAMPLES,

@@ -1,5 +1,5 @@
 """The query language's fields as GROUP BY columns and as per-run metric values (issue 25: seed groups,
-``GET /runs?group_by=&metrics=``; the grouped query itself is backend/runs/groups.py).
+``GET /runs?group_by=&metrics=``; the grouped query itself is backend/groups/service.py).
 
 A group field compiles to SQL columns over ``Run`` (``columns``, computed once per run), a ``decode`` that
 turns their values in a result row back into the field's value for the group's key, and ``order``: the

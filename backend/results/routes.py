@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
+from backend.auth.dependencies import PrincipalDep
 from backend.experiments.service import get_visible as get_experiment
-from backend.http.deps import Id, PrincipalDep, SessionDep
+from backend.http.deps import Id, SessionDep
 from backend.results import service
 from backend.results.schemas import ResultIn, ResultPublic
 

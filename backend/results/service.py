@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from backend.auth.principal import Principal
 from backend.db import utcnow
-from backend.http.errors import Invalid, pydantic_errors
+from backend.errors import Invalid, pydantic_errors
 from backend.kinds.service import result_class
 from backend.mirror import repository as mirror
 from backend.models import Result, Run

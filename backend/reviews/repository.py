@@ -1,6 +1,7 @@
 """All queries on comments, reviews, tags, stars and the activity feed.
 
-The tag lists an answer carries are read with the experiments repository's ``tags_of``/``run_tags_of``.
+The tag lists an answer carries are read with the experiments repository's ``tags_of`` and the runs
+repository's ``run_tags_of``.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
+from backend.auth.dependencies import CurrentUser, PrincipalDep
 from backend.experiments.service import get_visible as get_experiment
-from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep
+from backend.http.deps import Id, SessionDep
 from backend.projects import service as projects
 from backend.reviews import service
 from backend.reviews.schemas import ActivityPublic, CommentIn, CommentPublic, ReviewIn, ReviewPublic

@@ -13,6 +13,7 @@ from backend.experiments import repository as experiments_repo
 from backend.models import Activity, Comment, Experiment, ExperimentTag, Review, Run, RunTag, Star, User
 from backend.reviews import repository
 from backend.reviews.schemas import ActivityPublic, CommentIn, CommentPublic, ReviewIn, ReviewPublic
+from backend.runs import repository as runs_repo
 
 
 def comment_public(c: Comment) -> CommentPublic:
@@ -146,12 +147,12 @@ def tag_run(session: Session, run: Run, tag: str) -> list[str]:
     if repository.run_tag(session, run.id, tag) is None:
         session.add(RunTag(run_id=run.id, tag=tag))
         session.flush()
-    return experiments_repo.run_tags_of(session, [run.id])[run.id]
+    return runs_repo.run_tags_of(session, [run.id])[run.id]
 
 
 def untag_run(session: Session, run: Run, tag: str) -> list[str]:
     repository.remove_run_tag(session, run.id, tag)
-    return experiments_repo.run_tags_of(session, [run.id])[run.id]
+    return runs_repo.run_tags_of(session, [run.id])[run.id]
 
 
 def star(session: Session, experiment: Experiment, user: User) -> None:

@@ -15,23 +15,19 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from backend.models import Run
-    from backend.runs.schemas import Progress
 
 # an estimate beyond this is no estimate (and would overflow a datetime)
 MAX_ETA = timedelta(days=3650)
 
 
-def progress_values(run: Run, progress: Progress, now: datetime) -> dict[str, object]:
-    """The columns a progress report of the attempt that owns ``run`` sets (``run`` as read before it)."""
-    values: dict[str, object] = {
-        "progress_done": progress.done,
-        "progress_total": progress.total,
-        "progress_message": progress.message,
-    }
+def progress_values(run: Run, done: int, total: int, message: str, now: datetime) -> dict[str, object]:
+    """The columns a progress report (``done`` of ``total``, ``message``) of the attempt that owns ``run``
+    sets (``run`` as read before it)."""
+    values: dict[str, object] = {"progress_done": done, "progress_total": total, "progress_message": message}
     first = run.progress_base_at is None
-    if first or progress.total != run.progress_total or progress.done < run.progress_done:
-        values |= {"progress_base_at": now, "progress_base_done": progress.done, "progress_at": now}
-    elif progress.done != run.progress_done:
+    if first or total != run.progress_total or done < run.progress_done:
+        values |= {"progress_base_at": now, "progress_base_done": done, "progress_at": now}
+    elif done != run.progress_done:
         values["progress_at"] = now
     return values
 

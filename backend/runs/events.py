@@ -18,14 +18,13 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+from backend.auth.dependencies import CurrentUser, PrincipalDep
 from backend.auth.principal import Principal
 from backend.auth.security import RUN_READ, make_jwt
-from backend.db import utcnow
-from backend.http.deps import CurrentUser, Id, PrincipalDep, SessionDep, SettingsDep
-from backend.metrics import reads as metrics
+from backend.http.deps import Id, SessionDep, SettingsDep
 from backend.models import Run
-from backend.runs import attempts, service
-from backend.runs.schemas import RunEvent, RunPublic
+from backend.runs import present, service
+from backend.runs.schemas import RunEvent
 from common.runs import FINISHED_STATUSES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -40,12 +39,7 @@ def _snapshot(
         run = session.get(Run, run_id)
         if run is None:
             return None
-        timing = attempts.timings(session, [run], utcnow(), heartbeat_timeout)[run.id]
-        # each key's latest step and value are kept at ingest (metric_latest): no scan of the series
-        latest = metrics.latest(session, run_id)
-        summary = {k: v for k, (_, v) in latest.items()}
-        steps = {k: s for k, (s, _) in latest.items()}
-        return RunPublic.of(run, None, summary, timing).model_dump(mode="json"), steps
+        return present.streamed(session, run, heartbeat_timeout)
 
 
 def _event(name: str, data: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from backend.http.errors import Conflict, Invalid
+from backend.errors import Conflict, Invalid
 from backend.mirror import repository as mirror
 from backend.mirror.mlflow import flatten
 from backend.models import Run

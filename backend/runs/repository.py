@@ -1,8 +1,10 @@
-"""All queries on runs and their logs. Lifecycle transitions are conditional UPDATEs, so two callers
+"""All queries on runs, their logs, tags and latest metric values (what a run shows). Lifecycle transitions are conditional UPDATEs, so two callers
 racing on one run (a redelivered task, a late heartbeat against the reaper) cannot both win."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -135,6 +137,40 @@ def page_by_metric(
 def page_ordered(session: Session, stmt: Select[Any], order: list[Any], offset: int, limit: int) -> list[Run]:
     """An offset page of ``stmt`` in ``order`` (ORDER BY clauses that end with a unique key)."""
     return list(session.scalars(stmt.order_by(*order).offset(offset).limit(limit)))
+
+
+def run_tags_of(session: Session, run_ids: list[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    for i in range(0, len(run_ids), 500):
+        stmt = select(RunTag).where(RunTag.run_id.in_(run_ids[i : i + 500])).order_by(RunTag.tag)
+        for t in session.scalars(stmt):
+            out[t.run_id].append(t.tag)
+    return out
+
+
+def latest_metrics(session: Session, run_id: int) -> dict[str, tuple[int, float | None]]:
+    """``{key: (step, value)}``: each of the run's series at its largest step."""
+    stmt = (
+        select(MetricLatest.key, MetricLatest.step, MetricLatest.value)
+        .where(MetricLatest.run_id == run_id)
+        .order_by(MetricLatest.key)
+    )
+    return {k: (int(s), v) for k, s, v in session.execute(stmt)}
+
+
+def metric_summaries(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, float | None]]:
+    """Each run's summary, ``{key: value at the key's largest step}`` (keys sorted), in one query."""
+    out: dict[int, dict[str, float | None]] = {rid: {} for rid in run_ids}
+    if not out:
+        return out
+    stmt = (
+        select(MetricLatest.run_id, MetricLatest.key, MetricLatest.value)
+        .where(MetricLatest.run_id.in_(list(out)))
+        .order_by(MetricLatest.run_id, MetricLatest.key)
+    )
+    for rid, key, value in session.execute(stmt):
+        out[rid][key] = value
+    return out
 
 
 def logs_after(session: Session, run_id: int, after: int, limit: int) -> list[RunLog]:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, RootModel, field_validator
 
+from backend.groups.schemas import RunGroup
 from backend.kinds.typing import SpecPayload
 from backend.models import Run, RunAttempt
 from backend.runs import attempts, eta
@@ -71,8 +72,8 @@ class RunPublic(BaseModel):
     def of(
         cls, run: Run, tags: list[str] | None, summary: dict[str, float | None], timing: attempts.Timing
     ) -> RunPublic:
-        """``summary``: the run's latest metric values (``backend.metrics.service.summaries``); ``timing``:
-        whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""
+        """``summary``: the run's latest metric values (``backend.runs.repository.metric_summaries``);
+        ``timing``: whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""
         return cls(
             id=run.id,
             experiment_id=run.experiment_id,
@@ -112,34 +113,6 @@ class ClaimOut(RunPublic):
     """The claimed run and the token its attempt works with from then on (its own routes only)."""
 
     run_token: str = Field(description="a token for this run and attempt only; dies with the attempt")
-
-
-class MetricStats(BaseModel):
-    """One metric column over a group's members: ``n`` members with a finite value, their mean, sample
-    standard deviation (ddof 1), the 95% Student-t interval of the mean (mean +- t(0.975, n-1) * std /
-    sqrt(n)), min and max. std and the interval are null below two values (never a fake interval); all
-    but n are null without any value."""
-
-    n: int
-    mean: float | None
-    std: float | None
-    ci_low: float | None
-    ci_high: float | None
-    min: float | None
-    max: float | None
-
-
-class RunGroup(BaseModel):
-    """Runs that share the group fields' values (GET /runs?group_by=)."""
-
-    key: dict[str, Any] = Field(
-        description="the group fields' values by field; for group_by=default the spec without seed (one member's)"
-    )
-    n: int = Field(description="how many runs the group holds")
-    run_ids: list[int] = Field(description="the group's runs, ascending (the first 100)")
-    metrics: dict[str, MetricStats] = Field(
-        description="per metric column (the metrics parameter, as written)"
-    )
 
 
 class RunPage(BaseModel):

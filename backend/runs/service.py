@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from backend.activity import feed
 from backend.auth.principal import Principal
 from backend.db import utcnow
-from backend.http.errors import Conflict, Forbidden, NotFound
+from backend.errors import Conflict, Forbidden, NotFound
 from backend.mirror import repository as mirror
 from backend.models import Run, RunLog
 from backend.projects import service as projects
@@ -145,7 +145,8 @@ def heartbeat(session: Session, run: Run, body: HeartbeatIn) -> bool:
     now = utcnow()
     values: dict[str, object] = {"heartbeat_at": now}
     if body.progress is not None:
-        values |= eta.progress_values(run, body.progress, now)
+        progress = body.progress
+        values |= eta.progress_values(run, progress.done, progress.total, progress.message, now)
     if not repository.transition(session, run.id, repository.owned(body.attempt), values):
         session.refresh(run)
         raise Conflict(
@@ -386,3 +387,8 @@ def add_logs(session: Session, run: Run, lines: list[str], attempt: int | None =
     check_writer(run, attempt)
     now = utcnow()
     session.add_all(RunLog(run_id=run.id, time=now, line=line[:10_000]) for line in lines)
+
+
+def logs_after(session: Session, run: Run, after: int, limit: int) -> list[RunLog]:
+    """The run's log lines after sequence number ``after``, at most ``limit``, in order."""
+    return repository.logs_after(session, run.id, after, limit)

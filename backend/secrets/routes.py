@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.http.deps import Id, PrincipalDep, SessionDep, SettingsDep
-from backend.http.errors import Forbidden
+from backend.auth.dependencies import PrincipalDep
+from backend.errors import Forbidden
+from backend.http.deps import Id, SessionDep, SettingsDep
 from backend.models import ProjectSecret
 from backend.runs import service as runs
 from backend.secrets import service

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.http.errors import Forbidden, NotFound
+from backend.errors import Forbidden, NotFound
 from backend.models import ProjectSecret, Run, User
 from backend.projects import service as projects
 from backend.secrets import crypto, repository

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from backend.http.deps import Id, PrincipalDep, SessionDep
+from backend.auth.dependencies import PrincipalDep
+from backend.http.deps import Id, SessionDep
 from backend.views import service
 from backend.views.schemas import ViewCreate, ViewPatch, ViewPublic
 

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from backend.db import utcnow
-from backend.http.errors import Conflict, Forbidden, NotFound
+from backend.errors import Conflict, Forbidden, NotFound
 from backend.models import SavedView
 from backend.projects import service as projects
 from backend.views import repository

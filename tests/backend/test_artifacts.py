@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from backend.artifacts import service
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 from tests.backend.conftest import Api
 
 CHECKPOINT = b"\x80\x02checkpoint bytes" * 1000

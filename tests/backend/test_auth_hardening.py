@@ -16,7 +16,7 @@ from backend.auth import service as auth_service
 from backend.auth.security import dummy_hash
 from backend.auth.throttle import LoginThrottle
 from backend.db import get_engine, session_factory, session_scope
-from backend.http.errors import Invalid
+from backend.errors import Invalid
 from tests.backend.conftest import USER_PASSWORD, Api
 
 

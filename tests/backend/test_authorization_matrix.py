@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from backend.http.deps import WORKER_OPERATIONS
+from backend.auth.dependencies import WORKER_OPERATIONS
 from tests.backend.conftest import USER_PASSWORD, Api
 
 # who may call each operation, in the project that owns the resource:

@@ -49,7 +49,7 @@ def test_every_spelling_the_auth_path_accepts_is_redacted() -> None:
         line = f'127.0.0.1:1 - "GET /api/v1/runs/1/events?{query} HTTP/1.1" 200'
         assert secret not in redact(line), spelling
         assert "a=1&" in redact(line) and "&b=2" in redact(line)
-        if QueryParams(query).get("ticket") == secret:  # what backend/http/deps.py reads
+        if QueryParams(query).get("ticket") == secret:  # what backend/auth/dependencies.py reads
             accepted += 1
     assert accepted == len(set(_spellings()))  # every encoding of the exact name, and no other
     assert QueryParams("TICKET=x").get("ticket") is None  # the auth path is case-sensitive

@@ -21,6 +21,7 @@ from unittest.mock import MagicMock
 import pytest
 import uvicorn
 
+from backend.auth.dependencies import credential_check
 from backend.bootstrap import ensure_admin, migrate
 from backend.http.limits import RequestLimits
 from backend.main import create_app
@@ -197,7 +198,8 @@ def _scope(method: str, path: str, headers: dict[str, str]) -> dict[str, Any]:
 def _limits(app: Any, tmp_path: Path, **settings: Any) -> RequestLimits:
     values: dict[str, Any] = {"home": tmp_path, "worker_token": WORKER_TOKEN, **settings}
     # the worker token resolves without a query: the session is never used, only closed
-    return RequestLimits(app, settings=Settings(**values), session_factory=cast(Any, MagicMock))
+    limits = Settings(**values)
+    return RequestLimits(app, settings=limits, authenticate=credential_check(limits, cast(Any, MagicMock)))
 
 
 def _run(

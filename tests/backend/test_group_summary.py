@@ -1,4 +1,4 @@
-"""The whole project's seed groups from stored summaries (backend/runs/summary.py, migration 0024) on SQLite
+"""The whole project's seed groups from stored summaries (backend/groups/summary.py, migration 0024) on SQLite
 and Postgres: the answer must be the SQL path's answer (the same JSON), and a summary that is no longer
 exact must not answer, whatever changed: runs ending after the build, a retried run, a deleted experiment,
 a metric written to a finished run. Values are multiples of 1/8, so sums are exact in any order of addition
@@ -13,10 +13,12 @@ import pytest
 from sqlalchemy import select, text, update
 
 from backend.db import get_engine, session_factory, session_scope, utcnow
+from backend.groups import service as groups
+from backend.groups import summary
 from backend.models import GroupSummary, Project, Run
 from backend.query import RUNS
 from backend.query import groups as query_groups
-from backend.runs import groups, repository, summary
+from backend.runs import repository
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)

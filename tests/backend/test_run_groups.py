@@ -14,9 +14,10 @@ import pytest
 from sqlalchemy import inspect, select, text
 
 from backend.db import get_engine, session_factory, session_scope
+from backend.groups.key import group_key, without_seed
+from backend.groups.service import split
+from backend.groups.stats import stats
 from backend.models import Run
-from backend.runs.group_key import group_key, without_seed
-from backend.runs.groups import split, stats
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from backend.auth.dependencies import RUN_OPERATIONS, WORKER_OPERATIONS
 from backend.auth.security import RUN_TOKEN_PREFIX, make_run_token
 from backend.db import get_engine, session_factory, session_scope
-from backend.http.deps import RUN_OPERATIONS, WORKER_OPERATIONS
 from backend.models import Run
 from common.runs import FINISHED_STATUSES
 from tests.backend.conftest import WORKER_TOKEN, Api

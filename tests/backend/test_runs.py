@@ -242,7 +242,7 @@ def test_a_retry_never_queues_an_attempt_twice(api: Api) -> None:
     2 again (the run would wait, dispatched, for a message no worker runs)."""
     import pytest
 
-    from backend.http.errors import Conflict
+    from backend.errors import Conflict
     from backend.models import Run
 
     run = _run(api)

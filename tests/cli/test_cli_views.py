@@ -18,6 +18,7 @@ from click.testing import CliRunner
 import cli.client as cli_client
 from backend.auth import service as auth_service
 from backend.db import get_engine, session_factory, session_scope
+from backend.projects import service as projects
 from cli.main import main
 from reasonlab_sdk.client import ReasonLabClient
 from tests.backend.conftest import USER_PASSWORD
@@ -30,7 +31,7 @@ def _member(tmp_path: Path, username: str) -> str:
     """A member of the default project in the cli_api fixture's database (tmp_path/db.sqlite); its token."""
     factory = session_factory(get_engine(f"sqlite:///{tmp_path / 'db.sqlite'}"))
     with session_scope(factory) as session:
-        user = auth_service.create_user(session, username, USER_PASSWORD, project="default", role="member")
+        user = projects.create_member(session, username, USER_PASSWORD, project="default", role="member")
         _, token = auth_service.create_token(session, user, "test")
     return token
 

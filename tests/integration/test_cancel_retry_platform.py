@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from backend.db import get_engine, session_factory
-from backend.http.errors import Conflict
+from backend.errors import Conflict
 from backend.models import Run
 from backend.runs import service
 from common.broker import PRIORITIES, REDIS_PRIORITY_SEP

@@ -56,7 +56,7 @@ class Live:
         factory = session_factory(get_engine(self.settings.database_url))
         with session_scope(factory) as session:
             projects.get_or_create_project(session, project)
-            user = auth_service.create_user(session, username, USER_PASSWORD, project=project, role=role)
+            user = projects.create_member(session, username, USER_PASSWORD, project=project, role=role)
             _, token = auth_service.create_token(session, user, "test")
         return token
 

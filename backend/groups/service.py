@@ -11,7 +11,7 @@ filter runs once), else from a second query that numbers the page's groups' memb
 group); for ``default`` a last query reads the spec of each group's first member for its key.
 
 ``default`` over whole projects (``whole``: no filter but the projects) is answered from the projects'
-stored summaries of their ended runs when they are valid (backend/runs/summary.py), else by this SQL,
+stored summaries of their ended runs when they are valid (backend/groups/summary.py), else by this SQL,
 which queues the summaries' build when it was slow.
 
 Statistics (``stats``): mean = sum / n; the sample variance from the sums, (sum(x^2) - sum^2 / n) / (n - 1)
@@ -24,7 +24,6 @@ below two values.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -34,15 +33,15 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session, aliased
 
 from backend import query
-from backend.http.errors import Invalid
+from backend.errors import Invalid
+from backend.groups import summary
+from backend.groups.key import without_seed
+from backend.groups.schemas import MEMBERS, RunGroup
+from backend.groups.stats import stats
 from backend.models import MetricLatest, Run, spec_as_written
-from backend.runs import summary
-from backend.runs.group_key import without_seed
-from backend.runs.schemas import MetricStats, RunGroup
 
 MAX_FIELDS = 20
 MAX_METRICS = 20
-MEMBERS = 100  # run ids listed per group
 _CHUNK = 200  # groups per members query (SQLite's expression depth bounds an OR of groups)
 
 
@@ -80,23 +79,6 @@ def split(text: str) -> list[str]:
 
 def _bad(param: str, msg: str) -> Invalid:
     return Invalid(f"{param}: {msg}", [{"loc": ["query", param], "msg": msg, "type": "group_by"}])
-
-
-def stats(
-    n: int, total: float | None, squares: float | None, low: float | None, high: float | None
-) -> MetricStats:
-    """A metric column's statistics from its count, sum, sum of squares, min and max over a group."""
-    if n == 0 or total is None or squares is None:
-        return MetricStats(n=0, mean=None, std=None, ci_low=None, ci_high=None, min=None, max=None)
-    mean = total / n
-    if n < 2:
-        return MetricStats(n=n, mean=mean, std=None, ci_low=None, ci_high=None, min=low, max=high)
-    variance = 0.0 if low == high else max((squares - total * total / n) / (n - 1), 0.0)
-    std = math.sqrt(variance)
-    from scipy.special import stdtrit  # here, not at module level: 0.4 s of every API process's start
-
-    half = float(stdtrit(n - 1, 0.975)) * std / math.sqrt(n)
-    return MetricStats(n=n, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half, min=low, max=high)
 
 
 def page(

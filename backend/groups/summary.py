@@ -14,7 +14,7 @@ of those runs have ended and no longer change, so a project's *summary* keeps th
   was built, the runs it covers, and ``generation`` / ``built_generation``.
 
 ``answer`` serves such a request when every project of it has a valid summary: the summary's rows, plus
-the grouped query of backend/runs/groups.py run over the project's *open* runs only (not ended, or ended
+the grouped query of backend/groups/service.py run over the project's *open* runs only (not ended, or ended
 after ``until``: ``ix_runs_project_open`` and ``ix_runs_project_finished``), merged here (counts and sums
 add, min/max combine, the first id is the smaller), sorted and paged as the SQL path sorts, and each
 group's first 100 members read through ``ix_runs_project_group_key`` (project, group key, id). The same
@@ -56,6 +56,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, aliased
 
 from backend.db import get_engine, utcnow
+from backend.groups.key import without_seed
+from backend.groups.schemas import MEMBERS, RunGroup
+from backend.groups.stats import stats
 from backend.models import (
     GroupSummary,
     GroupSummaryGroup,
@@ -66,7 +69,6 @@ from backend.models import (
 )
 from backend.query import MetricColumn, directions
 from backend.query.autoindex import wait_idle
-from backend.runs.group_key import without_seed
 from common.runs import FINISHED_STATUSES
 
 log = logging.getLogger(__name__)
@@ -243,7 +245,7 @@ def _open_inner(stmt: Any, states: dict[int, _State], columns: list[MetricColumn
     kind: an index-only scan, no visit of a million-run table's pages) and those ended after ``until`` from
     ``ix_runs_project_finished``; each run's metric values from one lookup of its metric_latest rows (a
     LATERAL aggregate, one index descent per run instead of one per metric key). SQLite: the runs filter and
-    an outer join per key, as backend/runs/groups.py does."""
+    an outer join per key, as backend/groups/service.py does."""
     if dialect != "postgresql":
         open_stmt = stmt.where(
             or_(*(and_(Run.project_id == pid, open_runs(s.until)) for pid, s in states.items()))
@@ -309,7 +311,7 @@ def _read_open(
     columns: list[MetricColumn],
     groups: dict[str | None, _Group],
 ) -> int:
-    """Add the open runs' groups (the grouped query of backend/runs/groups.py over them) to ``groups``;
+    """Add the open runs' groups (the grouped query of backend/groups/service.py over them) to ``groups``;
     returns how many of them have ended (after their summary's ``until``)."""
     inner = _open_inner(stmt, states, columns, session.get_bind().dialect.name)
     aggregates: list[Any] = [func.count(), func.min(inner.c.rid), func.sum(case((inner.c.ended, 1), else_=0))]
@@ -361,8 +363,6 @@ def _members(
     """Each group's first ``MEMBERS`` run ids, read in order from (project, group key, id): per project
     (an index scan in id order stops after ``MEMBERS``; one over several projects would sort the groups),
     the projects' lists merged."""
-    from backend.runs.groups import MEMBERS
-
     found: dict[str | None, list[int]] = {}
     if not keys:
         return found
@@ -409,9 +409,6 @@ def answer(
 ) -> Answer | None:
     """The page of default groups of the projects' runs from their summaries and open runs, or None when a
     project has no valid summary (or one changed while this read): the caller answers by SQL."""
-    from backend.runs.groups import stats
-    from backend.runs.schemas import RunGroup
-
     states = _states(session, project_ids)
     if states is None:
         return None

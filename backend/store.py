@@ -1,6 +1,9 @@
 """The artifact store: every run's files under one fsspec URL (``REASONLAB_ARTIFACT_URL``: file://, s3://,
 gs://, ... whatever fsspec has a file system for), laid out as ``<url>/runs/run-<id>/<relative path>``.
 
+A floor below the domains, like the database (backend/db.py): the artifact routes, the project datasets
+(under ``<url>/datasets/``) and the MLflow mirror (which copies a run's artifacts) all open it.
+
 Only the API opens the store; workers reach it through the artifact routes with their token, so a GPU
 host needs no shared volume and no storage credentials (docs/operations.md, Artifacts).
 
