@@ -126,15 +126,3 @@ def example_rows(table: str, rows: Sequence[dict[str, Any]]) -> list[tuple[str, 
             )
         checked.append((key, json.loads(text)))
     return checked
-
-
-def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}`` (lists stay values)."""
-    flat: dict[str, Any] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten_params(value, prefix=f"{name}."))
-        else:
-            flat[name] = value
-    return flat
