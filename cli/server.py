@@ -467,10 +467,10 @@ NO_SUCH_RUN = 2_147_483_647  # the largest run id the API accepts (backend.http.
 @click.option("--loglevel", default="INFO", show_default=True)
 def worker(queues: tuple[str, ...], hostname: str | None, loglevel: str) -> None:
     """Run a Celery worker: one job slot, a fresh process per run."""
-    from worker.environment import sealed_start
+    from worker.runtime.environment import sealed_start
 
     # Runs are forks of this process: first re-execute with an allow-listed environment, credentials in
-    # memory only (worker/environment.py), so no run finds a credential in its environment.
+    # memory only (worker/runtime/environment.py), so no run finds a credential in its environment.
     sealed_start(["-c", "from cli.main import main; main()", *sys.argv[1:]])
 
     from reasonlab_sdk.client import ApiUnavailable, Forbidden, NotFound, ReasonLabClient, Unauthorized

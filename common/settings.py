@@ -27,7 +27,7 @@ def is_weak_secret(value: str) -> bool:
     return value.strip().lower() in PLACEHOLDER_SECRETS or len(value) < 16
 
 
-# Settings a worker took out of its environment before it started (worker/environment.py: the worker
+# Settings a worker took out of its environment before it started (worker/runtime/environment.py: the worker
 # re-executes itself with an allow-listed environment and hands these over a pipe), by field name. They
 # rank above the environment, so a worker reads its token and broker URL from here, and no process it
 # forks finds them in its environment.

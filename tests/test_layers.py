@@ -61,6 +61,16 @@ VIOLATIONS = {
         "import torch",
         "worker.tracking.context -> torch",
     ),
+    "worker.runtime never imports the worker's root modules (what an operator or Celery names)": (
+        "worker/runtime/heartbeat.py",
+        "import worker.executor",
+        "worker.runtime.heartbeat -> worker.executor",
+    ),
+    "the confinement's path rules and its outbound policy are independent": (
+        "worker/specs/confine/_paths.py",
+        "import worker.specs.confine._network",
+        "worker.specs.confine._paths -> worker.specs.confine._network",
+    ),
     "worker.specs imports pydantic only (a whitelist)": (
         "worker/specs/base.py",
         "import yaml",

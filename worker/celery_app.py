@@ -15,7 +15,7 @@ Runs are long (minutes to days) and each one owns a GPU, so the settings are the
   child process, forked from a parent that never touched CUDA, so CUDA is never forked and GPU memory is
   fully returned between runs. (The ``solo`` pool would run jobs in the worker process itself, where
   ``max_tasks_per_child`` has no effect and memory leaks of one run reach the next.) The child exits
-  when the worker parent dies (``worker.heartbeat.Heartbeat``), so a ``kill -9`` of the worker leaves no orphan
+  when the worker parent dies (``worker.runtime.heartbeat.Heartbeat``), so a ``kill -9`` of the worker leaves no orphan
   heartbeating the run: the reaper hands it to the next worker.
 - no result backend: results travel through the REST API, not Celery.
 

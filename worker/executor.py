@@ -2,8 +2,8 @@
 
 The executor talks to the platform only through the REST API (the backend is the single writer of the
 database). The claim makes a task idempotent: a redelivered message, or a stale attempt, gets 409 and
-returns without running anything. The heartbeat thread is ``worker.heartbeat``, the capture of the run's
-Python logging ``worker.logcapture``.
+returns without running anything. The heartbeat thread is ``worker.runtime.heartbeat``, the capture of the run's
+Python logging ``worker.runtime.logcapture``.
 
     claim ──> heartbeat thread (progress, cancel, lease) ──> kind.run(spec, ctx)
           ──> ctx.close (flush, retries) ──> finish (succeeded | cancelled | failed + traceback)
@@ -26,10 +26,10 @@ from common.runs import FinalStatus
 from common.settings import SharedSettings
 from reasonlab_sdk import api_types as api
 from reasonlab_sdk.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
-from worker.heartbeat import Heartbeat
 from worker.kinds import get_kind
-from worker.logcapture import capture_logs
-from worker.sysmetrics import SystemSampler, step_origin
+from worker.runtime.heartbeat import Heartbeat
+from worker.runtime.logcapture import capture_logs
+from worker.runtime.sysmetrics import SystemSampler, step_origin
 from worker.tracking.artifacts import TransferCancelled
 from worker.tracking.context import RunError
 from worker.tracking.tracked import ApiRunContext, TrackingError

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.mlflow_names import artifact_location
 from common.runs import FinalStatus
 from worker.kinds import get_kind
 from worker.specs import SpecBase, spec_class
 from worker.tracking.context import RunError
-from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+from worker.tracking.mlflow import MlflowSink
 from worker.tracking.tracked import LocalRunContext
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def run_local(
             LOCAL_EXPERIMENT,
             run_name or out.name,
             tags={"reasonlab.kind": name, "reasonlab.out_dir": str(out)},
-            artifact_location=mlflow_artifact_location(mlflow_uri, out / "mlartifacts"),
+            artifact_location=artifact_location(mlflow_uri, out / "mlartifacts"),
         )
     ctx = LocalRunContext(
         out,

@@ -1,5 +1,5 @@
 """Project datasets: data files a member uploads so that a spec can name them (``dataset:<name>`` in a
-data-path field, worker/specs/confine.py) without shell access to the worker hosts.
+data-path field, worker/specs/confine/paths.py) without shell access to the worker hosts.
 
 A project member uploads (or replaces) one, any viewer lists them, a project admin or its uploader deletes
 one. The bytes live in the artifact store (``REASONLAB_ARTIFACT_URL``, only the API opens it) at

@@ -11,79 +11,29 @@ watermark was not committed) is the same points and adds nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import posixpath
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from common.mlflow_names import MAX_KEY, artifact_location, mlflow_key
+
 logger = logging.getLogger("reasonlab.mirror")
 
-# MLflow's UI and API refuse some characters the platform accepts in keys
-_KEY_RE = re.compile(r"[^A-Za-z0-9_\-. /]")
 # log_batch limits of MLflow's REST API (mlflow.utils.validation), fixed here so that tests need no MLflow
 MAX_METRICS_PER_BATCH = 1000
 MAX_PARAMS_PER_BATCH = 100
-MAX_PARAM_VALUE = 6000
-MAX_KEY = 250  # a param's or tag's key
 MAX_TAG_VALUE = 5000
 # a param the run logged again with another value than the one its MLflow run has (MLflow params are
 # immutable): the platform's value goes to the tag of this prefix and the param's name
 PARAM_CONFLICT_TAG = "reasonlab.param_conflict."
-STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
-
-
-def mlflow_key(key: str) -> str:
-    """A platform key as MLflow names it: characters it refuses become ``_``, and a key MLflow would read
-    as another path (``a/../b``, ``./a``, ``/a``, ``a/``) has its slashes replaced too."""
-    name = _KEY_RE.sub("_", key)
-    norm = posixpath.normpath(name) if name else name
-    if norm != name or norm in (".", "..") or norm.startswith(("../", "/")):
-        name = name.replace("/", "_")
-    if name.startswith(".."):  # MLflow refuses any name that starts with ".." (".", too)
-        name = "_" + name
-    return "_" if name in ("", ".") else name
-
-
-def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}`` (lists stay values)."""
-    flat: dict[str, Any] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, prefix=f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def param_values(spec: dict[str, Any]) -> dict[str, str]:
-    """A run's resolved spec, or the params it logged, as MLflow params (flattened, as
-    ``worker.tracking.context.flatten_params`` does; keys as ``mlflow_key`` names them and cut to MLflow's
-    limit; values as text, cut to MLflow's limit). Two keys MLflow names alike: the last in key order."""
-    return {
-        mlflow_key(k[: MAX_KEY - 1]): (v if isinstance(v, str) else json.dumps(v))[:MAX_PARAM_VALUE]
-        for k, v in sorted(flatten(spec).items())
-    }
 
 
 def conflict_tag(key: str) -> str:
     """The tag that holds the platform's value of the MLflow param ``key`` when they differ."""
     return mlflow_key(f"{PARAM_CONFLICT_TAG}{key}"[: MAX_KEY - 1])
-
-
-def artifact_location(tracking_uri: str, fallback: Path) -> str | None:
-    """Where a new MLflow experiment keeps artifacts: the server decides for an http(s) store; for a file
-    or database store a folder beside it (MLflow's default, ./mlruns, depends on the working directory)."""
-    if tracking_uri.startswith(("http://", "https://", "databricks")):
-        return None
-    if tracking_uri.startswith("sqlite:///"):
-        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
-    return fallback.resolve().as_uri()
 
 
 class Target(Protocol):

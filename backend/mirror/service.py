@@ -51,16 +51,14 @@ from backend.mirror import repository as repo
 from backend.mirror.mlflow import (
     MAX_METRICS_PER_BATCH,
     MAX_TAG_VALUE,
-    STATUS,
     MlflowTarget,
     Target,
     conflict_tag,
     finite_or_nan,
-    mlflow_key,
-    param_values,
 )
 from backend.settings import Settings
 from backend.store import ArtifactStore, store_for
+from common.mlflow_names import MLFLOW_STATUS, mlflow_key, param_values, result_artifact
 from common.runs import FINISHED_STATUSES as FINISHED
 
 log = logging.getLogger("reasonlab.mirror")
@@ -126,10 +124,8 @@ def result_path(result_id: int, kind: str, key: str | None) -> str:
     """``results/<kind>-<n>.json`` for the n-th record of its kind (its key ``<kind>:<n>``, as the workers'
     mirror named it), else by the record's id."""
     if key is not None and key.startswith(f"{kind}:") and key[len(kind) + 1 :].isdigit():
-        name = f"{kind}-{int(key[len(kind) + 1 :]):03d}"
-    else:
-        name = f"{kind}-id{result_id}"
-    return f"results/{mlflow_key(name).replace('/', '_')}.json"
+        return result_artifact(kind, int(key[len(kind) + 1 :]))
+    return f"results/{mlflow_key(f'{kind}-id{result_id}').replace('/', '_')}.json"
 
 
 class Mirror:
@@ -473,7 +469,7 @@ class Mirror:
                 return  # more next tick
             if run.status == "succeeded" and not self._copy_artifacts(run, artifacts_after, report):
                 return
-            self.target.set_status(run.mlflow_run_id, STATUS[run.status])
+            self.target.set_status(run.mlflow_run_id, MLFLOW_STATUS[run.status])
             report.writes += 1
         with session_scope(self.factory) as session:
             repo.update_run(

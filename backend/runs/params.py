@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session
 
 from backend.errors import Conflict, Invalid
 from backend.mirror import repository as mirror
-from backend.mirror.mlflow import flatten
 from backend.models import Run
 from backend.runs import repository
 from backend.runs.schemas import MAX_LOGGED_PARAMS, MAX_PARAM_KEY, MAX_PARAM_VALUE, ParamsIn
 from backend.runs.service import check_writer
+from common.mlflow_names import flatten_params
 
 MAX_LOGGED_BYTES = 1024 * 1024  # the run's logged params as JSON text (they travel in every RunPublic)
 MAX_ERRORS = 50
@@ -53,7 +53,7 @@ def _value_problem(value: Any) -> str | None:
 
 def flat_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` flattened and checked; a 422 naming every refused key (``body.params.<key>``)."""
-    flat = flatten(params)
+    flat = flatten_params(params)
     if len(flat) > MAX_LOGGED_PARAMS:
         raise Invalid(
             f"at most {MAX_LOGGED_PARAMS} params a post (after flattening); this one has {len(flat)}",

@@ -660,7 +660,8 @@ def test_mlflow_names_every_key(api: Api) -> None:
     takes: the mirror never stalls on a name."""
     from mlflow.utils.validation import _validate_param_name, _validate_tag_name
 
-    from backend.mirror.mlflow import conflict_tag, mlflow_key, param_values
+    from backend.mirror.mlflow import conflict_tag
+    from common.mlflow_names import mlflow_key, param_values
 
     keys = ["a:b", "../x", "..x", "..", ".", "/a", "a/", "a//b", "x" * 300, "", "a b/c"]
     for name in param_values({k: 1 for k in keys}):

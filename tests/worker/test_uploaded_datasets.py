@@ -1,5 +1,5 @@
 """Issue 21: a data path ``dataset:<name>`` names a dataset uploaded to the run's project. On the platform
-the run's context downloads it with the run's own token into the run's folder, and ``worker.confine``
+the run's context downloads it with the run's own token into the run's folder, and ``worker.runtime.confined``
 hands the kind that local file; a local run refuses it; a hostile name is refused before any request."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.worker.worker_fake_api import FakeApi
-from worker import confine
-from worker.logcapture import capture_logs
+from worker.runtime import confined
+from worker.runtime.logcapture import capture_logs
+from worker.specs.confine import Refused
 from worker.tracking.context import RunError
 from worker.tracking.tracked import ApiRunContext
 from worker.tracking.writer import WriterOptions
@@ -26,23 +27,23 @@ def test_a_dataset_is_downloaded_into_the_runs_folder_and_confined(tmp_path: Pat
     with fake.run_client() as client:
         ctx = ApiRunContext(client, 7, 1, seed=0, device="cpu", artifact_root=tmp_path, options=FAST)
         with capture_logs(ctx):
-            path = confine.data_file("dataset:qa.jsonl", "data.path")
+            path = confined.data_file("dataset:qa.jsonl", "data.path")
             assert path.read_bytes() == DATA
             assert path == (tmp_path / "datasets" / "run-7" / "qa.jsonl").resolve()
-            assert confine.data_file("dataset:qa.jsonl", "data.path") == path  # fetched once
+            assert confined.data_file("dataset:qa.jsonl", "data.path") == path  # fetched once
             with pytest.raises(RunError, match=r"data\.path: dataset 'other\.jsonl'"):  # the API's 403
-                confine.data_file("dataset:other.jsonl", "data.path")
+                confined.data_file("dataset:other.jsonl", "data.path")
             for hostile in ("dataset:../x", "dataset:/etc/passwd", "dataset:a/b", "dataset:.env"):
-                with pytest.raises(confine.Refused, match=r"data\.skills"):
-                    confine.data_file(hostile, "data.skills")
+                with pytest.raises(Refused, match=r"data\.skills"):
+                    confined.data_file(hostile, "data.skills")
         ctx.close("failed")
     # the copy goes with the attempt: nothing of it stays on the worker's disk
     assert not (tmp_path / "datasets" / "run-7").exists()
     assert sum("/datasets/qa.jsonl" in r for r in fake.requests) <= 1
     assert not any("/datasets/" in r and "qa.jsonl" not in r and "other" not in r for r in fake.requests)
     # outside the run's scope nothing fetches it
-    with pytest.raises(confine.Refused, match="only a run on the platform"):
-        confine.data_file("dataset:qa.jsonl", "data.path")
+    with pytest.raises(Refused, match="only a run on the platform"):
+        confined.data_file("dataset:qa.jsonl", "data.path")
 
 
 def test_a_link_planted_in_the_runs_folder_is_refused(tmp_path: Path) -> None:
@@ -58,8 +59,8 @@ def test_a_link_planted_in_the_runs_folder_is_refused(tmp_path: Path) -> None:
         ctx = ApiRunContext(
             client, 7, 1, seed=0, device="cpu", artifact_root=tmp_path / "store", options=FAST
         )
-        with capture_logs(ctx), pytest.raises(confine.Refused, match="outside"):
-            confine.data_file("dataset:qa.jsonl", "data.path")
+        with capture_logs(ctx), pytest.raises(Refused, match="outside"):
+            confined.data_file("dataset:qa.jsonl", "data.path")
         ctx.close("failed")
     assert not (outside / "qa.jsonl").exists()
 
@@ -87,7 +88,7 @@ def test_a_store_path_still_resolves_in_the_data_store(
     monkeypatch.setenv("REASONLAB_CACHE", str(tmp_path))
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "qa.jsonl").write_bytes(DATA)
-    assert confine.data_file("qa.jsonl", "data.path").read_bytes() == DATA
+    assert confined.data_file("qa.jsonl", "data.path").read_bytes() == DATA
 
 
 def test_a_carma_run_on_the_platform_reads_its_uploaded_data(tmp_path: Path) -> None:

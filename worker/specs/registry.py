@@ -4,7 +4,7 @@ Where manifests come from, in order:
 1. every public module of a family package of ``worker.specs`` (``worker/specs/<family>/<name>.py``: the
    kinds in this repository), each of which must define ``MANIFEST``: a family's shared parts are
    ``_``-prefixed modules, and the modules at the package's root (base, manifest, registry, placement,
-   confine, secrets...) are helpers, not kinds;
+   secrets...) are helpers, not kinds, as is the ``confine`` package (its modules are all ``_``-prefixed);
 2. the modules named in ``REASONLAB_KIND_PLUGINS`` (comma-separated), each defining ``MANIFEST``;
 3. the ``reasonlab.kinds`` entry points of installed distributions (each value a module defining
    ``MANIFEST``).

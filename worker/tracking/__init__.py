@@ -1,11 +1,12 @@
 """Tracking of a run: the RunContext a kind reports through, and what carries its records.
 
-    context      RunContext (the contract kinds import: no torch, httpx or mlflow), result_record,
-                 flatten_params (a run's final status is common.runs.FinalStatus)
+    context      RunContext (the contract kinds import: no torch, httpx or mlflow), result_record (a
+                 run's final status is common.runs.FinalStatus)
     writer       Sink (the interface), MetricPoint, SinkWriter (buffer + background flush), WriterOptions
     checkpoints  atomic step-<n>.pt files, the newest kept
     sinks        ApiSink (the platform, over REST), LocalSink (files under a folder)
-    mlflow       MlflowSink (a local run's MLflow run: platform runs are the API's), mlflow_artifact_location
+    mlflow       MlflowSink (a local run's MLflow run: platform runs are the API's; names as
+                 common.mlflow_names gives them, like the API's mirror)
     tracked      TrackedRunContext, LocalRunContext, ApiRunContext, TrackingError, resolve_device
 
 Every public name is re-exported here, ``from worker.tracking import X``, and imported on first use:
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from worker.tracking.checkpoints import load_checkpoint_file, save_checkpoint_file
-    from worker.tracking.context import RunContext, flatten_params, result_record
-    from worker.tracking.mlflow import MlflowSink, mlflow_artifact_location
+    from worker.tracking.context import RunContext, result_record
+    from worker.tracking.mlflow import MlflowSink
     from worker.tracking.sinks import ApiSink, LocalSink
     from worker.tracking.tracked import (
         ApiRunContext,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "RunContext": "context",
-    "flatten_params": "context",
     "result_record": "context",
     "MetricPoint": "writer",
     "Sink": "writer",
@@ -44,7 +44,6 @@ _EXPORTS = {
     "ApiSink": "sinks",
     "LocalSink": "sinks",
     "MlflowSink": "mlflow",
-    "mlflow_artifact_location": "mlflow",
     "ApiRunContext": "tracked",
     "LocalRunContext": "tracked",
     "TrackedRunContext": "tracked",
@@ -65,9 +64,7 @@ __all__ = [
     "TrackedRunContext",
     "TrackingError",
     "WriterOptions",
-    "flatten_params",
     "load_checkpoint_file",
-    "mlflow_artifact_location",
     "resolve_device",
     "result_record",
     "save_checkpoint_file",

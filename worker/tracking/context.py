@@ -3,7 +3,9 @@
 This is the light module kinds import: the standard library, pydantic and ``worker.specs`` only (no
 torch, httpx or mlflow; an import-linter contract checks it). The concrete contexts are in
 ``worker.tracking.tracked``: kinds run unchanged under the platform (API sink + MLflow mirror), under
-``reasonlab run spec.yaml`` (local files + MLflow) and in tests (local files only).
+``reasonlab run spec.yaml`` (local files + MLflow) and in tests (local files only). ``RunError``, the
+failure a kind explains, is declared with the specs (``worker.specs.errors``): a spec value the
+confinement rules refuse at run time is one.
 """
 
 from __future__ import annotations
@@ -18,11 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from worker.specs import UnknownKind, result_class
-
-
-class RunError(Exception):
-    """A failure the kind explains itself (a model that cannot be found, too little data): the run fails
-    with this message as its error, without a traceback."""
+from worker.specs.errors import RunError  # kinds import it from here, with the RunContext
 
 
 class RunContext(abc.ABC):
@@ -126,15 +124,3 @@ def example_rows(table: str, rows: Sequence[dict[str, Any]]) -> list[tuple[str, 
             )
         checked.append((key, json.loads(text)))
     return checked
-
-
-def flatten_params(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}`` (lists stay values)."""
-    flat: dict[str, Any] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten_params(value, prefix=f"{name}."))
-        else:
-            flat[name] = value
-    return flat

@@ -2,42 +2,22 @@
 effort, its failures never fail the run. MLflow itself is imported lazily, inside the methods.
 
 A platform run never comes here: the API mirrors it to MLflow from the database (backend/mirror/), and a
-worker needs no MLflow URL.
+worker needs no MLflow URL. Both name keys, params and statuses alike (``common.mlflow_names``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common.mlflow_names import MLFLOW_STATUS, mlflow_key, param_values, result_artifact
 from common.runs import FinalStatus
 from worker.tracking.checkpoints import checkpoint_files
-from worker.tracking.context import flatten_params
 from worker.tracking.writer import MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
-
-_MLFLOW_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
-_MLFLOW_KEY_RE = re.compile(r"[^A-Za-z0-9_\-. /]")
-
-
-def mlflow_key(key: str) -> str:
-    """A metric key as the mirror names it (MLflow refuses some characters the platform accepts)."""
-    return _MLFLOW_KEY_RE.sub("_", key)
-
-
-def mlflow_artifact_location(tracking_uri: str, fallback: Path) -> str | None:
-    """Where a new MLflow experiment keeps artifacts: the server decides for an http(s) store; for a file
-    or database store a folder beside it (MLflow's default, ./mlruns, depends on the working directory)."""
-    if tracking_uri.startswith(("http://", "https://", "databricks")):
-        return None
-    if tracking_uri.startswith("sqlite:///"):
-        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
-    return fallback.resolve().as_uri()
 
 
 class MlflowSink(Sink):
@@ -84,15 +64,9 @@ class MlflowSink(Sink):
 
     def write_params(self, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
-        from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
+        from mlflow.utils.validation import MAX_PARAMS_TAGS_PER_BATCH
 
-        flat = [
-            Param(
-                _MLFLOW_KEY_RE.sub("_", key),
-                (value if isinstance(value, str) else json.dumps(value))[:MAX_PARAM_VAL_LENGTH],
-            )
-            for key, value in flatten_params(params).items()
-        ]
+        flat = [Param(key, value) for key, value in param_values(params).items()]
         for i in range(0, len(flat), MAX_PARAMS_TAGS_PER_BATCH):
             self.client.log_batch(self.run_id, params=flat[i : i + MAX_PARAMS_TAGS_PER_BATCH])
 
@@ -106,14 +80,14 @@ class MlflowSink(Sink):
 
     def write_result(self, kind: str, payload: dict[str, Any]) -> None:
         n = self._result_counts.get(kind, 0)
-        self.client.log_dict(self.run_id, payload, f"results/{kind}-{n:03d}.json")
+        self.client.log_dict(self.run_id, payload, result_artifact(kind, n))
         self._result_counts[kind] = n + 1
 
     def write_logs(self, lines: Sequence[str]) -> None:
         """Log lines live on the platform (and in local logs.txt); MLflow has no log stream."""
 
     def finish(self, status: FinalStatus) -> None:
-        self.client.set_terminated(self.run_id, status=_MLFLOW_STATUS[status])
+        self.client.set_terminated(self.run_id, status=MLFLOW_STATUS[status])
 
     def log_outputs(self, checkpoint_dir: Path, outputs_dir: Path | None) -> None:
         """A succeeded run's final model (its newest checkpoint, under ``model/``) and, when given, the

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common.mlflow_names import flatten_params
 from common.runs import FinalStatus
 from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
-from worker.tracking.context import flatten_params
 from worker.tracking.writer import ExampleRow, MetricPoint, Sink
 
 logger = logging.getLogger(__name__)

@@ -356,15 +356,14 @@ class ApiRunContext(TrackedRunContext):
         downloaded once with this run's token into ``<artifact_root>/datasets/run-<id>/<name>`` (its
         checksum checked) and that local file returned."""
         from reasonlab_sdk.client import ApiError
-        from worker.confine import Refused
         from worker.core.data.offline import OutsideStore, inside
-        from worker.specs import confine as rules
+        from worker.specs.confine import Refused, dataset_name
 
         if name in self._datasets:
             return self._datasets[name]
         try:
-            rules.dataset_name(name)
-        except rules.Refused as exc:
+            dataset_name(name)
+        except Refused as exc:
             raise Refused(f"{field}: {exc}") from None
         folder = self.artifact_root / "datasets" / f"run-{self.run_id}"
         folder.mkdir(parents=True, exist_ok=True)

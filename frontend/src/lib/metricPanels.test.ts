@@ -136,7 +136,7 @@ describe('relative time and zoom over time', () => {
   });
 });
 
-describe("system metrics: their step is seconds since the run was created (worker/sysmetrics.py)", () => {
+describe("system metrics: their step is seconds since the run was created (worker/runtime/sysmetrics.py)", () => {
   const buckets = [b(0, 12), b(30, 40), b(725, 35)];
   const xAxisOf = (key: string, xAxis = DEFAULT_CHART_OPTIONS.xAxis) =>
     bandOption(key, buckets, { min: 0, max: 725 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, xAxis }).xAxis as {

@@ -5,7 +5,7 @@ import type { Bucket } from './buckets';
 
 /** Keys without a `/` go to this section, first. */
 export const GENERAL_SECTION = 'general';
-/** The worker's system metrics (worker/sysmetrics.py): their own section, last. */
+/** The worker's system metrics (worker/runtime/sysmetrics.py): their own section, last. */
 export const SYSTEM_SECTION = 'system';
 
 export interface MetricSection {
@@ -69,8 +69,9 @@ export interface ChartOptions {
 export const DEFAULT_CHART_OPTIONS: ChartOptions = { logScale: false, smoothing: 0, xAxis: 'step' };
 
 /**
- * A system metric (`system/cpu_percent`, ...): worker/sysmetrics.py logs it at "step" = whole seconds
- * since the run was created (a resumed attempt goes on from there), so its step axis is time, not steps.
+ * A system metric (`system/cpu_percent`, ...): worker/runtime/sysmetrics.py logs it at "step" = whole
+ * seconds since the run was created (a resumed attempt goes on from there), so its step axis is time, not
+ * steps.
  */
 export const isSystemKey = (key: string): boolean => key.startsWith(`${SYSTEM_SECTION}/`);
 

@@ -25,10 +25,10 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from tests.worker.stores import Stores
-from worker import confine
 from worker.chat_apis.outbound import OutboundRefused, pin
+from worker.runtime import confined
 from worker.specs import manifests
-from worker.specs.confine import ALLOW_ENV, ALLOW_PRIVATE_ENV, SCHEMA_KEY, confined_fields
+from worker.specs.confine import ALLOW_ENV, ALLOW_PRIVATE_ENV, SCHEMA_KEY, Refused, confined_fields
 
 ALLOWED_HOST = "api.allowed.test"  # the only host on the allow-list here (never resolved for real)
 
@@ -312,17 +312,17 @@ def _worker_refusals(how: str, field: str) -> list[Callable[[], object]]:
     accepts but the worker must still refuse."""
     if how == "data":
         return [
-            lambda: confine.data_file("link/secret.txt", field),
-            lambda: confine.data_file("topics.txt", field),
+            lambda: confined.data_file("link/secret.txt", field),
+            lambda: confined.data_file("topics.txt", field),
         ]
     if how == "model":
-        return [lambda: confine.model_folder("link", field)]
+        return [lambda: confined.model_folder("link", field)]
     if how == "model-or-hub":
-        return [lambda: confine.model_name("link", field), lambda: confine.model_name("org/name", field)]
+        return [lambda: confined.model_name("link", field), lambda: confined.model_name("org/name", field)]
     if how == "hub-dataset":
-        return [lambda: confine.hub_dataset("org/name", field)]
+        return [lambda: confined.hub_dataset("org/name", field)]
     if how == "cache-name":
-        return [lambda: confine.cache_folder("link", field, "skillmix")]
+        return [lambda: confined.cache_folder("link", field, "skillmix")]
     if how == "url":
         url = f"http://{ALLOWED_HOST}:8080/v1"
         return [
@@ -343,24 +343,24 @@ MARKED = [(kind, path, how) for kind, path, how in FIELDS if how is not None and
 def test_the_worker_refuses_what_the_spec_cannot_see(kind: str, path: tuple[str, ...], how: str) -> None:
     field = ".".join(p for p in path if p not in ("[]", "{}"))
     for call in _worker_refusals(how, field):
-        with pytest.raises((confine.Refused, OutboundRefused)) as info:
+        with pytest.raises((Refused, OutboundRefused)) as info:
             call()
-        if isinstance(info.value, confine.Refused):
+        if isinstance(info.value, Refused):
             assert str(info.value).startswith(f"{field}: "), info.value
 
 
 @pytest.mark.usefixtures("escapes")
 def test_what_is_inside_the_stores_is_reached(stores: Stores) -> None:
-    assert confine.data_file("inside.txt", "data.topics") == (stores.data / "inside.txt").resolve()
+    assert confined.data_file("inside.txt", "data.topics") == (stores.data / "inside.txt").resolve()
     (stores.models / "mine").mkdir()
-    assert confine.model_folder("mine", "init.path") == (stores.models / "mine").resolve()
-    assert confine.model_name("mine", "student.name") == "mine"
-    assert confine.model_name("Qwen/Qwen1.5-MoE-A2.7B-Chat", "student.name") == "Qwen/Qwen1.5-MoE-A2.7B-Chat"
-    assert confine.model_name("smollm2-135m", "student.name", ["smollm2-135m"]) == "smollm2-135m"
+    assert confined.model_folder("mine", "init.path") == (stores.models / "mine").resolve()
+    assert confined.model_name("mine", "student.name") == "mine"
+    assert confined.model_name("Qwen/Qwen1.5-MoE-A2.7B-Chat", "student.name") == "Qwen/Qwen1.5-MoE-A2.7B-Chat"
+    assert confined.model_name("smollm2-135m", "student.name", ["smollm2-135m"]) == "smollm2-135m"
     assert (
-        confine.cache_folder("mine", "cache.dir", "skillmix")
+        confined.cache_folder("mine", "cache.dir", "skillmix")
         == (stores.cache / "skillmix" / "mine").resolve()
     )
-    assert confine.cache_folder(None, "cache.dir", "skillmix") == stores.cache / "skillmix"
+    assert confined.cache_folder(None, "cache.dir", "skillmix") == stores.cache / "skillmix"
     target = pin(f"https://{ALLOWED_HOST}/v1", _resolve_to("93.184.216.34"))
     assert [str(a) for a in target.addresses] == ["93.184.216.34"] and target.target.host == ALLOWED_HOST

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from worker import confine
 from worker.core.cap import cap_curve
 from worker.core.carma.batches import Batch, EpochStream, batches
 from worker.core.carma.datasets import check_sentiment_labels, load_csv, load_hf, load_jsonl, wordnet_idm
@@ -29,6 +28,7 @@ from worker.core.models import LoadedModel, ModelNotFound, load_model
 from worker.core.synonyms import make_source, stopwords
 from worker.core.synonyms.evaluate import SynonymOutcome, synonym_intervention
 from worker.core.train import StepOutput, TrainConfig, Trainer
+from worker.runtime import confined
 from worker.specs.carma.carma import CapCurve, CapPoint, CarmaEval, CarmaSpec, SynonymConsistency
 from worker.tracking.context import RunContext, RunError
 
@@ -40,7 +40,7 @@ def load_examples(spec: CarmaSpec) -> list[list[Example]]:
         return [wordnet_idm(d.wordnet_pos)]
     if d.source == "hf":
         return load_hf(
-            confine.hub_dataset(d.hf_name, "data.hf_name"),
+            confined.hub_dataset(d.hf_name, "data.hf_name"),
             d.hf_config,
             d.hf_splits,
             d.text_field,
@@ -50,7 +50,7 @@ def load_examples(spec: CarmaSpec) -> list[list[Example]]:
         )
     assert d.path is not None
     loader = load_jsonl if d.source == "jsonl" else load_csv
-    path = confine.data_file(d.path, "data.path")
+    path = confined.data_file(d.path, "data.path")
     return [loader(path, d.text_field, d.label_field, d.positive_above, d.negative_below)]
 
 
@@ -268,10 +268,10 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
     dtype = torch.bfloat16 if spec.model.dtype == "bfloat16" else torch.float32
     # every file the spec names is checked before the model loads (a refusal costs nothing)
     if spec.data.source in ("jsonl", "csv") and spec.data.path:
-        confine.data_file(spec.data.path, "data.path")
+        confined.data_file(spec.data.path, "data.path")
     synonym_map = None
     if spec.synonyms.enabled and spec.synonyms.source == "json" and spec.synonyms.map_path:
-        synonym_map = str(confine.data_file(spec.synonyms.map_path, "synonyms.map_path"))
+        synonym_map = str(confined.data_file(spec.synonyms.map_path, "synonyms.map_path"))
     try:
         lm = load_model(spec.model.name, seed=spec.seed, dtype=dtype)
     except ModelNotFound as exc:

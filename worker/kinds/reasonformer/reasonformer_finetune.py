@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from worker import confine
 from worker.core.reasonformer.build import MODEL_DIR, build_model, load_model, model_reasoning
 from worker.core.reasonformer.config import T5_PRESETS
 from worker.core.reasonformer.data.batching import EpochBatches
@@ -37,6 +36,7 @@ from worker.kinds.reasonformer._parts import (
     set_threads,
     suite_of,
 )
+from worker.runtime import confined
 from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS
 from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
 from worker.tracking.context import RunContext
@@ -53,7 +53,7 @@ def source_folder(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> Path | Non
                 f"this run context cannot see run {spec.init.run_id}'s outputs; give init.path instead"
             )
         return outputs / MODEL_DIR
-    return confine.model_folder(spec.init.path, "init.path") if spec.init.path is not None else None
+    return confined.model_folder(spec.init.path, "init.path") if spec.init.path is not None else None
 
 
 def synthetic_data(spec: ReasonFormerFinetuneSpec, suite: SkillSuite) -> tuple[list[Example], list[Example]]:
@@ -74,8 +74,8 @@ def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Examp
     d = spec.data
     if d.source == "jsonl":
         assert d.train_path is not None and d.eval_path is not None
-        train_file = confine.data_file(d.train_path, "data.train_path")
-        eval_file = confine.data_file(d.eval_path, "data.eval_path")
+        train_file = confined.data_file(d.train_path, "data.train_path")
+        eval_file = confined.data_file(d.eval_path, "data.eval_path")
         return load_downstream_jsonl(train_file), load_downstream_jsonl(eval_file)
     tasks = d.tasks or list(HUB_TASKS)
     train = [e for task in tasks for e in load_task(task, "train", limit=d.hub_limit)]
@@ -90,12 +90,12 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
     suite = suite_of(d.suite) if d.source == "synthetic" else None
     folder = source_folder(spec, ctx)
     if folder is None:
-        confine.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
+        confined.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
     if d.tokenizer is not None:
-        confine.model_name(d.tokenizer, "data.tokenizer")
+        confined.model_name(d.tokenizer, "data.tokenizer")
     if d.source == "jsonl" and d.train_path and d.eval_path:  # checked before anything loads
-        confine.data_file(d.train_path, "data.train_path")
-        confine.data_file(d.eval_path, "data.eval_path")
+        confined.data_file(d.train_path, "data.train_path")
+        confined.data_file(d.eval_path, "data.eval_path")
     tokenizer: TextTokenizer
     model: nn.Module
     if folder is not None:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from worker import confine
 from worker.core.reasonformer.build import build_model
 from worker.core.reasonformer.config import T5_PRESETS
 from worker.core.reasonformer.data.batching import EpochBatches, StreamBatches
@@ -32,6 +31,7 @@ from worker.kinds.reasonformer._parts import (
     set_threads,
     suite_of,
 )
+from worker.runtime import confined
 from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS
 from worker.specs.reasonformer.reasonformer_pretrain import ReasonFormerPretrainSpec
 from worker.tracking.context import RunContext
@@ -60,9 +60,9 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
     data, t = spec.data, spec.train
     set_threads(t, ctx.device)
     torch.manual_seed(spec.seed)
-    confine.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
+    confined.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
     if data.tokenizer is not None:
-        confine.model_name(data.tokenizer, "data.tokenizer")
+        confined.model_name(data.tokenizer, "data.tokenizer")
     suite: SkillSuite | None = None
     tokenizer: TextTokenizer
     if data.source == "synthetic":
@@ -76,8 +76,8 @@ def run(spec: ReasonFormerPretrainSpec, ctx: RunContext) -> None:
     else:
         assert data.path is not None
         # the files the spec names, checked inside the data store before anything loads
-        train_file = confine.data_file(data.path, "data.path")
-        eval_file = confine.data_file(data.eval_path, "data.eval_path") if data.eval_path else None
+        train_file = confined.data_file(data.path, "data.path")
+        eval_file = confined.data_file(data.eval_path, "data.eval_path") if data.eval_path else None
         skills = spec.model.resolved_skills(PAPER_SKILLS)
         tokenizer = load_tokenizer(data.tokenizer or spec.model.backbone)
         train_examples = load_pretrain_jsonl(train_file)

@@ -17,7 +17,6 @@ from typing import Any
 
 import torch
 
-from worker import confine
 from worker.chat_apis.openai_chat import OpenAIChat
 from worker.core.models import LoadedModel, ModelNotFound, Placement, PlacementError, load_model
 from worker.core.models.routers import RouterError, find_routers, set_experts_per_token
@@ -31,6 +30,7 @@ from worker.core.skillmix.rubric import criteria
 from worker.core.skillmix.rule_grader import RuleGrader
 from worker.core.skillmix.sentences import count_sentences
 from worker.core.skillmix.skills import SkillListError, load_skills, load_topics
+from worker.runtime import confined
 from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix.skillmix import ChatEndpoint, SkillmixCell, SkillmixSpec
 from worker.tracking.context import RunContext, RunError
@@ -166,8 +166,8 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     if device.type == "cpu" and spec.student.threads is not None:
         torch.set_num_threads(spec.student.threads)
     torch.manual_seed(spec.seed)
-    skills_file = confine.data_file(spec.data.skills, "data.skills") if spec.data.skills else None
-    topics_file = confine.data_file(spec.data.topics, "data.topics") if spec.data.topics else None
+    skills_file = confined.data_file(spec.data.skills, "data.skills") if spec.data.skills else None
+    topics_file = confined.data_file(spec.data.topics, "data.topics") if spec.data.topics else None
     try:
         skills = load_skills(skills_file)
         topics = load_topics(topics_file)
@@ -231,7 +231,7 @@ def run(spec: SkillmixSpec, ctx: RunContext) -> None:
     else:
         grader, grader_label = RuleGrader(), "rules"
 
-    cache_dir = confine.cache_folder(spec.cache.dir, "cache.dir", "skillmix")
+    cache_dir = confined.cache_folder(spec.cache.dir, "cache.dir", "skillmix")
     cache = ReplyCache(cache_dir if spec.cache.enabled else None)
     ctx.log_params(
         {

@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from worker import confine
 from worker.core.models import ModelNotFound, Placement, PlacementError, input_device, load_model
 from worker.core.models.routers import RouterError, experts_per_token, find_routers
 from worker.core.reasonformer.build import MODEL_DIR as REASONFORMER_MODEL_DIR
@@ -35,6 +34,7 @@ from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
 from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds.smoe import smoe_sraven
+from worker.runtime import confined
 from worker.specs.placement import accelerate_max_memory
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenMoE
 from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
@@ -92,7 +92,7 @@ def smoe_sources(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> Iterator
         return
     if s.path is not None:
         yield _smoe_from_folder(
-            confine.model_folder(s.path, "target.smoe_sraven.path"), s.path, None, ctx.device
+            confined.model_folder(s.path, "target.smoe_sraven.path"), s.path, None, ctx.device
         )
         return
     demo = s.demo
@@ -238,11 +238,11 @@ def window_rows(
 
 def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
     # the files the spec names, checked (inside the data store) before the model loads
-    text_file = confine.data_file(h.text_path, "target.hf.text_path") if h.text_path is not None else None
+    text_file = confined.data_file(h.text_path, "target.hf.text_path") if h.text_path is not None else None
     choices_file = None
     if h.score == "multiple_choice":
         assert h.choices_path is not None
-        choices_file = confine.data_file(h.choices_path, "target.hf.choices_path")
+        choices_file = confined.data_file(h.choices_path, "target.hf.choices_path")
     where = (
         Placement(h.device_map, accelerate_max_memory(h.max_memory), gpus=spec.resources.gpus)
         if h.device_map
@@ -346,7 +346,7 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
         folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
     else:
         assert r.path is not None
-        folder, label = confine.model_folder(r.path, "target.reasonformer.path"), r.path
+        folder, label = confined.model_folder(r.path, "target.reasonformer.path"), r.path
     model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
     rc = model_reasoning(model)
     if rc is None:

@@ -30,7 +30,8 @@ export function bandOption(
   const s = shapeSeries(buckets, options, originMs);
   const smoothed = options.smoothing > 0;
   const name = xAxisName(key, options.xAxis);
-  // a system metric's step is seconds since the run was created (worker/sysmetrics.py): labelled as time
+  // a system metric's step is seconds since the run was created (worker/runtime/sysmetrics.py):
+  // labelled as time
   const seconds = { axisLabel: { formatter: (v: number) => formatSeconds(v) } };
   const xAxis =
     options.xAxis === 'step'

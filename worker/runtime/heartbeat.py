@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from reasonlab_sdk.client import Conflict, Forbidden, NotFound, ReasonLabClient, Unauthorized
 
 if TYPE_CHECKING:
-    from worker.sysmetrics import SystemSampler
+    from worker.runtime.sysmetrics import SystemSampler
     from worker.tracking.tracked import ApiRunContext
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ class Heartbeat:
     With ``exit_with_parent`` (a Celery prefork child), the process exits when its parent, the worker,
     dies: an orphan must not go on heartbeating a run that the reaper should hand to a new worker.
 
-    With a ``sampler`` (worker.sysmetrics), each beat also logs the job's system metrics (``system/*``)
+    With a ``sampler`` (worker.runtime.sysmetrics), each beat also logs the job's system metrics (``system/*``)
     through the attached context's buffered metric path.
     """
 

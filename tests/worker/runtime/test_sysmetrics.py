@@ -1,4 +1,4 @@
-"""System metrics of a job (worker.sysmetrics): what one sample holds, the step clock, the nvidia-smi
+"""System metrics of a job (worker.runtime.sysmetrics): what one sample holds, the step clock, the nvidia-smi
 parser, and a run executed by the worker getting ``system/*`` series through the buffered metric path."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import psutil
 from common.settings import SharedSettings
 from tests.worker.worker_fake_api import FakeApi
 from worker.executor import execute
-from worker.sysmetrics import SystemSampler, busy_percent, parse_nvidia_smi, step_origin
+from worker.runtime.sysmetrics import SystemSampler, busy_percent, parse_nvidia_smi, step_origin
 from worker.tracking import WriterOptions
 
 FAST = WriterOptions(flush_interval=0.05, backoff_initial=0.01, backoff_max=0.05)

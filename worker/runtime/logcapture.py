@@ -35,8 +35,8 @@ class _RunLogHandler(logging.Handler):
 @contextmanager
 def capture_logs(ctx: ApiRunContext) -> Iterator[None]:
     """The scope the executor runs a kind in: Python logging goes to the run's log lines, and the data
-    paths ``dataset:<name>`` of its spec are fetched through the run's context (``worker.confine``)."""
-    from worker.confine import datasets_from
+    paths ``dataset:<name>`` of its spec are fetched through the run's context (``worker.runtime.confined``)."""
+    from worker.runtime.confined import datasets_from
 
     with datasets_from(ctx.fetch_dataset):
         yield from _capture(ctx)

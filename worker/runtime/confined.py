@@ -4,7 +4,8 @@ the offline data store, the model store, the worker's cache and its own out_dir.
 
 The spec already refused absolute paths, ``..``, ``~`` and URLs (``worker.specs.confine``, checked again
 here); the stores' roots are the worker's (``worker.core.data.offline``), all under its cache root
-(``REASONLAB_CACHE``): ``data/``, ``models/`` and, for caches a spec names, ``<kind>/``. A refusal is a :class:`Refused` run error naming the
+(``REASONLAB_CACHE``): ``data/``, ``models/`` and, for caches a spec names, ``<kind>/``. A refusal is the
+confinement's one error, ``worker.specs.confine.Refused`` (a RunError), its message starting with the
 spec field, raised before anything is opened. A data path ``dataset:<name>`` names a dataset uploaded to
 the run's project: the run's context downloads it with the run's token into the run's own folder
 (``datasets_from``, set while the kind runs on the platform); a local run (``reasonlab run``) refuses it.
@@ -19,18 +20,13 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from worker.core.data.offline import OutsideStore, cache_root, data_root, inside, local_model, model_root
-from worker.specs import confine as rules
-from worker.tracking.context import RunError
-
-
-class Refused(RunError):
-    """A spec value that would reach outside its store; the run fails with this message (the field named)."""
+from worker.specs.confine import Refused, relative_path, uploaded_dataset
 
 
 def _relative(value: str, field: str, what: str) -> str:
     try:
-        return rules.relative_path(value, what)
-    except rules.Refused as exc:
+        return relative_path(value, what)
+    except Refused as exc:
         raise Refused(f"{field}: {exc}") from None
 
 
@@ -54,8 +50,8 @@ def datasets_from(fetch: DatasetFetcher) -> Iterator[None]:
 def _uploaded(value: str, field: str) -> Path | None:
     """The local copy of the dataset a ``dataset:<name>`` data path names, or None for a store path."""
     try:
-        name = rules.uploaded_dataset(value)
-    except rules.Refused as exc:
+        name = uploaded_dataset(value)
+    except Refused as exc:
         raise Refused(f"{field}: {exc}") from None
     if name is None:
         return None

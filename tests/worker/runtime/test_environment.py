@@ -1,5 +1,5 @@
 """The allow-list of the environment a run sees, and the sealed hand-over of the worker's settings
-(worker/environment.py). The end-to-end check, from inside a real run, is
+(worker/runtime/environment.py). The end-to-end check, from inside a real run, is
 tests/integration/test_run_isolation.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.environment import SEALED_FD, split_environment
+from worker.runtime.environment import SEALED_FD, split_environment
 
 
 def test_credentials_are_sealed_or_dropped_and_the_rest_kept() -> None:
@@ -57,7 +57,7 @@ def test_the_reexecuted_process_has_its_settings_in_memory_and_none_in_its_envir
 ) -> None:
     child = (
         "import json, os\n"
-        "from worker.environment import sealed_start\n"
+        "from worker.runtime.environment import sealed_start\n"
         "from common.settings import get_settings\n"
         "sealed_start(['-c', open(os.environ['PROBE_FILE']).read()])\n"
         "s = get_settings()\n"

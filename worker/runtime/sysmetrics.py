@@ -1,6 +1,6 @@
 """System metrics of a running job, logged as ``system/*`` series beside the run's own metrics.
 
-Sampled by the heartbeat thread (``worker.heartbeat``) and logged through the run context's buffered
+Sampled by the heartbeat thread (``worker.runtime.heartbeat``) and logged through the run context's buffered
 path, so they reach the API and the MLflow mirror like any metric. The step of a sample is the whole
 seconds since the run was created: it grows across attempts (a resumed run never overwrites the samples
 of an earlier attempt) and reads as elapsed time on the run page.
