@@ -72,10 +72,9 @@ def synthetic_data(spec: ReasonFormerFinetuneSpec, suite: SkillSuite) -> tuple[l
 def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Example]]:
     d = spec.data
     if d.source == "jsonl":
-        for name, path in (("train_path", d.train_path), ("eval_path", d.eval_path)):
-            if path is None:  # the spec refuses this; a hand-built one is told the same
-                raise RunError(f"data.{name}: the jsonl source needs a training and an evaluation file")
-        assert d.train_path is not None and d.eval_path is not None  # checked just above (for mypy)
+        if d.train_path is None or d.eval_path is None:  # the spec refuses this; a hand-built one hears why
+            missing = "train_path" if d.train_path is None else "eval_path"
+            raise RunError(f"data.{missing}: the jsonl source needs a training and an evaluation file")
         train_file = confine.data_file(d.train_path, "data.train_path")
         eval_file = confine.data_file(d.eval_path, "data.eval_path")
         return load_downstream_jsonl(train_file), load_downstream_jsonl(eval_file)

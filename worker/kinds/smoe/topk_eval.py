@@ -347,7 +347,9 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
         folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
     else:
         if r.path is None:  # the spec refuses this; a hand-built one is told the same
-            raise RunError("target.reasonformer.path: name the model by pretrain_run_id, finetune_run_id or path")
+            raise RunError(
+                "target.reasonformer.path: name the model by pretrain_run_id, finetune_run_id or path"
+            )
         folder, label = confine.model_folder(r.path, "target.reasonformer.path"), r.path
     model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
     rc = model_reasoning(model)
