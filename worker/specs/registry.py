@@ -2,9 +2,10 @@
 
 Where manifests come from, in order:
 1. every public module of a family package of ``worker.specs`` (``worker/specs/<family>/<name>.py``: the
-   kinds in this repository), each of which must define ``MANIFEST``: a family's shared parts are
-   ``_``-prefixed modules, and the modules at the package's root (base, manifest, registry, placement,
-   secrets...) are helpers, not kinds, as is the ``confine`` package (its modules are all ``_``-prefixed);
+   kinds in this repository), each of which must define ``MANIFEST``: what a family's kinds share lives
+   in a subpackage of the family (``worker/specs/<family>/common/``) or a ``_``-prefixed module, and the
+   modules at the package's root (base, manifest, registry, placement, secrets...) are helpers, not kinds,
+   as is the ``confine`` package (its modules are all ``_``-prefixed);
 2. the modules named in ``REASONLAB_KIND_PLUGINS`` (comma-separated), each defining ``MANIFEST``;
 3. the ``reasonlab.kinds`` entry points of installed distributions (each value a module defining
    ``MANIFEST``).
@@ -61,7 +62,8 @@ class MissingManifest(ValueError):
 
 
 def _family_modules(package_name: str = "worker.specs") -> list[str]:
-    """The public modules of each family package (``<package>.<family>.<name>``), sorted."""
+    """The public modules of each family package (``<package>.<family>.<name>``), sorted; a family's
+    subpackages hold what its kinds share, so they are not read."""
     package = importlib.import_module(package_name)
     names: list[str] = []
     for family in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
@@ -71,7 +73,7 @@ def _family_modules(package_name: str = "worker.specs") -> list[str]:
         names += [
             f"{package_name}.{family.name}.{m.name}"
             for m in sorted(pkgutil.iter_modules(sub.__path__), key=lambda m: m.name)
-            if not m.name.startswith("_")
+            if not m.ispkg and not m.name.startswith("_")
         ]
     return names
 
@@ -93,7 +95,7 @@ def registry() -> Registry:
         manifest = getattr(importlib.import_module(module_name), "MANIFEST", None)
         if manifest is None:
             if module_name.startswith("worker.specs."):
-                hint = " (a family's module that is not a kind is named with a leading '_')"
+                hint = " (what a family's kinds share lives in a subpackage of the family, e.g. common/)"
                 raise MissingManifest(module_name, "kind module", hint)
             raise MissingManifest(module_name, "kind plugin module")
         if not isinstance(manifest, KindManifest):

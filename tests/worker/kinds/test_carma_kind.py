@@ -231,3 +231,13 @@ def test_a_model_that_cannot_be_found_fails_with_a_message(
         outcome.error.startswith("RunError: model.name: cannot load model")
         and "Traceback" not in outcome.error
     )
+
+
+@pytest.mark.parametrize("source", ["jsonl", "csv"])
+def test_a_hand_built_spec_without_its_data_file_fails_naming_the_field(tmp_path: Path, source: str) -> None:
+    spec = tiny_spec(tmp_path, "tiny-gpt2")
+    bad = spec.model_copy(update={"data": spec.data.model_copy(update={"source": source, "path": None})})
+    ctx = MemoryContext()
+    with pytest.raises(RunError, match=rf"^data\.path: the {source} source needs a file$"):
+        get_kind("carma").run(bad, ctx)
+    assert ctx.params == {} and ctx.results == []  # refused before anything was logged

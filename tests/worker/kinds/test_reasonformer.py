@@ -11,12 +11,15 @@ import torch
 from pydantic import ValidationError
 
 from tests.worker.kinds.sraven_context import MemoryContext
+from tests.worker.stores import Stores
 from worker.core.reasonformer.data.synthetic import SkillSuite
+from worker.core.reasonformer.data.tokenizer import SymbolTokenizer
 from worker.kinds import get_kind
 from worker.specs import manifest, result_class, spec_class
-from worker.specs.reasonformer._parts import ReasonFormerEval, Routing
+from worker.specs.reasonformer.common.results import ReasonFormerEval, Routing
 from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
 from worker.specs.reasonformer.reasonformer_pretrain import ReasonFormerPretrainSpec
+from worker.tracking.context import RunError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -197,3 +200,38 @@ def test_resume_after_cancel_reproduces_the_uninterrupted_run(tmp_path: Path) ->
     kind.run(spec, ctx)
     assert ctx.metrics == full.metrics
     assert [r.model_dump() for r in ctx.results] == [r.model_dump() for r in full.results]
+
+
+def hand_built(spec: Any, block: str, **fields: Any) -> Any:
+    """``spec`` as code may build one, past validation: fields of its ``block`` replaced."""
+    return spec.model_copy(update={block: getattr(spec, block).model_copy(update=fields)})
+
+
+def test_a_hand_built_jsonl_spec_without_its_files_fails_naming_the_field(stores: Stores) -> None:
+    SymbolTokenizer(["a", "b"]).save(stores.models / "tok")
+    text = {"source": "jsonl", "tokenizer": "tok"}
+    pre = ReasonFormerPretrainSpec.model_validate({"data": {**text, "path": "p.jsonl"}, "train": TINY_TRAIN})
+    with pytest.raises(RunError, match=r"^data\.path: the jsonl source needs the pre-training file$"):
+        get_kind("reasonformer_pretrain").run(hand_built(pre, "data", path=None), MemoryContext())
+    files = {"train_path": "t.jsonl", "eval_path": "e.jsonl"}
+    fine = ReasonFormerFinetuneSpec.model_validate({"data": {**text, **files}, "train": TINY_TRAIN})
+    for name in files:
+        with pytest.raises(
+            RunError, match=rf"^data\.{name}: the jsonl source needs a training and an evaluation"
+        ):
+            get_kind("reasonformer_finetune").run(hand_built(fine, "data", **{name: None}), MemoryContext())
+
+
+def test_pretraining_data_with_a_skill_the_model_lacks_fails_naming_the_field(stores: Stores) -> None:
+    SymbolTokenizer(["a", "b"]).save(stores.models / "tok")
+    rows = ['{"skill": "juggle", "input": "a", "output": "b"}'] * 4 + [
+        '{"skill": "qa", "input": "b", "output": "a"}'
+    ]
+    (stores.data / "skills.jsonl").write_text("\n".join(rows) + "\n")
+    spec = ReasonFormerPretrainSpec.model_validate(
+        {"data": {"source": "jsonl", "path": "skills.jsonl", "tokenizer": "tok"}, "train": TINY_TRAIN}
+    )
+    ctx = MemoryContext()
+    with pytest.raises(RunError, match=r"^data\.path: the data has skills \['juggle'\] that the model lacks"):
+        get_kind("reasonformer_pretrain").run(spec, ctx)
+    assert ctx.metrics == {} and ctx.results == []  # refused before anything trained

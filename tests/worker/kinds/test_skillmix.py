@@ -289,3 +289,14 @@ def test_a_grader_leaving_out_a_criterion_gives_partial_gradings_and_no_shifted_
     assert all(s.partial_gradings == [3, 3] for s in cell.samples)
     assert all(points[2] == 0 for s in cell.samples for points in s.points)  # the topic: no row, no point
     assert ctx.metrics["partial_gradings"][2] == 12.0
+
+
+def test_a_hand_built_endpoint_grader_without_its_endpoint_fails_naming_the_field(tmp_path: Path) -> None:
+    spec = SkillmixSpec.model_validate({"student": {"name": "tiny-llama"}, **TINY})
+    bad = spec.model_copy(
+        update={"grader": spec.grader.model_copy(update={"type": "endpoint", "endpoint": None})}
+    )
+    ctx = MemoryContext(out_dir=tmp_path)
+    with pytest.raises(RunError, match=r"^grader\.endpoint: a grader of type endpoint needs one$"):
+        run(bad, ctx)
+    assert ctx.results == [] and ctx.metrics == {}

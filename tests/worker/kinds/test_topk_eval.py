@@ -22,12 +22,13 @@ from worker.core.reasonformer.data.synthetic import SkillSuite
 from worker.core.reasonformer.data.tokenizer import SymbolTokenizer
 from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds import get_kind
-from worker.kinds.reasonformer._parts import save_model
+from worker.kinds.reasonformer.common.saving import save_model
 from worker.kinds.smoe import topk_eval
 from worker.specs import manifests, result_class, spec_class
 from worker.specs.base import MAX_EXAMPLE_ROWS
 from worker.specs.smoe.smoe_sraven import SmoeSravenSpec, SravenCell
 from worker.specs.smoe.topk_eval import HfTarget, ReasonFormerTarget, SmoeTarget, TopkEvalPoint, TopkEvalSpec
+from worker.tracking.context import RunError
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
@@ -391,3 +392,27 @@ def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path, store
     spec = TopkEvalSpec.model_validate({"smoe": {"path": "source/model"}, "eval_k": [2, 12]})
     with pytest.raises(Exception, match=r"eval_k: k' \[12\] above the model's 8 experts"):
         get_kind("topk_eval").run(spec, MemoryContext(out_dir=tmp_path / "eval"))
+
+
+def test_a_hand_built_target_without_its_file_or_model_fails_naming_the_field() -> None:
+    choices = TopkEvalSpec.model_validate(
+        {
+            "target": {
+                "type": "hf",
+                "model": "tiny-olmoe",
+                "score": "multiple_choice",
+                "choices_path": "c.jsonl",
+            }
+        }
+    )
+    assert isinstance(choices.target, HfTarget)
+    bad = choices.model_copy(update={"target": choices.target.model_copy(update={"choices_path": None})})
+    with pytest.raises(
+        RunError, match=r"^target\.hf\.choices_path: score multiple_choice needs a JSONL file"
+    ):
+        get_kind("topk_eval").run(bad, MemoryContext())
+    named = TopkEvalSpec.model_validate({"target": {"type": "reasonformer", "path": "model"}})
+    assert isinstance(named.target, ReasonFormerTarget)
+    bad = named.model_copy(update={"target": named.target.model_copy(update={"path": None})})
+    with pytest.raises(RunError, match=r"^target\.reasonformer\.path: name the model by pretrain_run_id"):
+        get_kind("topk_eval").run(bad, MemoryContext())

@@ -131,6 +131,31 @@ def test_a_public_module_of_a_family_without_manifest_is_an_error_naming_it(
         registry_module.reload()
 
 
+def test_a_subpackage_of_a_family_holds_shared_code_and_is_not_read_as_a_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import worker.specs.diagnostic as family
+
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "__init__.py").write_text('"""Shared."""\n')
+    (tmp_path / "common" / "blocks.py").write_text("Y = 2\n")  # no MANIFEST: a family's shared module
+    monkeypatch.setattr(family, "__path__", [*family.__path__, str(tmp_path)])
+    try:
+        assert "diagnostic" in registry_module.reload().kinds
+        assert "worker.specs.diagnostic.common" not in sys.modules
+        assert "worker.specs.diagnostic.common.blocks" not in sys.modules
+    finally:
+        monkeypatch.undo()
+        for name in ("worker.specs.diagnostic.common", "worker.specs.diagnostic.common.blocks"):
+            sys.modules.pop(name, None)
+        registry_module.reload()
+    # the repository's own: ReasonFormer's shared spec blocks, imported by its kinds, never a kind
+    assert "worker.specs.reasonformer.common" in sys.modules
+    assert not any(
+        m.spec.__module__.startswith("worker.specs.reasonformer.common") for m in manifests().values()
+    )
+
+
 class _Spec(SpecBase):
     kind: Literal["mine"] = "mine"
 

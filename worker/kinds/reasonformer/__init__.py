@@ -1,4 +1,4 @@
 """ReasonFormer: the kinds ``reasonformer_pretrain`` and ``reasonformer_finetune``: run(spec, ctx) functions.
 
 One module per kind, named after it; no module of this family imports another family's (a contract in
-pyproject.toml). What both share lives in ``_parts.py`` (not a kind)."""
+pyproject.toml). What both share lives in the subpackage ``common`` (not kinds)."""

@@ -10,7 +10,6 @@ Metrics: as ``reasonformer_pretrain`` without ``routing_loss``; at evaluation ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -29,17 +28,17 @@ from worker.core.reasonformer.data.tokenizer import SymbolTokenizer, TextTokeniz
 from worker.core.reasonformer.evaluate import eval_rng
 from worker.core.reasonformer.freeze import freeze
 from worker.core.reasonformer.params import parameter_counts
-from worker.kinds.reasonformer._parts import (
-    batch_maker,
-    fit_evaluate_save,
-    reasoning_config,
-    set_threads,
-    suite_of,
-)
+from worker.kinds.reasonformer.common.data import batch_maker, suite_of
+from worker.kinds.reasonformer.common.evaluation import Evaluation
+from worker.kinds.reasonformer.common.model import reasoning_config
+from worker.kinds.reasonformer.common.pipeline import fit_evaluate_save
+from worker.kinds.reasonformer.common.provenance import Provenance
+from worker.kinds.reasonformer.common.routing_record import SuiteAnalysis
+from worker.kinds.reasonformer.common.training import Training, set_threads, train_config
 from worker.runtime import confined
-from worker.specs.reasonformer._parts import PAPER_SKILLS, SYNTHETIC_SKILLS
+from worker.specs.reasonformer.common.skills import PAPER_SKILLS, SYNTHETIC_SKILLS
 from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec
-from worker.tracking.context import RunContext
+from worker.tracking.context import RunContext, RunError
 
 SYNTHETIC_REASONING = {"compose2": "2 skills", "compose3": "3 skills", "choose2": "2 skills, choice"}
 
@@ -73,7 +72,9 @@ def synthetic_data(spec: ReasonFormerFinetuneSpec, suite: SkillSuite) -> tuple[l
 def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Example]]:
     d = spec.data
     if d.source == "jsonl":
-        assert d.train_path is not None and d.eval_path is not None
+        if d.train_path is None or d.eval_path is None:  # the spec refuses this; a hand-built one hears why
+            missing = "train_path" if d.train_path is None else "eval_path"
+            raise RunError(f"data.{missing}: the jsonl source needs a training and an evaluation file")
         train_file = confined.data_file(d.train_path, "data.train_path")
         eval_file = confined.data_file(d.eval_path, "data.eval_path")
         return load_downstream_jsonl(train_file), load_downstream_jsonl(eval_file)
@@ -83,57 +84,60 @@ def text_data(spec: ReasonFormerFinetuneSpec) -> tuple[list[Example], list[Examp
     return train, evals
 
 
-def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
-    d, t = spec.data, spec.train
-    set_threads(t, ctx.device)
-    torch.manual_seed(spec.seed)
-    suite = suite_of(d.suite) if d.source == "synthetic" else None
-    folder = source_folder(spec, ctx)
+def check_names(spec: ReasonFormerFinetuneSpec, folder: Path | None) -> None:
+    """The models and files the spec names, checked before anything loads."""
+    d = spec.data
     if folder is None:
         confined.model_name(spec.model.backbone, "model.backbone", T5_PRESETS)
     if d.tokenizer is not None:
         confined.model_name(d.tokenizer, "data.tokenizer")
-    if d.source == "jsonl" and d.train_path and d.eval_path:  # checked before anything loads
+    if d.source == "jsonl" and d.train_path and d.eval_path:
         confined.data_file(d.train_path, "data.train_path")
         confined.data_file(d.eval_path, "data.eval_path")
-    tokenizer: TextTokenizer
-    model: nn.Module
+
+
+def initial_model(
+    spec: ReasonFormerFinetuneSpec, ctx: RunContext, folder: Path | None, suite: SkillSuite | None
+) -> tuple[nn.Module, TextTokenizer]:
+    """The saved model and tokenizer in ``folder``, or a fresh model of the spec with the data's tokenizer."""
     if folder is not None:
         model, tokenizer = load_model(folder), load_tokenizer(folder)
         ctx.log(f"initialised from {folder}")
-    else:
-        skills = spec.model.resolved_skills(SYNTHETIC_SKILLS if suite is not None else PAPER_SKILLS)
-        tokenizer = (
-            SymbolTokenizer(suite.vocabulary())
-            if suite is not None
-            else load_tokenizer(d.tokenizer or spec.model.backbone)
-        )
-        model = build_model(
-            spec.model.variant,
-            spec.model.backbone,
-            reasoning_config(spec.model, skills),
-            vocab_size=tokenizer.vocab_size,
-            dropout=spec.model.dropout,
-        )
-    freeze(model, spec.freeze)
+        return model, tokenizer
+    skills = spec.model.resolved_skills(SYNTHETIC_SKILLS if suite is not None else PAPER_SKILLS)
+    fresh: TextTokenizer = (
+        SymbolTokenizer(suite.vocabulary())
+        if suite is not None
+        else load_tokenizer(spec.data.tokenizer or spec.model.backbone)
+    )
+    model = build_model(
+        spec.model.variant,
+        spec.model.backbone,
+        reasoning_config(spec.model, skills),
+        vocab_size=fresh.vocab_size,
+        dropout=spec.model.dropout,
+    )
+    return model, fresh
 
-    train_examples, eval_examples = synthetic_data(spec, suite) if suite is not None else text_data(spec)
-    few_shot = None
-    if d.few_shot is not None:
-        train_examples = subsample(
-            train_examples, count=d.few_shot.count, fraction=d.few_shot.fraction, seed=d.few_shot.seed
-        )
-        amount = (
-            f"{d.few_shot.count} per task" if d.few_shot.count else f"{d.few_shot.fraction:g} of each task"
-        )
-        few_shot = f"{amount} (seed {d.few_shot.seed})"
-    make = batch_maker(tokenizer, (), 1, d.max_source_length, d.max_target_length)
-    batches = EpochBatches(train_examples, t.batch_size, spec.seed, make)
 
-    pretrained = folder is not None
-    rc = model_reasoning(model)
-    # modularity (Table 2): the skill-routing loss shaped the modules in pre-training
-    modularity = pretrained and rc is not None and rc.routing_loss_weight > 0
+def few_shot_sample(spec: ReasonFormerFinetuneSpec, train: list[Example]) -> tuple[list[Example], str | None]:
+    """The few-shot subsample of the training examples (section 5.3) and how it was drawn, or all of them."""
+    few = spec.data.few_shot
+    if few is None:
+        return train, None
+    sample = subsample(train, count=few.count, fraction=few.fraction, seed=few.seed)
+    amount = f"{few.count} per task" if few.count else f"{few.fraction:g} of each task"
+    return sample, f"{amount} (seed {few.seed})"
+
+
+def log_params(
+    ctx: RunContext,
+    spec: ReasonFormerFinetuneSpec,
+    model: nn.Module,
+    folder: Path | None,
+    train: list[Example],
+    evals: list[Example],
+) -> None:
     counts = parameter_counts(model)
     ctx.log_params(
         {
@@ -143,14 +147,25 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
                 "parameters": counts.total,
                 "activated_parameters": counts.activated,
                 "tuned_parameters": counts.tuned,
-                "train_examples": len(train_examples),
-                "eval_examples": len(eval_examples),
+                "train_examples": len(train),
+                "eval_examples": len(evals),
             },
         }
     )
 
-    def regroup(e: Example) -> str:  # the synthetic suite's routing by program: its order is known
-        return program_name(e.skills) if suite is not None and e.skills else e.task
+
+def evaluation(
+    spec: ReasonFormerFinetuneSpec,
+    examples: list[Example],
+    tokenizer: TextTokenizer,
+    suite: SkillSuite | None,
+) -> Evaluation:
+    """The evaluation of the fine-tuned model; on the synthetic suite its routing is analysed by program
+    (whose order is known)."""
+    d = spec.data
+
+    def by_program(e: Example) -> str:
+        return program_name(e.skills) if e.skills else e.task
 
     def reasoning_of(task: str) -> str | None:
         if suite is not None:
@@ -158,26 +173,52 @@ def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
         hub = HUB_TASKS.get(task)
         return hub.reasoning if hub is not None and d.source == "hub" else None
 
-    routing_regroup: Callable[[Example], str] | None = regroup if suite is not None else None
+    return Evaluation(
+        examples,
+        tokenizer,
+        batch_size=spec.train.eval_batch_size,
+        max_source=d.max_source_length,
+        max_new_tokens=spec.train.max_new_tokens,
+        cases_per_task=spec.analysis.cases_per_task,
+        seed=spec.seed,
+        reasoning_of=reasoning_of,
+        suite=SuiteAnalysis(suite, regroup=by_program) if suite is not None else None,
+    )
 
+
+def provenance(
+    spec: ReasonFormerFinetuneSpec, model: nn.Module, pretrained: bool, few_shot: str | None
+) -> Provenance:
+    rc = model_reasoning(model)
+    return Provenance(
+        stage="finetune",
+        pretrained=pretrained,
+        # modularity (Table 2): the skill-routing loss shaped the modules in pre-training
+        modularity=pretrained and rc is not None and rc.routing_loss_weight > 0,
+        freeze=spec.freeze,
+        few_shot=few_shot,
+        source_run_id=spec.init.run_id,
+    )
+
+
+def run(spec: ReasonFormerFinetuneSpec, ctx: RunContext) -> None:
+    d, t = spec.data, spec.train
+    set_threads(t, ctx.device)
+    torch.manual_seed(spec.seed)
+    suite = suite_of(d.suite) if d.source == "synthetic" else None
+    folder = source_folder(spec, ctx)
+    check_names(spec, folder)
+    model, tokenizer = initial_model(spec, ctx, folder, suite)
+    freeze(model, spec.freeze)
+    train_examples, eval_examples = synthetic_data(spec, suite) if suite is not None else text_data(spec)
+    train_examples, few_shot = few_shot_sample(spec, train_examples)
+    make = batch_maker(tokenizer, (), 1, d.max_source_length, d.max_target_length)
+    batches = EpochBatches(train_examples, t.batch_size, spec.seed, make)
+    log_params(ctx, spec, model, folder, train_examples, eval_examples)
     fit_evaluate_save(
         ctx,
         model,
-        tokenizer,
-        batches,
-        t,
-        eval_examples=eval_examples,
-        max_source=d.max_source_length,
-        stage="finetune",
-        pretrained=pretrained,
-        routing_loss=False,
-        cases_per_task=spec.analysis.cases_per_task,
-        seed=spec.seed,
-        suite=suite,
-        regroup=routing_regroup,
-        modularity=modularity,
-        freeze=spec.freeze,
-        reasoning_of=reasoning_of,
-        few_shot=few_shot,
-        source_run_id=spec.init.run_id,
+        Training(batches, train_config(t), routing_loss=False),
+        evaluation(spec, eval_examples, tokenizer, suite),
+        provenance(spec, model, folder is not None, few_shot),
     )

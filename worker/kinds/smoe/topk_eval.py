@@ -241,7 +241,8 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
     text_file = confined.data_file(h.text_path, "target.hf.text_path") if h.text_path is not None else None
     choices_file = None
     if h.score == "multiple_choice":
-        assert h.choices_path is not None
+        if h.choices_path is None:  # the spec refuses this; a hand-built one is told the same
+            raise RunError("target.hf.choices_path: score multiple_choice needs a JSONL file of choices")
         choices_file = confined.data_file(h.choices_path, "target.hf.choices_path")
     where = (
         Placement(h.device_map, accelerate_max_memory(h.max_memory), gpus=spec.resources.gpus)
@@ -274,7 +275,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
         if not windows:
             raise RunError("target.hf.text_path: the text has fewer than 2 tokens")
     else:
-        assert choices_file is not None
+        assert choices_file is not None  # set above for multiple_choice
         try:
             items = load_choice_jsonl(choices_file, h.limit)
         except (OSError, ValueError) as exc:
@@ -345,7 +346,10 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
             raise RunError(f"this run context cannot see run {run_id}'s outputs; give target.path")
         folder, label = outputs / REASONFORMER_MODEL_DIR, f"run {run_id}"
     else:
-        assert r.path is not None
+        if r.path is None:  # the spec refuses this; a hand-built one is told the same
+            raise RunError(
+                "target.reasonformer.path: name the model by pretrain_run_id, finetune_run_id or path"
+            )
         folder, label = confined.model_folder(r.path, "target.reasonformer.path"), r.path
     model, tokenizer = load_reasonformer(folder).to(ctx.device).eval(), load_tokenizer(folder)
     rc = model_reasoning(model)

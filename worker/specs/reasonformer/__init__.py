@@ -2,4 +2,4 @@
 (pydantic only).
 
 One module per kind, named after it; no module of this family imports another family's (a contract in
-pyproject.toml). What both share lives in ``_parts.py`` (not a kind)."""
+pyproject.toml). What both share lives in the subpackage ``common`` (not kinds)."""

@@ -17,14 +17,10 @@ from pydantic import Field, ValidationInfo, field_validator
 from worker.specs.base import SpecBase, StrictModel
 from worker.specs.confine import DataPath, ModelName
 from worker.specs.manifest import Example, KindManifest
-from worker.specs.reasonformer._parts import (
-    AnalysisSpec,
-    ModelSpec,
-    ReasonFormerEval,
-    Routing,
-    TrainSpec,
-    check_skills_against_data,
-)
+from worker.specs.reasonformer.common.analysis import AnalysisSpec
+from worker.specs.reasonformer.common.model import ModelSpec, check_skills_against_data
+from worker.specs.reasonformer.common.results import ReasonFormerEval, Routing
+from worker.specs.reasonformer.common.training import TrainSpec
 from worker.specs.suite import SuiteSpec
 
 PRESETS = ("t5-tiny", "t5-mini", "t5-v1_1-small", "t5-v1_1-base", "t5-v1_1-large")  # worker/core/reasonformer

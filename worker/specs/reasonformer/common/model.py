@@ -1,6 +1,5 @@
-"""What the two ReasonFormer kinds share (paper 001; docs/experiments/reasonformer.md): the model, training
-and analysis settings, and the result records ``reasonformer_eval`` and ``routing``. A helper module of the
-specs package (no MANIFEST): the kinds are ``reasonformer_pretrain`` and ``reasonformer_finetune``."""
+"""The ``model`` block of both ReasonFormer specs (paper 001; docs/experiments/reasonformer.md): the
+variant, its backbone, skills and routing, and the check of its skills against the data's."""
 
 from __future__ import annotations
 
@@ -11,12 +10,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from worker.specs.base import StrictModel
 from worker.specs.confine import ModelName
+from worker.specs.reasonformer.common.skills import DEFAULT_SKILL_COUNT, SYNTHETIC_SKILLS
 
 Variant = Literal["shared", "private", "single", "morm", "t5"]
-# The paper's five skills and "general" (section 2); the synthetic suite's five primitives and "general".
-PAPER_SKILLS = ["logic", "qa", "ner", "nli", "fact", "general"]
-SYNTHETIC_SKILLS = ["reverse", "sort", "shift", "lookup", "rotate", "general"]
-DEFAULT_SKILL_COUNT = 6  # both default skill lists
 
 
 class ModelSpec(StrictModel):
@@ -164,142 +160,3 @@ def check_skills_against_data(model: ModelSpec, source: str) -> ModelSpec:
             ("skills",), "missing_skill", f"the synthetic suite needs a module for {missing}", model.skills
         )
     return model
-
-
-class TrainSpec(StrictModel):
-    batch_size: int = Field(
-        32, ge=1, le=65536, description="examples per step (paper, pre-training: 72 shared)"
-    )
-    steps: int = Field(600, ge=1, le=100_000_000, description="optimiser updates")
-    lr: float = Field(
-        3e-3, gt=0.0, le=10.0, description="AdamW peak learning rate (paper: 5e-5 pre-training)"
-    )
-    warmup_ratio: float = Field(
-        0.1, ge=0.0, le=1.0, description="linear warmup fraction of steps (paper: 0.1)"
-    )
-    final_lr_fraction: float = Field(0.0, ge=0.0, le=1.0, description="cosine decay to this fraction of lr")
-    weight_decay: float = Field(0.01, ge=0.0, le=10.0, description="AdamW weight decay (not on norms/biases)")
-    grad_clip: float | None = Field(1.0, gt=0.0, description="max global gradient norm; null = none")
-    eval_interval: int = Field(0, ge=0, description="steps between evaluations; 0 = at the end only")
-    checkpoint_every: int = Field(200, ge=0, description="steps between checkpoints; 0 = at the end only")
-    log_every: int = Field(10, ge=1, description="steps between training-metric points")
-    eval_batch_size: int = Field(64, ge=1, le=65536, description="examples per evaluation forward")
-    max_new_tokens: int = Field(16, ge=1, le=4096, description="greedy decoding length for generative tasks")
-    threads: int | None = Field(
-        1,
-        ge=1,
-        le=256,
-        description="torch intra-op threads on CPU; 1: tiny models are op-bound and a second thread mostly "
-        "waits (and spins on a shared machine); null = torch's default",
-    )
-    bf16: bool = Field(False, description="bf16 autocast (CUDA only; ignored on CPU)")
-    compile: bool = Field(False, description="torch.compile (CUDA only; ignored on CPU)")
-
-
-class AnalysisSpec(StrictModel):
-    cases_per_task: int = Field(3, ge=0, le=100, description="case studies (top-2 skills per step) per task")
-
-
-# --- result records ---------------------------------------------------------------------------------
-
-
-class TaskMetric(StrictModel):
-    task: str
-    reasoning: str | None = Field(None, description="the reasoning type Table 1 lists for the task")
-    metric: Literal["accuracy", "exact_match"]
-    value: float = Field(description="accuracy (choice: option of highest summed log-likelihood) or EM")
-    value_norm: float | None = Field(None, description="choice: accuracy by length-normalised log-likelihood")
-    count: int
-
-
-class ParameterCount(StrictModel):
-    total: int
-    activated: int = Field(description="what one instance runs: k of n modules per step (Table 1)")
-    tuned: int = Field(description="parameters trained (Table 3's #Tuned)")
-
-
-class ReasonFormerEval(StrictModel):
-    """Result record ``reasonformer_eval``: one model's scores per task (a column of Table 1, a row of
-    Table 2 or 3), with what identifies the model in those tables."""
-
-    kind: Literal["reasonformer_eval"] = "reasonformer_eval"
-    stage: Literal["pretrain", "finetune"]
-    label: str = Field(description="the column name in Table 1's style, e.g. 'Shared (S)'")
-    variant: Variant
-    activation: Literal["sparse", "full"] | None = Field(
-        description="top-k (S) or all modules (F); null for T5"
-    )
-    top_k: int | None
-    num_skills: int | None
-    depth: int | None
-    adapters: bool
-    stop_gate: bool
-    pretrained: bool = Field(
-        description="reasoning-centric pre-training (RPT): initialised from a pretrain run"
-    )
-    modularity: bool = Field(description="the skill-routing loss was used in pre-training (Table 2)")
-    freeze: Literal["none", "representation", "reasoning", "both"]
-    few_shot: str | None = None
-    source_run_id: int | None = None
-    parameters: ParameterCount
-    tasks: list[TaskMetric]
-    average: float
-    steps: int
-
-
-class RoutingCaseStep(StrictModel):
-    skills: list[str] = Field(description="the top-2 skills of the step, best first")
-    weights: list[float]
-    stop_gate: float | None = None
-
-
-class RoutingCase(StrictModel):
-    input: str
-    target: str
-    prediction: str | None = None
-    expected: list[str | None] = Field(description="the right skill per step, where known")
-    steps: list[RoutingCaseStep]
-
-
-class TaskRoutingRecord(StrictModel):
-    task: str
-    count: int
-    weights: list[list[float]] = Field(description="[step][skill] mean router weight (Figure 3)")
-    stop_gates: list[float] | None = Field(None, description="[step] mean stop gate")
-    expected: list[str | None] | None = Field(None, description="the right skill per step of this task")
-    step_match: list[float | None] = Field(description="[step] top non-general skill == the expected one")
-    match: float | None = None
-    order_match: float | None = Field(None, description="instances whose every labelled step matched")
-    cases: list[RoutingCase] = Field(default_factory=list)
-
-
-class Routing(StrictModel):
-    """Result record ``routing``: per task, steps x skills mean router weights, stop gates per step and
-    case studies (section 5.4, Figure 3)."""
-
-    kind: Literal["routing"] = "routing"
-    stage: Literal["pretrain", "finetune"]
-    label: str
-    variant: Variant
-    skills: list[str]
-    depth: int
-    top_k: int | None
-    general_skill: str | None
-    chance: float | None = Field(None, description="chance of a top-skill match: 1 / non-general skills")
-    skill_match: float | None = Field(
-        None, description="single-skill tasks: top skill == the instance's skill"
-    )
-    order_match_trained: float | None = Field(
-        None, description="composites seen in pre-training: all steps right"
-    )
-    order_match_heldout: float | None = Field(
-        None, description="composites never trained on: all steps right"
-    )
-    skill_match_n: int | None = Field(None, description="instances skill_match is a proportion of")
-    order_match_trained_n: int | None = Field(
-        None, description="instances order_match_trained is a proportion of"
-    )
-    order_match_heldout_n: int | None = Field(
-        None, description="instances order_match_heldout is a proportion of"
-    )
-    tasks: list[TaskRoutingRecord]
