@@ -1,2 +1,3 @@
-"""Lint helpers that are not part of the product: the custom import-linter contract type
-(``lint.importlinter_contracts``), loaded by ``lint-imports`` run from the repository root."""
+"""Lint helpers that are not part of the product: the custom import-linter contract types
+(``lint.importlinter_contracts``, ``lint.importlinter_families``), loaded by ``lint-imports`` run from the
+repository root, the writer of docs/architecture.md's generated parts, and the count of the tests' checks."""

@@ -1,4 +1,4 @@
-// No kind family of the dashboard imports another: a file under src/kinds/<family>/ imports nothing of another
+// No kind family of the dashboard imports another. A file under src/kinds/<family>/ imports nothing of another
 // family's folder, directly or through a module at src/kinds/' root (registry.ts, types.ts: what families share).
 //
 // The families are the folders, read at each run: a new one is under the rule without an edit. Imports are
