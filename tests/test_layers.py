@@ -236,6 +236,27 @@ def test_each_contract_fails_on_its_violation(copies: tuple[Path, Path]) -> None
     assert f"Contracts: 0 kept, {len(VIOLATIONS)} broken" in report, report
 
 
+def test_a_new_kind_family_is_under_the_families_contract_without_an_edit(tmp_path: Path) -> None:
+    """The families are the folders: a sixth one, on a copy of the tree with pyproject.toml as it is, may
+    import its own specs and is reported when it imports another family."""
+    root = _copy_tree(tmp_path)
+    for side in ("kinds", "specs"):
+        (root / "worker" / side / "sixth").mkdir()
+        (root / "worker" / side / "sixth" / "__init__.py").write_text('"""A sixth family."""\n')
+    (root / "worker" / "specs" / "sixth" / "sixth.py").write_text('"""Its spec."""\n')
+    (root / "worker" / "kinds" / "sixth" / "sixth.py").write_text(
+        '"""Its kind."""\nimport worker.specs.sixth.sixth  # noqa\nimport worker.kinds.carma.carma  # noqa\n'
+    )
+    assert (root / "pyproject.toml").read_text() == (REPO / "pyproject.toml").read_text()
+    name = "no kind family imports another (worker.kinds.<a> and worker.specs.<a> never import <b>)"
+    code, report = _lint_imports(root)
+    assert code != 0, report
+    assert f"{name} BROKEN" in report, report
+    assert "worker.kinds.sixth.sixth -> worker.kinds.carma.carma" in report, report
+    assert "-> worker.specs.sixth" not in report, report  # its own specs: allowed
+    assert f"Contracts: {len(VIOLATIONS) - 1} kept, 1 broken" in report, report
+
+
 def test_the_run_context_module_stays_light_at_run_time() -> None:
     """Importing the contract kinds use loads neither torch, httpx nor mlflow (the package's
     re-exports are lazy), so a kind's tests and tools can use it cheaply."""
@@ -247,3 +268,16 @@ def test_the_run_context_module_stays_light_at_run_time() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_families_are_the_kind_folders_and_shared_packages_are_none() -> None:
+    """worker/specs/confine/ (its modules all ``_``-prefixed, as the kind registry skips them) is shared by
+    every family, not a family of its own; the five paper families are."""
+    import grimp
+
+    from lint.importlinter_families import families
+
+    graph = grimp.build_graph("worker", include_external_packages=False)
+    found = families(graph, ["worker.kinds", "worker.specs"])
+    assert sorted(found) == ["carma", "diagnostic", "reasonformer", "skillmix", "smoe"], sorted(found)
+    assert found["carma"] == ["worker.kinds.carma", "worker.specs.carma"]

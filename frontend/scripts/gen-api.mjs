@@ -4,12 +4,14 @@
 //   node scripts/gen-api.mjs --check   regenerate in memory and fail when either file is stale
 //
 // The spec comes from `.venv/bin/python -m backend.openapi` (create_app().openapi() as JSON).
-// src/api/schema.d.ts is never edited by hand.
+// src/api/schema.d.ts is never edited by hand. A `format: binary` string (an upload's body, a file's download)
+// is a `Blob` there: what fetch sends and what `parseAs: 'blob'` reads (openapi-typescript's default is string).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import ts from 'typescript';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const frontend = resolve(here, '..');
@@ -30,7 +32,11 @@ function loadSpec() {
 
 const spec = loadSpec();
 const specText = JSON.stringify(spec, null, 2) + '\n';
-const typesText = HEADER + astToString(await openapiTS(spec, { alphabetize: true }));
+const BLOB = ts.factory.createTypeReferenceNode(ts.factory.createIdentifier('Blob'));
+const NULL = ts.factory.createLiteralTypeNode(ts.factory.createNull());
+const binaryAsBlob = (schema) =>
+  schema.format === 'binary' ? (schema.nullable ? ts.factory.createUnionTypeNode([BLOB, NULL]) : BLOB) : undefined;
+const typesText = HEADER + astToString(await openapiTS(spec, { alphabetize: true, transform: binaryAsBlob }));
 
 if (process.argv.includes('--check')) {
   const stale = [];

@@ -27,7 +27,7 @@ export interface DatasetUpload {
  * The body of an upload: the file's own bytes, not JSON. openapi-fetch's default serializer would
  * `JSON.stringify` a File (into `{}`); a Blob goes to fetch as it is and streams from the disk.
  */
-const rawBody = (body: unknown): Blob => body as Blob;
+const rawBody = (body: Blob): Blob => body;
 
 /** Uploads or replaces a dataset (members and admins); its errors (422 on the name, 413, 403) are the form's to show. */
 export function useUploadDataset(projectId: number) {
@@ -40,8 +40,7 @@ export function useUploadDataset(projectId: number) {
       unwrap(
         api.PUT('/api/v1/projects/{project_id}/datasets/{name}', {
           params: { path: { project_id: projectId, name } },
-          // the schema types the octet-stream body as a string; the Blob is what fetch sends
-          body: file as unknown as string,
+          body: file,
           bodySerializer: rawBody,
           headers: { 'Content-Type': 'application/octet-stream' },
         }),

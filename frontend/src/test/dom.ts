@@ -5,5 +5,5 @@ export function installDomShims(): void {
     matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
     addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
   })) as typeof window.matchMedia;
-  globalThis.ResizeObserver ??= class { observe() {} unobserve() {} disconnect() {} } as unknown as typeof ResizeObserver;
+  globalThis.ResizeObserver ??= class implements ResizeObserver { observe() {} unobserve() {} disconnect() {} };
 }
