@@ -23,6 +23,10 @@ MAX_PARAM_VALUE = 6000  # mlflow.utils.validation.MAX_PARAM_VAL_LENGTH
 MLFLOW_STATUS: dict[str, str] = {"succeeded": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
 """A finished run's status (``common.runs.FinalStatus``) as MLflow names it; a running one is ``RUNNING``."""
 
+EXPERIMENT_TAGS: dict[str, str] = {"mlflow.experimentKind": "custom_model_development"}
+"""The tags of an MLflow experiment either writer makes: MLflow's UI opens an experiment of this kind in its
+model-training view (runs, metrics, params) rather than its GenAI view (traces), which it picks otherwise."""
+
 _REFUSED_CHARACTER = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 

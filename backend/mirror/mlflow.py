@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from common.mlflow_names import MAX_KEY, artifact_location, mlflow_key
+from common.mlflow_names import EXPERIMENT_TAGS, MAX_KEY, artifact_location, mlflow_key
 
 logger = logging.getLogger("reasonlab.mirror")
 
@@ -123,7 +123,7 @@ class MlflowTarget:
         if not create:
             return None
         try:
-            made = self.client.create_experiment(name, artifact_location=self.location)
+            made = self.client.create_experiment(name, artifact_location=self.location, tags=EXPERIMENT_TAGS)
         except MlflowException:  # made in between
             again = self.client.get_experiment_by_name(name)
             if again is None:

@@ -116,6 +116,13 @@ def test_a_local_and_a_platform_run_of_one_spec_name_the_same_in_mlflow(api: Api
     assert {mlflow_key(k[: MAX_KEY - 1]) for k in AWKWARD} <= set(local["params"])
     assert {"loss", "final_loss"} <= set(local["metrics"]) and "train.steps" in local["params"]
     assert local["results"] == ["results/diagnostic-000.json"] and local["status"] == "FINISHED"
+    # both experiments open in MLflow's model-training view, not its GenAI one
+    for client, run_id in (
+        (MlflowClient(tracking_uri=uri), outcome.mlflow_run_id),
+        (target.client, mirrored),
+    ):
+        experiment = client.get_experiment(client.get_run(run_id).info.experiment_id)
+        assert experiment.tags.get("mlflow.experimentKind") == "custom_model_development", experiment.tags
 
 
 def test_every_name_is_one_mlflow_takes() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common.mlflow_names import MLFLOW_STATUS, mlflow_key, param_values, result_artifact
+from common.mlflow_names import EXPERIMENT_TAGS, MLFLOW_STATUS, mlflow_key, param_values, result_artifact
 from common.runs import FinalStatus
 from worker.tracking.checkpoints import checkpoint_files
 from worker.tracking.writer import MetricPoint, Sink
@@ -53,7 +53,9 @@ class MlflowSink(Sink):
             experiment_id = experiment.experiment_id
         else:
             try:
-                experiment_id = client.create_experiment(experiment_name, artifact_location=artifact_location)
+                experiment_id = client.create_experiment(
+                    experiment_name, artifact_location=artifact_location, tags=EXPERIMENT_TAGS
+                )
             except MlflowException:  # another worker created it in between
                 found = client.get_experiment_by_name(experiment_name)
                 if found is None:
