@@ -179,6 +179,8 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         window=settings.login_window_seconds,
         backoff=settings.login_backoff_seconds,
         max_backoff=settings.login_backoff_max_seconds,
+        account_free=settings.login_account_free_failures,
+        account_max_backoff=settings.login_account_backoff_max_seconds,
     )
     app.state.login_slots = asyncio.Semaphore(settings.login_hash_slots)
     install_handlers(app)

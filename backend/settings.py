@@ -206,6 +206,16 @@ class Settings(SharedSettings):
     login_backoff_max_seconds: float = Field(
         900.0, gt=0, description="the longest delay of an (account, address) pair"
     )
+    login_account_free_failures: int = Field(
+        20,
+        ge=1,
+        description="failed logins at one account from addresses it has not logged in from, across all "
+        "of them, before those addresses are slowed together (an address the account logged in from "
+        "never is)",
+    )
+    login_account_backoff_max_seconds: float = Field(
+        120.0, gt=0, description="the longest delay of the addresses slowed together at one account"
+    )
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod
