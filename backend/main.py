@@ -171,7 +171,9 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.session_factory = factory
+    # the requests' sessions: each statement bounded (a costly query cannot hold a connection and a slot
+    # for many seconds); the background loops above keep the unbounded factory
+    app.state.session_factory = session_factory(engine, settings.statement_timeout_ms)
     app.state.dispatcher = None
     app.state.login_throttle = LoginThrottle(
         free_failures=settings.login_failures_per_account,

@@ -366,7 +366,7 @@ UNTAKEABLE = [
 
 @pytest.mark.dialect_matrix
 def test_what_no_database_takes_is_422_with_the_position_never_500(api: Api) -> None:
-    api.submit({"a": 1})
+    api.submit({"train": {"lr": 0.5}})
     for param, text, pos in UNTAKEABLE:
         for path in ("/api/v1/runs", "/api/v1/experiments"):
             if path.endswith("experiments") and "metrics." in text:
