@@ -186,7 +186,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     )
     app.state.login_slots = asyncio.Semaphore(settings.login_hash_slots)
     install_handlers(app)
-    logredact.install()
+    logredact.install(secrets=[settings.worker_token])
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
     # level 1, not Starlette's 9 (nor 5, as before): a 139 KB metric answer costs 1.5 ms of CPU on the
