@@ -79,8 +79,19 @@ def get_engine(url: str) -> Engine:
     return make_engine(url)
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
+def session_factory(engine: Engine, statement_timeout_ms: int = 0) -> sessionmaker[Session]:
+    """Sessions of ``engine``; with ``statement_timeout_ms`` (Postgres), every statement of each of their
+    transactions is cancelled past that many milliseconds (``SET LOCAL``: the connection goes back to the
+    pool without it, so the background loops and index builds sharing the engine keep no limit)."""
+    factory = sessionmaker(engine, expire_on_commit=False)
+    if statement_timeout_ms > 0 and engine.dialect.name == "postgresql":
+        setting = f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}"
+
+        def limit(_session: Session, _transaction: Any, connection: Any) -> None:
+            connection.exec_driver_sql(setting)
+
+        event.listen(factory, "after_begin", limit)
+    return factory
 
 
 @contextmanager

@@ -141,6 +141,12 @@ def install_handlers(app: FastAPI) -> None:
                 "invalid",
                 "a value cannot be stored (e.g. a NUL character or out of range)",
             )
+        elif _timed_out(exc):
+            status, code = 503, "unavailable"
+            detail = (
+                "the request's database work ran past the statement timeout (REASONLAB_STATEMENT_TIMEOUT_MS): "
+                "too costly for the database now; narrow the query (fewer terms, a smaller page) or try again"
+            )
         elif isinstance(exc, OperationalError):
             status, code, detail = 503, "unavailable", "the database is unavailable; try again"
         else:
@@ -161,6 +167,13 @@ def install_handlers(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first["loc"])
         detail = f"{where}: {first['msg']}" if where else str(first["msg"])
         return JSONResponse({"detail": detail, "code": "invalid", "errors": errors}, status_code=422)
+
+
+STATEMENT_TIMEOUT = "57014"  # Postgres's SQLSTATE for a statement its statement_timeout cancelled
+
+
+def _timed_out(exc: DBAPIError) -> bool:
+    return getattr(exc.orig, "sqlstate", None) == STATEMENT_TIMEOUT
 
 
 def db_reason(exc: DBAPIError) -> str:

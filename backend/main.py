@@ -171,7 +171,9 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.session_factory = factory
+    # the requests' sessions: each statement bounded (a costly query cannot hold a connection and a slot
+    # for many seconds); the background loops above keep the unbounded factory
+    app.state.session_factory = session_factory(engine, settings.statement_timeout_ms)
     app.state.dispatcher = None
     app.state.login_throttle = LoginThrottle(
         free_failures=settings.login_failures_per_account,
@@ -179,10 +181,12 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
         window=settings.login_window_seconds,
         backoff=settings.login_backoff_seconds,
         max_backoff=settings.login_backoff_max_seconds,
+        account_free=settings.login_account_free_failures,
+        account_max_backoff=settings.login_account_backoff_max_seconds,
     )
     app.state.login_slots = asyncio.Semaphore(settings.login_hash_slots)
     install_handlers(app)
-    logredact.install()
+    logredact.install(secrets=[settings.worker_token])
     # A metric query answers up to 1,000 buckets per key (~130 KB of JSON): gzip makes it ~36 KB on the
     # wire. Event streams are excluded by Starlette (text/event-stream is never buffered).
     # level 1, not Starlette's 9 (nor 5, as before): a 139 KB metric answer costs 1.5 ms of CPU on the

@@ -48,6 +48,13 @@ class Settings(SharedSettings):
     )
     login_window_seconds: float = Field(300.0, gt=0, description="the login throttle's sliding window")
     login_hash_slots: int = Field(2, ge=1, description="password verifications at once (argon2 CPU)")
+    statement_timeout_ms: int = Field(
+        5000,
+        ge=0,
+        description="Postgres: milliseconds any one SQL statement of a request may run before the database "
+        "cancels it (a 503 saying the request was too costly); 0: no limit. The background loops (the "
+        "dispatcher, the mirror, index builds) are not limited",
+    )
     max_requests_in_flight: int = Field(
         20,
         ge=1,
@@ -211,6 +218,16 @@ class Settings(SharedSettings):
     )
     login_backoff_max_seconds: float = Field(
         900.0, gt=0, description="the longest delay of an (account, address) pair"
+    )
+    login_account_free_failures: int = Field(
+        20,
+        ge=1,
+        description="failed logins at one account from addresses it has not logged in from, across all "
+        "of them, before those addresses are slowed together (an address the account logged in from "
+        "never is)",
+    )
+    login_account_backoff_max_seconds: float = Field(
+        120.0, gt=0, description="the longest delay of the addresses slowed together at one account"
     )
 
     @field_validator("trusted_proxies", mode="before")

@@ -8,15 +8,18 @@ them). So the redaction decodes each parameter's name (percent-encoding in eithe
 while decoding changes it: a double encoding too) and compares it case-insensitively, by substring, with
 the secret words: it covers every spelling the auth path accepts (the exact name ``ticket``,
 case-sensitive, however encoded) and more (``TICKET``, ``x-ticket``, ``api_key``, ``access_token``,
-``password``...). Besides, anything shaped like a JWT (a run read ticket, a login token) or an API token
-(``rl_...``) is redacted wherever it stands in a logged line, a path included.
+``password``...). Besides, anything shaped like a JWT (a run read ticket, a login token), an API or run
+token (``rl_...``, ``rlrun_...``) or a generated worker token (``wk_...``), and the configured worker
+token itself (whatever an operator set it to), is redacted wherever it stands in a logged line, under
+any parameter name (``?x=<the worker token>``), a path included.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import unquote_plus
+from collections.abc import Iterable
+from urllib.parse import quote, unquote_plus
 
 SECRET_WORDS = ("ticket", "token", "key", "password", "passwd", "secret", "auth", "credential", "session")
 
@@ -27,8 +30,12 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_.~%+-]{1,64}$")
 # JWTs (three base64url parts, the first a JSON header: 'eyJ'), and ReasonLab's API and run tokens
 _TOKENS = re.compile(
     r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*|\brl(?:run)?[_.][A-Za-z0-9_.-]{16,}"
+    r"|\bwk_[A-Za-z0-9_-]{16,}"
 )
 REDACTED = "[redacted]"
+MIN_SECRET = 8  # a configured secret shorter than this is not searched for (it would redact words)
+# the configured secrets (the worker token), as they are and percent-encoded: longest first
+_known: list[str] = []
 
 
 def decoded(text: str, rounds: int = 4) -> str:
@@ -62,7 +69,19 @@ def redact(text: str) -> str:
     """``/x?ticket=abc&y=1`` -> ``/x?ticket=[redacted]&y=1``; also ``?%74icket=abc``, ``?TICKET=abc``,
     and JWT- or API-token-shaped strings anywhere."""
     text = _QUERY.sub(lambda m: "?" + _redact_query(m.group(1)), text)
+    for secret in _known:
+        text = text.replace(secret, REDACTED)
     return _TOKENS.sub(REDACTED, text)
+
+
+def remember(secrets: Iterable[str]) -> None:
+    """Redact these values (as they are and percent-encoded) wherever they stand in a logged line."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET:
+            for form in (secret, quote(secret, safe=""), quote(secret, safe="").lower()):
+                if form not in _known:
+                    _known.append(form)
+    _known.sort(key=len, reverse=True)
 
 
 class RedactCredentials(logging.Filter):
@@ -74,7 +93,9 @@ class RedactCredentials(logging.Filter):
         return True
 
 
-def install() -> None:
+def install(secrets: Iterable[str] = ()) -> None:
+    """The redaction on uvicorn's loggers; ``secrets``: values to redact besides the shapes above."""
+    remember(secrets)
     for name in ("uvicorn.access", "uvicorn.error"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactCredentials) for f in logger.filters):

@@ -52,6 +52,7 @@ from sqlalchemy.sql.elements import ColumnElement, Grouping
 from backend.db import utcnow
 from backend.errors import Invalid
 from backend.models import MetricLatest
+from backend.query import cost
 from backend.query.compiler import (
     EXAMPLES,
     EXPERIMENTS,
@@ -69,8 +70,11 @@ from backend.query.parser import QueryError, parse, parse_field
 
 
 def where(entity: Entity, text: str, dialect: str, now: datetime | None = None) -> ColumnElement[bool]:
-    """``text`` as a filter on ``entity``'s rows; QueryError if it does not parse or names a bad field."""
-    return compile_expr(entity, parse(text), Context(dialect, now or utcnow()))
+    """``text`` as a filter on ``entity``'s rows; QueryError if it does not parse, names a bad field or
+    costs more than ``cost`` allows."""
+    expr = parse(text)
+    cost.check(expr)
+    return compile_expr(entity, expr, Context(dialect, now or utcnow()))
 
 
 def order(entity: Entity, text: str, desc: bool, dialect: str) -> list[Any]:

@@ -14,6 +14,11 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from backend.query.nodes import And, Compare, Contains, Exists, Expr, Field, In, Literal, Not, Now, Or
 
 MAX_QUERY = 4000  # characters
+# what both databases take: SQLite's INTEGER is 64 bits (a wider Python int overflows in its driver), and
+# a time a day either side of Python's datetime range still has its whole UTC day and any offset applied
+MAX_INT = 2**63 - 1
+FIRST_DAY = date(1, 1, 2)
+LAST_DAY = date(9999, 12, 30)
 
 
 class QueryError(Exception):
@@ -118,7 +123,8 @@ _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
 def _unquote(token: str) -> str:
     """A quoted string's text: ``\\"``, ``\\'``, ``\\\\``, ``\\n``, ``\\t``, ``\\r`` and ``\\uXXXX``
-    escapes; ValueError for any other."""
+    escapes (a UTF-16 pair of ``\\uXXXX`` is the one character it encodes, as in JSON); ValueError for any
+    other escape."""
 
     def one(m: re.Match[str]) -> str:
         code = m.group(1)
@@ -128,7 +134,25 @@ def _unquote(token: str) -> str:
             raise ValueError(code)
         return _ESCAPES[code]
 
-    return _ESCAPE.sub(one, token[1:-1])
+    text = _ESCAPE.sub(one, token[1:-1])
+    if text.isascii():
+        return text
+    try:  # join surrogate pairs; a lone surrogate is no character and neither database takes it
+        return text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        return text  # _unstorable names it
+
+
+def _unstorable(text: str) -> str | None:
+    """Why neither database can take ``text`` (a NUL, a lone UTF-16 surrogate), or None."""
+    if "\x00" in text:
+        return "a NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone UTF-16 surrogate (\\ud800-\\udfff), which is no character"
+    return None
 
 
 def _split_field(token: Token) -> Field:
@@ -150,16 +174,28 @@ def _split_field(token: Token) -> Field:
 
 def _string(token: str, pos: int) -> str:
     try:
-        return _unquote(token)
+        text = _unquote(token)
     except ValueError as exc:
         raise QueryError(f"a bad escape in the string {token}", pos) from exc
+    reason = _unstorable(text)
+    if reason is not None:
+        raise QueryError(f"the string {token} holds {reason}", pos)
+    return text
 
 
-def _number(text: str) -> int | float:
+def _number(text: str, pos: int) -> int | float:
     try:
-        return int(text)
+        value: int | float = int(text)
     except ValueError:
         return float(text)
+    if abs(value) > MAX_INT:
+        raise QueryError(f"the integer {text} is out of range (at most {MAX_INT} either side of 0)", pos)
+    return value
+
+
+def _in_range(text: str, day: date, pos: int) -> None:
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise QueryError(f"{text!r} is out of range: times from {FIRST_DAY} to {LAST_DAY}", pos)
 
 
 def _datetime(text: str, pos: int) -> datetime:
@@ -167,14 +203,17 @@ def _datetime(text: str, pos: int) -> datetime:
         value = datetime.fromisoformat(text.replace(" ", "T"))
     except ValueError as exc:
         raise QueryError(f"{text!r} is not a valid date and time", pos) from exc
+    _in_range(text, value.date(), pos)  # the offset moves it at most a day
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _date(text: str, pos: int) -> date:
     try:
-        return date.fromisoformat(text)
+        value = date.fromisoformat(text)
     except ValueError as exc:
         raise QueryError(f"{text!r} is not a valid date", pos) from exc
+    _in_range(text, value, pos)
+    return value
 
 
 @v_args(inline=True)
@@ -229,7 +268,7 @@ class _ToNodes(Transformer[Token, Any]):
         return _string(str(t), t.start_pos or 0), t.start_pos or 0
 
     def number(self, t: Token) -> tuple[Literal, int]:
-        return _number(str(t)), t.start_pos or 0
+        return _number(str(t), t.start_pos or 0), t.start_pos or 0
 
     def true(self, t: Token) -> tuple[Literal, int]:
         return True, t.start_pos or 0
@@ -259,6 +298,9 @@ def _run(text: str, start: str) -> Any:
         raise QueryError(f"a query of {len(text)} characters; at most {MAX_QUERY}")
     if not text.strip():
         raise QueryError("an empty query", 0)
+    if _unstorable(text) is not None:  # a caller's own text (a saved view, the CLI), not only a URL's
+        pos, reason = next((i, r) for i, c in enumerate(text) if (r := _unstorable(c)) is not None)
+        raise QueryError(f"{reason} in the query", pos)
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as exc:

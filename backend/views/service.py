@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from backend import query
 from backend.db import utcnow
-from backend.errors import Conflict, Forbidden, NotFound
+from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import SavedView
 from backend.projects import service as projects
 from backend.views import repository
@@ -76,6 +77,34 @@ def _duplicate(name: str) -> Conflict:
     )
 
 
+def _check_state(session: Session, page: str, state: ViewState) -> None:
+    """A view's query and group fields as its page would take them: a query or field the list would
+    answer 422 for is a 422 here, at the field of the view's state, with the position (a stored view
+    that cannot be shown is no view)."""
+    dialect = session.get_bind().dialect.name
+    entity = query.EXPERIMENTS if page == "experiments" else query.RUNS
+    problems: list[tuple[list[str | int], query.QueryError]] = []
+    if state.query.strip():
+        try:
+            query.where(entity, state.query, dialect)
+        except query.QueryError as exc:
+            problems.append((["body", "state", "query"], exc))
+    for i, name in enumerate(state.group_by if isinstance(state.group_by, list) else []):
+        try:
+            if entity is query.RUNS:
+                query.group_field(entity, name, dialect)
+            else:
+                query.parse_field(name)
+        except query.QueryError as exc:
+            problems.append((["body", "state", "group_by", i], exc))
+    if problems:
+        loc, first = problems[0]
+        raise Invalid(
+            f"{'.'.join(str(p) for p in loc[1:])}: {first}",
+            [{"loc": loc, "msg": str(exc), "type": "query_syntax"} for loc, exc in problems],
+        )
+
+
 def _flush(session: Session, name: str) -> None:
     try:
         session.flush()
@@ -88,6 +117,7 @@ def create_view(session: Session, principal: Principal, project_id: int, body: V
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     if repository.by_name(session, project_id, body.name) is not None:
         raise _duplicate(body.name)
+    _check_state(session, body.page, body.state)
     now = utcnow()
     view = SavedView(
         project_id=project_id,
@@ -119,6 +149,7 @@ def update_view(
             raise _duplicate(body.name)
         view.name = body.name
     if body.state is not None:
+        _check_state(session, view.page, body.state)
         view.state = body.state.model_dump(mode="json")
     view.updated_at = utcnow()
     _flush(session, view.name)

@@ -109,7 +109,63 @@ def test_the_throttles_maps_are_bounded() -> None:
     for i in range(1000):
         throttle.failed(f"user{i}", f"10.0.{i // 256}.{i % 256}")
     assert len(throttle._pairs) == 100 and len(throttle._addresses) == 100
+    assert len(throttle._accounts) == 100
+    for i in range(1000):
+        throttle.succeeded(f"user{i}", "10.9.9.9")
+    assert len(throttle._known) == 100
     assert throttle.wait("user999", "10.0.3.231") > 0  # the newest are kept
+
+
+def test_guessing_one_account_from_many_addresses_is_slowed_but_its_owner_is_not_locked_out() -> None:
+    """100 password checks on one account from 20 addresses, 5 each (within each pair's free failures),
+    were all verified at once. Now past the account's free failures every address it never logged in
+    from waits, together; the owner's own address does not, and a new one waits at most the cap."""
+    now = [0.0]
+    throttle = LoginThrottle(
+        free_failures=5, per_address=30, window=300, max_backoff=900, clock=lambda: now[0]
+    )  # the defaults: 20 free failures at an account, then up to 120 s
+    throttle.succeeded("alice", OWNER)  # the owner logged in from home once
+    checked = 0
+    for i in range(100):
+        address = f"203.0.113.{i % 20}"
+        if throttle.wait("alice", address) == 0:
+            throttle.failed("alice", address)
+            checked += 1
+    assert checked == 20 and throttle.account_failures("alice") == 20
+    assert throttle.wait("alice", OWNER) == 0  # from home: at once
+    assert 0 < throttle.wait("Alice", "192.0.2.99") <= 120  # from a new address: slowed, not locked out
+    assert throttle.wait("bob", "192.0.2.99") == 0  # other accounts are not slowed
+    for _ in range(3):  # the owner's typos at home count for the pair only
+        throttle.failed("alice", OWNER)
+    assert throttle.account_failures("alice") == 20 and throttle.wait("alice", OWNER) == 0
+    waits = []  # the guessers go on, each waiting exactly as long as told: doubling delays, capped
+    for i in range(9):
+        address = f"198.18.0.{i}"
+        now[0] += throttle.wait("alice", address)
+        assert throttle.wait("alice", address) == 0
+        throttle.failed("alice", address)
+        waits.append(throttle.wait("alice", f"198.18.1.{i}"))
+    assert waits == [2, 4, 8, 16, 32, 64, 120, 120, 120]
+    now[0] += 900 + 300 + 1  # quiet past the pairs' longest delay and the window: forgotten
+    assert throttle.wait("alice", "192.0.2.99") == 0 and throttle.account_failures("alice") == 0
+    now[0] += 30 * 86400  # an address is known for 30 days after its last login
+    for i in range(25):
+        throttle.failed("alice", f"203.0.113.{i}")
+    assert throttle.wait("alice", OWNER) > 0
+
+
+def test_the_owner_logs_in_from_home_while_many_addresses_guess(api: Api) -> None:
+    api.user("alice")
+    stopped = time.monotonic()
+    api.client.app.state.login_throttle = LoginThrottle(account_free=4, clock=lambda: stopped)
+    assert _login(api, "alice", USER_PASSWORD, _from(api, OWNER)) == 200
+    codes = [_login(api, "alice", f"wrong-{i}", _from(api, f"203.0.113.{i}")) for i in range(6)]
+    assert codes == [401] * 4 + [429] * 2
+    r = _from(api, "192.0.2.99").post(
+        "/api/v1/auth/login", json={"username": "alice", "password": USER_PASSWORD}
+    )
+    assert r.status_code == 429 and 1 <= int(r.headers["Retry-After"]) <= 120
+    assert _login(api, "alice", USER_PASSWORD, _from(api, OWNER)) == 200
 
 
 def test_parallel_guesses_do_not_outrun_the_delays(api: Api) -> None:

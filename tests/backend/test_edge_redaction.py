@@ -12,12 +12,14 @@ import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from starlette.datastructures import QueryParams
 
+from backend.http import logredact
 from backend.http.logredact import redact
-from tests.backend.conftest import make_settings
+from tests.backend.conftest import WORKER_TOKEN, make_settings
 from tests.backend.test_edge_slow_clients import Live, request, serve
 
 
@@ -61,6 +63,18 @@ def test_a_value_hidden_in_an_encoded_name_and_tokens_anywhere_are_redacted() ->
     assert jwt_like not in redact(f"/api/v1/runs/1/{jwt_like}/x?q={jwt_like}")
     assert "rl_abcdefghijklmnopqrstuvwxyz" not in redact("/x?q=rl_abcdefghijklmnopqrstuvwxyz")
     assert redact("/api/v1/runs?status=running&limit=50") == "/api/v1/runs?status=running&limit=50"
+
+
+def test_a_worker_token_under_any_name_is_redacted() -> None:
+    """A credential under a name with no secret word in it (``?x=``) stood in the log in clear: a
+    generated worker token (``wk_...``) is redacted by its shape, a configured one by its value."""
+    generated = "wk_" + "Ab3_-" * 9
+    assert generated not in redact(f'"GET /api/v1/runs?x={generated}&limit=5 HTTP/1.1" 200')
+    chosen = "operator-chose-this-worker-secret+1"
+    logredact.remember([chosen, "short"])
+    line = f"GET /api/v1/runs?x={chosen}&y={quote(chosen, safe='')}&z=short HTTP/1.1"
+    assert chosen not in redact(line) and quote(chosen, safe="") not in redact(line)
+    assert "z=short" in redact(line)  # a value too short to search for is not (it would redact words)
 
 
 class _Lines(logging.Handler):
@@ -140,3 +154,7 @@ def test_the_access_log_never_holds_a_ticket(logged: tuple[Live, _Lines]) -> Non
     for line in lines:
         assert ticket not in line and signature not in line and "not-a-ticket-but-secret" not in line, line
     assert any("%74icket=[redacted]" in line for line in lines)
+    # the worker token under a name the redaction does not know, through the real server's log
+    request(live, "GET", f"/api/v1/runs/{run_id}?x={WORKER_TOKEN}")
+    assert any(f"/runs/{run_id}?x=[redacted]" in line for line in log.lines), log.lines[-3:]
+    assert not any(WORKER_TOKEN in line for line in log.lines)

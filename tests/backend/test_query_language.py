@@ -344,6 +344,60 @@ def test_bad_queries_are_422_with_the_position(api: Api) -> None:
     assert res.status_code == 422 and "unknown field 'metrics.loss' for experiments" in res.json()["detail"]
 
 
+# each of these answered 500: a lone surrogate (psycopg's UnicodeEncodeError), a NUL (Postgres takes
+# none), a time whose whole day or UTC offset leaves Python's range (OverflowError), an integer wider than
+# SQLite's 64 bits; (parameter, text, the position the 422 names)
+UNTAKEABLE = [
+    ("q", "name = '\\ud800'", 7),
+    ("q", "metrics.'\\ud800' > 1", 8),
+    ("q", "params.'\\ud800' = 1", 7),
+    ("q", "name = 'a\\u0000b'", 7),
+    ("sort", "metrics.'\\ud800'", 8),
+    ("sort", "params.'\\udfff'", 7),
+    ("q", "created > 9999-12-31", 10),
+    ("q", "created = 9999-12-31", 10),
+    ("q", "created > 0001-01-01T00:00+01:00", 10),
+    ("q", "created > 9999-12-31T23:00-05:00", 10),
+    ("q", "id = 99999999999999999999999", 5),
+    ("q", "id in (1, 99999999999999999999999)", 10),
+    ("q", "params.a = 1" + "0" * 400, 11),
+]
+
+
+@pytest.mark.dialect_matrix
+def test_what_no_database_takes_is_422_with_the_position_never_500(api: Api) -> None:
+    api.submit({"train": {"lr": 0.5}})
+    for param, text, pos in UNTAKEABLE:
+        for path in ("/api/v1/runs", "/api/v1/experiments"):
+            if path.endswith("experiments") and "metrics." in text:
+                continue  # a field experiments do not have: its own 422
+            res = api.client.get(path, params={param: text}, headers=api.h())
+            assert res.status_code == 422, (path, text, res.text)
+            [error] = res.json()["errors"]
+            assert error["loc"] == ["query", param]
+            assert error["msg"].startswith(f"position {pos}: "), (text, error["msg"])
+    res = api.client.get("/api/v1/runs", params={"group_by": "params.'\\ud800'"}, headers=api.h())
+    assert res.status_code == 422 and res.json()["errors"][0]["loc"] == ["query", "group_by"]
+    # what still works at the edges of the ranges: a UTF-16 pair is its character, the last whole day
+    for text in ("name = '\\ud83d\\ude00'", "created < 9999-12-30", "id > -1e999"):
+        assert api.client.get("/api/v1/runs", params={"q": text}, headers=api.h()).status_code == 200, text
+
+
+def test_the_parser_joins_utf16_pairs_and_names_what_it_cannot_take() -> None:
+    node = parse("name = '\\ud83d\\ude00'")
+    assert isinstance(node, Compare) and node.value == "\U0001f600"
+    for text, pos, words in [
+        ("name = '\\udc00\\ud800'", 7, "lone UTF-16 surrogate"),  # the wrong order is no pair
+        ("name = 'x\x00'", 9, "NUL character"),  # a caller's own text, not only an escape
+        ("name = '\udfff'", 8, "lone UTF-16 surrogate"),
+        ("created > 0001-01-01", 10, "out of range"),
+        ("id = -99999999999999999999", 5, "out of range"),
+    ]:
+        with pytest.raises(QueryError) as caught:
+            parse(text)
+        assert caught.value.pos == pos and words in caught.value.message, text
+
+
 @pytest.mark.dialect_matrix
 def test_experiments_query_and_sort(api: Api) -> None:
     e1 = api.submit({"train": {"lr": 0.5}}, name="first").json()["id"]

@@ -180,8 +180,13 @@ def test_bad_state_and_names_are_422_naming_the_field_path(api: Api) -> None:
     )
     # the query: at most 4 KB of UTF-8 (2,049 two-byte characters are 4,098 bytes)
     assert ["body", "state", "query"] in _invalid(api, meg, pid, ok | {"state": {"query": "é" * 2049}})
+    # (a query that parses, as a saved query must: 10 + 2 x 2,043 = 4,096 bytes in 2,053 characters)
+    at_limit_query = "name = 'x" + "é" * 2043 + "'"
+    assert len(at_limit_query.encode()) == 4096
     at_limit = api.client.post(
-        _url(pid), json={"name": "long", "page": "runs", "state": {"query": "a" * 4096}}, headers=api.h(meg)
+        _url(pid),
+        json={"name": "long", "page": "runs", "state": {"query": at_limit_query}},
+        headers=api.h(meg),
     )
     assert at_limit.status_code == 201
     # grouping: fields, or the literal default, nothing else
@@ -270,3 +275,35 @@ def test_a_view_is_reached_by_its_id_alone_in_any_project_the_caller_sees(api: A
     assert api.client.get(by_id, headers=api.h(meg)).status_code == 404
     assert [v["name"] for v in api.client.get(_url(lab), headers=api.h(meg)).json()] == ["taken"]
     assert api.client.get("/api/v1/views/0", headers=api.h(meg)).status_code == 422  # an id is >= 1
+
+
+@pytest.mark.dialect_matrix
+def test_a_query_or_group_field_the_page_would_refuse_is_422_at_its_field_with_the_position(api: Api) -> None:
+    meg = api.user("meg")
+    pid = _project_id(api, meg)
+
+    def errors(page: str, state: dict[str, Any]) -> list[dict[str, Any]]:
+        answer = api.client.post(
+            _url(pid), json={"name": "v", "page": page, "state": state}, headers=api.h(meg)
+        )
+        assert answer.status_code == 422, answer.text
+        return list(answer.json()["errors"])
+
+    for text in ("created > 9999-12-31", "name = '\\ud800'", "id = 99999999999999999999", "colour = 1"):
+        [error] = errors("runs", {"query": text})
+        assert error["loc"] == ["body", "state", "query"] and error["msg"].startswith("position "), text
+    [error] = errors("experiments", {"query": "metrics.loss > 1"})  # a field of runs only
+    assert error["loc"] == ["body", "state", "query"] and "unknown field" in error["msg"]
+    [error] = errors("runs", {"group_by": ["params.lr", "params.'\\udfff'"]})
+    assert error["loc"] == ["body", "state", "group_by", 1] and error["msg"].startswith("position 7:")
+    saved = api.client.post(
+        _url(pid), json={"name": "ok", "page": "runs", "state": STATE}, headers=api.h(meg)
+    ).json()
+    # an update is checked as a new view is, and a refused one leaves the stored state as it was
+    answer = api.client.patch(
+        _url(pid, saved["id"]), json={"state": {"query": "created <= 9999-12-31"}}, headers=api.h(meg)
+    )
+    assert answer.status_code == 422 and answer.json()["errors"][0]["loc"] == ["body", "state", "query"]
+    assert (
+        api.client.get(_url(pid, saved["id"]), headers=api.h(meg)).json()["state"]["query"] == STATE["query"]
+    )

@@ -128,6 +128,7 @@ SAMPLE_PATHS = [
     "/api/v1/runs/7/metrics/",
     "/api/v1/runs/7/logs",
     "/api/v1/runs/7/results",
+    "/api/v1/runs/7/examples",
     "/api/v1/runs/7/finish",
     "/api/v1/exports/parquet",
     "/api/v1/auth/login",
@@ -148,6 +149,15 @@ SAMPLE_PATHS = [
 def test_the_samples_cover_every_route_class() -> None:
     classes = {limits.route_class(path).name for path in SAMPLE_PATHS}
     assert classes == {c.name for c in limits.LIMITS} | {limits.OUTSIDE_API.name}
+
+
+def test_the_samples_cover_every_alternative_of_a_route_class() -> None:
+    """Each name a route class's pattern lists (``logs|results|examples|finish``) has a sample: the proxy
+    once sent per-example rows to its 4 MiB default while the API took 16 MiB."""
+    for route in limits.LIMITS:
+        for group in re.findall(r"\(\?:([A-Za-z|]+)\)", route.pattern.pattern):
+            for name in group.split("|"):
+                assert any(f"/{name}" in path for path in SAMPLE_PATHS), (route.name, name)
 
 
 @pytest.mark.parametrize("path", SAMPLE_PATHS)
