@@ -39,8 +39,9 @@ from types import TracebackType
 from typing import Any, Literal
 
 from reasonlab_sdk.client import ApiError, ApiUnavailable, Conflict, FinishStatus, ReasonLabClient
-from reasonlab_sdk.spool import Spool
+from reasonlab_sdk.spool import LOG_NAME, Spool
 from reasonlab_sdk.spool import read as read_log
+from reasonlab_sdk.sync import remember
 
 Mode = Literal["online", "offline"]
 Resume = Literal["never", "allow", "must"]
@@ -49,6 +50,11 @@ BATCH = 5_000  # points per request (the API takes 10,000)
 MAX_KEY = 250
 MAX_DIFF = 200_000  # the API's bound on a stored diff
 MAX_PACKAGES = 2_000
+SENT = (
+    "point",
+    "params",
+    "artifact",
+)  # the records the sender ships (a resumed run re-sends unacknowledged ones)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -123,14 +129,17 @@ class Run:
         run_id: int | None = None,
         attempt: int = 1,
         client: ReasonLabClient | None = None,
+        seq: int = 0,
+        pending: list[dict[str, Any]] | None = None,
     ) -> None:
         self.folder, self.mode, self.id, self.attempt = folder, mode, run_id, attempt
         self._client = client
         self._step = step
-        self._seq = 0
+        self._seq = seq  # the log's record numbers go on over a resume
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._spool = Spool(folder)
-        self._pending: list[dict[str, Any]] = []  # logged and spooled, not yet acknowledged
+        # logged and spooled, not yet acknowledged (a resumed run starts with what its last session left)
+        self._pending: list[dict[str, Any]] = pending or []
         self._finished = False
         self._lost_lease = False
         self._warned_down = False
@@ -402,14 +411,14 @@ def _offline(body: dict[str, Any], local_id: int | str | None) -> Run:
     if local_id is None and resume == "must":
         raise ValueError("resume='must' needs the id of the run to resume")
     folder = run_dir() / str(local_id or uuid.uuid4().hex[:12])
-    logged = read_log(folder / "log.jsonl").records
+    logged = read_log(folder / LOG_NAME).records
     if logged and resume == "never":
         raise ValueError(f"{folder} holds a run already: pass resume='allow' or 'must' to go on with it")
     if not logged and resume == "must":
         raise ValueError(f"no offline run to resume in {folder}")
     steps = [r["step"] for r in logged if r.get("t") == "point"]
-    run = Run(folder=folder, mode="offline", step=max(steps) + 1 if steps else 0)
-    run._seq = max((r.get("seq", 0) for r in logged), default=0)
+    seq = max((r.get("seq", 0) for r in logged), default=0)
+    run = Run(folder=folder, mode="offline", step=max(steps) + 1 if steps else 0, seq=seq)
     run._put({"t": "resume" if logged else "init", **body, "project": None, "time": time.time()})
     return run
 
@@ -427,14 +436,21 @@ def _online(project: str, body: dict[str, Any], run_id: int | str | None, client
         body["id"] = int(run_id)
     opened = client.open_external_run(project_id, body)
     folder = run_dir() / str(opened["id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    remember(folder, opened["id"], project_id)  # `reasonlab sync` finds the run of what is left here
+    logged = read_log(folder / LOG_NAME).records
+    acked = max((r["upto"] for r in logged if r.get("t") == "ack"), default=0)
+    unsent = [r for r in logged if r.get("t") in SENT and r.get("seq", 0) > acked]
     last = opened["last_step"]
-    run = Run(
+    steps = [last] if last is not None else []
+    steps += [r["step"] for r in unsent if r["t"] == "point"]
+    return Run(
         folder=folder,
         mode="online",
-        step=0 if last is None else last + 1,
+        step=max(steps) + 1 if steps else 0,
         run_id=opened["id"],
         attempt=opened["attempt"],
         client=client.with_token(opened["run_token"]),
+        seq=max((r.get("seq", 0) for r in logged), default=0),
+        pending=unsent,
     )
-    run._seq = max((r.get("seq", 0) for r in read_log(folder / "log.jsonl").records), default=0)
-    return run
