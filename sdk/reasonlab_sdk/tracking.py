@@ -20,6 +20,7 @@ Non-finite values (NaN, infinities) are stored as gaps, as the ingest route stor
 from __future__ import annotations
 
 import atexit
+import itertools
 import math
 import os
 import platform
@@ -135,7 +136,9 @@ class Run:
         self.folder, self.mode, self.id, self.attempt = folder, mode, run_id, attempt
         self._client = client
         self._step = step
-        self._seq = seq  # the log's record numbers go on over a resume
+        self._seqs = itertools.count(
+            seq + 1
+        )  # the log's record numbers go on over a resume (next() is atomic)
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._spool = Spool(folder)
         # logged and spooled, not yet acknowledged (a resumed run starts with what its last session left)
@@ -158,8 +161,7 @@ class Run:
     def _put(self, record: dict[str, Any]) -> None:
         if self._finished:
             raise RuntimeError("this run is finished")
-        self._seq += 1
-        self._queue.put({**record, "seq": self._seq})
+        self._queue.put({**record, "seq": next(self._seqs)})
 
     def log(self, values: Mapping[str, Any], step: int | None = None) -> None:
         """Record ``values`` (nested dicts flattened with ``/``) at ``step`` (the next step when omitted).
