@@ -111,3 +111,25 @@ def test_an_exception_in_the_context_marks_the_run_failed_with_its_traceback(_ru
         raise RuntimeError("diverged")
     finish = [r for r in spool.read(run.spool_path).records if r["t"] == "finish"]
     assert finish[0]["status"] == "failed" and "RuntimeError: diverged" in finish[0]["error"]
+
+
+def test_an_uncaught_exception_fails_open_runs_and_exit_finishes_them(
+    _runs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reasonlab_sdk import tracking
+
+    seen: list[type[BaseException]] = []
+    monkeypatch.setattr(tracking, "_previous_hook", lambda kind, exc, tb: seen.append(kind))
+    crashed = rl.init(mode="offline")
+    crashed.log({"x": 1})
+    try:
+        raise KeyError("missing batch")
+    except KeyError as exc:
+        tracking._excepthook(KeyError, exc, exc.__traceback__)  # what the interpreter calls
+    assert seen == [KeyError]  # the previous hook still prints it
+    finish = [r for r in spool.read(crashed.spool_path).records if r["t"] == "finish"]
+    assert finish[0]["status"] == "failed" and "KeyError: 'missing batch'" in finish[0]["error"]
+    left_open = rl.init(mode="offline")
+    tracking._on_exit()  # interpreter exit
+    finish = [r for r in spool.read(left_open.spool_path).records if r["t"] == "finish"]
+    assert finish[0]["status"] == "succeeded"
