@@ -55,6 +55,7 @@ from backend.runs.events import router as events_router
 from backend.runs.routes import router as runs_router
 from backend.secrets.routes import router as secrets_router
 from backend.settings import Settings, get_settings
+from backend.tracking.routes import router as tracking_router
 from backend.views.routes import router as views_router
 
 API_PREFIX = "/api/v1"
@@ -126,6 +127,7 @@ def api_routes() -> list[BaseRoute]:
             datasets_router,
             exports_router,
             views_router,
+            tracking_router,
         ):
             api.include_router(router)
         built = APIRouter()

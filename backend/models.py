@@ -177,6 +177,10 @@ class Run(Base):
     # ``seed`` (backend/groups/key.py), set at creation, backfilled by migration 0018; GET /runs?group_by=
     # default groups on it
     group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # where an external run came from (backend/tracking/: command line, git commit and dirty diff, python,
+    # packages, host), as its script sent it at creation or resume; null on runs a worker executes.
+    # Deferred: a diff can be large, and pages of runs never read it (migration 0026)
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, deferred=True)
     experiment: Mapped[Experiment] = relationship()
 
     __table_args__ = (

@@ -5,7 +5,7 @@ Server-side commands (``up``, ``api``, ``worker``, ``migrate``, ``user``, ``toke
 (REASONLAB_*); client commands (``submit``, ``runs``) talk to the API with a URL and token from flags, the
 environment (REASONLAB_API_URL, REASONLAB_TOKEN), the config file (~/.config/reasonlab/config.yaml:
 ``api_url``, ``token``) or, on the machine running ``reasonlab up``, the home folder's admin.token.
-``run`` needs no server. Each command imports the backend or worker modules it needs lazily, so
+``run`` needs no server; ``sync`` (``cli.sync``) uploads runs a script logged offline. Each command imports the backend or worker modules it needs lazily, so
 ``reasonlab --help`` stays fast and a worker host needs no API dependencies.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from cli import client, local, server
+from cli import client, local, server, sync
 
 
 @click.group()
@@ -22,7 +22,7 @@ def main() -> None:
     """ReasonLab: experiments on compositional reasoning, from spec to reviewed results."""
 
 
-for command in (*server.COMMANDS, *client.COMMANDS, *local.COMMANDS):
+for command in (*server.COMMANDS, *client.COMMANDS, *local.COMMANDS, *sync.COMMANDS):
     main.add_command(command)
 
 

@@ -22,3 +22,7 @@ FinalStatus = Literal["succeeded", "failed", "cancelled"]
 and what a tracked run closes with (the one final-status type of the API, the worker and the CLI)."""
 
 FINISHED_STATUSES: tuple[str, ...] = get_args(FinalStatus)
+
+EXTERNAL_KIND = "external"
+"""The kind of a run a script creates and runs itself (through the SDK): no manifest declares it, so no
+experiment can submit it to a worker; its spec is the script's free-form config (backend/tracking/)."""

@@ -39,14 +39,15 @@ def log(session: Session, run: Run, line: str, now: datetime) -> None:
     session.add(RunLog(run_id=run.id, time=now, line=f"{LOG_PREFIX} {line}"))
 
 
-def opened(session: Session, run: Run, worker: str, now: datetime) -> None:
-    """The claim of ``run.attempt`` by ``worker`` (``run`` as after the claim)."""
+def opened(session: Session, run: Run, worker: str, now: datetime, how: str = "claimed by worker") -> None:
+    """The claim of ``run.attempt`` by ``worker`` (``run`` as after the claim); ``how`` words the log line
+    (an external run's attempt is opened by its script, not claimed)."""
     row = session.get(RunAttempt, (run.id, run.attempt))
     if row is None:
         session.add(RunAttempt(run_id=run.id, attempt=run.attempt, worker=worker, started_at=now))
     else:  # an attempt number is claimed once; a row left by anything else is overwritten
         row.worker, row.started_at, row.ended_at, row.outcome = worker, now, None, "running"
-    log(session, run, f"attempt {run.attempt} of {run.max_attempts} claimed by worker {worker}", now)
+    log(session, run, f"attempt {run.attempt} of {run.max_attempts} {how} {worker}", now)
 
 
 def closed(session: Session, run_id: int, attempt: int, outcome: str, ended_at: datetime) -> None:

@@ -21,7 +21,7 @@ from backend.models import Run, RunLog
 from backend.projects import service as projects
 from backend.runs import attempts, eta, repository
 from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn, ResumedIn
-from common.runs import FINISHED_STATUSES
+from common.runs import EXTERNAL_KIND, FINISHED_STATUSES
 
 # what a requeue resets: the page must not show the old attempt's progress as the new one's
 NO_PROGRESS: dict[str, object] = {"progress_done": 0, "progress_total": 0, **eta.NEW_ATTEMPT}
@@ -184,6 +184,8 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
 def release(session: Session, run: Run, attempt: int) -> Run:
     """A worker shutting down gives its run back after a checkpoint: queued again as attempt+1, with
     one more attempt allowed, so a rolling restart of the workers never uses up a run's attempts."""
+    if run.kind == EXTERNAL_KIND:
+        raise Conflict(f"run {run.id} is external: no worker can take it over (its script finishes it)")
     now = utcnow()
     worker = run.worker
     values: dict[str, object] = {
@@ -265,6 +267,8 @@ def retry(session: Session, run: Run) -> Run:
     queued again would have no deliverable message (issue 21, item 7)."""
     if run.status not in ("failed", "cancelled"):
         raise Conflict(f"run {run.id} is {run.status}: only failed or cancelled runs can be retried")
+    if run.kind == EXTERNAL_KIND:
+        raise Conflict(f"run {run.id} is external: its script resumes it (resume='must' with its id)")
     attempt = run.attempt + 1
     requeued = repository.transition(
         session,
@@ -295,8 +299,9 @@ def retry(session: Session, run: Run) -> Run:
 
 
 def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
-    """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed. The lost
-    attempt ends at its last heartbeat (the last sign of its worker): its run time has no downtime."""
+    """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed; an external
+    run (its script's, never a worker's) is failed as crashed, never requeued. The lost attempt ends at
+    its last heartbeat (the last sign of its worker): its run time has no downtime."""
     now = utcnow()
     cutoff = now - timedelta(seconds=timeout_seconds)
     outcomes: list[tuple[int, str]] = []
@@ -318,6 +323,20 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
                 attempts.log(session, run, f"attempt {attempt} lost: {lost}; it was cancelled", now)
                 _activity(session, run, "cancelled", f"run {run.id} cancelled (its worker was lost)")
                 outcomes.append((run.id, "cancelled"))
+        elif run.kind == EXTERNAL_KIND:  # its script is gone: no worker can go on with it (backend/tracking/)
+            crashed = f"crashed: no heartbeat for {timeout_seconds:.0f} s"
+            values_x: dict[str, object] = {"status": "failed", "finished_at": now, "error": crashed}
+            if repository.transition(session, run.id, guard, values_x):
+                attempts.closed(session, run.id, attempt, "lost", ended_at)
+                attempts.log(session, run, f"attempt {attempt} {crashed} ({since}): failed", now)
+                _activity(
+                    session,
+                    run,
+                    "failed",
+                    f"external run {run.id} (#{run.index + 1}) crashed: its script sent no heartbeat "
+                    f"for {timeout_seconds:.0f} s ({since})",
+                )
+                outcomes.append((run.id, "failed"))
         elif run.attempt < run.max_attempts:
             values: dict[str, object] = {
                 "status": "queued",

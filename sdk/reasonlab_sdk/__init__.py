@@ -8,6 +8,9 @@
         project = next(p["name"] for p in client.list_projects() if p["id"] == view["project_id"])
         page = client.list_runs(project=project, **view_runs_args(view))
 
+Track any training script with ``reasonlab_sdk.init(...)`` and ``run.log({...})`` (``tracking.py``,
+docs/tracking.md).
+
 Install it alone with ``pip install ./sdk`` (httpx is its only dependency). ``api_types`` holds the
 API's schemas as TypedDicts, generated from the OpenAPI document by ``sdk/gen_types.py``.
 """
@@ -34,6 +37,7 @@ from reasonlab_sdk.client import (
     parse_sse,
     storable_text,
 )
+from reasonlab_sdk.tracking import Run, init
 from reasonlab_sdk.views import ViewRunsArgs, view_runs_args
 
 __all__ = [
@@ -47,12 +51,14 @@ __all__ = [
     "Json",
     "NotFound",
     "ReasonLabClient",
+    "Run",
     "SseEvent",
     "TooLarge",
     "Unauthorized",
     "ViewRunsArgs",
     "api_base_url",
     "api_types",
+    "init",
     "is_storable",
     "parse_sse",
     "storable_text",

@@ -517,6 +517,61 @@ class ExperimentPublic(TypedDict):
     tags: list[str]
 
 
+class ExternalRunIn(TypedDict):
+    """Open an external run: a new one, or (``id`` with ``resume`` "allow" or "must") an existing one."""
+
+    config: NotRequired[dict[str, Any]]
+    experiment: NotRequired[str]
+    group: NotRequired[str | None]
+    id: NotRequired[int | None]
+    name: NotRequired[str | None]
+    provenance: NotRequired[Provenance]
+    resume: NotRequired[Literal["never", "allow", "must"]]
+    tags: NotRequired[list[str]]
+
+
+class ExternalRunOut(TypedDict):
+    """The opened run and the token its script works with (this run and attempt only)."""
+
+    attempt: int
+    cancel_requested: bool
+    created_at: str
+    error: str | None
+    experiment_id: int
+    finished_at: str | None
+    heartbeat_at: str | None
+    held: bool
+    id: int
+    index: int
+    kind: str
+    last_step: int | None
+    logged_params: dict[str, Any]
+    max_attempts: int
+    mlflow_run_id: str | None
+    name: str | None
+    params: dict[str, Any]
+    progress: RunProgress
+    project_id: int
+    queue: str
+    resumed: bool
+    run_seconds: float | None
+    run_token: str
+    spec: (
+        CarmaSpec
+        | DiagnosticSpec
+        | ReasonFormerFinetuneSpec
+        | ReasonFormerPretrainSpec
+        | SkillmixSpec
+        | SmoeSravenSpec
+        | TopkEvalSpec
+    )
+    started_at: str | None
+    status: RunStatus
+    summary: dict[str, float | None]
+    tags: list[str]
+    worker: str | None
+
+
 class FewShot(TypedDict):
     count: NotRequired[int | None]
     fraction: NotRequired[float | None]
@@ -775,6 +830,18 @@ class ProjectPublic(TypedDict):
     id: int
     name: str
     role: str
+
+
+class Provenance(TypedDict):
+    """Where the run came from, as its script saw it (every field optional: a notebook has no git)."""
+
+    command: NotRequired[str | None]
+    git_commit: NotRequired[str | None]
+    git_diff: NotRequired[str | None]
+    git_dirty: NotRequired[bool | None]
+    host: NotRequired[str | None]
+    packages: NotRequired[list[str]]
+    python: NotRequired[str | None]
 
 
 class RandomSweep(TypedDict):

@@ -658,6 +658,12 @@ class ReasonLabClient:
         result: api.RunPublic | None = self._post(f"/runs/{run_id}/finish", body)
         return result
 
+    def open_external_run(self, project_id: int, body: dict[str, Any]) -> api.ExternalRunOut:
+        """Open (or, with ``id`` and ``resume``, reopen) a run this script executes itself; the answer's
+        ``run_token`` drives it (``reasonlab_sdk.tracking`` does this for you)."""
+        result: api.ExternalRunOut = self._post(f"/projects/{project_id}/runs/external", body)
+        return result
+
     def release(self, run_id: int, attempt: int) -> api.RunPublic:
         """Give the run back (this worker is shutting down after a checkpoint): queued as attempt+1."""
         result: api.RunPublic = self._post(f"/runs/{run_id}/release", {"attempt": attempt})

@@ -74,6 +74,8 @@ POLICY: dict[str, str] = {
     "runs-release": "lifecycle",
     "runs-resumed": "lifecycle",  # the run's own token (its attempt resumed from a checkpoint)
     "runs-attempts": "viewer",
+    "runs-open_external": "member",  # a script's own run (backend/tracking/): a viewer may not open one
+    "runs-provenance": "viewer",
     "runs-post_logs": "writer",
     "runs-post_params": "writer",
     "metrics-post": "writer",
@@ -150,6 +152,7 @@ def _bodies(run_id: int) -> dict[str, Any]:
         "reviews-comment_run": {"body": "looks right"},
         "reviews-review": {"state": "approved"},
         "runs-patch": {"name": "matrix"},
+        "runs-open_external": {"experiment": "matrix", "config": {"lr": 0.1}},
         "runs-claim": {"attempt": 1, "worker": "w"},
         "runs-heartbeat": {"attempt": 1},
         "runs-finish": {"attempt": 1, "status": "failed"},

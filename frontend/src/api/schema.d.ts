@@ -429,6 +429,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/runs/external": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open External
+         * @description Open a run the caller's own script executes (a project member): running at once, never queued to a
+         *     worker. The answer's ``run_token`` reaches this run and attempt only: with it the script posts metrics,
+         *     params, logs and artifacts, sends heartbeats and finishes the run. A run whose heartbeats stop for the
+         *     heartbeat timeout is failed ("crashed"), never requeued; its script resumes it with ``id`` and
+         *     ``resume`` "must" (a new attempt and token; ``last_step`` says where its series stopped).
+         */
+        post: operations["runs-open_external"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/secrets": {
         parameters: {
             query?: never;
@@ -921,6 +945,27 @@ export interface paths {
          *     merged into its ``logged_params`` (flattened; the last value of a key kept) and mirrored to MLflow.
          */
         post: operations["runs-post_params"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/provenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Provenance
+         * @description Where an external run came from (command line, git commit and diff, Python, packages, host), as
+         *     its script sent it when it opened its latest attempt; null for a run a worker executes.
+         */
+        get: operations["runs-provenance"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2436,6 +2481,145 @@ export interface components {
          * @enum {string}
          */
         ExportFormat: "csv" | "parquet";
+        /**
+         * ExternalRunIn
+         * @description Open an external run: a new one, or (``id`` with ``resume`` "allow" or "must") an existing one.
+         */
+        ExternalRunIn: {
+            /**
+             * Config
+             * @description the script's configuration: the run's spec and params (a JSON object, at most 262144 bytes)
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Experiment
+             * @description the experiment's name (created if missing)
+             * @default external
+             */
+            experiment: string;
+            /**
+             * Group
+             * @description runs of one group share a seed group
+             */
+            group?: string | null;
+            /**
+             * Id
+             * @description the run to resume
+             */
+            id?: number | null;
+            /**
+             * Name
+             * @description the run's name; null: its number
+             */
+            name?: string | null;
+            provenance?: components["schemas"]["Provenance"];
+            /**
+             * Resume
+             * @description never: always a new run (no id); allow: resume ``id`` when given, else a new run; must: resume ``id`` (required)
+             * @default never
+             * @enum {string}
+             */
+            resume: "never" | "allow" | "must";
+            /** Tags */
+            tags?: string[];
+        };
+        /**
+         * ExternalRunOut
+         * @description The opened run and the token its script works with (this run and attempt only).
+         */
+        ExternalRunOut: {
+            /** Attempt */
+            attempt: number;
+            /** Cancel Requested */
+            cancel_requested: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Error */
+            error: string | null;
+            /** Experiment Id */
+            experiment_id: number;
+            /** Finished At */
+            finished_at: string | null;
+            /** Heartbeat At */
+            heartbeat_at: string | null;
+            /**
+             * Held
+             * @description a worker holds the run now: it is running and its heartbeat is fresher than the reaper's timeout (false while a lost worker's run waits to be requeued)
+             */
+            held: boolean;
+            /** Id */
+            id: number;
+            /** Index */
+            index: number;
+            /** Kind */
+            kind: string;
+            /**
+             * Last Step
+             * @description the largest step the run has logged (any key): a resumed script's steps go on after it
+             */
+            last_step: number | null;
+            /**
+             * Logged Params
+             * @description the parameters the run logged itself (ctx.log_params: derived values such as parameter counts; its spec is `spec`), flattened (`derived.parameters`), the last value of a key kept
+             */
+            logged_params: {
+                [key: string]: unknown;
+            };
+            /** Max Attempts */
+            max_attempts: number;
+            /** Mlflow Run Id */
+            mlflow_run_id: string | null;
+            /**
+             * Name
+             * @description what a member named the run (PATCH /runs/{id}); null: unnamed
+             */
+            name: string | null;
+            /** Params */
+            params: {
+                [key: string]: unknown;
+            };
+            progress: components["schemas"]["RunProgress"];
+            /** Project Id */
+            project_id: number;
+            /** Queue */
+            queue: string;
+            /**
+             * Resumed
+             * @description an existing run was reopened (a new attempt)
+             */
+            resumed: boolean;
+            /**
+             * Run Seconds
+             * @description seconds workers spent on the run, over all its attempts (the running one up to its last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts
+             */
+            run_seconds: number | null;
+            /**
+             * Run Token
+             * @description a token for this run and attempt only; dies with the attempt
+             */
+            run_token: string;
+            /** Spec */
+            spec: components["schemas"]["CarmaSpec"] | components["schemas"]["DiagnosticSpec"] | components["schemas"]["ReasonFormerFinetuneSpec"] | components["schemas"]["ReasonFormerPretrainSpec"] | components["schemas"]["SkillmixSpec"] | components["schemas"]["SmoeSravenSpec"] | components["schemas"]["TopkEvalSpec"];
+            /** Started At */
+            started_at: string | null;
+            status: components["schemas"]["RunStatus"];
+            /**
+             * Summary
+             * @description each metric's value at its latest step (null: a non-finite value)
+             */
+            summary: {
+                [key: string]: number | null;
+            };
+            /** Tags */
+            tags: string[];
+            /** Worker */
+            worker: string | null;
+        };
         /** FewShot */
         FewShot: {
             /**
@@ -3077,6 +3261,41 @@ export interface components {
             name: string;
             /** Role */
             role: string;
+        };
+        /**
+         * Provenance
+         * @description Where the run came from, as its script saw it (every field optional: a notebook has no git).
+         */
+        Provenance: {
+            /**
+             * Command
+             * @description the command line
+             */
+            command?: string | null;
+            /** Git Commit */
+            git_commit?: string | null;
+            /**
+             * Git Diff
+             * @description the uncommitted changes, at most 200000 chars
+             */
+            git_diff?: string | null;
+            /**
+             * Git Dirty
+             * @description the work tree had uncommitted changes
+             */
+            git_dirty?: boolean | null;
+            /** Host */
+            host?: string | null;
+            /**
+             * Packages
+             * @description installed distributions, `name==version`
+             */
+            packages?: string[];
+            /**
+             * Python
+             * @description the Python version
+             */
+            python?: string | null;
         };
         /** RandomSweep */
         RandomSweep: {
@@ -7133,6 +7352,77 @@ export interface operations {
             };
         };
     };
+    "runs-open_external": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExternalRunIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExternalRunOut"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "secrets-list": {
         parameters: {
             query?: never;
@@ -9623,6 +9913,73 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "runs-provenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Provenance"] | null;
+                };
             };
             /** @description no or bad credentials */
             401: {
