@@ -173,7 +173,7 @@ class Run(Base):
     # (optimistic concurrency of the merge; the MLflow mirror compares it with mirror_runs.params_sent).
     logged_params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     logged_params_rev: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
-    # the run's seed group (issue 25): sha256 hex of its spec's canonical JSON without any key named
+    # the run's seed group: sha256 hex of its spec's canonical JSON without any key named
     # ``seed`` (backend/groups/key.py), set at creation, backfilled by migration 0018; GET /runs?group_by=
     # default groups on it
     group_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -541,7 +541,7 @@ class SavedView(Base):
 
 
 class RunExample(Base):
-    """One row of a run's per-example table (issue 25, item 5): an example's inputs and outputs as a kind
+    """One row of a run's per-example table: an example's inputs and outputs as a kind
     posted them (a Skill-Mix grading, a CARMA synonym flip, a prediction). ``idx`` is the row's place in
     its table (the context numbers rows in logging order), so a batch re-sent after a retry or a resumed
     attempt writes the same rows again instead of adding copies; ``key`` is the example's stable id, what

@@ -189,7 +189,7 @@ class Settings(SharedSettings):
             return self.mlflow_tracking_uri.rstrip("/")
         return None
 
-    # ---- The edge (issue 21): slow clients, proxies and login throttling -------------------------------
+    # ---- The edge: slow clients, proxies and login throttling -------------------------------
     # docs/operations.md, "Reverse proxy and slow clients". The login throttle (backend/auth/throttle.py)
     # also reads three fields above: login_failures_per_account is now the failures an (account, client
     # address) pair makes before its delays start; login_failures_per_address and login_window_seconds

@@ -12,7 +12,7 @@ Rows per k (all forward + backward to the input and every parameter, best of --r
   (b) hf grouped   the same block with experts_implementation="grouped_mm", where it runs
   (c) gemm bound   one gelu expert MLP run densely on N*k rows, no routing: the matmul work ours cannot avoid
 Ablations (second table; --no-ablations skips them): the same layer with one lever of the sorted dispatch
-off (MoEConfig), or all three off (the dispatch before issue 23):
+off (MoEConfig), or all three off (the dispatch before the sorted one):
   -padded          padded_bmm=False: one GEMM per expert slice, never the padded bmm
   +pad             pad_max_waste=inf: always the padded bmm, however many pad rows the routing needs (ours pads only
                    when the pads add <= 1% of the N*k rows; the pad share of each k is printed)

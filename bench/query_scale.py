@@ -1,4 +1,4 @@
-"""The query language at scale (issue 25, item 2): one project with 100,000 experiments and 1,000,000 runs
+"""The query language at scale: one project with 100,000 experiments and 1,000,000 runs
 on Postgres, filtered, sorted and grouped first pages through the API. Goal: < 150 ms each.
 
     .venv/bin/python bench/query_scale.py                    # 100,000 experiments, 1,000,000 runs

@@ -394,7 +394,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     Whose ``X-Forwarded-For``/``-Proto`` uvicorn believes: the addresses in REASONLAB_TRUSTED_PROXIES,
     and no one when it is empty (the default). Left to itself uvicorn believes 127.0.0.1 and ::1 (or
     $FORWARDED_ALLOW_IPS), so any local process, or a proxy on the host that passes the client's header
-    on, could name any client address and get a fresh login-throttle count for each (issue 21).
+    on, could name any client address and get a fresh login-throttle count for each.
 
     Uvicorn has no deadline for a request's headers; the body's is the API's own
     (REASONLAB_REQUEST_BODY_TIMEOUT, backend/http/limits.py). In a deployment the reverse proxy bounds the

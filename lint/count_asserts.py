@@ -1,4 +1,4 @@
-"""Count what the tests check, so that a change to the test set-up can show it lost nothing (issue 24).
+"""Count what the tests check, so that a change to the test set-up can show it lost nothing.
 
 Python (tests/): ``assert`` statements found by the AST, plus ``pytest.raises`` calls.
 Frontend (frontend/src and frontend/e2e, node_modules excluded): ``expect(`` and ``assert.`` calls in

@@ -9,7 +9,7 @@ Here the parent re-checks every 20 ms until the exit is reapable and replaces th
 Which thread forks the job process. With an asynchronous broker (Redis) the pool runs in the worker's
 event loop, on its main thread. With the filesystem broker (embedded mode, ``reasonlab up``) Celery has no
 event loop and runs the pool with billiard's threads: every job process after the first is forked by the
-pool's supervisor thread. Two things follow, both handled here for the warm shutdown (issue 22):
+pool's supervisor thread. Two things follow, both handled here for the warm shutdown:
 
 - ``/proc/<pid>/task/<pid>/children`` lists the children of the main thread only, so it misses those job
   processes; ``job_pids`` asks the pool, and every thread, for the worker's children.

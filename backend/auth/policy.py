@@ -7,7 +7,7 @@ passwords), not a well-known password, not containing the username, and not one 
 plain run (``aaaaaaaaaa``, ``1234567890``).
 
 Well-known passwords are mostly a common word or a keyboard walk with digits or punctuation put around
-it (issue 21: ``qwertyuiop0`` passed a check against exact list entries). So the check also takes the
+it (``qwertyuiop0`` passed a check against exact list entries). So the check also takes the
 password's *stem* (what is left once the leading and trailing runs of digits, symbols and ``_`` are
 stripped: ``P@ssw0rd2024!`` -> ``p@ssw0rd``) and refuses a stem that is a common base word (``BASE_WORDS``
 and the list above), once more with look-alike digits and symbols read as letters (``p@ssw0rd`` ->

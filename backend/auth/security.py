@@ -36,7 +36,7 @@ def dummy_hash() -> str:
 
 ACCESS = "access"  # a login's bearer token
 # a run read ticket: one minute, one run, its event stream and artifact downloads (EventSource and a plain
-# download link cannot send headers); the claim's value is still "stream", its name before issue 24, so a
+# download link cannot send headers); the claim's value is still "stream", its earlier name, so a
 # ticket handed out by an API replica of the previous version still opens on an upgraded one
 RUN_READ = "stream"
 RUN = "run"  # a run's own token: one run, one attempt (handed out by the claim, docs/operations.md)

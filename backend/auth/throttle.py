@@ -1,4 +1,4 @@
-"""Login throttling that slows a guesser down without locking the account's owner out (issue 21).
+"""Login throttling that slows a guesser down without locking the account's owner out.
 
 Three counts. The first two are keyed by the client address, so failures from one address never refuse
 a login from another; the third never refuses an address the account has logged in from:

@@ -1,4 +1,4 @@
-"""Per-example tables of a run (issue 25, item 5): rows posted by a kind, paged and diffed by readers."""
+"""Per-example tables of a run: rows posted by a kind, paged and diffed by readers."""
 
 from __future__ import annotations
 

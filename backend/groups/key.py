@@ -1,4 +1,4 @@
-"""A run's seed group (issue 25): every spec field except ``seed``.
+"""A run's seed group: every spec field except ``seed``.
 
 ``group_key(spec)`` is the sha256 hex of the spec's canonical JSON (keys sorted, no spaces, lists kept in
 order) with every key named ``seed`` removed at any depth: the runs of one configuration over several

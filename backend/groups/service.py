@@ -1,4 +1,4 @@
-"""Seed groups (issue 25): ``GET /runs?group_by=...&metrics=...`` answered by one grouped query.
+"""Seed groups: ``GET /runs?group_by=...&metrics=...`` answered by one grouped query.
 
 The filtered runs (the caller's projects, experiment, status, kind, tag and ``q``: the statement the runs
 list builds) become a subquery of one row per run: its id, the group fields' columns (the query language's

@@ -1,4 +1,4 @@
-"""The whole project's seed groups from a stored summary of its ended runs (issue 25, item 2).
+"""The whole project's seed groups from a stored summary of its ended runs.
 
 ``GET /runs?project=P&group_by=default&metrics=...`` with no other filter must aggregate every run of the
 project (1,000,000 runs and ~2,000,000 metric_latest rows: ~1.75 s per request, docs/benchmarks.md). Most

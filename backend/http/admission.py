@@ -9,7 +9,7 @@ below the pool, requests queue instead (a limit of 20 answered that load for 10 
 Event streams are not counted: they hold a connection only for each short poll.
 
 A request's body is read before it gets here (backend/http/limits.py, outside this middleware), within a
-deadline: a client that sends its body slowly waits in its own read and holds no slot (issue 21: 25
+deadline: a client that sends its body slowly waits in its own read and holds no slot (25
 anonymous logins that never finished their bodies held the 20 slots and stalled the API). The artifact
 upload alone streams its body inside its slot, under the same deadline, and only with a credential.
 """

@@ -1,4 +1,4 @@
-"""Text the databases cannot store is a 422 naming its field, on every route (issue 8, item 2).
+"""Text the databases cannot store is a 422 naming its field, on every route.
 
 Postgres refuses a NUL character in any text (and the metric COPY failed with a 500); a lone UTF-16
 surrogate (``\\ud800`` with no partner) cannot be encoded as UTF-8 at all, so it failed on SQLite as well,

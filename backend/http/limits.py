@@ -12,7 +12,7 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    token, an API token, a login JWT; the edge imports no domain). That check only keeps anonymous bodies
    out; the route's own dependency still decides what the caller may do.
 
-3. Time (issue 21): a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
+3. Time: a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
    second per ``request_body_min_rate`` bytes received (64 KiB a second: what a 64 MiB metric batch or a
    checkpoint upload needs), counted while the application waits for it. A body that does not is a 408.
    Bodies of every route class but the artifact upload are read here, whole, *before* the request takes

@@ -3,7 +3,7 @@ and a run read ticket (or a token a client put there by mistake) would sit in th
 
 The auth path (backend/auth/dependencies.py) reads ``ticket`` from the *decoded* query (Starlette's
 query_params), so ``?%74icket=``, ``?tick%65t=`` and ``?%74%69%63%6B%65%74=`` all open a stream, while
-the log line holds the raw, encoded target (issue 21: a redaction of the literal ``ticket=`` missed
+the log line holds the raw, encoded target (a redaction of the literal ``ticket=`` missed
 them). So the redaction decodes each parameter's name (percent-encoding in either case, ``+``, and again
 while decoding changes it: a double encoding too) and compares it case-insensitively, by substring, with
 the secret words: it covers every spelling the auth path accepts (the exact name ``ticket``,

@@ -1,4 +1,4 @@
-"""What every client sees of the HTTP surface (issue 8, items 3 and 4; docs/operations.md, Security).
+"""What every client sees of the HTTP surface (docs/operations.md, Security).
 
 - ``SecurityHeaders`` (pure ASGI): every response carries ``X-Content-Type-Options: nosniff``,
   ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and a Content-Security-Policy: the

@@ -1,4 +1,4 @@
-"""The query language of runs and experiments (issue 25): one grammar for the API's ``q`` and ``sort``,
+"""The query language of runs and experiments: one grammar for the API's ``q`` and ``sort``,
 the CLI's ``--where``, the dashboard's search boxes, saved views and reports. docs/api.md, "Query
 language", is the user's reference.
 

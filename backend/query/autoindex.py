@@ -1,4 +1,4 @@
-"""Indexes the platform creates on first use (issue 25; Postgres only, nothing on SQLite).
+"""Indexes the platform creates on first use (Postgres only, nothing on SQLite).
 
 A page of runs or experiments sorted by ``params.<path>`` reads every matching row's spec and sorts them
 unless the path has its sort index (``backend.query.sort_index_sql``: ~650 ms -> ~11 ms at 1,000,000 runs,

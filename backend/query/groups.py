@@ -1,4 +1,4 @@
-"""The query language's fields as GROUP BY columns and as per-run metric values (issue 25: seed groups,
+"""The query language's fields as GROUP BY columns and as per-run metric values (seed groups,
 ``GET /runs?group_by=&metrics=``; the grouped query itself is backend/groups/service.py).
 
 A group field compiles to SQL columns over ``Run`` (``columns``, computed once per run), a ``decode`` that

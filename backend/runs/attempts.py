@@ -3,7 +3,7 @@
 Every lifecycle change of backend/runs/service.py (claim, finish, release, reap, cancel, resumed) writes
 here in the same transaction as the run's own UPDATE: the attempt's row (``run_attempts``), a system line
 in the run's log (the Logs tab, ``reasonlab runs logs``) that names the attempt, and, for what a member
-should hear of without opening the run, a row in the project's activity feed (issue 22, item 5: lost and
+should hear of without opening the run, a row in the project's activity feed (lost and
 requeued attempts left no trace).
 
 Run time excludes downtime: an attempt lasts from its claim to its end, and a lost attempt ends at its

@@ -1,5 +1,5 @@
 """A running run's ETA from its progress rate, kept by the API so that any page, opened at any time, has
-one at once (issue 22: the dashboard measured the rate from the progress events it had seen itself).
+one at once (the dashboard measured the rate from the progress events it had seen itself).
 
 The rate is the current attempt's average: done moved from ``progress_base_done`` (its first progress
 report, at ``progress_base_at``) to ``progress_done`` by ``progress_at`` (when done last moved). A resumed

@@ -150,7 +150,7 @@ def read_ticket(run_id: Id, user: CurrentUser, session: SessionDep, settings: Se
     return RunReadTicket(ticket=ticket, expires_at=expires)
 
 
-# The route's name before issue 24 (it also opened artifact downloads, not only the event stream): kept
+# The route's earlier name (it also opened artifact downloads, not only the event stream): kept
 # for dashboards and scripts of earlier versions, the same handler under its old operation id.
 router.post(
     "/{run_id}/events/ticket",

@@ -264,7 +264,7 @@ def retry(session: Session, run: Run) -> Run:
     retry that read the run before another retry and a cancel is refused (409) instead of queueing the
     attempt it read + 1 again. Task ids are per attempt (``backend.runs.broker.task_id``) and the cancel of a
     queued run revokes its attempt's id, which every worker then drops unrun for hours: that attempt
-    queued again would have no deliverable message (issue 21, item 7)."""
+    queued again would have no deliverable message."""
     if run.status not in ("failed", "cancelled"):
         raise Conflict(f"run {run.id} is {run.status}: only failed or cancelled runs can be retried")
     if run.kind == EXTERNAL_KIND:

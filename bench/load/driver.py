@@ -163,7 +163,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         r.raise_for_status()
         claimed = r.json()
         attempts.append(claimed["attempt"])
-        # the worker token only claims and releases (issue 21): the run's own routes take the run token the claim
+        # the worker token only claims and releases: the run's own routes take the run token the claim
         # hands out, as the executor does
         client.headers["Authorization"] = f"Bearer {claimed['run_token']}"
     dashboards = []

@@ -1,7 +1,7 @@
 // The first API requests of the page being opened, started before the dashboard's code has arrived and
 // run: index.html loads this module on its own (no imports, ~1 KB) beside the entry (~0.65 MB of
-// JavaScript, ~0.3 s to download and run on a loaded 2-core machine before the route's loader could ask:
-// issue 12). On every page the signed-in user; the run page's run, metric keys and, as soon as the keys
+// JavaScript, ~0.3 s to download and run on a loaded 2-core machine before the route's loader could ask).
+// On every page the signed-in user; the run page's run, metric keys and, as soon as the keys
 // arrive, each key's series; the experiment page's experiment and runs table. The route loaders (src/router.tsx) take the answers from
 // here once; anything but a 2xx (an expired login's 401) they ask again themselves, errors handled there.
 
@@ -61,7 +61,7 @@ export interface PreloadDocument {
  * Asks for a page's code at once, as module preloads: index.html's data block `reasonlab-page-chunks`
  * (written by the build, vite.config.ts) names each page's chunks beyond the entry's. Without it the page's
  * chunk is asked for only once the entry has run, and its own imports once it has arrived (on the
- * experiment page the table's code arrived ~0.1 s after the runs did, issue 12). Nothing when the build
+ * experiment page the table's code arrived ~0.1 s after the runs did). Nothing when the build
  * wrote no list (the dev server) or the list is unreadable.
  */
 export function preloadPage(page: 'run' | 'experiment', doc: PreloadDocument): void {

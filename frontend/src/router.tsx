@@ -18,7 +18,7 @@ function ToExperiments() {
   return <Navigate to={{ pathname: '/experiments', search }} replace />;
 }
 
-// One chunk per page (issue 12): the entry holds the layout and the login page; a page's code, ECharts
+// One chunk per page: the entry holds the layout and the login page; a page's code, ECharts
 // and the form and table code come with the first visit to a page that uses them.
 //
 // The run and experiment pages' first requests do not wait for their code: their loaders (run while the
@@ -33,7 +33,7 @@ function ToExperiments() {
 // rendered: the layout's projects and the server's settings on every signed-in page, a run's results and
 // its experiment's name on the run page. Asked for from the components, they went out only after the
 // page's first render and their answers rendered the page again, after the first chart was drawn and
-// before the browser's next frame (issue 12: ~0.1 s of a run page's load on a slow machine).
+// before the browser's next frame (~0.1 s of a run page's load on a slow machine).
 function early<T, K>(query: { queryKey: K; queryFn: () => Promise<T> }, key: string) {
   return { ...query, queryFn: () => takeEarlyOr(key, query.queryFn) };
 }

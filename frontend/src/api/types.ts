@@ -66,5 +66,5 @@ export type RunEvent = EventStream<Responses<'runs-events'>[200]>;
 export type RunEventName = RunEvent['event'];
 /** The data of one event: `RunEventData<'progress'>` is the run's Progress. */
 export type RunEventData<E extends RunEventName> = Extract<RunEvent, { event: E }>['data'];
-/** A project's saved view (issue 25): its name, page, state (lib/viewState.ts), author and can_edit. */
+/** A project's saved view: its name, page, state (lib/viewState.ts), author and can_edit. */
 export type SavedView = Ok<'views-get'>;

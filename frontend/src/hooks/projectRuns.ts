@@ -6,7 +6,7 @@ import type { Experiment, RunPage } from '../api/types';
 import { isFinished } from '../lib/runStatus';
 import type { RunGroup } from '../lib/runsQuery';
 
-// The project-wide runs table and the experiments list, paged on the server (issue 25): cursor pages of
+// The project-wide runs table and the experiments list, paged on the server: cursor pages of
 // GET /api/v1/runs (runs, or groups with group_by) and GET /api/v1/experiments, fetched as the table
 // scrolls. A query the API refuses (422) leaves the last good answer on the page (`useLastGood`).
 

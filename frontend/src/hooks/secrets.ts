@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import type { Secret } from '../api/types';
 
-// A project's secrets (issue 21): names, who set them and when, for anyone in the project; a project
+// A project's secrets: names, who set them and when, for anyone in the project; a project
 // admin sets, replaces and deletes them. No answer of the API holds a value, and nothing here keeps one.
 
 const secretsKey = (projectId: number) => ['projects', projectId, 'secrets'] as const;

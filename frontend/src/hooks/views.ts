@@ -5,7 +5,7 @@ import { api, unwrap } from '../api/client';
 import type { SavedView } from '../api/types';
 import { decodeViewState, writeViewState, type ViewPage, type ViewState } from '../lib/viewState';
 
-// A project's saved views (issue 25): any role lists and opens them, members save them, the author or a
+// A project's saved views: any role lists and opens them, members save them, the author or a
 // project admin renames or deletes one (`can_edit` in the answer says so). The state a page shows lives
 // in its URL (lib/viewState.ts); useUrlViewState reads and writes it there.
 

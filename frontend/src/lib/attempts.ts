@@ -1,4 +1,4 @@
-// A run's attempts and what "live" means (issue 22, item 5): the API says whether a worker holds the
+// A run's attempts and what "live" means: the API says whether a worker holds the
 // run now (`held`: running with a heartbeat fresher than the reaper's timeout) and how long workers spent
 // on it (`run_seconds`: the sum of its attempts, the running one up to its last heartbeat). These pure
 // functions turn that into the run page's run time, attempt rows and notes.

@@ -1,4 +1,4 @@
-// Seed groups (issue 25, item 3) as the dashboard draws and tabulates them: which runs form a group, the
+// Seed groups as the dashboard draws and tabulates them: which runs form a group, the
 // group's statistics over its members (n, mean, 95% Student-t interval, min and max), and a group's
 // metric curve as those statistics per step. Pure functions; the compare page and the group chart use them.
 //

@@ -1,4 +1,4 @@
-// 95% confidence intervals for the accuracies result views show (issue 22, item 7): a test set of 256
+// 95% confidence intervals for the accuracies result views show: a test set of 256
 // problems leaves about ±0.026 on an accuracy near 0.8, more than most differences between cells, so every
 // cell says how far its value can be trusted.
 //

@@ -1,4 +1,4 @@
-// The project-wide runs table and the experiments list as server queries (issue 25): what a view's state
+// The project-wide runs table and the experiments list as server queries: what a view's state
 // (lib/viewState.ts) asks of GET /api/v1/runs and GET /api/v1/experiments — `q`, `sort`/`order`,
 // `group_by`, `metrics` — and how their answers show: the columns a page offers, a run's cell, a group's
 // "mean ± half-CI" cell, and a query's 422 with its position. Pure functions, tested in runsQuery.test.ts.

@@ -1,4 +1,4 @@
-// The URL contract of a view (issue 25): what a runs, experiments or compare page shows — its query,
+// The URL contract of a view: what a runs, experiments or compare page shows — its query,
 // columns (with their metric aggregates and widths), grouping, sort and chart options — written into the
 // page's search params, so that any state, saved or not, reproduces from its URL. This file is the single
 // source of truth for that encoding: every page that shows a view decodes its URL with `decodeViewState`

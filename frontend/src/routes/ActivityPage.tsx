@@ -6,7 +6,7 @@ import { runTitle } from '../lib/labels';
 import { activityLine } from '../lib/runNotes';
 import { useActivity, useCurrentProject } from '../hooks/projects';
 
-// a run's attempts (issue 22, item 5): requeued after its worker was lost, released at a worker's
+// a run's attempts: requeued after its worker was lost, released at a worker's
 // shutdown, resumed from its checkpoint by the next attempt
 const COLOURS: Record<string, string> = {
   submitted: 'blue', finished: 'green', failed: 'red', cancelled: 'yellow', commented: 'grape', reviewed: 'teal',

@@ -36,7 +36,7 @@ function preferredMetric(metrics: readonly string[]): string | undefined {
  * The overlaid curves under the table: drawn (its runs' series, and ECharts) once a quarter of the panel is
  * on the screen, after the table's first paint: the table is what the page is for, and with more than a
  * dozen runs the panel starts at the bottom edge of the window (drawing it there, unseen, held the table's
- * first frames for ~0.3 s on a loaded machine, issue 12). Its own component, so that the paint and the
+ * first frames for ~0.3 s on a loaded machine). Its own component, so that the paint and the
  * panel coming into view re-render this panel, not the page (its header, tabs and table).
  */
 function OverlayPanel({ runs, selected, metrics, metric, onMetric }: {

@@ -10,7 +10,7 @@ import { useLastGood, useExperimentsPages } from '../hooks/projectRuns';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
 import { useUrlViewState } from '../hooks/views';
 
-// The project's experiments, newest first, paged on the server (issue 25): pages of 50 come as the list
+// The project's experiments, newest first, paged on the server: pages of 50 come as the list
 // scrolls to its end (or with "Load more"), so every experiment is reachable. The search box is the query
 // language's `q` (plain words: the name contains them; the kind, tags, author, runs and params are
 // fields of the language), kept in the URL as the view's query

@@ -1,4 +1,4 @@
-// The project's runs, all of them (issue 25): paged on the server (cursor pages fetched as the table
+// The project's runs, all of them: paged on the server (cursor pages fetched as the table
 // scrolls, rows virtualised as in the experiment page's runs table), filtered with the query language,
 // sorted on the server by any column, with a column chooser (run fields, params.<path> of the loaded
 // specs, metric columns with last / min / max / best) and grouping (none, every spec field but seed, or

@@ -59,7 +59,7 @@ PRESETS: dict[str, TinyPreset] = {
         TinyPreset("tiny-llama", "llama", "llama3"),
         TinyPreset("tiny-qwen2", "qwen2", "qwen3"),
         TinyPreset("tiny-gemma", "gemma", "gemma3"),
-        # Mixture-of-experts families (issue 11: experts-per-token on every router), 4 experts top-2.
+        # Mixture-of-experts families (experts-per-token on every router), 4 experts top-2.
         # Mixtral renormalises its top-k weights; Qwen2-MoE and OLMoE do not (norm_topk_prob False).
         TinyPreset(
             "tiny-mixtral", "mixtral", "llama3", (("num_local_experts", 4), ("num_experts_per_tok", 2))

@@ -15,7 +15,7 @@ in HuggingFace transformers").
 
 Whether a router renormalises its top-k weights to sum to 1 differs by family (Mixtral does, Qwen2-MoE and
 OLMoE do not by default): with no renormalisation, raising k also raises the total expert weight, a confound
-across families that every result records (issue 11). It is read from the module (``renormalises`` on our
+across families that every result records. It is read from the module (``renormalises`` on our
 own, ``norm_topk_prob``, DBRX's ``moe_normalize_expert_weights`` = 1), else measured: the gate run at k = 1 on
 a zero hidden state (uniform probabilities) gives weight 1 when it renormalises and 1/E when it does not.
 

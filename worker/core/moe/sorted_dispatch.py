@@ -310,7 +310,7 @@ def _fused_swiglu_forward(
     gate_up: list[Tensor] = []
     for e, (lo, hi) in enumerate(plan.blocks()):
         # a tensor of its own per expert, as HF's eager loop has: writing into row blocks of one fresh
-        # [R, 2h] buffer measured ~4% slower in these GEMMs (docs/benchmarks.md, issue 23's third measurement)
+        # [R, 2h] buffer measured ~4% slower in these GEMMs (docs/benchmarks.md, the MoE layer's dispatch)
         gu = torch.mm(xs[lo:hi], w_gu[e].T)  # [n, 2h]
         gate_up.append(gu)
         if hi == lo:

@@ -1,4 +1,4 @@
-"""Inference-time experts-per-token against a cheap score (issue 11, ``topk_eval``): perplexity and
+"""Inference-time experts-per-token against a cheap score (``topk_eval``): perplexity and
 multiple-choice accuracy of causal LMs; the SRAVEN and ReasonFormer scores are their kinds' own."""
 
 from worker.core.topk.lm import (

@@ -1,4 +1,4 @@
-"""Cheap scores of a causal LM, for sweeping experts-per-token at inference (issue 11, ``topk_eval``):
+"""Cheap scores of a causal LM, for sweeping experts-per-token at inference (``topk_eval``):
 perplexity on a text and multiple-choice accuracy by option log-likelihood.
 
 Both take any ``model(input_ids, attention_mask).logits`` (an HF causal LM); the experts-per-token knob is

@@ -1,4 +1,4 @@
-"""Kind ``topk_eval``: a model trained at k evaluated at every experts-per-token k' (issue 11; SMoE paper 004,
+"""Kind ``topk_eval``: a model trained at k evaluated at every experts-per-token k' (SMoE paper 004,
 section 2.1), through one knob that finds every router by class and attribute
 (``worker.core.models.routers``).
 
@@ -75,7 +75,7 @@ def _smoe_from_folder(folder: Path, label: str, run_id: int | None, device: str)
         model, meta = load_sraven_model(folder, device)
     except FileNotFoundError as exc:
         raise RunError(
-            f"{exc}; smoe_sraven saves its model since issue 11: re-run the source with this version"
+            f"{exc}; a smoe_sraven run from before it saved its model has none: re-run the source with this version"
         ) from exc
     source_spec = SmoeSravenSpec.model_validate(meta["spec"])
     if source_spec.moe is None:

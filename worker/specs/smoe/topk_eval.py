@@ -1,5 +1,5 @@
 """The ``topk_eval`` kind: inference-time experts-per-token against a cheap score, for any model with routers
-in the lab (issue 11; SMoE paper 004, section 2.1: the top-k axis). One knob, every router
+in the lab (SMoE paper 004, section 2.1: the top-k axis). One knob, every router
 (``worker/core/models/routers.py``): a model trained at k is evaluated at every k' of ``eval_k``.
 
 Targets (``target``, a union discriminated by ``target.type``; a spec of the shape before it, ``target``
@@ -392,7 +392,7 @@ MANIFEST = KindManifest(
     name="topk_eval",
     description="Inference-time experts-per-token: a model trained at k evaluated at every k' (one knob on "
     "every router: our SMoE on SRAVEN, HF MoE LMs, ReasonFormer's skill router); the train-k x eval-k' "
-    "matrix of a cheap score (SMoE paper, section 2.1; issue 11).",
+    "matrix of a cheap score (SMoE paper, section 2.1).",
     spec=TopkEvalSpec,
     metric_directions={"*loss*": "min", "*acc*": "max", "eval_average*": "max"},
     results=(TopkEvalPoint,),

@@ -4,7 +4,7 @@
 // (lib/chartTable.ts) unless the chart passes its own (`data`).
 //
 // ECharts is imported on the first chart, not with the page: a page's code runs and sends its API
-// requests while ECharts downloads and parses, instead of after (issue 12). Line charts need only
+// requests while ECharts downloads and parses, instead of after. Line charts need only
 // echarts.ts; an option with a heatmap, bars, parallel coordinates... loads echartsFull.ts first.
 import { memo, useEffect, useRef, useState } from 'react';
 import { chartTable } from '../../lib/chartTable';

@@ -1,5 +1,5 @@
 // The run page's attempt history: every attempt a worker claimed, when, for how long (downtime between
-// attempts excluded) and how it ended, lost and released ones included (issue 22, item 5).
+// attempts excluded) and how it ended, lost and released ones included.
 import { Badge, Table, Text } from '@mantine/core';
 import type { Run, RunAttempt } from '../../api/types';
 import { attemptSeconds, OUTCOME_COLOURS, OUTCOME_HELP, outcomeLabel } from '../../lib/attempts';

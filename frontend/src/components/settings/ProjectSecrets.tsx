@@ -1,4 +1,4 @@
-// A project's secrets (issue 21): the names, who set each and when; a project admin adds, replaces and
+// A project's secrets: the names, who set each and when; a project admin adds, replaces and
 // deletes them. The value is typed into an uncontrolled password input: React state never holds it, the
 // mutation takes it out of its variables as it sends it (hooks/secrets.ts), and the input is emptied once
 // the API has it. No answer of the API carries a value, so the page never shows one.

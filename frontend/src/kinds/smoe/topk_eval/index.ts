@@ -1,5 +1,5 @@
 // topk_eval: each topk_eval_point (one train k, one k') and the experiment's train-k x eval-k' matrix with
-// the lines of score against k' (issue 11; SMoE paper, section 2.1).
+// the lines of score against k' (SMoE paper, section 2.1).
 import type { KindViews } from '../../types';
 import { TopkMatrixTab } from './TopkMatrixTab';
 import { TopkPointView } from './TopkPointView';
