@@ -58,6 +58,7 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "heartbeat": lambda c: c.heartbeat(1, 1),
     "finish": lambda c: c.finish(1, 1, "succeeded"),
     "release": lambda c: c.release(1, 1),
+    "open_external_run": lambda c: c.open_external_run(1, {"experiment": "e", "config": {"lr": 0.1}}),
     "resumed": lambda c: c.resumed(1, 1, 3),
     "list_attempts": lambda c: c.list_attempts(1),
     "post_logs": lambda c: c.post_logs(1, ["line"], attempt=1),
