@@ -208,8 +208,8 @@ describe('/views/<id>', () => {
   it("reads a view of another of the caller's projects by its id, switches to that project and opens its page with its state in the URL", async () => {
     const requests = fakeApi('member', [view(9, 'elsewhere', 2, false)]);
     await render(<SavedViewPage />, '/views/9', '/views/:id');
-    await until(() => where.startsWith('/?'));
-    expect(where).toBe('/?q=kind+%3D+%22carma%22&group=*');
+    await until(() => where.startsWith('/experiments?'));
+    expect(where).toBe('/experiments?q=kind+%3D+%22carma%22&group=*');
     expect(project.setProject).toHaveBeenCalledWith('side');
     // one request, by the id alone: the address names no project
     expect(requests.filter((r) => 'view_id' in r.path).map((r) => r.path)).toEqual([{ view_id: 9 }]);
@@ -218,8 +218,8 @@ describe('/views/<id>', () => {
   it("stays in the current project when the view is one of its own", async () => {
     const requests = fakeApi('member', [view(7, 'here', 1, true)]);
     await render(<SavedViewPage />, '/views/7', '/views/:id');
-    await until(() => where.startsWith('/?'));
-    expect(where).toBe('/?q=kind+%3D+%22carma%22&group=*');
+    await until(() => where.startsWith('/experiments?'));
+    expect(where).toBe('/experiments?q=kind+%3D+%22carma%22&group=*');
     expect(project.setProject).not.toHaveBeenCalled();
     expect(requests.filter((r) => 'view_id' in r.path).map((r) => r.path)).toEqual([{ view_id: 7 }]);
   });
