@@ -69,7 +69,7 @@ describe('saved views', { timeout: 300_000 }, () => {
     await signIn(page, platform.url, MAX, { named: true });
     assert.equal(await page.getByTestId('experiments-search').inputValue(), '');
     await page.goto(`${platform.url}/views/${viewId}`);
-    await page.waitForURL((u) => new URL(u).pathname === '/' && new URL(u).search === '?q=carma');
+    await page.waitForURL((u) => new URL(u).pathname === '/experiments' && new URL(u).search === '?q=carma');
     assert.equal(await page.getByTestId('experiments-search').inputValue(), 'carma');
     await page.getByTestId('experiments-shown').filter({ hasText: '2 shown' }).waitFor();
     assert.deepEqual((await shownNames()).sort(), ['carma baseline', 'carma lambda 0.2']);
