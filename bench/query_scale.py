@@ -95,7 +95,7 @@ with session_for(settings) as session:
         ensure_admin(settings)
         project = projects.get_or_create_project(session, "scale", "bench/query_scale.py")
         for i, name in enumerate(("alice", "bob", "carol")):
-            service.create_user(session, name, "Qx7-bench-pw-" + str(i) + "-zebra", project="scale")
+            projects.create_member(session, name, "Qx7-bench-pw-" + str(i) + "-zebra", project="scale")
     project = projects.get_or_create_project(session, "scale", "bench/query_scale.py")
     names = ("alice", "bob", "carol")
     users = [repository.user_by_name(session, n) for n in names]

@@ -84,9 +84,11 @@ def _check_state(session: Session, page: str, state: ViewState) -> None:
     dialect = session.get_bind().dialect.name
     entity = query.EXPERIMENTS if page == "experiments" else query.RUNS
     problems: list[tuple[list[str | int], query.QueryError]] = []
-    if state.query.strip():
+    # the runs page reads plain words as a name search (its box does); the experiments page as typed
+    text = query.box_query(state.query) if entity is query.RUNS else state.query.strip() or None
+    if text:
         try:
-            query.where(entity, state.query, dialect)
+            query.where(entity, text, dialect)
         except query.QueryError as exc:
             problems.append((["body", "state", "query"], exc))
     for i, name in enumerate(state.group_by if isinstance(state.group_by, list) else []):

@@ -26,8 +26,8 @@ def _operations(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _streaming_operations() -> set[str]:
-    """The operation ids of the backend's routes whose endpoint reads ``request.stream()`` (every router of
-    every backend module the app has loaded)."""
+    """The operation ids of the backend's routes whose endpoint reads ``request.stream()`` itself or through
+    backend/http/transfers.py's ``copy_body`` (every router of every backend module the app has loaded)."""
     routers = {
         id(value): value
         for name, module in list(sys.modules.items())
@@ -40,7 +40,8 @@ def _streaming_operations() -> set[str]:
     return {
         r.operation_id
         for r in routes
-        if r.operation_id is not None and "request.stream()" in inspect.getsource(r.endpoint)
+        if r.operation_id is not None
+        and any(read in inspect.getsource(r.endpoint) for read in ("request.stream()", "copy_body(request"))
     }
 
 

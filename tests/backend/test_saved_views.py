@@ -307,3 +307,43 @@ def test_a_query_or_group_field_the_page_would_refuse_is_422_at_its_field_with_t
     assert (
         api.client.get(_url(pid, saved["id"]), headers=api.h(meg)).json()["state"]["query"] == STATE["query"]
     )
+
+
+def test_plain_words_are_the_runs_pages_name_search_and_the_experiments_pages_query_as_typed(
+    api: Api,
+) -> None:
+    """The runs page's box reads text without operators as a name search (`#7` as an id): a view saving
+    such a query is one the page can show; the experiments page takes its query as typed."""
+    meg = api.user("meg")
+    pid = _project_id(api, meg)
+    for i, text in enumerate(("probe", "lr sweep", "#7", "42", "ünïcode wörds")):
+        answer = api.client.post(
+            _url(pid), json={"name": f"v{i}", "page": "runs", "state": {"query": text}}, headers=api.h(meg)
+        )
+        assert answer.status_code == 201, (text, answer.text)
+    answer = api.client.post(
+        _url(pid), json={"name": "e", "page": "experiments", "state": {"query": "probe"}}, headers=api.h(meg)
+    )
+    assert answer.status_code == 422 and answer.json()["errors"][0]["loc"] == ["body", "state", "query"]
+
+
+def test_the_runs_box_reads_text_as_the_sdk_does() -> None:
+    """backend.query.box_query and the SDK's effective_query (the dashboard's rule, in Python) agree."""
+    from backend.query import box_query
+    from reasonlab_sdk.views import effective_query
+
+    for text in (
+        "",
+        "  ",
+        "probe",
+        "lr sweep",
+        "#7",
+        "42",
+        "name = 'x'",
+        "a and b",
+        "it's",
+        "ünï",
+        "(x",
+        "#12a",
+    ):
+        assert box_query(text) == effective_query(text), text
