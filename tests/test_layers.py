@@ -91,6 +91,11 @@ VIOLATIONS = {
         "import mlflow",
         "reasonlab_sdk.client -> mlflow",
     ),
+    "the SDK's integrations import their training library, the SDK and the stdlib only": (
+        "reasonlab_sdk/integrations/torch.py",
+        "import mlflow",
+        "reasonlab_sdk.integrations.torch -> mlflow",
+    ),
     "the request edge (backend.http) imports no domain: of the first-party code, backend.errors, settings "
     "and db only": (
         "backend/http/cursor.py",

@@ -16,8 +16,8 @@ Public interface (everything else in the package is private):
   path comparing with numbers or strings. backend/query/autoindex.py creates both on first use.
 - ``metric_sort(text) -> (key, column) | None``: a metric sort a page can serve from the
   ``metric_latest (key, value)`` index (keyset; backend/runs/repository.py ``page_by_metric``).
-- ``box_query(text) -> str | None``: what the runs page's search box asks for (plain words are a name
-  search; ``#7`` is ``id = 7``), as the dashboard and the SDK read a saved view's query.
+- ``box_query(text) -> str | None``: what a page's search box asks for (plain words are a name search;
+  ``#7`` is ``id = 7``), as the dashboard and the SDK read a saved view's query.
 - ``QueryError`` (``.pos``: 0-based offset or None, ``.message``) and ``invalid(exc, param)``: the API's
   422 for it (``loc: ["query", param]``).
 - ``RUNS``, ``EXPERIMENTS``, ``EXAMPLES`` (a run's per-example rows: ``idx``, ``key``, ``data.<path>``): the
@@ -70,7 +70,7 @@ from backend.query.groups import GroupField, MetricColumn, group_field, metric_c
 from backend.query.nodes import Expr, Field
 from backend.query.parser import QueryError, parse, parse_field
 
-# The runs page's search box: text without any operator, quote, parenthesis or keyword is a name search
+# A page's search box (runs, experiments): text without any operator, quote, parenthesis or keyword is a name search
 # (frontend/src/lib/runsQuery.ts effectiveQuery, sdk/reasonlab_sdk/views.py effective_query: the same rule).
 _BOX_OPERATOR = re.compile(
     r"""[=<>!()"']|\b(and|or|not|in|contains|exists|missing)\b""", re.IGNORECASE | re.ASCII
@@ -79,7 +79,7 @@ _BOX_ID = re.compile(r"(#?)([0-9]{1,15})")
 
 
 def box_query(text: str) -> str | None:
-    """The expression the runs page's search box asks for (None: no filter)."""
+    """The expression a page's search box asks for (None: no filter)."""
     t = text.strip()
     if not t:
         return None

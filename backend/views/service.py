@@ -84,8 +84,8 @@ def _check_state(session: Session, page: str, state: ViewState) -> None:
     dialect = session.get_bind().dialect.name
     entity = query.EXPERIMENTS if page == "experiments" else query.RUNS
     problems: list[tuple[list[str | int], query.QueryError]] = []
-    # the runs page reads plain words as a name search (its box does); the experiments page as typed
-    text = query.box_query(state.query) if entity is query.RUNS else state.query.strip() or None
+    # the pages' search boxes read plain words as a name search (the dashboard's QueryBox)
+    text = query.box_query(state.query)
     if text:
         try:
             query.where(entity, text, dialect)
