@@ -172,10 +172,11 @@ test:
 
 test-python: pytest
 
-# what of the dashboard's checks needs no Python: its build (the browser tests need it), typecheck, vitest
+# what of the dashboard's checks needs no Python: its build (the browser tests need it), its JavaScript
+# budgets (frontend/bundle-budget.json, bytes), typecheck, vitest
 frontend-static: frontend-deps
 	@$(MAKE) --no-print-directory frontend-build
-	cd frontend && npm run typecheck && npx vitest run
+	cd frontend && node scripts/bundleBudget.mjs && npm run typecheck && npx vitest run
 
 test-static: venv frontend-deps
 	@$(MAKE) --no-print-directory lint
