@@ -73,7 +73,7 @@ def _values(i: int) -> dict[str, float]:
 
 def compat_uri(api: Api) -> str:
     """The tracking URI that points MLflow's client at our API's MLflow-compatible routes."""
-    return f"{api.url}/mlflow"
+    return f"{api.url}/api/v1/mlflow/default"
 
 
 # -- one side: a script logging ``calls`` steps of 10 scalars ------------------------------------------
