@@ -58,9 +58,29 @@ export function pageChunks(bundle: Bundle): Record<string, string[]> {
   );
 }
 
-/** src/early.ts, an entry of its own, loaded by index.html first and asynchronously: the page's first API
- *  requests go out while the dashboard's code downloads (Vite would fold a second module script of
- *  index.html into the main entry, which runs after all of its imports have loaded). Before it, a data
+/** The tags Vite writes into index.html for the entry (its module script and modulepreloads), taken out of
+ *  the html: early.ts adds them once it has started the page's first API requests. */
+export function takeEntryTags(html: string, early: string): { html: string; script: string | null; preload: string[] } {
+  let script: string | null = null;
+  const preload: string[] = [];
+  const out = html
+    .replace(/<script\b(?![^>]*\basync\b)[^>]*\btype="module"[^>]*\bsrc="([^"]+)"[^>]*><\/script>\s*/g, (tag, src: string) => {
+      if (script !== null) return tag; // one entry script; anything else stays as written
+      script = src;
+      return '';
+    })
+    .replace(/<link\b[^>]*\brel="modulepreload"[^>]*\bhref="([^"]+)"[^>]*>\s*/g, (_tag, href: string) => {
+      if (href !== early) preload.push(href);
+      return '';
+    });
+  return { html: out, script, preload };
+}
+
+/** src/early.ts, an entry of its own, loaded by index.html first and asynchronously, and the only script the
+ *  built index.html loads: it starts the page's first API requests, then adds the entry's module script and
+ *  modulepreloads (a data block `reasonlab-entry` names them), so the requests go out first whatever the
+ *  CPU's speed. With the entry's tags in index.html as Vite writes them, a slow CPU (make perf at 4x) ran
+ *  early.ts only after ~0.7 MB of the entry had arrived, and the requests waited for it. Before it, a data
  *  block (not a script: the CSP allows no inline one) names each page's chunks, which early.ts preloads for
  *  the page being opened: without it the page's code is asked for only once the entry has run. */
 function earlyRequests(): Plugin {
@@ -68,16 +88,18 @@ function earlyRequests(): Plugin {
     name: 'reasonlab-early-requests',
     transformIndexHtml: {
       order: 'post',
-      handler(_html, ctx) {
+      handler(html, ctx) {
         const bundle = (ctx.bundle ?? {}) as unknown as Bundle;
         const chunk = Object.values(bundle).find((c) => c.type === 'chunk' && c.isEntry && c.name === 'early');
-        const src = chunk ? `/${chunk.fileName}` : '/src/early.ts';
-        return [
-          ...(chunk
-            ? [{ tag: 'script', attrs: { type: 'application/json', id: 'reasonlab-page-chunks' }, children: JSON.stringify(pageChunks(bundle)), injectTo: 'head-prepend' as const }]
-            : []),
-          { tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src }, injectTo: 'head-prepend' as const },
-        ];
+        const early = { tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src: chunk ? `/${chunk.fileName}` : '/src/early.ts' }, injectTo: 'head-prepend' as const };
+        if (!chunk) return [early]; // the dev server: index.html's own script loads the app
+        const entry = takeEntryTags(html, `/${chunk.fileName}`);
+        if (entry.script === null) throw new Error('reasonlab-early-requests: no entry script in index.html');
+        const data = (id: string, value: unknown) => ({ tag: 'script', attrs: { type: 'application/json', id }, children: JSON.stringify(value), injectTo: 'head-prepend' as const });
+        return {
+          html: entry.html,
+          tags: [data('reasonlab-page-chunks', pageChunks(bundle)), data('reasonlab-entry', { script: entry.script, preload: entry.preload }), early],
+        };
       },
     },
   };

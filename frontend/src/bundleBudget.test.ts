@@ -20,7 +20,17 @@ const SIZES: Record<string, number> = {
   '/assets/ExperimentPage.js': 40,
 };
 
+const BUILT = HTML.replace(
+  /<script type="module" crossorigin src="\/assets\/index.js"><\/script>\n<link rel="modulepreload" crossorigin href="\/assets\/mantine.js">\n/,
+  '<script type="application/json" id="reasonlab-entry">{"script":"/assets/index.js","preload":["/assets/mantine.js"]}</script>\n',
+);
+
 describe("the dashboard's JavaScript budgets (scripts/bundleBudget.mjs)", () => {
+  it("reads the entry from the reasonlab-entry block the build leaves to early.ts", () => {
+    expect(BUILT).not.toContain('modulepreload" crossorigin href="/assets/mantine.js');
+    expect(buildParts(BUILT)).toEqual(buildParts(HTML));
+  });
+
   it('reads the early script, the entry with its preloads (less the early chunk) and each page from index.html', () => {
     expect(buildParts(HTML)).toEqual({
       early: ['/assets/early.js'],

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { earlyKey, preloadPage, startEarly, takeEarly, takeEarlyOr, type PreloadDocument } from './early';
+import { earlyKey, preloadPage, startEarly, startEntry, takeEarly, takeEarlyOr, type PreloadDocument } from './early';
 
 function fakeFetch(answers: Record<string, { status: number; body: unknown }>) {
   const calls: { url: string; auth: string | null }[] = [];
@@ -71,15 +71,53 @@ describe('early requests', () => {
 });
 
 /** A document with index.html's data block (or none) that records the links appended to its head. */
-function fakeDocument(block: string | null) {
+function fakeDocument(block: string | null, entry: string | null = null) {
   const links: { rel: string; href: string; crossOrigin: string | null }[] = [];
-  const doc: PreloadDocument = {
-    getElementById: (id) => (id === 'reasonlab-page-chunks' && block !== null ? { textContent: block } : null),
-    createElement: () => ({ rel: '', href: '', crossOrigin: null }),
-    head: { appendChild: (node) => links.push(node as (typeof links)[number]) },
-  };
+  const blocks: Record<string, string | null> = { 'reasonlab-page-chunks': block, 'reasonlab-entry': entry };
+  const doc = {
+    getElementById: (id: string) => (blocks[id] != null ? { textContent: blocks[id] } : null),
+    createElement: (tag: string) => (tag === 'script' ? { type: '', src: '', crossOrigin: null } : { rel: '', href: '', crossOrigin: null }),
+    head: { appendChild: (node: unknown) => links.push(node as (typeof links)[number]) },
+  } as unknown as PreloadDocument;
   return { doc, links };
 }
+
+describe("the dashboard's code, added after the first requests", () => {
+  const entry = JSON.stringify({ script: '/assets/index-x.js', preload: ['/assets/mantine-y.js', '/assets/client-z.js'] });
+
+  it("preloads the entry's imports, then adds its module script, as the built index.html would have", () => {
+    const { doc, links } = fakeDocument(null, entry);
+    startEntry(doc);
+    expect(links).toEqual([
+      { rel: 'modulepreload', href: '/assets/mantine-y.js', crossOrigin: '' },
+      { rel: 'modulepreload', href: '/assets/client-z.js', crossOrigin: '' },
+      { type: 'module', src: '/assets/index-x.js', crossOrigin: '' },
+    ]);
+  });
+
+  it('nothing without the block (the dev server loads the app itself) or with a broken one', () => {
+    for (const block of [null, '{', 'null', '{"script": 3}']) {
+      const { doc, links } = fakeDocument(null, block);
+      startEntry(doc);
+      expect(links.filter((l) => 'type' in l)).toEqual([]);
+    }
+  });
+
+  it('runs after the requests are started: the module asks the API before it adds the entry', async () => {
+    const order: string[] = [];
+    vi.stubGlobal('fetch', vi.fn(async (url: string) => (order.push(`fetch ${url}`), new Response('{}'))));
+    const { doc } = fakeDocument(null, entry);
+    const recording = { ...doc, head: { appendChild: (n: { src?: string; href?: string }) => order.push(`add ${n.src ?? n.href}`) } };
+    vi.stubGlobal('document', recording);
+    vi.stubGlobal('location', { pathname: '/runs/5' });
+    const stored: Record<string, string> = { 'reasonlab.token': 'jwt', 'reasonlab.expires_at': new Date(Date.now() + 60_000).toISOString() };
+    vi.stubGlobal('localStorage', { getItem: (k: string) => stored[k] ?? null });
+    vi.resetModules();
+    await import('./early');
+    expect(order.slice(0, 3)).toEqual(['fetch /api/v1/auth/me', 'fetch /api/v1/runs/5', 'fetch /api/v1/runs/5/metric-keys']);
+    expect(order.at(-1)).toBe('add /assets/index-x.js');
+  });
+});
 
 describe("a page's code, preloaded", () => {
   const block = JSON.stringify({ run: ['/assets/RunPage-a.js', '/assets/echarts-b.js'], experiment: ['/assets/ExperimentPage-c.js'] });

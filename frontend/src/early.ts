@@ -54,7 +54,40 @@ export function takeEarlyOr<T>(key: string, ask: () => Promise<T>): Promise<T> {
 export interface PreloadDocument {
   getElementById(id: string): { textContent: string | null } | null;
   createElement(tag: 'link'): { rel: string; href: string; crossOrigin: string | null };
+  createElement(tag: 'script'): { type: string; src: string; crossOrigin: string | null };
   head: { appendChild(node: unknown): unknown };
+}
+
+function addPreload(doc: PreloadDocument, file: string): void {
+  const link = doc.createElement('link');
+  link.rel = 'modulepreload';
+  link.crossOrigin = ''; // as the module scripts load (crossorigin): one request serves both
+  link.href = file;
+  doc.head.appendChild(link);
+}
+
+/**
+ * Loads the dashboard's code: the built index.html names the entry's module script and its modulepreloads
+ * in the data block `reasonlab-entry` instead of as tags (vite.config.ts), so that they are asked for after
+ * the page's first API requests have gone out, however slow the CPU. Nothing without the block (the dev
+ * server, whose index.html loads the app itself).
+ */
+export function startEntry(doc: PreloadDocument): void {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(doc.getElementById('reasonlab-entry')?.textContent ?? 'null');
+  } catch {
+    return;
+  }
+  if (!entry || typeof entry !== 'object') return;
+  const { script, preload } = entry as { script?: unknown; preload?: unknown };
+  if (Array.isArray(preload)) for (const file of preload) if (typeof file === 'string') addPreload(doc, file);
+  if (typeof script !== 'string') return;
+  const tag = doc.createElement('script');
+  tag.type = 'module';
+  tag.crossOrigin = '';
+  tag.src = script;
+  doc.head.appendChild(tag);
 }
 
 /**
@@ -72,14 +105,7 @@ export function preloadPage(page: 'run' | 'experiment', doc: PreloadDocument): v
     return;
   }
   if (!Array.isArray(files)) return;
-  for (const file of files) {
-    if (typeof file !== 'string') continue;
-    const link = doc.createElement('link');
-    link.rel = 'modulepreload';
-    link.crossOrigin = ''; // as the module scripts load (crossorigin): one request serves both
-    link.href = file;
-    doc.head.appendChild(link);
-  }
+  for (const file of files) if (typeof file === 'string') addPreload(doc, file);
 }
 
 /** Starts the page's first requests for `pathname` (the URL the browser opened), and with `doc` the
@@ -118,4 +144,8 @@ export function startEarly(pathname: string, token: string | null, doc?: Preload
   }
 }
 
-if (typeof location !== 'undefined' && typeof fetch !== 'undefined') startEarly(location.pathname, readToken(), document);
+// the requests first, then the page's chunks (in startEarly) and the entry's code
+if (typeof location !== 'undefined' && typeof fetch !== 'undefined') {
+  startEarly(location.pathname, readToken(), document);
+  startEntry(document);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageChunks } from '../vite.config';
+import { pageChunks, takeEntryTags } from '../vite.config';
 
 const chunk = (fileName: string, extra: Record<string, unknown> = {}) => ({ type: 'chunk', fileName, imports: [] as string[], ...extra });
 
@@ -28,5 +28,30 @@ describe("the build's list of each page's chunks (index.html's reasonlab-page-ch
 
   it('an empty list for a page whose chunk is not in the bundle', () => {
     expect(pageChunks({ 'assets/index.js': chunk('assets/index.js', { isEntry: true, name: 'index' }) })).toEqual({ experiment: [], run: [] });
+  });
+});
+
+describe("the entry's tags, left to early.ts (index.html's reasonlab-entry)", () => {
+  const html = `<head>
+    <script type="module" async crossorigin src="/assets/early.js"></script>
+    <title>ReasonLab</title>
+    <script type="module" crossorigin src="/assets/index.js"></script>
+    <link rel="modulepreload" crossorigin href="/assets/mantine.js">
+    <link rel="modulepreload" crossorigin href="/assets/early.js">
+    <link rel="stylesheet" crossorigin href="/assets/mantine.css">
+  </head>`;
+
+  it("takes the entry's module script and modulepreloads out (less the early chunk), keeping the rest", () => {
+    const taken = takeEntryTags(html, '/assets/early.js');
+    expect(taken.script).toBe('/assets/index.js');
+    expect(taken.preload).toEqual(['/assets/mantine.js']);
+    expect(taken.html).toContain('src="/assets/early.js"');
+    expect(taken.html).toContain('rel="stylesheet"');
+    expect(taken.html).not.toContain('/assets/index.js');
+    expect(taken.html).not.toContain('modulepreload');
+  });
+
+  it('no entry script: null (the build then fails)', () => {
+    expect(takeEntryTags('<head><title>x</title></head>', '/assets/early.js').script).toBeNull();
   });
 });
