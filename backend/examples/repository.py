@@ -6,7 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, and_, cast, delete, exists, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    Text,
+    and_,
+    cast,
+    delete,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -160,25 +173,50 @@ def count_keys(session: Session, run_id: int, table: str, after: str | None, upt
 Differing = tuple[int, str, dict[str, Any], int | None, dict[str, Any] | None]
 
 
+def _field_differs(mine: Any, theirs: Any, field: str, dialect: str) -> ColumnElement[bool]:
+    """Whether the two rows' JSON text of ``field`` differs (either lacking it included)."""
+    if dialect == "postgresql":
+        # a json column: the field's text as posted; NULL where the row lacks it
+        a = cast(func.json_extract_path(mine, literal(field, String)), Text)
+        b = cast(func.json_extract_path(theirs, literal(field, String)), Text)
+        return a.is_distinct_from(b)
+    # SQLite's json_extract gives a scalar as an SQL value (true as 1): its json_type tells them apart
+    path = literal('$."' + field + '"', String)  # the field has no quote (compare.FIELD_PATTERN)
+    return or_(
+        func.json_type(mine, path).is_distinct_from(func.json_type(theirs, path)),
+        func.json_extract(mine, path).is_distinct_from(func.json_extract(theirs, path)),
+    )
+
+
 def differing(
-    session: Session, run_id: int, other_id: int, table: str, after: str | None, upto: str | None, limit: int
+    session: Session,
+    run_id: int,
+    other_id: int,
+    table: str,
+    after: str | None,
+    upto: str | None,
+    limit: int,
+    fields: Sequence[str] = (),
 ) -> list[Differing]:
     """Up to ``limit`` rows of the run's table with ``after < key <= upto``, in key order, whose key the
-    other run's table lacks or holds with other JSON text: ``(idx, key, data, other idx, other data)``
-    (other idx None: the other run lacks it). Compared in the database, so only candidates travel; JSON
-    that differs only in its text (key order) is told apart by the caller."""
+    other run's table lacks or holds with other JSON text (of ``fields`` only, when given): ``(idx, key,
+    data, other idx, other data)`` (other idx None: the other run lacks it). Compared in the database, so
+    only candidates travel; JSON that differs only in its text (key order), or only within a tolerance, is
+    told apart by the caller (backend/examples/compare.py)."""
     other = aliased(RunExample)
+    differs: ColumnElement[bool]
+    if fields:
+        dialect = session.get_bind().dialect.name
+        differs = or_(*(_field_differs(RunExample.data, other.data, f, dialect) for f in fields))
+    else:
+        differs = cast(RunExample.data, Text) != cast(other.data, Text)
     stmt = (
         select(RunExample.idx, RunExample.key, RunExample.data, other.idx, other.data)
         .select_from(RunExample)
         .outerjoin(
             other, and_(other.run_id == other_id, other.table_name == table, other.key == RunExample.key)
         )
-        .where(
-            RunExample.run_id == run_id,
-            RunExample.table_name == table,
-            or_(other.idx.is_(None), cast(RunExample.data, Text) != cast(other.data, Text)),
-        )
+        .where(RunExample.run_id == run_id, RunExample.table_name == table, or_(other.idx.is_(None), differs))
     )
     if after is not None:
         stmt = stmt.where(RunExample.key > after)

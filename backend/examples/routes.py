@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query
 
 from backend import query
 from backend.auth.dependencies import PrincipalDep
-from backend.examples import service
+from backend.errors import Invalid
+from backend.examples import compare, service
 from backend.examples.schemas import (
     TABLE_PATTERN,
     ExampleDiffPage,
@@ -91,5 +92,32 @@ def diff_examples(
     table: TableQuery,
     cursor: CursorQuery = None,
     limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    fields: Annotated[
+        str | None,
+        Query(
+            max_length=4000,
+            description="the data fields that define a change, comma-separated (`prediction,correct`); "
+            "absent or empty: every field. A key whose other fields differ is no change then",
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=1,
+            allow_inf_nan=False,
+            description="relative tolerance for numbers (also inside arrays and objects): a and b are the "
+            "same when |a - b| <= max(tolerance * max(|a|, |b|), abs_tolerance)",
+        ),
+    ] = compare.DEFAULT_TOLERANCE,
+    abs_tolerance: Annotated[
+        float, Query(ge=0, allow_inf_nan=False, description="absolute tolerance for numbers (see tolerance)")
+    ] = 0.0,
 ) -> ExampleDiffPage:
-    return service.diff(session, principal, run_id, other, table, cursor, limit)
+    chosen = compare.parse_fields(fields)
+    if isinstance(chosen, str):
+        raise Invalid(
+            f"fields: {chosen}", [{"loc": ["query", "fields"], "msg": chosen, "type": "value_error"}]
+        )
+    rule = compare.DiffRule(fields=chosen, rel=tolerance, abs=abs_tolerance)
+    return service.diff(session, principal, run_id, other, table, cursor, limit, rule)

@@ -75,12 +75,20 @@ class ExampleDiff(BaseModel):
     change: Literal["changed", "only_run", "only_other"]
     run: ExampleRow | None = Field(description="the row of the run asked for (None: not in it)")
     other: ExampleRow | None = Field(description="the row of the other run (None: not in it)")
+    differing: list[str] = Field(
+        default_factory=list,
+        description="of a changed item, every data field whose values differ under the tolerance (one of the "
+        "compared fields or not), in the run's field order; empty for an item one run lacks",
+    )
 
 
 class ExampleDiffPage(BaseModel):
     run_id: int
     other_id: int
     table: str
+    fields: list[str] = Field(description="the data fields that define a change (empty: every field)")
+    tolerance: float = Field(description="the relative tolerance numbers were compared with")
+    abs_tolerance: float = Field(description="the absolute tolerance numbers were compared with")
     items: list[ExampleDiff] = Field(description="keys whose rows differ, or that only one run has")
     scanned: int = Field(description="rows compared to answer this page")
     next_cursor: str | None = Field(

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 from backend.auth.principal import Principal
 from backend.db import utcnow
 from backend.errors import Conflict, Invalid, TooLarge
-from backend.examples import repository
+from backend.examples import compare, repository
+from backend.examples.compare import DiffRule
 from backend.examples.schemas import (
     ExampleDiff,
     ExampleDiffPage,
@@ -33,6 +34,9 @@ MAX_BATCH = 1_000  # rows per post (the SDK's batches are smaller)
 MAX_ROW_BYTES = 64 * 1024  # one row's data as JSON
 MAX_PAGE = 1_000
 DIFF_BUDGET = 10_000  # rows of the run compared at most per diff page: few changes still answer quickly
+# candidate rows read at most at a time while a diff page fills (the first read takes the page's limit, each
+# further one twice the last): rows that differ only within the tolerance are read and dropped in bounded batches
+DIFF_CHUNK = 1_000
 
 
 def post(session: Session, principal: Principal, run_id: int, body: ExamplesIn) -> ExamplesAccepted:
@@ -189,14 +193,18 @@ def diff(
     table: str,
     cursor_: str | None,
     limit: int,
+    rule: DiffRule = DiffRule(),
 ) -> ExampleDiffPage:
-    """The keys of ``table`` whose rows differ between the two runs, or that one run only has, both sides.
+    """The keys of ``table`` whose rows differ between the two runs under ``rule`` (its fields, its
+    tolerance for numbers: backend/examples/compare.py), or that one run only has, both sides.
 
     Phase 1 walks the run's keys in windows of ``DIFF_BUDGET`` (the window's end found on the key index),
     and the database joins each window with the other run's rows on the key and keeps those whose JSON
-    text differs or that the other run lacks; a page can hold fewer than ``limit`` items and still have a
-    cursor. Phase 2 reads the other run's keys that the run lacks (an anti-join). Keys are only compared
-    by the database, never sorted here."""
+    text (of the rule's fields) differs or that the other run lacks; the rule decides on these candidates,
+    read a chunk at a time until the page is full or the window ends, so rows that differ only within the
+    tolerance never leave a page short while rows remain. A page can hold fewer than ``limit`` items and
+    still have a cursor. Phase 2 reads the other run's keys that the run lacks (an anti-join). Keys are
+    only compared by the database, never sorted here."""
     run = runs.get_visible(session, principal, run_id)
     other = runs.get_visible(session, principal, other_id)
     phase, after = _diff_cursor(cursor_)
@@ -205,15 +213,26 @@ def diff(
     next_cursor: str | None = None
     if phase == 1:
         upper = repository.key_at(session, run.id, table, after, DIFF_BUDGET)
-        found = repository.differing(session, run.id, other.id, table, after, upper, limit)
-        for idx, key, data, other_idx, other_data in found:
-            mine = ExampleRow(idx=idx, key=key, data=data)
-            if other_idx is None:
-                items.append(ExampleDiff(key=key, change="only_run", run=mine, other=None))
-            elif other_data != data:  # not only another text of the same JSON
-                theirs = ExampleRow(idx=other_idx, key=key, data=other_data or {})
-                items.append(ExampleDiff(key=key, change="changed", run=mine, other=theirs))
-        end = found[-1][1] if len(found) == limit else upper  # the window may hold more: go on after it
+        end, start, chunk, full = upper, after, limit, False
+        while not full:
+            found = repository.differing(session, run.id, other.id, table, start, upper, chunk, rule.fields)
+            for idx, key, data, other_idx, other_data in found:
+                mine = ExampleRow(idx=idx, key=key, data=data)
+                if other_idx is None:
+                    items.append(ExampleDiff(key=key, change="only_run", run=mine, other=None))
+                else:
+                    theirs = ExampleRow(idx=other_idx, key=key, data=other_data or {})
+                    fields = compare.differing(data, theirs.data, rule)
+                    if compare.changed(fields, rule):
+                        items.append(
+                            ExampleDiff(key=key, change="changed", run=mine, other=theirs, differing=fields)
+                        )
+                if len(items) == limit:
+                    end, full = key, True  # the window goes on after the page's last item
+                    break
+            if len(found) < chunk:
+                break  # the window holds no more candidates
+            start, chunk = found[-1][1], min(chunk * 2, DIFF_CHUNK)
         scanned = repository.count_keys(session, run.id, table, after, end)
         if end is not None:
             next_cursor = cursor.encode({"phase": 1, "key": end})
@@ -231,5 +250,13 @@ def diff(
         )
         next_cursor = cursor.encode({"phase": 2, "key": rows[-1][1]}) if more else None
     return ExampleDiffPage(
-        run_id=run.id, other_id=other.id, table=table, items=items, scanned=scanned, next_cursor=next_cursor
+        run_id=run.id,
+        other_id=other.id,
+        table=table,
+        fields=list(rule.fields),
+        tolerance=rule.rel,
+        abs_tolerance=rule.abs,
+        items=items,
+        scanned=scanned,
+        next_cursor=next_cursor,
     )

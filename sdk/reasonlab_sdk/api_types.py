@@ -380,18 +380,22 @@ class ErrorItem(TypedDict):
 
 class ExampleDiff(TypedDict):
     change: Literal["changed", "only_run", "only_other"]
+    differing: NotRequired[list[str]]
     key: str
     other: ExampleRow | None
     run: ExampleRow | None
 
 
 class ExampleDiffPage(TypedDict):
+    abs_tolerance: float
+    fields: list[str]
     items: list[ExampleDiff]
     next_cursor: NotRequired[str | None]
     other_id: int
     run_id: int
     scanned: int
     table: str
+    tolerance: float
 
 
 class ExamplePage(TypedDict):

@@ -818,11 +818,32 @@ class ReasonLabClient:
         return result
 
     def diff_examples(
-        self, run_id: int, other: int, table: str, *, cursor: str | None = None, limit: int = 50
+        self,
+        run_id: int,
+        other: int,
+        table: str,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        fields: Sequence[str] | None = None,
+        tolerance: float | None = None,
+        abs_tolerance: float | None = None,
     ) -> api.ExampleDiffPage:
-        """One page of the keys whose rows differ between two runs' ``table`` (or that one run lacks)."""
+        """One page of the keys whose rows differ between two runs' ``table`` (or that one run lacks).
+
+        ``fields``: the data fields that define a change (``["prediction", "correct"]``; None or empty:
+        every field); ``tolerance`` / ``abs_tolerance``: relative and absolute tolerance for numbers, also
+        inside arrays and objects (None: the server's, 1e-6 relative and 0 absolute). Each item's
+        ``differing`` lists the fields whose values differ under the tolerance."""
         result: api.ExampleDiffPage = self._get(
-            f"/runs/{run_id}/examples/diff", other=other, table=table, cursor=cursor, limit=limit
+            f"/runs/{run_id}/examples/diff",
+            other=other,
+            table=table,
+            cursor=cursor,
+            limit=limit,
+            fields=",".join(fields) if fields else None,
+            tolerance=tolerance,
+            abs_tolerance=abs_tolerance,
         )
         return result
 

@@ -1,5 +1,6 @@
 """Per-example tables (issue 25, item 5): posting (batches, idempotent re-posts, the writing attempt,
-limits), paging by idx, the tables list, diffs of two runs on the examples' keys, visibility."""
+limits), paging by idx, the tables list, diffs of two runs on the examples' keys (with the fields that
+define a change and a tolerance for numbers: issue 36, item 3), visibility."""
 
 from __future__ import annotations
 
@@ -441,3 +442,168 @@ def test_rows_are_filtered_with_the_query_language(api: Api) -> None:
     assert unknown.status_code == 422
     msg = unknown.json()["errors"][0]["msg"]
     assert "unknown field 'reply'" in msg and "data.<path>" in msg and "idx" in msg
+
+
+def _routing(*probs: float) -> list[dict[str, Any]]:
+    """A ReasonFormer row's ``routing`` (worker/kinds/reasonformer/common/prediction_rows.py): per step
+    the skills chosen, the router's distribution and the stop gate."""
+    return [
+        {"step": 1, "skills": ["sort"], "probs": {"sort": p, "reverse": round(1 - p, 8)}, "stop_gate": 0.1}
+        for p in probs
+    ]
+
+
+def _prediction(
+    prediction: str = "a", correct: Any = True, probs: tuple[float, ...] = (0.25,), **extra: Any
+) -> dict[str, Any]:
+    return {"prediction": prediction, "correct": correct, "routing": _routing(*probs), **extra}
+
+
+# two runs' ``predictions``: per key, (run a's data, run b's data); run b lacks p-8
+_RULE_ROWS: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
+    "p-0": (_prediction(), _prediction(probs=(0.25000001,))),  # within the default 1e-6 relative
+    "p-1": (_prediction(), _prediction(probs=(0.2501,))),  # 4e-4 relative: within 1e-3
+    "p-2": (_prediction(), _prediction("b", False)),  # truly changed: prediction and correct
+    "p-3": (_prediction(), _prediction(correct=1)),  # true is not 1
+    "p-4": (_prediction(score=1), _prediction(score=1.0)),  # 1 is 1.0 (their JSON text differs)
+    "p-5": (_prediction(), _prediction(note=None)),  # a field one row lacks differs from null
+    "p-6": (_prediction(), _prediction(probs=(0.25, 0.25))),  # a step more: an array of another length
+    "p-7": (_prediction(loss=1000.0), _prediction(loss=1000.5)),  # 5e-4 relative, 0.5 absolute
+    "p-8": (_prediction(), None),
+}
+
+
+def _rule_runs(api: Api) -> tuple[int, int]:
+    a, b = _claimed(api), _claimed(api)
+    mine = [{"idx": i, "key": k, "data": d} for i, (k, (d, _)) in enumerate(_RULE_ROWS.items())]
+    theirs = [{"idx": i, "key": k, "data": d} for i, (k, (_, d)) in enumerate(_RULE_ROWS.items()) if d]
+    assert _post(api, a, mine, table="predictions", attempt=1).status_code == 200
+    assert _post(api, b, theirs, table="predictions", attempt=1).status_code == 200
+    return a, b
+
+
+def _diff_pages(api: Api, run_id: int, other: int, limit: int, **rule: Any) -> list[dict[str, Any]]:
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(100):
+        params: dict[str, Any] = {"other": other, "table": "predictions", "limit": limit, **rule}
+        if cursor:
+            params["cursor"] = cursor
+        r = api.client.get(f"/api/v1/runs/{run_id}/examples/diff", params=params, headers=api.h())
+        assert r.status_code == 200, r.text
+        pages.append(r.json())
+        cursor = r.json()["next_cursor"]
+        if cursor is None:
+            return pages
+    raise AssertionError("the diff's cursor never ended")
+
+
+def test_a_diff_compares_numbers_within_a_tolerance_and_only_the_chosen_fields(api: Api) -> None:
+    """Router probabilities that differ in their last digits are no change; a tolerance (relative,
+    absolute) widens that, also for numbers nested in arrays and objects; ``fields`` narrows what makes
+    an item changed (the database narrows the rows on those fields' JSON; both dialects)."""
+    a, b = _rule_runs(api)
+
+    def changed(limit: int = 50, **rule: Any) -> dict[str, list[str]]:
+        items = [d for p in _diff_pages(api, a, b, limit, **rule) for d in p["items"]]
+        assert items[-1]["key"] == "p-8" and items[-1]["change"] == "only_run"  # whatever the rule
+        assert all(d["change"] == "changed" for d in items[:-1])
+        return {d["key"]: d["differing"] for d in items[:-1]}
+
+    default = {
+        "p-1": ["routing"],
+        "p-2": ["prediction", "correct"],
+        "p-3": ["correct"],
+        "p-5": ["note"],
+        "p-6": ["routing"],
+        "p-7": ["loss"],
+    }
+    for limit in (1, 2, 50):
+        assert changed(limit) == default, limit
+    assert changed(tolerance=1e-6) == default
+    assert list(changed(tolerance=0)) == ["p-0", "p-1", "p-2", "p-3", "p-5", "p-6", "p-7"]  # 1 is still 1.0
+    assert list(changed(tolerance=1e-3)) == ["p-2", "p-3", "p-5", "p-6"]
+    assert list(changed(tolerance=0, abs_tolerance=0.001)) == ["p-2", "p-3", "p-5", "p-6", "p-7"]
+    assert list(changed(tolerance=0, abs_tolerance=0.6)) == ["p-2", "p-3", "p-5", "p-6"]
+    # the fields that define a change: other fields may differ (listed in differing) without making one
+    for limit in (1, 50):
+        assert changed(limit, fields="prediction,correct") == {
+            "p-2": ["prediction", "correct"],
+            "p-3": ["correct"],
+        }
+    assert changed(fields="prediction") == {"p-2": ["prediction", "correct"]}
+    assert changed(fields="correct") == {"p-2": ["prediction", "correct"], "p-3": ["correct"]}
+    assert changed(fields="note") == {"p-5": ["note"]}
+    assert changed(fields="routing", tolerance=1e-3) == {"p-6": ["routing"]}
+    assert changed(fields="routing,loss", tolerance=0) == {
+        "p-0": ["routing"],
+        "p-1": ["routing"],
+        "p-6": ["routing"],
+        "p-7": ["loss"],
+    }
+    assert changed(fields="nothing-of-that-name") == {}
+    page = _diff_pages(api, a, b, 50, fields=" prediction, ,correct,prediction", tolerance=0.01)[0]
+    assert (page["fields"], page["tolerance"], page["abs_tolerance"]) == (
+        ["prediction", "correct"],
+        0.01,
+        0.0,
+    )
+    default_page = _diff_pages(api, a, b, 50)[0]
+    assert (default_page["fields"], default_page["tolerance"]) == ([], 1e-6)
+    # the other way round: the same items, the sides swapped
+    reverse = [d for p in _diff_pages(api, b, a, 50, fields="prediction,correct") for d in p["items"]]
+    assert [(d["key"], d["change"]) for d in reverse] == [
+        ("p-2", "changed"),
+        ("p-3", "changed"),
+        ("p-8", "only_other"),
+    ]
+    assert reverse[0]["run"]["data"]["prediction"] == "b" and reverse[0]["other"]["data"]["prediction"] == "a"
+
+
+def test_a_diff_page_fills_past_rows_equal_within_the_tolerance(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows whose JSON text differs but whose numbers are within the tolerance are read and dropped a
+    chunk at a time: the page still fills with the changed rows behind them, within one window."""
+    monkeypatch.setattr(service, "DIFF_CHUNK", 4)
+    a, b = _claimed(api), _claimed(api)
+    mine = [{"idx": i, "key": f"k-{i:03d}", "data": _prediction(probs=(0.5, 0.25))} for i in range(40)]
+    theirs = [
+        {
+            "idx": i,
+            "key": f"k-{i:03d}",
+            "data": _prediction("z" if i in (31, 37) else "a", probs=(0.5000001, 0.25)),
+        }
+        for i in range(40)
+    ]
+    assert _post(api, a, mine, table="predictions", attempt=1).status_code == 200
+    assert _post(api, b, theirs, table="predictions", attempt=1).status_code == 200
+    first, *rest = _diff_pages(api, a, b, 2)
+    assert [d["key"] for d in first["items"]] == ["k-031", "k-037"]
+    assert first["scanned"] == 38  # up to the page's last item; the window goes on after it
+    assert [d for p in rest for d in p["items"]] == []
+    # with no tolerance every row is a change, and pages of two follow one another
+    exact = _diff_pages(api, a, b, 2, tolerance=0)
+    assert [len(p["items"]) for p in exact] == [2] * 20 + [0]
+
+
+def test_a_diff_rule_is_validated_naming_its_parameter(api: Api) -> None:
+    a, b = _rule_runs(api)
+
+    def loc(**params: Any) -> list[Any]:
+        r = api.client.get(
+            f"/api/v1/runs/{a}/examples/diff",
+            params={"other": b, "table": "predictions", **params},
+            headers=api.h(),
+        )
+        assert r.status_code == 422, r.text
+        return list(r.json()["errors"][0]["loc"])
+
+    assert loc(fields='prediction,"correct') == ["query", "fields"]
+    assert loc(fields="x" * 65) == ["query", "fields"]
+    assert loc(fields=",".join(f"f{i}" for i in range(33))) == ["query", "fields"]
+    assert loc(fields="a\tb") == ["query", "fields"]  # a control character
+    for bad in ("-1", "1.5", "nan", "inf", "lots"):
+        assert loc(tolerance=bad) == ["query", "tolerance"], bad
+    for bad in ("-0.5", "inf", "nan"):
+        assert loc(abs_tolerance=bad) == ["query", "abs_tolerance"], bad

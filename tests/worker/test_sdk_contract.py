@@ -74,7 +74,9 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     ),
     "example_tables": lambda c: c.example_tables(1),
     "get_examples": lambda c: c.get_examples(1, "gradings", cursor="abc", limit=10),
-    "diff_examples": lambda c: c.diff_examples(1, 2, "gradings"),
+    "diff_examples": lambda c: c.diff_examples(
+        1, 2, "gradings", fields=["prediction", "correct"], tolerance=0.01, abs_tolerance=0.0
+    ),
     "list_artifacts": lambda c: c.list_artifacts(1),
     "download_artifact": lambda c: c.download_artifact(1, "outputs/a b.txt", SCRATCH / "a b.txt"),
     "upload_artifact": lambda c: c.upload_artifact(
@@ -197,6 +199,12 @@ def test_each_sdk_call_is_an_operation_answered_with_its_return_type(name: str) 
     if "application/octet-stream" in operation.get("requestBody", {}).get("content", {}):
         assert seen[0].headers["content-type"] == "application/octet-stream"
         return  # a file's bytes, streamed: no JSON fields to check
+    # the query the SDK sends names only parameters of the operation
+    declared_query = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+    sent_query = set(seen[0].url.params)
+    assert sent_query <= declared_query, (
+        f"{name} sends {sent_query - declared_query} that {template} does not take"
+    )
     body = json.loads(seen[0].content) if seen[0].content else {}
     if "requestBody" not in operation:
         assert body == {}, f"{name} sends a body to {template}, which takes none"

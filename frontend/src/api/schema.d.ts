@@ -2216,6 +2216,11 @@ export interface components {
              * @enum {string}
              */
             change: "changed" | "only_run" | "only_other";
+            /**
+             * Differing
+             * @description of a changed item, every data field whose values differ under the tolerance (one of the compared fields or not), in the run's field order; empty for an item one run lacks
+             */
+            differing?: string[];
             /** Key */
             key: string;
             /** @description the row of the other run (None: not in it) */
@@ -2225,6 +2230,16 @@ export interface components {
         };
         /** ExampleDiffPage */
         ExampleDiffPage: {
+            /**
+             * Abs Tolerance
+             * @description the absolute tolerance numbers were compared with
+             */
+            abs_tolerance: number;
+            /**
+             * Fields
+             * @description the data fields that define a change (empty: every field)
+             */
+            fields: string[];
             /**
              * Items
              * @description keys whose rows differ, or that only one run has
@@ -2246,6 +2261,11 @@ export interface components {
             scanned: number;
             /** Table */
             table: string;
+            /**
+             * Tolerance
+             * @description the relative tolerance numbers were compared with
+             */
+            tolerance: number;
         };
         /** ExamplePage */
         ExamplePage: {
@@ -9248,13 +9268,19 @@ export interface operations {
     "examples-diff": {
         parameters: {
             query: {
+                /** @description absolute tolerance for numbers (see tolerance) */
+                abs_tolerance?: number;
                 /** @description next_cursor of the previous page */
                 cursor?: string | null;
+                /** @description the data fields that define a change, comma-separated (`prediction,correct`); absent or empty: every field. A key whose other fields differ is no change then */
+                fields?: string | null;
                 limit?: number;
                 /** @description the run to compare with */
                 other: number;
                 /** @description the table's name */
                 table: string;
+                /** @description relative tolerance for numbers (also inside arrays and objects): a and b are the same when |a - b| <= max(tolerance * max(|a|, |b|), abs_tolerance) */
+                tolerance?: number;
             };
             header?: never;
             path: {

@@ -1,5 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
+import { DEFAULT_RULE, ruleQuery, type DiffRule } from '../lib/exampleDiff';
 
 export const EXAMPLE_PAGE = 50;
 
@@ -45,10 +46,11 @@ export function useExampleRows(runId: number, table: string | null, q = '') {
   });
 }
 
-/** The keys whose rows differ between two runs' table (or that one run lacks), page after page. */
-export function useExampleDiff(runId: number, other: number | null, table: string | null) {
+/** The keys whose rows differ between two runs' table under ``rule`` (its fields, its tolerance for numbers),
+ * or that one run lacks, page after page. */
+export function useExampleDiff(runId: number, other: number | null, table: string | null, rule: DiffRule = DEFAULT_RULE) {
   return useInfiniteQuery({
-    queryKey: ['runs', runId, 'examples-diff', other, table] as const,
+    queryKey: ['runs', runId, 'examples-diff', other, table, rule.fields.join(','), rule.rel, rule.abs] as const,
     enabled: table !== null && other !== null,
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) =>
@@ -56,7 +58,7 @@ export function useExampleDiff(runId: number, other: number | null, table: strin
         api.GET('/api/v1/runs/{run_id}/examples/diff', {
           params: {
             path: { run_id: runId },
-            query: { other: other!, table: table!, cursor: pageParam, limit: EXAMPLE_PAGE },
+            query: { other: other!, table: table!, cursor: pageParam, limit: EXAMPLE_PAGE, ...ruleQuery(rule) },
           },
         }),
       ),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cellText, diffFields, exampleColumns, parseRunId } from './examples';
+import { FOLD_AT, cellText, diffFields, exampleColumns, foldText, parseRunId, prettyText } from './examples';
 
 describe('exampleColumns', () => {
   it('lists the data fields in first-seen order, up to a maximum', () => {
@@ -21,23 +21,49 @@ describe('cellText', () => {
   });
 });
 
+describe('foldText and prettyText', () => {
+  it('keeps a short value whole and cuts a long one at the fold', () => {
+    expect(foldText('short')).toEqual({ text: 'short', folded: false });
+    expect(foldText({ a: [1, 2] })).toEqual({ text: '{"a":[1,2]}', folded: false });
+    const long = { probs: Array.from({ length: 60 }, (_, i) => i / 7) };
+    const { text, folded } = foldText(long);
+    expect(folded).toBe(true);
+    expect(text).toBe(`${JSON.stringify(long).slice(0, FOLD_AT)}…`);
+    expect(foldText('x'.repeat(FOLD_AT))).toEqual({ text: 'x'.repeat(FOLD_AT), folded: false });
+    expect(foldText('x'.repeat(12), 10).folded).toBe(true);
+  });
+
+  it('unfolds JSON indented and anything else as its text', () => {
+    expect(prettyText({ a: [1, 2] })).toBe('{\n  "a": [\n    1,\n    2\n  ]\n}');
+    expect(prettyText('x'.repeat(300))).toBe('x'.repeat(300));
+    expect(prettyText(null)).toBe('');
+    expect(prettyText(0.5)).toBe('0.5');
+  });
+});
+
 describe('diffFields', () => {
-  it('puts the fields whose values differ first', () => {
+  it("puts the fields the server found differing first, and counts only the rule's fields", () => {
     const a = { item: 3, prediction: 'cat', gold: 'dog', score: { '1': 0 } };
     const b = { item: 3, prediction: 'dog', gold: 'dog', score: { '1': 1 } };
-    expect(diffFields(a, b)).toEqual([
-      { field: 'prediction', changed: true },
-      { field: 'score', changed: true },
-      { field: 'item', changed: false },
-      { field: 'gold', changed: false },
+    expect(diffFields(a, b, ['prediction', 'score'])).toEqual([
+      { field: 'prediction', differs: true, counts: true },
+      { field: 'score', differs: true, counts: true },
+      { field: 'item', differs: false, counts: false },
+      { field: 'gold', differs: false, counts: false },
+    ]);
+    expect(diffFields(a, b, ['prediction', 'score'], ['prediction', 'gold'])).toEqual([
+      { field: 'prediction', differs: true, counts: true },
+      { field: 'score', differs: true, counts: false },
+      { field: 'item', differs: false, counts: false },
+      { field: 'gold', differs: false, counts: false },
     ]);
   });
 
-  it('marks every field changed when one side is missing, and fields only one side has', () => {
-    expect(diffFields({ x: 1 }, null)).toEqual([{ field: 'x', changed: true }]);
-    expect(diffFields({ x: 1 }, { x: 1, y: 2 })).toEqual([
-      { field: 'y', changed: true },
-      { field: 'x', changed: false },
+  it('marks every field changed when one side is missing', () => {
+    expect(diffFields({ x: 1 }, null, [], ['y'])).toEqual([{ field: 'x', differs: true, counts: true }]);
+    expect(diffFields({ x: 1 }, { x: 1, y: 2 }, ['y'])).toEqual([
+      { field: 'y', differs: true, counts: true },
+      { field: 'x', differs: false, counts: false },
     ]);
   });
 });

@@ -2,7 +2,7 @@
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
 import { Alert, Anchor, Button, Code, Grid, Group, Loader, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
 import { lazy, Suspense, useEffect, useRef } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useParams, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
 import { QueryState } from '../components/common/QueryState';
 import { StatusChip } from '../components/common/StatusChip';
@@ -74,6 +74,8 @@ function LogsTail({ runId, live }: { runId: number; live: boolean }) {
   );
 }
 
+const RUN_TABS = ['metrics', 'results', 'examples', 'spec', 'logs', 'attempts', 'artifacts', 'comments'];
+
 function RunView({ run }: { run: Run }) {
   const canWrite = useCanWrite(run.project_id);
   const live = useRunEvents(run);
@@ -91,6 +93,20 @@ function RunView({ run }: { run: Run }) {
   const cancelled = cancelNote(run);
   // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
   const mlflowUrl = mlflowRunUrl(useServerConfig().data?.mlflow_ui_url, run.mlflow_run_id);
+  // the open tab is the URL's `tab` (left out for Metrics), so a reload or a link opens it again
+  const [params, setParams] = useSearchParams();
+  const asked = params.get('tab');
+  const tab = asked && RUN_TABS.includes(asked) ? asked : 'metrics';
+  const setTab = (value: string | null) =>
+    setParams(
+      (current) => {
+        const next = new URLSearchParams(current);
+        if (value && value !== 'metrics') next.set('tab', value);
+        else next.delete('tab');
+        return next;
+      },
+      { replace: true },
+    );
 
   return (
     <Stack>
@@ -141,7 +157,7 @@ function RunView({ run }: { run: Run }) {
         </Alert>
       )}
 
-      <Tabs defaultValue="metrics" keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="metrics">Metrics</Tabs.Tab>
           <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>

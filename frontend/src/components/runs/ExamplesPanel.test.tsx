@@ -1,11 +1,14 @@
 // @vitest-environment jsdom
-// The Examples tab's table of rows and its diff of two runs (issue 25, item 5).
+// The Examples tab's table of rows and its diff of two runs (issue 25, item 5); long values folded and
+// wrapped, the diff's rule (fields that define a change, a tolerance) chosen above it (issue 36, item 3).
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import type { ExampleDiff, ExamplePeer, ExampleRow } from '../../api/types';
+import { DEFAULT_RULE, type DiffRule } from '../../lib/exampleDiff';
+import { DiffRuleControls } from './DiffRuleControls';
 import { DiffPicker, ExampleDiffList, ExampleRowsTable } from './ExamplesPanel';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -66,8 +69,9 @@ it('shows both runs of a changed item side by side, the differing fields marked,
       change: 'changed',
       run: { idx: 5, key: 'item-5', data: { prediction: 'cat', gold: 'dog' } },
       other: { idx: 9, key: 'item-5', data: { prediction: 'dog', gold: 'dog' } },
+      differing: ['prediction'],
     },
-    { key: 'item-8', change: 'only_other', run: null, other: { idx: 8, key: 'item-8', data: { prediction: 'eel' } } },
+    { key: 'item-8', change: 'only_other', run: null, other: { idx: 8, key: 'item-8', data: { prediction: 'eel' } }, differing: [] },
   ];
   show(<ExampleDiffList items={items} runId={3} otherId={4} />);
   const [changed, oneSided] = [...container.querySelectorAll('[data-testid="example-diff-item"]')];
@@ -148,4 +152,102 @@ it('says the runs are loading until they come', () => {
   show(<DiffPicker table="predictions" peers={undefined} other={null} onCompare={() => {}} />);
   expect(container.textContent).toContain("Loading this experiment's runs");
   expect(container.querySelector('[data-testid="example-other"]')).not.toBeNull();
+});
+
+// a ReasonFormer row's routing: 3 steps x 8 skills, ~900 characters of JSON without a space
+const ROUTING = [1, 2, 3].map((step) => ({
+  step,
+  skills: ['sort', 'reverse'],
+  probs: Object.fromEntries(['sort', 'reverse', 'copy', 'count', 'max', 'min', 'sum', 'last'].map((s, i) => [s, 0.1234 + i / 100])),
+  stop_gate: 0.0421,
+}));
+
+it('folds a long value to its start with a toggle that unfolds it as indented JSON, and wraps it anywhere', () => {
+  const items: ExampleDiff[] = [
+    {
+      key: 'sort/3',
+      change: 'changed',
+      run: { idx: 3, key: 'sort/3', data: { prediction: 'a b c', correct: true, routing: ROUTING } },
+      other: { idx: 3, key: 'sort/3', data: { prediction: 'c b a', correct: false, routing: ROUTING } },
+      differing: ['prediction', 'correct'],
+    },
+  ];
+  show(<ExampleDiffList items={items} runId={3} otherId={4} />);
+  const routing = container.querySelector('[data-testid="diff-run"] [data-field="routing"]') as HTMLElement;
+  const folded = routing.querySelector('[data-testid="value-folded"]') as HTMLElement;
+  expect(folded.textContent!.startsWith(JSON.stringify(ROUTING).slice(0, 200))).toBe(true);
+  expect(folded.textContent).toContain('…more');
+  expect(folded.style.overflowWrap).toBe('anywhere');
+  expect(routing.style.overflowWrap).toBe('anywhere');
+  expect(routing.querySelector('[data-testid="value-full"]')).toBeNull();
+  act(() => (routing.querySelector('[data-testid="value-more"]') as HTMLElement).click());
+  const full = routing.querySelector('[data-testid="value-full"]') as HTMLElement;
+  expect(full.textContent).toBe(JSON.stringify(ROUTING, null, 2));
+  expect(full.style.whiteSpace).toBe('pre-wrap');
+  act(() => (routing.querySelector('[data-testid="value-less"]') as HTMLElement).click());
+  expect(routing.querySelector('[data-testid="value-full"]')).toBeNull();
+  // short values are shown whole, with no toggle
+  const prediction = container.querySelector('[data-testid="diff-run"] [data-field="prediction"]')!;
+  expect(prediction.textContent).toBe('prediction: a b c');
+  expect(prediction.querySelector('[data-testid="value-more"]')).toBeNull();
+});
+
+it('folds a long cell of the rows table too', () => {
+  show(<ExampleRowsTable rows={[{ idx: 0, key: 'sort/0', data: { prediction: 'x', routing: ROUTING } }]} />);
+  const cells = container.querySelectorAll('tbody td');
+  expect(cells[3]!.querySelector('[data-testid="value-more"]')).not.toBeNull();
+  expect((cells[3] as HTMLElement).style.overflowWrap).toBe('anywhere');
+});
+
+it("marks the rule's fields that differ as changed, and other differing fields apart", () => {
+  const items: ExampleDiff[] = [
+    {
+      key: 'sort/1',
+      change: 'changed',
+      run: { idx: 1, key: 'sort/1', data: { prediction: 'a', correct: true, routing: [0.5] } },
+      other: { idx: 1, key: 'sort/1', data: { prediction: 'b', correct: true, routing: [0.6] } },
+      differing: ['prediction', 'routing'],
+    },
+  ];
+  show(<ExampleDiffList items={items} runId={3} otherId={4} compared={['prediction', 'correct']} />);
+  const field = (f: string) => container.querySelector(`[data-testid="diff-run"] [data-field="${f}"]`)!;
+  expect(field('prediction').getAttribute('data-changed')).toBe('true');
+  expect(field('routing').getAttribute('data-changed')).toBeNull();
+  expect(field('routing').getAttribute('data-differs')).toBe('true');
+  expect(field('correct').getAttribute('data-differs')).toBeNull();
+  expect(field('routing').getAttribute('title')).toContain('not one of the fields that define a change');
+});
+
+it('chooses the fields that define a change and the tolerances, refusing a bad tolerance', () => {
+  const onChange = vi.fn((_next: DiffRule) => {});
+  show(<DiffRuleControls rule={DEFAULT_RULE} fields={['prediction', 'correct', 'routing']} onChange={onChange} />);
+  const box = (label: string) => container.querySelector<HTMLInputElement>(`[data-testid="diff-fields"] input[value="${label}"]`)!;
+  expect(container.textContent).toContain('none ticked: any field');
+  act(() => box('correct').click());
+  expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, fields: ['correct'] });
+  const rtol = container.querySelector<HTMLInputElement>('input[data-testid="diff-rtol"]')!;
+  expect(rtol.value).toBe('0.000001');
+  type(rtol, '-1');
+  expect(container.textContent).toContain('a number from 0 to 1');
+  act(() => rtol.dispatchEvent(new FocusEvent('focusout', { bubbles: true })));
+  expect(onChange).toHaveBeenCalledTimes(1); // nothing applied
+  type(rtol, '1e-2');
+  act(() => rtol.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })));
+  expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, rel: 0.01 });
+  const atol = container.querySelector<HTMLInputElement>('input[data-testid="diff-atol"]')!;
+  type(atol, '0.5');
+  act(() => atol.dispatchEvent(new FocusEvent('focusout', { bubbles: true })));
+  expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, abs: 0.5 });
+});
+
+it('lists a chosen field the rows lack so it can be unticked, and resets to the default', () => {
+  const onChange = vi.fn();
+  show(<DiffRuleControls rule={{ fields: ['gone'], rel: 0.01, abs: 0 }} fields={['prediction']} onChange={onChange} />);
+  const boxes = [...container.querySelectorAll<HTMLInputElement>('[data-testid="diff-fields"] input')];
+  expect(boxes.map((b) => [b.value, b.checked])).toEqual([
+    ['prediction', false],
+    ['gone', true],
+  ]);
+  act(() => container.querySelector<HTMLButtonElement>('[data-testid="diff-rule-reset"]')!.click());
+  expect(onChange).toHaveBeenCalledWith(DEFAULT_RULE);
 });

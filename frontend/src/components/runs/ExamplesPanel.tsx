@@ -2,14 +2,20 @@
 // prediction per row), paged from the server, and a diff against another run on the examples' keys:
 // only the items that changed (or that one run lacks), both runs' rows side by side. The other run is
 // picked among the experiment's runs that hold the same table, or typed (a run of another experiment).
+// What "changed" means is the diff's rule (the fields that count, a tolerance for numbers), kept per table
+// in the URL and in localStorage (lib/exampleDiff.ts); the table, mode and other run live in the URL too.
+// Long values are folded and wrap in their column (FoldedValue): the page never grows wider than the window.
 import { Alert, Badge, Button, Group, Paper, SegmentedControl, Select, SimpleGrid, Stack, Table, Text, TextInput } from '@mantine/core';
-import { useEffect, useState } from 'react';
-import { Link } from 'react-router';
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { Link, useSearchParams } from 'react-router';
 import { errorMessage } from '../../api/errors';
 import type { ExampleDiff, ExamplePeer, ExampleRow, ExampleTable } from '../../api/types';
 import { useExampleDiff, useExamplePeers, useExampleRows, useExampleTables } from '../../hooks/examples';
+import { DIFF_FIELD, RULE_PARAMS, currentRule, ruleSummary, saveRule, writeRule, type DiffRule } from '../../lib/exampleDiff';
 import { cellText, diffFields, exampleColumns, parseRunId } from '../../lib/examples';
 import { runTitle } from '../../lib/labels';
+import { DiffRuleControls } from './DiffRuleControls';
+import { FoldedValue, WRAP_ANYWHERE } from './FoldedValue';
 
 export function ExampleRowsTable({ rows }: { rows: ExampleRow[] }) {
   const columns = exampleColumns(rows);
@@ -31,8 +37,8 @@ export function ExampleRowsTable({ rows }: { rows: ExampleRow[] }) {
               <Table.Td>{row.idx}</Table.Td>
               <Table.Td>{row.key}</Table.Td>
               {columns.map((c) => (
-                <Table.Td key={c} title={cellText(row.data[c], 5000)}>
-                  {cellText(row.data[c])}
+                <Table.Td key={c} title={cellText(row.data[c], 5000)} style={{ ...WRAP_ANYWHERE, maxWidth: 480, verticalAlign: 'top' }}>
+                  <FoldedValue value={row.data[c]} />
                 </Table.Td>
               ))}
             </Table.Tr>
@@ -49,7 +55,7 @@ const CHANGE_LABEL: Record<ExampleDiff['change'], string> = {
   only_other: 'only in the other run',
 };
 
-function Side({ title, row, changed }: { title: string; row: ExampleRow | null | undefined; changed: Set<string> }) {
+function Side({ title, row, marks }: { title: string; row: ExampleRow | null | undefined; marks: Map<string, { differs: boolean; counts: boolean }> }) {
   if (!row) {
     return (
       <Stack gap={2}>
@@ -59,34 +65,49 @@ function Side({ title, row, changed }: { title: string; row: ExampleRow | null |
     );
   }
   return (
-    <Stack gap={2}>
+    <Stack gap={2} style={{ minWidth: 0 }}>
       <Text size="xs" fw={600}>{title} · row {row.idx}</Text>
-      {Object.entries(row.data).map(([field, value]) => (
-        <Text key={field} size="sm" c={changed.has(field) ? 'orange' : undefined} data-field={field} data-changed={changed.has(field) || undefined}>
-          <b>{field}</b>: {cellText(value, 2000)}
-        </Text>
-      ))}
+      {Object.entries(row.data).map(([field, value]) => {
+        const mark = marks.get(field);
+        return (
+          <Text
+            key={field}
+            component="div"
+            size="sm"
+            style={WRAP_ANYWHERE}
+            c={mark?.counts ? 'orange' : undefined}
+            fs={mark?.differs && !mark.counts ? 'italic' : undefined}
+            title={mark?.differs && !mark.counts ? 'differs, but is not one of the fields that define a change' : undefined}
+            data-field={field}
+            data-changed={mark?.counts || undefined}
+            data-differs={mark?.differs || undefined}
+          >
+            <b>{field}</b>: <FoldedValue value={value} />
+          </Text>
+        );
+      })}
     </Stack>
   );
 }
 
-export function ExampleDiffList({ items, runId, otherId }: { items: ExampleDiff[]; runId: number; otherId: number }) {
+/** The diff's items; ``compared``: the rule's fields (empty: every field counts). */
+export function ExampleDiffList({ items, runId, otherId, compared = [] }: { items: ExampleDiff[]; runId: number; otherId: number; compared?: string[] }) {
   return (
     <Stack gap="sm" data-testid="example-diff">
       {items.map((d) => {
-        const changed = new Set(diffFields(d.run?.data, d.other?.data).filter((f) => f.changed).map((f) => f.field));
+        const marks = new Map(diffFields(d.run?.data, d.other?.data, d.differing ?? [], compared).map((m) => [m.field, m]));
         return (
-          <Paper key={d.key} withBorder p="sm" data-testid="example-diff-item" data-key={d.key}>
+          <Paper key={d.key} withBorder p="sm" data-testid="example-diff-item" data-key={d.key} data-change={d.change}>
             <Group gap="xs" mb="xs">
               <Text fw={600}>{d.key}</Text>
               <Badge variant="light" color={d.change === 'changed' ? 'orange' : 'gray'}>{CHANGE_LABEL[d.change]}</Badge>
             </Group>
             <SimpleGrid cols={2}>
-              <div data-testid="diff-run">
-                <Side title={`run ${runId}`} row={d.run} changed={changed} />
+              <div data-testid="diff-run" style={{ minWidth: 0 }}>
+                <Side title={`run ${runId}`} row={d.run} marks={marks} />
               </div>
-              <div data-testid="diff-other">
-                <Side title={`run ${otherId}`} row={d.other} changed={changed} />
+              <div data-testid="diff-other" style={{ minWidth: 0 }}>
+                <Side title={`run ${otherId}`} row={d.other} marks={marks} />
               </div>
             </SimpleGrid>
           </Paper>
@@ -147,19 +168,25 @@ function Rows({ runId, table, total }: { runId: number; table: string; total: nu
   );
 }
 
-function Diff({ runId, table, other }: { runId: number; table: string; other: number }) {
-  const q = useExampleDiff(runId, other, table);
-  if (q.error) return <Alert color="red" data-testid="example-diff-error">{errorMessage(q.error)}</Alert>;
-  if (q.isPending) return <Text c="dimmed" size="sm">Comparing…</Text>;
+function Diff({ runId, table, other, rule, onRule }: { runId: number; table: string; other: number; rule: DiffRule; onRule: (r: DiffRule) => void }) {
+  const q = useExampleDiff(runId, other, table, rule);
+  const firstRows = useExampleRows(runId, table); // the table's fields, from its first page (cached from the Rows view)
+  const seen = q.data?.pages.flatMap((p) => p.items.flatMap((d) => [d.run, d.other].filter((r): r is ExampleRow => !!r))) ?? [];
+  const fields = exampleColumns([...(firstRows.data?.pages[0]?.items ?? []), ...seen], 40).filter((f) => DIFF_FIELD.test(f));
+  const controls = <DiffRuleControls rule={rule} fields={fields} onChange={onRule} />;
+  if (q.error) return <Stack gap="xs">{controls}<Alert color="red" data-testid="example-diff-error">{errorMessage(q.error)}</Alert></Stack>;
+  if (q.isPending) return <Stack gap="xs">{controls}<Text c="dimmed" size="sm">Comparing…</Text></Stack>;
   const items = q.data.pages.flatMap((p) => p.items);
   const scanned = q.data.pages.reduce((n, p) => n + p.scanned, 0);
+  const changed = items.filter((d) => d.change === 'changed').length;
   return (
     <Stack gap="xs">
-      <Text size="sm" c="dimmed" data-testid="example-diff-count">
-        {items.length.toLocaleString()} item{items.length === 1 ? '' : 's'} differ ({scanned.toLocaleString()} rows compared
-        {q.hasNextPage ? ' so far' : ''}) against <Link to={`/runs/${other}`}>run {other}</Link>
+      {controls}
+      <Text size="sm" c="dimmed" data-testid="example-diff-count" data-rule={ruleSummary(rule)} data-items={items.length} data-changed={changed}>
+        {items.length.toLocaleString()} item{items.length === 1 ? '' : 's'} differ ({changed.toLocaleString()} changed in {ruleSummary(rule)};{' '}
+        {scanned.toLocaleString()} rows compared{q.hasNextPage ? ' so far' : ''}) against <Link to={`/runs/${other}`}>run {other}</Link>
       </Text>
-      {items.length > 0 && <ExampleDiffList items={items} runId={runId} otherId={other} />}
+      {items.length > 0 && <ExampleDiffList items={items} runId={runId} otherId={other} compared={rule.fields} />}
       {q.hasNextPage && (
         <Button variant="default" loading={q.isFetchingNextPage} onClick={() => void q.fetchNextPage()} data-testid="example-diff-more">
           Compare more
@@ -235,35 +262,64 @@ export function DiffPicker({
   );
 }
 
+/** The Examples tab's state in the run page's URL (lib/exampleDiff.ts lists its params), written in place. */
+function useExamplesParams() {
+  const [params, setParams] = useSearchParams();
+  const update = useCallback(
+    (change: (next: URLSearchParams) => URLSearchParams | void) =>
+      setParams(
+        (current) => {
+          const next = new URLSearchParams(current);
+          return change(next) ?? next;
+        },
+        { replace: true },
+      ),
+    [setParams],
+  );
+  return [params, update] as const;
+}
+
 export function ExamplesPanel({ runId, live }: { runId: number; live: boolean }) {
   const tables = useExampleTables(runId, live);
-  const [table, setTable] = useState<string | null>(null);
-  const [mode, setMode] = useState<'rows' | 'diff'>('rows');
-  const [other, setOther] = useState<number | null>(null);
+  const [params, update] = useExamplesParams();
+  const mode = params.get('mode') === 'diff' ? 'diff' : 'rows';
+  const other = parseRunId(params.get('other') ?? '');
   const list: ExampleTable[] = tables.data ?? [];
-  const current = list.find((t) => t.name === table) ?? list[0];
+  const current = list.find((t) => t.name === params.get('table')) ?? list[0];
+  const rule = useMemo(() => currentRule(params, current?.name ?? null), [params, current?.name]);
   const peers = useExamplePeers(runId, current?.name ?? null, mode === 'diff');
+  const setRule = (next: DiffRule) => {
+    if (!current) return;
+    saveRule(current.name, next);
+    update((p) => writeRule(p, next));
+  };
+  // a rule in the URL is remembered for its table as soon as the table is known (a shared link included)
   useEffect(() => {
-    const first = list[0];
-    if (table === null && first) setTable(first.name);
-  }, [table, list]);
+    if (current && RULE_PARAMS.some((p) => params.has(p))) saveRule(current.name, rule);
+  }, [current, params, rule]);
   if (tables.error) return <Alert color="red">{errorMessage(tables.error)}</Alert>;
   if (tables.isPending) return <Text c="dimmed" size="sm">Loading tables…</Text>;
   if (!current) return <Text c="dimmed">No per-example tables{live ? ' yet' : ''}.</Text>;
   return (
-    <Stack>
+    <Stack style={{ minWidth: 0 }}>
       <Group align="flex-end">
         <Select
           label="Table"
           data={list.map((t) => ({ value: t.name, label: `${t.name} (${t.rows.toLocaleString()} rows)` }))}
           value={current.name}
-          onChange={(v) => v && setTable(v)}
+          onChange={(v) =>
+            v &&
+            update((p) => {
+              p.set('table', v);
+              for (const r of RULE_PARAMS) p.delete(r); // the rule was the other table's: this one's is stored
+            })
+          }
           allowDeselect={false}
           data-testid="example-table"
         />
         <SegmentedControl
           value={mode}
-          onChange={(v) => setMode(v as 'rows' | 'diff')}
+          onChange={(v) => update((p) => (v === 'diff' ? p.set('mode', 'diff') : p.delete('mode')))}
           data={[
             { value: 'rows', label: 'Rows' },
             { value: 'diff', label: 'Diff with another run' },
@@ -273,10 +329,15 @@ export function ExamplesPanel({ runId, live }: { runId: number; live: boolean })
       </Group>
       {mode === 'diff' && peers.error && <Alert color="red">{errorMessage(peers.error)}</Alert>}
       {mode === 'diff' && (
-        <DiffPicker table={current.name} peers={peers.error ? [] : peers.data} other={other} onCompare={setOther} />
+        <DiffPicker
+          table={current.name}
+          peers={peers.error ? [] : peers.data}
+          other={other}
+          onCompare={(id) => update((p) => p.set('other', String(id)))}
+        />
       )}
       {mode === 'rows' && <Rows runId={runId} table={current.name} total={current.rows} />}
-      {mode === 'diff' && other !== null && <Diff runId={runId} table={current.name} other={other} />}
+      {mode === 'diff' && other !== null && <Diff runId={runId} table={current.name} other={other} rule={rule} onRule={setRule} />}
       {mode === 'diff' && other === null && <Text c="dimmed" size="sm">Choose a run to compare this table with.</Text>}
     </Stack>
   );
