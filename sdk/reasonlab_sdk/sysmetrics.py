@@ -51,9 +51,13 @@ def interval_from_env(default: float = DEFAULT_INTERVAL) -> float:
     try:
         seconds = float(text)
     except ValueError:
-        raise ValueError(f"{INTERVAL_ENV}={text!r} is not a number of seconds (0 turns sampling off)") from None
+        raise ValueError(
+            f"{INTERVAL_ENV}={text!r} is not a number of seconds (0 turns sampling off)"
+        ) from None
     if not seconds >= 0 or seconds == float("inf"):
-        raise ValueError(f"{INTERVAL_ENV}={text!r}: seconds between samples, 0 or more (0 turns sampling off)")
+        raise ValueError(
+            f"{INTERVAL_ENV}={text!r}: seconds between samples, 0 or more (0 turns sampling off)"
+        )
     return seconds
 
 
@@ -258,7 +262,10 @@ class SystemSampler:
         self._proc_ticks = {pid: t for pid, (t, _) in family.items()}
         rss_pages = sum(pages for _, pages in family.values())
         cpu = 100.0 * ticks / self._ticks_per_s / elapsed if elapsed > 0 else 0.0
-        return {f"{PREFIX}process_cpu_percent": max(0.0, cpu), f"{PREFIX}process_memory_mb": rss_pages * self._page / MB}
+        return {
+            f"{PREFIX}process_cpu_percent": max(0.0, cpu),
+            f"{PREFIX}process_memory_mb": rss_pages * self._page / MB,
+        }
 
     # -- GPUs ----------------------------------------------------------------------------------------------
 

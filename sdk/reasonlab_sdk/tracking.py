@@ -436,7 +436,9 @@ def init(
     mode = mode or ("offline" if os.environ.get("REASONLAB_OFFLINE") == "1" else "online")
     every = interval_from_env() if system_metrics_interval is None else float(system_metrics_interval)
     if not every >= 0:
-        raise ValueError(f"system_metrics_interval must be 0 (off) or more seconds, not {system_metrics_interval!r}")
+        raise ValueError(
+            f"system_metrics_interval must be 0 (off) or more seconds, not {system_metrics_interval!r}"
+        )
     body: dict[str, Any] = {
         "experiment": experiment,
         "name": name,

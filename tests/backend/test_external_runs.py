@@ -190,7 +190,9 @@ def test_a_named_group_is_the_runs_seed_group_as_the_runs_say(api: Api) -> None:
     plain1, plain2 = key(config={"lr": 0.1, "seed": 1}), key(config={"lr": 0.1, "seed": 2})
     assert a1 == a2 and a1 != b1 and plain1 == plain2 and plain1 not in (a1, b1)
     groups = api.client.get(
-        "/api/v1/runs", params={"project": "default", "q": 'kind = "external"', "group_by": "default"}, headers=api.h()
+        "/api/v1/runs",
+        params={"project": "default", "q": 'kind = "external"', "group_by": "default"},
+        headers=api.h(),
     ).json()["groups"]
     assert sorted(g["n"] for g in groups) == [1, 2, 2]
     worker = api.submit({}).json()["runs"][0]

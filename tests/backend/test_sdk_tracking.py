@@ -135,7 +135,12 @@ def test_a_script_run_gets_system_metrics_and_resumes_after_its_own_steps(api: A
     run = rl.init(experiment="sdk", client=_client(api), system_metrics_interval=0.1)
     for _ in range(5):
         run.log({"loss": 1.0})
-    wanted = {"system/cpu_percent", "system/memory_percent", "system/process_cpu_percent", "system/process_memory_mb"}
+    wanted = {
+        "system/cpu_percent",
+        "system/memory_percent",
+        "system/process_cpu_percent",
+        "system/process_memory_mb",
+    }
     deadline = time.monotonic() + 30
     keys: set[str] = set()
     while not wanted <= keys and time.monotonic() < deadline:

@@ -92,7 +92,9 @@ def test_pip_install_sdk_alone_gives_a_working_client_without_torch_or_mlflow(tm
     assert seen["health"] == {"status": "ok", "path": "/api/v1/health"}
     assert seen["has_types"] is True
     # the machine and the process from /proc (this is Linux), with psutil neither installed nor imported
-    assert {"system/cpu_percent", "system/memory_percent", "system/process_cpu_percent"} <= set(seen["system"])
+    assert {"system/cpu_percent", "system/memory_percent", "system/process_cpu_percent"} <= set(
+        seen["system"]
+    )
     assert seen["loaded"] == [], f"importing the SDK loaded {seen['loaded']}"
     assert seen["importable"] == [], f"the SDK's venv can import {seen['importable']}"
     assert "reasonlab-sdk" in seen["distributions"] and "httpx" in seen["distributions"]

@@ -44,7 +44,9 @@ def _proc(root: Path, cpu: str, procs: dict[int, tuple[str, int, tuple[int, int]
     """A /proc with the machine's cpu line, a meminfo, and ``{pid: (comm, ppid, (utime, stime), rss pages)}``."""
     root.mkdir(exist_ok=True)
     (root / "stat").write_text(f"{cpu}\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 12345\n")
-    (root / "meminfo").write_text("MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    250 kB\n")
+    (root / "meminfo").write_text(
+        "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    250 kB\n"
+    )
     (root / "self").mkdir(exist_ok=True)  # not a pid: skipped
     for pid, (comm, ppid, ticks, rss) in procs.items():
         (root / str(pid)).mkdir(exist_ok=True)
@@ -92,13 +94,18 @@ def test_a_sample_reads_the_machine_the_script_and_its_children_from_proc(tmp_pa
 def test_without_proc_only_the_process_cpu_is_sampled_and_nothing_warns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delitem(sys.modules, "torch", raising=False)  # no GPU memory from a torch another test imported
+    # no GPU memory from a torch that another test imported
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
     clock = Clock()
     times = iter([SimpleNamespace(user=1.0, system=0.5), SimpleNamespace(user=2.0, system=1.0)])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sampler = SystemSampler(
-            0.0, proc=tmp_path / "no-proc", which=lambda _: None, clock=clock, process_times=lambda: next(times)
+            0.0,
+            proc=tmp_path / "no-proc",
+            which=lambda _: None,
+            clock=clock,
+            process_times=lambda: next(times),
         )
         clock.now = 3.0
         assert sampler.sample() == {"system/process_cpu_percent": pytest.approx(50.0)}  # 1.5 s of 3
@@ -133,7 +140,11 @@ def test_gpus_come_from_nvidia_smi_and_from_torch_once_the_script_imported_it(
     sampler = SystemSampler(0.0, proc=tmp_path / "no-proc", which=lambda name: f"/opt/bin/{name}", run=smi)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     gpu = {k: v for k, v in sampler.sample().items() if "/gpu" in k}
-    assert gpu == {"system/gpu0/utilization": 87.0, "system/gpu0/memory_used_mb": 1234.0, "system/gpu1/memory_used_mb": 99.0}
+    assert gpu == {
+        "system/gpu0/utilization": 87.0,
+        "system/gpu0/memory_used_mb": 1234.0,
+        "system/gpu1/memory_used_mb": 99.0,
+    }
     assert calls[0][0] == "/opt/bin/nvidia-smi" and "--format=csv,noheader,nounits" in calls[0]
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=FakeCuda()))
     gpu = {k: v for k, v in sampler.sample().items() if "/gpu0/" in k}
@@ -192,7 +203,9 @@ def test_the_keys_are_the_ones_the_worker_logs() -> None:
         return {k for k in sample if "/gpu" not in k}
 
     time.sleep(0.05)
-    assert machine_and_process(SystemSampler(0.0).sample()) == machine_and_process(WorkerSampler(origin=0.0).sample())
+    assert machine_and_process(SystemSampler(0.0).sample()) == machine_and_process(
+        WorkerSampler(origin=0.0).sample()
+    )
 
 
 class StepSampler:
@@ -208,7 +221,9 @@ class StepSampler:
         return 100_000
 
 
-def test_a_tracked_run_samples_apart_from_its_own_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tracked_run_samples_apart_from_its_own_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("REASONLAB_DIR", str(tmp_path / "runs"))
     monkeypatch.setattr(tracking, "SystemSampler", StepSampler)
     run = rl.init(mode="offline", id="sampled", system_metrics_interval=0.02)
@@ -222,12 +237,16 @@ def test_a_tracked_run_samples_apart_from_its_own_steps(tmp_path: Path, monkeypa
     run.finish()
     records = spool.read(run.spool_path).records
     samples = [r for r in records if r["t"] == "point" and r["key"].startswith("system/")]
-    assert samples and {(r["key"], r["step"], r["value"]) for r in samples} == {("system/cpu_percent", 100_000, 12.5)}
+    assert samples and {(r["key"], r["step"], r["value"]) for r in samples} == {
+        ("system/cpu_percent", 100_000, 12.5)
+    }
     assert records[-1]["t"] == "finish"  # no sample after the finish
     again = rl.init(mode="offline", id="sampled", resume="must", system_metrics_interval=0)
     again.log({"loss": 0.5})  # after the script's last step (2), not the samples' (100000)
     again.finish()
-    steps = [r["step"] for r in spool.read(run.spool_path).records if r["t"] == "point" and r["key"] == "loss"]
+    steps = [
+        r["step"] for r in spool.read(run.spool_path).records if r["t"] == "point" and r["key"] == "loss"
+    ]
     assert steps == [0, 1, 2, 3]
 
 
@@ -235,7 +254,9 @@ def test_an_interval_of_zero_samples_nothing(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("REASONLAB_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("REASONLAB_SYSTEM_METRICS_INTERVAL", "0")
     started: list[float] = []
-    monkeypatch.setattr(tracking, "SystemSampler", lambda origin: started.append(origin) or StepSampler(origin))
+    monkeypatch.setattr(
+        tracking, "SystemSampler", lambda origin: started.append(origin) or StepSampler(origin)
+    )
     with rl.init(mode="offline") as run:
         run.log({"loss": 1.0})
     assert started == []
