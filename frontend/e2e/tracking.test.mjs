@@ -7,11 +7,12 @@
 // which unfolds without widening the page. Screenshots in test-output/e2e/tracking-*.png (and, with
 // SHOTS_DOCS=1, docs/img/tracking-external-run.png and tracking-provenance.png for docs/tracking.md).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { launchBrowser, openPage, ROOT, screenshot, SHOTS, signIn, startPlatform } from './harness.mjs';
 
 const PYTHON = process.env.REASONLAB_PYTHON ?? join(ROOT, '.venv/bin/python');
@@ -51,9 +52,11 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     git('-c', 'user.name=e2e', '-c', 'user.email=e2e@localhost', 'commit', '-q', '-m', 'a training script');
     state.commit = git('rev-parse', 'HEAD');
     writeFileSync(join(work, 'train.py'), `${SCRIPT}\n${WIDE}\n`); // uncommitted: the work tree is dirty
-    const out = execFileSync(PYTHON, ['train.py', '--lr', '0.1'], {
+    // asynchronously: the platform's output pipes are read by this process meanwhile
+    const { stdout: out } = await promisify(execFile)(PYTHON, ['train.py', '--lr', '0.1'], {
       cwd: work,
       encoding: 'utf8',
+      timeout: 120_000,
       env: {
         ...process.env,
         PYTHONPATH: join(ROOT, 'sdk'),
@@ -65,7 +68,7 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     });
     state.runId = Number(/RUN (\d+)/.exec(out)?.[1]);
     assert.ok(state.runId > 0, out);
-    const run = await platform.api(`/runs/${state.runId}`);
+    const run = await platform.api(`/runs/${state.runId}`).catch((e) => assert.fail(`${e.message}\n${platform.log().slice(-4000)}`));
     assert.equal(run.kind, 'external');
     assert.equal(run.status, 'succeeded');
     state.experimentId = run.experiment_id;
@@ -93,7 +96,7 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('metric-section-system').waitFor();
     await page.getByTestId('metric-chart-system/process_memory_mb').waitFor();
     const tabs = (await page.getByRole('tab').allTextContents()).map((t) => t.replace(/\(\d+\)/, '').trim()); // "Attempts (1)"
-    assert.deepEqual(tabs, ['Metrics', 'Config & params', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
+    assert.deepEqual(tabs, ['Metrics', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
     await screenshot(page, 'tracking-external-run');
 
     await page.getByRole('tab', { name: 'Config & params' }).click();
@@ -123,6 +126,7 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('provenance-packages-toggle').click();
     await page.getByTestId('provenance-packages-search').fill('httpx');
     assert.match(await page.getByTestId('provenance-packages').textContent(), /^httpx==/m);
+    await page.evaluate(() => window.scrollTo(0, 0)); // the header sticks: scrolled, it would cover the title
     await screenshot(page, 'tracking-provenance');
     if (process.env.SHOTS_DOCS) {
       mkdirSync(join(ROOT, 'docs/img'), { recursive: true });

@@ -44,19 +44,6 @@ export function useRunProvenance(run: Run, enabled = true) {
   });
 }
 
-/**
- * Whether the run has logged a line (its log's first line asked for, nothing more), while `enabled`: an
- * external run's page shows a Logs tab only then (lib/runTabs.ts). Asked again every 5 s while `live`.
- */
-export function useRunHasLog(runId: number, enabled: boolean, live: boolean) {
-  return useQuery({
-    queryKey: ['runs', runId, 'has-log'] as const,
-    queryFn: async () => (await unwrap(api.GET('/api/v1/runs/{run_id}/logs', { params: { path: { run_id: runId }, query: { limit: 1 } } }))).items.length,
-    enabled,
-    refetchInterval: live ? 5000 : false,
-  });
-}
-
 export function useRunsById(ids: readonly number[]) {
   return useQueries({ queries: ids.map((id) => runQuery(id)) });
 }

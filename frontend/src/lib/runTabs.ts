@@ -1,8 +1,9 @@
-// The run page's tabs. A worker's run has them all, whatever it has posted yet (its kind declares results,
-// its job writes a log). An external run (lib/external.ts) has the tabs that mean something for a script:
-// Metrics, its config, Attempts (a resumed script is a new attempt), Artifacts, Provenance and Comments,
-// plus Results, Examples and Logs only once it has some (the SDK sends none of those by itself, a script
-// may through the client): no empty tab that a spec kind's run would fill.
+// The run page's tabs. A worker's run has them all, whatever it has posted yet (its kind declares results).
+// An external run (lib/external.ts) has the tabs that mean something for a script: Metrics, its config,
+// Logs (the platform's lines of its attempts: opened, resumed, finished, crashed; and any its script sent),
+// Attempts (a resumed script is a new attempt), Artifacts, Provenance and Comments, plus Results and
+// Examples only once it has some (the SDK sends neither by itself, a script may through the client): no
+// empty tab that a spec kind's run would fill.
 import { isExternal } from './external';
 
 export type RunTab = 'metrics' | 'results' | 'examples' | 'spec' | 'logs' | 'attempts' | 'artifacts' | 'provenance' | 'comments';
@@ -11,7 +12,6 @@ export type RunTab = 'metrics' | 'results' | 'examples' | 'spec' | 'logs' | 'att
 export interface RunHoldings {
   results?: number;
   exampleTables?: number;
-  logLines?: number;
 }
 
 const WORKER_TABS: readonly RunTab[] = ['metrics', 'results', 'examples', 'spec', 'logs', 'attempts', 'artifacts', 'comments'];
@@ -24,7 +24,7 @@ export function runTabs(kind: string, has: RunHoldings): RunTab[] {
     ...(some(has.results) ? (['results'] as const) : []),
     ...(some(has.exampleTables) ? (['examples'] as const) : []),
     'spec',
-    ...(some(has.logLines) ? (['logs'] as const) : []),
+    'logs',
     'attempts',
     'artifacts',
     'provenance',

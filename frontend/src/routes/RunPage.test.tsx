@@ -1,9 +1,9 @@
 // @vitest-environment jsdom
 // The run page of an external run (a script's, logged through the SDK) in jsdom against an in-memory API:
 // the "external" badge in its header, the script's host instead of a worker and queue, no Retry (its script
-// resumes it), only the tabs that mean something for it (no Results, Examples or Logs while it has none;
-// its config; Provenance, whose command line and commit show); an external run that logged lines gets
-// its Logs tab; a worker's run keeps every tab, with no badge and no Provenance.
+// resumes it), only the tabs that mean something for it (no Results or Examples while it has none; its
+// config; Provenance, whose command line and commit show); one with an example table gets its Examples
+// tab; a worker's run keeps every tab, with no badge and no Provenance.
 import type { QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
 import type { Root } from 'react-dom/client';
@@ -44,7 +44,7 @@ function run(kind: string, status = 'failed') {
   };
 }
 
-let logLines: { seq: number; time: string; line: string }[] = [];
+let exampleTables: { name: string; rows: number }[] = [];
 
 function fakeApi(kind: string) {
   vi.spyOn(authStore, 'token').mockReturnValue('jwt');
@@ -59,13 +59,13 @@ function fakeApi(kind: string) {
         return ok(run(kind));
       case '/api/v1/experiments/{experiment_id}':
         return ok({ id: 3, name: 'mnist', run_count: 1, runs: [] });
-      case '/api/v1/runs/{run_id}/logs':
-        return ok({ items: logLines, last_seq: logLines.length });
+      case '/api/v1/runs/{run_id}/example-tables':
+        return ok(exampleTables);
       case '/api/v1/runs/{run_id}/provenance':
         return ok(kind === 'external' ? PROVENANCE : null);
       case '/api/v1/runs/{run_id}/artifacts':
         return ok({ items: [], next_cursor: null });
-      default: // metric keys, results, attempts, example tables, comments: none
+      default: // metric keys, results, attempts, comments: none
         return ok([]);
     }
   }) as never);
@@ -79,7 +79,7 @@ beforeEach(() => {
   installDomShims();
   container = document.body.appendChild(document.createElement('div'));
   qc = makeQueryClient();
-  logLines = [];
+  exampleTables = [];
 });
 
 afterEach(() => {
@@ -95,7 +95,7 @@ async function open(kind: string) {
   const router = createMemoryRouter([{ path: '/runs/:id', element: <RunPage /> }], { initialEntries: ['/runs/7'] });
   root = await mountRouter(container, router, qc);
   await until(() => container.querySelector('[role="tablist"]'));
-  // the tabs that wait on an answer (Results, Examples, Logs) have had it
+  // the tabs that wait on an answer (Results, Examples) have had it
   await until(() => qc.isFetching() === 0);
 }
 
@@ -106,7 +106,7 @@ describe('the run page', () => {
   it("marks an external run and shows only its tabs, with the script's host and no Retry", async () => {
     await open('external');
     expect(container.querySelector('[data-testid="external-badge"]')?.textContent).toBe('external');
-    expect(tabNames()).toEqual(['Metrics', 'Config & params', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
+    expect(tabNames()).toEqual(['Metrics', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
     expect(container.querySelector('[data-testid="run-driver"]')?.textContent).toBe('script on gpu-box-7');
     expect(container.textContent).not.toContain('queue external');
     expect(container.querySelector('[data-testid="retry-run"]')).toBeNull(); // failed, yet its script resumes it
@@ -131,10 +131,10 @@ describe('the run page', () => {
     expect(container.textContent).not.toContain('Sweep params');
   });
 
-  it('gives an external run that logged lines its Logs tab', async () => {
-    logLines = [{ seq: 1, time: '2026-11-28T10:00:01Z', line: 'epoch 1' }];
+  it('gives an external run with an example table its Examples tab', async () => {
+    exampleTables = [{ name: 'predictions', rows: 10 }];
     await open('external');
-    expect(tabNames()).toContain('Logs');
+    expect(tabNames()).toEqual(['Metrics', 'Examples', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
   });
 
   it("keeps every tab of a worker's run, with no badge and no Provenance", async () => {

@@ -22,7 +22,7 @@ import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
 import { useExampleTables } from '../hooks/examples';
-import { LOG_TAIL_LINES, useRun, useRunAction, useRunAttempts, useRunEvents, useRunHasLog, useRunLogTail, type LiveState } from '../hooks/runs';
+import { LOG_TAIL_LINES, useRun, useRunAction, useRunAttempts, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
 import { errorMessage } from '../api/errors';
 import { formatDuration, percent } from '../lib/eta';
 import { canRetry, isFinished } from '../lib/runStatus';
@@ -98,11 +98,10 @@ function RunView({ run }: { run: Run }) {
   const cancelled = cancelNote(run);
   // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
   const mlflowUrl = mlflowRunUrl(useServerConfig().data?.mlflow_ui_url, run.mlflow_run_id);
-  // an external run shows Examples and Logs tabs only once it has some: asked for its runs only
+  // an external run shows an Examples tab only once it has a table: asked for its runs only
   const external = isExternal(run.kind);
   const exampleTables = useExampleTables(run.id, unfinished, external);
-  const logLines = useRunHasLog(run.id, external, unfinished);
-  const tabs = new Set(runTabs(run.kind, { results: results.data?.length, exampleTables: exampleTables.data?.length, logLines: logLines.data }));
+  const tabs = new Set(runTabs(run.kind, { results: results.data?.length, exampleTables: exampleTables.data?.length }));
 
   return (
     <Stack>
@@ -162,7 +161,7 @@ function RunView({ run }: { run: Run }) {
           {tabs.has('results') && <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>}
           {tabs.has('examples') && <Tabs.Tab value="examples" data-testid="examples-tab">Examples</Tabs.Tab>}
           <Tabs.Tab value="spec">{external ? 'Config & params' : 'Spec & params'}</Tabs.Tab>
-          {tabs.has('logs') && <Tabs.Tab value="logs">Logs</Tabs.Tab>}
+          <Tabs.Tab value="logs">Logs</Tabs.Tab>
           <Tabs.Tab value="attempts" data-testid="attempts-tab">Attempts {attempts.data?.length ? `(${attempts.data.length})` : ''}</Tabs.Tab>
           <Tabs.Tab value="artifacts">Artifacts</Tabs.Tab>
           {tabs.has('provenance') && <Tabs.Tab value="provenance" data-testid="provenance-tab">Provenance</Tabs.Tab>}
