@@ -2,8 +2,8 @@
 // The run page of an external run (a script's, logged through the SDK) in jsdom against an in-memory API:
 // the "external" badge in its header, the script's host instead of a worker and queue, no Retry (its script
 // resumes it), only the tabs that mean something for it (no Results or Examples while it has none; its
-// config; Provenance, whose command line and commit show); one with an example table gets its Examples
-// tab; a worker's run keeps every tab, with no badge and no Provenance.
+// config; Provenance, whose command line and commit show), while a worker's run keeps every tab, with no
+// badge and no Provenance; an external run with an example table gets its Examples tab.
 import type { QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
 import type { Root } from 'react-dom/client';
@@ -103,13 +103,23 @@ const tabNames = () => [...container.querySelectorAll('[role="tab"]')].map((t) =
 const tab = (name: string) => [...container.querySelectorAll<HTMLElement>('[role="tab"]')].find((t) => t.textContent?.trim() === name)!;
 
 describe('the run page', () => {
-  it("marks an external run and shows only its tabs, with the script's host and no Retry", async () => {
+  it("marks an external run and shows only its tabs, with the script's host and no Retry; not a worker's", async () => {
     await open('external');
     expect(container.querySelector('[data-testid="external-badge"]')?.textContent).toBe('external');
     expect(tabNames()).toEqual(['Metrics', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
     expect(container.querySelector('[data-testid="run-driver"]')?.textContent).toBe('script on gpu-box-7');
     expect(container.textContent).not.toContain('queue external');
     expect(container.querySelector('[data-testid="retry-run"]')).toBeNull(); // failed, yet its script resumes it
+
+    // a worker's run, on a page of its own: every tab, no badge, no Provenance, its worker and queue, Retry
+    act(() => root?.unmount());
+    vi.restoreAllMocks();
+    qc = makeQueryClient();
+    await open('diagnostic');
+    expect(container.querySelector('[data-testid="external-badge"]')).toBeNull();
+    expect(tabNames()).toEqual(['Metrics', 'Results', 'Examples', 'Spec & params', 'Logs', 'Attempts', 'Artifacts', 'Comments']);
+    expect(container.textContent).toContain('worker w1 · queue default');
+    expect(container.querySelector('[data-testid="retry-run"]')).not.toBeNull();
   });
 
   it("shows an external run's provenance on its tab", async () => {
@@ -137,11 +147,4 @@ describe('the run page', () => {
     expect(tabNames()).toEqual(['Metrics', 'Examples', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
   });
 
-  it("keeps every tab of a worker's run, with no badge and no Provenance", async () => {
-    await open('diagnostic');
-    expect(container.querySelector('[data-testid="external-badge"]')).toBeNull();
-    expect(tabNames()).toEqual(['Metrics', 'Results', 'Examples', 'Spec & params', 'Logs', 'Attempts', 'Artifacts', 'Comments']);
-    expect(container.textContent).toContain('worker w1 · queue default');
-    expect(container.querySelector('[data-testid="retry-run"]')).not.toBeNull();
-  });
 });
