@@ -26,3 +26,7 @@ FINISHED_STATUSES: tuple[str, ...] = get_args(FinalStatus)
 EXTERNAL_KIND = "external"
 """The kind of a run a script creates and runs itself (through the SDK): no manifest declares it, so no
 experiment can submit it to a worker; its spec is the script's free-form config (backend/tracking/)."""
+
+SYSTEM_METRIC_PREFIX = "system/"
+"""The keys of a run's system samples (CPU, memory, GPU), logged by the worker's heartbeat and by the SDK's
+sampler at steps that count seconds since the run was created, not the run's own steps."""

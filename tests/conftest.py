@@ -42,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # carma platform test from ~45 s to over 300 s. A value set by the caller is kept.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The SDK's tracked runs sample no system metrics unless a test asks (init's system_metrics_interval, or
+    # the variable set by the test): a sample landing in a slow test's run would be one more point in it.
+    os.environ.setdefault("REASONLAB_SYSTEM_METRICS_INTERVAL", "0")
 
 
 def _runs_alone(item: pytest.Item) -> bool:

@@ -27,8 +27,7 @@ from sqlalchemy.orm import Session
 from backend.experiments import repository, table
 from backend.exports.tables import Column
 from backend.models import Experiment
-
-SYSTEM_METRIC_PREFIX = "system/"
+from common.runs import SYSTEM_METRIC_PREFIX
 
 
 def _time(text: str | None) -> datetime | None:

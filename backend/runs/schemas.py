@@ -67,6 +67,11 @@ class RunPublic(BaseModel):
         description="each metric's value at its latest step (null: a non-finite value)"
     )
     tags: list[str]
+    group_key: str | None = Field(
+        None,
+        description="the run's seed group (the sha256 of its spec without `seed` keys; an external run opened "
+        "with a `group`: of that name): the runs page's default grouping, and the Compare page's",
+    )
 
     @classmethod
     def of(
@@ -106,6 +111,7 @@ class RunPublic(BaseModel):
             logged_params=run.logged_params or {},
             summary=summary,
             tags=tags or [],
+            group_key=run.group_key,
         )
 
 

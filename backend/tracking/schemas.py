@@ -92,5 +92,6 @@ class ExternalRunOut(ClaimOut):
 
     resumed: bool = Field(description="an existing run was reopened (a new attempt)")
     last_step: int | None = Field(
-        description="the largest step the run has logged (any key): a resumed script's steps go on after it"
+        description="the largest step the run has logged (any key but the system samples' `system/*`, whose "
+        "steps are seconds): a resumed script's steps go on after it"
     )

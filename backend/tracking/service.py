@@ -25,7 +25,7 @@ from backend.runs import service as runs
 from backend.runs.service import NO_PROGRESS
 from backend.tracking import repository
 from backend.tracking.schemas import ExternalRunIn, Provenance
-from common.runs import EXTERNAL_KIND
+from common.runs import EXTERNAL_KIND, SYSTEM_METRIC_PREFIX
 
 
 def _invalid(field: str, msg: str) -> Invalid:
@@ -161,8 +161,10 @@ def resume(session: Session, project_id: int, run_id: int, body: ExternalRunIn) 
 
 
 def last_step(session: Session, run: Run) -> int | None:
-    """The largest step of any of the run's series (each key's latest is kept at ingest)."""
-    steps = [step for step, _ in runs_repo.latest_metrics(session, run.id).values()]
+    """The largest step of the run's own series (each key's latest is kept at ingest). The system samples
+    (``system/*``) are left out: their steps count seconds since the run was created, not the script's."""
+    latest = runs_repo.latest_metrics(session, run.id)
+    steps = [step for key, (step, _) in latest.items() if not key.startswith(SYSTEM_METRIC_PREFIX)]
     return max(steps) if steps else None
 
 

@@ -245,6 +245,7 @@ class ClaimOut(TypedDict):
     error: str | None
     experiment_id: int
     finished_at: str | None
+    group_key: NotRequired[str | None]
     heartbeat_at: str | None
     held: bool
     id: int
@@ -543,6 +544,7 @@ class ExternalRunOut(TypedDict):
     error: str | None
     experiment_id: int
     finished_at: str | None
+    group_key: NotRequired[str | None]
     heartbeat_at: str | None
     held: bool
     id: int
@@ -1055,6 +1057,7 @@ class RunPublic(TypedDict):
     error: str | None
     experiment_id: int
     finished_at: str | None
+    group_key: NotRequired[str | None]
     heartbeat_at: str | None
     held: bool
     id: int

@@ -14,6 +14,10 @@ points wait in the log and arrive when it is back. ``finish`` waits for the ackn
 timeout) and says how many points are left and where the log is. ``mode="offline"`` (or
 ``REASONLAB_OFFLINE=1``) writes only the log, under ``./reasonlab-runs/<id>/`` (or ``REASONLAB_DIR``).
 
+A second background thread samples the machine, the script's process and its GPUs every 15 s
+(``REASONLAB_SYSTEM_METRICS_INTERVAL``; 0 turns it off) and logs them as the ``system/*`` series the
+platform's workers log (``sysmetrics.py``), at steps of their own: seconds since the run was created.
+
 Non-finite values (NaN, infinities) are stored as gaps, as the ingest route stores them.
 """
 
@@ -34,6 +38,7 @@ import traceback
 import uuid
 import warnings
 from collections.abc import Mapping
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +48,8 @@ from reasonlab_sdk.client import ApiError, ApiUnavailable, Conflict, FinishStatu
 from reasonlab_sdk.spool import LOG_NAME, Spool
 from reasonlab_sdk.spool import read as read_log
 from reasonlab_sdk.sync import remember
+from reasonlab_sdk.sysmetrics import PREFIX as SYSTEM_PREFIX
+from reasonlab_sdk.sysmetrics import SystemSampler, interval_from_env
 
 Mode = Literal["online", "offline"]
 Resume = Literal["never", "allow", "must"]
@@ -140,6 +147,9 @@ class Run:
             seq + 1
         )  # the log's record numbers go on over a resume (next() is atomic)
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        # held while a record is numbered and queued, and while the run is marked finished: nothing (the
+        # sampler's points included) lands in the queue after the finish record
+        self._lock = threading.Lock()
         self._spool = Spool(folder)
         # logged and spooled, not yet acknowledged (a resumed run starts with what its last session left)
         self._pending: list[dict[str, Any]] = pending or []
@@ -151,6 +161,7 @@ class Run:
         self._idle = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="reasonlab-sender", daemon=True)
         self._thread.start()
+        self._stop_sampling = threading.Event()
 
     @property
     def spool_path(self) -> Path:
@@ -158,10 +169,12 @@ class Run:
 
     # -- the caller's side: validate, copy, enqueue ---------------------------------------------------
 
-    def _put(self, record: dict[str, Any]) -> None:
-        if self._finished:
-            raise RuntimeError("this run is finished")
-        self._queue.put({**record, "seq": next(self._seqs)})
+    def _put(self, *records: dict[str, Any]) -> None:
+        with self._lock:
+            if self._finished:
+                raise RuntimeError("this run is finished")
+            for record in records:
+                self._queue.put({**record, "seq": next(self._seqs)})
 
     def log(self, values: Mapping[str, Any], step: int | None = None) -> None:
         """Record ``values`` (nested dicts flattened with ``/``) at ``step`` (the next step when omitted).
@@ -172,8 +185,7 @@ class Run:
         at = self._step if step is None else step
         self._step = max(self._step, at + 1)
         now = time.time()
-        for key, value in points.items():
-            self._put({"t": "point", "key": key, "step": at, "value": value, "time": now})
+        self._put(*({"t": "point", "key": k, "step": at, "value": v, "time": now} for k, v in points.items()))
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Parameters the script derived (flattened with ``.`` by the API; the last value of a key kept)."""
@@ -193,11 +205,13 @@ class Run:
     ) -> int:
         """Wait (up to ``timeout`` s) for the API to acknowledge every record, then end the run with
         ``status``. Returns the number of records left unsent (they stay in the log: ``reasonlab sync``)."""
-        if self._finished:
-            return 0
-        self._put({"t": "finish", "status": status, "error": error})
-        self._finished = True
-        self._queue.put(None)
+        self._stop_sampling.set()
+        with self._lock:
+            if self._finished:
+                return 0
+            self._queue.put({"t": "finish", "status": status, "error": error, "seq": next(self._seqs)})
+            self._finished = True
+            self._queue.put(None)
         self._thread.join(timeout)
         left = sum(1 for r in self._pending if r["t"] != "finish")
         if self.mode == "offline":
@@ -225,6 +239,34 @@ class Run:
             self.finish()
         else:
             self.finish("failed", "".join(traceback.format_exception(kind, exc, tb))[-10_000:])
+
+    # -- the system metrics thread ----------------------------------------------------------------------
+
+    def _start_sampling(self, sampler: SystemSampler | None, every: float) -> None:
+        """Sample the system every ``every`` seconds in a thread of its own (none without a sampler)."""
+        if sampler is not None and every > 0:
+            threading.Thread(
+                target=self._sample_loop, args=(sampler, every), name="reasonlab-system-metrics", daemon=True
+            ).start()
+
+    def _sample_loop(self, sampler: SystemSampler, every: float) -> None:
+        """A sample every ``every`` seconds until the run finishes, queued as points at the sampler's step
+        (seconds since the run was created), apart from the script's own steps."""
+        while not self._stop_sampling.wait(every):
+            values = sampler.sample()
+            now = time.time()
+            step = sampler.step(now)
+            records = [
+                {"t": "point", "key": k, "step": step, "value": v, "time": now}
+                for k, v in values.items()
+                if math.isfinite(v)
+            ]
+            if not records:
+                continue
+            try:
+                self._put(*records)
+            except RuntimeError:  # finished meanwhile: the sample is dropped
+                return
 
     # -- the sender thread ------------------------------------------------------------------------------
 
@@ -384,11 +426,19 @@ def init(
     api_url: str | None = None,
     token: str | None = None,
     client: ReasonLabClient | None = None,
+    system_metrics_interval: float | None = None,
 ) -> Run:
     """Open a run of this script: online (the API at ``api_url`` or ``REASONLAB_API_URL``, with ``token``
     or ``REASONLAB_TOKEN``, or through ``client``: one already configured, a custom transport) or offline
-    (a local log only; ``reasonlab sync`` uploads it later)."""
+    (a local log only; ``reasonlab sync`` uploads it later). ``system_metrics_interval``: seconds between
+    samples of the machine, the process and its GPUs (``system/*``); None: ``REASONLAB_SYSTEM_METRICS_INTERVAL``
+    or 15 s; 0: none."""
     mode = mode or ("offline" if os.environ.get("REASONLAB_OFFLINE") == "1" else "online")
+    every = interval_from_env() if system_metrics_interval is None else float(system_metrics_interval)
+    if not every >= 0:
+        raise ValueError(
+            f"system_metrics_interval must be 0 (off) or more seconds, not {system_metrics_interval!r}"
+        )
     body: dict[str, Any] = {
         "experiment": experiment,
         "name": name,
@@ -400,15 +450,34 @@ def init(
     }
     _install_hooks()
     run = (
-        _offline(body, id)
+        _offline(body, id, every)
         if mode == "offline"
-        else _online(project, body, id, client or _client(api_url, token))
+        else _online(project, body, id, client or _client(api_url, token), every)
     )
     _open.append(run)
     return run
 
 
-def _offline(body: dict[str, Any], local_id: int | str | None) -> Run:
+def _user_steps(records: list[dict[str, Any]]) -> list[int]:
+    """The steps of the script's own points (the system samples' steps are seconds, not the script's)."""
+    return [r["step"] for r in records if r.get("t") == "point" and not r["key"].startswith(SYSTEM_PREFIX)]
+
+
+def _sampler(origin: float, every: float) -> SystemSampler | None:
+    return SystemSampler(origin) if every > 0 else None
+
+
+def _epoch(text: str | None) -> float:
+    """An API timestamp as epoch seconds; now if absent or unreadable."""
+    if text:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return time.time()
+
+
+def _offline(body: dict[str, Any], local_id: int | str | None, every: float) -> Run:
     resume = body["resume"]
     if local_id is None and resume == "must":
         raise ValueError("resume='must' needs the id of the run to resume")
@@ -418,10 +487,13 @@ def _offline(body: dict[str, Any], local_id: int | str | None) -> Run:
         raise ValueError(f"{folder} holds a run already: pass resume='allow' or 'must' to go on with it")
     if not logged and resume == "must":
         raise ValueError(f"no offline run to resume in {folder}")
-    steps = [r["step"] for r in logged if r.get("t") == "point"]
+    steps = _user_steps(logged)
     seq = max((r.get("seq", 0) for r in logged), default=0)
+    # the run's creation, for the system samples' steps: when its log was started (a resume goes on from it)
+    created = next((r["time"] for r in logged if r.get("t") == "init" and "time" in r), time.time())
     run = Run(folder=folder, mode="offline", step=max(steps) + 1 if steps else 0, seq=seq)
     run._put({"t": "resume" if logged else "init", **body, "project": None, "time": time.time()})
+    run._start_sampling(_sampler(created, every), every)  # after the init record: the log starts with it
     return run
 
 
@@ -430,7 +502,9 @@ def _client(api_url: str | None, token: str | None) -> ReasonLabClient:
     return ReasonLabClient(url, token or os.environ.get("REASONLAB_TOKEN"))
 
 
-def _online(project: str, body: dict[str, Any], run_id: int | str | None, client: ReasonLabClient) -> Run:
+def _online(
+    project: str, body: dict[str, Any], run_id: int | str | None, client: ReasonLabClient, every: float
+) -> Run:
     project_id = next((p["id"] for p in client.list_projects() if p["name"] == project), None)
     if project_id is None:
         raise ValueError(f"project {project!r} not found (or you are not in it)")
@@ -445,8 +519,8 @@ def _online(project: str, body: dict[str, Any], run_id: int | str | None, client
     unsent = [r for r in logged if r.get("t") in SENT and r.get("seq", 0) > acked]
     last = opened["last_step"]
     steps = [last] if last is not None else []
-    steps += [r["step"] for r in unsent if r["t"] == "point"]
-    return Run(
+    steps += _user_steps(unsent)
+    run = Run(
         folder=folder,
         mode="online",
         step=max(steps) + 1 if steps else 0,
@@ -456,3 +530,5 @@ def _online(project: str, body: dict[str, Any], run_id: int | str | None, client
         seq=max((r.get("seq", 0) for r in logged), default=0),
         pending=unsent,
     )
+    run._start_sampling(_sampler(_epoch(opened["created_at"]), every), every)
+    return run

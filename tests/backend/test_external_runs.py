@@ -172,3 +172,28 @@ def test_release_of_an_external_run_is_refused(api: Api) -> None:
     assert api.client.post(f"/api/v1/runs/{run['id']}/cancel", headers=api.h()).status_code == 200
     beat = api.client.post(f"/api/v1/runs/{run['id']}/heartbeat", json={"attempt": 1}, headers=token)
     assert beat.json() == {"cancel_requested": True}
+
+
+def test_a_named_group_is_the_runs_seed_group_as_the_runs_say(api: Api) -> None:
+    """The group key each run carries (what the Compare page groups by) is the runs page's grouping: a
+    named group's runs share it whatever their configs, two names with one config do not, and without a
+    name the config without seeds is the group, as a spec is for a worker's run."""
+
+    def key(**body: Any) -> str:
+        run = _open(api, experiment="grouped", **body).json()
+        got: str = api.client.get(f"/api/v1/runs/{run['id']}", headers=api.h()).json()["group_key"]
+        return got
+
+    a1 = key(group="A", config={"lr": 0.1, "seed": 1})
+    a2 = key(group="A", config={"lr": 0.3, "seed": 2})
+    b1 = key(group="B", config={"lr": 0.1, "seed": 1})
+    plain1, plain2 = key(config={"lr": 0.1, "seed": 1}), key(config={"lr": 0.1, "seed": 2})
+    assert a1 == a2 and a1 != b1 and plain1 == plain2 and plain1 not in (a1, b1)
+    groups = api.client.get(
+        "/api/v1/runs",
+        params={"project": "default", "q": 'kind = "external"', "group_by": "default"},
+        headers=api.h(),
+    ).json()["groups"]
+    assert sorted(g["n"] for g in groups) == [1, 2, 2]
+    worker = api.submit({}).json()["runs"][0]
+    assert worker["group_key"] and len(worker["group_key"]) == 64

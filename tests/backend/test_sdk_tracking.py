@@ -1,10 +1,12 @@
 """The tracking SDK against the API (in process): a script's run, its points each stored once, a server
-that is down for a while, and a crashed script's run resumed by id (reasonlab_sdk/tracking.py)."""
+that is down for a while, a crashed script's run resumed by id, and its sampled system metrics
+(reasonlab_sdk/tracking.py, reasonlab_sdk/sysmetrics.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,34 @@ def test_a_crashed_script_is_failed_after_the_window_and_resumed_with_must(api: 
     back.finish()
     assert [s for s, _ in _series(api, run.id, "loss")] == list(range(6))
     assert api.client.get(f"/api/v1/runs/{run.id}", headers=api.h()).json()["status"] == "succeeded"
+
+
+def test_a_script_run_gets_system_metrics_and_resumes_after_its_own_steps(api: Api) -> None:
+    run = rl.init(experiment="sdk", client=_client(api), system_metrics_interval=0.1)
+    for _ in range(5):
+        run.log({"loss": 1.0})
+    wanted = {
+        "system/cpu_percent",
+        "system/memory_percent",
+        "system/process_cpu_percent",
+        "system/process_memory_mb",
+    }
+    deadline = time.monotonic() + 30
+    keys: set[str] = set()
+    while not wanted <= keys and time.monotonic() < deadline:
+        time.sleep(0.1)
+        keys = set(api.client.get(f"/api/v1/runs/{run.id}/metric-keys", headers=api.h()).json())
+    assert wanted <= keys, keys
+    created = datetime.fromisoformat(
+        api.client.get(f"/api/v1/runs/{run.id}", headers=api.h()).json()["created_at"].replace("Z", "+00:00")
+    )
+    step, mb = _series(api, run.id, "system/process_memory_mb")[0]
+    assert 0 <= step <= time.time() - created.timestamp() + 1  # seconds since the run was created, not a step
+    assert mb > 1.0  # this process's resident set
+    # a sample of a run created a day ago: its step (seconds) is far past the script's last step (4)
+    run._client.post_metrics(run.id, [{"key": "system/cpu_percent", "step": 86_400, "value": 5.0}], attempt=1)
+    run.finish()
+    back = rl.init(id=run.id, resume="must", client=_client(api))
+    back.log({"loss": 0.5})
+    back.finish()
+    assert [s for s, _ in _series(api, run.id, "loss")] == list(range(6))

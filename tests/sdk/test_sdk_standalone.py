@@ -47,12 +47,17 @@ def answer(request):
 with ReasonLabClient("http://api.test", "tok", transport=httpx.MockTransport(answer)) as client:
     health = client.health()
 
+from reasonlab_sdk.sysmetrics import SystemSampler  # a tracked run's system metrics, without psutil
+
+system = sorted(SystemSampler(0.0).sample())
+
 print(json.dumps({
     "health": health,
     "has_types": hasattr(api_types, "RunPublic"),
-    "loaded": sorted(m for m in ("torch", "mlflow", "pydantic", "worker", "backend") if m in sys.modules),
+    "system": system,
+    "loaded": sorted(m for m in ("torch", "mlflow", "pydantic", "worker", "backend", "psutil") if m in sys.modules),
     "importable": sorted(
-        m for m in ("torch", "mlflow", "worker", "backend") if importlib.util.find_spec(m) is not None
+        m for m in ("torch", "mlflow", "worker", "backend", "psutil") if importlib.util.find_spec(m) is not None
     ),
     "distributions": sorted(
         {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions()}
@@ -86,6 +91,10 @@ def test_pip_install_sdk_alone_gives_a_working_client_without_torch_or_mlflow(tm
     seen = json.loads(probe.stdout)
     assert seen["health"] == {"status": "ok", "path": "/api/v1/health"}
     assert seen["has_types"] is True
+    # the machine and the process from /proc (this is Linux), with psutil neither installed nor imported
+    assert {"system/cpu_percent", "system/memory_percent", "system/process_cpu_percent"} <= set(
+        seen["system"]
+    )
     assert seen["loaded"] == [], f"importing the SDK loaded {seen['loaded']}"
     assert seen["importable"] == [], f"the SDK's venv can import {seen['importable']}"
     assert "reasonlab-sdk" in seen["distributions"] and "httpx" in seen["distributions"]

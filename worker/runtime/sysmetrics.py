@@ -28,11 +28,11 @@ from typing import Any
 
 import psutil
 
-logger = logging.getLogger(__name__)
+# the keys and the nvidia-smi reading are the SDK's (reasonlab_sdk/sysmetrics.py samples a script's run the
+# same way without psutil): a worker's run and an external run chart their system metrics alike
+from reasonlab_sdk.sysmetrics import MB, NVIDIA_SMI_QUERY, NVIDIA_SMI_TIMEOUT, PREFIX, parse_nvidia_smi
 
-PREFIX = "system/"
-MB = 1024 * 1024
-NVIDIA_SMI_TIMEOUT = 5.0
+logger = logging.getLogger(__name__)
 
 
 def step_origin(run: dict[str, Any]) -> float:
@@ -131,11 +131,7 @@ class SystemSampler:
             return {}
         return parse_nvidia_smi(
             subprocess.run(
-                [
-                    self._nvidia_smi,
-                    "--query-gpu=index,utilization.gpu,memory.used",
-                    "--format=csv,noheader,nounits",
-                ],
+                [self._nvidia_smi, *NVIDIA_SMI_QUERY],
                 capture_output=True,
                 text=True,
                 timeout=NVIDIA_SMI_TIMEOUT,
@@ -153,20 +149,3 @@ def busy_percent(before: Any, after: Any) -> float:
         return 0.0
     busy = total - sum(getattr(after, f, 0.0) - getattr(before, f, 0.0) for f in idle)
     return max(0.0, min(100.0, 100.0 * busy / total))
-
-
-def parse_nvidia_smi(text: str) -> dict[str, float]:
-    """``index, utilization %, memory used MiB`` lines of ``nvidia-smi --format=csv,noheader,nounits``;
-    a field it cannot read (``[N/A]`` on some boards) is left out."""
-    out: dict[str, float] = {}
-    for line in text.strip().splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 3 or not fields[0].isdigit():
-            continue
-        i = fields[0]
-        for name, value in (("utilization", fields[1]), ("memory_used_mb", fields[2])):
-            try:
-                out[f"{PREFIX}gpu{i}/{name}"] = float(value)
-            except ValueError:
-                continue
-    return out

@@ -1919,6 +1919,11 @@ export interface components {
             experiment_id: number;
             /** Finished At */
             finished_at: string | null;
+            /**
+             * Group Key
+             * @description the run's seed group (the sha256 of its spec without `seed` keys; an external run opened with a `group`: of that name): the runs page's default grouping, and the Compare page's
+             */
+            group_key?: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
             /**
@@ -2565,6 +2570,11 @@ export interface components {
             experiment_id: number;
             /** Finished At */
             finished_at: string | null;
+            /**
+             * Group Key
+             * @description the run's seed group (the sha256 of its spec without `seed` keys; an external run opened with a `group`: of that name): the runs page's default grouping, and the Compare page's
+             */
+            group_key?: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
             /**
@@ -2580,7 +2590,7 @@ export interface components {
             kind: string;
             /**
              * Last Step
-             * @description the largest step the run has logged (any key): a resumed script's steps go on after it
+             * @description the largest step the run has logged (any key but the system samples' `system/*`, whose steps are seconds): a resumed script's steps go on after it
              */
             last_step: number | null;
             /**
@@ -3827,6 +3837,11 @@ export interface components {
             experiment_id: number;
             /** Finished At */
             finished_at: string | null;
+            /**
+             * Group Key
+             * @description the run's seed group (the sha256 of its spec without `seed` keys; an external run opened with a `group`: of that name): the runs page's default grouping, and the Compare page's
+             */
+            group_key?: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
             /**

@@ -4,12 +4,14 @@ import { DEFAULT_RULE, ruleQuery, type DiffRule } from '../lib/exampleDiff';
 
 export const EXAMPLE_PAGE = 50;
 
-/** A run's per-example tables and their row counts (the Examples tab's picker). */
-export function useExampleTables(runId: number, live: boolean) {
+/** A run's per-example tables and their row counts (the Examples tab's picker; for an external run, whether
+ * its page has that tab), asked while `enabled`. */
+export function useExampleTables(runId: number, live: boolean, enabled = true) {
   return useQuery({
     queryKey: ['runs', runId, 'example-tables'] as const,
     queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/example-tables', { params: { path: { run_id: runId } } })),
-    refetchInterval: live ? 5000 : false,
+    refetchInterval: live && enabled ? 5000 : false,
+    enabled,
   });
 }
 

@@ -31,6 +31,18 @@ export function useRunAttempts(run: Run) {
   });
 }
 
+/**
+ * Where an external run came from (`GET /runs/{id}/provenance`: command line, git commit, dirty flag and
+ * diff, Python, packages, host; null for a worker's run), asked by its tab when first opened. A resumed
+ * run's provenance is its latest attempt's: asked again when the attempt changes.
+ */
+export function useRunProvenance(run: Run) {
+  return useQuery({
+    queryKey: ['runs', run.id, 'provenance', run.attempt] as const,
+    queryFn: () => unwrap(api.GET('/api/v1/runs/{run_id}/provenance', { params: { path: { run_id: run.id } } })),
+  });
+}
+
 export function useRunsById(ids: readonly number[]) {
   return useQueries({ queries: ids.map((id) => runQuery(id)) });
 }

@@ -91,6 +91,18 @@ describe('seed groups', () => {
     ];
     expect(groupBySeed(runs).map((g) => g.runs.map((r) => r.id))).toEqual([[1, 3], [2, 4], [5]]);
   });
+
+  it("follows the API's group key where a run has one: external runs grouped by their group's name", () => {
+    // the SDK's rl.init(group=...): one config in two named groups, two configs in one
+    const runs = [
+      { id: 1, spec: { lr: 0.1, seed: 1 }, group_key: 'aaa' },
+      { id: 2, spec: { lr: 0.1, seed: 2 }, group_key: 'bbb' },
+      { id: 3, spec: { lr: 0.2, seed: 3 }, group_key: 'aaa' },
+      { id: 4, spec: { lr: 0.1, seed: 4 }, group_key: null },
+      { id: 5, spec: { lr: 0.1, seed: 5 } },
+    ];
+    expect(groupBySeed(runs).map((g) => g.runs.map((r) => r.id))).toEqual([[1, 3], [2], [4, 5]]);
+  });
 });
 
 describe('groupLabels', () => {

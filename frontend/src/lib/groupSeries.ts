@@ -125,11 +125,15 @@ export interface RunGroupOf<R> {
   runs: R[];
 }
 
-/** Runs grouped by `seedGroupKey` of their specs; groups in the order of their first run, members in input order. */
-export function groupBySeed<R extends { spec: unknown }>(runs: readonly R[]): RunGroupOf<R>[] {
+/**
+ * Runs grouped by their seed group: the API's `group_key` where the run has one (the runs page groups by
+ * it: an external run opened with a `group` name is grouped by that name, whatever its config), else
+ * `seedGroupKey` of its spec. Groups in the order of their first run, members in input order.
+ */
+export function groupBySeed<R extends { spec: unknown; group_key?: string | null }>(runs: readonly R[]): RunGroupOf<R>[] {
   const groups = new Map<string, R[]>();
   for (const r of runs) {
-    const key = seedGroupKey(r.spec);
+    const key = r.group_key ? `group:${r.group_key}` : seedGroupKey(r.spec);
     const list = groups.get(key);
     if (list) list.push(r);
     else groups.set(key, [r]);

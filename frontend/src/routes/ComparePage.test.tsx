@@ -25,7 +25,9 @@ const RUNS = [
   { id: 3, lr: 0.2, seed: 1, final: 0.9 },
   { id: 4, lr: 0.1, seed: 3, final: 0.6 },
   { id: 5, lr: 0.3, seed: 1, final: 0.4 },
+  { id: 6, lr: 0.1, seed: 1, final: 0.45 }, // an external run: a script's, logged through the SDK
 ];
+const EXTERNAL = 6;
 // a sweep of 8 learning rates x 5 seeds (ids 101..140): more runs than the ungrouped overlay's 20 curves
 const SWEEP = Array.from({ length: 40 }, (_, i) => ({ id: 101 + i, lr: 1 + (i % 8), seed: 1 + Math.floor(i / 8), final: 0.1 * (i % 8) + 0.01 * Math.floor(i / 8) }));
 RUNS.push(...SWEEP);
@@ -49,8 +51,8 @@ function fakeApi() {
     const r = RUNS.find((x) => x.id === init.params.path!.run_id)!;
     if (url === '/api/v1/runs/{run_id}') {
       return ok({
-        id: r.id, name: null, status: 'succeeded', experiment_id: 1,
-        spec: { kind: 'diagnostic', seed: r.seed, train: { lr: r.lr } },
+        id: r.id, name: null, status: 'succeeded', experiment_id: 1, kind: r.id === EXTERNAL ? 'external' : 'diagnostic',
+        spec: r.id === EXTERNAL ? { seed: r.seed, train: { lr: r.lr } } : { kind: 'diagnostic', seed: r.seed, train: { lr: r.lr } },
         params: { seed: r.seed, 'train.lr': r.lr },
         summary: { loss: r.final },
       });
@@ -135,5 +137,16 @@ describe('ComparePage, Group seeds', () => {
     expect(query.ids.split(',').map(Number).sort((a, b) => a - b)).toEqual(SWEEP.map((r) => r.id));
     expect([query.key, query.max_points]).toEqual(['loss', 500]);
     expect(document.querySelector('[data-testid="group-chart-cap"]')).toBeNull();
+  });
+});
+
+describe('ComparePage, an external run', () => {
+  it("is marked in its column's header, and its config is diffed as a spec", async () => {
+    await render(`/compare?runs=1,${EXTERNAL}`);
+    await until(() => document.querySelector(`[data-testid="compare-run-${EXTERNAL}"]`));
+    const headers = all('[data-testid="param-diff"] thead th');
+    expect(headers.map((h) => h.querySelectorAll('[data-testid="external-badge"]').length)).toEqual([0, 0, 1]);
+    const kindRow = all('[data-testid="param-diff"] tbody tr').find((tr) => tr.firstElementChild?.textContent === 'kind')!;
+    expect(kindRow.dataset.differs).toBe('true'); // a worker's spec names its kind, a script's config does not
   });
 });

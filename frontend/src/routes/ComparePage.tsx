@@ -10,6 +10,7 @@ import { Link, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
 import { MODE_LABELS } from '../components/charts/GroupChart';
 import { StatusChip } from '../components/common/StatusChip';
+import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { GroupsOverlay } from '../components/runs/GroupsOverlay';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { useRunsById } from '../hooks/runs';
@@ -140,7 +141,8 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
             <Table.Th>field</Table.Th>
             {runs.map((r) => (
               <Table.Th key={r.id}>
-                <Anchor component={Link} to={`/runs/${r.id}`} data-testid={`compare-run-${r.id}`}>{runTitle(r)}</Anchor> <StatusChip status={r.status} size="xs" />
+                <Anchor component={Link} to={`/runs/${r.id}`} data-testid={`compare-run-${r.id}`}>{runTitle(r)}</Anchor> <StatusChip status={r.status} size="xs" />{' '}
+                <ExternalBadge kind={r.kind} />
               </Table.Th>
             ))}
           </Table.Tr>

@@ -1,5 +1,7 @@
 // One experiment: its runs (virtualised table, bulk cancel/retry), overlaid curves of the selected runs,
 // parallel coordinates of the sweep, the tabs its kind declares (src/kinds/<family>/<kind>/), and its review.
+// An external experiment (its runs logged by scripts through the SDK: lib/external.ts) is marked so, and
+// its runs are resumed by their scripts, never retried here.
 import { Alert, Button, Grid, Group, Loader, NativeSelect, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useIntersection } from '@mantine/hooks';
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
@@ -13,6 +15,7 @@ import { ReviewBadge, ReviewPanel } from '../components/review/ReviewPanel';
 import { StarButton } from '../components/review/StarButton';
 import { Tags } from '../components/review/Tags';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
+import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { RunsTable } from '../components/runs/RunsTable';
 import { useExperiment, useRunningEtas, useRunsTable } from '../hooks/experiments';
 import { useCanWrite } from '../hooks/projects';
@@ -22,6 +25,7 @@ import { parallelData } from '../lib/parallel';
 import { canCancel, canRetry, isFinished } from '../lib/runStatus';
 import { columnsOf, statusCounts, withEtas, type RunRow } from '../lib/runsTable';
 import { countOf } from '../lib/labels';
+import { isExternal } from '../lib/external';
 
 // What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
 // comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
@@ -76,11 +80,13 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
   const metric = metricChoice && metrics.includes(metricChoice) ? metricChoice : preferredMetric(metrics);
   const live = runs.some((r) => !isFinished(r.status));
   const kindTabs = kindViews.experimentTabs(experiment.kind);
+  const external = isExternal(experiment.kind);
   const cancel = useRunAction('cancel');
   const retry = useRunAction('retry');
   const selectedRuns = useMemo(() => runs.filter((r) => selected.has(r.id)), [runs, selected]);
   const cancellable = selectedRuns.filter((r) => canCancel(r.status)).map((r) => r.id);
-  const retryable = selectedRuns.filter((r) => canRetry(r.status)).map((r) => r.id);
+  // the API refuses to retry an external run: its script resumes it
+  const retryable = external ? [] : selectedRuns.filter((r) => canRetry(r.status)).map((r) => r.id);
   const counts = useMemo(() => statusCounts(runs), [runs]);
   const etas = useRunningEtas(experiment.id, counts.running ?? 0);
   const tableRuns = useMemo(() => withEtas(runs, etas.data), [runs, etas.data]);
@@ -98,6 +104,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
             <Title order={2} data-testid="experiment-name">{experiment.name}</Title>
             <StarButton experimentId={experiment.id} starred={experiment.starred} />
             <ReviewBadge state={experiment.review_state} />
+            <ExternalBadge kind={experiment.kind} size="md" />
           </Group>
           <Text size="sm" c="dimmed">
             {experiment.kind} · {countOf(experiment.run_count, 'run')} · by {experiment.author ?? '—'} · {timeAgo(experiment.created_at)} · project {experiment.project}
@@ -141,7 +148,7 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
         <Tabs.Panel value="runs" pt="md">
           <Grid>
             <Grid.Col span={12}>
-              <RunsTable runs={tableRuns} selected={selected} onSelect={setSelected} experimentId={experiment.id} />
+              <RunsTable runs={tableRuns} selected={selected} onSelect={setSelected} experimentId={experiment.id} kind={experiment.kind} />
             </Grid.Col>
             <Grid.Col span={12}>
               <OverlayPanel runs={overlayRuns} selected={selectedRuns.length > 0} metrics={metrics} metric={metric} onMetric={setMetric} />
@@ -178,18 +185,25 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
         </Tabs.Panel>
 
         <Tabs.Panel value="spec" pt="md">
-          <Suspense fallback={<Loader size="sm" />}>
-            <Grid>
-              <Grid.Col span={{ base: 12, md: 6 }}>
-                <Title order={5}>Spec</Title>
-                <JsonBlock value={experiment.spec} yaml />
-              </Grid.Col>
-              <Grid.Col span={{ base: 12, md: 6 }}>
-                <Title order={5}>Sweep</Title>
-                {experiment.sweep ? <JsonBlock value={experiment.sweep} yaml /> : <Alert color="gray">A single run, no sweep.</Alert>}
-              </Grid.Col>
-            </Grid>
-          </Suspense>
+          {external ? (
+            <Alert color="gray" data-testid="external-spec-note">
+              Scripts log this experiment's runs through the SDK (reasonlab_sdk.init): there is no spec or sweep. Each run's config and
+              provenance are on its page.
+            </Alert>
+          ) : (
+            <Suspense fallback={<Loader size="sm" />}>
+              <Grid>
+                <Grid.Col span={{ base: 12, md: 6 }}>
+                  <Title order={5}>Spec</Title>
+                  <JsonBlock value={experiment.spec} yaml />
+                </Grid.Col>
+                <Grid.Col span={{ base: 12, md: 6 }}>
+                  <Title order={5}>Sweep</Title>
+                  {experiment.sweep ? <JsonBlock value={experiment.sweep} yaml /> : <Alert color="gray">A single run, no sweep.</Alert>}
+                </Grid.Col>
+              </Grid>
+            </Suspense>
+          )}
         </Tabs.Panel>
       </Tabs>
     </Stack>

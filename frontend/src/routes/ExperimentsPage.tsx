@@ -4,11 +4,13 @@ import { Link } from 'react-router';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
 import { ReviewBadge } from '../components/review/ReviewPanel';
+import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { QueryBox, useDebouncedQuery } from '../components/runs/QueryBox';
 import { SaveViewButton } from '../components/views/SaveViewButton';
 import { useLastGood, useExperimentsPages } from '../hooks/projectRuns';
 import { useCanWrite, useCurrentProject } from '../hooks/projects';
 import { useUrlViewState } from '../hooks/views';
+import { isExternal } from '../lib/external';
 
 // The project's experiments, newest first, paged on the server: pages of 50 come as the list
 // scrolls to its end (or with "Load more"), so every experiment is reachable. The search box is the query
@@ -96,7 +98,7 @@ export function ExperimentsPage() {
                     {e.name}
                   </Anchor>
                 </Table.Td>
-                <Table.Td>{e.kind}</Table.Td>
+                <Table.Td>{isExternal(e.kind) ? <ExternalBadge kind={e.kind} /> : e.kind}</Table.Td>
                 <Table.Td>
                   <StatusCounts counts={e.status_counts} />
                 </Table.Td>

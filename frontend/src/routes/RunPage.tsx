@@ -1,5 +1,7 @@
 // One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
+// An external run (a script's, through the SDK: lib/external.ts) is marked so, shows its config and its
+// provenance, and has only the tabs that mean something for it (lib/runTabs.ts).
 import { Alert, Anchor, Button, Code, Grid, Group, Loader, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
 import { lazy, Suspense, useEffect, useRef } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
@@ -12,12 +14,14 @@ import { Tags } from '../components/review/Tags';
 import { RunArtifacts } from '../components/runs/RunArtifacts';
 import { AttemptHistory } from '../components/runs/AttemptHistory';
 import { ExamplesPanel } from '../components/runs/ExamplesPanel';
+import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { RunEta, useNow } from '../components/runs/Eta';
 import { MetricPanels } from '../components/runs/MetricPanels';
 import { RunTitle } from '../components/runs/RunTitle';
 import { useMetricKeys } from '../hooks/metrics';
 import { useCanWrite } from '../hooks/projects';
 import { useRunResults } from '../hooks/results';
+import { useExampleTables } from '../hooks/examples';
 import { LOG_TAIL_LINES, useRun, useRunAction, useRunAttempts, useRunEvents, useRunLogTail, type LiveState } from '../hooks/runs';
 import { errorMessage } from '../api/errors';
 import { formatDuration, percent } from '../lib/eta';
@@ -27,12 +31,15 @@ import { cancelNote, progressNote } from '../lib/runNotes';
 import { useExperimentName } from '../hooks/experiments';
 import { useServerConfig } from '../hooks/server';
 import { mlflowRunUrl } from '../lib/mlflowLink';
+import { isExternal } from '../lib/external';
+import { runTabs, type RunTab } from '../lib/runTabs';
 
 // What only the other tabs show comes with the first visit to them, not with the page: the kinds' result
 // views (and Markdown), the YAML printer, the comments. The Metrics tab, open first, draws without them.
 const ResultView = lazy(() => import('../components/results/ResultView').then((m) => ({ default: m.ResultView })));
 const JsonBlock = lazy(() => import('../components/common/JsonBlock').then((m) => ({ default: m.JsonBlock })));
 const Comments = lazy(() => import('../components/review/Comments').then((m) => ({ default: m.Comments })));
+const ProvenanceTab = lazy(() => import('../components/runs/ProvenanceTab').then((m) => ({ default: m.ProvenanceTab })));
 
 function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const p = live.progress ?? run.progress;
@@ -74,8 +81,6 @@ function LogsTail({ runId, live }: { runId: number; live: boolean }) {
   );
 }
 
-const RUN_TABS = ['metrics', 'results', 'examples', 'spec', 'logs', 'attempts', 'artifacts', 'comments'];
-
 function RunView({ run }: { run: Run }) {
   const canWrite = useCanWrite(run.project_id);
   const live = useRunEvents(run);
@@ -93,10 +98,14 @@ function RunView({ run }: { run: Run }) {
   const cancelled = cancelNote(run);
   // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
   const mlflowUrl = mlflowRunUrl(useServerConfig().data?.mlflow_ui_url, run.mlflow_run_id);
+  // an external run shows an Examples tab only once it has a table: asked for its runs only
+  const external = isExternal(run.kind);
+  const exampleTables = useExampleTables(run.id, unfinished, external);
+  const tabs = new Set(runTabs(run.kind, { results: results.data?.length, exampleTables: exampleTables.data?.length }));
   // the open tab is the URL's `tab` (left out for Metrics), so a reload or a link opens it again
   const [params, setParams] = useSearchParams();
   const asked = params.get('tab');
-  const tab = asked && RUN_TABS.includes(asked) ? asked : 'metrics';
+  const tab = asked && tabs.has(asked as RunTab) ? asked : 'metrics';
   const setTab = (value: string | null) =>
     setParams(
       (current) => {
@@ -115,6 +124,7 @@ function RunView({ run }: { run: Run }) {
           <Group gap="sm">
             <RunTitle run={run} canWrite={canWrite} />
             <StatusChip status={run.status} size="md" />
+            <ExternalBadge kind={run.kind} size="md" />
             {cancelled && <Text size="sm" c="orange" data-testid="cancel-note">{cancelled}</Text>}
             {noHolder && <Text size="sm" c="orange" data-testid="holder-note">{noHolder}</Text>}
           </Group>
@@ -123,7 +133,8 @@ function RunView({ run }: { run: Run }) {
               {experiment?.name ?? 'experiment'} (experiment {run.experiment_id})
             </Anchor>{' '}
             · #{run.index + 1}{experiment ? ` of ${experiment.runs}` : ''} · {run.kind} ·
-            attempt {run.attempt}/{run.max_attempts} · worker {run.worker ?? '—'} · queue {run.queue} · created {timeAgo(run.created_at)}
+            attempt {run.attempt}/{run.max_attempts} ·{' '}
+            {external ? <span data-testid="run-driver">{run.worker ?? 'script'}</span> : <>worker {run.worker ?? '—'} · queue {run.queue}</>} · created {timeAgo(run.created_at)}
             {duration !== null && <> · <span title="the time workers spent on it, over all its attempts" data-testid="run-time">ran {formatDuration(duration)}</span></>}
           </Text>
           <Tags target={{ type: 'run', id: run.id }} tags={run.tags} canWrite={canWrite} />
@@ -139,7 +150,8 @@ function RunView({ run }: { run: Run }) {
               Cancel
             </Button>
           )}
-          {canWrite && canRetry(run.status) && (
+          {/* an external run is resumed by its script (rl.init(id=..., resume="must")): the API refuses a retry */}
+          {canWrite && canRetry(run.status) && !external && (
             <Button variant="light" loading={retry.isPending} onClick={() => retry.mutate([run.id])} data-testid="retry-run">
               Retry
             </Button>
@@ -160,12 +172,13 @@ function RunView({ run }: { run: Run }) {
       <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="metrics">Metrics</Tabs.Tab>
-          <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
-          <Tabs.Tab value="examples" data-testid="examples-tab">Examples</Tabs.Tab>
-          <Tabs.Tab value="spec">Spec & params</Tabs.Tab>
+          {tabs.has('results') && <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>}
+          {tabs.has('examples') && <Tabs.Tab value="examples" data-testid="examples-tab">Examples</Tabs.Tab>}
+          <Tabs.Tab value="spec">{external ? 'Config & params' : 'Spec & params'}</Tabs.Tab>
           <Tabs.Tab value="logs">Logs</Tabs.Tab>
           <Tabs.Tab value="attempts" data-testid="attempts-tab">Attempts {attempts.data?.length ? `(${attempts.data.length})` : ''}</Tabs.Tab>
           <Tabs.Tab value="artifacts">Artifacts</Tabs.Tab>
+          {tabs.has('provenance') && <Tabs.Tab value="provenance" data-testid="provenance-tab">Provenance</Tabs.Tab>}
           <Tabs.Tab value="comments">Comments</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="metrics" pt="md">
@@ -206,8 +219,13 @@ function RunView({ run }: { run: Run }) {
           <Suspense fallback={<Loader size="sm" />}>
           <Grid>
             <Grid.Col span={{ base: 12, md: 4 }}>
-              <Title order={5} mb="xs">Sweep params</Title>
-              {Object.keys(run.params).length ? <KeyValues rows={Object.entries(run.params)} /> : <Text c="dimmed">none</Text>}
+              {/* an external run's params are its config, shown whole on the right */}
+              {!external && (
+                <>
+                  <Title order={5} mb="xs">Sweep params</Title>
+                  {Object.keys(run.params).length ? <KeyValues rows={Object.entries(run.params)} /> : <Text c="dimmed">none</Text>}
+                </>
+              )}
               <Title order={5} my="xs">Logged by the run</Title>
               {Object.keys(run.logged_params).length ? (
                 <div data-testid="logged-params"><KeyValues rows={Object.entries(run.logged_params)} /></div>
@@ -218,8 +236,8 @@ function RunView({ run }: { run: Run }) {
               {Object.keys(run.summary).length ? <KeyValues rows={Object.entries(run.summary)} /> : <Text c="dimmed">none</Text>}
             </Grid.Col>
             <Grid.Col span={{ base: 12, md: 8 }}>
-              <Title order={5} mb="xs">Resolved spec</Title>
-              <JsonBlock value={run.spec} yaml maxHeight={600} />
+              <Title order={5} mb="xs">{external ? 'Config, as the script passed it to init' : 'Resolved spec'}</Title>
+              {external && !Object.keys(run.spec).length ? <Text c="dimmed">none</Text> : <JsonBlock value={run.spec} yaml maxHeight={600} />}
             </Grid.Col>
           </Grid>
           </Suspense>
@@ -235,6 +253,13 @@ function RunView({ run }: { run: Run }) {
         <Tabs.Panel value="artifacts" pt="md">
           <RunArtifacts runId={run.id} live={unfinished} />
         </Tabs.Panel>
+        {tabs.has('provenance') && (
+          <Tabs.Panel value="provenance" pt="md">
+            <Suspense fallback={<Loader size="sm" />}>
+              <ProvenanceTab run={run} />
+            </Suspense>
+          </Tabs.Panel>
+        )}
         <Tabs.Panel value="comments" pt="md">
           <Suspense fallback={<Loader size="sm" />}>
             <Comments target={{ type: 'run', id: run.id }} canWrite={canWrite} />

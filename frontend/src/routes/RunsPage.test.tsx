@@ -2,7 +2,7 @@
 // The project-wide runs page in jsdom against a fake GET /api/v1/runs: the URL's state (lib/viewState.ts)
 // becomes the request (q, sort, group_by, metrics), group rows show n and "mean ± half-CI" (a group of
 // one its bare value), a refused query shows its 422 and position under the box while the last good rows
-// stay, and a header click writes the sort into the URL.
+// stay, a header click writes the sort into the URL, and an external run (a script's) is badged.
 import type { QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
 import type { Root } from 'react-dom/client';
@@ -47,6 +47,8 @@ function fakeApi() {
     if (typeof query.q === 'string' && query.q.includes('>>'))
       return json(422, { detail: 'invalid request', code: 'validation_error', errors: [{ loc: ['query', 'q'], msg: "position 10: expected a value after '>'", type: 'query_syntax' }] });
     if (query.group_by) return json(200, { items: [], next_cursor: null, groups: GROUPS });
+    if (typeof query.q === 'string' && query.q.includes('external'))
+      return json(200, { items: [run(1, 0.2, 0.7), { ...run(9, 0, 0.5), kind: 'external', spec: { lr: 0.1 } }], next_cursor: null });
     return json(200, { items: [run(1, 0.2, 0.7), run(2, 0.2, 0.8), run(4, 0, 0.6)], next_cursor: null });
   }) as never);
 }
@@ -114,6 +116,14 @@ describe('the project runs page', () => {
     expect(container.querySelector('[data-testid="runs-query-caret"]')!.textContent).toBe(`status >> 1\n${' '.repeat(10)}^`);
     expect($$('[data-run-id]').map((r) => r.dataset.runId)).toEqual(['1', '2', '4']);
     expect(new URLSearchParams(where.split('?')[1]).get('q')).toBe('status >> 1');
+  });
+
+  it("badges an external run beside its link, and only it", async () => {
+    await render('/runs?q=kind%20in%20(%22carma%22%2C%20%22external%22)');
+    await until(() => $$('[data-run-id]').length === 2);
+    const badges = (id: string) => container.querySelectorAll(`[data-run-id="${id}"] [data-testid="external-badge"]`).length;
+    expect([badges('1'), badges('9')]).toEqual([0, 1]);
+    expect(container.querySelector('[data-run-id="9"] [data-testid="external-badge"]')!.getAttribute('title')).toContain('SDK');
   });
 
   it('a header click sorts on the server and lands in the URL', async () => {

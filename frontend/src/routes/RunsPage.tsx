@@ -4,7 +4,8 @@
 // specs, metric columns with last / min / max / best) and grouping (none, every spec field but seed, or
 // chosen fields): a group row shows n and each metric column's mean ± half of its 95% Student-t interval,
 // and expands to its runs. The whole state is the URL's (lib/viewState.ts): a reload or a shared link
-// reproduces it, and Save view saves it.
+// reproduces it, and Save view saves it. An external run (a script's, through the SDK) carries the
+// "external" badge beside its link.
 import { Group, MultiSelect, Select, Stack, Text, Title, UnstyledButton } from '@mantine/core';
 import { useQueries, type UseQueryResult } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
@@ -14,6 +15,7 @@ import { api, unwrap } from '../api/client';
 import type { Run } from '../api/types';
 import { StatusChip } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
+import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { QueryBox, useDebouncedQuery } from '../components/runs/QueryBox';
 import { SaveViewButton } from '../components/views/SaveViewButton';
 import { useCurrentProject } from '../hooks/projects';
@@ -42,6 +44,7 @@ import {
 } from '../lib/runsQuery';
 import { AGGREGATES, DEFAULT_GROUP, type Aggregate, type ViewColumn, type ViewState } from '../lib/viewState';
 import { countOf } from '../lib/labels';
+import { isExternal } from '../lib/external';
 
 const ROW_HEIGHT = 34;
 const MAX_TABLE_HEIGHT = 620;
@@ -53,7 +56,11 @@ type Row =
   | { type: 'run'; run: Run; member: boolean }
   | { type: 'group'; group: RunGroup; label: string; id: string };
 
-const defaultWidth = (c: ViewColumn) => c.width ?? (c.field === 'id' ? 80 : c.field === 'name' ? 170 : c.field === 'status' ? 110 : isMetricField(c.field) ? 150 : 120);
+/** The run column's width: wider once an external run's badge is beside a link. */
+const ID_WIDTH = 80;
+const ID_WIDTH_BADGED = 150;
+const defaultWidth = (c: ViewColumn, idWidth = ID_WIDTH) =>
+  c.width ?? (c.field === 'id' ? idWidth : c.field === 'name' ? 170 : c.field === 'status' ? 110 : isMetricField(c.field) ? 150 : 120);
 /** A column as the chooser's value: `field` or `field:aggregate`. */
 const chooserValue = (c: ViewColumn) => (isMetricField(c.field) ? `${c.field}:${c.aggregate ?? 'last'}` : c.field);
 function fromChooser(value: string, widths: ReadonlyMap<string, number | null>): ViewColumn {
@@ -76,9 +83,12 @@ function RunCell({ run, column, aggregates }: { run: Run; column: ViewColumn; ag
   }
   if (column.field === 'id')
     return (
-      <Link to={`/runs/${run.id}`} data-testid="run-link">
-        run {run.id}
-      </Link>
+      <>
+        <Link to={`/runs/${run.id}`} data-testid="run-link">
+          run {run.id}
+        </Link>{' '}
+        <ExternalBadge kind={run.kind} />
+      </>
     );
   if (column.field === 'status') return <StatusChip status={run.status} size="xs" />;
   if (column.field === 'experiment') return <Link to={`/experiments/${run.experiment_id}`}>#{run.experiment_id}</Link>;
@@ -146,8 +156,9 @@ export function RunsPage() {
 
   const set = (patch: Partial<ViewState>) => setView({ ...view, ...patch });
   const shownColumns = grouped ? columns.filter((c) => isMetricField(c.field) || groupFields?.includes(c.field)) : columns;
-  const template = `${grouped ? `${KEY_WIDTH}px 60px ` : ''}${shownColumns.map((c) => `${defaultWidth(c)}px`).join(' ')}`;
-  const width = (grouped ? KEY_WIDTH + 60 : 0) + shownColumns.reduce((s, c) => s + defaultWidth(c), 0);
+  const idWidth = loadedRuns.some((r) => isExternal(r.kind)) ? ID_WIDTH_BADGED : ID_WIDTH;
+  const template = `${grouped ? `${KEY_WIDTH}px 60px ` : ''}${shownColumns.map((c) => `${defaultWidth(c, idWidth)}px`).join(' ')}`;
+  const width = (grouped ? KEY_WIDTH + 60 : 0) + shownColumns.reduce((s, c) => s + defaultWidth(c, idWidth), 0);
 
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
@@ -287,7 +298,8 @@ export function RunsPage() {
                       <Link to={`/runs/${row.run.id}`} data-testid="member-link">
                         run {row.run.id}
                         {row.run.name ? ` · ${row.run.name}` : ''}
-                      </Link>
+                      </Link>{' '}
+                      <ExternalBadge kind={row.run.kind} />
                     </div>
                     <div role="cell" />
                   </>

@@ -1,6 +1,7 @@
 // The runs of an experiment: virtualised rows (only the visible ones are in the DOM, so 10,000 runs
 // scroll like 10), sortable and filterable by any column, status chips, row selection for bulk actions
-// and overlays. Sorting and filtering are the pure functions of lib/runsTable.
+// and overlays. Sorting and filtering are the pure functions of lib/runsTable. The runs of an external
+// experiment (scripts' runs, through the SDK) carry the "external" badge beside their link.
 import { Checkbox, Chip, Group, Text, TextInput, UnstyledButton } from '@mantine/core';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useCallback, useMemo, useRef, useState } from 'react';
@@ -11,8 +12,10 @@ import { cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type 
 import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
 import { EtaCell } from './Eta';
+import { ExternalBadge } from './ExternalBadge';
 import { RunsExportMenu } from './RunsExportMenu';
 import { countOf } from '../../lib/labels';
+import { isExternal } from '../../lib/external';
 
 export const ROW_HEIGHT = 34;
 /** The table grows with its rows up to this height, then scrolls (virtualised). */
@@ -28,13 +31,16 @@ interface Column {
   hint?: string;
 }
 
-function render(run: RunRow, c: Column) {
+function render(run: RunRow, c: Column, kind: string | undefined) {
   if (c.id === 'status') return <StatusChip status={run.status} size="xs" />;
   if (c.id === 'id')
     return (
-      <Link to={`/runs/${run.id}`} data-testid="run-link">
-        run {run.id}
-      </Link>
+      <>
+        <Link to={`/runs/${run.id}`} data-testid="run-link">
+          run {run.id}
+        </Link>{' '}
+        <ExternalBadge kind={kind} />
+      </>
     );
   if (c.id === 'name') return run.name ? <span title={run.name} data-testid="run-name-cell">{run.name}</span> : null;
   if (c.id === 'eta') return run.status === 'running' ? <EtaCell etaAt={run.eta_at} /> : null;
@@ -52,10 +58,11 @@ interface RowProps {
   rowIndex: number;
   isSelected: boolean;
   onToggle: (id: number) => void;
+  kind: string | undefined;
 }
 
 /** One row; memoised so scrolling re-renders only the rows that enter the window. */
-const Row = memo(function Row({ run, columns, template, width, top, rowIndex, isSelected, onToggle }: RowProps) {
+const Row = memo(function Row({ run, columns, template, width, top, rowIndex, isSelected, onToggle, kind }: RowProps) {
   return (
     <div
       role="row"
@@ -75,7 +82,7 @@ const Row = memo(function Row({ run, columns, template, width, top, rowIndex, is
       </div>
       {columns.map((c) => (
         <div key={c.id} role="cell" style={{ padding: '0 6px', overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap', textAlign: c.numeric ? 'right' : undefined }}>
-          {render(run, c)}
+          {render(run, c, kind)}
         </div>
       ))}
     </div>
@@ -140,9 +147,11 @@ interface Props {
   onSelect: (ids: Set<number>) => void;
   /** the experiment whose runs these are: an "Export" menu (CSV, Parquet) beside the counts */
   experimentId?: number;
+  /** the runs' kind (an experiment's runs share it): an external experiment's runs are badged */
+  kind?: string;
 }
 
-function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
+function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) {
   const [statuses, setStatuses] = useState<RunStatus[]>([]);
   const [filters, setFilters] = useState<Partial<Record<ColumnId, string>>>({});
   const [sort, setSort] = useState<Sort | null>({ column: 'index', desc: false });
@@ -150,7 +159,7 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
   const named = useMemo(() => runs.some((r) => r.name), [runs]);
   const columns: Column[] = useMemo(
     () => [
-      { id: 'id', label: 'run', width: 80 },
+      { id: 'id', label: 'run', width: isExternal(kind) ? 150 : 80 },
       // a name column once any run has a name (PATCH /runs/{id}): most sweeps name none
       ...(named ? [{ id: 'name', label: 'name', width: 160 } satisfies Column] : []),
       { id: 'index', label: '#', width: 56, numeric: true },
@@ -167,7 +176,7 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
       ...params.map((p): Column => ({ id: `param:${p}`, label: p, width: 120 })),
       ...metrics.map((m): Column => ({ id: `metric:${m}`, label: m, width: 110, numeric: true })),
     ],
-    [params, metrics, named],
+    [params, metrics, named, kind],
   );
   const counts = useMemo(() => statusCounts(runs), [runs]);
   const rows = useMemo(() => filterAndSort(runs, { statuses: new Set(statuses), columns: filters }, sort), [runs, statuses, filters, sort]);
@@ -246,6 +255,7 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId }: Props) {
                 rowIndex={item.index}
                 isSelected={selected.has(run.id)}
                 onToggle={toggle}
+                kind={kind}
               />
             );
           })}

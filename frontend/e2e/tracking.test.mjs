@@ -1,0 +1,147 @@
+// Issue 37, item 3, in Debian's chromium against a real `reasonlab up` (no worker): a Python script of the
+// user's own, in a git work tree with an uncommitted change, logs a loss curve and params through the SDK
+// (reasonlab_sdk.init, run with the project's venv and sdk/ on PYTHONPATH) with its system metrics sampled.
+// The dashboard shows it as an external run: the badge on its page (and in the experiment's and project's
+// runs tables), the loss chart and the system section, the tabs of a script's run (no Results, a
+// Provenance tab), and on Provenance the command line, the commit with its "dirty" mark and the diff,
+// which unfolds without widening the page. Screenshots in test-output/e2e/tracking-*.png (and, with
+// SHOTS_DOCS=1, docs/img/tracking-external-run.png and tracking-provenance.png for docs/tracking.md).
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { launchBrowser, openPage, ROOT, screenshot, SHOTS, signIn, startPlatform } from './harness.mjs';
+
+const PYTHON = process.env.REASONLAB_PYTHON ?? join(ROOT, '.venv/bin/python');
+const STEPS = 60;
+// a line far wider than the page, in the uncommitted diff: unfolded, it must wrap, not widen the page
+const WIDE = `# ${'a_very_long_identifier_'.repeat(60)}`;
+
+const SCRIPT = `
+import math, sys, time
+import reasonlab_sdk as rl
+
+with rl.init(project="default", experiment="e2e tracking", name="mlp baseline",
+             config={"lr": 0.1, "model": {"width": 64}, "seed": 1}, tags=["sdk"]) as run:
+    for step in range(${STEPS}):
+        run.log({"loss": 2.0 * math.exp(-step / 15) + 0.05 * math.sin(step), "eval": {"acc": 1 - math.exp(-step / 20)}})
+    run.log_params({"n_params": 12345})
+    run.summary["best_acc"] = 0.95
+    time.sleep(1.5)  # a few system samples (REASONLAB_SYSTEM_METRICS_INTERVAL below)
+print("RUN", run.id)
+`;
+
+let platform;
+let browser;
+let page;
+let work;
+const state = {};
+
+const git = (...args) => execFileSync('git', args, { cwd: work, encoding: 'utf8' }).trim();
+
+describe('an external run in the dashboard', { timeout: 600_000 }, () => {
+  before(async () => {
+    platform = await startPlatform({ workers: 0 });
+    work = mkdtempSync(join(tmpdir(), 'reasonlab-script-'));
+    writeFileSync(join(work, 'train.py'), SCRIPT);
+    git('init', '-q');
+    git('-c', 'user.name=e2e', '-c', 'user.email=e2e@localhost', 'add', 'train.py');
+    git('-c', 'user.name=e2e', '-c', 'user.email=e2e@localhost', 'commit', '-q', '-m', 'a training script');
+    state.commit = git('rev-parse', 'HEAD');
+    writeFileSync(join(work, 'train.py'), `${SCRIPT}\n${WIDE}\n`); // uncommitted: the work tree is dirty
+    // asynchronously: the platform's output pipes are read by this process meanwhile
+    const { stdout: out } = await promisify(execFile)(PYTHON, ['train.py', '--lr', '0.1'], {
+      cwd: work,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        PYTHONPATH: join(ROOT, 'sdk'),
+        REASONLAB_API_URL: platform.url,
+        REASONLAB_TOKEN: platform.admin.token,
+        REASONLAB_DIR: join(work, 'runs'),
+        REASONLAB_SYSTEM_METRICS_INTERVAL: '0.4',
+      },
+    });
+    state.runId = Number(/RUN (\d+)/.exec(out)?.[1]);
+    assert.ok(state.runId > 0, out);
+    const run = await platform.api(`/runs/${state.runId}`).catch((e) => assert.fail(`${e.message}\n${platform.log().slice(-4000)}`));
+    assert.equal(run.kind, 'external');
+    assert.equal(run.status, 'succeeded');
+    state.experimentId = run.experiment_id;
+    browser = await launchBrowser();
+    page = await openPage(browser);
+    await signIn(page, platform.url, platform.admin);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await platform?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('shows the external badge, the loss chart, the system metrics and the tabs of a script', async () => {
+    await page.goto(`${platform.url}/runs/${state.runId}`);
+    await page.getByTestId('run-title').filter({ hasText: 'mlp baseline' }).waitFor();
+    const badge = page.getByTestId('external-badge');
+    await badge.waitFor();
+    assert.equal((await badge.textContent()).trim(), 'external');
+    const chart = page.getByTestId('metric-chart-loss');
+    await chart.waitFor();
+    await chart.locator('canvas').first().waitFor();
+    assert.equal(Number(await chart.getAttribute('data-points')), STEPS);
+    await page.getByTestId('metric-section-system').waitFor();
+    await page.getByTestId('metric-chart-system/process_memory_mb').waitFor();
+    const tabs = (await page.getByRole('tab').allTextContents()).map((t) => t.replace(/\(\d+\)/, '').trim()); // "Attempts (1)"
+    assert.deepEqual(tabs, ['Metrics', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
+    await screenshot(page, 'tracking-external-run');
+
+    await page.getByRole('tab', { name: 'Config & params' }).click();
+    await page.getByTestId('logged-params').filter({ hasText: '12345' }).waitFor();
+    await page.getByText('Config, as the script passed it to init').waitFor();
+  });
+
+  it("shows the provenance: the command line, the dirty commit and the diff, folded, within the page's width", async () => {
+    await page.getByRole('tab', { name: 'Provenance' }).click();
+    const command = page.getByTestId('provenance-command');
+    await command.waitFor();
+    assert.match(await command.textContent(), /train\.py --lr 0\.1$/);
+    const commit = page.getByTestId('provenance-commit');
+    assert.equal(await commit.getAttribute('data-commit'), state.commit);
+    assert.equal((await commit.textContent()).trim(), state.commit.slice(0, 12));
+    await page.getByTestId('provenance-dirty').waitFor();
+    assert.equal(await page.getByTestId('provenance-diff').count(), 0, 'the diff starts folded');
+    assert.equal((await page.getByTestId('provenance-diff-summary').textContent()).trim(), '1 file, +2 −0');
+    await page.getByTestId('provenance-diff-toggle').click();
+    const diff = page.getByTestId('provenance-diff');
+    await diff.waitFor();
+    assert.ok((await diff.textContent()).includes(WIDE), 'the uncommitted line is in the diff');
+    const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
+    assert.ok(widths.page <= widths.window, `the page widened to ${widths.page}px in a ${widths.window}px window`);
+    const box = await diff.boundingBox();
+    assert.ok(box && box.width < widths.window, `the diff is ${box?.width}px wide`);
+    await page.getByTestId('provenance-packages-toggle').click();
+    await page.getByTestId('provenance-packages-search').fill('httpx');
+    assert.match(await page.getByTestId('provenance-packages').textContent(), /^httpx==/m);
+    await page.evaluate(() => window.scrollTo(0, 0)); // the header sticks: scrolled, it would cover the title
+    await screenshot(page, 'tracking-provenance');
+    if (process.env.SHOTS_DOCS) {
+      mkdirSync(join(ROOT, 'docs/img'), { recursive: true });
+      copyFileSync(join(SHOTS, 'tracking-external-run.png'), join(ROOT, 'docs/img/tracking-external-run.png'));
+      copyFileSync(join(SHOTS, 'tracking-provenance.png'), join(ROOT, 'docs/img/tracking-provenance.png'));
+    }
+  });
+
+  it("badges the run in its experiment's runs table and in the project's runs", async () => {
+    await page.goto(`${platform.url}/experiments/${state.experimentId}`);
+    await page.getByTestId('experiment-name').filter({ hasText: 'e2e tracking' }).waitFor();
+    await page.locator(`[role="row"][data-run-id="${state.runId}"] [data-testid="external-badge"]`).waitFor();
+    await page.getByRole('tab', { name: 'Spec' }).click();
+    await page.getByTestId('external-spec-note').waitFor();
+    await page.goto(`${platform.url}/runs`);
+    await page.locator(`[data-testid="project-runs"] [data-run-id="${state.runId}"] [data-testid="external-badge"]`).waitFor();
+  });
+});
