@@ -26,3 +26,8 @@ FINISHED_STATUSES: tuple[str, ...] = get_args(FinalStatus)
 EXTERNAL_KIND = "external"
 """The kind of a run a script creates and runs itself (through the SDK): no manifest declares it, so no
 experiment can submit it to a worker; its spec is the script's free-form config (backend/tracking/)."""
+
+MLFLOW_QUEUE = "mlflow"
+"""The queue of an external run MLflow's own client opened (backend/mlflowcompat/): no worker serves it, and
+its client sends no heartbeats between its calls, so the reaper gives it ``REASONLAB_MLFLOW_RUN_TIMEOUT`` of
+silence instead of the heartbeat timeout (every call that writes to it counts as a heartbeat)."""
