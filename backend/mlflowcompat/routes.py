@@ -42,6 +42,8 @@ from backend.mlflowcompat.schemas import (
     RunRef,
     SearchExperimentsIn,
     SearchExperimentsOut,
+    SearchLoggedModelsIn,
+    SearchLoggedModelsOut,
     SearchRunsIn,
     SearchRunsOut,
     SetExperimentTagIn,
@@ -344,6 +346,22 @@ def get_metric_history(
     run = _run(session, principal, project, RunRef(run_id=run_id, run_uuid=run_uuid).run(), "viewer")
     points, token = service.metric_history(session, run, metric_key, max_results, page_token)
     return MetricHistoryOut(metrics=points, next_page_token=token)
+
+
+@router.post(
+    f"{V2}/logged-models/search",
+    response_model=SearchLoggedModelsOut,
+    response_model_exclude_none=True,
+    operation_id="mlflow-logged_models_search",
+)
+def search_logged_models(
+    project: ProjectName, body: SearchLoggedModelsIn, principal: PrincipalDep, session: SessionDep
+) -> SearchLoggedModelsOut:
+    """None: MLflow's logged models are not kept here (a run's model is among its artifacts). MLflow's client
+    asks while it lists or downloads a run's artifacts."""
+    project_ = service.project(session, principal, project, "viewer")
+    service.experiment_ids(session, project_, body.experiment_ids, "experiment_ids")
+    return SearchLoggedModelsOut()
 
 
 # -- artifacts (MLflow's artifact proxy: the run's outputs/ folder) --------------------------------------------

@@ -174,6 +174,10 @@ class SearchRunsIn(MlflowIn):
         return ids
 
 
+class SearchLoggedModelsIn(MlflowIn):
+    experiment_ids: list[str] = Field(default_factory=list, max_length=MAX_EXPERIMENT_IDS)
+
+
 # -- answers -------------------------------------------------------------------------------------------------
 
 
@@ -277,3 +281,10 @@ class FileOut(MlflowOut):
 
 class ArtifactListOut(MlflowOut):
     files: list[FileOut]
+
+
+class SearchLoggedModelsOut(MlflowOut):
+    """No logged models: the platform keeps a run's model among its artifacts (MLflow's client asks for them
+    when it lists or downloads a run's artifacts)."""
+
+    models: list[dict[str, Any]] = Field(default_factory=list)

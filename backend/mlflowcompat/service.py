@@ -193,6 +193,19 @@ def experiment_of(
     return experiment
 
 
+def experiment_ids(session: Session, project_: Project, raws: list[str], field: str) -> list[int]:
+    """The project's experiments of MLflow ids (404 for one it has not); ``0`` before the Default experiment
+    is made names none (it has no runs yet)."""
+    ids: list[int] = []
+    for i, raw in enumerate(raws):
+        if raw == DEFAULT_EXPERIMENT_ID:
+            found = tracking_repo.experiment_named(session, project_.id, DEFAULT_EXPERIMENT)
+            ids += [found.id] if found is not None else []
+        else:
+            ids.append(experiment_of(session, project_, raw, f"{field}[{i}]").id)
+    return ids
+
+
 def experiment_named(session: Session, project_: Project, name: str) -> Experiment:
     """MLflow's experiment names are the project's external experiments' (the SDK's ``experiment=``)."""
     found = tracking_repo.experiment_named(session, project_.id, name)
@@ -519,21 +532,17 @@ def search_runs(session: Session, project_: Project, body: SearchRunsIn) -> tupl
     view = (body.run_view_type or "ACTIVE_ONLY").upper()
     if view not in ("ACTIVE_ONLY", "ALL", "DELETED_ONLY"):
         raise invalid("run_view_type", f"{body.run_view_type!r}: ACTIVE_ONLY, DELETED_ONLY or ALL")
-    experiment_ids: list[int] | None = None
-    if body.experiment_ids:
-        experiment_ids = []
-        for i, raw in enumerate(body.experiment_ids):
-            if raw == DEFAULT_EXPERIMENT_ID:  # not made yet: no runs
-                found = tracking_repo.experiment_named(session, project_.id, DEFAULT_EXPERIMENT)
-                experiment_ids += [found.id] if found is not None else []
-            else:
-                experiment_ids.append(experiment_of(session, project_, raw, f"experiment_ids[{i}]").id)
+    ids = (
+        experiment_ids(session, project_, body.experiment_ids, "experiment_ids")
+        if body.experiment_ids
+        else None
+    )
     clauses = filters.parse_filter(body.filter)
     orders = filters.parse_order(body.order_by)
     offset, limit = _offset(body.page_token), min(body.max_results, PAGE)
     if view == "DELETED_ONLY":  # nothing is deleted here
         return [], None
-    rows = repository.search_runs(session, project_.id, experiment_ids, clauses, orders, offset, limit + 1)
+    rows = repository.search_runs(session, project_.id, ids, clauses, orders, offset, limit + 1)
     return rows[:limit], cursor.encode({"offset": offset + limit}) if len(rows) > limit else None
 
 

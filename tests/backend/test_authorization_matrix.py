@@ -127,6 +127,7 @@ POLICY: dict[str, str] = {
     "mlflow-runs_delete_tag": "member",
     "mlflow-runs_log_batch": "member",
     "mlflow-runs_search": "viewer",
+    "mlflow-logged_models_search": "viewer",  # none are kept: an empty page
     "mlflow-metrics_get_history": "viewer",
     "mlflow-artifacts_list": "viewer",
     "mlflow-artifacts_download": "viewer",
@@ -180,6 +181,7 @@ def _bodies(run_id: int, experiment_id: int) -> dict[str, Any]:
             "metrics": [{"key": "loss", "value": 1.0, "timestamp": 1, "step": 2}],
         },
         "mlflow-runs_search": {"experiment_ids": [str(experiment_id)]},
+        "mlflow-logged_models_search": {"experiment_ids": [str(experiment_id)]},
         "mlflow-artifacts_upload": {"any": "bytes"},
         "auth-login": {"username": "meg", "password": USER_PASSWORD},
         "auth-create_token": {"name": "matrix"},

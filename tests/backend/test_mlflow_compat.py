@@ -131,7 +131,8 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
     assert [r.info.run_id for r in client.search_runs([exp_id], "attributes.run_name LIKE 'sec%'")] == [other]
     page = client.search_runs([exp_id], max_results=1, order_by=["attributes.run_name ASC"])
     assert [r.info.run_name for r in page] == ["first"] and page.token
-    assert [r.info.run_name for r in client.search_runs([exp_id], page_token=page.token)] == ["second"]
+    rest = client.search_runs([exp_id], order_by=["attributes.run_name ASC"], page_token=page.token)
+    assert [r.info.run_name for r in rest] == ["second"] and not rest.token
 
     client.set_terminated(rid)
     assert client.get_run(rid).info.status == "FINISHED"
