@@ -9,14 +9,16 @@ the caller cannot see); an allowed call may still answer 4xx for its own reasons
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from backend.auth.dependencies import WORKER_OPERATIONS
-from backend.http.security_headers import API_FALLBACK
+from backend.main import API_PREFIX
 from tests.backend.conftest import USER_PASSWORD, Api
 
 # who may call each operation, in the project that owns the resource:
@@ -230,20 +232,27 @@ def _mlflow_queries(run_id: int, experiment_id: int) -> dict[str, dict[str, Any]
 
 def _operations(api: Api) -> dict[str, tuple[str, str]]:
     """operation id -> (method, path template), from the app's own OpenAPI document (its route table), and
-    the API's routes left out of it (MLflow's REST API: backend/mlflowcompat/), from the app's routes."""
+    the API's routes left out of it (MLflow's REST API: backend/mlflowcompat/), from the routers."""
     document = api.client.app.openapi()  # type: ignore[attr-defined]
     operations = {
         operation["operationId"]: (method.upper(), path)
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
     }
-    for route in api.client.app.routes:  # type: ignore[attr-defined]
-        if isinstance(route, APIRoute) and not route.include_in_schema and route.path.startswith("/api/v1/"):
-            if route.name in (API_FALLBACK, "docs"):  # the JSON 404 of the rest of /api; the docs page
-                continue
-            assert route.operation_id, f"{route.path} has no operation id"
-            (method,) = route.methods
-            operations[route.operation_id] = (method, route.path_format)
+    # every router of the backend's modules (the app includes each under /api/v1): their hidden routes
+    routers = {
+        id(value): value
+        for name, module in list(sys.modules.items())
+        if name.startswith("backend.")
+        for value in vars(module).values()
+        if isinstance(value, APIRouter)
+    }
+    for router in routers.values():
+        for route in router.routes:
+            if isinstance(route, APIRoute) and not route.include_in_schema:
+                assert route.operation_id, f"{route.path} has no operation id"
+                (method,) = route.methods
+                operations[route.operation_id] = (method, f"{API_PREFIX}{route.path_format}")
     return operations
 
 
