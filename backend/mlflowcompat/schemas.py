@@ -10,12 +10,14 @@ Answers leave out unset fields (``exclude_none``), as MLflow's server does; a me
 from __future__ import annotations
 
 import math
+import posixpath
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from backend.errors import Invalid
-from common.mlflow_names import MAX_KEY, mlflow_key
+from common.mlflow_names import MAX_KEY
 
 # MLflow's own bounds (mlflow.utils.validation): a log-batch's items, a param's and a tag's value
 MAX_BATCH_METRICS = 1000
@@ -29,13 +31,25 @@ MAX_RESULTS = 50_000  # what MLflow's server accepts as a search's max_results
 MAX_EXPERIMENT_IDS = 100  # experiments one run search names
 
 
+_KEY = re.compile(r"[\w/.\- :]+")
+
+
 def check_key(key: str, what: str) -> str:
-    """A metric's, param's or tag's key MLflow itself accepts (``common.mlflow_names.mlflow_key`` leaves it as
-    it is: letters, digits and ``_ - . space /``, at most 250 characters, naming no other path)."""
-    if mlflow_key(key) != key or len(key) > MAX_KEY:
+    """A metric's, param's or tag's key MLflow's own server accepts (``mlflow.utils.validation`` on Linux):
+    1 to 250 word characters, ``/``, ``.``, ``-``, spaces and colons, naming no other path (``a/../b``,
+    ``./a``, ``/a``, ``a/``). The MLflow mirror renames what MLflow's other stores refuse
+    (``common.mlflow_names.mlflow_key``)."""
+    norm = posixpath.normpath(key)
+    if (
+        not _KEY.fullmatch(key)
+        or len(key) > MAX_KEY
+        or norm != key
+        or norm == "."
+        or norm.startswith(("..", "/"))
+    ):
         raise ValueError(
-            f"{what} key {key[:100]!r}: MLflow's keys are 1 to {MAX_KEY} letters, digits, '_', '-', '.', ' ' "
-            "or '/', and name no other path ('a/../b', '/a', 'a/')"
+            f"{what} key {key[:100]!r}: MLflow's keys are 1 to {MAX_KEY} letters, digits, '_', '-', '.', ' ', "
+            "':' or '/', and name no other path ('a/../b', '/a', 'a/')"
         )
     return key
 
@@ -109,15 +123,8 @@ class SearchExperimentsIn(MlflowIn):
     view_type: str | None = Field(None, max_length=20)
 
 
-class SetExperimentTagIn(MlflowIn):
+class SetExperimentTagIn(TagIn):
     experiment_id: str = Field(max_length=20)
-    key: str = Field(max_length=MAX_KEY)
-    value: str = Field("", max_length=MAX_TAG_VALUE)
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, key: str) -> str:
-        return check_key(key, "a tag's")
 
 
 class CreateRunIn(MlflowIn):

@@ -22,6 +22,7 @@ import uvicorn
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
+from mlflow.tracking._tracking_service.utils import _artifact_repos_cache
 
 from backend.db import get_engine, session_factory, session_scope
 from backend.runs import service
@@ -45,6 +46,9 @@ def base(api: Api, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
+    # MLflow's client keeps each run's artifact repository (resolved to a server's address) by run id, for
+    # the process: each test's database numbers its runs from 1 again, on a server of another port
+    _artifact_repos_cache.clear()
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", api.admin_token)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")
@@ -92,6 +96,7 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
             Metric("acc", 0.5, T0, 0),
             Metric("acc", float("nan"), T0 + 1, 1),
             Metric("train/lr", 1e-3, T0, 0),
+            Metric("eval:acc", 0.25, T0, 0),  # a key MLflow's server takes
         ],
         params=[Param("batch", "32")],
         tags=[RunTag("stage", "prod"), RunTag("mlflow.note.content", "a note")],
@@ -104,6 +109,7 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
     got = client.get_run(rid)
     assert got.data.params == {"lr": "0.1", "batch": "32"}
     assert got.data.metrics["loss"] == 0.2 and got.data.metrics["train/lr"] == 1e-3
+    assert got.data.metrics["eval:acc"] == 0.25
     tags = got.data.tags
     assert tags["team"] == "nlp" and tags["stage"] == "prod" and tags["mlflow.runName"] == "first"
     assert tags["mlflow.note.content"] == "a note" and tags["mlflow.user"] == "alice"
