@@ -79,6 +79,11 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
     )  # RESOURCE_DOES_NOT_EXIST, read as none
     experiment = client.get_experiment(exp_id)
     assert experiment.tags["team"] == "nlp" and experiment.tags["mlflow.note.content"] == "notes"
+    client.create_experiment("other-exp")
+    named = client.search_experiments(filter_string="name LIKE 'mlflow%' and tags.team = 'nlp'")
+    assert [e.experiment_id for e in named] == [exp_id]
+    ordered = client.search_experiments(order_by=["name DESC"], max_results=2)
+    assert [e.name for e in ordered] == ["other-exp", "mlflow-exp"]
     with pytest.raises(MlflowException) as taken:
         client.create_experiment("mlflow-exp")
     assert taken.value.error_code == "RESOURCE_ALREADY_EXISTS"
@@ -104,6 +109,20 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
 
     history = client.get_metric_history(rid, "loss")
     assert [(m.step, m.value, m.timestamp) for m in history] == [(s, 1.0 / (s + 1), T0 + s) for s in range(5)]
+    pages, token = [], None  # the history a page at a time, as the client asks past 25,000 points
+    while True:
+        params = {
+            "run_id": rid,
+            "metric_key": "loss",
+            "max_results": 2,
+            **({"page_token": token} if token else {}),
+        }
+        page = _get(base, "metrics/get-history", params, api.admin_token).json()
+        pages.append([int(m["step"]) for m in page["metrics"]])
+        token = page.get("next_page_token")
+        if not token:
+            break
+    assert pages == [[0, 1], [2, 3], [4]]
     acc = client.get_metric_history(rid, "acc")
     assert acc[0].value == 0.5 and math.isnan(acc[1].value)  # NaN is stored as a gap, answered as NaN
     got = client.get_run(rid)
