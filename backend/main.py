@@ -47,6 +47,8 @@ from backend.kinds.routes import router as kinds_router
 from backend.metrics.routes import batch_router as metrics_batch_router
 from backend.metrics.routes import router as metrics_router
 from backend.mirror.service import Mirror
+from backend.mlflowcompat.errors import MlflowErrors
+from backend.mlflowcompat.routes import router as mlflow_router
 from backend.projects.routes import router as projects_router
 from backend.results.routes import router as results_router
 from backend.reviews.routes import router as reviews_router
@@ -128,6 +130,7 @@ def api_routes() -> list[BaseRoute]:
             exports_router,
             views_router,
             tracking_router,
+            mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
         ):
             api.include_router(router)
         built = APIRouter()
@@ -202,6 +205,9 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # bodies are bounded, need a credential before any route reads them, and are read within a deadline
     # before the request takes an admission slot, so slow clients cannot hold the slots (backend/http/limits.py).
     app.add_middleware(RequestLimits, settings=settings, authenticate=credential_check(settings, factory))
+    # around the edge: every error answer under /api/v1/mlflow/ (the edge's refusals included) in MLflow's
+    # shape, which MLflow's client raises as its own exceptions (backend/mlflowcompat/errors.py)
+    app.add_middleware(MlflowErrors)
     app.add_middleware(OptionsResponder, router=app.router)
     if settings.cors_origins:
         app.add_middleware(

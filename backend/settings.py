@@ -123,6 +123,13 @@ class Settings(SharedSettings):
         "tracking URI when it is an http(s) server, else none; 'none' hides the link",
     )
     mlflow_mirror: bool = Field(True, description="mirror runs to MLflow (with the background loops)")
+    mlflow_run_timeout: float = Field(
+        6 * 3600.0,
+        gt=0,
+        description="a run MLflow's own client drives (the MLflow-compatible routes) is failed as crashed "
+        "after this many seconds without a call that writes to it: MLflow's client sends no heartbeats, "
+        "and a training loop may log rarely (docs/tracking.md, MLflow's client)",
+    )
     mirror_interval: float = Field(1.0, gt=0, description="seconds between the mirror's rounds")
     mirror_batch: int = Field(10_000, ge=1, description="metric points the mirror sends a round, at most")
     mirror_runs_per_tick: int = Field(50, ge=1, description="runs the mirror serves a round, at most")

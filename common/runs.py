@@ -30,3 +30,8 @@ experiment can submit it to a worker; its spec is the script's free-form config 
 SYSTEM_METRIC_PREFIX = "system/"
 """The keys of a run's system samples (CPU, memory, GPU), logged by the worker's heartbeat and by the SDK's
 sampler at steps that count seconds since the run was created, not the run's own steps."""
+
+MLFLOW_QUEUE = "mlflow"
+"""The queue of an external run MLflow's own client opened (backend/mlflowcompat/): no worker serves it, and
+its client sends no heartbeats between its calls, so the reaper gives it ``REASONLAB_MLFLOW_RUN_TIMEOUT`` of
+silence instead of the heartbeat timeout (every call that writes to it counts as a heartbeat)."""

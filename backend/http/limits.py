@@ -86,6 +86,14 @@ LIMITS: tuple[RouteClass, ...] = (
     RouteClass(
         "dataset upload", re.compile(r"^/api/v1/projects/[^/]+/datasets/."), ARTIFACT_LIMIT, streamed=True
     ),
+    # PUT /mlflow/{project}/api/2.0/mlflow-artifacts/artifacts/...: MLflow's log_artifact, streamed to the
+    # store like the artifact route's uploads (backend/mlflowcompat/)
+    RouteClass(
+        "MLflow artifact upload",
+        re.compile(r"^/api/v1/mlflow/[^/]+/api/2\.0/mlflow-artifacts/artifacts/."),
+        ARTIFACT_LIMIT,
+        streamed=True,
+    ),
     RouteClass("table export", re.compile(r"^/api/v1/exports/parquet/?$"), TABLE_EXPORT_LIMIT),
     RouteClass("login", re.compile(r"^/api/v1/auth/login/?$"), LOGIN_LIMIT),
     RouteClass("API", re.compile(r"^/api/v1(?:/|$)"), DEFAULT_LIMIT),

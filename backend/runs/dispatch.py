@@ -146,7 +146,9 @@ class Dispatcher:
     # --- reaper ---
     def reap_once(self) -> list[tuple[int, str]]:
         with session_scope(self.factory) as session:
-            outcomes = runs_service.reap(session, self.settings.heartbeat_timeout)
+            outcomes = runs_service.reap(
+                session, self.settings.heartbeat_timeout, self.settings.mlflow_run_timeout
+            )
             # a requeued run's lost attempt goes when its next attempt is sent (dispatch_once); the lost
             # attempt of a run the reaper ended (failed, cancelled) goes now
             ended = {

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from backend.db import utcnow
 from backend.models import MetricLatest, Run, RunLog, RunTag
+from common.runs import MLFLOW_QUEUE
 
 
 def transition(session: Session, run_id: int, where: list[Any], values: dict[str, Any]) -> bool:
@@ -22,10 +23,20 @@ def transition(session: Session, run_id: int, where: list[Any], values: dict[str
     return bool(getattr(result, "rowcount", 0))
 
 
-def stale_running(session: Session, older_than: datetime, limit: int = 100) -> list[Run]:
+def stale_running(
+    session: Session, older_than: datetime, limit: int = 100, mlflow_older_than: datetime | None = None
+) -> list[Run]:
+    """Running runs whose last heartbeat is older than ``older_than``; a run MLflow's client drives (queue
+    ``MLFLOW_QUEUE``) once it is older than ``mlflow_older_than`` (when given)."""
+    silent = Run.heartbeat_at < older_than
+    if mlflow_older_than is not None:
+        silent = or_(
+            and_(Run.queue != MLFLOW_QUEUE, silent),
+            and_(Run.queue == MLFLOW_QUEUE, Run.heartbeat_at < mlflow_older_than),
+        )
     stmt = (
         select(Run)
-        .where(Run.status == "running", or_(Run.heartbeat_at.is_(None), Run.heartbeat_at < older_than))
+        .where(Run.status == "running", or_(Run.heartbeat_at.is_(None), silent))
         .order_by(Run.id)
         .limit(limit)
     )

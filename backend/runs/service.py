@@ -21,7 +21,7 @@ from backend.models import Run, RunLog
 from backend.projects import service as projects
 from backend.runs import attempts, eta, repository
 from backend.runs.schemas import ClaimIn, FinishIn, HeartbeatIn, ResumedIn
-from common.runs import EXTERNAL_KIND, FINISHED_STATUSES
+from common.runs import EXTERNAL_KIND, FINISHED_STATUSES, MLFLOW_QUEUE
 
 # what a requeue resets: the page must not show the old attempt's progress as the new one's
 NO_PROGRESS: dict[str, object] = {"progress_done": 0, "progress_total": 0, **eta.NEW_ATTEMPT}
@@ -298,14 +298,24 @@ def retry(session: Session, run: Run) -> Run:
     return run
 
 
-def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
+def reap(
+    session: Session, timeout_seconds: float, mlflow_timeout_seconds: float | None = None
+) -> list[tuple[int, str]]:
     """Runs whose heartbeat is older than the timeout: back to queued (attempt+1) or failed; an external
     run (its script's, never a worker's) is failed as crashed, never requeued. The lost attempt ends at
-    its last heartbeat (the last sign of its worker): its run time has no downtime."""
+    its last heartbeat (the last sign of its worker): its run time has no downtime. A run MLflow's client
+    drives (``MLFLOW_QUEUE``: its calls are its heartbeats) is crashed after ``mlflow_timeout_seconds``
+    instead, when given."""
     now = utcnow()
     cutoff = now - timedelta(seconds=timeout_seconds)
+    mlflow_cutoff = (
+        None if mlflow_timeout_seconds is None else now - timedelta(seconds=mlflow_timeout_seconds)
+    )
     outcomes: list[tuple[int, str]] = []
-    for run in repository.stale_running(session, cutoff):
+    for run in repository.stale_running(session, cutoff, mlflow_older_than=mlflow_cutoff):
+        silence = timeout_seconds
+        if run.queue == MLFLOW_QUEUE and mlflow_timeout_seconds is not None:
+            silence = mlflow_timeout_seconds
         guard = [
             Run.status == "running",
             Run.attempt == run.attempt,
@@ -314,7 +324,7 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
         ]
         attempt, worker, last_seen = run.attempt, run.worker, run.heartbeat_at
         since = f"no heartbeat since {attempts.stamp(last_seen)}" if last_seen else "no heartbeat"
-        lost = f"worker {worker} lost ({since}, timeout {timeout_seconds:.0f}s)"
+        lost = f"worker {worker} lost ({since}, timeout {silence:.0f}s)"
         ended_at = last_seen or now
         if run.cancel_requested:  # a cancel asked of a worker that then died is still a cancel
             values_c: dict[str, object] = {"status": "cancelled", "finished_at": now}
@@ -324,7 +334,7 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
                 _activity(session, run, "cancelled", f"run {run.id} cancelled (its worker was lost)")
                 outcomes.append((run.id, "cancelled"))
         elif run.kind == EXTERNAL_KIND:  # its script is gone: no worker can go on with it (backend/tracking/)
-            crashed = f"crashed: no heartbeat for {timeout_seconds:.0f} s"
+            crashed = f"crashed: no heartbeat for {silence:.0f} s"
             values_x: dict[str, object] = {"status": "failed", "finished_at": now, "error": crashed}
             if repository.transition(session, run.id, guard, values_x):
                 attempts.closed(session, run.id, attempt, "lost", ended_at)
@@ -334,7 +344,7 @@ def reap(session: Session, timeout_seconds: float) -> list[tuple[int, str]]:
                     run,
                     "failed",
                     f"external run {run.id} (#{run.index + 1}) crashed: its script sent no heartbeat "
-                    f"for {timeout_seconds:.0f} s ({since})",
+                    f"for {silence:.0f} s ({since})",
                 )
                 outcomes.append((run.id, "failed"))
         elif run.attempt < run.max_attempts:

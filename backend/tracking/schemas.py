@@ -15,6 +15,10 @@ MAX_CONFIG_BYTES = 256 * 1024
 MAX_DIFF_CHARS = 200_000
 MAX_PACKAGES = 2_000
 MAX_COMMAND_CHARS = 10_000
+# the tags MLflow's own client sets on a run it opens (mlflow.user, mlflow.source.*, ...): MLflow's bounds
+MAX_MLFLOW_TAGS = 100
+MAX_MLFLOW_TAG_KEY = 250
+MAX_MLFLOW_TAG_VALUE = 8000
 
 Resume = Literal["never", "allow", "must"]
 
@@ -35,6 +39,11 @@ class Provenance(BaseModel):
         default_factory=list, max_length=MAX_PACKAGES, description="installed distributions, `name==version`"
     )
     host: str | None = Field(None, max_length=300)
+    mlflow_tags: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"the run was opened by MLflow's own client: the tags it set under ``mlflow.`` (its user, "
+        f"source, git commit, notes, ...), at most {MAX_MLFLOW_TAGS}",
+    )
 
     @field_validator("packages")
     @classmethod
@@ -42,6 +51,19 @@ class Provenance(BaseModel):
         if any(len(p) > 300 for p in packages):
             raise ValueError("a package entry is at most 300 characters")
         return packages
+
+    @field_validator("mlflow_tags")
+    @classmethod
+    def _mlflow_bounds(cls, tags: dict[str, str]) -> dict[str, str]:
+        if len(tags) > MAX_MLFLOW_TAGS:
+            raise ValueError(f"at most {MAX_MLFLOW_TAGS} MLflow tags; these are {len(tags)}")
+        for key, value in tags.items():
+            if not 1 <= len(key) <= MAX_MLFLOW_TAG_KEY or len(value) > MAX_MLFLOW_TAG_VALUE:
+                raise ValueError(
+                    f"MLflow tag {key[:50]!r}: a key of 1 to {MAX_MLFLOW_TAG_KEY} characters, a value of at "
+                    f"most {MAX_MLFLOW_TAG_VALUE}"
+                )
+        return tags
 
 
 class ExternalRunIn(BaseModel):

@@ -59,19 +59,44 @@ def open_run(
     return create(session, principal, project_id, body), False
 
 
-def create(session: Session, principal: Principal, project_id: int, body: ExternalRunIn) -> Run:
-    experiment = repository.experiment_named(session, project_id, body.experiment)
+def experiment_for(
+    session: Session,
+    principal: Principal,
+    project_id: int,
+    name: str,
+    description: str = "runs logged by scripts through the SDK",
+) -> Experiment:
+    """The project's external experiment of that name, made if missing (the SDK's ``experiment=``)."""
+    experiment = repository.experiment_named(session, project_id, name)
     if experiment is None:
         experiment = Experiment(
             project_id=project_id,
-            name=body.experiment,
-            description="runs logged by scripts through the SDK",
+            name=name,
+            description=description,
             kind=EXTERNAL_KIND,
             spec={},
             author_id=principal.user_id,
         )
         session.add(experiment)
         session.flush()
+    return experiment
+
+
+def create(
+    session: Session,
+    principal: Principal,
+    project_id: int,
+    body: ExternalRunIn,
+    *,
+    experiment: Experiment | None = None,
+    queue: str = EXTERNAL_KIND,
+    driver: str | None = None,
+) -> Run:
+    """A new running run in ``experiment`` (default: the external one ``body.experiment`` names). ``queue``
+    says who drives it (``MLFLOW_QUEUE``: MLflow's client, which the reaper waits longer for); ``driver``
+    is what the run page shows as its worker (default: the script's host)."""
+    if experiment is None:
+        experiment = experiment_for(session, principal, project_id, body.experiment)
     repository.lock_experiment(session, experiment.id)
     now = utcnow()
     run = Run(
@@ -84,11 +109,11 @@ def create(session: Session, principal: Principal, project_id: int, body: Extern
         params=body.config,
         # a named group is the run's seed group; without one, its config without seeds is, as for any run
         group_key=group_key({"group": body.group}) if body.group else group_key(body.config),
-        queue=EXTERNAL_KIND,  # no worker serves it: the run is never queued
+        queue=queue,  # no worker serves it: the run is never queued
         status="running",
         attempt=1,
         max_attempts=1,
-        worker=_driver(body.provenance),
+        worker=driver or _driver(body.provenance),
         heartbeat_at=now,
         started_at=now,
         provenance=_stored(body.provenance),
@@ -102,7 +127,7 @@ def create(session: Session, principal: Principal, project_id: int, body: Extern
         session,
         project_id,
         "started",
-        f"external run {run.id} (#{run.index + 1}) started in {experiment.name!r} by {_driver(body.provenance)}",
+        f"external run {run.id} (#{run.index + 1}) started in {experiment.name!r} by {run.worker}",
         actor_id=principal.user_id,
         experiment_id=experiment.id,
         run_id=run.id,
@@ -112,7 +137,9 @@ def create(session: Session, principal: Principal, project_id: int, body: Extern
     return run
 
 
-def resume(session: Session, project_id: int, run_id: int, body: ExternalRunIn) -> Run:
+def resume(
+    session: Session, project_id: int, run_id: int, body: ExternalRunIn, driver: str | None = None
+) -> Run:
     """Reopen the run as its next attempt, running again whatever it was (a crashed script's run, or one
     that finished and goes on). The previous attempt's token dies with it: a script still writing with it
     gets 409 (a lost lease). The run keeps its experiment, name and config; the new attempt's provenance
@@ -128,7 +155,7 @@ def resume(session: Session, project_id: int, run_id: int, body: ExternalRunIn) 
         "status": "running",
         "attempt": before + 1,
         "max_attempts": before + 1,
-        "worker": _driver(body.provenance),
+        "worker": driver or _driver(body.provenance),
         "heartbeat_at": now,
         "finished_at": None,
         "error": None,

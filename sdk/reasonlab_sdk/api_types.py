@@ -846,6 +846,7 @@ class Provenance(TypedDict):
     git_diff: NotRequired[str | None]
     git_dirty: NotRequired[bool | None]
     host: NotRequired[str | None]
+    mlflow_tags: NotRequired[dict[str, str]]
     packages: NotRequired[list[str]]
     python: NotRequired[str | None]
 

@@ -9,12 +9,16 @@ the caller cannot see); an allowed call may still answer 4xx for its own reasons
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
 
 from backend.auth.dependencies import WORKER_OPERATIONS
+from backend.main import API_PREFIX
 from tests.backend.conftest import USER_PASSWORD, Api
 
 # who may call each operation, in the project that owns the resource:
@@ -108,6 +112,28 @@ POLICY: dict[str, str] = {
     "views-get-by-id": "viewer",
     "views-patch-by-id": "member",
     "views-delete-by-id": "member",
+    # MLflow's REST API for its own client (backend/mlflowcompat/, left out of the OpenAPI document): the
+    # project is in the path, so an outsider's call is 404 there; writes need a member
+    "mlflow-experiments_create": "member",
+    "mlflow-experiments_get": "viewer",
+    "mlflow-experiments_get_by_name": "viewer",
+    "mlflow-experiments_search": "viewer",
+    "mlflow-experiments_search_get": "viewer",
+    "mlflow-experiments_set_tag": "member",
+    "mlflow-runs_create": "member",
+    "mlflow-runs_update": "member",
+    "mlflow-runs_get": "viewer",
+    "mlflow-runs_log_metric": "member",
+    "mlflow-runs_log_parameter": "member",
+    "mlflow-runs_set_tag": "member",
+    "mlflow-runs_delete_tag": "member",
+    "mlflow-runs_log_batch": "member",
+    "mlflow-runs_search": "viewer",
+    "mlflow-logged_models_search": "viewer",  # none are kept: an empty page
+    "mlflow-metrics_get_history": "viewer",
+    "mlflow-artifacts_list": "viewer",
+    "mlflow-artifacts_download": "viewer",
+    "mlflow-artifacts_upload": "member",
 }
 
 # the roles the project-scoped policies need, lowest first
@@ -140,8 +166,25 @@ def expected(policy: str, caller: str, operation: str) -> int | None:
     return None if role >= RANK[policy] else 403
 
 
-def _bodies(run_id: int) -> dict[str, Any]:
+def _bodies(run_id: int, experiment_id: int) -> dict[str, Any]:
+    run = {"run_id": str(run_id)}
     return {
+        "mlflow-experiments_create": {"name": "matrix-mlflow"},
+        "mlflow-experiments_search": {},
+        "mlflow-experiments_set_tag": {"experiment_id": str(experiment_id), "key": "k", "value": "v"},
+        "mlflow-runs_create": {"experiment_id": "0"},
+        "mlflow-runs_update": {**run, "run_name": "matrix"},
+        "mlflow-runs_log_metric": {**run, "key": "loss", "value": 1.0, "timestamp": 1, "step": 1},
+        "mlflow-runs_log_parameter": {**run, "key": "p", "value": "1"},
+        "mlflow-runs_set_tag": {**run, "key": "k", "value": "v"},
+        "mlflow-runs_delete_tag": {**run, "key": "k"},
+        "mlflow-runs_log_batch": {
+            **run,
+            "metrics": [{"key": "loss", "value": 1.0, "timestamp": 1, "step": 2}],
+        },
+        "mlflow-runs_search": {"experiment_ids": [str(experiment_id)]},
+        "mlflow-logged_models_search": {"experiment_ids": [str(experiment_id)]},
+        "mlflow-artifacts_upload": {"any": "bytes"},
         "auth-login": {"username": "meg", "password": USER_PASSWORD},
         "auth-create_token": {"name": "matrix"},
         "projects-create": {"name": "matrix-project"},
@@ -177,14 +220,40 @@ def _bodies(run_id: int) -> dict[str, Any]:
 QUERIES: dict[str, dict[str, Any]] = {"artifacts-upload": {"attempt": 1}, "artifacts-delete": {"attempt": 1}}
 
 
-def _operations(api: Api) -> dict[str, tuple[str, str]]:
-    """operation id -> (method, path template), from the app's own OpenAPI document (its route table)."""
-    document = api.client.app.openapi()  # type: ignore[attr-defined]
+def _mlflow_queries(run_id: int, experiment_id: int) -> dict[str, dict[str, Any]]:
     return {
+        "mlflow-experiments_get": {"experiment_id": str(experiment_id)},
+        "mlflow-experiments_get_by_name": {"experiment_name": "matrix-mlflow-none"},
+        "mlflow-runs_get": {"run_id": str(run_id)},
+        "mlflow-metrics_get_history": {"run_id": str(run_id), "metric_key": "loss"},
+        "mlflow-artifacts_list": {"path": f"{experiment_id}/{run_id}/artifacts"},
+    }
+
+
+def _operations(api: Api) -> dict[str, tuple[str, str]]:
+    """operation id -> (method, path template), from the app's own OpenAPI document (its route table), and
+    the API's routes left out of it (MLflow's REST API: backend/mlflowcompat/), from the routers."""
+    document = api.client.app.openapi()  # type: ignore[attr-defined]
+    operations = {
         operation["operationId"]: (method.upper(), path)
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
     }
+    # every router of the backend's modules (the app includes each under /api/v1): their hidden routes
+    routers = {
+        id(value): value
+        for name, module in list(sys.modules.items())
+        if name.startswith("backend.")
+        for value in vars(module).values()
+        if isinstance(value, APIRouter)
+    }
+    for router in routers.values():
+        for route in router.routes:
+            if isinstance(route, APIRoute) and not route.include_in_schema:
+                assert route.operation_id, f"{route.path} has no operation id"
+                (method,) = route.methods
+                operations[route.operation_id] = (method, f"{API_PREFIX}{route.path_format}")
+    return operations
 
 
 def test_every_route_has_a_policy(api: Api) -> None:
@@ -210,7 +279,7 @@ def test_authorization_matrix(api: Api) -> None:
     run_id = experiment["runs"][0]["id"]
     # a finished run: lifecycle writes answer 409 to those allowed, and the event stream ends at once
     assert api.client.post(f"/api/v1/runs/{run_id}/cancel", headers=api.h()).status_code == 200
-    bodies = _bodies(run_id)
+    bodies = _bodies(run_id, experiment["id"])
     # saved views by the member: one to delete under the project, one to delete by id (views-delete and
     # views-delete-by-id run first, sorted), one the others read
     views = [
@@ -230,13 +299,19 @@ def test_authorization_matrix(api: Api) -> None:
         "path": "outputs/none.txt",
         "name": "MATRIX_KEY",
         "view_id": views[2],
+        "project": "default",
     }
     routes = _operations(api)
     wrong: list[str] = []
     for operation, policy in sorted(POLICY.items()):
         method, template = routes[operation]
         deleted = {"views-delete": views[0], "views-delete-by-id": views[1]}
-        path = template.format(**(params | ({"view_id": deleted[operation]} if operation in deleted else {})))
+        override: dict[str, Any] = {"view_id": deleted[operation]} if operation in deleted else {}
+        if operation.startswith(
+            "mlflow-artifacts"
+        ):  # MLflow's artifact path: <experiment>/<run>/artifacts/...
+            override = {"path": f"{experiment['id']}/{run_id}/artifacts/none.txt"}
+        path = template.format(**(params | override))
         for caller in CALLERS:
             token = tokens[caller]
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -244,8 +319,9 @@ def test_authorization_matrix(api: Api) -> None:
             kwargs: dict[str, Any] = {"headers": headers}
             if operation in bodies:
                 kwargs["json"] = bodies[operation]
-            if operation in QUERIES:
-                kwargs["params"] = QUERIES[operation]
+            queries = QUERIES | _mlflow_queries(run_id, experiment["id"])
+            if operation in queries:
+                kwargs["params"] = queries[operation]
             if operation in (
                 "examples-list",
                 "examples-diff",
@@ -265,6 +341,9 @@ def test_authorization_matrix(api: Api) -> None:
                     "datasets-delete",
                     "views-delete",  # deleted by the member: gone for the admins after
                     "views-delete-by-id",
+                    "mlflow-experiments_get_by_name",  # no such experiment
+                    "mlflow-runs_delete_tag",  # the run has no tag k (yet)
+                    "mlflow-artifacts_download",  # the run has no artifact none.txt
                 )
                 if status in (401, 403) or (status == 404 and not natural_404):
                     wrong.append(f"{caller:13} {method:6} {template}: {status}, expected to be allowed")

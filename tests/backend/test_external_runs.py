@@ -73,7 +73,10 @@ def test_a_member_opens_an_external_run_and_drives_it_with_its_token(api: Api) -
     assert experiment["kind"] == "external"
     # its provenance, for anyone in the project; a worker's run has none
     viewer = api.user("vic", role="viewer")
-    assert api.client.get(f"{url}/provenance", headers=api.h(viewer)).json() == PROVENANCE
+    assert api.client.get(f"{url}/provenance", headers=api.h(viewer)).json() == {
+        **PROVENANCE,
+        "mlflow_tags": {},
+    }
     worker_run = api.submit({}).json()["runs"][0]["id"]
     assert api.client.get(f"/api/v1/runs/{worker_run}/provenance", headers=api.h()).json() is None
 

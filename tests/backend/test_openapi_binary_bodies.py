@@ -26,8 +26,9 @@ def _operations(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _streaming_operations() -> set[str]:
-    """The operation ids of the backend's routes whose endpoint reads ``request.stream()`` itself or through
-    backend/http/transfers.py's ``copy_body`` (every router of every backend module the app has loaded)."""
+    """The operation ids of the backend's routes in the OpenAPI document whose endpoint reads
+    ``request.stream()`` itself or through backend/http/transfers.py's ``copy_body`` (every router of every
+    backend module the app has loaded; MLflow's REST API, not in the document, aside)."""
     routers = {
         id(value): value
         for name, module in list(sys.modules.items())
@@ -41,6 +42,7 @@ def _streaming_operations() -> set[str]:
         r.operation_id
         for r in routes
         if r.operation_id is not None
+        and r.include_in_schema
         and any(read in inspect.getsource(r.endpoint) for read in ("request.stream()", "copy_body(request"))
     }
 

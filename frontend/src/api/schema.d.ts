@@ -3317,6 +3317,13 @@ export interface components {
             /** Host */
             host?: string | null;
             /**
+             * Mlflow Tags
+             * @description the run was opened by MLflow's own client: the tags it set under ``mlflow.`` (its user, source, git commit, notes, ...), at most 100
+             */
+            mlflow_tags?: {
+                [key: string]: string;
+            };
+            /**
              * Packages
              * @description installed distributions, `name==version`
              */
