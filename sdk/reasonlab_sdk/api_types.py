@@ -258,6 +258,7 @@ class ClaimOut(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     run_seconds: float | None
     run_token: str
     spec: (
@@ -553,6 +554,7 @@ class ExternalRunOut(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     resumed: bool
     run_seconds: float | None
     run_token: str
@@ -1064,6 +1066,7 @@ class RunPublic(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     run_seconds: float | None
     spec: (
         CarmaSpec
@@ -1099,6 +1102,7 @@ class RunsTable(TypedDict):
     index: list[int]
     name: list[str | None]
     params: dict[str, list[Any]]
+    released: list[int]
     started_at: list[str | None]
     status: list[RunStatus]
     summary: dict[str, list[float | None]]
