@@ -140,8 +140,14 @@ class Run(Base):
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     queue: Mapped[str] = mapped_column(String(50), default="cpu")
     status: Mapped[str] = mapped_column(String(16), default="queued")
+    # the attempt's number: every claim gets the next one (the run token, the task id, the run_attempts row
+    # and every write of a worker name it), released attempts included
     attempt: Mapped[int] = mapped_column(Integer, default=1)
+    # the attempts allowed, counted without the released ones: the run has used ``attempt - released``
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    # attempts handed back at a worker's shutdown (POST /runs/{id}/release): they do not count against
+    # ``max_attempts`` (migration 0027)
+    released: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     worker: Mapped[str | None] = mapped_column(String(300), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
     progress_done: Mapped[int] = mapped_column(BigInteger, default=0)
@@ -358,6 +364,27 @@ class RunAttempt(Base):
     outcome: Mapped[str] = mapped_column(String(16), default="running")
     # the checkpoint step the attempt resumed from (POST /runs/{id}/resumed); null: it started afresh
     resumed_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    def seconds(self, run: Run) -> float:
+        """Seconds the attempt was worked on: to its end, or (running) to the run's last heartbeat."""
+        end = self.ended_at
+        if end is None:
+            end = run.heartbeat_at if run.attempt == self.attempt and run.heartbeat_at else self.started_at
+        return max(0.0, (end - self.started_at).total_seconds())
+
+
+def run_seconds(run: Run, rows: list[RunAttempt]) -> float | None:
+    """Seconds workers spent on ``run`` over its attempts ``rows`` (all of them), the running one to its
+    last heartbeat: the downtime between attempts is not counted. What the API shows as ``run_seconds``
+    (backend/runs/attempts.py) and the MLflow mirror makes its MLflow run's duration (backend/mirror/).
+    None: it never started."""
+    if rows:
+        return sum(row.seconds(run) for row in rows)
+    # a run that started before migration 0013 kept no attempts: its one span, as before
+    if run.started_at is None or run.status == "queued":
+        return None
+    end = run.finished_at if run.status != "running" else run.heartbeat_at
+    return max(0.0, (end - run.started_at).total_seconds()) if end else None
 
 
 class RunLog(Base):

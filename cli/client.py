@@ -373,6 +373,10 @@ def runs_list(
       reasonlab runs list --where 'kind = "carma"' --group-by default --metric 'max(metrics.acc)'
       reasonlab runs list --view 'carma seeds' --project lab --where 'params.lambda >= 0.1'
       reasonlab runs list --view 12
+      reasonlab runs list --where 'attempt > 1'    (runs a failure or a lost worker made try again)
+
+    The att column: the attempts counted against the run's allowance, of how many (2/3); +3r: three more
+    were released at a worker's shutdown and resumed from their checkpoint (never counted).
 
     With --view, the runs (or groups) a saved view of the runs page shows in the dashboard, of the view's
     project (a view's id needs no --project, its name does outside the project default); an option given here replaces that part of the view (a new --group-by also drops the view's
@@ -410,7 +414,7 @@ def runs_list(
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(extra)]
     tail = "  ".join(f"{c:<{w}}" for c, w in zip(extra, widths, strict=True)) if extra else "params"
     click.echo(
-        f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':>3}  progress  {'eta':>7}  "
+        f"{'id':>6}  {'exp':>5}  {'kind':<14} {'status':<10} {'att':<{ATT_WIDTH}}  progress  {'eta':>7}  "
         f"{'name':<24}  {tail}".rstrip()
     )
     now = datetime.now(UTC)
@@ -423,7 +427,8 @@ def runs_list(
             else json.dumps(r["params"])
         )
         click.echo(
-            f"{r['id']:>6}  {r['experiment_id']:>5}  {r['kind']:<14} {r['status']:<10} {r['attempt']:>3}  "
+            f"{r['id']:>6}  {r['experiment_id']:>5}  {r['kind']:<14} {r['status']:<10} "
+            f"{attempt_cell(r):<{ATT_WIDTH}}  "
             f"{prog:<8}  {eta_cell(p.get('eta_at'), now):>7}  {name_cell(r.get('name')):<24}  "
             f"{values}".rstrip()
         )
@@ -528,6 +533,33 @@ def eta_cell(eta_at: str | None, now: datetime) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m"
     return f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"
+
+
+ATT_WIDTH = 7  # the att column of `runs list`: 1/3, or 1/3+3r
+
+
+def _released(run: Any) -> int:
+    return int(run.get("released") or 0)  # an API from before the field: none counted apart
+
+
+def attempt_cell(run: Any) -> str:
+    """A run's att column in ``runs list``: the attempts counted against its allowance, of how many
+    (``2/3``), and the released ones apart (``1/3+3r``: handed back three times at a worker's shutdown,
+    each resumed by the next attempt; they do not count)."""
+    released = _released(run)
+    counted = f"{run['attempt'] - released}/{run['max_attempts']}"
+    return f"{counted}+{released}r" if released else counted
+
+
+def attempt_line(run: Any) -> str:
+    """``runs show``'s attempt line: ``1 of at most 3``, then the released attempts and the attempt's own
+    number (the one ``runs logs`` and the attempt history name): ``1 of at most 3, resumed 3x after
+    worker shutdowns (attempt #4)``."""
+    released = _released(run)
+    line = f"{run['attempt'] - released} of at most {run['max_attempts']}"
+    if released:
+        line += f", resumed {released}x after worker shutdowns (attempt #{run['attempt']})"
+    return line
 
 
 NAME_WIDTH = 24  # the name column of `runs list`; a longer name is cut with an ellipsis
@@ -641,7 +673,7 @@ def run_summary(run: Any) -> list[str]:
     lines = [
         f"run {run['id']}{name}: {run['kind']}, experiment {run['experiment_id']}, {run['status']}"
         + (" (cancel requested)" if run.get("cancel_requested") else ""),
-        f"  attempt:   {run['attempt']} of at most {run['max_attempts']}",
+        f"  attempt:   {attempt_line(run)}",
         f"  worker:    {run.get('worker') or '-'}"
         + (f" (last heartbeat {run['heartbeat_at']})" if run.get("heartbeat_at") else ""),
         f"  created:   {run['created_at']}",

@@ -2,7 +2,9 @@
 dashboard's runs table shows, as CSV (streamed) or Parquet.
 
 Columns, in order: ``run_id``, ``number`` (1-based, as the dashboard and the run page count),
-``name``, ``status``, ``attempt``, ``created_at``, ``started_at``, ``finished_at``, ``duration_s``
+``name``, ``status``, ``attempt`` (the attempts counted against ``max_attempts``), ``released`` (the
+attempts handed back at a worker's shutdown, not counted), ``created_at``, ``started_at``, ``finished_at``,
+``duration_s``
 (the seconds workers spent on a finished run over all its attempts, without the downtime between them,
 as the run page's run time; a run without attempt records, from before migration 0013: its start to its
 end; empty while it runs or never ran), then ``params.<path>`` for every field of the resolved spec
@@ -67,7 +69,9 @@ def runs_columns(
         ("number", [i + 1 for i in pick(data["index"])]),
         ("name", pick(data["name"])),
         ("status", pick(data["status"])),
-        ("attempt", pick(data["attempt"])),
+        # the attempts counted against max_attempts, as the dashboard and the query language count them
+        ("attempt", [a - r for a, r in zip(pick(data["attempt"]), pick(data["released"]), strict=True)]),
+        ("released", pick(data["released"])),
         ("created_at", [_time(t) for t in pick(data["created_at"])]),
         ("started_at", started),
         ("finished_at", finished),

@@ -105,7 +105,8 @@ def runs_of(session: Session, experiment_id: int) -> list[Run]:
 # The runs table's columns as the driver gives them: no ORM entities, no type processing per value (the
 # JSON column's decoding and the timestamps' conversion cost ~60% of a 10,000-run table through the ORM).
 _RUN_COLUMNS = (
-    'SELECT id, "index", status, attempt, created_at, started_at, finished_at, CAST(params AS TEXT), name FROM runs'
+    'SELECT id, "index", status, attempt, created_at, started_at, finished_at, CAST(params AS TEXT), name, released'
+    " FROM runs"
     ' WHERE experiment_id = {p} ORDER BY "index"'
 )
 
@@ -136,7 +137,7 @@ def run_specs(session: Session, experiment_id: int) -> list[tuple[int, str, str 
 
 def run_columns(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
     """The runs table's rows ``(id, index, status, attempt, created_at, started_at, finished_at,
-    params, name)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
+    params, name, released)`` in index order, raw: timestamps as the driver returns them (SQLite: text), params as JSON
     text. 10,000 runs in one select, no specs."""
     return driver_rows(session, _RUN_COLUMNS, [experiment_id])
 

@@ -145,7 +145,8 @@ def export_runs(
         Query(alias="status", description="only runs of these statuses (repeat it); all when absent"),
     ] = None,
 ) -> Response:
-    """The experiment's runs table as a file: run_id, number (1-based), name, status, attempt, created_at,
+    """The experiment's runs table as a file: run_id, number (1-based), name, status, attempt (counted
+    against max_attempts), released (handed back at a worker's shutdown, not counted), created_at,
     started_at, finished_at, duration_s, then params.<name> and metrics.<key> (latest values) columns.
     CSV text cells that a spreadsheet would run as a formula (=, +, -, @) start with a '."""
     experiment = service.get_visible(session, principal, experiment_id)

@@ -69,7 +69,14 @@ class RunsTable(BaseModel):
     index: list[int]
     name: list[str | None] = Field(description="each run's name (null: unnamed, PATCH /runs/{id} names it)")
     status: list[RunStatus]
-    attempt: list[int]
+    attempt: list[int] = Field(
+        description="each run's current attempt number, as RunPublic's (released attempts included)"
+    )
+    released: list[int] = Field(
+        description="each run's attempts handed back at a worker's shutdown and resumed by the next "
+        "attempt; attempt - released are the attempts counted against its max_attempts (the dashboard's "
+        "'att.' column)"
+    )
     created_at: list[datetime]
     started_at: list[datetime | None]
     finished_at: list[datetime | None]

@@ -117,8 +117,8 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
     in index order; ``params`` and ``summary`` one array per name (null where a run has none)."""
     rows = repository.run_columns(session, experiment_id)
     n = len(rows)
-    ids, indexes, statuses, attempts, created, started, finished, params_text, names = (
-        [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(9)]
+    ids, indexes, statuses, attempts, created, started, finished, params_text, names, released = (
+        [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
     )
     params: dict[str, list[Any]] = {}
     # every run's parameters in one parse (10,000 calls of json.loads cost 4x more)
@@ -154,6 +154,7 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
             "name": names,
             "status": statuses,
             "attempt": attempts,
+            "released": released,
             "created_at": _times(created),
             "started_at": _times(started),
             "finished_at": _times(finished),

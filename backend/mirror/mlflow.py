@@ -39,8 +39,11 @@ def conflict_tag(key: str) -> str:
 class Target(Protocol):
     """What the mirror needs of MLflow. Every call either succeeds or raises."""
 
-    def ensure_run(self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str]) -> str:
-        """The id of the active run of ``experiment`` tagged ``find``, made (with ``tags``) if none."""
+    def ensure_run(
+        self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str], start_ms: int | None
+    ) -> str:
+        """The id of the active run of ``experiment`` tagged ``find``, made (with ``tags``, starting at
+        ``start_ms``, milliseconds since the epoch; None: now) if none."""
         ...
 
     def log_params(self, run_id: str, params: dict[str, str]) -> None: ...
@@ -55,8 +58,10 @@ class Target(Protocol):
 
     def set_tags(self, run_id: str, tags: dict[str, str]) -> None: ...
 
-    def set_status(self, run_id: str, status: str) -> None:
-        """``RUNNING`` or a terminal MLflow status (FINISHED, FAILED, KILLED)."""
+    def set_status(self, run_id: str, status: str, duration_ms: int | None = None) -> None:
+        """``RUNNING`` or a terminal MLflow status (FINISHED, FAILED, KILLED); a terminal one with
+        ``duration_ms`` ends the run that long after its start time (MLflow's duration is end - start),
+        without it now."""
         ...
 
     def log_dict(self, run_id: str, payload: dict[str, Any], path: str) -> None: ...
@@ -132,13 +137,16 @@ class MlflowTarget:
         self._experiments[name] = str(made)
         return str(made)
 
-    def ensure_run(self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str]) -> str:
+    def ensure_run(
+        self, experiment: str, name: str, tags: dict[str, str], find: dict[str, str], start_ms: int | None
+    ) -> str:
         experiment_id = self._experiment(experiment)
         assert experiment_id is not None
         found = self.client.search_runs([experiment_id], filter_string=_filter(find), max_results=1)
         if found:
             return str(found[0].info.run_id)
-        return str(self.client.create_run(experiment_id, run_name=name, tags=tags).info.run_id)
+        made = self.client.create_run(experiment_id, start_time=start_ms, run_name=name, tags=tags)
+        return str(made.info.run_id)
 
     def log_params(self, run_id: str, params: dict[str, str]) -> None:
         from mlflow.entities import Param
@@ -161,11 +169,17 @@ class MlflowTarget:
 
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in sorted(tags.items())])
 
-    def set_status(self, run_id: str, status: str) -> None:
+    def set_status(self, run_id: str, status: str, duration_ms: int | None = None) -> None:
         if status == "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
-        else:
-            self.client.set_terminated(run_id, status=status)
+            return
+        end_ms = None
+        if duration_ms is not None:
+            # from the start the MLflow run has (the mirror made it at the run's first claim; one made
+            # otherwise, by an older mirror or a worker, keeps its own), so that end - start is the duration
+            start_ms = self.client.get_run(run_id).info.start_time
+            end_ms = None if start_ms is None else int(start_ms) + duration_ms
+        self.client.set_terminated(run_id, status=status, end_time=end_ms)
 
     def log_dict(self, run_id: str, payload: dict[str, Any], path: str) -> None:
         self.client.log_dict(run_id, payload, path)

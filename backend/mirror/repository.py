@@ -16,7 +16,8 @@ from sqlalchemy import func, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from backend.models import Metric, MetricLatest, MirrorRun, MirrorSeries, Result, Run
+from backend import models
+from backend.models import Metric, MetricLatest, MirrorRun, MirrorSeries, Result, Run, RunAttempt
 
 # a point's batch lookup: steps per statement (2 parameters besides them; far below both databases' limits)
 _LOOKUP_CHUNK = 2000
@@ -114,13 +115,17 @@ class PendingRun:
     worker: str | None
     params: dict[str, Any]
     spec: dict[str, Any]
-    started: bool
+    started_at: datetime | None  # its first claim (null: it never started); its MLflow run's start time
     created_at: datetime
     stale: bool
     params_rev: int  # runs.logged_params_rev: 0 while the run logged no params
     params_sent: int | None  # the revision its MLflow run has (None: none yet, or a new MLflow run)
     name: str | None  # runs.name: what a member named the run
     name_sent: str | None  # the name its MLflow run has (None: not recorded)
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
 
     @property
     def params_due(self) -> bool:
@@ -184,7 +189,7 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
             worker=r[15],
             params=dict(r[16] or {}),
             spec=dict(r[17] or {}),
-            started=r[18] is not None,
+            started_at=r[18],
             created_at=r[19],
             stale=bool(r[20]),
             params_rev=int(r[21]),
@@ -194,6 +199,18 @@ def pending_runs(session: Session, now: datetime, limit: int) -> list[PendingRun
         )
         for r in session.execute(stmt)
     ]
+
+
+def run_seconds(session: Session, run_id: int) -> float | None:
+    """The seconds workers spent on the run over its attempts, downtime between them not counted: what
+    ReasonLab shows as its run time (``RunPublic.run_seconds``, ``backend.models.run_seconds``). None: it
+    never started. ``Mirror._finish`` makes its MLflow run's duration this."""
+    run = session.get(Run, run_id)
+    if run is None:
+        return None
+    return models.run_seconds(
+        run, list(session.scalars(select(RunAttempt).where(RunAttempt.run_id == run_id)))
+    )
 
 
 def update_run(session: Session, run_id: int, **values: Any) -> None:

@@ -4,7 +4,8 @@ workers need no MLflow URL and nothing has to catch the mirror up.
 Per run (``mirror_runs``, its outbox row, marked pending by a trigger whenever the run's status changes):
 
 1. the MLflow run: experiment ``reasonlab/experiment-<id>``, named after the run (``runs.name``, else
-   ``run-<id>``; a rename sets MLflow's ``mlflow.runName`` tag, recorded in ``mirror_runs.name_sent``), tagged with the run, its
+   ``run-<id>``; a rename sets MLflow's ``mlflow.runName`` tag, recorded in ``mirror_runs.name_sent``),
+   starting when the run started (its first claim), tagged with the run, its
    experiment, attempt, kind, worker and sweep params, the resolved spec as params; recorded in
    ``runs.mlflow_run_id`` (the run page's "Open in MLflow"). Found again by its tags after a crash between
    its creation and that commit, never made twice. A new attempt re-tags it and sets it running again.
@@ -25,8 +26,11 @@ Per run (``mirror_runs``, its outbox row, marked pending by a trigger whenever t
    value MLflow got first and the platform's value goes to the tag ``reasonlab.param_conflict.<key>``.
 3. once the run finished and its points are all sent: its result records as JSON artifacts
    (``results/<kind>-<n>.json``), a succeeded run's outputs and final model copied from the artifact
-   store (``outputs/``, ``model/``), then its MLflow status; then the outbox row is no longer pending
-   (unless the run's status moved meanwhile).
+   store (``outputs/``, ``model/``), then its MLflow status, with an end time that makes MLflow's duration
+   (end - start) ReasonLab's run time: the seconds workers spent on it over all its attempts, the downtime
+   between them not counted (``run_seconds``); so after such downtime MLflow's end time is earlier than
+   the run's ``finished_at`` by it. Then the outbox row is no longer pending (unless the run's status
+   moved meanwhile).
 
 MLflow down: the run's row backs off (``retry_at``) and the tick stops; nothing is lost, the watermarks
 say where to start. Every loop is bounded by what exists (points, keys, results, files), never by a step
@@ -39,7 +43,7 @@ import logging
 import tempfile
 import threading
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +93,11 @@ MLFLOW_RUN_NAME = "mlflow.runName"  # the tag MLflow keeps a run's name in (sett
 def mlflow_run_name(run: repo.PendingRun) -> str:
     """The name of a run's MLflow run: the name a member gave the run, else ``run-<id>``."""
     return run.name or f"run-{run.run_id}"
+
+
+def _ms(t: datetime | None) -> int | None:
+    """A time as MLflow stores one: whole milliseconds since the epoch."""
+    return None if t is None else int(t.timestamp() * 1000)
 
 
 def experiment_name(experiment_id: int) -> str:
@@ -246,6 +255,7 @@ class Mirror:
             name,
             run_tags(run, generation),
             identity(run, generation),
+            _ms(run.started_at),
         )
         self.target.log_params(mlflow_run_id, param_values(run.spec))
         report.writes += 2
@@ -469,7 +479,10 @@ class Mirror:
                 return  # more next tick
             if run.status == "succeeded" and not self._copy_artifacts(run, artifacts_after, report):
                 return
-            self.target.set_status(run.mlflow_run_id, MLFLOW_STATUS[run.status])
+            with session_scope(self.factory) as session:
+                seconds = repo.run_seconds(session, run.run_id)
+            duration_ms = None if seconds is None else round(seconds * 1000)
+            self.target.set_status(run.mlflow_run_id, MLFLOW_STATUS[run.status], duration_ms)
             report.writes += 1
         with session_scope(self.factory) as session:
             repo.update_run(

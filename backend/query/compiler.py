@@ -566,6 +566,10 @@ RUNS = Entity(
         "started": _Column(Run.started_at, "a time", True),
         "finished": _Column(Run.finished_at, "a time", True),
         "experiment": _ExperimentRef(),
+        # the attempts that count against max_attempts (the current one included): released attempts, handed
+        # back at a worker's shutdown, are not among them (``released`` counts those; backend/runs/attempts.py)
+        "attempt": _Column(Run.attempt - Run.released, "a number", False),
+        "released": _Column(Run.released, "a number", False),
     },
     {"params": _Json(Run.spec), "metrics": _Metric(), "results": _ResultField()},
     Run.id,

@@ -6,6 +6,11 @@ in the run's log (the Logs tab, ``reasonlab runs logs``) that names the attempt,
 should hear of without opening the run, a row in the project's activity feed (lost and
 requeued attempts left no trace).
 
+Attempts are numbered and counted apart: every claim is the next ``runs.attempt`` (its token, task id
+and row name it), but an attempt released at a worker's shutdown does not count against
+``max_attempts``: ``runs.released`` counts those, and the run has used ``attempt - released`` of its
+allowance (``counted``), what the run page, ``reasonlab runs`` and the query language's ``attempt`` show.
+
 Run time excludes downtime: an attempt lasts from its claim to its end, and a lost attempt ends at its
 last heartbeat (when its worker was last known to work on it), not when the reaper noticed. A run is
 *held* while it is running and its heartbeat is fresher than the reaper's timeout: the dashboard's
@@ -21,7 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.models import Run, RunAttempt, RunLog
+from backend.models import Run, RunAttempt, RunLog, run_seconds
 from common.runs import FINISHED_STATUSES
 
 # what an attempt's row says while it runs, and how it may end
@@ -32,6 +37,20 @@ LOG_PREFIX = "[reasonlab]"
 
 def stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def counted(run: Run) -> int:
+    """The attempts of the run that count against ``max_attempts``, the current one included: every
+    attempt but the released ones."""
+    return run.attempt - run.released
+
+
+def numbered(attempt: int, released: int, max_attempts: int) -> str:
+    """An attempt as the log names it, after the word "attempt": ``2 of 3``; after released attempts (not
+    counted) its number and its count apart: ``4 (counted: 1 of 3; 3 released before it)``."""
+    if released == 0:
+        return f"{attempt} of {max_attempts}"
+    return f"{attempt} (counted: {attempt - released} of {max_attempts}; {released} released before it)"
 
 
 def log(session: Session, run: Run, line: str, now: datetime) -> None:
@@ -47,7 +66,7 @@ def opened(session: Session, run: Run, worker: str, now: datetime, how: str = "c
         session.add(RunAttempt(run_id=run.id, attempt=run.attempt, worker=worker, started_at=now))
     else:  # an attempt number is claimed once; a row left by anything else is overwritten
         row.worker, row.started_at, row.ended_at, row.outcome = worker, now, None, "running"
-    log(session, run, f"attempt {run.attempt} of {run.max_attempts} {how} {worker}", now)
+    log(session, run, f"attempt {numbered(run.attempt, run.released, run.max_attempts)} {how} {worker}", now)
 
 
 def closed(session: Session, run_id: int, attempt: int, outcome: str, ended_at: datetime) -> None:
@@ -74,10 +93,7 @@ def of_run(session: Session, run_id: int) -> list[RunAttempt]:
 
 def duration(row: RunAttempt, run: Run) -> float:
     """Seconds the attempt was worked on: to its end, or (running) to the run's last heartbeat."""
-    end = row.ended_at
-    if end is None:
-        end = run.heartbeat_at if run.attempt == row.attempt and run.heartbeat_at else row.started_at
-    return max(0.0, (end - row.started_at).total_seconds())
+    return row.seconds(run)
 
 
 def held(run: Run, now: datetime, heartbeat_timeout: float) -> bool:
@@ -107,14 +123,4 @@ def timings(
         stmt = select(RunAttempt).where(RunAttempt.run_id.in_(ids[start : start + 1000]))
         for row in session.scalars(stmt):
             by_run[row.run_id].append(row)
-    return {r.id: Timing(held(r, now, heartbeat_timeout), _run_seconds(r, by_run[r.id])) for r in runs}
-
-
-def _run_seconds(run: Run, rows: list[RunAttempt]) -> float | None:
-    if rows:
-        return sum(duration(row, run) for row in rows)
-    # a run that started before migration 0013 kept no attempts: its one span, as before
-    if run.started_at is None or run.status == "queued":
-        return None
-    end = run.finished_at if run.status != "running" else run.heartbeat_at
-    return max(0.0, (end - run.started_at).total_seconds()) if end else None
+    return {r.id: Timing(held(r, now, heartbeat_timeout), run_seconds(r, by_run[r.id])) for r in runs}

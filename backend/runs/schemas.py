@@ -39,8 +39,20 @@ class RunPublic(BaseModel):
     spec: SpecPayload
     params: dict[str, Any]
     status: RunStatus
-    attempt: int
-    max_attempts: int
+    attempt: int = Field(
+        description="the current attempt's number: every claim takes the next one, released attempts "
+        "included (the run token, the task and every write of its worker name it; the attempt history's "
+        "rows); the attempts counted against max_attempts are attempt - released"
+    )
+    max_attempts: int = Field(
+        description="the attempts allowed, released ones not counted: the reaper requeues a lost worker's "
+        "run while attempt - released is below it, and fails it at the last"
+    )
+    released: int = Field(
+        description="attempts handed back at a worker's shutdown (POST /runs/{id}/release), each resumed "
+        "from its checkpoint by the next attempt; not counted against max_attempts (the dashboard's "
+        "'attempt 1/3, resumed 3x'; the query language's `released`)"
+    )
     queue: str
     worker: str | None
     heartbeat_at: datetime | None
@@ -91,6 +103,7 @@ class RunPublic(BaseModel):
             status=RunStatus(run.status),
             attempt=run.attempt,
             max_attempts=run.max_attempts,
+            released=run.released,
             queue=run.queue,
             worker=run.worker,
             heartbeat_at=run.heartbeat_at,

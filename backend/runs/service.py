@@ -1,7 +1,9 @@
 """The run lifecycle: queued -> running -> succeeded | failed | cancelled (DESIGN.md, Contracts).
 
 Workers claim, heartbeat and finish through these functions (via the API); the reaper returns runs
-whose worker went silent to ``queued`` with attempt+1, or fails them past ``max_attempts``.
+whose worker went silent to ``queued`` with attempt+1, or fails them past ``max_attempts``. A worker
+shutting down releases its run: the next attempt, counted apart (``released``), never against
+``max_attempts`` (``backend.runs.attempts.counted``).
 """
 
 from __future__ import annotations
@@ -182,8 +184,10 @@ def finish(session: Session, run: Run, body: FinishIn) -> Run:
 
 
 def release(session: Session, run: Run, attempt: int) -> Run:
-    """A worker shutting down gives its run back after a checkpoint: queued again as attempt+1, with
-    one more attempt allowed, so a rolling restart of the workers never uses up a run's attempts."""
+    """A worker shutting down gives its run back after a checkpoint: queued again as attempt+1 with
+    ``released`` + 1 and ``max_attempts`` unchanged (the released attempt is not counted), so a rolling
+    restart of the workers never uses up a run's attempts, and a run released three times reads
+    "attempt 1/3, resumed 3x", not "attempt 4/6"."""
     if run.kind == EXTERNAL_KIND:
         raise Conflict(f"run {run.id} is external: no worker can take it over (its script finishes it)")
     now = utcnow()
@@ -191,7 +195,7 @@ def release(session: Session, run: Run, attempt: int) -> Run:
     values: dict[str, object] = {
         "status": "queued",
         "attempt": attempt + 1,
-        "max_attempts": run.max_attempts + 1,
+        "released": Run.released + 1,  # the guard holds the attempt: no release counted twice
         "dispatched": False,
         "dispatched_at": None,
         "worker": None,
@@ -220,8 +224,8 @@ def release(session: Session, run: Run, attempt: int) -> Run:
     attempts.log(
         session,
         run,
-        f"attempt {attempt} released by worker {worker} at shutdown: requeued as attempt {run.attempt} "
-        f"(the released attempt is not counted: {run.max_attempts} allowed)",
+        f"attempt {attempt} released by worker {worker} at shutdown: requeued as attempt "
+        f"{attempts.numbered(run.attempt, run.released, run.max_attempts)}",
         now,
     )
     _activity(
@@ -277,7 +281,8 @@ def retry(session: Session, run: Run) -> Run:
         {
             "status": "queued",
             "attempt": attempt,
-            "max_attempts": max(run.max_attempts, attempt),
+            # a retry is a counted attempt: the allowance grows to it if it was used up
+            "max_attempts": max(run.max_attempts, attempt - run.released),
             "dispatched": False,
             "dispatched_at": None,
             "worker": None,
@@ -294,7 +299,8 @@ def retry(session: Session, run: Run) -> Run:
             f"run {run.id} changed while it was retried (another retry came first): it is "
             f"{run.status} at attempt {run.attempt}"
         )
-    attempts.log(session, run, f"retry requested: queued as attempt {run.attempt}", utcnow())
+    queued = attempts.numbered(run.attempt, run.released, run.max_attempts)
+    attempts.log(session, run, f"retry requested: queued as attempt {queued}", utcnow())
     return run
 
 
@@ -323,6 +329,7 @@ def reap(
             Run.cancel_requested.is_(run.cancel_requested),  # a cancel landing meanwhile is not lost
         ]
         attempt, worker, last_seen = run.attempt, run.worker, run.heartbeat_at
+        this_one = attempts.numbered(attempt, run.released, run.max_attempts)
         since = f"no heartbeat since {attempts.stamp(last_seen)}" if last_seen else "no heartbeat"
         lost = f"worker {worker} lost ({since}, timeout {silence:.0f}s)"
         ended_at = last_seen or now
@@ -347,7 +354,7 @@ def reap(
                     f"for {silence:.0f} s ({since})",
                 )
                 outcomes.append((run.id, "failed"))
-        elif run.attempt < run.max_attempts:
+        elif attempts.counted(run) < run.max_attempts:  # released attempts are not counted
             values: dict[str, object] = {
                 "status": "queued",
                 "attempt": attempt + 1,
@@ -359,7 +366,7 @@ def reap(
             }
             if repository.transition(session, run.id, guard, values):
                 attempts.closed(session, run.id, attempt, "lost", ended_at)
-                next_ = f"attempt {attempt + 1} of {run.max_attempts}"
+                next_ = f"attempt {attempts.numbered(attempt + 1, run.released, run.max_attempts)}"
                 attempts.log(session, run, f"attempt {attempt} lost: {lost}; requeued as {next_}", now)
                 _activity(
                     session,
@@ -374,7 +381,7 @@ def reap(
                 "status": "failed",
                 "finished_at": now,
                 "error": f"worker {worker} lost (no heartbeat for {timeout_seconds:.0f}s) "
-                f"at attempt {attempt} of {run.max_attempts}",
+                f"at attempt {this_one}",
             }
             if repository.transition(session, run.id, guard, values):
                 attempts.closed(session, run.id, attempt, "lost", ended_at)
@@ -389,7 +396,7 @@ def reap(
                     run,
                     "failed",
                     f"run {run.id} (#{run.index + 1}) failed: worker {worker} lost at the last attempt "
-                    f"({attempt} of {run.max_attempts}; {since})",
+                    f"({this_one}; {since})",
                 )
                 outcomes.append((run.id, "failed"))
     return outcomes

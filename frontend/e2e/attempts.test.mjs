@@ -5,7 +5,9 @@
 // saying "live" as soon as its heartbeat is older than the API's timeout (the run is still running, the
 // reaper has not come by) and says no worker holds it; the reaper then requeues it as attempt 3. The run
 // page's Attempts tab lists both attempts (worker, outcome), its log has the system's lines, the activity
-// page the released, resumed and requeued rows. Screenshots in test-output/e2e/attempts-*.png.
+// page the released, resumed and requeued rows. The run header counts the attempts as the allowance does:
+// "attempt 1/3, resumed 1×" after the release, "attempt 2/3, resumed 1×" after the loss (issue 36, item 7).
+// Screenshots in test-output/e2e/attempts-*.png.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -66,6 +68,9 @@ describe('attempt history', { timeout: 400_000 }, () => {
     // queued again: the progress of attempt 1 is gone from the page (the stream's progress event), no "live"
     await page.getByTestId('run-progress').waitFor({ state: 'detached', timeout: 20_000 });
     assert.equal(await page.getByTestId('live').count(), 0);
+    // the released attempt is shown apart and not counted (issue 36, item 7): not "attempt 2/4"
+    await page.getByTestId('run-attempt').filter({ hasText: 'resumed 1×' }).waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByTestId('run-attempt').innerText(), 'attempt 1/3, resumed 1×');
   });
 
   it('stops saying live as soon as the heartbeat is stale, before the reaper requeues the run', async () => {
@@ -92,6 +97,10 @@ describe('attempt history', { timeout: 400_000 }, () => {
     }
     const requeued = await platform.api(`/runs/${run.id}`);
     assert.deepEqual([requeued.status, requeued.attempt, requeued.held], ['queued', 3, false]);
+    // the lost attempt counts, the released one still does not
+    assert.deepEqual([requeued.released, requeued.max_attempts], [1, 3]);
+    await page.getByTestId('run-attempt').filter({ hasText: 'attempt 2/3' }).waitFor({ timeout: 20_000 });
+    assert.equal(await page.getByTestId('run-attempt').innerText(), 'attempt 2/3, resumed 1×');
   });
 
   it('lists every attempt on the run page, with the log lines and the activity rows', async () => {
@@ -116,9 +125,10 @@ describe('attempt history', { timeout: 400_000 }, () => {
     await log.waitFor();
     const text = await log.innerText();
     assert.match(text, /\[reasonlab\] attempt 1 of 3 claimed by worker gpu-host-a/);
-    assert.match(text, /\[reasonlab\] attempt 1 released by worker gpu-host-a at shutdown: requeued as attempt 2/);
+    assert.match(text, /\[reasonlab\] attempt 1 released by worker gpu-host-a at shutdown: requeued as attempt 2 \(counted: 1 of 3; 1 released before it\)/);
+    assert.match(text, /\[reasonlab\] attempt 2 \(counted: 1 of 3; 1 released before it\) claimed by worker gpu-host-b/);
     assert.match(text, /\[reasonlab\] attempt 2 resumed from the checkpoint at step 30/);
-    assert.match(text, /\[reasonlab\] attempt 2 lost: worker gpu-host-b lost \(no heartbeat since .*\); requeued as attempt 3/);
+    assert.match(text, /\[reasonlab\] attempt 2 lost: worker gpu-host-b lost \(no heartbeat since .*\); requeued as attempt 3 \(counted: 2 of 3; 1 released before it\)/);
 
     await page.goto(`${platform.url}/activity`);
     const feed = page.getByTestId('activity');

@@ -259,6 +259,7 @@ class ClaimOut(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     run_seconds: float | None
     run_token: str
     spec: (
@@ -559,6 +560,7 @@ class ExternalRunOut(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     resumed: bool
     run_seconds: float | None
     run_token: str
@@ -1072,6 +1074,7 @@ class RunPublic(TypedDict):
     progress: RunProgress
     project_id: int
     queue: str
+    released: int
     run_seconds: float | None
     spec: (
         CarmaSpec
@@ -1107,6 +1110,7 @@ class RunsTable(TypedDict):
     index: list[int]
     name: list[str | None]
     params: dict[str, list[Any]]
+    released: list[int]
     started_at: list[str | None]
     status: list[RunStatus]
     summary: dict[str, list[float | None]]

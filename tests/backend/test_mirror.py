@@ -10,17 +10,18 @@ import json
 import math
 import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import event, select, text, update
 
-from backend.db import get_engine, session_factory, session_scope
+from backend.db import get_engine, session_factory, session_scope, utcnow
 from backend.mirror import repository as repo
 from backend.mirror.mlflow import MlflowTarget
 from backend.mirror.service import Mirror, TickReport
-from backend.models import MirrorRun, MirrorSeries
+from backend.models import MirrorRun, MirrorSeries, Run, RunAttempt
 from tests.backend.conftest import Api
 
 pytestmark = pytest.mark.dialect_matrix  # SQL is the subject: SQLite and Postgres (tests/backend/conftest.py)
@@ -401,6 +402,47 @@ def test_a_new_attempt_reopens_the_mlflow_run(api: Api, target: Target) -> None:
     assert _mlflow_id(api, rid) == mid
     _assert_exact(target, mid, {"loss": loss})
     assert target.real.client.get_run(mid).info.status == "FINISHED"
+
+
+def test_the_mlflow_run_lasts_the_run_time(api: Api, target: Target) -> None:
+    """Issue 36, item 8: MLflow's duration (its end time less its start time) is ReasonLab's run time,
+    the seconds of the run's attempts without the downtime between them (a worker shut down, the next one
+    took the run 40 minutes later); the MLflow run starts when the run started."""
+    rid = _start(api)
+    _post(api, rid, {"loss": {1: 1.0, 2: 0.5}})
+    r = api.client.post(f"/api/v1/runs/{rid}/release", json={"attempt": 1}, headers=api.worker)
+    assert r.status_code == 200, r.text
+    r = api.client.post(f"/api/v1/runs/{rid}/claim", json={"attempt": 2, "worker": "w2"}, headers=api.worker)
+    assert r.status_code == 200, r.text
+    # the attempts as they happened: 10 minutes from t0, then 40 minutes of downtime, then 10 more
+    t0 = utcnow().replace(microsecond=0) - timedelta(hours=1)
+    spans = {1: (t0, t0 + timedelta(minutes=10)), 2: (t0 + timedelta(minutes=50), None)}
+    factory = session_factory(get_engine(api.settings.database_url))
+    with session_scope(factory) as s:
+        s.execute(update(Run).where(Run.id == rid).values(started_at=t0))
+        for attempt, (start, end) in spans.items():
+            s.execute(
+                update(RunAttempt)
+                .where(RunAttempt.run_id == rid, RunAttempt.attempt == attempt)
+                .values(started_at=start, ended_at=end)
+            )
+    mirror = _mirror(api, target)
+    _drain(mirror)  # the MLflow run is made while attempt 2 runs
+    mid = _mlflow_id(api, rid)
+    assert target.real.client.get_run(mid).info.start_time == int(t0.timestamp() * 1000)
+    _finish(api, rid, attempt=2)
+    with session_scope(factory) as s:
+        s.execute(
+            update(RunAttempt)
+            .where(RunAttempt.run_id == rid, RunAttempt.attempt == 2)
+            .values(ended_at=t0 + timedelta(hours=1))
+        )
+    run_seconds = api.client.get(f"/api/v1/runs/{rid}", headers=api.h()).json()["run_seconds"]
+    assert run_seconds == 20 * 60  # the run page's run time: the downtime is not counted
+    _drain(mirror)
+    info = target.real.client.get_run(mid).info
+    assert info.status == "FINISHED" and info.start_time == int(t0.timestamp() * 1000)
+    assert info.end_time - info.start_time == round(run_seconds * 1000)
 
 
 def test_points_added_to_a_finished_run_are_mirrored(api: Api, target: Target) -> None:

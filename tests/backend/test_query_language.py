@@ -277,6 +277,37 @@ def test_every_operator_over_every_field_type(api: Api) -> None:
 
 
 @pytest.mark.dialect_matrix
+def test_attempt_counts_what_the_allowance_counts_and_released_apart(api: Api) -> None:
+    """Issue 36, item 7: ``attempt`` is the attempts counted against max_attempts (a failure, a lost
+    worker, a retry), never the ones released at a worker's shutdown, which ``released`` counts: a run
+    released three times (attempt number 4) is ``attempt = 1``; one that failed once and was retried is
+    ``attempt = 2``. A team filtering for flaky runs asks ``attempt > 1``."""
+    (a, b, x, n), _ = _seed(api)
+    factory = session_factory(get_engine(api.settings.database_url))
+    with session_scope(factory) as session:
+        session.execute(update(Run).where(Run.id == a).values(attempt=4, released=3))  # three Ctrl-Cs
+        session.execute(update(Run).where(Run.id == b).values(attempt=2))  # failed, retried
+        session.execute(update(Run).where(Run.id == x).values(attempt=3, released=1))  # both
+    cases = {
+        "attempt = 1": {a, n},
+        "attempt > 1": {b, x},
+        "attempt = 2": {b, x},
+        "attempt in (1, 3)": {a, n},
+        "released > 0": {a, x},
+        "released = 3": {a},
+        "attempt = 1 and released = 0": {n},
+        "not released = 0": {a, x},
+    }
+    for q, want in cases.items():
+        assert set(_q(api, q)) == want, q
+    assert _q(api, "id > 0", sort="attempt", order="desc") == [b, x, a, n]  # ties by id
+    assert _q(api, "id > 0", sort="released", order="desc")[:2] == [a, x]
+    with pytest.raises(QueryError) as info:
+        where(RUNS, "attempt = 'x'", "sqlite")
+    assert "attempt is a number" in info.value.message
+
+
+@pytest.mark.dialect_matrix
 def test_injection_is_a_plain_string(api: Api) -> None:
     (_, _, x, _), _ = _seed(api)
     assert _q(api, 'name = "x\'; drop table runs; --"') == [x]

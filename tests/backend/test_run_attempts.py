@@ -6,14 +6,17 @@ Postgres (the ``api`` fixture)."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import time
 from datetime import timedelta
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from backend.db import get_engine, session_factory, session_scope, utcnow
 from backend.models import Run, RunAttempt
@@ -103,6 +106,152 @@ def test_release_at_shutdown_is_an_attempt_with_its_log_line_and_feed_row(api: A
         (1, "released"),
         (2, "running"),
     ]
+
+
+def _release(api: Api, run_id: int, attempt: int) -> dict[str, Any]:
+    r = api.client.post(f"/api/v1/runs/{run_id}/release", json={"attempt": attempt}, headers=api.worker)
+    assert r.status_code == 200, r.text
+    got: dict[str, Any] = r.json()
+    return got
+
+
+def _found(api: Api, q: str) -> list[int]:
+    r = api.client.get("/api/v1/runs", params={"q": q, "project": "default"}, headers=api.h())
+    assert r.status_code == 200, r.text
+    return [i["id"] for i in r.json()["items"]]
+
+
+def test_released_attempts_are_counted_apart_and_leave_the_allowance(api: Api) -> None:
+    """Issue 36, item 7: three Ctrl-Cs of `reasonlab up` release the run three times. It reads "attempt
+    1/3, resumed 3x" (attempt 4, released 3, max_attempts 3), not "attempt 4/6"; a worker lost after that
+    uses one of the three counted attempts, and the third loss fails the run."""
+    run = _run(api)
+    rid = run["id"]
+    for attempt in (1, 2, 3):
+        _claim(api, rid, attempt, f"up-{attempt}")
+        r = _release(api, rid, attempt)
+        assert (r["status"], r["attempt"], r["released"], r["max_attempts"]) == (
+            "queued",
+            attempt + 1,
+            attempt,
+            3,
+        )
+    _claim(api, rid, 4, "up-4")
+    got = _get(api, rid)
+    assert (got["attempt"], got["released"], got["max_attempts"]) == (4, 3, 3)
+    log = _log(api, rid)
+    assert "[reasonlab] attempt 4 (counted: 1 of 3; 3 released before it) claimed by worker up-4" in log, log
+    assert any(
+        "attempt 3 released by worker up-3 at shutdown: requeued as attempt 4 (counted: 1 of 3; 3 released"
+        in line
+        for line in log
+    ), log
+    # the query language counts attempts as the allowance does
+    assert rid in _found(api, "attempt = 1 and released = 3")
+    assert rid not in _found(api, "attempt > 1") and rid in _found(api, "released >= 1")
+    # real losses count: requeued while fewer than 3 counted attempts were used, failed at the third
+    for attempt, counted in ((4, 1), (5, 2)):
+        _age_heartbeat(api, rid, 30)
+        assert _reap(api, timeout=5) == [(rid, "requeued")], (attempt, counted)
+        got = _get(api, rid)
+        assert (got["status"], got["attempt"], got["released"], got["max_attempts"]) == (
+            "queued",
+            attempt + 1,
+            3,
+            3,
+        )
+        assert rid in _found(api, f"attempt = {counted + 1}")
+        _claim(api, rid, attempt + 1, f"lost-{attempt + 1}")
+    _age_heartbeat(api, rid, 30)
+    assert _reap(api, timeout=5) == [(rid, "failed")]
+    got = _get(api, rid)
+    assert (
+        got["status"] == "failed" and "at attempt 6 (counted: 3 of 3; 3 released before it)" in got["error"]
+    )
+    assert any("attempt 6 lost" in line and "failed (the last of 3)" in line for line in _log(api, rid))
+    assert [a["outcome"] for a in _attempts(api, rid)] == ["released"] * 3 + ["lost"] * 3
+    # a retry is a counted attempt: the allowance grows to it, the released ones still apart
+    r = api.client.post(f"/api/v1/runs/{rid}/retry", headers=api.h()).json()
+    assert (r["status"], r["attempt"], r["released"], r["max_attempts"]) == ("queued", 7, 3, 4)
+
+
+def test_a_real_failure_counts_and_a_release_after_it_does_not(api: Api) -> None:
+    run = _run(api)
+    rid, url = run["id"], f"/api/v1/runs/{run['id']}"
+    _claim(api, rid, 1)
+    api.client.post(f"{url}/finish", json={"attempt": 1, "status": "failed"}, headers=api.worker)
+    r = api.client.post(f"{url}/retry", headers=api.h()).json()
+    assert (r["attempt"], r["released"], r["max_attempts"]) == (2, 0, 3)
+    _claim(api, rid, 2)
+    r = _release(api, rid, 2)
+    assert (r["attempt"], r["released"], r["max_attempts"]) == (3, 1, 3)
+    assert rid in _found(api, "attempt = 2 and released = 1")
+    assert rid not in _found(api, "attempt = 3")
+    # the runs table and its export count the same way: attempt 3 with one released, counted 2
+    exp_id = run["experiment_id"]
+    table = api.client.get(f"/api/v1/experiments/{exp_id}/runs-table", headers=api.h()).json()
+    assert (table["attempt"], table["released"]) == ([3], [1])
+    export = api.client.get(f"/api/v1/experiments/{exp_id}/runs/export", headers=api.h())
+    header, row = list(csv.reader(io.StringIO(export.text)))
+    assert (row[header.index("attempt")], row[header.index("released")]) == ("2", "1")
+
+
+def test_migration_counts_earlier_releases_apart(database_url: str, home: Path) -> None:
+    """Upgrading to 0027: a run released before it (each release raised max_attempts by one and left a
+    ``released`` attempt row) gets ``released`` from those rows and its allowance back; a run without
+    released rows is left as it was. Downgrading raises the allowance again."""
+    from alembic import command
+
+    from backend.bootstrap import alembic_config
+
+    config = alembic_config(database_url)
+    command.upgrade(config, "head")
+    command.downgrade(config, "0026")
+    engine = get_engine(database_url)
+    # (run id, status, attempt, max_attempts, outcomes of its attempt rows)
+    runs = [
+        (1, "running", 4, 6, ["released", "released", "released", "running"]),
+        (2, "queued", 3, 3, ["lost", "lost"]),
+        (3, "failed", 4, 4, ["released", "lost", "lost", "lost"]),
+        (4, "queued", 2, 4, []),  # released before attempt rows were kept: nothing to go by
+    ]
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO projects (id, name, description, created_at) VALUES (1, 'p', '', CURRENT_TIMESTAMP)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO experiments (id, project_id, name, description, kind, spec, created_at) "
+                "VALUES (1, 1, 'e', '', 'diagnostic', '{}', CURRENT_TIMESTAMP)"
+            )
+        )
+        for rid, status, attempt, max_attempts, outcomes in runs:
+            conn.execute(
+                text(
+                    'INSERT INTO runs (id, experiment_id, project_id, kind, "index", spec, params, queue, status, '
+                    "attempt, max_attempts, progress_done, progress_total, progress_message, cancel_requested, "
+                    "dispatched, created_at, updated_at) VALUES (:id, 1, 1, 'diagnostic', :id, '{}', '{}', "
+                    "'cpu', :status, :attempt, :max, 0, 0, '', false, true, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                ).bindparams(id=rid, status=status, attempt=attempt, max=max_attempts)
+            )
+            for n, outcome in enumerate(outcomes, start=1):
+                conn.execute(
+                    text(
+                        "INSERT INTO run_attempts (run_id, attempt, worker, started_at, outcome) "
+                        "VALUES (:id, :n, 'w', CURRENT_TIMESTAMP, :outcome)"
+                    ).bindparams(id=rid, n=n, outcome=outcome)
+                )
+    command.upgrade(config, "head")
+    with engine.begin() as conn:
+        got = conn.execute(text("SELECT id, attempt, released, max_attempts FROM runs ORDER BY id")).all()
+    assert [tuple(r) for r in got] == [(1, 4, 3, 3), (2, 3, 0, 3), (3, 4, 1, 3), (4, 2, 0, 4)]
+    command.downgrade(config, "0026")
+    with engine.begin() as conn:
+        got = conn.execute(text("SELECT id, max_attempts FROM runs ORDER BY id")).all()
+    assert [tuple(r) for r in got] == [(1, 6), (2, 3), (3, 4), (4, 4)]
+    command.upgrade(config, "head")
 
 
 def test_reaper_requeues_a_lost_attempt_with_a_trace_and_no_old_progress(api: Api) -> None:
@@ -249,7 +398,7 @@ def test_a_retry_opens_a_new_attempt_with_no_old_progress(api: Api) -> None:
     api.client.post(f"{url}/finish", json=fin, headers=api.worker)
     r = api.client.post(f"{url}/retry", headers=api.h()).json()
     assert (r["status"], r["attempt"], r["progress"]["done"], r["progress"]["total"]) == ("queued", 2, 0, 0)
-    assert "[reasonlab] retry requested: queued as attempt 2" in _log(api, run["id"])
+    assert "[reasonlab] retry requested: queued as attempt 2 of 3" in _log(api, run["id"])
     _claim(api, run["id"], 2, "w2")
     assert [(a["attempt"], a["outcome"]) for a in _attempts(api, run["id"])] == [
         (1, "failed"),

@@ -218,10 +218,10 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
     said = [line.split(" stopped (")[0].strip() for line in out.splitlines() if " stopped (" in line]
     assert said == ["worker-0", "api"], out[-3000:]
     with sqlite3.connect(home / "reasonlab.db") as db:
-        status, attempt, max_attempts = db.execute(
-            "SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (run_id,)
+        status, attempt, released, max_attempts = db.execute(
+            "SELECT status, attempt, released, max_attempts FROM runs WHERE id = ?", (run_id,)
         ).fetchone()
-    assert (status, attempt, max_attempts) == ("queued", 2, 4), out[-3000:]
+    assert (status, attempt, released, max_attempts) == ("queued", 2, 1, 3), out[-3000:]
     worker_log = (home / "logs" / "worker-0.log").read_text()
     assert f"run {run_id} attempt 1 released at worker shutdown" in worker_log, worker_log[-3000:]
     # the API outlived the worker: no storm of connection errors from a worker whose API went away; and

@@ -1,5 +1,7 @@
 """`reasonlab runs list` shows each running run's ETA (issue 22, item 4: the API's estimate from the progress
-rate of the run's current attempt), as the dashboard does; ``-`` where there is none. And `up --workers` takes 0 or more."""
+rate of the run's current attempt), as the dashboard does; ``-`` where there is none; its att column counts
+the attempts as the allowance does, released ones apart (issue 36, item 7). And `up --workers` takes 0 or
+more."""
 
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ def _run(run_id: int, status: str, progress: dict[str, Any]) -> dict[str, Any]:
         "kind": "diagnostic",
         "status": status,
         "attempt": 1,
+        "max_attempts": 3,
+        "released": 0,
         "progress": progress,
         "name": None,
         "params": {},
@@ -81,6 +85,29 @@ def test_runs_list_has_an_eta_column(monkeypatch: pytest.MonkeyPatch) -> None:
         "29s",
     ]
     assert queued.split()[5:7] == ["-", "-"]
+
+
+def test_runs_list_counts_attempts_and_shows_released_ones_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 7: a run given back at three Ctrl-Cs of `reasonlab up` is "1/3+3r" (attempt number
+    4, none of the three counted), not "4"; a run retried after a failure is "2/3"."""
+    idle = {"done": 0, "total": 0, "message": "", "eta_at": None}
+    released = {**_run(7, "running", idle), "attempt": 4, "released": 3}
+    retried = {**_run(8, "queued", idle), "attempt": 2}
+    monkeypatch.setattr(
+        cli_client, "_client", lambda *_: _Client([released, retried, _run(9, "queued", idle)])
+    )
+    out = CliRunner().invoke(main, ["runs", "list"])
+    assert out.exit_code == 0, out.output
+    rows = out.output.splitlines()[1:]
+    assert [row.split()[4] for row in rows] == ["1/3+3r", "2/3", "1/3"]
+
+
+def test_runs_show_says_the_counted_attempt_and_the_released_ones() -> None:
+    run = {"attempt": 4, "released": 3, "max_attempts": 3}
+    assert cli_client.attempt_line(run) == "1 of at most 3, resumed 3x after worker shutdowns (attempt #4)"
+    assert cli_client.attempt_line({**run, "attempt": 2, "released": 0}) == "2 of at most 3"
+    # an API from before the released field: the attempt as it says
+    assert cli_client.attempt_cell({"attempt": 2, "max_attempts": 3}) == "2/3"
 
 
 def test_up_refuses_a_negative_number_of_workers() -> None:

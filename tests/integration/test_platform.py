@@ -220,9 +220,12 @@ def test_worker_shutdown_gives_the_run_back_and_it_resumes(pg_platform: Platform
     worker.send_signal(signal.SIGTERM)  # warm shutdown, as `docker compose stop` does
     worker.wait(60)
     released = pg_platform.client.get_run(rid)
-    assert (released["status"], released["attempt"], released["max_attempts"]) == ("queued", 2, 4), (
-        pg_platform.diagnostics()
-    )
+    assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
+        "queued",
+        2,
+        1,
+        3,
+    ), pg_platform.diagnostics()
     pg_platform.start_worker()
     (final,) = pg_platform.wait_finished([rid])
     assert final["status"] == "succeeded" and final["attempt"] == 2, pg_platform.diagnostics()

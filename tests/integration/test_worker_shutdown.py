@@ -106,9 +106,13 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
     assert worker.wait(60) == 0
     log = (platform.logs / "worker0.log").read_text()
     released = platform.client.get_run(rid)
-    assert (released["status"], released["attempt"], released["max_attempts"]) == ("queued", 2, 4), log[
-        -4000:
-    ]
+    # the released attempt is counted apart, not against max_attempts (issue 36, item 7)
+    assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
+        "queued",
+        2,
+        1,
+        3,
+    ), log[-4000:]
     assert f"run {rid} attempt 1 released at worker shutdown" in log, log[-4000:]
     assert "SIGKILL" not in log and not _alive(job), log[-4000:]
     stopped_at = max(s for s, _ in platform.loss_steps(rid))
@@ -212,9 +216,12 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0
         released = platform.client.get_run(rid)
-        assert (released["status"], released["attempt"], released["max_attempts"]) == ("queued", 2, 4), (
-            platform.diagnostics()
-        )
+        assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
+            "queued",
+            2,
+            1,
+            3,
+        ), platform.diagnostics()
         platform.start_worker()
         (final,) = platform.wait_finished([rid], timeout=300)
         assert (final["status"], final["attempt"]) == ("succeeded", 2), platform.diagnostics()
@@ -311,8 +318,11 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
     worker_log = (home / "logs" / "worker-0.log").read_text()
     assert proc.returncode == 0 and "stopped." in out and "did not stop in time" not in out, out[-3000:]
     with sqlite3.connect(home / "reasonlab.db") as db:
-        row = db.execute("SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (rid,)).fetchone()
-    assert row == ("queued", 2, 4), worker_log[-4000:]
+        row = db.execute(
+            "SELECT status, attempt, released, max_attempts FROM runs WHERE id = ?", (rid,)
+        ).fetchone()
+    # Ctrl-C released the attempt: counted apart, the allowance unchanged (issue 36, item 7)
+    assert row == ("queued", 2, 1, 3), worker_log[-4000:]
     assert f"run {rid} attempt 1 released at worker shutdown" in worker_log, worker_log[-4000:]
     assert "SIGKILL" not in worker_log, worker_log[-4000:]
 
@@ -322,7 +332,16 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
         wait_for(api.ready, 120, "reasonlab up to start again")
         wait_for(lambda: api.run(rid)["status"] == "succeeded", 180, "the run to finish")
         final = api.run(rid)
-        assert (final["status"], final["attempt"]) == ("succeeded", 2), final
+        assert (final["status"], final["attempt"], final["released"], final["max_attempts"]) == (
+            "succeeded",
+            2,
+            1,
+            3,
+        ), final
+        # the query language counts the attempts a failure would use: the released one is not among them
+        for q, found in (("attempt = 1 and released = 1", [rid]), ("attempt > 1", [])):
+            page = httpx.get(f"{api.url}/runs", params={"q": q}, headers=api.auth, timeout=10).json()
+            assert [r["id"] for r in page["items"] if r["id"] == rid] == found, (q, page)
         results = httpx.get(f"{api.url}/runs/{rid}/results", headers=api.auth, timeout=10).json()
         (payload,) = [r["payload"] for r in results]
         assert payload["resumed_from_step"] >= 9, payload
@@ -351,10 +370,12 @@ def test_ctrl_c_of_up_with_two_workers_gives_back_both_runs_they_hold(tmp_path: 
     assert proc.returncode == 0 and "did not stop in time" not in out, out[-3000:]
     with sqlite3.connect(home / "reasonlab.db") as db:
         rows = [
-            db.execute("SELECT status, attempt, max_attempts FROM runs WHERE id = ?", (r,)).fetchone()
+            db.execute(
+                "SELECT status, attempt, released, max_attempts FROM runs WHERE id = ?", (r,)
+            ).fetchone()
             for r in rids
         ]
-    assert rows == [("queued", 2, 4)] * 2, logs[-4000:]
+    assert rows == [("queued", 2, 1, 3)] * 2, logs[-4000:]
     for rid in rids:
         assert f"run {rid} attempt 1 released at worker shutdown" in logs, logs[-4000:]
     assert "SIGKILL" not in logs, logs[-4000:]

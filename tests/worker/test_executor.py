@@ -203,7 +203,12 @@ def test_a_run_claimed_as_the_worker_shuts_down_is_given_back_at_once(
     monkeypatch.setattr(executor, "_shutting_down", True)
     api = FakeApi(spec=_spec(steps=400, step_delay=0.01))
     assert _execute(api, settings) == "released"
-    assert api.run["status"] == "queued" and api.run["attempt"] == 2 and api.run["max_attempts"] == 4
+    assert (api.run["status"], api.run["attempt"], api.run["released"], api.run["max_attempts"]) == (
+        "queued",
+        2,
+        1,
+        3,
+    )
     assert _loss_steps(api) == [] and api.finishes == []
 
 
@@ -221,7 +226,12 @@ def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSett
     finally:
         timer.cancel()
     assert api.finishes == []
-    assert api.run["status"] == "queued" and api.run["attempt"] == 2 and api.run["max_attempts"] == 4
+    assert (api.run["status"], api.run["attempt"], api.run["released"], api.run["max_attempts"]) == (
+        "queued",
+        2,
+        1,
+        3,
+    )
     stopped_at = len(_loss_steps(api))
     assert 0 < stopped_at < 400
     # the next worker resumes from the checkpoint written at the stop and finishes the run

@@ -30,6 +30,7 @@ class FakeApi:
             "status": "queued",
             "attempt": 1,
             "max_attempts": 3,
+            "released": 0,
             "mlflow_run_id": None,
             "cancel_requested": False,
         }
@@ -140,8 +141,9 @@ class FakeApi:
             if request.method == "POST" and path == f"{run_path}/release":
                 if self.run["status"] != "running" or body["attempt"] != self.run["attempt"]:
                     return _error(409, "conflict", "not running with that attempt")
+                # as the API does: the next attempt, the released one counted apart (not in max_attempts)
                 self.run.update(
-                    status="queued", attempt=body["attempt"] + 1, max_attempts=self.run["max_attempts"] + 1
+                    status="queued", attempt=body["attempt"] + 1, released=self.run["released"] + 1
                 )
                 return httpx.Response(200, json=self.run)
             if request.method == "GET" and path == run_path:

@@ -209,7 +209,8 @@ export interface paths {
         };
         /**
          * Export Runs
-         * @description The experiment's runs table as a file: run_id, number (1-based), name, status, attempt, created_at,
+         * @description The experiment's runs table as a file: run_id, number (1-based), name, status, attempt (counted
+         *     against max_attempts), released (handed back at a worker's shutdown, not counted), created_at,
          *     started_at, finished_at, duration_s, then params.<name> and metrics.<key> (latest values) columns.
          *     CSV text cells that a spreadsheet would run as a formula (=, +, -, @) start with a '.
          */
@@ -1904,7 +1905,10 @@ export interface components {
          * @description The claimed run and the token its attempt works with from then on (its own routes only).
          */
         ClaimOut: {
-            /** Attempt */
+            /**
+             * Attempt
+             * @description the current attempt's number: every claim takes the next one, released attempts included (the run token, the task and every write of its worker name it; the attempt history's rows); the attempts counted against max_attempts are attempt - released
+             */
             attempt: number;
             /** Cancel Requested */
             cancel_requested: boolean;
@@ -1944,7 +1948,10 @@ export interface components {
             logged_params: {
                 [key: string]: unknown;
             };
-            /** Max Attempts */
+            /**
+             * Max Attempts
+             * @description the attempts allowed, released ones not counted: the reaper requeues a lost worker's run while attempt - released is below it, and fails it at the last
+             */
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
@@ -1962,6 +1969,11 @@ export interface components {
             project_id: number;
             /** Queue */
             queue: string;
+            /**
+             * Released
+             * @description attempts handed back at a worker's shutdown (POST /runs/{id}/release), each resumed from its checkpoint by the next attempt; not counted against max_attempts (the dashboard's 'attempt 1/3, resumed 3x'; the query language's `released`)
+             */
+            released: number;
             /**
              * Run Seconds
              * @description seconds workers spent on the run, over all its attempts (the running one up to its last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts
@@ -2555,7 +2567,10 @@ export interface components {
          * @description The opened run and the token its script works with (this run and attempt only).
          */
         ExternalRunOut: {
-            /** Attempt */
+            /**
+             * Attempt
+             * @description the current attempt's number: every claim takes the next one, released attempts included (the run token, the task and every write of its worker name it; the attempt history's rows); the attempts counted against max_attempts are attempt - released
+             */
             attempt: number;
             /** Cancel Requested */
             cancel_requested: boolean;
@@ -2600,7 +2615,10 @@ export interface components {
             logged_params: {
                 [key: string]: unknown;
             };
-            /** Max Attempts */
+            /**
+             * Max Attempts
+             * @description the attempts allowed, released ones not counted: the reaper requeues a lost worker's run while attempt - released is below it, and fails it at the last
+             */
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
@@ -2618,6 +2636,11 @@ export interface components {
             project_id: number;
             /** Queue */
             queue: string;
+            /**
+             * Released
+             * @description attempts handed back at a worker's shutdown (POST /runs/{id}/release), each resumed from its checkpoint by the next attempt; not counted against max_attempts (the dashboard's 'attempt 1/3, resumed 3x'; the query language's `released`)
+             */
+            released: number;
             /**
              * Resumed
              * @description an existing run was reopened (a new attempt)
@@ -3829,7 +3852,10 @@ export interface components {
         };
         /** RunPublic */
         RunPublic: {
-            /** Attempt */
+            /**
+             * Attempt
+             * @description the current attempt's number: every claim takes the next one, released attempts included (the run token, the task and every write of its worker name it; the attempt history's rows); the attempts counted against max_attempts are attempt - released
+             */
             attempt: number;
             /** Cancel Requested */
             cancel_requested: boolean;
@@ -3869,7 +3895,10 @@ export interface components {
             logged_params: {
                 [key: string]: unknown;
             };
-            /** Max Attempts */
+            /**
+             * Max Attempts
+             * @description the attempts allowed, released ones not counted: the reaper requeues a lost worker's run while attempt - released is below it, and fails it at the last
+             */
             max_attempts: number;
             /** Mlflow Run Id */
             mlflow_run_id: string | null;
@@ -3887,6 +3916,11 @@ export interface components {
             project_id: number;
             /** Queue */
             queue: string;
+            /**
+             * Released
+             * @description attempts handed back at a worker's shutdown (POST /runs/{id}/release), each resumed from its checkpoint by the next attempt; not counted against max_attempts (the dashboard's 'attempt 1/3, resumed 3x'; the query language's `released`)
+             */
+            released: number;
             /**
              * Run Seconds
              * @description seconds workers spent on the run, over all its attempts (the running one up to its last heartbeat, `heartbeat_at`): the downtime between attempts is not counted; null until it starts
@@ -3929,7 +3963,10 @@ export interface components {
          *     are ~1 MB of JSON here against ~7 MB as ``ExperimentDetail.runs``.
          */
         RunsTable: {
-            /** Attempt */
+            /**
+             * Attempt
+             * @description each run's current attempt number, as RunPublic's (released attempts included)
+             */
             attempt: number[];
             /**
              * Attempt Started At
@@ -3963,6 +4000,11 @@ export interface components {
             params: {
                 [key: string]: unknown[];
             };
+            /**
+             * Released
+             * @description each run's attempts handed back at a worker's shutdown and resumed by the next attempt; attempt - released are the attempts counted against its max_attempts (the dashboard's 'att.' column)
+             */
+            released: number[];
             /** Started At */
             started_at: (string | null)[];
             /** Status */

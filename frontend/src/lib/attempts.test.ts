@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunAttempt } from '../api/types';
-import { attemptSeconds, holderNote, isLive, outcomeLabel, runTimeSeconds } from './attempts';
+import { attemptHelp, attemptLabel, attemptSeconds, countedAttempt, holderNote, isLive, outcomeLabel, runTimeSeconds } from './attempts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -58,5 +58,21 @@ describe('attempt rows', () => {
     expect(outcomeLabel(attempt({ outcome: 'succeeded', resumed_step: 1200 }), { held: false, attempt: 1 })).toBe(
       `succeeded · resumed from step ${(1200).toLocaleString()}`,
     );
+  });
+});
+
+describe('the run header\'s attempt (issue 36, item 7)', () => {
+  it('shows a run released at three worker shutdowns as its first attempt, resumed 3 times, not "attempt 4/6"', () => {
+    const run = { attempt: 4, released: 3, max_attempts: 3 };
+    expect(countedAttempt(run)).toBe(1);
+    expect(attemptLabel(run)).toBe('attempt 1/3, resumed 3×');
+    expect(attemptHelp(run)).toContain('handed back 3 times at a worker\'s shutdown');
+    expect(attemptHelp(run)).toContain('attempt #4 in the attempt history');
+  });
+  it('counts failures and lost workers, and says nothing of releases when there were none', () => {
+    expect(attemptLabel({ attempt: 2, released: 0, max_attempts: 3 })).toBe('attempt 2/3');
+    expect(attemptHelp({ attempt: 2, released: 0, max_attempts: 3 })).not.toContain('attempt #');
+    expect(attemptLabel({ attempt: 3, released: 1, max_attempts: 3 })).toBe('attempt 2/3, resumed 1×');
+    expect(attemptHelp({ attempt: 3, released: 1, max_attempts: 3 })).toContain('handed back once');
   });
 });

@@ -5,6 +5,30 @@
 import type { Run, RunAttempt } from '../api/types';
 
 type Timing = Pick<Run, 'status' | 'held' | 'run_seconds' | 'heartbeat_at'>;
+type Counted = Pick<Run, 'attempt' | 'max_attempts' | 'released'>;
+
+/**
+ * The attempts that count against the run's allowance, the current one included: every attempt but those
+ * released at a worker's shutdown (`released`; each resumed from its checkpoint by the next). `attempt`
+ * itself is the current attempt's number, released ones included (the attempt history's rows).
+ */
+export function countedAttempt(run: Counted): number {
+  return run.attempt - run.released;
+}
+
+/** The run header's attempt: `attempt 2/3`, and the released attempts apart: `attempt 1/3, resumed 3×`. */
+export function attemptLabel(run: Counted): string {
+  const counted = `attempt ${countedAttempt(run)}/${run.max_attempts}`;
+  return run.released ? `${counted}, resumed ${run.released}×` : counted;
+}
+
+/** The attempt label's title: what the numbers mean, with the attempt's own number once it differs. */
+export function attemptHelp(run: Counted): string {
+  const counted = `${countedAttempt(run)} of the ${run.max_attempts} attempts allowed (a failure or a lost worker uses one)`;
+  if (!run.released) return counted;
+  const times = run.released === 1 ? 'once' : `${run.released} times`;
+  return `${counted}; handed back ${times} at a worker's shutdown and resumed from its checkpoint, which does not count (attempt #${run.attempt} in the attempt history)`;
+}
 
 /**
  * Seconds workers spent on the run, at `now`: the API's `run_seconds` (measured to the last heartbeat),

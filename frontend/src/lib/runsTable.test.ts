@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cellValue, columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, withEtas, type RunFilter, type RunRow } from './runsTable';
+import { attemptCell, cellValue, columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, withEtas, type RunFilter, type RunRow } from './runsTable';
 import type { RunStatus } from './runStatus';
 
 const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: Record<string, number | null>): RunRow => ({
@@ -79,6 +79,7 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     name: [null, 'lr 0.01 long', null],
     status: ['succeeded', 'running', 'queued'] as const,
     attempt: [1, 2, 1],
+    released: [0, 1, 0],
     created_at: ['2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z'],
     started_at: ['2026-01-01T00:01:00Z', '2026-01-01T00:02:00Z', null],
     finished_at: ['2026-01-01T00:03:00Z', null, null],
@@ -88,6 +89,21 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     params: { 'train.lr': [0.1, 0.01, null], seed: [0, 0, 1] },
     summary: { loss: [0.5, null, null], acc: [null, 0.75, null] },
   };
+
+  it('counts the attempts as the run page does: a released attempt is shown apart, never counted (issue 36, item 7)', () => {
+    const rows = rowsOfTable({ ...table, status: [...table.status] });
+    // run 12 is at attempt 2 after one release: its first counted attempt
+    expect(rows.map((r) => [r.attempt, r.released])).toEqual([[1, 0], [2, 1], [1, 0]]);
+    expect(rows.map((r) => cellValue(r, 'attempt'))).toEqual([1, 1, 1]);
+    expect(rows.map(attemptCell)).toEqual(['1', '1 +1r', '1']);
+    expect(attemptCell({ attempt: 4, released: 3 })).toBe('1 +3r');
+    expect(attemptCell({ attempt: 2 })).toBe('2'); // a row without the field: nothing released
+    // a filter for runs that used more than one attempt does not catch the released one
+    expect(filterAndSort(rows, { ...none, columns: { attempt: '> 1' } }, null)).toEqual([]);
+    // a fresh run from a release answer: its released count comes with it
+    const t = patchTable({ ...table, status: [...table.status] }, { id: 13, status: 'queued', attempt: 2, released: 1, started_at: null, finished_at: null });
+    expect([t.attempt[2], t.released[2]]).toEqual([2, 1]);
+  });
 
   it('gives one row per run, nulls left out of params and summary', () => {
     const rows = rowsOfTable({ ...table, status: [...table.status] });

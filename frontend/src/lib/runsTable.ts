@@ -18,6 +18,8 @@ export type RunRow = Pick<Run, 'id' | 'index' | 'status' | 'attempt' | 'params' 
   ended_seconds?: number | null;
   /** the start of its running attempt (the runs table's `attempt_started_at`) */
   attempt_started_at?: string | null;
+  /** its attempts handed back at a worker's shutdown, not counted (RunPublic's `released`); absent: none */
+  released?: number;
 };
 
 /** A column is a run field, a sweep param ("param:train.lr") or a final metric ("metric:loss"). */
@@ -76,7 +78,16 @@ export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column === 'eta') return run.status === 'running' ? etaSeconds(run.eta_at, Date.now()) : null;
   if (column === 'index') return run.index + 1; // "#1" is the experiment's first run, as the run page says
   if (column === 'name') return run.name ?? null;
-  return run[column as 'id' | 'index' | 'status' | 'attempt'];
+  // the attempts counted against the allowance, as the run page's "attempt 1/3": released ones are not
+  if (column === 'attempt') return run.attempt - (run.released ?? 0);
+  return run[column as 'id' | 'index' | 'status'];
+}
+
+/** The att. cell: the attempts counted (`2`), and the released ones apart (`1 +3r`: resumed three times). */
+export function attemptCell(run: Pick<RunRow, 'attempt' | 'released'>): string {
+  const released = run.released ?? 0;
+  const counted = run.attempt - released;
+  return released ? `${counted} +${released}r` : String(counted);
 }
 
 const COMPARISON = /^\s*(<=|>=|!=|<|>|=)\s*(-?[\d.]+(?:e-?\d+)?)\s*$/i;
@@ -147,6 +158,7 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
       name: t.name?.[i] ?? null,
       status: t.status[i]!,
       attempt: t.attempt[i]!,
+      released: t.released?.[i] ?? 0,
       created_at: t.created_at[i]!,
       started_at: t.started_at[i] ?? null,
       finished_at: t.finished_at[i] ?? null,
@@ -165,7 +177,11 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
  */
 export function patchTable(
   t: RunsTableColumns,
-  run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'> & { name?: string | null; run_seconds?: number | null },
+  run: Pick<Run, 'id' | 'status' | 'attempt' | 'started_at' | 'finished_at'> & {
+    name?: string | null;
+    run_seconds?: number | null;
+    released?: number;
+  },
 ): RunsTableColumns {
   const i = t.id.indexOf(run.id);
   if (i < 0) return t;
@@ -174,6 +190,7 @@ export function patchTable(
     ...t,
     status: set(t.status, run.status),
     attempt: set(t.attempt, run.attempt),
+    ...(run.released !== undefined && t.released ? { released: set(t.released, run.released) } : {}),
     started_at: set(t.started_at, run.started_at ?? null),
     finished_at: set(t.finished_at, run.finished_at ?? null),
     ...(run.name !== undefined && t.name ? { name: set(t.name, run.name) } : {}),

@@ -26,7 +26,7 @@ import { LOG_TAIL_LINES, useRun, useRunAction, useRunAttempts, useRunEvents, use
 import { errorMessage } from '../api/errors';
 import { formatDuration, percent } from '../lib/eta';
 import { canRetry, isFinished } from '../lib/runStatus';
-import { holderNote, isLive, runTimeSeconds } from '../lib/attempts';
+import { attemptHelp, attemptLabel, holderNote, isLive, runTimeSeconds } from '../lib/attempts';
 import { cancelNote, progressNote } from '../lib/runNotes';
 import { useExperimentName } from '../hooks/experiments';
 import { useServerConfig } from '../hooks/server';
@@ -132,8 +132,8 @@ function RunView({ run }: { run: Run }) {
             <Anchor component={Link} to={`/experiments/${run.experiment_id}`} data-testid="run-experiment">
               {experiment?.name ?? 'experiment'} (experiment {run.experiment_id})
             </Anchor>{' '}
-            · #{run.index + 1}{experiment ? ` of ${experiment.runs}` : ''} · {run.kind} ·
-            attempt {run.attempt}/{run.max_attempts} ·{' '}
+            · #{run.index + 1}{experiment ? ` of ${experiment.runs}` : ''} · {run.kind} ·{' '}
+            <span title={attemptHelp(run)} data-testid="run-attempt">{attemptLabel(run)}</span> ·{' '}
             {external ? <span data-testid="run-driver">{run.worker ?? 'script'}</span> : <>worker {run.worker ?? '—'} · queue {run.queue}</>} · created {timeAgo(run.created_at)}
             {duration !== null && <> · <span title="the time workers spent on it, over all its attempts" data-testid="run-time">ran {formatDuration(duration)}</span></>}
           </Text>

@@ -8,7 +8,7 @@ import { memo, useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { formatValue } from '../../lib/dotted';
 import { formatDuration } from '../../lib/eta';
-import { cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
+import { attemptCell, cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
 import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
 import { StatusChip } from '../common/StatusChip';
 import { EtaCell } from './Eta';
@@ -44,6 +44,12 @@ function render(run: RunRow, c: Column, kind: string | undefined) {
     );
   if (c.id === 'name') return run.name ? <span title={run.name} data-testid="run-name-cell">{run.name}</span> : null;
   if (c.id === 'eta') return run.status === 'running' ? <EtaCell etaAt={run.eta_at} /> : null;
+  if (c.id === 'attempt' && run.released)
+    return (
+      <span title={`resumed ${run.released}× after a worker's shutdown (not counted)`} data-testid="attempt-cell">
+        {attemptCell(run)}
+      </span>
+    );
   const v = cellValue(run, c.id);
   if (c.id === 'duration') return formatDuration(v as number | null);
   return formatValue(v);
@@ -164,7 +170,13 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
       ...(named ? [{ id: 'name', label: 'name', width: 160 } satisfies Column] : []),
       { id: 'index', label: '#', width: 56, numeric: true },
       { id: 'status', label: 'status', width: 104 },
-      { id: 'attempt', label: 'att.', width: 56, numeric: true },
+      {
+        id: 'attempt',
+        label: 'att.',
+        width: 64,
+        numeric: true,
+        hint: "attempts counted against the run's allowance; +2r: two more handed back at a worker's shutdown and resumed, not counted (sort by att.)",
+      },
       {
         id: 'duration',
         label: 'time',
