@@ -144,6 +144,8 @@ describe('the run page', () => {
   it('gives an external run with an example table its Examples tab', async () => {
     exampleTables = [{ name: 'predictions', rows: 10 }];
     await open('external');
+    // the tab appears once the run's example tables have been asked for and answered
+    await until(() => tabNames().includes('Examples'));
     expect(tabNames()).toEqual(['Metrics', 'Examples', 'Config & params', 'Logs', 'Attempts', 'Artifacts', 'Provenance', 'Comments']);
   });
 
