@@ -282,27 +282,40 @@ def test_slow_uploads_hold_no_slot_and_are_cut_with_408(tmp_path: Path) -> None:
 
 
 def test_one_credential_sends_a_few_uploads_at_once_and_gets_429_past_them(tmp_path: Path) -> None:
-    """The probe's case: uploads that keep up the rate (here 16 KiB every 0.1 s), 25 of them from one
-    member. Four go on (the default share), every further one is a 429 with Retry-After before a byte of
-    its body is read; another member uploads and reads meanwhile."""
+    """The probe's case: uploads that keep up the rate (here 16 KiB every 0.1 s), 25 datasets from one
+    member and 25 artifacts from one run token of theirs. Four of each go on (the default share), every
+    further one is a 429 with Retry-After before a byte of its body is read; another member uploads and
+    reads meanwhile."""
     with live_api(tmp_path, request_body_timeout=30) as api:
+        run_id, run_token = _running_run(api)
         length = {"Content-Length": "100000000", "Content-Type": "application/octet-stream"}
-        path = f"/api/v1/projects/{api.project_id}/datasets"
-        first = [_start(api, "PUT", f"{path}/slow{i}.jsonl", api.member, length) for i in range(4)]
+        datasets = f"/api/v1/projects/{api.project_id}/datasets"
+        artifacts = f"/api/v1/runs/{run_id}/artifacts/checkpoints"
+
+        def upload(i: int, credential: str) -> socket.socket:
+            if credential == api.member:
+                return _start(api, "PUT", f"{datasets}/d{i}.jsonl", credential, length)
+            return _start(api, "PUT", f"{artifacts}/s{i}.pt?attempt=1", credential, length)
+
+        first = [upload(i, who) for who in (api.member, run_token) for i in range(4)]
         trickle = Trickle(first, 16 * 1024, 0.1)
         try:
-            time.sleep(1.0)  # the four are in their routes
-            more = [_start(api, "PUT", f"{path}/more{i}.jsonl", api.member, length) for i in range(21)]
-            refused = [_status(s) for s in more]
-            for sock in more:
-                sock.close()
-            assert [a[0] for a in refused] == [429] * 21, [a[:2] for a in refused]
-            assert all(int(a[1]["retry-after"]) > 0 and a[2]["code"] == "too_many_uploads" for a in refused)
+            time.sleep(1.0)  # the eight are in their routes
+            for who in (api.member, run_token):
+                more = [upload(i, who) for i in range(4, 25)]
+                refused = [_status(s) for s in more]
+                for sock in more:
+                    sock.close()
+                assert [a[0] for a in refused] == [429] * 21, [a[:2] for a in refused]
+                assert all(
+                    int(a[1]["retry-after"]) > 0 and a[2]["code"] == "too_many_uploads" for a in refused
+                )
             # another member: their own uploads and reads go on
             with httpx.Client(headers=_bearer(api.other), timeout=60) as other:
-                r = other.put(api.url(f"{path}/mine.jsonl"), content=b'{"q": 1}\n')
+                r = other.put(api.url(f"{datasets}/mine.jsonl"), content=b'{"q": 1}\n')
                 assert r.status_code == 200, r.text
-                assert other.get(api.url(path)).status_code == 200
+                assert other.get(api.url(datasets)).status_code == 200
+                assert other.get(api.url(f"/api/v1/runs/{run_id}")).status_code == 200
             assert not trickle.answered, "a rate-keeping upload was cut"
         finally:
             trickle.close()
