@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute
 
 from backend import auth, experiments, health, metrics, projects, results, reviews, runs
 from backend.artifacts.routes import router as artifacts_router
-from backend.auth.dependencies import credential_check
+from backend.auth.dependencies import credential_check, credential_name
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
 from backend.datasets.routes import router as datasets_router
@@ -199,12 +199,23 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # docs/benchmarks.md, "Metric query"); the 1 MB runs table of 10,000 runs likewise
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     # at most max_requests_in_flight requests at once (below the connection pool; backend/http/admission.py)
-    app.add_middleware(AdmissionLimit, limit=settings.max_requests_in_flight)
+    # and at most max_requests_in_flight_per_principal of them from one credential (its share)
+    app.add_middleware(
+        AdmissionLimit,
+        limit=settings.max_requests_in_flight,
+        per_principal=settings.max_requests_in_flight_per_principal,
+    )
     # Outermost last: the security headers go on every answer (refusals and preflights included); CORS
     # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;
-    # bodies are bounded, need a credential before any route reads them, and are read within a deadline
-    # before the request takes an admission slot, so slow clients cannot hold the slots (backend/http/limits.py).
-    app.add_middleware(RequestLimits, settings=settings, authenticate=credential_check(settings, factory))
+    # bodies are bounded, need a credential before any route reads them, and are read at a minimum rate
+    # before the request takes an admission slot, so slow clients cannot hold the slots; bytes buffered
+    # and uploads at once are budgeted by credential (backend/http/limits.py).
+    app.add_middleware(
+        RequestLimits,
+        settings=settings,
+        authenticate=credential_check(settings, factory),
+        identify=credential_name(settings),
+    )
     # around the edge: every error answer under /api/v1/mlflow/ (the edge's refusals included) in MLflow's
     # shape, which MLflow's client raises as its own exceptions (backend/mlflowcompat/errors.py)
     app.add_middleware(MlflowErrors)

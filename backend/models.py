@@ -512,13 +512,16 @@ class MirrorSeries(Base):
 
 class ProjectSecret(Base):
     """A key for an outside endpoint, set by a project admin (backend/secrets/): the value is sealed with
-    a key only the API holds and handed only to a run whose spec names it."""
+    a key only the API holds and handed only to a run whose spec names it, to be sent only to ``hosts``
+    (host names, ``*.domain``, addresses or networks, URL prefixes: worker/specs/confine SecretHost; empty:
+    nowhere, migration 0028)."""
 
     __tablename__ = "project_secrets"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64))
     sealed: Mapped[str] = mapped_column(Text)
+    hosts: Mapped[list[str]] = mapped_column(JSON, default=list)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     updated_by_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True

@@ -205,14 +205,54 @@ class Settings(SharedSettings):
         10.0,
         gt=0,
         le=3600,
-        description="seconds a request's body may take to arrive, plus one second per "
-        "request_body_min_rate bytes received; a body that does not is a 408 and the connection closed",
+        description="seconds of grace at the start of a request's body: from then on it must keep up "
+        "request_body_min_rate; a body that falls behind is a 408 and the connection closed",
     )
     request_body_min_rate: int = Field(
-        64 * 1024,
+        32 * 1024,
         ge=1,
-        description="bytes a second a large body (a metric batch, an artifact) must average past "
-        "request_body_timeout",
+        description="bytes a second every request body must average past request_body_timeout (counted "
+        "while the API waits for it), over request_body_rate_window seconds",
+    )
+    request_body_rate_window: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="seconds the minimum rate is averaged over: a body ahead of its rate earns at most "
+        "this much slack, so a client that sent fast and then stops is cut this long after",
+    )
+    max_requests_in_flight_per_principal: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="of the max_requests_in_flight admission slots, the most one credential (a user, an API "
+        "token, a run) holds at once; its further requests wait for its own (the worker token aside)",
+    )
+    max_uploads_in_flight: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="streamed uploads (artifacts, datasets) one API process receives at once; another is a "
+        "503 with Retry-After, its body unread",
+    )
+    max_uploads_per_principal: int = Field(
+        4,
+        ge=1,
+        le=10_000,
+        description="streamed uploads one credential sends at once; another is a 429 with Retry-After",
+    )
+    max_buffered_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=64 * 1024,
+        description="bytes of request bodies (all but the streamed uploads) one API process holds at once, "
+        "counted from each body's Content-Length (or as a chunked one arrives) until its answer; a body "
+        "that would pass it is a 503 with Retry-After",
+    )
+    max_buffered_bytes_per_principal: int = Field(
+        64 * 1024 * 1024,
+        ge=64 * 1024,
+        description="of max_buffered_bytes, the most one credential's bodies hold at once (a 503 past it); "
+        "a body larger than either cap can never be taken: a 413",
     )
     trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -758,7 +758,8 @@ def runs_logs(run_id: int, follow: bool, api_url: str | None, token: str | None)
 @click.group()
 def secrets() -> None:
     """Project secrets: keys for outside endpoints (a grader's API key). A spec names one in a
-    ``*_secret`` field; only the run whose spec names it gets the value, and no answer of the API holds it."""
+    ``*_secret`` field; only the run whose spec names it gets the value, only for the hosts set with it
+    (``--host``), and no answer of the API holds it."""
 
 
 def _project_id(client: ReasonLabClient, project: str | None) -> int:
@@ -774,23 +775,41 @@ def _project_id(client: ReasonLabClient, project: str | None) -> int:
 @client_options
 @friendly_errors
 def secrets_list(project: str | None, api_url: str | None, token: str | None) -> None:
-    """The project's secrets by name, with who set them last."""
+    """The project's secrets by name, with where each may be sent and who set them last."""
     with _client(api_url, token) as client:
         for s in client.list_secrets(_project_id(client, project)):
-            click.echo(f"{s['name']:32} set {s['updated_at'][:19]} by {s['updated_by'] or '-'}")
+            hosts = ", ".join(s["hosts"]) or "nowhere yet (secrets hosts NAME --host ...)"
+            click.echo(
+                f"{s['name']:32} set {s['updated_at'][:19]} by {s['updated_by'] or '-'}; sent only to {hosts}"
+            )
+
+
+HOST_HELP = (
+    "where the secret may be sent, repeatable: a host name (https), *.domain, an IP address or network, or "
+    "a URL prefix (http(s)://host[:port][/path], the only way to allow http)"
+)
 
 
 @secrets.command("set")
 @click.argument("name")
 @click.option("--project", default=None, help="project name (default: default)")
 @click.option("--from-stdin", is_flag=True, help="read the value from standard input (else: a hidden prompt)")
+@click.option(
+    "--host", "hosts", multiple=True, help=HOST_HELP + "; none: a secret set before keeps its hosts"
+)
 @client_options
 @friendly_errors
 def secrets_set(
-    name: str, project: str | None, from_stdin: bool, api_url: str | None, token: str | None
+    name: str,
+    project: str | None,
+    from_stdin: bool,
+    hosts: tuple[str, ...],
+    api_url: str | None,
+    token: str | None,
 ) -> None:
-    """Set or replace a secret (project admins). The value is never an argument: it would stay in the
-    shell's history and in the process list."""
+    """Set or replace a secret (project admins), with the hosts it may be sent to (a new secret without
+    any is sent nowhere until ``secrets hosts`` names them). The value is never an argument: it would stay
+    in the shell's history and in the process list."""
     if from_stdin:
         value = sys.stdin.read().rstrip("\r\n")
     else:
@@ -798,8 +817,25 @@ def secrets_set(
     if not value:
         raise click.ClickException("the value is empty")
     with _client(api_url, token) as client:
-        client.set_secret(_project_id(client, project), name, value)
-    click.echo(f"secret {name} set")
+        secret = client.set_secret(_project_id(client, project), name, value, list(hosts) if hosts else None)
+    where = ", ".join(secret["hosts"]) or "nowhere yet: name its hosts with `reasonlab secrets hosts`"
+    click.echo(f"secret {name} set; sent only to {where}")
+
+
+@secrets.command("hosts")
+@click.argument("name")
+@click.option("--project", default=None, help="project name (default: default)")
+@click.option("--host", "hosts", multiple=True, help=HOST_HELP + "; none: sent nowhere")
+@client_options
+@friendly_errors
+def secrets_hosts(
+    name: str, project: str | None, hosts: tuple[str, ...], api_url: str | None, token: str | None
+) -> None:
+    """Set where a secret may be sent, its value unchanged (project admins); runs that have not read it
+    yet get it only for endpoints these cover."""
+    with _client(api_url, token) as client:
+        secret = client.set_secret_hosts(_project_id(client, project), name, list(hosts))
+    click.echo(f"secret {name}: sent only to {', '.join(secret['hosts']) or 'nowhere'}")
 
 
 @secrets.command("delete")

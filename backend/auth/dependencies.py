@@ -25,6 +25,7 @@ from backend.auth.security import (
 )
 from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, NotFound, Unauthorized
+from backend.http.admission import UNSHARED
 from backend.http.deps import SessionDep, SettingsDep
 from backend.models import Run, User
 from backend.settings import Settings
@@ -72,6 +73,26 @@ def credential_check(settings: Settings, factory: sessionmaker[Session]) -> Call
             session.close()
 
     return authenticate
+
+
+def credential_name(settings: Settings) -> Callable[[str], str | None]:
+    """A credential's name for the request edge's budgets and the admission slots' shares
+    (backend/http/limits.py, admission.py), from the credential alone (no database: it runs for every
+    request): the worker token, a run (its token's run), a user (a login's subject) or an API token (its
+    hash); None for what names no one (the route refuses it)."""
+
+    def name(credential: str) -> str | None:
+        if same_secret(credential, settings.worker_token):
+            return UNSHARED
+        if credential.startswith(RUN_TOKEN_PREFIX):
+            scope = read_run_token(credential, settings.secret_key)
+            return f"run:{scope[0]}" if scope is not None else None
+        if credential.startswith(TOKEN_PREFIX):
+            return f"token:{hash_api_token(credential)[:32]}"
+        claims = read_jwt(credential, settings.secret_key)
+        return f"user:{claims['sub']}" if claims is not None else None
+
+    return name
 
 
 def get_principal(

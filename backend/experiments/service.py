@@ -23,10 +23,11 @@ from backend.kinds.service import spec_class
 from backend.models import Experiment, ExperimentTag, Run
 from backend.projects import service as projects
 from backend.secrets import repository as secrets_repo
+from backend.secrets import service as secrets
 from backend.settings import Settings
 from worker.specs import manifest
 from worker.specs.confine import dataset_references
-from worker.specs.secrets import secret_references
+from worker.specs.secrets import secret_destinations
 
 
 def get_visible(
@@ -102,12 +103,12 @@ def resolve(
             continue
         dumped = written_order(model.model_dump(mode="json"), resolved)
         if session is not None and project_id is not None:
-            have = secrets_repo.names(session, project_id)
-            for path, name in secret_references(model).items():
-                if name not in have:
-                    loc = _error_loc({"loc": list(path)}, index, params, swept)
-                    msg = f"project secret {name!r} is not set (a project admin sets it in project settings)"
-                    errors.append({"loc": loc, "msg": msg, "type": "secret_not_set"})
+            destinations = secret_destinations(model)
+            hosts = secrets_repo.hosts_by_name(session, project_id) if destinations else {}
+            # a secret the project has not, or one sent to an endpoint outside its admin's hosts
+            for path, msg, kind in secrets.destination_errors(hosts, destinations):
+                loc = _error_loc({"loc": list(path)}, index, params, swept)
+                errors.append({"loc": loc, "msg": msg, "type": kind})
             datasets = dataset_references(model)
             uploaded = datasets_repo.names(session, project_id) if datasets else set()
             for path, name in datasets.items():

@@ -1,5 +1,6 @@
-"""Admission control: at most ``limit`` API requests of one process in flight at once; the rest wait
-their turn on the event loop, holding no thread and no database connection.
+"""Admission control: at most ``limit`` API requests of one process in flight at once, and at most
+``per_principal`` of them from one credential; the rest wait their turn on the event loop, holding no
+thread and no database connection.
 
 Why (bench/load_test.py, docs/benchmarks.md "Load test"): a request holds its pooled connection from its
 first query to its commit and needs several thread-pool turns in between. With more requests in flight
@@ -8,24 +9,47 @@ than pooled connections (10 + 20 overflow), every pool thread ended up waiting f
 below the pool, requests queue instead (a limit of 20 answered that load for 10 minutes with flat memory).
 Event streams are not counted: they hold a connection only for each short poll.
 
+Shares (issue 35): one member's script must not take every slot. A request's credential is named by the
+request edge (``PRINCIPAL``, set by backend/http/limits.py: a user, an API token, a run, the worker
+token, or anonymous); a credential's requests past its share wait for its own earlier ones before they
+even queue for a slot, so the others' requests go first. The worker token (claims and releases of the
+whole fleet, a credential the operator holds) has no share of its own.
+
 A request's body is read before it gets here (backend/http/limits.py, outside this middleware), within a
-deadline: a client that sends its body slowly waits in its own read and holds no slot (25
-anonymous logins that never finished their bodies held the 20 slots and stalled the API). The artifact
-upload alone streams its body inside its slot, under the same deadline, and only with a credential.
+minimum rate: a client that sends its body slowly waits in its own read and holds no slot. The streamed
+uploads (artifacts, datasets) are read by their routes: a route gives its slot back while it copies the
+body (``released``, backend/http/transfers.py ``copy_body``) and takes one again for what follows, so an
+upload holds a slot only for its database work (22 slow dataset uploads held the 20 slots and another
+user's reads timed out); how many uploads are received at once is bounded at the edge instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+# the scope keys: the request's credential as the edge named it, and its admission ticket
+PRINCIPAL = "reasonlab.principal"
+TICKET = "reasonlab.admission"
+UNSHARED = "worker"  # the credential without a share (the worker token: the operator's, all workers')
+
+
+class _Share:
+    def __init__(self, limit: int) -> None:
+        self.slots = asyncio.Semaphore(limit)
+        self.users = 0  # tickets of this credential alive (waiting or holding)
+
 
 class AdmissionLimit:
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, per_principal: int | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.per_principal = per_principal if per_principal is not None else limit
         self._slots: asyncio.Semaphore | None = None
+        self._shares: dict[str, _Share] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/api/") or _is_event_stream(scope):
@@ -33,8 +57,77 @@ class AdmissionLimit:
             return
         if self._slots is None:  # made on the serving loop
             self._slots = asyncio.Semaphore(self.limit)
-        async with self._slots:
+        ticket = Ticket(self, self._slots, self._share(scope.get(PRINCIPAL)))
+        try:
+            await ticket.acquire()
+            scope[TICKET] = ticket
             await self.app(scope, receive, send)
+        finally:
+            ticket.close()
+
+    def _share(self, principal: str | None) -> tuple[str, _Share] | None:
+        if principal is None or principal == UNSHARED or self.per_principal >= self.limit:
+            return None
+        share = self._shares.get(principal)
+        if share is None:
+            share = self._shares[principal] = _Share(self.per_principal)
+        share.users += 1
+        return principal, share
+
+    def _forget(self, principal: str, share: _Share) -> None:
+        share.users -= 1
+        if share.users == 0 and self._shares.get(principal) is share:
+            del self._shares[principal]
+
+
+class Ticket:
+    """A request's admission: its credential's share, then one of the process's slots."""
+
+    def __init__(self, owner: AdmissionLimit, slots: asyncio.Semaphore, share: tuple[str, _Share] | None):
+        self._owner, self._slots, self._share = owner, slots, share
+        self.held = False
+
+    async def acquire(self) -> None:
+        if self.held:
+            return
+        if self._share is not None:
+            await self._share[1].slots.acquire()
+        try:
+            await self._slots.acquire()
+        except BaseException:  # cancelled while queued (the client left): the share is given back
+            if self._share is not None:
+                self._share[1].slots.release()
+            raise
+        self.held = True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        self._slots.release()
+        if self._share is not None:
+            self._share[1].slots.release()
+
+    def close(self) -> None:
+        self.release()
+        if self._share is not None:
+            self._owner._forget(*self._share)
+            self._share = None
+
+
+@contextlib.asynccontextmanager
+async def released(scope: Scope) -> AsyncIterator[None]:
+    """The request's slot (and its share) given back for the block and taken again after it: for a
+    route's wait on its client (a streamed body), during which it holds no database connection. A block
+    that raises leaves the request without a slot (what follows is its failure's answer, no queueing for
+    it). A no-op outside the admission middleware."""
+    ticket: Ticket | None = scope.get(TICKET)
+    if ticket is None:
+        yield
+        return
+    ticket.release()
+    yield
+    await ticket.acquire()
 
 
 def _is_event_stream(scope: Scope) -> bool:

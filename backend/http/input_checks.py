@@ -10,7 +10,9 @@ route, solved before the route's own dependencies and validation; it looks at
   ``\\ud800``-``\\udfff`` (raw control characters and invalid UTF-8 fail parsing), so the raw bytes are
   searched for those escapes first (a regular expression, ~1 GB/s); only a body that has one (a valid
   pair such as ``\\ud83d\\ude00`` for an emoji does) is parsed and walked to name the offending fields,
-  object keys included.
+  object keys included. The streamed uploads' bodies (bytes, not JSON, up to 256 GiB: an artifact, a
+  dataset; ``RouteClass.streamed`` in backend/http/limits.py) are their routes' to read as they arrive,
+  never here: reading one here held it whole in memory, inside its admission slot (issue 35).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from fastapi import Request
 
 from backend.errors import Invalid
+from backend.http.limits import route_class
 
 _ESCAPES = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 MAX_ERRORS = 50
@@ -95,7 +98,7 @@ async def refuse_unstorable_text(request: Request) -> None:
         reason = unstorable(name) or unstorable(value)
         if reason is not None:
             errors.append(_item(["query", _printable(name)], f"text {reason}"))
-    if _has_body(request):
+    if _has_body(request) and not route_class(request.scope["path"]).streamed:
         # the body is already read (and cached on the request) for routes that take one; RequestLimits
         # bounded its size and checked its credential before any of it was read
         errors += body_errors(await request.body())

@@ -12,17 +12,30 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    token, an API token, a login JWT; the edge imports no domain). That check only keeps anonymous bodies
    out; the route's own dependency still decides what the caller may do.
 
-3. Time: a body must arrive within ``request_body_timeout`` seconds (10 by default), plus one
-   second per ``request_body_min_rate`` bytes received (64 KiB a second: what a 64 MiB metric batch or a
-   checkpoint upload needs), counted while the application waits for it. A body that does not is a 408.
-   Bodies of every route class but the artifact upload are read here, whole, *before* the request takes
-   one of the admission slots (backend/http/admission.py) and is replayed to the route from memory: 25
-   anonymous clients that start a login and send a byte now and then each wait in their own read, for
-   at most ~11 s, and take no slot from anyone. An artifact upload (streamed to the store, up to 256 GiB,
-   never held whole) is read by its route inside its slot under the same deadline; it needs a credential
-   before a byte is read (2.). Uvicorn has no deadline for a request's *headers*: in a deployment a
-   reverse proxy in front of the API bounds them (docker/nginx.conf, docs/operations.md, "Reverse proxy
-   and slow clients").
+3. Time: a body must keep up a minimum rate, ``request_body_min_rate`` bytes a second (32 KiB), after a
+   grace of ``request_body_timeout`` seconds (10) at its start, averaged over ``request_body_rate_window``
+   seconds (10): each byte received earns ``1 / min_rate`` seconds, waiting spends them, and the credit
+   never grows past the window, so a client that sent fast and then stops is cut a window later. Time
+   counts only while the application waits for the body (an upload the store is slow to take is not the
+   client's fault). A body that falls behind is a 408. Bodies of every route class but the streamed
+   uploads are read here, whole, *before* the request takes one of the admission slots
+   (backend/http/admission.py) and are replayed to the route from memory: slow clients each wait in their
+   own read and take no slot from anyone. A streamed upload (an artifact, up to 256 GiB, or a dataset,
+   never held whole) is read by its route under the same rate, and the route gives its slot back while
+   it copies (backend/http/transfers.py). Uvicorn has no deadline for a request's *headers*: in a
+   deployment a reverse proxy in front of the API bounds them (docker/nginx/reasonlab.conf,
+   docs/operations.md, "Reverse proxy and slow clients").
+4. Budgets across requests (issue 35): the request's credential is named here (``PRINCIPAL`` in the
+   scope: ``identify``, handed in by the app factory like ``authenticate``, without the database), for
+   the admission slots' shares and for two budgets of this process:
+   - buffered bytes: the bodies read ahead are held in memory until their answer; at most
+     ``max_buffered_bytes`` (256 MiB) of them at once, and ``max_buffered_bytes_per_principal`` (64 MiB)
+     of one credential's. A body's ``Content-Length`` is counted before a byte of it is read (a chunked
+     one as it arrives); one that would pass a cap is a 503 with ``Retry-After`` (a 413 if it is larger
+     than a cap itself), never an out-of-memory process.
+   - streamed uploads: at most ``max_uploads_in_flight`` (16) received at once, another is a 503 with
+     ``Retry-After``; at most ``max_uploads_per_principal`` (4) of one credential's, another is a 429
+     with ``Retry-After``. Both before a byte of the body is read.
 
 A refusal of an unread or unfinished body answers ``Connection: close``: the server drops the connection
 rather than reading the rest to reuse it.
@@ -44,6 +57,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.errors import Unauthorized
+from backend.http.admission import PRINCIPAL
 from backend.settings import Settings
 
 KiB = 1024
@@ -135,12 +149,25 @@ def _needs_credential(method: str, path: str) -> bool:
     return not (method == "POST" and path.rstrip("/") == f"{API_PREFIX}/auth/login")
 
 
+ANONYMOUS = "anonymous"  # the name of every request without a credential that names someone
+BUFFER_RETRY_AFTER = 2  # seconds: buffered bodies are answered within the deadline of their own route
+UPLOADS_RETRY_AFTER = 10  # seconds: an upload ends when its body is in
+
+
 def _error(
-    status: int, code: str, detail: str, *, close: bool, www_authenticate: bool = False
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    close: bool,
+    www_authenticate: bool = False,
+    retry_after: int | None = None,
 ) -> JSONResponse:
     headers = {"Connection": "close"} if close else {}
     if www_authenticate:
         headers["WWW-Authenticate"] = "Bearer"
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return JSONResponse({"detail": detail, "code": code, "errors": []}, status_code=status, headers=headers)
 
 
@@ -150,10 +177,15 @@ def _too_large(limit: int) -> JSONResponse:
 
 def _too_slow(budget: _Budget) -> JSONResponse:
     detail = (
-        f"the request body did not arrive in time ({budget.seconds:g} s, and 1 s more per "
-        f"{_size(budget.min_rate)} received)"
+        f"the request body arrived slower than {_size(budget.min_rate)} a second (after the first "
+        f"{budget.grace:g} s, averaged over {budget.window:g} s)"
     )
     return _error(408, "timeout", detail, close=True)
+
+
+def _over_buffer(limit: int, whose: str) -> JSONResponse:
+    detail = f"the API holds {_size(limit)} of request bodies {whose} at most, and is full: try again"
+    return _error(503, "busy", detail, close=True, retry_after=BUFFER_RETRY_AFTER)
 
 
 class _Refused(Exception):
@@ -170,13 +202,14 @@ class _BodyTimeout(Exception):
 
 
 class _Budget:
-    """The time a body may take: ``seconds``, plus a second per ``min_rate`` bytes received, spent only
-    while the application waits in ``receive`` (an upload the store is slow to take is not the
-    client's fault)."""
+    """A body's minimum rate: ``grace`` seconds of credit at the start, ``1 / min_rate`` seconds more per
+    byte received, the credit never raised past ``window`` seconds by the bytes (a leaky bucket: the rate
+    is averaged over the window), spent only while the application waits in ``receive`` (an upload the
+    store is slow to take is not the client's fault). Out of credit while waiting: ``_BodyTimeout``."""
 
-    def __init__(self, seconds: float, min_rate: int) -> None:
-        self.seconds, self.min_rate = seconds, min_rate
-        self.left = seconds
+    def __init__(self, grace: float, min_rate: int, window: float) -> None:
+        self.grace, self.min_rate, self.window = grace, min_rate, window
+        self.left = grace
 
     async def receive(self, receive: Receive) -> Message:
         loop = asyncio.get_running_loop()
@@ -188,21 +221,100 @@ class _Budget:
             raise _BodyTimeout from None
         self.left -= loop.time() - started
         if message["type"] == "http.request":
-            self.left += len(message.get("body", b"")) / self.min_rate
+            earned = self.left + len(message.get("body", b"")) / self.min_rate
+            self.left = max(self.left, min(earned, self.window))
         return message
 
 
+class Budgets:
+    """This process's budgets across requests, by credential: bytes of buffered bodies and streamed
+    uploads at once (counters on the serving loop, no locks: every change happens between two awaits)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.max_buffered = settings.max_buffered_bytes
+        self.max_buffered_each = settings.max_buffered_bytes_per_principal
+        self.max_uploads = settings.max_uploads_in_flight
+        self.max_uploads_each = settings.max_uploads_per_principal
+        self.buffered = 0
+        self.buffered_by: dict[str, int] = {}
+        self.uploads = 0
+        self.uploads_by: dict[str, int] = {}
+
+    def buffer_cap(self) -> int:
+        """The largest body that could ever be buffered."""
+        return min(self.max_buffered, self.max_buffered_each)
+
+    def take_buffer(self, principal: str, n: int) -> JSONResponse | None:
+        """Count ``n`` more bytes of ``principal``'s body, or the 503 saying which cap is full."""
+        if self.buffered + n > self.max_buffered:
+            return _over_buffer(self.max_buffered, "at once")
+        mine = self.buffered_by.get(principal, 0)
+        if mine + n > self.max_buffered_each:
+            return _over_buffer(self.max_buffered_each, "of one credential at once")
+        self.buffered += n
+        self.buffered_by[principal] = mine + n
+        return None
+
+    def give_buffer(self, principal: str, n: int) -> None:
+        if n == 0:
+            return
+        self.buffered -= n
+        left = self.buffered_by[principal] - n
+        if left:
+            self.buffered_by[principal] = left
+        else:
+            del self.buffered_by[principal]
+
+    def start_upload(self, principal: str) -> JSONResponse | None:
+        """Count one more streamed upload of ``principal``, or the answer refusing it."""
+        mine = self.uploads_by.get(principal, 0)
+        if mine >= self.max_uploads_each:
+            detail = (
+                f"{mine} uploads of this credential are in progress, the most one credential sends at once "
+                "(REASONLAB_MAX_UPLOADS_PER_PRINCIPAL): try again once one has ended"
+            )
+            return _error(429, "too_many_uploads", detail, close=True, retry_after=UPLOADS_RETRY_AFTER)
+        if self.uploads >= self.max_uploads:
+            detail = (
+                f"the API is receiving {self.uploads} uploads, the most it takes at once "
+                "(REASONLAB_MAX_UPLOADS_IN_FLIGHT): try again"
+            )
+            return _error(503, "busy", detail, close=True, retry_after=UPLOADS_RETRY_AFTER)
+        self.uploads += 1
+        self.uploads_by[principal] = mine + 1
+        return None
+
+    def end_upload(self, principal: str) -> None:
+        self.uploads -= 1
+        left = self.uploads_by[principal] - 1
+        if left:
+            self.uploads_by[principal] = left
+        else:
+            del self.uploads_by[principal]
+
+
 class RequestLimits:
-    """The pure ASGI middleware: body size by route class, a credential before any body is read, and a
-    deadline for the body, read ahead of the admission slots.
+    """The pure ASGI middleware: body size by route class, a credential before any body is read, a
+    minimum rate for the body, read ahead of the admission slots, and the process's budgets by credential.
 
     ``authenticate(credential)`` returns when the bearer credential resolves and raises ``Unauthorized``
-    when it does not (a ``DBAPIError`` when the database cannot say); it runs in a worker thread."""
+    when it does not (a ``DBAPIError`` when the database cannot say); it runs in a worker thread.
+    ``identify(credential)`` names the credential for the budgets and shares (a user, an API token, a
+    run, the worker token), or None where it names no one; it never touches the database."""
 
-    def __init__(self, app: ASGIApp, *, settings: Settings, authenticate: Callable[[str], object]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: Settings,
+        authenticate: Callable[[str], object],
+        identify: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.app = app
         self.settings = settings
         self.authenticate = authenticate
+        self.identify = identify
+        self.budgets = Budgets(settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -223,6 +335,8 @@ class RequestLimits:
             if declared > limit:
                 await _too_large(limit)(scope, receive, send)
                 return
+        principal = self._principal(headers)
+        scope[PRINCIPAL] = principal
         has_body = chunked or bool(declared)
         if has_body and _needs_credential(scope["method"], path):
             refusal = await self._refuse_credential(headers)
@@ -232,11 +346,31 @@ class RequestLimits:
         if not has_body:
             await self.app(scope, receive, send)
             return
-        budget = _Budget(self.settings.request_body_timeout, self.settings.request_body_min_rate)
+        settings = self.settings
+        budget = _Budget(
+            settings.request_body_timeout, settings.request_body_min_rate, settings.request_body_rate_window
+        )
         if kind.streamed:
-            await self._call_streamed(scope, receive, send, limit, budget)
+            refused = self.budgets.start_upload(principal)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+            try:
+                await self._call_streamed(scope, receive, send, limit, budget)
+            finally:
+                self.budgets.end_upload(principal)
         else:
-            await self._call_read_ahead(scope, receive, send, limit, budget)
+            await self._call_read_ahead(scope, receive, send, limit, budget, principal, declared)
+
+    def _principal(self, headers: Headers) -> str:
+        scheme, credential = get_authorization_scheme_param(headers.get("authorization"))
+        if self.identify is None or scheme.lower() != "bearer" or not credential:
+            return ANONYMOUS
+        try:
+            name = self.identify(credential)
+        except Exception:  # a credential this cannot read names no one; the route refuses it
+            name = None
+        return name or ANONYMOUS
 
     async def _refuse_credential(self, headers: Headers) -> JSONResponse | None:
         scheme, credential = get_authorization_scheme_param(headers.get("authorization"))
@@ -252,39 +386,72 @@ class RequestLimits:
         return None
 
     async def _call_read_ahead(
-        self, scope: Scope, receive: Receive, send: Send, limit: int, budget: _Budget
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        limit: int,
+        budget: _Budget,
+        principal: str,
+        declared: int | None,
     ) -> None:
-        """Read the whole body here (outside the admission slots), within its size and its deadline,
-        then hand the application the body from memory and, after it, the connection's own ``receive``
-        (a streaming answer listens there for the client's disconnect)."""
-        messages: collections.deque[Message] = collections.deque()
-        received = 0
-        while True:
-            try:
-                message = await budget.receive(receive)
-            except _BodyTimeout:
-                await _too_slow(budget)(scope, receive, send)
-                return
-            if message["type"] != "http.request":  # http.disconnect: the client left, no one to answer
-                return
-            received += len(message.get("body", b""))
-            if received > limit:
-                await _too_large(limit)(scope, receive, send)
-                return
-            messages.append(message)
-            if not message.get("more_body", False):
-                break
+        """Read the whole body here (outside the admission slots), within its size, its rate and the
+        buffered-bytes budget, then hand the application the body from memory and, after it, the
+        connection's own ``receive`` (a streaming answer listens there for the client's disconnect). The
+        body's bytes stay counted until the application has answered."""
+        budgets = self.budgets
+        cap = budgets.buffer_cap()
+        if declared is not None and declared > cap:
+            await _too_large(cap)(scope, receive, send)
+            return
+        counted = 0
+        try:
+            if declared is not None:
+                refused = budgets.take_buffer(principal, declared)
+                if refused is not None:
+                    await refused(scope, receive, send)
+                    return
+                counted = declared
+            messages: collections.deque[Message] = collections.deque()
+            received = 0
+            while True:
+                try:
+                    message = await budget.receive(receive)
+                except _BodyTimeout:
+                    await _too_slow(budget)(scope, receive, send)
+                    return
+                if message["type"] != "http.request":  # http.disconnect: the client left, no one to answer
+                    return
+                received += len(message.get("body", b""))
+                if received > limit:
+                    await _too_large(limit)(scope, receive, send)
+                    return
+                if received > counted:  # a chunked body (or one longer than it said): counted as it comes
+                    if received > cap:
+                        await _too_large(cap)(scope, receive, send)
+                        return
+                    refused = budgets.take_buffer(principal, received - counted)
+                    if refused is not None:
+                        await refused(scope, receive, send)
+                        return
+                    counted = received
+                messages.append(message)
+                if not message.get("more_body", False):
+                    break
 
-        async def replay() -> Message:
-            return messages.popleft() if messages else await receive()
+            async def replay() -> Message:
+                return messages.popleft() if messages else await receive()
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            budgets.give_buffer(principal, counted)
 
     async def _call_streamed(
         self, scope: Scope, receive: Receive, send: Send, limit: int, budget: _Budget
     ) -> None:
-        """The application reads the body as it goes (an artifact upload, streamed to the store); every
-        read is counted against the limit and the deadline until the body's last message."""
+        """The application reads the body as it goes (an artifact or a dataset upload, streamed to the
+        store); every read is counted against the limit and the minimum rate until the body's last
+        message."""
         received = 0
         refused: JSONResponse | None = None
         finished = False

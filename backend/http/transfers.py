@@ -12,6 +12,8 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from backend.http.admission import released
+
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 UPLOAD_BODY: dict[str, Any] = {
@@ -32,12 +34,15 @@ WRITE_BATCH = 1024 * 1024
 
 async def copy_body(request: Request, write: Callable[[bytes], object]) -> None:
     """The request's body, as it streams in, to ``write`` (run in a worker thread) in batches of at least
-    ``WRITE_BATCH`` bytes, the last one shorter."""
+    ``WRITE_BATCH`` bytes, the last one shorter. The request gives its admission slot back meanwhile
+    (backend/http/admission.py): the copy waits on its client and holds no database connection (call
+    ``release_session`` first), and takes a slot again once the body is in."""
     pending = bytearray()
-    async for chunk in request.stream():
-        pending += chunk
-        if len(pending) >= WRITE_BATCH:
+    async with released(request.scope):
+        async for chunk in request.stream():
+            pending += chunk
+            if len(pending) >= WRITE_BATCH:
+                await run_in_threadpool(write, bytes(pending))
+                pending.clear()
+        if pending:
             await run_in_threadpool(write, bytes(pending))
-            pending.clear()
-    if pending:
-        await run_in_threadpool(write, bytes(pending))

@@ -21,3 +21,9 @@ def of_project(session: Session, project_id: int) -> list[ProjectSecret]:
 def names(session: Session, project_id: int) -> set[str]:
     stmt = select(ProjectSecret.name).where(ProjectSecret.project_id == project_id)
     return set(session.scalars(stmt))
+
+
+def hosts_by_name(session: Session, project_id: int) -> dict[str, list[str]]:
+    """Every secret of the project: name -> the hosts it may be sent to."""
+    stmt = select(ProjectSecret.name, ProjectSecret.hosts).where(ProjectSecret.project_id == project_id)
+    return {name: list(hosts or []) for name, hosts in session.execute(stmt)}

@@ -1,7 +1,8 @@
 // Project secrets in the browser (issue 21), in Debian's chromium against a real `reasonlab up`: a project
-// admin opens Settings, gets the API's 422 on the name field, sets a secret and sees its name listed with
-// who set it; the value is in no API response the page received, not in the page's DOM, its inputs or its
-// storage; a viewer sees the names read-only with the note; the admin deletes it after a confirmation.
+// admin opens Settings, gets the API's 422 on the name field, sets a secret with the host it may be sent to
+// (issue 35) and sees its name listed with that host and who set it, then edits its hosts alone; the value
+// is in no API response the page received, not in the page's DOM, its inputs or its storage; a viewer sees
+// the names and hosts read-only with the note; the admin deletes it after a confirmation.
 // Screenshots in test-output/e2e/secrets-*.png.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -91,10 +92,11 @@ describe('project secrets', { timeout: 300_000 }, () => {
     await screenshot(page, 'secrets-422');
 
     await name.fill('OPENAI_API_KEY');
+    await page.getByTestId('secret-form').getByLabel('Sent only to').fill('api.openai.com');
     await page.getByTestId('save-secret').click();
     const row = page.locator('[data-testid="secret-row"][data-name="OPENAI_API_KEY"]');
     await row.waitFor();
-    assert.match(await row.innerText(), /OPENAI_API_KEY\s+pia\s+\d+s ago/);
+    assert.match(await row.innerText(), /OPENAI_API_KEY\s+api\.openai\.com\s+pia\s+\d+s ago/);
     assert.equal(await value.inputValue(), '');
     assert.equal(await name.inputValue(), '');
     assert.equal(await name.getAttribute('aria-invalid'), 'false');
@@ -105,8 +107,26 @@ describe('project secrets', { timeout: 300_000 }, () => {
     assert.ok(responses.some((r) => r.url.endsWith('/secrets/OPENAI_API_KEY') && r.status === 200));
     await assertNoResponseHasValue();
     const listed = await platform.api(`/projects/${projectId}/secrets`);
-    assert.deepEqual(listed.map((s) => [s.name, s.updated_by]), [['OPENAI_API_KEY', 'pia']]);
+    assert.deepEqual(listed.map((s) => [s.name, s.hosts, s.updated_by]), [['OPENAI_API_KEY', ['api.openai.com'], 'pia']]);
     assert.ok(!JSON.stringify(listed).includes(VALUE));
+
+    // its hosts alone, without the value: a bad entry is the API's 422 on the field, then saved
+    await page.getByRole('button', { name: 'hosts of OPENAI_API_KEY' }).click();
+    const dialog = page.getByTestId('secret-hosts-form');
+    await dialog.waitFor();
+    const hosts = dialog.getByLabel('Sent only to');
+    await hosts.fill('api.openai.com\nftp://files.example.com/');
+    await dialog.getByRole('button', { name: 'Save hosts' }).click();
+    await dialog.locator('textarea[aria-invalid="true"]').waitFor();
+    assert.match(await dialog.innerText(), /host 2: .*http and https/);
+    await hosts.fill('api.openai.com\nhttps://proxy.example.com/openai');
+    await dialog.getByRole('button', { name: 'Save hosts' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await row.getByText('https://proxy.example.com/openai').waitFor();
+    await screenshot(page, 'secrets-hosts');
+    const edited = await platform.api(`/projects/${projectId}/secrets`);
+    assert.deepEqual(edited[0].hosts, ['api.openai.com', 'https://proxy.example.com/openai']);
+    assert.ok(!responses.some((r) => r.url.includes('/secrets/') && r.status === 200 && r.body.includes(VALUE)));
   });
 
   it('a viewer sees the names read-only, with the note', async () => {
@@ -117,7 +137,8 @@ describe('project secrets', { timeout: 300_000 }, () => {
     await page.locator('[data-testid="secret-row"][data-name="OPENAI_API_KEY"]').waitFor();
     assert.match(await page.getByTestId('secrets-read-only').innerText(), /Only project admins set secrets.*api_key_secret: NAME/);
     assert.equal(await page.getByTestId('secret-form').count(), 0);
-    assert.equal(await page.getByRole('button', { name: /delete|replace/i }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: /delete|replace|hosts of/i }).count(), 0);
+    assert.match(await page.locator('[data-testid="secret-row"][data-name="OPENAI_API_KEY"]').innerText(), /proxy\.example\.com/);
     await screenshot(page, 'secrets-viewer');
     assert.deepEqual(await valueInPage(), []);
   });

@@ -1116,21 +1116,28 @@ class RunsTable(TypedDict):
     summary: dict[str, list[float | None]]
 
 
-class SecretPublic(TypedDict):
-    """A secret as the API shows it: its name and when and by whom it was set, never its value."""
+class SecretHostsSet(TypedDict):
+    hosts: list[str]
 
+
+class SecretPublic(TypedDict):
+    """A secret as the API shows it: its name, where it may be sent, and when and by whom it was set,"""
+
+    hosts: list[str]
     name: str
     updated_at: str
     updated_by: str | None
 
 
 class SecretSet(TypedDict):
+    hosts: NotRequired[list[str] | None]
     value: str
 
 
 class SecretValue(TypedDict):
-    """A secret handed to the run whose spec names it (the run's own token only)."""
+    """A secret handed to the run whose spec names it (the run's own token only), with the hosts it may"""
 
+    hosts: list[str]
     name: str
     value: str
 

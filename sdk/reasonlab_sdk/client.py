@@ -294,9 +294,24 @@ class ReasonLabClient:
         result: list[api.SecretPublic] = self._get(f"/projects/{project_id}/secrets")
         return result
 
-    def set_secret(self, project_id: int, name: str, value: str) -> api.SecretPublic:
+    def set_secret(
+        self, project_id: int, name: str, value: str, hosts: list[str] | None = None
+    ) -> api.SecretPublic:
+        """Set or replace a secret (project admins) and, with ``hosts``, where it may be sent (host names,
+        ``*.domain``, addresses or networks, URL prefixes); without, a secret set before keeps its hosts
+        and a new one may be sent nowhere yet."""
+        body: dict[str, Any] = {"value": value}
+        if hosts is not None:
+            body["hosts"] = hosts
         result: api.SecretPublic = self.request(
-            "PUT", f"/projects/{project_id}/secrets/{name}", json_body={"value": value}
+            "PUT", f"/projects/{project_id}/secrets/{name}", json_body=body
+        )
+        return result
+
+    def set_secret_hosts(self, project_id: int, name: str, hosts: list[str]) -> api.SecretPublic:
+        """Where a secret may be sent, its value unchanged (project admins)."""
+        result: api.SecretPublic = self.request(
+            "PATCH", f"/projects/{project_id}/secrets/{name}", json_body={"hosts": hosts}
         )
         return result
 
@@ -681,8 +696,13 @@ class ReasonLabClient:
 
     def get_secret(self, run_id: int, name: str) -> str:
         """A project secret the run's spec names (the run's own token only)."""
+        return self.run_secret(run_id, name)["value"]
+
+    def run_secret(self, run_id: int, name: str) -> api.SecretValue:
+        """A project secret the run's spec names, with the hosts it may be sent to (the run's own token
+        only): send it nowhere else."""
         result: api.SecretValue = self._get(f"/runs/{run_id}/secrets/{name}")
-        return result["value"]
+        return result
 
     def download_dataset(self, run_id: int, name: str, dest: Path) -> str:
         """Stream a dataset of the run's project that its spec names into ``dest`` (the run's own token;

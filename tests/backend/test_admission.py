@@ -1,13 +1,14 @@
 """At most ``limit`` API requests of a process in flight; the rest wait on the event loop (no thread, no
 connection held), event streams aside. Without it a load burst deadlocked the connection pool
-(bench/load_test.py)."""
+(bench/load_test.py). One credential holds at most its share of them (issue 35), and a route waiting on
+its client gives its slot back."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from backend.http.admission import AdmissionLimit
+from backend.http.admission import PRINCIPAL, AdmissionLimit, released
 
 
 def test_requests_beyond_the_limit_wait_their_turn_and_streams_do_not_count() -> None:
@@ -39,3 +40,79 @@ def test_requests_beyond_the_limit_wait_their_turn_and_streams_do_not_count() ->
     peak = 0
     asyncio.run(with_streams())
     assert peak == 5  # three open streams did not take the two request slots
+
+
+def _scope_of(path: str, principal: str | None) -> dict[str, Any]:
+    return {"type": "http", "method": "GET", "path": path, PRINCIPAL: principal}
+
+
+def test_one_credential_holds_at_most_its_share_and_the_others_go_first() -> None:
+    """Issue 35: 6 requests of one credential and 2 of another, 4 slots, a share of 2: the first never
+    holds more than 2 slots, so the other's requests are served while the first's still wait; the worker
+    token has no share."""
+    inside: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    order: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        who = scope[PRINCIPAL]
+        inside[who] = inside.get(who, 0) + 1
+        peak[who] = max(peak.get(who, 0), inside[who])
+        order.append(who)
+        await asyncio.sleep(0.05)
+        inside[who] -= 1
+
+    limited = AdmissionLimit(app, limit=4, per_principal=2)
+
+    async def main() -> None:
+        greedy = [limited(_scope_of("/api/v1/runs", "user:1"), None, None) for _ in range(6)]
+        await asyncio.gather(
+            *greedy, *(limited(_scope_of("/api/v1/runs", "user:2"), None, None) for _ in range(2))
+        )
+
+    asyncio.run(main())
+    assert peak == {"user:1": 2, "user:2": 2}
+    assert order.index("user:2") < 4 and order.count("user:2") == 2  # not queued behind the six
+    assert not limited._shares  # nothing kept for credentials with no request in flight
+
+    peak.clear()
+    inside.clear()
+
+    async def workers() -> None:
+        await asyncio.gather(
+            *(limited(_scope_of("/api/v1/runs/1/claim", "worker"), None, None) for _ in range(4))
+        )
+
+    asyncio.run(workers())
+    assert peak == {"worker": 4}
+
+
+def test_a_route_gives_its_slot_back_while_it_waits_on_its_client() -> None:
+    """A streamed upload's copy (``released``, backend/http/transfers.py) holds no slot: with one slot,
+    a request is served while an upload waits for its bytes, and the upload takes a slot again after."""
+    events: list[str] = []
+
+    async def main() -> None:
+        arrived = asyncio.Event()  # the upload's body
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["path"].endswith("/upload"):
+                events.append("upload in")
+                async with released(scope):
+                    await arrived.wait()
+                    events.append("upload copied")
+                events.append("upload holds a slot again")
+                await asyncio.sleep(0.01)
+            else:
+                events.append("read")
+                arrived.set()
+
+        limited = AdmissionLimit(app, limit=1)
+        upload = asyncio.create_task(limited(_scope_of("/api/v1/upload", "user:1"), None, None))
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(limited(_scope_of("/api/v1/runs", "user:2"), None, None), timeout=10)
+        await asyncio.wait_for(upload, timeout=10)
+        assert limited._slots is not None and not limited._slots.locked()  # every slot back
+
+    asyncio.run(main())
+    assert events == ["upload in", "read", "upload copied", "upload holds a slot again"]

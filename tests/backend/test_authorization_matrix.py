@@ -90,6 +90,7 @@ POLICY: dict[str, str] = {
     "artifacts-delete": "lifecycle",
     "secrets-list": "viewer",  # names only, never a value
     "secrets-set": "admin",
+    "secrets-set-hosts": "admin",
     "secrets-delete": "admin",
     "runs-secret": "run_only",  # the run's own token, for a secret its spec names
     "datasets-list": "viewer",
@@ -208,6 +209,7 @@ def _bodies(run_id: int, experiment_id: int) -> dict[str, Any]:
         "examples-post": {"table": "items", "rows": [{"idx": 0, "key": "a", "data": {"x": 1}}]},
         "artifacts-upload": {"any": "bytes"},
         "secrets-set": {"value": "sk-matrix-0123"},
+        "secrets-set-hosts": {"hosts": ["api.openai.com"]},
         "datasets-upload": {"any": "bytes"},
         "exports-parquet": {"columns": [{"name": "step", "values": [1, 2]}]},
         "views-create": {"name": "matrix", "page": "runs", "state": {"query": "status = 'failed'"}},
@@ -338,6 +340,7 @@ def test_authorization_matrix(api: Api) -> None:
                     "auth-revoke_token",
                     "artifacts-download",
                     "secrets-delete",
+                    "secrets-set-hosts",
                     "datasets-delete",
                     "views-delete",  # deleted by the member: gone for the admins after
                     "views-delete-by-id",

@@ -37,11 +37,12 @@ def _project_id(api: Api) -> int:
     return int(api.client.get("/api/v1/projects", headers=api.h()).json()[0]["id"])
 
 
-def _set(api: Api, name: str, value: str = VALUE, token: str | None = None) -> Any:
+def _set(
+    api: Api, name: str, value: str = VALUE, token: str | None = None, hosts: list[str] | None = None
+) -> Any:
     pid = _project_id(api)
-    return api.client.put(
-        f"/api/v1/projects/{pid}/secrets/{name}", json={"value": value}, headers=api.h(token)
-    )
+    body = {"value": value, "hosts": [ENDPOINT_HOST] if hosts is None else hosts}
+    return api.client.put(f"/api/v1/projects/{pid}/secrets/{name}", json=body, headers=api.h(token))
 
 
 def _claim(api: Api, run_id: int) -> dict[str, str]:
@@ -134,7 +135,11 @@ def test_a_secret_goes_only_to_the_run_whose_spec_names_it(api: Api) -> None:
     h = _claim(api, runs[0]["id"])
     url = f"/api/v1/runs/{runs[0]['id']}/secrets"
     r = api.client.get(f"{url}/GRADER_KEY", headers=h)
-    assert r.status_code == 200 and r.json() == {"name": "GRADER_KEY", "value": VALUE}
+    assert r.status_code == 200 and r.json() == {
+        "name": "GRADER_KEY",
+        "value": VALUE,
+        "hosts": [ENDPOINT_HOST],
+    }
     assert api.client.get(f"{url}/OTHER_KEY", headers=h).status_code == 403  # not named by its spec
     # nobody else: not the other run of the sweep (its own token), a run without it, a user, the worker
     h2 = _claim(api, runs[1]["id"])
@@ -155,7 +160,9 @@ def test_a_spec_edited_in_the_database_still_cannot_reach_another_projects_secre
     """Secrets are looked up in the run's own project only."""
     other = api.client.post("/api/v1/projects", json={"name": "vault"}, headers=api.h()).json()
     api.client.put(
-        f"/api/v1/projects/{other['id']}/secrets/VAULT_KEY", json={"value": VALUE}, headers=api.h()
+        f"/api/v1/projects/{other['id']}/secrets/VAULT_KEY",
+        json={"value": VALUE, "hosts": [ENDPOINT_HOST]},
+        headers=api.h(),
     )
     _set(api, "GRADER_KEY")
     run = api.submit(_skillmix("GRADER_KEY"), kind="skillmix").json()["runs"][0]
@@ -168,3 +175,106 @@ def test_a_spec_edited_in_the_database_still_cannot_reach_another_projects_secre
     h = _claim(api, run["id"])
     r = api.client.get(f"/api/v1/runs/{run['id']}/secrets/VAULT_KEY", headers=h)
     assert r.status_code == 404 and VALUE not in r.text
+
+
+# -- issue 35: a secret is sent only to the hosts its admin set with it ---------------------------------------
+
+MEMBERS_HOST = "collector.example.test"  # a member's own endpoint, on the outbound allow-list too
+
+
+def _spec_to(host: str, secret: str = "OPENAI_API_KEY") -> dict[str, Any]:
+    endpoint = {"url": f"https://{host}/v1", "model": "gpt-4", "api_key_secret": secret}
+    return {"grader": {"type": "endpoint", "endpoint": endpoint}}
+
+
+SECRET_FIELD = ["body", "spec", "grader", "endpoint", "api_key_secret"]
+
+
+def test_a_member_cannot_send_a_secret_to_an_endpoint_outside_its_hosts(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's case: a member names the project's key and an endpoint of their own, which the outbound
+    policy allows. A 422 at the secret's field, naming where it may go; to the admin's host, accepted."""
+    monkeypatch.setenv("REASONLAB_OUTBOUND_ALLOW", f"{ENDPOINT_HOST},{MEMBERS_HOST}")
+    assert _set(api, "OPENAI_API_KEY", hosts=[ENDPOINT_HOST]).status_code == 200
+    member = api.user("mallory")
+    r = api.submit(_spec_to(MEMBERS_HOST), kind="skillmix", token=member)
+    assert r.status_code == 422, r.text
+    error = r.json()["errors"][0]
+    assert error["loc"] == SECRET_FIELD and error["type"] == "secret_host"
+    assert ENDPOINT_HOST in error["msg"] and MEMBERS_HOST in error["msg"] and VALUE not in r.text
+    # a sweep over the URL: the combination that leaves the hosts is the one named
+    sweep = {"grid": {"grader.endpoint.url": [f"https://{ENDPOINT_HOST}/v1", f"https://{MEMBERS_HOST}/v1"]}}
+    r = api.submit(_spec_to(ENDPOINT_HOST), kind="skillmix", token=member, sweep=sweep)
+    assert r.status_code == 422 and r.json()["errors"][0]["type"] == "secret_host", r.text
+    assert len(r.json()["errors"]) == 1
+    # members may name a secret: to its hosts
+    assert api.submit(_spec_to(ENDPOINT_HOST), kind="skillmix", token=member).status_code == 201
+
+
+def test_a_secret_without_hosts_goes_nowhere_until_an_admin_names_them(api: Api) -> None:
+    """A secret set without hosts (as every secret from before migration 0028) may be sent nowhere; the
+    admin names its hosts without sending the value again, and replacing the value keeps them."""
+    pid = _project_id(api)
+    url = f"/api/v1/projects/{pid}/secrets/OPENAI_API_KEY"
+    r = api.client.put(url, json={"value": VALUE}, headers=api.h())
+    assert r.status_code == 200 and r.json()["hosts"] == []
+    r = api.submit(_spec_to(ENDPOINT_HOST), kind="skillmix")
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == SECRET_FIELD
+    assert "no host yet" in r.json()["errors"][0]["msg"]
+    # only a project admin names them
+    member = api.user("meg")
+    assert api.client.patch(url, json={"hosts": [ENDPOINT_HOST]}, headers=api.h(member)).status_code == 403
+    r = api.client.patch(url, json={"hosts": [ENDPOINT_HOST, ENDPOINT_HOST]}, headers=api.h())
+    assert r.status_code == 200 and r.json()["hosts"] == [ENDPOINT_HOST] and VALUE not in r.text
+    assert api.submit(_spec_to(ENDPOINT_HOST), kind="skillmix").status_code == 201
+    r = api.client.put(url, json={"value": "sk-rotated-000"}, headers=api.h())
+    assert r.json()["hosts"] == [ENDPOINT_HOST]
+    listed = api.client.get(f"/api/v1/projects/{pid}/secrets", headers=api.h(member)).json()
+    assert [(s["name"], s["hosts"]) for s in listed] == [("OPENAI_API_KEY", [ENDPOINT_HOST])]
+    assert (
+        api.client.patch(
+            f"/api/v1/projects/{pid}/secrets/NOPE", json={"hosts": []}, headers=api.h()
+        ).status_code
+        == 404
+    )
+
+
+@pytest.mark.parametrize(
+    "hosts, index",
+    [
+        (["api.openai.com", "ftp://files.example.com/"], 1),
+        (["https://user:pw@api.example.com/"], 0),
+        (["*.com"], 0),
+        (["10.1"], 0),
+        (["https://api.example.com/v1?key=1"], 0),
+        (["https://169.254.169.254/"], 0),
+    ],
+)
+def test_hosts_that_are_no_hosts_are_422s_at_the_entry(api: Api, hosts: list[str], index: int) -> None:
+    r = _set(api, "K", hosts=hosts)
+    assert r.status_code == 422, r.text
+    assert r.json()["errors"][0]["loc"] == ["body", "hosts", index]
+    r = api.client.patch(
+        f"/api/v1/projects/{_project_id(api)}/secrets/K", json={"hosts": hosts}, headers=api.h()
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "hosts", index]
+    r = _set(api, "K", hosts=["h.example.com"] * 33)
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "hosts"]
+
+
+def test_a_run_gets_its_secret_with_its_hosts_and_not_once_they_no_longer_cover_its_spec(api: Api) -> None:
+    """The run's token reads the value with the hosts (the worker checks each call against them); an admin
+    who narrows the hosts after the submission stops the runs that have not read it yet."""
+    _set(api, "GRADER_KEY", hosts=[f"https://{ENDPOINT_HOST}/v1"])
+    run = api.submit(_skillmix("GRADER_KEY"), kind="skillmix").json()["runs"][0]
+    h = _claim(api, run["id"])
+    url = f"/api/v1/runs/{run['id']}/secrets/GRADER_KEY"
+    r = api.client.get(url, headers=h)
+    assert r.status_code == 200 and r.json()["hosts"] == [f"https://{ENDPOINT_HOST}/v1"]
+    pid = _project_id(api)
+    api.client.patch(
+        f"/api/v1/projects/{pid}/secrets/GRADER_KEY", json={"hosts": ["api.openai.com"]}, headers=api.h()
+    )
+    r = api.client.get(url, headers=h)
+    assert r.status_code == 403 and "api.openai.com" in r.text and VALUE not in r.text

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from backend.http import limits
+from backend.settings import Settings
 from tests.deploy.conftest import NGINX_CONF, SECRETS, run_compose, service_env
 
 # -- nginx's configuration, read the way nginx reads it (enough of it for this file) --------------------
@@ -178,6 +179,17 @@ def test_the_proxy_bounds_slow_clients_and_buffers_bodies() -> None:
     for path in SAMPLE_PATHS:
         buffered = server.setting(path, "proxy_request_buffering") == "on"
         assert buffered is not limits.route_class(path).streamed, path
+    # the streamed uploads pass through as they arrive (the API holds them to its minimum rate), and one
+    # address sends a bounded number at once (issue 35): never fewer than one credential's own share
+    top = parse_nginx(NGINX_CONF.read_text())
+    zones = {z.args[1].split("=", 1)[1].split(":")[0] for z in top if z.name == "limit_conn_zone"}
+    share = Settings.model_fields["max_uploads_per_principal"].default
+    for path in SAMPLE_PATHS:
+        if limits.route_class(path).streamed:
+            loc = server.location_for(path)
+            assert loc is not None and loc.all("limit_conn"), path
+            zone, count = loc.all("limit_conn")[0].args
+            assert zone in zones and int(count) >= share, (path, zone, count)
     # X-Forwarded-For is the connection's address, never the client's own header (nor appended to it)
     forwarded = {h.args[0].lower(): h.args[1] for h in d.all("proxy_set_header")}
     assert forwarded["x-forwarded-for"] == "$remote_addr"

@@ -46,6 +46,7 @@ class FakeApi:
         self.resumed: list[dict[str, Any]] = []  # POST /runs/{id}/resumed: {attempt, step}
         self.run_tokens_seen: set[str] = set()
         self.secrets: dict[str, str] = {}  # what the API hands this run (the names its spec holds)
+        self.secret_hosts: dict[str, list[str]] = {}  # where each may be sent (none listed: nowhere)
         self.datasets: dict[str, bytes] = {}  # the datasets this run's spec names, as the API hands them
         self.requests: list[str] = []
         # the artifact store: (run id, path) -> bytes, as the API's store keeps them
@@ -152,7 +153,8 @@ class FakeApi:
                 name = path.rsplit("/", 1)[1]
                 if name not in self.secrets:
                     return _error(403, "forbidden", f"the run's spec names no secret {name!r}")
-                return httpx.Response(200, json={"name": name, "value": self.secrets[name]})
+                hosts = self.secret_hosts.get(name, [])
+                return httpx.Response(200, json={"name": name, "value": self.secrets[name], "hosts": hosts})
             if request.method == "GET" and path.startswith(f"{run_path}/datasets/"):
                 name = path.rsplit("/", 1)[1]
                 if name not in self.datasets:

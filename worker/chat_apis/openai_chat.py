@@ -11,8 +11,12 @@ request that times out, fails to connect (one message, ``connection failed``, wh
 the last retry the reply is a ``ChatFailure`` (recorded by the caller, never raised). Other 4xx and 3xx
 answers (a bad key, a bad model name, a redirect) are not retried.
 
-The API key is a constructor argument read from the environment by the caller; it is kept out of this
-object's repr, of every failure reason and of the identity used in cache keys and records."""
+The API key is a constructor argument (the project secret the spec names, from the API); it is kept out
+of this object's repr, of every failure reason and of the identity used in cache keys and records. With
+the key come the hosts its project admin allows it to be sent to (``key_hosts``): every attempt checks the
+pinned target (the URL as it will be called, its address when it is a literal) against them before it
+connects, and a URL they do not cover is refused like the outbound policy refuses one (not sent, not
+retried)."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from worker.chat_apis.outbound import (
     OutboundRefused,
     Resolver,
     connection,
+    key_refused,
     open_tcp,
     pin,
     system_resolve,
@@ -53,6 +58,8 @@ class OpenAIChat:
     url: str
     model: str
     api_key: str = field(repr=False)
+    # where api_key may be sent (worker.specs.confine.secret_hosts entries); None: no bound (a local run)
+    key_hosts: tuple[str, ...] | None = None
     timeout_s: float = 60.0
     max_retries: int = 3
     concurrency: int = 4
@@ -118,6 +125,8 @@ class OpenAIChat:
         """One POST to a checked, pinned address: (status, body). Raises OutboundRefused (nothing was
         connected), ConnectFailed, TimeoutError or another OSError / HTTPException."""
         pinned = pin(completions_url(self.url), self.resolve)
+        if self.api_key and self.key_hosts is not None:
+            key_refused(pinned, self.key_hosts)
         conn = connection(pinned, self.timeout_s, self.open_socket)
         try:
             conn.request(

@@ -24,7 +24,16 @@ import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.specs.confine import IPAddress, OutboundPolicy, Refused, Target, check_url, outbound_policy
+from worker.specs.confine import (
+    IPAddress,
+    OutboundPolicy,
+    Refused,
+    Target,
+    check_url,
+    outbound_policy,
+    secret_hosts,
+    secret_refusal,
+)
 
 Resolver = Callable[[str, int], Sequence[str]]
 Opener = Callable[[tuple[str, int], float], socket.socket]
@@ -88,6 +97,21 @@ def pin(url: str, resolve: Resolver = system_resolve, policy: OutboundPolicy | N
             raise OutboundRefused(f"{target.host} resolves to {why}")
         addresses.append(address)
     return Pinned(target, tuple(addresses))
+
+
+def key_refused(pinned: Pinned, hosts: tuple[str, ...] | list[str], name: str = "the endpoint's key") -> None:
+    """Raises OutboundRefused unless the secret's ``hosts`` (its admin's entries) cover the pinned target:
+    its scheme, host, port and path as they will be called and, for an address literal, the very address
+    the connection goes to; a host name is covered by name entries only, and ``pin`` has resolved it and
+    checked every address against the outbound policy (the connection goes to one of those). Called after
+    ``pin`` and before ``connection``: a secret is never sent to a host it is not bound to."""
+    try:
+        allowed = secret_hosts(list(hosts))
+    except Refused as exc:
+        raise OutboundRefused(f"{name}: its hosts cannot be read ({exc})") from None
+    why = secret_refusal(name, pinned.target, allowed)
+    if why is not None:
+        raise OutboundRefused(why)
 
 
 class _PinnedHTTP(http.client.HTTPConnection):

@@ -72,6 +72,13 @@ class RunContext(abc.ABC):
         ``reasonlab run`` reads ``REASONLAB_SECRET_<NAME>`` from its environment."""
         raise RunError(f"secret {name!r}: this context has no project secrets")
 
+    def secret_hosts(self, name: str) -> tuple[str, ...] | None:
+        """Where the secret ``name`` may be sent, as its project admin set it (entries of
+        ``worker.specs.confine.secret_hosts``), for a secret ``secret`` returned; the code that sends it
+        checks every call against them before it connects. None: no bound (a local run's own
+        environment: ``reasonlab run`` reads ``REASONLAB_SECRET_<NAME>_HOSTS``, comma-separated, if set)."""
+        return None
+
     def run_outputs(self, run_id: int) -> Path | None:
         """The output folder (``out_dir``) of another run of this platform, e.g. the model a source run
         saved; None where this context cannot see other runs (a local run names a folder instead). The

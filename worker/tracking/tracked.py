@@ -289,6 +289,14 @@ class LocalRunContext(TrackedRunContext):
         self.redactor.add(value)
         return value
 
+    def secret_hosts(self, name: str) -> tuple[str, ...] | None:
+        """``REASONLAB_SECRET_<NAME>_HOSTS`` (comma-separated) where set; else no bound (the key is the
+        user's own, from their own environment)."""
+        listed = os.environ.get(f"REASONLAB_SECRET_{name.upper()}_HOSTS")
+        if listed is None:
+            return None
+        return tuple(h.strip() for h in listed.split(",") if h.strip())
+
     def progress(self, done: int, total: int, message: str = "") -> None:
         super().progress(done, total, message)
         if self._progress_callback is not None:
@@ -338,6 +346,7 @@ class ApiRunContext(TrackedRunContext):
         self._client = client
         self._resume_reported = False  # the first checkpoint loaded is what the attempt resumed from
         self._datasets: dict[str, Path] = {}  # dataset name -> its local copy (fetch_dataset)
+        self._secret_hosts: dict[str, tuple[str, ...]] = {}  # secret name -> where it may be sent
 
     def secret(self, name: str) -> str:
         """The project secret ``name``, asked of the API with this run's token (the API hands out only
@@ -345,11 +354,17 @@ class ApiRunContext(TrackedRunContext):
         from reasonlab_sdk.client import ApiError
 
         try:
-            value = self._client.get_secret(self.run_id, name)
+            secret = self._client.run_secret(self.run_id, name)
         except ApiError as exc:
             raise RunError(f"secret {name!r}: {exc}") from None
+        value = secret["value"]
         self.redactor.add(value)
+        self._secret_hosts[name] = tuple(secret["hosts"])
         return value
+
+    def secret_hosts(self, name: str) -> tuple[str, ...] | None:
+        """The hosts the API handed with the secret (none before ``secret(name)``: sent nowhere)."""
+        return self._secret_hosts.get(name, ())
 
     def fetch_dataset(self, name: str, field: str) -> Path:
         """A dataset uploaded to the run's project that its spec names (``dataset:<name>`` in ``field``),

@@ -484,7 +484,8 @@ export interface paths {
         get?: never;
         /**
          * Set Secret
-         * @description Set or replace a secret (project admins). The answer, like every other, leaves the value out.
+         * @description Set or replace a secret and where it may be sent (project admins). The answer, like every other,
+         *     leaves the value out.
          */
         put: operations["secrets-set"];
         post?: never;
@@ -492,7 +493,12 @@ export interface paths {
         delete: operations["secrets-delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Set Secret Hosts
+         * @description Where a secret may be sent, its value unchanged (project admins): runs not started yet get it only
+         *     for endpoints the new hosts cover.
+         */
+        patch: operations["secrets-set-hosts"];
         trace?: never;
     };
     "/api/v1/projects/{project_id}/views": {
@@ -1080,7 +1086,8 @@ export interface paths {
         };
         /**
          * Run Secret
-         * @description A secret the run's spec names, for the run's own token only (no user, not the worker token).
+         * @description A secret the run's spec names, for the run's own token only (no user, not the worker token), with
+         *     the hosts it may be sent to; a 403 while the spec sends it to an endpoint they do not cover.
          */
         get: operations["runs-secret"];
         put?: never;
@@ -4022,11 +4029,22 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /** SecretHostsSet */
+        SecretHostsSet: {
+            /**
+             * Hosts
+             * @description where the secret may be sent: host names (https), *.domain (https, any name below it), IP addresses or networks (https to an address inside), or URL prefixes (http(s)://host[:port][/path]: that scheme, host and port, a path below it); empty: nowhere. A spec whose endpoint is not covered is a 422
+             */
+            hosts: string[];
+        };
         /**
          * SecretPublic
-         * @description A secret as the API shows it: its name and when and by whom it was set, never its value.
+         * @description A secret as the API shows it: its name, where it may be sent, and when and by whom it was set,
+         *     never its value.
          */
         SecretPublic: {
+            /** Hosts */
+            hosts: string[];
             /** Name */
             name: string;
             /**
@@ -4040,6 +4058,11 @@ export interface components {
         /** SecretSet */
         SecretSet: {
             /**
+             * Hosts
+             * @description where the secret may be sent: host names (https), *.domain (https, any name below it), IP addresses or networks (https to an address inside), or URL prefixes (http(s)://host[:port][/path]: that scheme, host and port, a path below it); empty: nowhere. A spec whose endpoint is not covered is a 422. Omitted: a secret set before keeps its hosts, a new one has none
+             */
+            hosts?: string[] | null;
+            /**
              * Value
              * @description the secret; never returned by the API
              */
@@ -4047,9 +4070,12 @@ export interface components {
         };
         /**
          * SecretValue
-         * @description A secret handed to the run whose spec names it (the run's own token only).
+         * @description A secret handed to the run whose spec names it (the run's own token only), with the hosts it may
+         *     be sent to: the worker checks every call against them before it connects.
          */
         SecretValue: {
+            /** Hosts */
+            hosts: string[];
             /** Name */
             name: string;
             /** Value */
@@ -7666,6 +7692,79 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "secrets-set-hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the secret's name */
+                name: string;
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SecretHostsSet"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretPublic"];
+                };
             };
             /** @description no or bad credentials */
             401: {

@@ -24,23 +24,39 @@ export function useSecrets(projectId: number | undefined) {
 export interface SecretDraft {
   name: string;
   value: string;
+  /** where the secret may be sent (the API's entries: host names, *.domain, addresses, URL prefixes) */
+  hosts: string[];
 }
 
 function byName(list: readonly Secret[] | undefined, secret: Secret): Secret[] {
   return [...(list ?? []).filter((s) => s.name !== secret.name), secret].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** Sets or replaces a secret (project admins); its errors (422 on the name or the value, 403) are the form's to show. */
+/** Sets or replaces a secret with its hosts (project admins); its errors (422 on the name, the value or a host, 403) are the form's to show. */
 export function useSetSecret(projectId: number) {
   const qc = useQueryClient();
   return useMutation({
     meta: { errorsInline: true },
     gcTime: 0,
     mutationFn: (draft: SecretDraft) => {
-      const { name, value } = draft;
+      const { name, value, hosts } = draft;
       draft.value = '';
-      return unwrap(api.PUT('/api/v1/projects/{project_id}/secrets/{name}', { params: { path: { project_id: projectId, name } }, body: { value } }));
+      return unwrap(api.PUT('/api/v1/projects/{project_id}/secrets/{name}', { params: { path: { project_id: projectId, name } }, body: { value, hosts } }));
     },
+    onSuccess: (secret) => {
+      qc.setQueryData<Secret[]>(secretsKey(projectId), (old) => byName(old, secret));
+      void qc.invalidateQueries({ queryKey: secretsKey(projectId) });
+    },
+  });
+}
+
+/** Where a secret may be sent, its value untouched (project admins); a 422 names the host entry. */
+export function useSetSecretHosts(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: ({ name, hosts }: { name: string; hosts: string[] }) =>
+      unwrap(api.PATCH('/api/v1/projects/{project_id}/secrets/{name}', { params: { path: { project_id: projectId, name } }, body: { hosts } })),
     onSuccess: (secret) => {
       qc.setQueryData<Secret[]>(secretsKey(projectId), (old) => byName(old, secret));
       void qc.invalidateQueries({ queryKey: secretsKey(projectId) });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../api/errors';
-import { secretFormErrors, unsendableName } from './secretForm';
+import { hostLines, secretFormErrors, unsendableName } from './secretForm';
 
 describe('secretFormErrors', () => {
   it("puts a 422's path name and body value errors on their fields", () => {
@@ -26,5 +26,23 @@ describe('unsendableName', () => {
     expect(unsendableName('a/b')).toBe('letters, digits and _ only');
     expect(unsendableName('..')).toBe('letters, digits and _ only');
     for (const name of ['OPENAI_API_KEY', '1bad', 'has-dash', 'x'.repeat(65), 'a.b']) expect(unsendableName(name)).toBeUndefined();
+  });
+});
+
+describe('hosts', () => {
+  it("puts a 422 on a host entry on the hosts field, naming which", () => {
+    const e = new ApiError(422, 'invalid', 'body.hosts.1: bad', [{ loc: ['body', 'hosts', 1], msg: 'Value error, not a host' }]);
+    expect(secretFormErrors(e)).toEqual({ hosts: 'host 2: Value error, not a host' });
+    const many = new ApiError(422, 'invalid', 'body.hosts: too many', [{ loc: ['body', 'hosts'], msg: 'List should have at most 32 items' }]);
+    expect(secretFormErrors(many)).toEqual({ hosts: 'List should have at most 32 items' });
+  });
+
+  it('reads one entry a line or comma-separated, blanks dropped', () => {
+    expect(hostLines(' api.openai.com \n\n*.openai.azure.com, https://llm.internal:8443/v1\n')).toEqual([
+      'api.openai.com',
+      '*.openai.azure.com',
+      'https://llm.internal:8443/v1',
+    ]);
+    expect(hostLines('  \n')).toEqual([]);
   });
 });

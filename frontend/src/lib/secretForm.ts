@@ -6,11 +6,13 @@ export interface SecretFormErrors {
   name?: string;
   /** on the value field: a 422 about the body's value (empty, too long) */
   value?: string;
+  /** on the hosts field: a 422 about the body's hosts (an entry that is no host: its line named) */
+  hosts?: string;
   /** above the form: a 403 (not a project admin), a 404, anything not about a field */
   form?: string;
 }
 
-/** Where each error of the API's answer goes: 422 `errors[].loc` ["path", "name"] / ["body", "value"] onto the fields. */
+/** Where each error of the API's answer goes: 422 `errors[].loc` ["path", "name"] / ["body", "value"] / ["body", "hosts", i] onto the fields. */
 export function secretFormErrors(error: unknown): SecretFormErrors {
   if (!(error instanceof ApiError)) return { form: errorMessage(error) };
   if (error.status !== 422) return { form: error.detail };
@@ -20,10 +22,14 @@ export function secretFormErrors(error: unknown): SecretFormErrors {
     const [where, field] = e.loc;
     if (where === 'path' && field === 'name') out.name = out.name ? `${out.name}; ${e.msg}` : e.msg;
     else if (where === 'body' && field === 'value') out.value = out.value ? `${out.value}; ${e.msg}` : e.msg;
+    else if (where === 'body' && field === 'hosts') {
+      const line = typeof e.loc[2] === 'number' ? `host ${e.loc[2] + 1}: ` : '';
+      out.hosts = out.hosts ? `${out.hosts}; ${line}${e.msg}` : `${line}${e.msg}`;
+    }
     else other.push(e.loc.length ? `${e.loc.join('.')}: ${e.msg}` : e.msg);
   }
   if (other.length) out.form = other.join('; ');
-  if (!out.name && !out.value && !out.form) out.form = error.detail;
+  if (!out.name && !out.value && !out.hosts && !out.form) out.form = error.detail;
   return out;
 }
 
@@ -35,4 +41,12 @@ export function unsendableName(name: string): string | undefined {
   if (!name) return 'a name is required';
   if (name.includes('/') || /^\.+$/.test(name)) return 'letters, digits and _ only';
   return undefined;
+}
+
+/** The hosts field's text as the API takes it: one entry a line (or comma-separated), blanks dropped. */
+export function hostLines(text: string): string[] {
+  return text
+    .split(/[\n,]/)
+    .map((h) => h.trim())
+    .filter((h) => h.length > 0);
 }

@@ -7,7 +7,8 @@ before a run and at connect time) apply one check; every refusal is one error, `
     _fields   Confined, the mark of a confined field in its JSON schema; confined_fields finds them
     _paths    the store paths and names: DataPath, ModelFolder, ModelName, HubDatasetId, HubConfigName,
               CacheName; relative_path, dataset names (``dataset:<name>``), dataset_references
-    _network  the outbound policy: OutboundPolicy, outbound_policy, check_url, EndpointUrl
+    _network  the outbound policy: OutboundPolicy, outbound_policy, check_url, EndpointUrl; where a
+              project secret may be sent: SecretHost, secret_hosts, secret_refusal
 
 Import every name from here: the modules are private because the registry reads a package at the root
 of ``worker.specs`` as a kind family, each public module of which must be a kind.
@@ -23,16 +24,21 @@ from worker.specs.confine._fields import SCHEMA_KEY, Confined, confined_fields
 from worker.specs.confine._network import (
     ALLOW_ENV,
     ALLOW_PRIVATE_ENV,
+    MAX_SECRET_HOSTS,
     METADATA_ADDRESSES,
     METADATA_HOSTS,
     EndpointUrl,
     IPAddress,
     IPNetwork,
     OutboundPolicy,
+    SecretHost,
     Target,
     check_url,
     outbound_policy,
     parse_ipv4,
+    parse_secret_host,
+    secret_hosts,
+    secret_refusal,
 )
 from worker.specs.confine._paths import (
     DATASET_NAME_PATTERN,
@@ -56,6 +62,7 @@ __all__ = [
     "ALLOW_PRIVATE_ENV",
     "DATASET_NAME_PATTERN",
     "DATASET_PREFIX",
+    "MAX_SECRET_HOSTS",
     "METADATA_ADDRESSES",
     "METADATA_HOSTS",
     "PACKAGED_BUILDERS",
@@ -72,6 +79,7 @@ __all__ = [
     "ModelName",
     "OutboundPolicy",
     "Refused",
+    "SecretHost",
     "Target",
     "check_url",
     "confined_fields",
@@ -80,6 +88,9 @@ __all__ = [
     "field_error",
     "outbound_policy",
     "parse_ipv4",
+    "parse_secret_host",
     "relative_path",
+    "secret_hosts",
+    "secret_refusal",
     "uploaded_dataset",
 ]

@@ -296,3 +296,141 @@ def _endpoint_url(value: str) -> str:
 EndpointUrl = Annotated[str, AfterValidator(_endpoint_url), Confined("url")]
 """An http(s) URL a worker may call: on the admin's allow-list, never a metadata, link-local or (without
 the admin's opt-in) loopback or private address. Checked again after DNS at connect time."""
+
+
+# -- where a project secret may be sent (issue 35) -------------------------------------------------------
+# A project admin sets a secret with the hosts (or URL prefixes) it may be sent to (backend/secrets/); the
+# backend refuses a spec that would send it elsewhere (a 422 at its ``*_secret`` field) and the worker
+# checks the URL it is about to call, on the checked and pinned target, before it connects
+# (``worker.chat_apis.outbound``). The outbound allow-list still applies to every call: a secret's hosts
+# narrow where *that secret* goes, they never widen where a worker may connect.
+
+MAX_SECRET_HOSTS = 32
+
+
+@dataclass(frozen=True)
+class SecretHost:
+    """One entry of a secret's hosts, parsed:
+
+    - ``api.openai.com``: https URLs to that host (any port, any path);
+    - ``*.openai.azure.com``: https URLs to any host below that domain (not the domain itself);
+    - ``203.0.113.7``, ``[2001:db8::1]``, ``10.20.0.0/16``: https URLs whose host is an address literal
+      inside it;
+    - ``https://llm.internal:8443/v1``, ``http://10.0.0.5:8000/``: a URL prefix: that scheme, host and
+      port (the scheme's default when none is written), and a path below the prefix's, at a ``/``
+      boundary (``/v1`` covers ``/v1`` and ``/v1/chat/completions``, not ``/v1beta``). The only way to
+      allow plain http."""
+
+    entry: str
+    host: str = ""  # a name (lowercase), empty for an address entry
+    suffix: bool = False  # ``*.domain``: below ``host``
+    network: IPNetwork | None = None
+    scheme: str | None = None  # a URL prefix's (None: https only, any port, any path)
+    port: int | None = None
+    path: str = "/"
+
+    def covers(self, target: Target) -> bool:
+        if self.scheme is None:
+            if target.scheme != "https":
+                return False
+        elif (target.scheme, target.port) != (self.scheme, self.port):
+            return False
+        if self.network is not None:
+            if target.address is None or target.address.version != self.network.version:
+                return False
+            if target.address not in self.network:
+                return False
+        elif self.suffix:
+            if target.address is not None or not target.host.endswith("." + self.host):
+                return False
+        elif target.address is not None or target.host != self.host:
+            return False
+        if self.scheme is None or self.path == "/":
+            return True
+        prefix = self.path.rstrip("/")
+        rest = target.path[len(prefix) :] if target.path.startswith(prefix) else None
+        return rest is not None and (rest == "" or rest[0] in "/?")
+
+
+def parse_secret_host(entry: str) -> SecretHost:
+    """A secret's host entry as an admin writes it (``SecretHost``); Refused with why it is none."""
+    from urllib.parse import urlsplit
+
+    text = entry.strip()
+    if not text:
+        raise Refused("an empty host")
+    if len(text) > 2000:
+        raise Refused("a host of more than 2000 characters")
+    if CONTROL.search(text) or any(c.isspace() for c in text):
+        raise Refused("a host holds no blanks or control characters")
+    if "://" in text:
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            raise Refused(f"{text!r}: only http and https URL prefixes")
+        if "@" in parts.netloc:
+            raise Refused(f"{text!r}: a URL prefix carries no user or password")
+        if parts.query or parts.fragment or text.endswith(("?", "#")):
+            raise Refused(f"{text!r}: a URL prefix has no query or fragment")
+        try:
+            target = check_url(text, OutboundPolicy(any_public=True, allow_private=True, networks=_EVERY))
+        except Refused as exc:
+            raise Refused(f"{text!r}: {exc}") from None
+        network = ipaddress.ip_network(target.address) if target.address is not None else None
+        host = "" if network is not None else target.host
+        return SecretHost(text, host, False, network, scheme, target.port, target.path or "/")
+    lowered = text.lower().rstrip(".")
+    if lowered.startswith("*."):
+        if not _valid_hostname(lowered[2:]) or "." not in lowered[2:]:
+            raise Refused(f"{text!r}: *. and a domain of at least two labels")
+        return SecretHost(text, lowered[2:], True)
+    try:
+        return SecretHost(text, network=ipaddress.ip_network(lowered.strip("[]"), strict=True))
+    except ValueError as exc:
+        if "/" in lowered:
+            raise Refused(f"{text!r}: not an IP network ({exc})") from None
+    try:
+        numeric = parse_ipv4(lowered) is not None
+    except Refused:
+        numeric = True
+    if numeric:
+        raise Refused(f"{text!r}: write an IPv4 address in its dotted decimal form")
+    if not _valid_hostname(lowered):
+        raise Refused(
+            f"{text!r} is neither a host name, *.domain, an IP address or network, nor a URL prefix"
+        )
+    return SecretHost(text, lowered)
+
+
+def secret_hosts(entries: list[str] | tuple[str, ...]) -> tuple[SecretHost, ...]:
+    """A secret's entries, parsed; Refused at the first that is none (``entries[i]: why``)."""
+    if len(entries) > MAX_SECRET_HOSTS:
+        raise Refused(f"at most {MAX_SECRET_HOSTS} hosts a secret")
+    return tuple(parse_secret_host(e) for e in entries)
+
+
+def secret_refusal(name: str, target: Target, hosts: tuple[SecretHost, ...]) -> str | None:
+    """Why the secret ``name`` may not be sent to ``target`` (a checked URL; in the worker the pinned one,
+    whose address literal, when it has one, is the address the connection goes to), or None where one
+    of its hosts covers it."""
+    if any(h.covers(target) for h in hosts):
+        return None
+    where = f"{target.scheme}://{_netloc(target)}{target.path}"
+    if not hosts:
+        return (
+            f"project secret {name!r} may be sent to no host yet: a project admin names its hosts (project "
+            f"settings, Secrets), not {where}"
+        )
+    listed = ", ".join(h.entry for h in hosts)
+    return f"project secret {name!r} may be sent only to {listed}, not to {where}"
+
+
+def _netloc(target: Target) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    default = 443 if target.scheme == "https" else 80
+    return host if target.port == default else f"{host}:{target.port}"
+
+
+# every address, for parsing an entry's URL (the secret's hosts are the admin's, checked against the
+# outbound policy only when a worker calls them)
+_EVERY: tuple[IPNetwork, ...] = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))

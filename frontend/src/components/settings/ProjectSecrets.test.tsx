@@ -1,8 +1,9 @@
 // @vitest-environment jsdom
-// The Secrets section of a project's settings, rendered in jsdom against a fake of the API's three
-// secrets operations (the typed client's GET/PUT/DELETE answered in memory, with the API's error bodies):
-// an admin sets, replaces and deletes; the value is sent once and kept nowhere; the API's 422s land on the
-// field they name and a 403 above the form, with no notification; members and viewers only read names.
+// The Secrets section of a project's settings, rendered in jsdom against a fake of the API's four
+// secrets operations (the typed client's GET/PUT/PATCH/DELETE answered in memory, with the API's error
+// bodies): an admin sets, replaces and deletes, with the hosts each may be sent to (issue 35); the value is
+// sent once and kept nowhere; the API's 422s land on the field they name and a 403 above the form, with no
+// notification; members and viewers only read names and hosts.
 import { MantineProvider } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
@@ -28,9 +29,16 @@ function json(status: number, body?: unknown) {
 
 /** The API's secrets operations, in memory: what each request carried, and the answers the backend gives. */
 function fakeApi({ admin }: { admin: boolean }) {
-  const store: Secret[] = [{ name: 'GRADER_KEY', updated_at: '2025-01-02T03:04:05Z', updated_by: 'alice' }];
+  const store: Secret[] = [{ name: 'GRADER_KEY', hosts: ['api.openai.com'], updated_at: '2025-01-02T03:04:05Z', updated_by: 'alice' }];
   const requests: { method: string; path: unknown; body?: unknown }[] = [];
-  type Init = { params: { path: { project_id: number; name?: string } }; body?: { value: string } };
+  type Init = { params: { path: { project_id: number; name?: string } }; body?: { value?: string; hosts?: string[] } };
+  /** the API's 422 for an entry that is no host (here: one with a blank or starting with ftp) */
+  const badHost = (hosts: string[] | undefined) => {
+    const i = (hosts ?? []).findIndex((h) => h.startsWith('ftp:'));
+    if (i < 0) return null;
+    const msg = "Value error, 'ftp://x': only http and https URL prefixes";
+    return json(422, { detail: `body.hosts.${i}: ${msg}`, code: 'invalid', errors: [{ loc: ['body', 'hosts', i], msg, type: 'value_error' }] });
+  };
   vi.spyOn(api, 'GET').mockImplementation((async (_url: string, init: Init) => {
     requests.push({ method: 'GET', path: init.params.path });
     return json(200, [...store]);
@@ -46,9 +54,22 @@ function fakeApi({ admin }: { admin: boolean }) {
       const msg = 'String should have at least 1 character';
       return json(422, { detail: `body.value: ${msg}`, code: 'invalid', errors: [{ loc: ['body', 'value'], msg, type: 'string_too_short' }] });
     }
+    const refused = badHost(init.body?.hosts);
+    if (refused) return refused;
     if (!admin) return json(403, { detail: 'project 1: admin role required', code: 'forbidden', errors: [] });
-    const secret = { name, updated_at: new Date().toISOString(), updated_by: 'root' };
+    const before = store.find((s) => s.name === name);
+    const secret = { name, hosts: init.body?.hosts ?? before?.hosts ?? [], updated_at: new Date().toISOString(), updated_by: 'root' };
     store.splice(0, store.length, ...store.filter((s) => s.name !== name), secret);
+    return json(200, secret);
+  }) as never);
+  vi.spyOn(api, 'PATCH').mockImplementation((async (_url: string, init: Init) => {
+    requests.push({ method: 'PATCH', path: init.params.path, body: structuredClone(init.body) });
+    const refused = badHost(init.body?.hosts);
+    if (refused) return refused;
+    const before = store.find((s) => s.name === init.params.path.name);
+    if (!before) return json(404, { detail: 'not found', code: 'not_found', errors: [] });
+    const secret = { ...before, hosts: init.body?.hosts ?? [] };
+    store.splice(0, store.length, ...store.filter((s) => s.name !== secret.name), secret);
     return json(200, secret);
   }) as never);
   vi.spyOn(api, 'DELETE').mockImplementation((async (_url: string, init: Init) => {
@@ -105,6 +126,14 @@ async function typeName(text: string) {
     input.dispatchEvent(new Event('input', { bubbles: true }));
   });
 }
+async function typeInto(input: HTMLTextAreaElement, text: string) {
+  await act(async () => {
+    Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')!.set!.call(input, text);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+const hostsField = (within: ParentNode = document) =>
+  [...within.querySelectorAll('label')].find((l) => l.textContent?.replace('*', '').trim() === 'Sent only to')?.control as HTMLTextAreaElement;
 async function typeValue(text: string) {
   const input = byLabel('Value');
   await act(async () => {
@@ -137,7 +166,9 @@ describe('ProjectSecrets for a project admin', () => {
     await typeValue(VALUE);
     await click(button('Save secret'));
     await until(() => rows().includes('OPENAI_API_KEY'));
-    expect(requests.filter((r) => r.method === 'PUT')).toEqual([{ method: 'PUT', path: { project_id: 1, name: 'OPENAI_API_KEY' }, body: { value: VALUE } }]);
+    expect(requests.filter((r) => r.method === 'PUT')).toEqual([{ method: 'PUT', path: { project_id: 1, name: 'OPENAI_API_KEY' }, body: { value: VALUE, hosts: [] } }]);
+    // set without hosts: listed as sent nowhere yet
+    expect(container.querySelector('[data-name="OPENAI_API_KEY"] [data-testid="secret-hosts-none"]')?.textContent).toBe('nowhere yet');
     expect(value.value).toBe('');
     expect(byLabel('Name').value).toBe('');
     expect(document.documentElement.outerHTML).not.toContain(VALUE);
@@ -174,16 +205,66 @@ describe('ProjectSecrets for a project admin', () => {
     expect(requests.length).toBe(before);
   });
 
-  it('replaces a secret from its row: the name filled in, the value asked again', async () => {
+  it('replaces a secret from its row: the name and its hosts filled in, the value asked again', async () => {
     const { requests } = fakeApi({ admin: true });
     await render(true);
     await click(button('replace GRADER_KEY'));
     expect(byLabel('Name').value).toBe('GRADER_KEY');
+    expect(hostsField().value).toBe('api.openai.com');
     expect(document.activeElement).toBe(byLabel('Value'));
     await typeValue('new-value');
     await click(button('Save secret'));
     await until(() => requests.some((r) => r.method === 'PUT'));
-    expect(requests.find((r) => r.method === 'PUT')?.path).toEqual({ project_id: 1, name: 'GRADER_KEY' });
+    const put = requests.find((r) => r.method === 'PUT');
+    expect(put?.path).toEqual({ project_id: 1, name: 'GRADER_KEY' });
+    expect(put?.body).toEqual({ value: 'new-value', hosts: ['api.openai.com'] });
+  });
+
+  it('sends the hosts one a line with the value, and shows a 422 on a host entry on the hosts field', async () => {
+    const { requests, store } = fakeApi({ admin: true });
+    await render(true);
+    await typeName('AZURE_KEY');
+    await typeValue(VALUE);
+    await typeInto(hostsField(), 'ftp://x\n');
+    await click(button('Save secret'));
+    await until(() => hostsField().getAttribute('aria-invalid') === 'true');
+    expect(container.textContent).toContain('host 1: Value error');
+    await typeInto(hostsField(), ' *.openai.azure.com \n\nhttps://llm.internal:8443/v1, 10.0.0.0/8');
+    await click(button('Save secret'));
+    await until(() => rows().includes('AZURE_KEY'));
+    expect(requests.filter((r) => r.method === 'PUT').at(-1)?.body).toEqual({
+      value: VALUE,
+      hosts: ['*.openai.azure.com', 'https://llm.internal:8443/v1', '10.0.0.0/8'],
+    });
+    expect(store.find((s) => s.name === 'AZURE_KEY')?.hosts).toHaveLength(3);
+    expect([...container.querySelectorAll('[data-name="AZURE_KEY"] [data-testid="secret-hosts"] code')].map((c) => c.textContent)).toEqual([
+      '*.openai.azure.com',
+      'https://llm.internal:8443/v1',
+      '10.0.0.0/8',
+    ]);
+  });
+
+  it("edits a secret's hosts without its value (PATCH), a bad entry shown in the dialog", async () => {
+    const { requests, store } = fakeApi({ admin: true });
+    await render(true);
+    await click(button('hosts of GRADER_KEY'));
+    const dialog = await until(() => document.querySelector<HTMLElement>('[data-testid="secret-hosts-form"]'));
+    const field = hostsField(dialog);
+    expect(field.value).toBe('api.openai.com');
+    await typeInto(field, 'api.openai.com\nftp://x');
+    await click(button('Save hosts'));
+    await until(() => field.getAttribute('aria-invalid') === 'true');
+    expect(dialog.textContent).toContain('host 2: Value error');
+    await typeInto(field, 'api.openai.com\nhttps://proxy.example.com/openai');
+    await click(button('Save hosts'));
+    await until(() => !document.querySelector('[data-testid="secret-hosts-form"]'));
+    expect(requests.filter((r) => r.method === 'PATCH').at(-1)).toEqual({
+      method: 'PATCH',
+      path: { project_id: 1, name: 'GRADER_KEY' },
+      body: { hosts: ['api.openai.com', 'https://proxy.example.com/openai'] },
+    });
+    expect(requests.some((r) => r.method === 'PUT')).toBe(false); // the value was not sent again
+    expect(store.find((s) => s.name === 'GRADER_KEY')?.hosts).toEqual(['api.openai.com', 'https://proxy.example.com/openai']);
   });
 
   it('deletes only once confirmed', async () => {
@@ -204,12 +285,13 @@ describe('ProjectSecrets for a project admin', () => {
 });
 
 describe('ProjectSecrets for members and viewers', () => {
-  it('shows the names read-only with the note, no form and no buttons', async () => {
+  it('shows the names and hosts read-only with the note, no form and no buttons', async () => {
     fakeApi({ admin: false });
     await render(false);
     expect(rows()).toEqual(['GRADER_KEY']);
+    expect(container.querySelector('[data-name="GRADER_KEY"] [data-testid="secret-hosts"]')?.textContent).toBe('api.openai.com');
     expect(container.querySelector('[data-testid="secrets-read-only"]')?.textContent).toBe(
-      'Only project admins set secrets; a spec names one in a field ending in _secret: api_key_secret: NAME.',
+      "Only project admins set secrets; a spec names one in a field ending in _secret: api_key_secret: NAME, with an endpoint among the secret's hosts.",
     );
     expect(container.querySelector('form')).toBeNull();
     expect(container.querySelectorAll('button')).toHaveLength(0);

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from worker.chat_apis.openai_chat import OpenAIChat
+from worker.chat_apis.openai_chat import OpenAIChat, completions_url
 from worker.core.models import LoadedModel, ModelNotFound, Placement, PlacementError, load_model
+from worker.specs.confine import check_url, secret_hosts, secret_refusal
 from worker.specs.placement import accelerate_max_memory
 from worker.specs.skillmix.skillmix import ChatEndpoint
 from worker.tracking.context import RunContext, RunError
@@ -14,17 +15,26 @@ from worker.tracking.context import RunContext, RunError
 
 def endpoint_model(endpoint: ChatEndpoint, field: str, ctx: RunContext) -> OpenAIChat:
     """The endpoint with its key, the project secret the spec names (``ctx.secret``: handed to this run
-    only and redacted from everything it records)."""
+    only and redacted from everything it records), bound to the hosts its admin set (``ctx.secret_hosts``):
+    a URL they do not cover fails the run here, and every call is checked again before it connects."""
     key = ""
+    hosts: tuple[str, ...] | None = None
     if endpoint.api_key_secret is not None:
+        name = endpoint.api_key_secret
         try:
-            key = ctx.secret(endpoint.api_key_secret)
-        except RunError as exc:
+            key = ctx.secret(name)
+            hosts = ctx.secret_hosts(name)
+            if hosts is not None:
+                why = secret_refusal(name, check_url(completions_url(endpoint.url)), secret_hosts(hosts))
+                if why is not None:
+                    raise RunError(why)
+        except RunError as exc:  # Refused is one too
             raise RunError(f"{field}.api_key_secret: {exc}") from None
     return OpenAIChat(
         url=endpoint.url,
         model=endpoint.model,
         api_key=key,
+        key_hosts=hosts,
         timeout_s=endpoint.timeout_s,
         max_retries=endpoint.max_retries,
         concurrency=endpoint.concurrency,
