@@ -52,7 +52,12 @@ def secret_destinations(spec: BaseModel) -> dict[tuple[str | int, ...], tuple[st
     for path, name in secret_references(spec).items():
         owner: Any = spec
         for step in path[:-1]:
-            owner = owner[step] if isinstance(owner, list | tuple | dict) else getattr(owner, str(step))
+            if isinstance(owner, dict):
+                owner = owner[str(step)]
+            elif isinstance(owner, list | tuple):
+                owner = owner[int(step)]
+            else:
+                owner = getattr(owner, str(step))
         found[path] = (name, _urls_of(owner))
     return found
 
