@@ -184,7 +184,8 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.locator('[data-testid="metric-chart-loss"][data-y-scale="log"]').waitFor();
     await panel.getByRole('slider', { name: 'smoothing' }).focus();
     for (let i = 0; i < 60; i++) await page.keyboard.press('ArrowRight');
-    assert.ok(Number(await loss.getAttribute('data-smoothing')) >= 0.5);
+    // the slider writes its value (the URL's `charts`, then the chart) once it rests
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="metric-chart-loss"]')?.getAttribute('data-smoothing')) >= 0.5);
     await panel.getByText('Relative', { exact: true }).click();
     await page.locator('[data-testid="metric-chart-loss"][data-x-axis="relative"]').waitFor();
     assert.ok(Number(await page.getByTestId('metric-chart-loss').getAttribute('data-points')) > 0);

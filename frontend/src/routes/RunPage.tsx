@@ -1,8 +1,10 @@
 // One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
+// The open tab is the URL's `tab` (`/runs/7?tab=results`; none: Metrics), so a reload keeps it and a link
+// opens it; the Metrics tab's chart options are the URL's `charts` (components/runs/MetricPanels.tsx).
 import { Alert, Anchor, Button, Code, Grid, Group, Loader, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
-import { lazy, Suspense, useEffect, useRef } from 'react';
-import { Link, useParams } from 'react-router';
+import { lazy, Suspense, useCallback, useEffect, useRef } from 'react';
+import { Link, useParams, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
 import { QueryState } from '../components/common/QueryState';
 import { StatusChip } from '../components/common/StatusChip';
@@ -33,6 +35,31 @@ import { mlflowRunUrl } from '../lib/mlflowLink';
 const ResultView = lazy(() => import('../components/results/ResultView').then((m) => ({ default: m.ResultView })));
 const JsonBlock = lazy(() => import('../components/common/JsonBlock').then((m) => ({ default: m.JsonBlock })));
 const Comments = lazy(() => import('../components/review/Comments').then((m) => ({ default: m.Comments })));
+
+/** The run page's tabs, by their value in the URL's `tab`; the first is the default (no `tab`). */
+const RUN_TABS = ['metrics', 'results', 'examples', 'spec', 'logs', 'attempts', 'artifacts', 'comments'] as const;
+type RunTab = (typeof RUN_TABS)[number];
+
+/** The tab the URL names (an unknown one: the default), and a setter that writes it there. */
+function useRunTab(): [RunTab, (tab: string | null) => void] {
+  const [params, setParams] = useSearchParams();
+  const asked = params.get('tab');
+  const tab = RUN_TABS.find((t) => t === asked) ?? RUN_TABS[0];
+  const setTab = useCallback(
+    (next: string | null) =>
+      setParams(
+        (current) => {
+          const out = new URLSearchParams(current);
+          if (!next || next === RUN_TABS[0]) out.delete('tab');
+          else out.set('tab', next);
+          return out;
+        },
+        { replace: true },
+      ),
+    [setParams],
+  );
+  return [tab, setTab];
+}
 
 function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
   const p = live.progress ?? run.progress;
@@ -91,6 +118,7 @@ function RunView({ run }: { run: Run }) {
   const cancelled = cancelNote(run);
   // "Open in MLflow" only where the API names an MLflow UI (reasonlab up serves one; GET /server)
   const mlflowUrl = mlflowRunUrl(useServerConfig().data?.mlflow_ui_url, run.mlflow_run_id);
+  const [tab, setTab] = useRunTab();
 
   return (
     <Stack>
@@ -141,7 +169,7 @@ function RunView({ run }: { run: Run }) {
         </Alert>
       )}
 
-      <Tabs defaultValue="metrics" keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="metrics">Metrics</Tabs.Tab>
           <Tabs.Tab value="results">Results {results.data?.length ? `(${results.data.length})` : ''}</Tabs.Tab>
