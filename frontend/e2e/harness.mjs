@@ -162,7 +162,7 @@ if (process.env.NODE_TEST_CONTEXT) {
 
 /**
  * Lets console errors whose text matches `pattern` (a RegExp) pass on `target`: a page, or a browser (every
- * page of it). `why`: what the test does on purpose that makes them (shown if the allowance is misused).
+ * page of it). `why`: what the test does on purpose that makes them, printed beside each error let through.
  */
 export function allowErrors(target, pattern, why) {
   if (!(pattern instanceof RegExp) || !why) throw new Error('allowErrors(target, /pattern/, why): a RegExp and a reason');
@@ -172,7 +172,7 @@ export function allowErrors(target, pattern, why) {
 }
 
 function watchPage(page, browser) {
-  const allowed = (text) => [...(ALLOWED.get(page) ?? []), ...(ALLOWED.get(browser) ?? [])].some((a) => a.pattern.test(text));
+  const allowance = (text) => [...(ALLOWED.get(page) ?? []), ...(ALLOWED.get(browser) ?? [])].find((a) => a.pattern.test(text));
   page.on('pageerror', (e) => {
     const text = `page error on ${page.url()}: ${e.stack || e.message}`;
     console.error(text);
@@ -182,7 +182,11 @@ function watchPage(page, browser) {
     if (msg.type() !== 'error') return;
     const where = msg.location()?.url ? ` (${msg.location().url}:${msg.location().lineNumber})` : '';
     const text = `console.error on ${page.url()}: ${msg.text()}${where}`;
-    if (allowed(msg.text())) return;
+    const allowed = allowance(msg.text());
+    if (allowed) {
+      console.log(`${text} [allowed: ${allowed.why}]`);
+      return;
+    }
     console.error(text);
     browser.errors.push(text);
   });
@@ -206,7 +210,7 @@ function watchContext(context, browser) {
  * A browser context of its own: a fresh profile (no cookies, no localStorage). Under `npm run e2e`
  * (e2e/run.mjs) it is a new context of the one chromium that the runner started for every test file
  * (E2E_BROWSER_WS); a file run alone, or a perf script, launches a chromium of its own. Its pages' errors
- * fail the test (above): `close()` throws, once the browser is closed, when any was reported.
+ * fail the test (above); those reported after the last test's check fail the file when `close()` runs.
  */
 export async function launchBrowser() {
   const shared = process.env.E2E_BROWSER_WS;

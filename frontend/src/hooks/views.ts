@@ -121,7 +121,8 @@ export function useUrlChartOptions(): UrlChartOptions {
           const entry = { metric, log_scale: o.logScale, smoothing: roundSmoothing(o.smoothing), x_axis: o.xAxis };
           return writeViewState(current, { ...state, charts: withChartOptions(state.charts, entry) });
         },
-        { replace: true },
+        // rendered in the same task (not a transition): a switch shows its new state in the click that set it
+        { replace: true, flushSync: true },
       ),
     [setParams],
   );

@@ -150,7 +150,8 @@ function decodeChartOptions(part: string): ViewChartOptions | null {
   const out: ViewChartOptions = { metric, log_scale: false, smoothing: 0, x_axis: 'step' };
   const seen = new Set<string>();
   for (const flag of flags) {
-    const kind = flag === 'log' ? 'log' : flag.startsWith('s') ? 's' : 'x';
+    const kind = flag === 'log' ? 'log' : (X_AXES as readonly string[]).includes(flag) ? 'x' : flag.startsWith('s') ? 's' : null;
+    if (kind === null) return null;
     if (seen.has(kind)) return null; // one of each, or the part is not ours
     seen.add(kind);
     if (kind === 'log') out.log_scale = true;

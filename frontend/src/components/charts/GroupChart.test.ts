@@ -17,11 +17,19 @@ describe('groupChartOption', () => {
   it('draws a group as its mean line with the t interval as a band; a group of one as its line only', () => {
     expect(ids('mean_ci')).toEqual(['band-lo:ci:0', 'band-w:ci:0', 'mean:0', 'mean:1']);
     const t2 = 4.302652729749462; // t_{0.975, 2}
-    const lo = byId('mean_ci', 'band-lo:ci:0').data as [number, number][];
-    const w = byId('mean_ci', 'band-w:ci:0').data as [number, number][];
+    // a metric free to go below 0 (a member's value is negative): the band is the interval itself
+    const shifted: ChartGroup[] = [{ ...groups[0]!, members: [...members, m(9, [[20, -1]])] }];
+    const band = (id: string) => (groupChartOption('loss', shifted, 'mean_ci').series as S[]).find((s) => s.id === id)!.data as [number, number][];
+    const lo = band('band-lo:ci:0');
+    const w = band('band-w:ci:0');
     expect(lo[0]![0]).toBe(0);
     expect(lo[0]![1]).toBeCloseTo(3 - (t2 * 2) / Math.sqrt(3), 12); // values 1, 3, 5: std 2
     expect(w[0]![1]).toBeCloseTo((2 * t2 * 2) / Math.sqrt(3), 12);
+    // the same members with no value below 0: the lower end stops at 0, the upper end stays
+    const clipped = byId('mean_ci', 'band-lo:ci:0').data as [number, number][];
+    const width = byId('mean_ci', 'band-w:ci:0').data as [number, number][];
+    expect(clipped[0]![1]).toBe(0);
+    expect(width[0]![1]).toBeCloseTo(3 + (t2 * 2) / Math.sqrt(3), 12);
     expect(byId('mean_ci', 'mean:0').data[1]).toEqual([10, 5, 3, groups[0]!.points[1]!.ci!.lo, groups[0]!.points[1]!.ci!.hi, 2, 9]);
     expect(byId('mean_ci', 'mean:1').data).toEqual([[0, 7, 1, null, null, 7, 7], [10, 6, 1, null, null, 6, 6]]);
   });
@@ -77,7 +85,10 @@ describe('the group chart near a bound and under its options', () => {
   });
 
   it('says nothing where the band stays above 0, nor for a metric that goes below 0', () => {
-    expect(groupChart('loss', groups, 'mean_ci').clipNote).toBeNull();
+    const tight = [m(1, [[0, 10], [10, 11]]), m(2, [[0, 11], [10, 12]]), m(3, [[0, 12], [10, 13]])];
+    const above = groupChart('loss', [{ name: 'g', members: tight, points: alignGroup(tight.map((x) => x.points)) }], 'mean_ci');
+    expect(above.clipNote).toBeNull();
+    expect(above.bandMin!).toBeGreaterThan(0);
     const signed = [m(1, [[0, -0.5]]), m(2, [[0, 0.1]]), m(3, [[0, 0.6]])];
     const drawing = groupChart('reward', [{ name: 'g', members: signed, points: alignGroup(signed.map((x) => x.points)) }], 'mean_ci');
     expect(drawing.clipNote).toBeNull();

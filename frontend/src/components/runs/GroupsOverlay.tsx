@@ -15,7 +15,7 @@ import { emaSmooth } from '../../lib/metricPanels';
 import type { OverlayOptions } from '../../lib/overlay';
 import type { ChartMode } from '../../lib/viewState';
 import { GroupChart, type ChartGroup } from '../charts/GroupChart';
-import { ChartOptionsBar, ChartOptionsButton, isDefault } from './ChartOptionsMenu';
+import { ChartOptionsBar, ChartOptionsButton } from './ChartOptionsMenu';
 
 /** A member's curve smoothed by the EMA of weight `w` over its values in step order (w = 0: itself). */
 export function smoothMember(points: MemberSeries, w: number): MemberSeries {
@@ -60,7 +60,7 @@ function GroupsOverlayImpl({ groups, metricKey, mode }: { groups: readonly Overl
     <>
       <Group justify="space-between" gap="xs" wrap="nowrap" align="flex-start">
         {showOptions ? <ChartOptionsBar metricKey={metricKey} options={barOptions} xAxis={false} onChange={(o) => setOptions(metricKey, o)} /> : <span />}
-        <ChartOptionsButton metricKey={metricKey} open={showOptions} changed={!isDefault(barOptions)} onToggle={() => setShowOptions((o) => !o)} />
+        <ChartOptionsButton metricKey={metricKey} open={showOptions} changed={barOptions.logScale || barOptions.smoothing > 0} onToggle={() => setShowOptions((o) => !o)} />
       </Group>
       {runs.length > shown && (
         <Text size="xs" c="dimmed" data-testid="group-chart-cap">

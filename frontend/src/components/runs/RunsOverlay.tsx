@@ -8,7 +8,7 @@ import { OVERLAY_MAX_RUNS, useOverlaySeries, type OverlayRun } from '../../hooks
 import { useUrlChartOptions } from '../../hooks/views';
 import type { OverlayOptions } from '../../lib/overlay';
 import { OverlayChart } from '../charts/OverlayChart';
-import { ChartOptionsBar, ChartOptionsButton, isDefault } from './ChartOptionsMenu';
+import { ChartOptionsBar, ChartOptionsButton } from './ChartOptionsMenu';
 
 function RunsOverlayImpl({ runs, metricKey }: { runs: readonly OverlayRun[]; metricKey: string }) {
   const { optionsOf, setOptions } = useUrlChartOptions();
@@ -31,7 +31,7 @@ function RunsOverlayImpl({ runs, metricKey }: { runs: readonly OverlayRun[]; met
         ) : (
           <span />
         )}
-        <ChartOptionsButton metricKey={metricKey} open={showOptions} changed={!isDefault(barOptions)} onToggle={() => setShowOptions((o) => !o)} />
+        <ChartOptionsButton metricKey={metricKey} open={showOptions} changed={barOptions.logScale || barOptions.smoothing > 0} onToggle={() => setShowOptions((o) => !o)} />
       </Group>
       {runs.length > OVERLAY_MAX_RUNS && <Text size="xs" c="dimmed">Showing the first {OVERLAY_MAX_RUNS} of {runs.length} selected runs.</Text>}
       {isPending ? <Loader size="sm" /> : <OverlayChart metricKey={metricKey} series={series} options={options} />}
