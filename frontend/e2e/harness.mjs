@@ -139,9 +139,10 @@ const VIEWPORT = { width: 1440, height: 900 };
 // fails it when its pages reported one; `assertNoPageErrors(browser)` fails a test at a point of its
 // choosing; and an error reported after a file's last check (while it closes) still fails the file
 // (`browser.close()` sets the exit code). An error a test provokes on purpose (a 4xx it asks for) is let
-// through by `allowErrors(page, pattern, why)`, called in that test, `why` saying why.
+// through by `allowErrors(page, pattern, why)`, called in that test (it holds until the test ends), `why`
+// saying why.
 
-const ALLOWED = new WeakMap(); // page or browser -> [{ pattern, why }]
+let ALLOWED = new WeakMap(); // page or browser -> [{ pattern, why }], for the test that is running
 const BROWSERS = new Set(); // the browsers launched and not yet closed
 
 /** The errors of `browser` not yet reported by a check; marks them reported. */
@@ -155,6 +156,7 @@ function takeNew(browser) {
 // a demo or perf script imports this file outside it and gets no hook (its close() still reports)
 if (process.env.NODE_TEST_CONTEXT) {
   afterEach(() => {
+    ALLOWED = new WeakMap(); // an allowance holds for the test that made it
     const fresh = [...BROWSERS].flatMap(takeNew);
     if (fresh.length) throw new Error(`the pages reported ${fresh.length} error(s):\n${fresh.join('\n')}`);
   });

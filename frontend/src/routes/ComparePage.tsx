@@ -34,7 +34,7 @@ function GroupsTable({ groups, metrics, system = false }: { groups: { name: stri
       withTableBorder
       withColumnBorders
       fz="sm"
-      aria-label={system ? 'groups, system metrics' : 'groups'}
+      aria-label={system ? 'groups, system (CPU, memory, GPU)' : 'groups'}
       data-testid={system ? 'compare-groups-system' : 'compare-groups'}
     >
       <Table.Thead>
@@ -185,7 +185,7 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
             What the worker measured while each run ran (last value), not results of the runs.
           </Text>
           {grouped && <GroupsTable groups={groups} metrics={system} system />}
-          <Table withTableBorder withColumnBorders fz="sm" aria-label="system metrics" data-testid="compare-system">
+          <Table withTableBorder withColumnBorders fz="sm" aria-label="system (CPU, memory, GPU) of each run" data-testid="compare-system">
             <Table.Thead>
               <Table.Tr>
                 <Table.Th>metric</Table.Th>
