@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
+import { allowErrors, launchBrowser, openPage, screenshot, signIn, startPlatform } from './harness.mjs';
 
 let platform;
 let browser;
@@ -67,6 +67,7 @@ describe('per-example tables', { timeout: 300_000 }, () => {
   });
 
   it("filters a table's rows with the query language on the server", async () => {
+    allowErrors(page, /status of 422/, 'the test sends a filter that does not parse (idx >=) on purpose: the API answers 422');
     const filter = page.getByTestId('example-filter');
     await filter.fill('idx >= 55 or key = "item-003"');
     await filter.press('Enter');
