@@ -84,7 +84,9 @@ class ViewState(Strict):
         default_factory=list, max_length=200, description="each metric's chart options, a metric at most once"
     )
     runs: list[RunId] = Field(
-        default_factory=list, max_length=200, description="the compared runs' ids (the compare page), each once"
+        default_factory=list,
+        max_length=200,
+        description="the compared runs' ids (the compare page), each once",
     )
 
     @field_validator("query")

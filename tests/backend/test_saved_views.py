@@ -220,7 +220,9 @@ def test_bad_state_and_names_are_422_naming_the_field_path(api: Api) -> None:
     assert [v["name"] for v in api.client.get(_url(pid), headers=api.h(meg)).json()] == ["long"]
 
 
-def test_chart_options_and_compared_runs_are_stored_typed_and_bad_ones_are_422_at_their_path(api: Api) -> None:
+def test_chart_options_and_compared_runs_are_stored_typed_and_bad_ones_are_422_at_their_path(
+    api: Api,
+) -> None:
     meg = api.user("meg")
     pid = _project_id(api, meg)
     ok: dict[str, Any] = {"name": "v", "page": "compare"}
