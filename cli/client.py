@@ -1025,7 +1025,7 @@ VIEW_PROJECT_HELP = "the project of a view given by name (default: default); an 
 def views_show(
     view_ref: str, project: str | None, as_json: bool, api_url: str | None, token: str | None
 ) -> None:
-    """Print a saved view with its state: query, columns, group_by, sort, chart. NAME_OR_ID: its id, in
+    """Print a saved view with its state: query, columns, group_by, sort, chart, charts, runs. NAME_OR_ID: its id, in
     any project you are in, or its name in --project (default: default)."""
     with _client(api_url, token) as client:
         view = _find_view(client, project, view_ref)

@@ -1,5 +1,6 @@
 """A saved view's shape: the state of a runs, experiments or compare page (query, columns with their
-aggregates, grouping, sort, chart options), strict: an unknown field is a 422 naming its path.
+aggregates, grouping, sort, the group chart's metric and mode, each chart's options, the compared runs),
+strict: an unknown field is a 422 naming its path.
 
 The dashboard writes the same state into a page's URL (frontend/src/lib/viewState.ts, docs/frontend.md),
 so an unsaved view reproduces from its URL and a saved one from ``GET .../views/{id}``.
@@ -19,6 +20,11 @@ FieldName = Annotated[str, StringConstraints(min_length=1, max_length=256, patte
 # a view's name: letters, digits, spaces and . _ - : , = + ( ) < > /, no space at either end
 NAME_PATTERN = r"^[A-Za-z0-9._:,=+()<>/-]([A-Za-z0-9 ._:,=+()<>/-]{0,98}[A-Za-z0-9._:,=+()<>/-])?$"
 ViewName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=NAME_PATTERN)]
+# a metric's key (``loss``, ``val/acc``, ``system/cpu_percent``): no control characters
+MetricName = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
+# a chart's smoothing: the EMA weight of the dashboard's slider (lib/metricPanels.ts MAX_SMOOTHING)
+MAX_SMOOTHING = 0.99
+RunId = Annotated[int, Field(ge=1)]
 QUERY_MAX_BYTES = 4096
 DEFAULT_GROUP = "all spec fields but seed"
 
@@ -48,14 +54,24 @@ class Chart(Strict):
     """How the page's chart draws a group: its mean with a 95% CI band, its min/max envelope, or every
     member; over steps or wall-clock time."""
 
-    metric: str = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")
+    metric: MetricName
     mode: Literal["mean_ci", "envelope", "members"] = "mean_ci"
     x: Literal["step", "time"] = "step"
 
 
+class ChartOptions(Strict):
+    """How the charts of one metric draw: a log y axis, EMA smoothing (the weight, 0 = raw), and the x
+    axis (the step, wall-clock time, or the time since the run started)."""
+
+    metric: MetricName
+    log_scale: bool = False
+    smoothing: float = Field(default=0.0, ge=0.0, le=MAX_SMOOTHING, allow_inf_nan=False)
+    x_axis: Literal["step", "time", "relative"] = "step"
+
+
 class ViewState(Strict):
     """What a view restores. ``group_by``: none, a list of fields, or the literal default
-    ``"all spec fields but seed"`` (seed groups)."""
+    ``"all spec fields but seed"`` (seed groups). ``runs``: the compare page's runs, by id."""
 
     query: str = Field(
         default="", description=f"a query-language expression, at most {QUERY_MAX_BYTES} bytes"
@@ -64,6 +80,14 @@ class ViewState(Strict):
     group_by: list[FieldName] | Literal["all spec fields but seed"] | None = Field(default=None)
     sort: Sort | None = None
     chart: Chart | None = None
+    charts: list[ChartOptions] = Field(
+        default_factory=list, max_length=200, description="each metric's chart options, a metric at most once"
+    )
+    runs: list[RunId] = Field(
+        default_factory=list,
+        max_length=200,
+        description="the compared runs' ids (the compare page), each once",
+    )
 
     @field_validator("query")
     @classmethod
@@ -82,6 +106,21 @@ class ViewState(Strict):
                 raise ValueError("a field is named twice")
             if not value:
                 return None  # no fields is no grouping: one form for it
+        return value
+
+    @field_validator("runs")
+    @classmethod
+    def _each_run_once(cls, value: list[int]) -> list[int]:
+        if len(set(value)) != len(value):
+            raise ValueError("a run is named twice")
+        return value
+
+    @field_validator("charts")
+    @classmethod
+    def _one_entry_per_metric(cls, value: list[ChartOptions]) -> list[ChartOptions]:
+        metrics = [c.metric for c in value]
+        if len(set(metrics)) != len(metrics):
+            raise ValueError("a metric is named twice")
         return value
 
 

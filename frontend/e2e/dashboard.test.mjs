@@ -2,7 +2,7 @@
 // Debian's chromium. Screenshots of every page land in test-output/e2e/.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, loadExample, newExperimentForm, openExample, openPage, previewExperiment, screenshot, signIn, startPlatform, submitExperiment } from './harness.mjs';
+import { allowErrors, launchBrowser, loadExample, newExperimentForm, openExample, openPage, previewExperiment, screenshot, signIn, startPlatform, submitExperiment } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
@@ -184,7 +184,8 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.locator('[data-testid="metric-chart-loss"][data-y-scale="log"]').waitFor();
     await panel.getByRole('slider', { name: 'smoothing' }).focus();
     for (let i = 0; i < 60; i++) await page.keyboard.press('ArrowRight');
-    assert.ok(Number(await loss.getAttribute('data-smoothing')) >= 0.5);
+    // the slider writes its value (the URL's `charts`, then the chart) once it rests
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="metric-chart-loss"]')?.getAttribute('data-smoothing')) >= 0.5);
     await panel.getByText('Relative', { exact: true }).click();
     await page.locator('[data-testid="metric-chart-loss"][data-x-axis="relative"]').waitFor();
     assert.ok(Number(await page.getByTestId('metric-chart-loss').getAttribute('data-points')) > 0);
@@ -257,6 +258,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
   });
 
   it('reports a missing run once', async () => {
+    allowErrors(page, /status of 404/, 'the test opens a run that does not exist on purpose: its requests answer 404');
     await page.goto(`${platform.url}/runs/99999999`);
     await page.locator('.mantine-Notification-root').first().waitFor();
     await page.waitForTimeout(1000); // the metric keys' request fails too: still one notification
@@ -284,6 +286,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
   });
 
   it('shows the field error of a bad value and creates nothing', async () => {
+    allowErrors(page, /status of 422/, 'the test submits lr = -1 on purpose: the API answers 422');
     const before = (await platform.api('/experiments?limit=200')).items.length;
     await newExperimentForm(page, platform.url);
     // every control of the form is labelled, and the keyboard walks the fields in order

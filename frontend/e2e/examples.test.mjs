@@ -4,7 +4,7 @@
 // example's prediction differs. The run page's Examples tab pages the rows, and its diff against the other
 // run (picked in the select of the experiment's runs with the same table) lists only the changed item (and
 // the one the other run lacks) with both outputs side by side.
-// Issue 36, item 3: two runs of a second experiment hold a ReasonFormer `predictions` table (the rows
+// Two runs of a second experiment hold a ReasonFormer `predictions` table (the rows
 // worker/kinds/reasonformer/common/prediction_rows.py writes: routing per step with the router's
 // distribution, ~900 characters of JSON without a space), whose router probabilities differ in every row
 // by under 1% and whose predictions differ in two rows. The diff folds the routing (a "more" toggle
@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { launchBrowser, openPage, ROOT, screenshot, SHOTS, signIn, startPlatform } from './harness.mjs';
+import { allowErrors, launchBrowser, openPage, ROOT, screenshot, SHOTS, signIn, startPlatform } from './harness.mjs';
 
 let platform;
 let browser;
@@ -137,6 +137,7 @@ describe('per-example tables', { timeout: 300_000 }, () => {
   });
 
   it("filters a table's rows with the query language on the server", async () => {
+    allowErrors(page, /status of 422/, 'the test sends a filter that does not parse (idx >=) on purpose: the API answers 422');
     const filter = page.getByTestId('example-filter');
     await filter.fill('idx >= 55 or key = "item-003"');
     await filter.press('Enter');

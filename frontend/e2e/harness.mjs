@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'node:test';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -131,23 +132,113 @@ export const CHROMIUM_ARGS = [
 ];
 const VIEWPORT = { width: 1440, height: 900 };
 
+// -- errors a page reports -------------------------------------------------------------------------
+// Every page of a browser from launchBrowser is watched: an uncaught exception (`pageerror`) or a
+// console.error message (the app's, React's, or chromium's own "Failed to load resource: ... 404") is an
+// error of the test. Under node's test runner each test ends with a check (the afterEach hook below) that
+// fails it when its pages reported one; `assertNoPageErrors(browser)` fails a test at a point of its
+// choosing; and an error reported after a file's last check (while it closes) still fails the file
+// (`browser.close()` sets the exit code). An error a test provokes on purpose (a 4xx it asks for) is let
+// through by `allowErrors(page, pattern, why)`, called in that test (it holds until the test ends), `why`
+// saying why.
+
+let ALLOWED = new WeakMap(); // page or browser -> [{ pattern, why }], for the test that is running
+const BROWSERS = new Set(); // the browsers launched and not yet closed
+
+/** The errors of `browser` not yet reported by a check; marks them reported. */
+function takeNew(browser) {
+  const fresh = browser.errors.slice(browser.reported);
+  browser.reported = browser.errors.length;
+  return fresh;
+}
+
+// NODE_TEST_CONTEXT: set in the process of a file that node's test runner runs (`node --test`, e2e/run.mjs);
+// a demo or perf script imports this file outside it and gets no hook (its close() still reports)
+if (process.env.NODE_TEST_CONTEXT) {
+  afterEach(() => {
+    ALLOWED = new WeakMap(); // an allowance holds for the test that made it
+    const fresh = [...BROWSERS].flatMap(takeNew);
+    if (fresh.length) throw new Error(`the pages reported ${fresh.length} error(s):\n${fresh.join('\n')}`);
+  });
+}
+
+/**
+ * Lets console errors whose text matches `pattern` (a RegExp) pass on `target`: a page, or a browser (every
+ * page of it). `why`: what the test does on purpose that makes them, printed beside each error let through.
+ */
+export function allowErrors(target, pattern, why) {
+  if (!(pattern instanceof RegExp) || !why) throw new Error('allowErrors(target, /pattern/, why): a RegExp and a reason');
+  const list = ALLOWED.get(target) ?? [];
+  list.push({ pattern, why });
+  ALLOWED.set(target, list);
+}
+
+function watchPage(page, browser) {
+  const allowance = (text) => [...(ALLOWED.get(page) ?? []), ...(ALLOWED.get(browser) ?? [])].find((a) => a.pattern.test(text));
+  page.on('pageerror', (e) => {
+    const text = `page error on ${page.url()}: ${e.stack || e.message}`;
+    console.error(text);
+    browser.errors.push(text); // an uncaught exception is never allowed
+  });
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const where = msg.location()?.url ? ` (${msg.location().url}:${msg.location().lineNumber})` : '';
+    const text = `console.error on ${page.url()}: ${msg.text()}${where}`;
+    const allowed = allowance(msg.text());
+    if (allowed) {
+      console.log(`${text} [allowed: ${allowed.why}]`);
+      return;
+    }
+    console.error(text);
+    browser.errors.push(text);
+  });
+}
+
+/** The errors `browser`'s pages reported so far and no allowance let through. */
+export const pageErrors = (browser) => [...browser.errors];
+
+/** Fails (an AssertionError listing them) when `browser`'s pages reported errors no allowance let through. */
+export function assertNoPageErrors(browser) {
+  assert.deepEqual(takeNew(browser), [], 'the pages reported errors');
+}
+
+/** Watches every page of `context` (those open now and those to come) for `browser`. */
+function watchContext(context, browser) {
+  for (const page of context.pages()) watchPage(page, browser);
+  context.on('page', (page) => watchPage(page, browser));
+}
+
 /**
  * A browser context of its own: a fresh profile (no cookies, no localStorage). Under `npm run e2e`
  * (e2e/run.mjs) it is a new context of the one chromium that the runner started for every test file
- * (E2E_BROWSER_WS); a file run alone, or a perf script, launches a chromium of its own.
+ * (E2E_BROWSER_WS); a file run alone, or a perf script, launches a chromium of its own. Its pages' errors
+ * fail the test (above); those reported after the last test's check fail the file when `close()` runs.
  */
 export async function launchBrowser() {
   const shared = process.env.E2E_BROWSER_WS;
+  const browser = { errors: [], reported: 0 };
+  BROWSERS.add(browser);
+  // errors no test's check saw (reported while the file closes): the file fails. Not a throw: the file's
+  // `after` hook goes on to stop its platform.
+  const check = () => {
+    BROWSERS.delete(browser);
+    const fresh = takeNew(browser);
+    if (!fresh.length) return;
+    console.error(`the pages reported ${fresh.length} error(s) after the last test:\n${fresh.join('\n')}`);
+    process.exitCode = 1;
+  };
   if (shared) {
     const server = await chromium.connect(shared);
     const context = await server.newContext({ viewport: VIEWPORT });
-    return {
+    watchContext(context, browser);
+    return Object.assign(browser, {
       context,
       async close() {
         await context.close();
         await server.close(); // a connected browser's close() disconnects; the runner closes chromium
+        check();
       },
-    };
+    });
   }
   const userDataDir = mkdtempSync(join(tmpdir(), 'reasonlab-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -156,13 +247,15 @@ export async function launchBrowser() {
     viewport: VIEWPORT,
     args: CHROMIUM_ARGS,
   });
-  return {
+  watchContext(context, browser);
+  return Object.assign(browser, {
     context,
     async close() {
       await context.close();
       rmSync(userDataDir, { recursive: true, force: true });
+      check();
     },
-  };
+  });
 }
 
 /** The bytes of a finished download: saved through playwright (a browser shared over its server keeps
@@ -183,10 +276,9 @@ export async function screenshot(page, name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-/** A new page of the browser that logs its uncaught errors; `viewport` ({width, height}) replaces the default. */
+/** A new page of the browser (its errors fail the test: launchBrowser); `viewport` ({width, height}) replaces the default. */
 export async function openPage(browser, { viewport } = {}) {
   const page = await browser.context.newPage();
-  page.on('pageerror', (e) => console.error('page error:', e.message));
   if (viewport) await page.setViewportSize(viewport);
   return page;
 }

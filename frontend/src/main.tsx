@@ -5,7 +5,9 @@ import { Notifications } from '@mantine/notifications';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { RouterProvider } from 'react-router';
+// react-router/dom's provider: a navigation may ask for `flushSync` (a chart option's switch shows its new
+// state in the click that set it, hooks/views.ts useUrlChartOptions)
+import { RouterProvider } from 'react-router/dom';
 import { makeQueryClient } from './api/queryClient';
 import { makeRouter } from './router';
 

@@ -3,7 +3,7 @@ import type { LoaderFunctionArgs } from 'react-router';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from './api/auth';
 import { metricsQuery } from './hooks/metrics';
-import { prefetchLayout, prefetchRun } from './router';
+import { prefetchLayout, prefetchRun, samePageKeepsLoaders } from './router';
 
 // prefetchRun also starts loading the chart code (`void import(...)`), which nothing awaits: left real, that
 // import could still be loading ECharts when the file's environment is torn down (seen under load in
@@ -65,5 +65,25 @@ describe('route prefetches', () => {
     vi.spyOn(authStore, 'token').mockReturnValue('jwt');
     prefetchLayout(qc)();
     expect(asked).toEqual(['["projects"]', '["server"]']);
+  });
+});
+
+describe('loaders on a change of the search params alone', () => {
+  const check = (from: string, to: string, defaultShouldRevalidate = true) =>
+    samePageKeepsLoaders({
+      currentUrl: new URL(from, 'http://x'),
+      nextUrl: new URL(to, 'http://x'),
+      defaultShouldRevalidate,
+    } as Parameters<typeof samePageKeepsLoaders>[0]);
+
+  it("do not run again: a run page's tab or chart options, a list's query", () => {
+    expect(check('/runs/7', '/runs/7?tab=results')).toBe(false);
+    expect(check('/runs/7?tab=results', '/runs/7?tab=results&charts=loss%3Alog')).toBe(false);
+    expect(check('/experiments?q=a', '/experiments?q=ab')).toBe(false);
+  });
+
+  it('run on another page as React Router would', () => {
+    expect(check('/runs/7?tab=logs', '/runs/8')).toBe(true);
+    expect(check('/runs/7', '/experiments/3', false)).toBe(false);
   });
 });

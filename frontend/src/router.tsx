@@ -1,5 +1,5 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { createBrowserRouter, Navigate, useLocation, type LoaderFunctionArgs } from 'react-router';
+import { createBrowserRouter, Navigate, useLocation, type LoaderFunctionArgs, type ShouldRevalidateFunctionArgs } from 'react-router';
 import { authStore } from './api/auth';
 import { AppLayout } from './components/layout/AppLayout';
 import { PageLoading } from './components/layout/PageLoading';
@@ -82,12 +82,23 @@ export function prefetchLayout(queryClient: QueryClient) {
   };
 }
 
+/**
+ * The loaders above prefetch what a page's address names (its path); a change of the search params alone
+ * (a run page's tab or chart options, a list's query, a view's state) is the same page showing something
+ * else: it does not run them again. Run again, the run page's loader asked for each of its charts' series
+ * once more (53 requests on a SRAVEN run) at every tab switch, and the navigation waited for the loaders,
+ * so a chart option's switch turned only after it.
+ */
+export const samePageKeepsLoaders = ({ currentUrl, nextUrl, defaultShouldRevalidate }: ShouldRevalidateFunctionArgs): boolean =>
+  currentUrl.pathname === nextUrl.pathname ? false : defaultShouldRevalidate;
+
 export function makeRouter(queryClient: QueryClient) {
   return createBrowserRouter([
     { path: '/login', element: <LoginPage /> },
     {
       element: <AppLayout />,
       loader: prefetchLayout(queryClient),
+      shouldRevalidate: samePageKeepsLoaders,
       // the first load of a page waits for its loader and its code: a spinner meanwhile (none: a blank
       // page and React Router's "No `HydrateFallback` element provided" warning on every page load)
       HydrateFallback: PageLoading,
@@ -97,9 +108,9 @@ export function makeRouter(queryClient: QueryClient) {
         { index: true, Component: ToExperiments },
         { path: 'experiments', lazy: async () => ({ Component: (await import('./routes/ExperimentsPage')).ExperimentsPage }) },
         { path: 'experiments/new', lazy: async () => ({ Component: (await import('./routes/NewExperimentPage')).NewExperimentPage }) },
-        { path: 'experiments/:id', loader: prefetchExperiment(queryClient), lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
+        { path: 'experiments/:id', loader: prefetchExperiment(queryClient), shouldRevalidate: samePageKeepsLoaders, lazy: async () => ({ Component: (await import('./routes/ExperimentPage')).ExperimentPage }) },
         { path: 'runs', lazy: async () => ({ Component: (await import('./routes/RunsPage')).RunsPage }) },
-        { path: 'runs/:id', loader: prefetchRun(queryClient), lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
+        { path: 'runs/:id', loader: prefetchRun(queryClient), shouldRevalidate: samePageKeepsLoaders, lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },
         { path: 'views/:id', lazy: async () => ({ Component: (await import('./routes/SavedViewPage')).SavedViewPage }) },

@@ -220,6 +220,15 @@ class Chart(TypedDict):
     x: NotRequired[Literal["step", "time"]]
 
 
+class ChartOptions(TypedDict):
+    """How the charts of one metric draw: a log y axis, EMA smoothing (the weight, 0 = raw), and the x"""
+
+    log_scale: NotRequired[bool]
+    metric: str
+    smoothing: NotRequired[float]
+    x_axis: NotRequired[Literal["step", "time", "relative"]]
+
+
 class ChatEndpoint(TypedDict):
     """An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``"""
 
@@ -1529,9 +1538,11 @@ class ViewState(TypedDict):
     """What a view restores. ``group_by``: none, a list of fields, or the literal default"""
 
     chart: NotRequired[Chart | None]
+    charts: NotRequired[list[ChartOptions]]
     columns: NotRequired[list[Column]]
     group_by: NotRequired[list[str] | Literal["all spec fields but seed"] | None]
     query: NotRequired[str]
+    runs: NotRequired[list[int]]
     sort: NotRequired[Sort | None]
 
 

@@ -371,7 +371,7 @@ class ReasonLabClient:
         page: Literal["runs", "experiments", "compare"] = "runs",
     ) -> api.ViewPublic:
         """Save a view of ``page`` (project members and admins): ``state`` is ``{"query", "columns",
-        "group_by", "sort", "chart"}``, any part left out at its default; ``Conflict`` for a name the
+        "group_by", "sort", "chart", "charts", "runs"}``, any part left out at its default; ``Conflict`` for a name the
         project already has, ``Invalid`` naming the field for a bad state."""
         body: Json = {"name": name, "page": page}
         if state is not None:

@@ -13,7 +13,8 @@ for the same state (frontend/src/lib/runsQuery.ts and its RunsPage, ported line 
   metric column's expression, once), and the sort when the groups have it: a metric column by its mean
   (``metric-mean:<expression>``), a field only when it is a group field.
 
-The state's ``columns`` (other than metric ones), widths and ``chart`` ask nothing of ``GET /runs``.
+The state's ``columns`` (other than metric ones), widths, ``chart`` and ``charts`` ask nothing of
+``GET /runs``.
 """
 
 from __future__ import annotations

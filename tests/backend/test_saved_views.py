@@ -19,6 +19,10 @@ STATE: dict[str, Any] = {
     "group_by": "all spec fields but seed",
     "sort": {"field": "metrics.val/loss", "order": "asc", "aggregate": "min"},
     "chart": {"metric": "val/loss", "mode": "envelope", "x": "time"},
+    "charts": [
+        {"metric": "val/loss", "log_scale": True, "smoothing": 0.6, "x_axis": "step"},
+        {"metric": "system/cpu_percent", "log_scale": False, "smoothing": 0.0, "x_axis": "time"},
+    ],
 }
 
 
@@ -48,6 +52,7 @@ def test_a_member_saves_a_view_another_member_reads_it_and_the_author_renames_an
     assert view["state"]["columns"][0] == {"field": "name", "aggregate": None, "width": None}
     assert view["state"]["columns"][1] == STATE["columns"][1]
     assert view["state"]["group_by"] == "all spec fields but seed"
+    assert view["state"]["charts"] == STATE["charts"]
 
     # another member of the project reads the same state, but may not change it
     seen = api.client.get(_url(pid, view["id"]), headers=api.h(max_))
@@ -78,6 +83,8 @@ def test_a_member_saves_a_view_another_member_reads_it_and_the_author_renames_an
         "group_by": ["params.lambda"],
         "sort": None,
         "chart": None,
+        "charts": [],
+        "runs": [],
     }
     assert body["updated_at"] >= view["updated_at"] and body["created_at"] == view["created_at"]
     assert api.client.get(_url(pid, view["id"]), headers=api.h(max_)).json()["name"] == "lr sweep (seeds)"
@@ -211,6 +218,52 @@ def test_bad_state_and_names_are_422_naming_the_field_path(api: Api) -> None:
     assert ["body", "owner"] in _invalid(api, meg, pid, ok | {"owner": "meg"})
     # none of the refused bodies was stored
     assert [v["name"] for v in api.client.get(_url(pid), headers=api.h(meg)).json()] == ["long"]
+
+
+def test_chart_options_and_compared_runs_are_stored_typed_and_bad_ones_are_422_at_their_path(
+    api: Api,
+) -> None:
+    meg = api.user("meg")
+    pid = _project_id(api, meg)
+    ok: dict[str, Any] = {"name": "v", "page": "compare"}
+
+    def charts(*entries: dict[str, Any]) -> dict[str, Any]:
+        return ok | {"state": {"charts": list(entries)}}
+
+    assert ["body", "state", "charts", 0, "smoothing"] in _invalid(
+        api, meg, pid, charts({"metric": "loss", "smoothing": 1.5})
+    )
+    assert ["body", "state", "charts", 0, "smoothing"] in _invalid(
+        api, meg, pid, charts({"metric": "loss", "smoothing": -0.1})
+    )
+    assert ["body", "state", "charts", 1, "x_axis"] in _invalid(
+        api, meg, pid, charts({"metric": "loss"}, {"metric": "acc", "x_axis": "epoch"})
+    )
+    assert ["body", "state", "charts", 0, "log_scale"] in _invalid(
+        api, meg, pid, charts({"metric": "loss", "log_scale": "sometimes"})
+    )
+    assert ["body", "state", "charts", 0, "metric"] in _invalid(api, meg, pid, charts({"metric": ""}))
+    assert ["body", "state", "charts", 0, "colour"] in _invalid(
+        api, meg, pid, charts({"metric": "loss", "colour": "red"})
+    )
+    assert ["body", "state", "charts"] in _invalid(
+        api, meg, pid, charts({"metric": "loss"}, {"metric": "loss", "log_scale": True})
+    )
+    # the compared runs: ids from 1, each once
+    assert ["body", "state", "runs", 1] in _invalid(api, meg, pid, ok | {"state": {"runs": [3, 0]}})
+    assert ["body", "state", "runs"] in _invalid(api, meg, pid, ok | {"state": {"runs": [3, 4, 3]}})
+    # none stored; a good one comes back with its defaults filled in
+    assert api.client.get(_url(pid), headers=api.h(meg)).json() == []
+    made = api.client.post(
+        _url(pid),
+        json=ok | {"state": {"charts": [{"metric": "loss", "log_scale": True}], "runs": [4, 3]}},
+        headers=api.h(meg),
+    )
+    assert made.status_code == 201, made.text
+    assert made.json()["state"]["charts"] == [
+        {"metric": "loss", "log_scale": True, "smoothing": 0.0, "x_axis": "step"}
+    ]
+    assert made.json()["state"]["runs"] == [4, 3]
 
 
 def test_an_empty_group_list_is_no_grouping(api: Api) -> None:

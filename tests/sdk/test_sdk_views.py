@@ -150,6 +150,8 @@ def test_members_save_read_update_and_delete_views_under_the_apis_role_rule(live
         "group_by": None,
         "sort": None,
         "chart": None,
+        "charts": [],
+        "runs": [],
     }
     assert meg.update_view(pid, view["id"], name="lr runs (2)")["state"] == updated["state"]
     other = max_.create_view(pid, "all experiments", {"query": "runs > 1"}, page="experiments")

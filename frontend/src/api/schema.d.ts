@@ -1858,6 +1858,31 @@ export interface components {
             x: "step" | "time";
         };
         /**
+         * ChartOptions
+         * @description How the charts of one metric draw: a log y axis, EMA smoothing (the weight, 0 = raw), and the x
+         *     axis (the step, wall-clock time, or the time since the run started).
+         */
+        ChartOptions: {
+            /**
+             * Log Scale
+             * @default false
+             */
+            log_scale: boolean;
+            /** Metric */
+            metric: string;
+            /**
+             * Smoothing
+             * @default 0
+             */
+            smoothing: number;
+            /**
+             * X Axis
+             * @default step
+             * @enum {string}
+             */
+            x_axis: "step" | "time" | "relative";
+        };
+        /**
          * ChatEndpoint
          * @description An OpenAI-compatible chat-completions endpoint. Its key is the project secret ``api_key_secret``
          *     names: set by a project admin, handed only to this run, never in specs, logs, results or MLflow.
@@ -5314,10 +5339,15 @@ export interface components {
         /**
          * ViewState
          * @description What a view restores. ``group_by``: none, a list of fields, or the literal default
-         *     ``"all spec fields but seed"`` (seed groups).
+         *     ``"all spec fields but seed"`` (seed groups). ``runs``: the compare page's runs, by id.
          */
         ViewState: {
             chart?: components["schemas"]["Chart"] | null;
+            /**
+             * Charts
+             * @description each metric's chart options, a metric at most once
+             */
+            charts?: components["schemas"]["ChartOptions"][];
             /** Columns */
             columns?: components["schemas"]["Column"][];
             /** Group By */
@@ -5328,6 +5358,11 @@ export interface components {
              * @default
              */
             query: string;
+            /**
+             * Runs
+             * @description the compared runs' ids (the compare page), each once
+             */
+            runs?: number[];
             sort?: components["schemas"]["Sort"] | null;
         };
     };

@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useMemo } from 'react';
+import { useCallback, useMemo, useRef } from 'react';
 import { useSearchParams } from 'react-router';
 import { api, unwrap } from '../api/client';
 import type { SavedView } from '../api/types';
-import { decodeViewState, writeViewState, type ViewPage, type ViewState } from '../lib/viewState';
+import type { ChartOptions } from '../lib/metricPanels';
+import { chartOptionsOf, decodeViewState, roundSmoothing, withChartOptions, writeViewState, type ViewPage, type ViewState } from '../lib/viewState';
 
 // A project's saved views: any role lists and opens them, members save them, the author or a
 // project admin renames or deletes one (`can_edit` in the answer says so). The state a page shows lives
@@ -80,4 +81,50 @@ export function useUrlViewState(): [ViewState, (next: ViewState) => void] {
     [setParams],
   );
   return [state, set];
+}
+
+/** How a page reads and changes each metric's chart options (useUrlChartOptions). */
+export interface UrlChartOptions {
+  /** `metric`'s options: the same object while they do not change, so memoised charts do not redraw */
+  optionsOf: (metric: string) => ChartOptions;
+  /** writes `metric`'s options into the URL's `charts` (replacing the history entry, as the view state does) */
+  setOptions: (metric: string, options: ChartOptions) => void;
+}
+
+/**
+ * Every chart's options (log scale, smoothing, x axis) in the page's URL, `charts` of the URL contract
+ * (lib/viewState.ts): a reload or a link draws the charts as they were, and a saved view of the page keeps
+ * them. One entry per metric: the charts of one metric draw alike wherever the page shows them.
+ */
+export function useUrlChartOptions(): UrlChartOptions {
+  const [params, setParams] = useSearchParams();
+  const raw = params.get('charts') ?? '';
+  const charts = useMemo(() => decodeViewState(new URLSearchParams(raw ? { charts: raw } : {})).charts, [raw]);
+  // the last answer per metric, kept while its options read the same
+  const cache = useRef(new Map<string, ChartOptions>());
+  const optionsOf = useCallback(
+    (metric: string) => {
+      const c = chartOptionsOf(charts, metric);
+      const before = cache.current.get(metric);
+      if (before && before.logScale === c.log_scale && before.smoothing === c.smoothing && before.xAxis === c.x_axis) return before;
+      const next: ChartOptions = { logScale: c.log_scale, smoothing: c.smoothing, xAxis: c.x_axis };
+      cache.current.set(metric, next);
+      return next;
+    },
+    [charts],
+  );
+  const setOptions = useCallback(
+    (metric: string, o: ChartOptions) =>
+      setParams(
+        (current) => {
+          const state = decodeViewState(current);
+          const entry = { metric, log_scale: o.logScale, smoothing: roundSmoothing(o.smoothing), x_axis: o.xAxis };
+          return writeViewState(current, { ...state, charts: withChartOptions(state.charts, entry) });
+        },
+        // rendered in the same task (not a transition): a switch shows its new state in the click that set it
+        { replace: true, flushSync: true },
+      ),
+    [setParams],
+  );
+  return useMemo(() => ({ optionsOf, setOptions }), [optionsOf, setOptions]);
 }

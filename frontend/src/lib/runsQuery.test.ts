@@ -104,6 +104,8 @@ describe('view state -> API parameters', () => {
       group_by: DEFAULT_GROUP,
       sort: { field: 'metrics.test_acc', order: 'desc', aggregate: 'max' },
       chart: null,
+      charts: [],
+      runs: [],
     };
     const url = encodeViewState(state).toString();
     expect(decodeViewState(new URLSearchParams(url))).toEqual(state);

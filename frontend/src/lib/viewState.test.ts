@@ -4,12 +4,16 @@ import {
   CHART_MODES,
   CHART_X,
   canonicalViewState,
+  chartOptionsOf,
   decodeViewState,
   DEFAULT_GROUP,
   EMPTY_VIEW,
   encodeViewState,
+  roundSmoothing,
   viewUrl,
+  withChartOptions,
   writeViewState,
+  X_AXES,
   type ViewState,
 } from './viewState';
 
@@ -23,6 +27,11 @@ const FULL: ViewState = {
   group_by: DEFAULT_GROUP,
   sort: { field: 'metrics.acc', order: 'desc', aggregate: 'best' },
   chart: { metric: 'val/loss', mode: 'envelope', x: 'time' },
+  charts: [
+    { metric: 'system/cpu_percent', log_scale: false, smoothing: 0, x_axis: 'time' },
+    { metric: 'val/loss', log_scale: true, smoothing: 0.6, x_axis: 'step' },
+  ],
+  runs: [12, 3, 7],
 };
 
 describe('the URL contract', () => {
@@ -30,10 +39,13 @@ describe('the URL contract', () => {
     expect(encodeViewState(FULL).toString()).toBe(
       'q=params.lr+%3E%3D+0.001+and+status+%3D+%27succeeded%27' +
         '&cols=name%2Cmetrics.val%2Floss%3Amin%40120%2Cparams.model.depth%4080' +
-        '&group=*&sort=-metrics.acc%3Abest&chart=val%2Floss%3Aenvelope%3Atime',
+        '&group=*&sort=-metrics.acc%3Abest&chart=val%2Floss%3Aenvelope%3Atime' +
+        '&charts=system%2Fcpu_percent%3Atime%2Cval%2Floss%3Alog%3As0.6&runs=12%2C3%2C7',
     );
     const params = encodeViewState(FULL);
-    expect([...params.keys()]).toEqual(['q', 'cols', 'group', 'sort', 'chart']);
+    expect([...params.keys()]).toEqual(['q', 'cols', 'group', 'sort', 'chart', 'charts', 'runs']);
+    expect(params.get('charts')).toBe('system/cpu_percent:time,val/loss:log:s0.6');
+    expect(params.get('runs')).toBe('12,3,7');
     expect(params.get('cols')).toBe('name,metrics.val/loss:min@120,params.model.depth@80');
     expect(params.get('sort')).toBe('-metrics.acc:best');
     expect(params.get('chart')).toBe('val/loss:envelope:time');
@@ -60,6 +72,8 @@ describe('the URL contract', () => {
       group_by: ['params.a,b', 'params.c:d'],
       sort: { field: 'metrics.x:y', order: 'asc', aggregate: 'last' },
       chart: { metric: 'eval:acc@1,%25', mode: 'members', x: 'step' },
+      charts: [{ metric: 'eval:acc@1,%25 log', log_scale: true, smoothing: 0.05, x_axis: 'relative' }],
+      runs: [],
     };
     const url = `/?${encodeViewState(odd).toString()}`;
     expect(decodeViewState(new URL(url, 'http://x').searchParams)).toEqual(odd);
@@ -83,6 +97,12 @@ describe('the URL contract', () => {
         group_by: pick<ViewState['group_by']>([null, DEFAULT_GROUP, ['params.a', field()].filter((f, j, all) => all.indexOf(f) === j)]),
         sort: rand(2) ? { field: field(), order: rand(2) ? 'asc' : 'desc', aggregate: agg() } : null,
         chart: rand(2) ? { metric: word(), mode: pick(CHART_MODES), x: pick(CHART_X) } : null,
+        // metric order, each once, never all defaults (the canonical form)
+        charts: [...new Set(Array.from({ length: rand(4) }, word))]
+          .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+          .map((metric) => ({ metric, log_scale: !!rand(2), smoothing: rand(100) / 100, x_axis: pick(X_AXES) }))
+          .filter((c) => c.log_scale || c.smoothing > 0 || c.x_axis !== 'step'),
+        runs: [...new Set(Array.from({ length: rand(5) }, () => 1 + rand(100_000)))],
       };
       const url = encodeViewState(state).toString();
       const back = decodeViewState(new URLSearchParams(url));
@@ -108,6 +128,8 @@ describe('the URL contract', () => {
       group_by: ['params.a', 'kind'],
       sort: null,
       chart: null,
+      charts: [],
+      runs: [],
     });
     expect(decodeViewState(new URLSearchParams('cols=params.%E0%A4%A&chart=loss:mean_ci'))).toEqual(EMPTY_VIEW);
   });
@@ -132,9 +154,67 @@ describe('the URL contract', () => {
       group_by: null,
       sort: { field: 'name', order: 'asc', aggregate: null },
       chart: { metric: 'loss', mode: 'mean_ci', x: 'step' },
+      charts: [],
+      runs: [],
     });
     expect(viewUrl('experiments', EMPTY_VIEW)).toBe('/experiments');
     expect(viewUrl('runs', { ...EMPTY_VIEW, query: 'a', group_by: DEFAULT_GROUP })).toBe('/runs?q=a&group=*');
     expect(viewUrl('compare', { ...EMPTY_VIEW, chart: { metric: 'acc', mode: 'members', x: 'step' } })).toBe('/compare?chart=acc%3Amembers%3Astep');
+  });
+});
+
+describe("the charts' options in the URL (charts)", () => {
+  const decode = (raw: string) => decodeViewState(new URLSearchParams({ charts: raw })).charts;
+
+  it('writes a metric once with only what is not its default, in metric order', () => {
+    const charts = withChartOptions(
+      withChartOptions([], { metric: 'val/loss', log_scale: true, smoothing: 0.6, x_axis: 'step' }),
+      { metric: 'acc', log_scale: false, smoothing: 0, x_axis: 'relative' },
+    );
+    expect(encodeViewState({ ...EMPTY_VIEW, charts }).get('charts')).toBe('acc:relative,val/loss:log:s0.6');
+    // back to the defaults: the metric's entry is gone, and with it the param
+    const reset = withChartOptions(charts, { metric: 'acc', log_scale: false, smoothing: 0, x_axis: 'step' });
+    expect(reset.map((c) => c.metric)).toEqual(['val/loss']);
+    expect(encodeViewState({ ...EMPTY_VIEW, charts: withChartOptions(reset, chartOptionsOf([], 'val/loss')) }).toString()).toBe('');
+    expect(chartOptionsOf(charts, 'loss')).toEqual({ metric: 'loss', log_scale: false, smoothing: 0, x_axis: 'step' });
+  });
+
+  it('keeps smoothing in hundredths within [0, 0.99]', () => {
+    expect(roundSmoothing(0.604)).toBe(0.6);
+    expect(roundSmoothing(0.996)).toBe(0.99);
+    expect(roundSmoothing(-1)).toBe(0);
+    expect(roundSmoothing(Number.NaN)).toBe(0);
+    expect(decode('loss:s0.35')).toEqual([{ metric: 'loss', log_scale: false, smoothing: 0.35, x_axis: 'step' }]);
+  });
+
+  it('drops an entry that does not decode, keeping the others', () => {
+    expect(decode('loss:s1.5,acc:log')).toEqual([{ metric: 'acc', log_scale: true, smoothing: 0, x_axis: 'step' }]);
+    for (const bad of ['loss:s0.123', 'loss:epoch', 'loss:log:log', 'loss:s0.2:s0.3', 'loss:time:relative', 'loss:s-0.1', ':log']) {
+      expect(decode(bad), bad).toEqual([]);
+    }
+    // all defaults is no entry; a metric named twice keeps its first
+    expect(decode('loss:s0,acc:step')).toEqual([]);
+    expect(decode('loss:log,loss:time')).toEqual([{ metric: 'loss', log_scale: true, smoothing: 0, x_axis: 'step' }]);
+  });
+
+  it("makes the API's charts and runs canonical", () => {
+    const state = canonicalViewState({
+      charts: [
+        { metric: 'z', log_scale: true },
+        { metric: 'a', smoothing: 0.5, x_axis: 'time' },
+        { metric: 'm', log_scale: false, smoothing: 0, x_axis: 'step' },
+      ],
+      runs: [5, 2, 5, 9],
+    });
+    expect(state.charts).toEqual([
+      { metric: 'a', log_scale: false, smoothing: 0.5, x_axis: 'time' },
+      { metric: 'z', log_scale: true, smoothing: 0, x_axis: 'step' },
+    ]);
+    expect(state.runs).toEqual([5, 2, 9]);
+    expect(viewUrl('compare', state)).toBe('/compare?charts=a%3As0.5%3Atime%2Cz%3Alog&runs=5%2C2%2C9');
+  });
+
+  it('reads the compared runs as the compare page always has (spaces or commas, ids from 1)', () => {
+    expect(decodeViewState(new URLSearchParams('runs=3,1 2,,x,0,3')).runs).toEqual([3, 1, 2]);
   });
 });

@@ -129,7 +129,8 @@ describe('ComparePage, Group seeds', () => {
     await render(`/compare?runs=${SWEEP.map((r) => r.id).join(',')}&group=*`);
     const chart = await until(() => document.querySelector<HTMLElement>('[data-testid="group-chart"]'));
     expect(chart.dataset.groupN).toBe('5,5,5,5,5,5,5,5');
-    const calls = (vi.mocked(api.GET).mock.calls as unknown as [string, { params: { query?: unknown } }][]).map(([url, init]) => [url, init.params.query]);
+    // (the page's other reads, e.g. the caller's role for "Save view", name no query)
+    const calls = (vi.mocked(api.GET).mock.calls as unknown as [string, { params?: { query?: unknown } } | undefined][]).map(([url, init]) => [url, init?.params?.query]);
     expect(calls.filter(([url]) => url === '/api/v1/runs/{run_id}/metrics')).toEqual([]);
     const batches = calls.filter(([url]) => url === '/api/v1/runs/metrics');
     expect(batches).toHaveLength(1);

@@ -3,7 +3,11 @@
 // runs by their spec without seeds (lib/groupSeries.ts, the API's group_key rule): a table of the groups
 // with n and, per metric, the mean ± 95% Student-t interval of the final values, and the chart draws each
 // group by the view state's chart mode (mean line with its CI band, min/max envelope, or every member).
-// The chart's metric and mode live in the URL (`chart=metric:mode:step`), so a grouped comparison is a link.
+// The chart's metric and mode live in the URL (`chart=metric:mode:step`), so a grouped comparison is a link;
+// so do each metric's chart options (`charts`: log scale, smoothing), which a saved view keeps too. The
+// worker's system metrics (`system/...`: CPU, memory, GPU) are kept apart from the run's results: tables of
+// their own under the results', and a group of their own in the metric list. The compared runs are the
+// view's `runs`: "Save view" keeps them with the rest.
 import { Alert, Anchor, Checkbox, Group, NativeSelect, Paper, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
@@ -13,19 +17,27 @@ import { StatusChip } from '../components/common/StatusChip';
 import { ExternalBadge } from '../components/runs/ExternalBadge';
 import { GroupsOverlay } from '../components/runs/GroupsOverlay';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
+import { SaveViewButton } from '../components/views/SaveViewButton';
 import { useRunsById } from '../hooks/runs';
 import { useUrlViewState } from '../hooks/views';
 import { formatValue } from '../lib/dotted';
 import { formatMeanCi, groupByFields, groupBySeed, groupLabels, groupStats } from '../lib/groupSeries';
 import { countOf, runTitle } from '../lib/labels';
+import { isSystemKey } from '../lib/metricPanels';
 import { diffParams } from '../lib/paramDiff';
 import { parseRunIds } from '../lib/runIds';
-import { CHART_MODES, DEFAULT_GROUP, type ChartMode, type ViewState } from '../lib/viewState';
+import { CHART_MODES, DEFAULT_GROUP, writeViewState, type ChartMode, type ViewState } from '../lib/viewState';
 
 /** The groups of the compared runs: members, label and per-metric statistics of the final values. */
-function GroupsTable({ groups, metrics }: { groups: { name: string; runs: Run[] }[]; metrics: string[] }) {
+function GroupsTable({ groups, metrics, system = false }: { groups: { name: string; runs: Run[] }[]; metrics: string[]; system?: boolean }) {
   return (
-    <Table withTableBorder withColumnBorders fz="sm" aria-label="groups" data-testid="compare-groups">
+    <Table
+      withTableBorder
+      withColumnBorders
+      fz="sm"
+      aria-label={system ? 'groups, system (CPU, memory, GPU)' : 'groups'}
+      data-testid={system ? 'compare-groups-system' : 'compare-groups'}
+    >
       <Table.Thead>
         <Table.Tr>
           <Table.Th>group</Table.Th>
@@ -35,7 +47,7 @@ function GroupsTable({ groups, metrics }: { groups: { name: string; runs: Run[] 
       </Table.Thead>
       <Table.Tbody>
         {groups.map((g) => (
-          <Table.Tr key={g.runs[0]!.id} data-testid="group-row" data-group={g.name} data-n={g.runs.length}>
+          <Table.Tr key={g.runs[0]!.id} data-testid={system ? 'group-row-system' : 'group-row'} data-group={g.name} data-n={g.runs.length}>
             <Table.Td>
               <Text size="sm" fw={600}>{g.name}</Text>
               <Text size="xs" c="dimmed">
@@ -75,8 +87,14 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
   const [onlyDiff, setOnlyDiff] = useState(false);
   const rows = useMemo(() => diffParams(runs.map((r) => r.spec), { onlyDiffering: onlyDiff }), [runs, onlyDiff]);
   const metrics = useMemo(() => [...new Set(runs.flatMap((r) => Object.keys(r.summary)))].sort(), [runs]);
+  const results = useMemo(() => metrics.filter((m) => !isSystemKey(m)), [metrics]);
+  const system = useMemo(() => metrics.filter(isSystemKey), [metrics]);
+  const metricChoices = useMemo(
+    () => [...(results.length ? [{ group: 'results', items: results }] : []), ...(system.length ? [{ group: 'system', items: system }] : [])],
+    [results, system],
+  );
   const metric = view.chart?.metric;
-  const shown = metric && metrics.includes(metric) ? metric : (metrics.find((m) => m === 'loss') ?? metrics[0]);
+  const shown = metric && metrics.includes(metric) ? metric : (results.find((m) => m === 'loss') ?? results[0] ?? metrics[0]);
   const mode: ChartMode = view.chart?.mode ?? 'mean_ci';
   const groupBy = view.group_by;
   const grouped = groupBy !== null;
@@ -105,7 +123,7 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
           </Text>
         )}
       </Group>
-      {grouped && <GroupsTable groups={groups} metrics={metrics} />}
+      {grouped && <GroupsTable groups={groups} metrics={results} />}
       <Paper withBorder p="sm">
         <Group justify="space-between" mb="xs">
           <Title order={4}>Curves</Title>
@@ -120,7 +138,7 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
                 data={CHART_MODES.map((m) => ({ value: m, label: MODE_LABELS[m] }))}
               />
             )}
-            <NativeSelect label="Metric" size="xs" data={metrics} value={shown ?? ''} onChange={(e) => setChart({ metric: e.currentTarget.value })} />
+            <NativeSelect label="Metric" size="xs" data={metricChoices} value={shown ?? ''} onChange={(e) => setChart({ metric: e.currentTarget.value })} />
           </Group>
         </Group>
         {!shown ? (
@@ -148,8 +166,8 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {metrics.map((m) => (
-            <Table.Tr key={`metric:${m}`} bg="gray.0">
+          {results.map((m) => (
+            <Table.Tr key={`metric:${m}`} bg="gray.0" data-testid="compare-metric-row" data-metric={m}>
               <Table.Td fw={600}>{m} (last value)</Table.Td>
               {runs.map((r) => <Table.Td key={r.id} ff="monospace">{formatValue(r.summary[m])}</Table.Td>)}
             </Table.Tr>
@@ -162,26 +180,53 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
           ))}
         </Table.Tbody>
       </Table>
+      {system.length > 0 && (
+        <>
+          <Title order={4}>System metrics (CPU, memory, GPU)</Title>
+          <Text size="sm" c="dimmed">
+            What the worker measured while each run ran (last value), not results of the runs.
+          </Text>
+          {grouped && <GroupsTable groups={groups} metrics={system} system />}
+          <Table withTableBorder withColumnBorders fz="sm" aria-label="system (CPU, memory, GPU) of each run" data-testid="compare-system">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>metric</Table.Th>
+                {runs.map((r) => <Table.Th key={r.id}>{runTitle(r)}</Table.Th>)}
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {system.map((m) => (
+                <Table.Tr key={m} data-testid="compare-system-row" data-metric={m}>
+                  <Table.Td fw={600}>{m} (last value)</Table.Td>
+                  {runs.map((r) => <Table.Td key={r.id} ff="monospace">{formatValue(r.summary[m])}</Table.Td>)}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </>
+      )}
     </Stack>
   );
 }
 
 export function ComparePage() {
   const [params, setParams] = useSearchParams();
-  const ids = parseRunIds(params.get('runs'));
+  const [view, setView] = useUrlViewState();
+  const ids = view.runs;
   const queries = useRunsById(ids);
   const runs = queries.map((q) => q.data).filter((r): r is Run => !!r);
   const [text, setText] = useState(ids.join(', '));
-  const [view, setView] = useUrlViewState();
   return (
     <Stack>
-      <Title order={2}>Compare runs</Title>
+      <Group justify="space-between">
+        <Title order={2}>Compare runs</Title>
+        <SaveViewButton page="compare" />
+      </Group>
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          const next = new URLSearchParams(params);
-          next.set('runs', parseRunIds(text).join(','));
-          setParams(next);
+          // a new set of runs is a new history entry (the other state replaces its own)
+          setParams(writeViewState(params, { ...view, runs: parseRunIds(text) }));
         }}
       >
         <TextInput label="Run ids" description="comma separated; or select runs on an experiment page" value={text} onChange={(e) => setText(e.currentTarget.value)} w={400} />

@@ -1,9 +1,11 @@
 // One run: status, attempt, worker, live progress and ETA from its event stream, metric charts from
 // the downsampled API, results by result kind, error and traceback, logs tail, spec and params, review.
 // An external run (a script's, through the SDK: lib/external.ts) is marked so, shows its config and its
-// provenance, and has only the tabs that mean something for it (lib/runTabs.ts).
+// provenance, and has only the tabs that mean something for it (lib/runTabs.ts). The open tab is the URL's
+// `tab` (`/runs/7?tab=results`; none: Metrics), so a reload keeps it and a link opens it; the Metrics tab's
+// chart options are the URL's `charts` (components/runs/MetricPanels.tsx).
 import { Alert, Anchor, Button, Code, Grid, Group, Loader, Paper, Progress, Stack, Tabs, Text, Title } from '@mantine/core';
-import { lazy, Suspense, useEffect, useRef } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useRef } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import type { Run } from '../api/types';
 import { QueryState } from '../components/common/QueryState';
@@ -102,20 +104,23 @@ function RunView({ run }: { run: Run }) {
   const external = isExternal(run.kind);
   const exampleTables = useExampleTables(run.id, unfinished, external);
   const tabs = new Set(runTabs(run.kind, { results: results.data?.length, exampleTables: exampleTables.data?.length }));
-  // the open tab is the URL's `tab` (left out for Metrics), so a reload or a link opens it again
+  // the open tab is the URL's `tab` (left out for Metrics; one the run does not have: Metrics)
   const [params, setParams] = useSearchParams();
   const asked = params.get('tab');
   const tab = asked && tabs.has(asked as RunTab) ? asked : 'metrics';
-  const setTab = (value: string | null) =>
-    setParams(
-      (current) => {
-        const next = new URLSearchParams(current);
-        if (value && value !== 'metrics') next.set('tab', value);
-        else next.delete('tab');
-        return next;
-      },
-      { replace: true },
-    );
+  const setTab = useCallback(
+    (value: string | null) =>
+      setParams(
+        (current) => {
+          const next = new URLSearchParams(current);
+          if (value && value !== 'metrics') next.set('tab', value);
+          else next.delete('tab');
+          return next;
+        },
+        { replace: true },
+      ),
+    [setParams],
+  );
 
   return (
     <Stack>

@@ -1,8 +1,14 @@
 // A chart's options, opened by a small button in its corner and shown inline above the chart: log
 // scale, smoothing (EMA weight), x axis (step, wall time, time since the run started; a system metric:
-// time since the run was created, wall time).
+// time since the run was created, wall time). The options live in the page's URL (hooks/views.ts
+// useUrlChartOptions): the smoothing slider shows its value at once and writes the URL once it rests.
 import { ActionIcon, Group, SegmentedControl, Slider, Switch, Text } from '@mantine/core';
+import { useDebouncedCallback } from '@mantine/hooks';
+import { useEffect, useRef, useState } from 'react';
 import { MAX_SMOOTHING, xAxisChoices, type ChartOptions, type XAxisMode } from '../../lib/metricPanels';
+
+/** Milliseconds the smoothing slider rests before its value goes to the chart (and the URL). */
+export const SMOOTHING_SETTLE_MS = 150;
 
 export function isDefault(options: ChartOptions): boolean {
   return !options.logScale && options.smoothing === 0 && options.xAxis === 'step';
@@ -32,6 +38,15 @@ export function ChartOptionsButton({ metricKey, open, changed, onToggle }: { met
 
 /** The options row itself; `xAxis={false}`: a chart drawn over steps only (the runs overlay) offers no x axis. */
 export function ChartOptionsBar({ metricKey, options, onChange, xAxis = true }: { metricKey: string; options: ChartOptions; onChange: (options: ChartOptions) => void; xAxis?: boolean }) {
+  // the slider's value while it moves: a key held down or a drag writes the URL once, not at every step
+  const [moving, setMoving] = useState<number | null>(null);
+  const latest = useRef(options);
+  latest.current = options;
+  const settle = useDebouncedCallback((smoothing: number) => onChange({ ...latest.current, smoothing }), SMOOTHING_SETTLE_MS);
+  useEffect(() => {
+    if (moving !== null && Math.abs(options.smoothing - moving) < 0.005) setMoving(null);
+  }, [options.smoothing, moving]);
+  const smoothing = moving ?? options.smoothing;
   return (
     <Group gap="md" wrap="wrap" pr={32} pb={4} data-testid={`chart-options-panel-${metricKey}`}>
       <Switch
@@ -42,15 +57,18 @@ export function ChartOptionsBar({ metricKey, options, onChange, xAxis = true }: 
         data-testid="option-log-scale"
       />
       <Group gap={6} wrap="nowrap">
-        <Text size="xs">Smoothing {options.smoothing.toFixed(2)}</Text>
+        <Text size="xs">Smoothing {smoothing.toFixed(2)}</Text>
         <Slider
           w={110}
           size="xs"
           min={0}
           max={MAX_SMOOTHING}
           step={0.01}
-          value={options.smoothing}
-          onChange={(smoothing) => onChange({ ...options, smoothing })}
+          value={smoothing}
+          onChange={(v) => {
+            setMoving(v);
+            settle(v);
+          }}
           label={(v) => v.toFixed(2)}
           thumbLabel="smoothing"
           data-testid="option-smoothing"

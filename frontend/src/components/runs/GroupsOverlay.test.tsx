@@ -6,6 +6,7 @@ import { MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
+import { MemoryRouter } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../../api/auth';
 import { api } from '../../api/client';
@@ -13,7 +14,7 @@ import { makeQueryClient } from '../../api/queryClient';
 import { chunkRefetchInterval, chunkRuns, GROUP_MAX_RUNS, METRICS_BATCH_MAX_IDS, type OverlayRun } from '../../hooks/metrics';
 import { installDomShims } from '../../test/dom';
 import { until } from '../../test/mount';
-import { GroupsOverlay, type OverlayGroup } from './GroupsOverlay';
+import { GroupsOverlay, smoothMember, type OverlayGroup } from './GroupsOverlay';
 
 vi.mock('../charts/EChart', () => ({ EChart: () => null }));
 
@@ -54,13 +55,15 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function show(groups: OverlayGroup[]) {
+async function show(groups: OverlayGroup[], url = '/compare') {
   root = createRoot(container);
   await act(async () => {
     root!.render(
       <MantineProvider env="test">
         <QueryClientProvider client={makeQueryClient()}>
-          <GroupsOverlay groups={groups} metricKey="loss" mode="mean_ci" />
+          <MemoryRouter initialEntries={[url]}>
+            <GroupsOverlay groups={groups} metricKey="loss" mode="mean_ci" />
+          </MemoryRouter>
         </QueryClientProvider>
       </MantineProvider>,
     );
@@ -100,6 +103,26 @@ describe('GroupsOverlay', () => {
     const alert = await until(() => container.querySelector('[data-testid="group-chart-error"]'));
     expect(alert.textContent).toContain('run 7 not found');
     expect(container.querySelector('[data-testid="group-chart"]')).toBeNull();
+  });
+});
+
+describe("the group chart's options", () => {
+  it("draws with the metric's options in the URL, and has the options button", async () => {
+    fakeBatch();
+    await show(sweep(2, 3), '/compare?charts=loss:log:s0.5');
+    const chart = await until(() => container.querySelector<HTMLElement>('[data-testid="group-chart"]'));
+    expect(chart.dataset.yScale).toBe('log');
+    expect(chart.dataset.smoothing).toBe('0.5');
+    expect(container.querySelector('[data-testid="chart-options-loss"]')).not.toBeNull();
+  });
+
+  it('smooths a member by the EMA over its steps, leaving it alone at 0', () => {
+    const points = [[0, 1], [1, 3], [2, 3]] as const;
+    expect(smoothMember(points, 0)).toBe(points);
+    const s = smoothMember(points, 0.5);
+    expect(s.map(([step]) => step)).toEqual([0, 1, 2]);
+    expect(s[0]![1]).toBeCloseTo(1, 12); // debiased: the first value is itself
+    expect(s[1]![1]).toBeCloseTo((0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25), 12);
   });
 });
 

@@ -1,9 +1,11 @@
 // The run page's Metrics tab: a search box over the keys, then one collapsible section per key prefix
 // (lib/metricPanels.ts groupMetricKeys: `loss` in general, `moe/load/e0` in moe, the worker's system/*
-// last), each a grid of charts with their own options. A collapsed section draws (and fetches) nothing.
+// last), each a grid of charts with their own options, kept in the page's URL (`charts`, hooks/views.ts
+// useUrlChartOptions): a reload or a link draws them alike. A collapsed section draws (and fetches) nothing.
 import { ActionIcon, CloseButton, Group, Paper, SimpleGrid, Stack, Text, TextInput, UnstyledButton } from '@mantine/core';
 import { memo, useMemo, useState } from 'react';
-import { DEFAULT_CHART_OPTIONS, groupMetricKeys, SYSTEM_SECTION, type ChartOptions } from '../../lib/metricPanels';
+import { useUrlChartOptions } from '../../hooks/views';
+import { groupMetricKeys, SYSTEM_SECTION, type ChartOptions } from '../../lib/metricPanels';
 import { ChartOptionsBar, ChartOptionsButton, isDefault } from './ChartOptionsMenu';
 import { RunMetricChart } from './RunMetricChart';
 
@@ -15,15 +17,21 @@ interface Props {
   startedAt?: string | null;
 }
 
-const MetricPanel = memo(function MetricPanel({ runId, metricKey, latestStep, startedAt }: { runId: number; metricKey: string; latestStep: number; startedAt?: string | null }) {
-  const [options, setOptions] = useState<ChartOptions>(DEFAULT_CHART_OPTIONS);
+const MetricPanel = memo(function MetricPanel({ runId, metricKey, latestStep, startedAt, options, setOptions }: {
+  runId: number;
+  metricKey: string;
+  latestStep: number;
+  startedAt?: string | null;
+  options: ChartOptions;
+  setOptions: (metric: string, options: ChartOptions) => void;
+}) {
   const [showOptions, setShowOptions] = useState(false);
   return (
     <Paper withBorder p="xs" pos="relative" data-testid={`metric-panel-${metricKey}`}>
       <div style={{ position: 'absolute', top: 6, right: 6, zIndex: 2 }}>
         <ChartOptionsButton metricKey={metricKey} open={showOptions} changed={!isDefault(options)} onToggle={() => setShowOptions((o) => !o)} />
       </div>
-      {showOptions && <ChartOptionsBar metricKey={metricKey} options={options} onChange={setOptions} />}
+      {showOptions && <ChartOptionsBar metricKey={metricKey} options={options} onChange={(o) => setOptions(metricKey, o)} />}
       {/* a new x axis starts unzoomed: the zoom window of one axis means nothing on another */}
       <RunMetricChart key={options.xAxis} runId={runId} metricKey={metricKey} latestStep={latestStep} options={options} startedAt={startedAt} />
     </Paper>
@@ -33,6 +41,7 @@ const MetricPanel = memo(function MetricPanel({ runId, metricKey, latestStep, st
 export function MetricPanels({ runId, keys, steps, startedAt }: Props) {
   const [search, setSearch] = useState('');
   const [collapsed, setCollapsed] = useState<Record<string, boolean>>({});
+  const { optionsOf, setOptions } = useUrlChartOptions();
   const sections = useMemo(() => groupMetricKeys(keys, search), [keys, search]);
   const shown = sections.reduce((n, s) => n + s.keys.length, 0);
   const toggle = (name: string) => setCollapsed((c) => ({ ...c, [name]: !c[name] }));
@@ -69,7 +78,15 @@ export function MetricPanels({ runId, keys, steps, startedAt }: Props) {
             {open && (
               <SimpleGrid cols={{ base: 1, lg: section.keys.length > 1 ? 2 : 1 }}>
                 {section.keys.map((k) => (
-                  <MetricPanel key={k} runId={runId} metricKey={k} latestStep={steps[k] ?? -1} startedAt={startedAt} />
+                  <MetricPanel
+                    key={k}
+                    runId={runId}
+                    metricKey={k}
+                    latestStep={steps[k] ?? -1}
+                    startedAt={startedAt}
+                    options={optionsOf(k)}
+                    setOptions={setOptions}
+                  />
                 ))}
               </SimpleGrid>
             )}

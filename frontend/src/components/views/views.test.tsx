@@ -158,6 +158,8 @@ describe('SaveViewButton', () => {
           group_by: 'all spec fields but seed',
           sort: { field: 'metrics.acc', order: 'desc', aggregate: 'best' },
           chart: null,
+          charts: [],
+          runs: [],
         },
       },
     ]);
