@@ -9,7 +9,7 @@ than pooled connections (10 + 20 overflow), every pool thread ended up waiting f
 below the pool, requests queue instead (a limit of 20 answered that load for 10 minutes with flat memory).
 Event streams are not counted: they hold a connection only for each short poll.
 
-Shares (issue 35): one member's script must not take every slot. A request's credential is named by the
+Shares: one member's script must not take every slot. A request's credential is named by the
 request edge (``PRINCIPAL``, set by backend/http/limits.py: a user, an API token, a run, the worker
 token, or anonymous); a credential's requests past its share wait for its own earlier ones before they
 even queue for a slot, so the others' requests go first. The worker token (claims and releases of the

@@ -12,7 +12,7 @@ route, solved before the route's own dependencies and validation; it looks at
   pair such as ``\\ud83d\\ude00`` for an emoji does) is parsed and walked to name the offending fields,
   object keys included. The streamed uploads' bodies (bytes, not JSON, up to 256 GiB: an artifact, a
   dataset; ``RouteClass.streamed`` in backend/http/limits.py) are their routes' to read as they arrive,
-  never here: reading one here held it whole in memory, inside its admission slot (issue 35).
+  never here: reading one here held it whole in memory, inside its admission slot.
 """
 
 from __future__ import annotations

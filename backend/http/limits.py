@@ -25,7 +25,7 @@ the route's dependency looked at its credential. ``RequestLimits`` runs before r
    it copies (backend/http/transfers.py). Uvicorn has no deadline for a request's *headers*: in a
    deployment a reverse proxy in front of the API bounds them (docker/nginx/reasonlab.conf,
    docs/operations.md, "Reverse proxy and slow clients").
-4. Budgets across requests (issue 35): the request's credential is named here (``PRINCIPAL`` in the
+4. Budgets across requests: the request's credential is named here (``PRINCIPAL`` in the
    scope: ``identify``, handed in by the app factory like ``authenticate``, without the database), for
    the admission slots' shares and for two budgets of this process:
    - buffered bytes: the bodies read ahead are held in memory until their answer; at most

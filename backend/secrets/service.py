@@ -8,7 +8,7 @@ the worker checks each call again before it connects and redacts the value from 
 records. Values are sealed at rest (backend/secrets/crypto.py).
 
 Members may submit specs that name secrets (that is what a project's secrets are for: its members' runs
-call the admin's endpoints), and only to the admin's hosts (issue 35: a member's spec sent the project's
+call the admin's endpoints), and only to the admin's hosts (a member's spec sent the project's
 key to an endpoint of their own); viewers submit nothing.
 """
 

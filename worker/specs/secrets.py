@@ -5,7 +5,7 @@ naming the field otherwise) and hands a run only the secrets its own spec names 
 
 Where a secret goes: to the endpoint URL beside it, the fields of the same object that are confined
 URLs (``EndpointUrl``: ``url`` of a skillmix ``ChatEndpoint``). ``secret_destinations`` finds them, so
-the backend refuses a spec whose URL is not among the secret's hosts (issue 35; a kind that sends a
+the backend refuses a spec whose URL is not among the secret's hosts (a kind that sends a
 secret elsewhere must name that URL in the same object)."""
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ EndpointUrl = Annotated[str, AfterValidator(_endpoint_url), Confined("url")]
 the admin's opt-in) loopback or private address. Checked again after DNS at connect time."""
 
 
-# -- where a project secret may be sent (issue 35) -------------------------------------------------------
+# -- where a project secret may be sent -----------------------------------------------------------------
 # A project admin sets a secret with the hosts (or URL prefixes) it may be sent to (backend/secrets/); the
 # backend refuses a spec that would send it elsewhere (a 422 at its ``*_secret`` field) and the worker
 # checks the URL it is about to call, on the checked and pinned target, before it connects

@@ -7,7 +7,7 @@
 // Mounted with every chart, each menu's popover and portal set state as they mounted, and each transition
 // once more after (its reduced-motion media query): a page of 53 charts (a SRAVEN run's Metrics tab), whose
 // charts mount one by one as their data comes in, left an update pending after each of more than 50
-// commits in a row, which React counts as an update loop ("Maximum update depth exceeded", issue 36).
+// commits in a row, which React counts as an update loop ("Maximum update depth exceeded").
 import { Button, Group, Menu } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';

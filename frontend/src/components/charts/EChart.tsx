@@ -60,7 +60,7 @@ function EChartImpl({ option, height = 300, on, notMerge = true, ariaLabel, onRe
   latest.current = { option, notMerge };
   // The ECharts instance is a ref, not state: it is nothing React draws, and as state every chart's
   // creation was one more render of the page (53 of them on a SRAVEN run's Metrics tab), each a chance for
-  // an effect that sets state to run again (issue 36: "Maximum update depth exceeded" leaving the tab).
+  // an effect that sets state to run again (React's "Maximum update depth exceeded" leaving the tab).
   const chart = useRef<ECharts | null>(null);
   const handlers = useRef(on);
   handlers.current = on;

@@ -2,7 +2,7 @@
 // replaces and deletes them and edits their hosts. The value is typed into an uncontrolled password input:
 // React state never holds it, the mutation takes it out of its variables as it sends it (hooks/secrets.ts),
 // and the input is emptied once the API has it. No answer of the API carries a value, so the page never
-// shows one. A secret goes only to its hosts (issue 35): a spec naming it with another endpoint is refused.
+// shows one. A secret goes only to its hosts: a spec naming it with another endpoint is refused.
 import { Alert, Badge, Button, Code, Group, Modal, Paper, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useRef, useState, type FormEvent, type RefObject } from 'react';
 import { ConfirmDelete } from './ConfirmDelete';
