@@ -50,6 +50,10 @@ def base(api: Api, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     # the process: each test's database numbers its runs from 1 again, on a server of another port
     _artifact_repos_cache.clear()
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", api.admin_token)
+    # the fluent API reads MLFLOW_TRACKING_URI only while no global URI is set (another test may set one)
+    import mlflow.tracking._tracking_service.utils as tracking_utils
+
+    monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")
     yield f"http://127.0.0.1:{port}"

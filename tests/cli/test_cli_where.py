@@ -57,8 +57,8 @@ def test_a_bad_expression_prints_the_position(cli_api: InProcessApi) -> None:
 
 
 def test_help_shows_three_examples() -> None:
-    # three filters each; the runs list adds a fourth, its seed groups (--group-by)
-    for group, examples in (("runs", 4), ("experiments", 3)):
+    # three filters each; the runs list adds its seed groups (--group-by) and the flaky runs (attempt > 1)
+    for group, examples in (("runs", 5), ("experiments", 3)):
         text = CliRunner().invoke(main, [group, "list", "--help"]).output
         assert "--where EXPR" in text
         assert text.count(f"reasonlab {group} list --where") == examples

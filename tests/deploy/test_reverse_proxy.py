@@ -125,6 +125,8 @@ SAMPLE_PATHS = [
     "/api/v1/runs/7/artifacts/checkpoints/step-1.pt",
     "/api/v1/runs/7/artifacts/model/weights/part-00001.safetensors",
     "/api/v1/projects/3/datasets/train.jsonl",
+    "/api/v1/mlflow/default/api/2.0/mlflow-artifacts/artifacts/2/7/artifacts/plots/loss.png",
+    "/api/v1/mlflow/default/api/2.0/mlflow/runs/log-batch",
     "/api/v1/runs/7/metrics",
     "/api/v1/runs/7/metrics/",
     "/api/v1/runs/7/logs",

@@ -8,7 +8,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import mlflow
 import pytest
 import redis
 from mlflow.tracking import MlflowClient
@@ -21,6 +20,14 @@ pytestmark = pytest.mark.slow
 SHARED_PLATFORM_MIRROR = True  # test_sweep_of_four_runs_embedded checks MLflow (conftest.py)
 
 SMALL = {"train": {"steps": 20, "checkpoint_every": 5}}
+
+
+def _forget_tracking_uri() -> None:
+    """Leave no global MLflow tracking URI behind (``set_tracking_uri("")`` would leave one: the local
+    ``./mlruns`` file store, which a later test of this process relying on MLFLOW_TRACKING_URI would get)."""
+    import mlflow.tracking._tracking_service.utils as tracking_utils
+
+    tracking_utils._tracking_uri = None
 
 
 def _check_sweep(platform: Platform) -> None:
@@ -47,7 +54,7 @@ def _check_sweep(platform: Platform) -> None:
             )
             == 20
         )
-    mlflow.set_tracking_uri("")  # leave no global state
+    _forget_tracking_uri()
 
 
 @pytest.mark.mlflow_mirror
@@ -98,7 +105,7 @@ def test_kill9_of_the_worker_resumes_from_checkpoint(pg_platform: Platform) -> N
     ml = mirror.get_run(final["mlflow_run_id"])
     assert ml.info.status == "FINISHED" and ml.data.tags["reasonlab.attempt"] == "2"
     assert [a.path for a in mirror.list_artifacts(final["mlflow_run_id"], "model")] == ["model/step-60.pt"]
-    mlflow.set_tracking_uri("")
+    _forget_tracking_uri()
     logs = "\n".join(i["line"] for i in pg_platform.client.get_logs(rid)["items"])
     assert "resum" in logs.lower(), logs[-2000:]
     # the same spec run without interruption ends on the same loss, bit for bit
@@ -151,7 +158,7 @@ def test_kill9_of_the_api_keeps_the_mlflow_mirror_exact(pg_platform: Platform) -
     ml = mirror.get_run(mid)
     same = mirror.search_runs([ml.info.experiment_id], filter_string=f"tags.`reasonlab.run_id` = '{rid}'")
     assert [r.info.run_id for r in same] == [mid] and ml.info.status == "FINISHED"
-    mlflow.set_tracking_uri("")
+    _forget_tracking_uri()
 
 
 @pytest.mark.fault
