@@ -78,7 +78,7 @@ describe('CSV export', { timeout: 420_000 }, () => {
     const all = await download(() => page.getByTestId('runs-export-csv').click());
     assert.equal(all.name, `experiment-${experiment.id}-e2e_export-runs.csv`);
     const rows = parseCsv(all.bytes.toString('utf8'));
-    assert.deepEqual(rows[0].slice(0, 9), ['run_id', 'number', 'name', 'status', 'attempt', 'created_at', 'started_at', 'finished_at', 'duration_s']);
+    assert.deepEqual(rows[0].slice(0, 10), ['run_id', 'number', 'name', 'status', 'attempt', 'released', 'created_at', 'started_at', 'finished_at', 'duration_s']);
     assert.ok(rows[0].includes('params.train.lr') && rows[0].includes('metrics.loss'), rows[0].join(','));
     const table = records(rows);
     const detail = await platform.api(`/experiments/${experiment.id}`);

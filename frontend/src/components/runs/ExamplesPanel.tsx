@@ -272,7 +272,8 @@ function useExamplesParams() {
           const next = new URLSearchParams(current);
           return change(next) ?? next;
         },
-        { replace: true },
+        // rendered in the same task (not a transition): a ticked box shows its state in the click that set it
+        { replace: true, flushSync: true },
       ),
     [setParams],
   );
