@@ -105,7 +105,7 @@ describe("the dashboard's code, added after the first requests", () => {
 
   it('runs after the requests are started: the module asks the API before it adds the entry', async () => {
     const order: string[] = [];
-    vi.stubGlobal('fetch', vi.fn(async (url: string) => (order.push(`fetch ${url}`), new Response('{}'))));
+    vi.stubGlobal('fetch', vi.fn(async (url: string) => (order.push(`fetch ${url}`), new Response(url.endsWith('/metric-keys') ? '[]' : '{}'))));
     const { doc } = fakeDocument(null, entry);
     const recording = { ...doc, head: { appendChild: (n: { src?: string; href?: string }) => order.push(`add ${n.src ?? n.href}`) } };
     vi.stubGlobal('document', recording);

@@ -128,6 +128,7 @@ export function startEarly(pathname: string, token: string | null, doc?: Preload
     if (doc) preloadPage('run', doc);
     get(earlyKey.run(id), `/api/v1/runs/${id}`);
     void get(earlyKey.metricKeys(id), `/api/v1/runs/${id}/metric-keys`).then((keys) => {
+      if (!Array.isArray(keys)) return; // not the API's answer: the page asks again itself
       for (const key of keys as string[]) {
         const query = new URLSearchParams({ keys: key, max_points: String(CHART_MAX_POINTS) });
         get(earlyKey.metrics(id, key), `/api/v1/runs/${id}/metrics?${query}`);
