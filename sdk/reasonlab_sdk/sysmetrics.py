@@ -239,13 +239,13 @@ class SystemSampler:
         for pid, (ppid, _, _) in stats.items():
             children.setdefault(ppid, []).append(pid)
         family: dict[int, tuple[int, int]] = {}
-        todo = [self._pid]
-        while todo:
-            pid = todo.pop()
+        unvisited = [self._pid]
+        while unvisited:
+            pid = unvisited.pop()
             if pid in family:
                 continue
             family[pid] = stats[pid][1:]
-            todo.extend(children.get(pid, ()))
+            unvisited.extend(children.get(pid, ()))
         return family
 
     def _process(self) -> dict[str, float]:
