@@ -110,9 +110,10 @@ CHECK_MARKERS := not slow and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/lint-imports
-	@# one pytest per core: the backend's output is shown once it ends
+	@# one pytest per core: the backend's output is shown once it ends; the OpenAPI fuzz at 4 cases an operation
+	@# (make test: 12)
 	@log=$$(mktemp); \
-	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
+	REASONLAB_FUZZ_EXAMPLES=4 $(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
 	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
 	wait $$pid; b=$$?; echo "--- tests/backend"; cat $$log; rm -f $$log; test $$w -eq 0 && test $$b -eq 0
 	cd frontend && npm run test
