@@ -2,7 +2,7 @@
 // 2), all against one chromium started here. Each file still opens a context of its own (a fresh profile:
 // harness.mjs, launchBrowser) and starts its own platform; what the files share is the browser's processes
 // (the browser, its GPU and network services), which a file used to start and stop for itself: ~2.5 CPU-s
-// a file (issue 24). Arguments, if any, replace the default file list (e2e/).
+// a file. Arguments, if any, replace the default file list (e2e/).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';

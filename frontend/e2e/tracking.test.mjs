@@ -1,4 +1,4 @@
-// Issue 37, item 3, in Debian's chromium against a real `reasonlab up` (no worker): a Python script of the
+// External tracking, in Debian's chromium against a real `reasonlab up` (no worker): a Python script of the
 // user's own, in a git work tree with an uncommitted change, logs a loss curve and params through the SDK
 // (reasonlab_sdk.init, run with the project's venv and sdk/ on PYTHONPATH) with its system metrics sampled.
 // The dashboard shows it as an external run: the badge on its page (and in the experiment's and project's

@@ -1,4 +1,4 @@
-"""Issue 35, items 1 and 3: one member's script must not stall, exhaust or drain the API.
+"""One member's script must not stall, exhaust or drain the API.
 
 Found by a probe: 22 slow dataset uploads (``Content-Length: 100000000`` at 64 KiB a second) held the 20
 admission slots (a streamed body was read inside its slot) and another user's ``GET /runs/4`` timed out;
@@ -437,8 +437,8 @@ async def _drain_app(scope: Any, receive: Any, send: Any) -> None:
 
 def test_a_body_ahead_of_its_rate_earns_a_window_of_slack_not_more(tmp_path: Path) -> None:
     """1 MB sent at once earns 1,000 s at 1,000 bytes a second; the credit stops at the window (0.5 s),
-    so the client that then stops sending is cut with a 408 well within the test's timeout (before
-    issue 35 it was held for those 1,000 s)."""
+    so the client that then stops sending is cut with a 408 well within the test's timeout (it used
+    to be held for those 1,000 s)."""
     limited = _middleware(
         _drain_app,
         tmp_path,

@@ -1,4 +1,4 @@
-"""Tickets in the access log (issue 21, item 4): the auth path reads ``ticket`` from the decoded query,
+"""Tickets in the access log: the auth path reads ``ticket`` from the decoded query,
 so ``?%74icket=`` opened a stream, while the log's redaction matched only the literal ``ticket=`` and
 wrote the ticket out. The redaction now decodes each parameter's name and compares it without regard to
 case: it covers every spelling the auth path accepts (the name ``ticket`` exactly, however encoded) and

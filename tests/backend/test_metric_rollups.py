@@ -1,4 +1,4 @@
-"""Roll-ups kept at ingest (issue 12, migration 0004): after random batches, retried batches, a resumed run
+"""Roll-ups kept at ingest (migration 0004): after random batches, retried batches, a resumed run
 rewriting its steps and gaps, every roll-up block equals a recomputation from the stored points; the
 downsampled query built on them keeps its answer's shape and every bucket's min, max, count and last equal
 to the raw points of the bucket's steps (no spike lost), on SQLite and Postgres."""

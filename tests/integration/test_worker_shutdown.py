@@ -1,6 +1,6 @@
 """A worker that stops (SIGTERM: `docker compose stop`; Ctrl-C of `reasonlab up`) hands every running run
 back: the job checkpoints, releases the run (queued again as attempt + 1, one more attempt allowed) and
-the next worker resumes it; whatever the worker ran before (issue 22, item 1).
+the next worker resumes it; whatever the worker ran before.
 
 The job process of a worker's first run is forked by its main thread; every later one, with the
 filesystem broker (embedded mode: Celery runs its pool with threads, no event loop), by billiard's
@@ -106,7 +106,7 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
     assert worker.wait(60) == 0
     log = (platform.logs / "worker0.log").read_text()
     released = platform.client.get_run(rid)
-    # the released attempt is counted apart, not against max_attempts (issue 36, item 7)
+    # the released attempt is counted apart, not against max_attempts
     assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
         "queued",
         2,
@@ -227,7 +227,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         assert (final["status"], final["attempt"]) == ("succeeded", 2), platform.diagnostics()
         logs = "\n".join(item["line"] for item in platform.client.get_logs(rid, limit=10_000)["items"])
         assert "resumed from step" in logs and "resumed from step 0" not in logs, logs[-3000:]
-        # every attempt left its trace (issue 22, item 5): the release and the resume, told by a real worker
+        # every attempt left its trace: the release and the resume, told by a real worker
         attempts = platform.client.list_attempts(rid)
         assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "released"), (2, "succeeded")], (
             attempts
@@ -321,7 +321,7 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
         row = db.execute(
             "SELECT status, attempt, released, max_attempts FROM runs WHERE id = ?", (rid,)
         ).fetchone()
-    # Ctrl-C released the attempt: counted apart, the allowance unchanged (issue 36, item 7)
+    # Ctrl-C released the attempt: counted apart, the allowance unchanged
     assert row == ("queued", 2, 1, 3), worker_log[-4000:]
     assert f"run {rid} attempt 1 released at worker shutdown" in worker_log, worker_log[-4000:]
     assert "SIGKILL" not in worker_log, worker_log[-4000:]

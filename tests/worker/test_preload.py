@@ -1,4 +1,4 @@
-"""The worker's preload (worker/tasks.py ``_preload``, issue 24): by default every kind and torch's compiler
+"""The worker's preload (worker/tasks.py ``_preload``): by default every kind and torch's compiler
 stack are imported before any job process is forked; ``REASONLAB_WORKER_PRELOAD=false`` skips the imports
 and keeps the rest of the worker's start (the interrupt signal blocked until a job process's handler)."""
 
