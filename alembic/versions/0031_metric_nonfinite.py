@@ -1,0 +1,43 @@
+"""metric points keep NaN and infinities: a kind column beside the (finite) value
+
+Postgres' double precision holds NaN and infinities, SQLite's REAL turns a NaN into NULL, so the kind of
+a non-finite point is its own small integer (common/nonfinite.py: 1 NaN, 2 +inf, 3 -inf) and
+``value`` stays finite or NULL: ``metric.nonfinite``, ``metric_latest.nonfinite`` (a series' latest
+point), and on ``metric_rollup`` the count of non-finite points of a block (``nf``) and the kind of its
+last point (``klast``). Points stored before this were written as gaps (NULL, kind NULL) and stay so.
+
+Revision ID: 0031
+Revises: 0028
+Create Date: 2026-11-28 21:00:00
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0031"
+down_revision: str | None = "0028"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    # nullable columns and a catalog default: no table rewrite on Postgres (metric is the largest table)
+    op.add_column("metric", sa.Column("nonfinite", sa.SmallInteger(), nullable=True))
+    op.add_column("metric_latest", sa.Column("nonfinite", sa.SmallInteger(), nullable=True))
+    op.add_column("metric_rollup", sa.Column("nf", sa.Integer(), nullable=False, server_default=sa.text("0")))
+    op.add_column("metric_rollup", sa.Column("klast", sa.SmallInteger(), nullable=True))
+
+
+def downgrade() -> None:
+    # SQLite drops a column by copying the table
+    with op.batch_alter_table("metric_rollup") as batch:
+        batch.drop_column("klast")
+        batch.drop_column("nf")
+    with op.batch_alter_table("metric_latest") as batch:
+        batch.drop_column("nonfinite")
+    with op.batch_alter_table("metric") as batch:
+        batch.drop_column("nonfinite")
