@@ -225,6 +225,7 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     // the chart's series is MLflow's points: the same steps and values
     const { series } = await platform.api(`/runs/${runId}/metrics?keys=loss&max_points=1000`);
     assert.deepEqual(series.loss.buckets.map((b) => [b.step_end, b.last]), logged);
+    await chart.scrollIntoViewIfNeeded();
     await screenshot(page, 'tracking-trainer-mlflow');
   });
 });

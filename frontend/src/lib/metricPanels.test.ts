@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bandOption, nonfiniteMarks } from '../components/charts/MetricChart';
+import { needsFullECharts } from '../components/charts/echartsNeeds';
 import { bucketsTable } from './chartTable';
 import type { Bucket } from './buckets';
 import {
@@ -150,6 +151,10 @@ describe('NaN and infinities (stored as values, not gaps)', () => {
     expect(line.data).toEqual([[0, 3], [1, null], [2, 2], [3, null], [13, 1]]);
     expect(line.markLine?.data).toEqual([{ xAxis: 1, name: 'NaN' }, { xAxis: 3, name: 'Infinity' }, { xAxis: 13, name: '2 NaN/inf' }]);
     expect(nonfiniteMarks([]).data).toEqual([]);
+    // mark lines are drawn by echartsFull.ts: loaded for such a chart only, not for every run page's chart
+    expect(needsFullECharts(option)).toBe(true);
+    const plain = bandOption('loss', [b(0, 3), b(1, 2)], { min: 0, max: 1 }, { start: 0, end: 100 });
+    expect(needsFullECharts(plain)).toBe(false);
   });
 
   it('keeps them in the downloaded data (CSV, Parquet): the count and the last value kind', () => {

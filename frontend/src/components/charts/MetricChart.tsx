@@ -81,8 +81,9 @@ export function bandOption(
         name: smoothed ? `${key} (smoothed)` : key, type: 'line', data: withBreaks(s.line, s.breaks), lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
         // few points: show them; many: a plain line
         symbol: s.line.length <= FEW_POINTS ? 'circle' : 'none', symbolSize: 4,
-        // NaN and infinities: the line breaks there (shapeSeries), a dashed mark says what was logged
-        markLine: nonfiniteMarks(s.nonfinite),
+        // NaN and infinities: the line breaks there (shapeSeries), a dashed mark says what was logged (only
+        // then: a mark line loads echartsFull.ts, which a run page's plain charts do without)
+        markLine: s.nonfinite.length > 0 ? nonfiniteMarks(s.nonfinite) : undefined,
       },
     ],
   };
