@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import reasonlab_sdk as rl
+from reasonlab_sdk.sync import sync_folder
 from tests.backend.conftest import Api
 from tests.backend.test_sdk_tracking import _client
 
@@ -75,6 +76,20 @@ def test_the_sdk_logs_nan_and_infinities_that_the_api_reads_back(
         for step, v in values.items():
             run.log({"loss": v}, step=step)
     _check_zooms(api, run.id, "loss", values)
+
+
+def test_an_offline_log_keeps_them_and_reasonlab_sync_stores_them(
+    api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REASONLAB_DIR", str(tmp_path / "runs"))
+    values = _logged()
+    run = rl.init(mode="offline", id="odd", experiment="nonfinite", system_metrics_interval=0)
+    for step, v in values.items():
+        run.log({"loss": v}, step=step)
+    run.finish()
+    synced = sync_folder(_client(api), run.folder)
+    assert synced.points == len(values)
+    _check_zooms(api, synced.run_id, "loss", values)
 
 
 def test_posted_strings_are_values_null_a_gap_and_an_overwrite_changes_the_kind(api: Api) -> None:
