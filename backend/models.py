@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -274,7 +275,9 @@ class Metric(Base):
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL (a gap)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # finite only; NULL otherwise
+    # NaN / +inf / -inf as common/nonfinite.py codes them (value NULL then); NULL: finite or a gap
+    nonfinite: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
     time: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 
@@ -287,7 +290,8 @@ class MetricLatest(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger)
-    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # finite only, as Metric.value
+    nonfinite: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)  # as Metric.nonfinite
     # 1 when inserted, +1 at every update of the row (upsert_latest): the sum over an experiment's rows
     # grows with every change whatever the commits' order, without a lock on anything else
     rev: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
@@ -332,6 +336,9 @@ class MetricRollup(Base):
     n: Mapped[int] = mapped_column(Integer)
     vlast: Mapped[float | None] = mapped_column(Float, nullable=True)  # the value at s1 (NULL: a gap)
     tlast: Mapped[datetime] = mapped_column(TS)
+    # how many of the n points are NaN or infinite, and the kind of the point at s1 (Metric.nonfinite)
+    nf: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    klast: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
 
 
 class Result(Base):

@@ -20,6 +20,7 @@ from backend.metrics.reads import latest_steps
 from backend.metrics.rollups import ROLLUP_WIDTHS, add_rollups, batch_spans, refresh_rollups
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
+from common.nonfinite import finite, kind
 
 # Postgres ingest. The common case, a training loop logging new steps, is one binary COPY straight into
 # ``metric`` (inside a savepoint). A batch that may overwrite stored points (a retry, a resumed run:
@@ -30,20 +31,22 @@ from backend.models import Metric, MetricLatest
 # docs/benchmarks.md: COPY straight in is ~2x faster than staging + merge, the per-point foreign key
 # check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
 # CPU per point); one INSERT over unnest(arrays) was slower (psycopg's text dumping of lists).
-_PG_COLUMNS = "(run_id, key, step, value, time)"
-_PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
+_PG_COLUMNS = "(run_id, key, step, value, nonfinite, time)"
+_PG_TYPES = ["int4", "varchar", "int8", "float8", "int2", "timestamptz"]
 _PG_STAGE = """
     CREATE TEMPORARY TABLE IF NOT EXISTS metric_stage (
-        run_id integer, key varchar(250), step bigint, value double precision, time timestamptz
+        run_id integer, key varchar(250), step bigint, value double precision, nonfinite smallint,
+        time timestamptz
     ) ON COMMIT DELETE ROWS
 """
 _PG_MERGE = """
-    INSERT INTO metric (run_id, key, step, value, time)
-    SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
-    ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, time = excluded.time
+    INSERT INTO metric (run_id, key, step, value, nonfinite, time)
+    SELECT run_id, key, step, value, nonfinite, time FROM metric_stage ORDER BY key, step
+    ON CONFLICT (run_id, key, step) DO UPDATE
+        SET value = excluded.value, nonfinite = excluded.nonfinite, time = excluded.time
 """
 
-Row = tuple[int, str, int, float | None, datetime]
+Row = tuple[int, str, int, float | None, int | None, datetime]
 
 
 def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
@@ -90,7 +93,8 @@ def upsert_series(
     first_steps: Mapping[str, int] | None = None,
 ) -> None:
     """Insert or overwrite one run's points ``{(key, step): (value, time)}`` on (run, key, step), and
-    bring their roll-up blocks up to date.
+    bring their roll-up blocks up to date. A value is a float as logged (NaN and infinities included:
+    stored as a NULL value and their kind, common/nonfinite.py) or None (a gap).
 
     ``first_steps`` (``{key: smallest step in points}``) lets a batch that overwrites no stored point (a
     training loop's new steps) take the append path: on Postgres one COPY straight into ``metric``, and
@@ -105,7 +109,7 @@ def upsert_series(
         _sqlite_upsert(
             session,
             [
-                {"run_id": run_id, "key": k, "step": s, "value": v, "time": t}
+                {"run_id": run_id, "key": k, "step": s, "value": finite(v), "nonfinite": kind(v), "time": t}
                 for (k, s), (v, t) in points.items()
             ],
         )
@@ -116,7 +120,7 @@ def upsert_series(
         return
     # in (key, step) order, as the merge inserts: every writer into the run (COPY or merge) then takes
     # the points' index entries in one order, so two overlapping batches wait for each other, never in a cycle
-    rows = sorted((run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items())
+    rows = sorted((run_id, k, s, finite(v), kind(v), as_utc(t)) for (k, s), (v, t) in points.items())
     try:
         # a COPY that went through wrote only new points (the primary key refuses an existing one, a
         # concurrent writer's uncommitted one included): the batch is disjoint from every other point
@@ -141,7 +145,7 @@ def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     lite = sqlite.insert(Metric)
     stmt = lite.on_conflict_do_update(
         index_elements=["run_id", "key", "step"],
-        set_={"value": lite.excluded.value, "time": lite.excluded.time},
+        set_={"value": lite.excluded.value, "nonfinite": lite.excluded.nonfinite, "time": lite.excluded.time},
     )
     for i in range(0, len(rows), 5000):
         session.execute(stmt, list(rows[i : i + 5000]))
@@ -149,12 +153,12 @@ def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 # -- each series' latest point (the run's summary) ---------------------------------------------------
 
-# rows per statement: 4 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
+# rows per statement: 6 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
 _LATEST_CHUNK = 2000
 
 
 def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int, float | None]]) -> None:
-    """Record ``{key: (step, value)}`` as the run's latest points where the step is at least the stored
+    """Record ``{key: (step, value)}`` (a value as ``upsert_series`` takes it) as the run's latest points where the step is at least the stored
     one (a tie: the later write wins). No lock on the run: concurrent batches into one run each update
     their keys' rows, and the conditional upsert keeps the largest step whatever the commit order. Rows
     go in key order, so two batches lock shared keys' rows in one order (no deadlock between them)."""
@@ -162,7 +166,8 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
         return
     dialect = session.get_bind().dialect.name
     rows = [
-        {"run_id": run_id, "key": k, "step": s, "value": v, "rev": 1} for k, (s, v) in sorted(latest.items())
+        {"run_id": run_id, "key": k, "step": s, "value": finite(v), "nonfinite": kind(v), "rev": 1}
+        for k, (s, v) in sorted(latest.items())
     ]
     for i in range(0, len(rows), _LATEST_CHUNK):
         ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(MetricLatest)
@@ -171,7 +176,12 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
             stmt.on_conflict_do_update(
                 index_elements=[MetricLatest.run_id, MetricLatest.key],
                 # rev: +1 a change of the row, the runs table's cache key (backend/experiments/table.py)
-                set_={"step": stmt.excluded.step, "value": stmt.excluded.value, "rev": MetricLatest.rev + 1},
+                set_={
+                    "step": stmt.excluded.step,
+                    "value": stmt.excluded.value,
+                    "nonfinite": stmt.excluded.nonfinite,
+                    "rev": MetricLatest.rev + 1,
+                },
                 where=stmt.excluded.step >= MetricLatest.step,
             )
         )

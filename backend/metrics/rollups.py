@@ -15,16 +15,18 @@ from sqlalchemy.orm import Session
 
 from backend.db import as_utc, psycopg_connection
 from backend.models import TS
+from common.nonfinite import finite, kind
 
 # Block widths in steps, each a multiple of the one before (a block lies inside one block of every coarser
 # width). A factor of 10 between them bounds a query's reads at ~10x its buckets: a window whose buckets
 # are just under a width wide reads the width below.
 ROLLUP_WIDTHS = (10, 100, 1000, 10000)
 
-_ROLLUP_COLUMNS = "(run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast)"
+_ROLLUP_COLUMNS = "(run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast, nf, klast)"
 _ROLLUP_UPSERT = """
     ON CONFLICT (run_id, key, width, block) DO UPDATE SET s0 = excluded.s0, s1 = excluded.s1,
-        vmin = excluded.vmin, vmax = excluded.vmax, n = excluded.n, vlast = excluded.vlast, tlast = excluded.tlast
+        vmin = excluded.vmin, vmax = excluded.vmax, n = excluded.n, vlast = excluded.vlast, tlast = excluded.tlast,
+        nf = excluded.nf, klast = excluded.klast
 """
 # The finest width from the points of whole blocks, the coarser ones from the blocks of the width below
 # (``r`` of them a block); ``WHERE true``: SQLite's reading of INSERT ... SELECT ... ON CONFLICT. ``last`` (value and time at the block's last step) is picked by a window function
@@ -34,9 +36,10 @@ _ROLLUP_FROM_POINTS = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
     + """
     SELECT run_id, key, {w}, blk, MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*),
-        MAX(CASE WHEN rn = 1 THEN value END), MAX(CASE WHEN rn = 1 THEN time END)
+        MAX(CASE WHEN rn = 1 THEN value END), MAX(CASE WHEN rn = 1 THEN time END),
+        COUNT(nonfinite), MAX(CASE WHEN rn = 1 THEN nonfinite END)
     FROM (
-        SELECT run_id, key, step, value, time, step / {w} AS blk,
+        SELECT run_id, key, step, value, time, nonfinite, step / {w} AS blk,
             ROW_NUMBER() OVER (PARTITION BY key, step / {w} ORDER BY step DESC) AS rn
         FROM metric WHERE run_id = :run_id AND key IN :keys AND step >= :lo AND step <= :hi
     ) p
@@ -49,9 +52,10 @@ _ROLLUP_FROM_FINER = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
     + """
     SELECT run_id, key, {w}, blk, MIN(s0), MAX(s1), MIN(vmin), MAX(vmax), SUM(n),
-        MAX(CASE WHEN rn = 1 THEN vlast END), MAX(CASE WHEN rn = 1 THEN tlast END)
+        MAX(CASE WHEN rn = 1 THEN vlast END), MAX(CASE WHEN rn = 1 THEN tlast END),
+        SUM(nf), MAX(CASE WHEN rn = 1 THEN klast END)
     FROM (
-        SELECT run_id, key, s0, s1, vmin, vmax, n, vlast, tlast, block / {r} AS blk,
+        SELECT run_id, key, s0, s1, vmin, vmax, n, vlast, tlast, nf, klast, block / {r} AS blk,
             ROW_NUMBER() OVER (PARTITION BY key, block / {r} ORDER BY block DESC) AS rn
         FROM metric_rollup
         WHERE run_id = :run_id AND key IN :keys AND width = {c} AND block >= :lo AND block <= :hi
@@ -132,11 +136,14 @@ def _lock_rollups(session: Session, run_id: int) -> None:
 
 
 # A block's summary while it is built: [first step, last step, min, max, count, value and time at the
-# last step]; min and max over the non-null values (NULL: none).
+# last step, count of non-finite values]; min and max over the finite values (NULL: none), the last value
+# as logged (NaN and infinities included: split into vlast and klast when written).
 _Summary = list[Any]
 
 
-def _absorb(b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: Any, tlast: Any) -> None:
+def _absorb(
+    b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: Any, tlast: Any, nf: int
+) -> None:
     """Fold a disjoint block (or point) into ``b``."""
     if s0 < b[0]:
         b[0] = s0
@@ -147,6 +154,7 @@ def _absorb(b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: 
     if vmax is not None and (b[3] is None or vmax > b[3]):
         b[3] = vmax
     b[4] += n
+    b[7] += nf
 
 
 def _batch_blocks(
@@ -159,19 +167,22 @@ def _batch_blocks(
     get = finest.get
     for (key, step), (value, t) in points.items():
         b = get((key, step // w0))
+        v = finite(value)  # what min and max see
+        odd = 0 if v is not None or value is None else 1
         if b is None:
-            finest[(key, step // w0)] = [step, step, value, value, 1, value, t]
+            finest[(key, step // w0)] = [step, step, v, v, 1, value, t, odd]
             continue
         if step < b[0]:
             b[0] = step
         if step > b[1]:
             b[1], b[5], b[6] = step, value, t
-        if value is not None:
-            if b[2] is None or value < b[2]:
-                b[2] = value
-            if b[3] is None or value > b[3]:
-                b[3] = value
+        if v is not None:
+            if b[2] is None or v < b[2]:
+                b[2] = v
+            if b[3] is None or v > b[3]:
+                b[3] = v
         b[4] += 1
+        b[7] += odd
     out = {w0: finest}
     for finer, width in itertools.pairwise(ROLLUP_WIDTHS):
         r = width // finer
@@ -198,7 +209,9 @@ _ROLLUP_FOLD = """
             THEN excluded.vmax ELSE metric_rollup.vmax END,
         n = metric_rollup.n + excluded.n,
         vlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.vlast ELSE metric_rollup.vlast END,
-        tlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.tlast ELSE metric_rollup.tlast END
+        tlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.tlast ELSE metric_rollup.tlast END,
+        nf = metric_rollup.nf + excluded.nf,
+        klast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.klast ELSE metric_rollup.klast END
 """
 # Postgres: the blocks go by binary COPY into a session-local staging table (no index: ~5 us a row, against
 # ~15-25 us into metric_rollup and its primary key), then one INSERT ... SELECT folds them in.
@@ -219,6 +232,8 @@ _PG_ROLLUP_TYPES = [
     "int4",
     "float8",
     "timestamptz",
+    "int4",
+    "int2",
 ]
 _PG_ROLLUP_FOLD = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS} SELECT {_ROLLUP_COLUMNS[1:-1]} FROM metric_rollup_stage"
@@ -226,7 +241,8 @@ _PG_ROLLUP_FOLD = (
 )
 _SQLITE_ROLLUP_FOLD = text(
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
-    " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast)" + _ROLLUP_FOLD
+    " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast, :nf, :klast)"
+    + _ROLLUP_FOLD
 ).bindparams(bindparam("tlast", type_=TS))
 
 
@@ -255,9 +271,10 @@ def add_rollups(
             with cur.copy(_PG_ROLLUP_COPY) as copy:
                 copy.set_types(_PG_ROLLUP_TYPES)
                 for width, level in blocks.items():
-                    for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast) in level.items():
+                    for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast, nf) in level.items():
+                        last, t = finite(vlast), as_utc(tlast)
                         copy.write_row(
-                            (run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, as_utc(tlast))
+                            (run_id, key, width, block, s0, s1, vmin, vmax, n, last, t, nf, kind(vlast))
                         )
             cur.execute(_PG_ROLLUP_FOLD)
         return
@@ -272,11 +289,13 @@ def add_rollups(
             "vmin": vmin,
             "vmax": vmax,
             "n": n,
-            "vlast": vlast,
+            "vlast": finite(vlast),
             "tlast": tlast,
+            "nf": nf,
+            "klast": kind(vlast),
         }
         for width, level in blocks.items()
-        for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast) in level.items()
+        for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast, nf) in level.items()
     ]
     for i in range(0, len(rows), 2000):
         session.execute(_SQLITE_ROLLUP_FOLD, rows[i : i + 2000])

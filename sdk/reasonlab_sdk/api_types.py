@@ -75,8 +75,10 @@ class AttemptPublic(TypedDict):
 class Bucket(TypedDict):
     count: int
     last: float | None
+    last_nonfinite: NotRequired[Literal["NaN", "Infinity", "-Infinity"] | None]
     max: float | None
     min: float | None
+    nonfinite: NotRequired[int]
     step_end: int
     step_start: int
     time: NotRequired[str | None]
@@ -726,7 +728,7 @@ class MetricPoint(TypedDict):
     key: str
     step: int
     time: NotRequired[str | None]
-    value: float | None
+    value: float | Literal["NaN", "Infinity", "-Infinity"] | None
 
 
 class MetricStats(TypedDict):

@@ -1354,12 +1354,32 @@ export interface components {
         Bucket: {
             /** Count */
             count: number;
-            /** Last */
+            /**
+             * Last
+             * @description the value at step_end; null when a gap or not finite
+             */
             last: number | null;
-            /** Max */
+            /**
+             * Last Nonfinite
+             * @description the value at step_end when it is NaN, Infinity or -Infinity (last is null then)
+             */
+            last_nonfinite?: ("NaN" | "Infinity" | "-Infinity") | null;
+            /**
+             * Max
+             * @description the largest finite value (null: none); NaN and inf left out
+             */
             max: number | null;
-            /** Min */
+            /**
+             * Min
+             * @description the smallest finite value (null: none); NaN and inf left out
+             */
             min: number | null;
+            /**
+             * Nonfinite
+             * @description how many of the count points are NaN, Infinity or -Infinity
+             * @default 0
+             */
+            nonfinite: number;
             /** Step End */
             step_end: number;
             /** Step Start */
@@ -3028,9 +3048,9 @@ export interface components {
             time?: string | null;
             /**
              * Value
-             * @description null, NaN and inf are stored as a gap
+             * @description a number, or "NaN", "Infinity", "-Infinity" (JSON has no literal for them), stored as those values; null is stored as a gap
              */
-            value: number | null;
+            value: number | ("NaN" | "Infinity" | "-Infinity") | null;
         };
         /**
          * MetricsEvent
