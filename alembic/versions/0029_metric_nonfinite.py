@@ -6,7 +6,7 @@ a non-finite point is its own small integer (common/nonfinite.py: 1 NaN, 2 +inf,
 point), and on ``metric_rollup`` the count of non-finite points of a block (``nf``) and the kind of its
 last point (``klast``). Points stored before this were written as gaps (NULL, kind NULL) and stay so.
 
-Revision ID: 0031
+Revision ID: 0029
 Revises: 0028
 Create Date: 2026-11-28 21:00:00
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0031"
+revision: str = "0029"
 down_revision: str | None = "0028"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
