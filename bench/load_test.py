@@ -72,7 +72,7 @@ from bench._common import Resources, machine
 from bench.load.driver import api_entry, count_points, drive, start
 from bench.load.generator import KEYS
 from bench.load.recorder import Recorder
-from bench.load.report import api_log_summary, budget_report, profile_report, report
+from bench.load.report import api_log_summary, budget_report, nginx_log_summary, profile_report, report
 from bench.load.sampling import uptime_line
 from bench.load.whatif import WHAT_IFS
 
@@ -149,6 +149,7 @@ def main() -> int:
             print(f"--- api log tail ---\n{res.log_tail('api')}", file=sys.stderr)
             raise
         api_log_summary(res.logs / "api.log")
+        nginx_log_summary(res.logs / "nginx.log")
     return 0
 
 

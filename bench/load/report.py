@@ -353,3 +353,24 @@ def budget_report(
         }
         print(f"misbehavers' 5xx (expected only 503 for costly queries or slow bodies): {fives_seen}")
     print("\nverdict: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in verdict.items()))
+
+
+_NGINX_LINE = re.compile(r"^\S+ \S+ \[(\w+)\] \d+#\d+: (?:\*\d+ )?(.*)$")
+
+
+def nginx_log_summary(path: Path) -> None:
+    """What nginx logged (``--nginx``): its messages counted by level and text, the request, the client
+    and the digits left out (a client timeout, a closed connection, a limit reached, an upstream error)."""
+    if not path.is_file():
+        return
+    counts: collections.Counter[str] = collections.Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        m = _NGINX_LINE.match(line)
+        if m is None:
+            continue
+        text = re.sub(r"\d+", "N", m.group(2).split(", client:")[0].split(" while ")[0])
+        counts[f"[{m.group(1)}] {text[:140]}"] += 1
+    if counts:
+        print("\nnginx log (lines counted, digits masked as N):")
+        for line, n in counts.most_common(15):
+            print(f"  {n:>6,}x  {line}")
