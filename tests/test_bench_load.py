@@ -88,7 +88,9 @@ def test_a_missing_acknowledged_point_is_counted_lost() -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
         with psycopg.connect(admin.rsplit("/", 1)[0] + f"/{name}", autocommit=True) as conn:
-            conn.execute("CREATE TABLE metric (run_id int, key text, step bigint, PRIMARY KEY (run_id, key, step))")
+            conn.execute(
+                "CREATE TABLE metric (run_id int, key text, step bigint, PRIMARY KEY (run_id, key, step))"
+            )
             rows = [(r, k, s) for r, steps in ((1, 3), (2, 2)) for k in ("a", "b") for s in range(steps)]
             rows.append((2, "a", 2))  # stored, never acknowledged
             with conn.cursor() as cur:
