@@ -288,7 +288,10 @@ def budget_report(
         ("writers: POST heartbeat", writes[1:]),
         ("writers: all writes", writes),
         ("readers: all reads (event streams' opening aside)", reads),
-        ("readers: event stream opening (ticket + headers; warm-up included)", [n for n in STREAM_OPENING if n in rec.routes]),
+        (
+            "readers: event stream opening (ticket + headers; warm-up included)",
+            [n for n in STREAM_OPENING if n in rec.routes],
+        ),
     ):
         xs, five, five_measured, other = _group(rec, names, t0 if "opening" not in label else 0.0, t1)
         if label.startswith("writers: all") or label.startswith("readers"):
