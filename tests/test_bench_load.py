@@ -103,3 +103,40 @@ def test_a_missing_acknowledged_point_is_counted_lost() -> None:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_the_verdict_counts_a_well_behaved_5xx_and_a_slow_write(capsys: pytest.CaptureFixture[str]) -> None:
+    """The report's verdict: a 503 to a well-behaved writer (even in the warm-up) and a write p99 over 1 s
+    are both a NO; lost points only when the database is short."""
+    import argparse
+    import time
+
+    from bench.load.driver import Setup
+    from bench.load.recorder import Recorder
+    from bench.load.report import budget_report
+    from bench.load.sampling import Sampler
+
+    rec = Recorder()
+    rec.measure_from = time.monotonic() - 10
+    metrics, reads = "POST /runs/{id}/metrics", "GET /experiments/{id}"
+    for i in range(99):
+        rec.routes[metrics].samples.append((rec.measure_from + 1, 0.1 + i / 1000))
+        rec.routes[reads].samples.append((rec.measure_from + 1, 0.05))
+    rec.routes[metrics].samples += [(rec.measure_from + 2, 1.2)] * 5  # 5 of 104 writes: p99 over 1 s
+    rec.routes[metrics].errors["(warm-up) HTTP 503"] += 1
+    rec.points = 400
+    setup = Setup("http://x", "t", "w", "u", "p", None, "db", None)  # type: ignore[arg-type]
+    args = argparse.Namespace(duration=60.0)
+    points = {"acknowledged": 400, "found": 400, "lost": 0, "runs_short": 0, "stored_all": 400}
+    budget_report(args, rec, Sampler(0, "db"), setup, points)
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert verdict == (
+        "verdict: write p99 < 1 s (POST metrics): NO; 0 5xx for the well-behaved: NO; 0 lost points: yes"
+    )
+    del rec.routes[metrics].samples[-5:]
+    del rec.routes[metrics].errors["(warm-up) HTTP 503"]
+    budget_report(args, rec, Sampler(0, "db"), setup, {**points, "found": 399, "lost": 1, "runs_short": 1})
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert verdict == (
+        "verdict: write p99 < 1 s (POST metrics): yes; 0 5xx for the well-behaved: yes; 0 lost points: NO"
+    )
