@@ -140,3 +140,49 @@ def test_the_verdict_counts_a_well_behaved_5xx_and_a_slow_write(capsys: pytest.C
     assert verdict == (
         "verdict: write p99 < 1 s (POST metrics): yes; 0 5xx for the well-behaved: yes; 0 lost points: NO"
     )
+
+
+def test_a_slow_request_records_the_answer_or_the_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow body against a server that answers 408 after a few pieces, and one that resets the
+    connection: each is one outcome, and neither ends the misbehaver's loop with an exception."""
+    import socket
+    import struct
+    import time
+
+    from bench.load import misbehave
+
+    monkeypatch.setattr(misbehave, "TRICKLE", 0.02)
+
+    async def main() -> dict[str, int]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(3 * misbehave.PIECE)  # three pieces, then the budget's answer
+            writer.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n\r\n{}")
+            await writer.drain()
+            writer.close()
+
+        async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+
+        m = misbehave.Misbehaver("slow-bodies", "u", "t", "127.0.0.1")
+        for handler in (answer, reset):
+            server = await asyncio.start_server(handler, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+            head = misbehave._head("POST", "/api/v1/runs/1/metrics", "t", "application/json")
+            end = time.monotonic() + 30
+            await misbehave.slow_request(m, "127.0.0.1", port, head, 10**6, end, "127.0.0.1")
+            server.close()
+            await server.wait_closed()
+        return dict(m.outcomes)
+
+    outcomes = asyncio.run(main())
+    assert outcomes.pop("HTTP 408") == 1
+    [(what, n)] = outcomes.items()
+    assert n == 1 and what in (
+        "closed without an answer",
+        "reset: ConnectionResetError",
+        "reset while sending",
+    )

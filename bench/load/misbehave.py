@@ -168,8 +168,7 @@ async def slow_request(
         writer.write((head + f"Content-Length: {length}\r\nConnection: close\r\n\r\n").encode())
         sent = 0
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(status), TRICKLE)
+            await asyncio.wait({status}, timeout=TRICKLE)  # never raises: a reset is read below
             if status.done():
                 break
             now = time.monotonic()
@@ -184,8 +183,7 @@ async def slow_request(
                     await writer.drain()
                     sent += PIECE
                 except OSError:  # the server answered and closed while this was sending
-                    with contextlib.suppress(TimeoutError, OSError):
-                        await asyncio.wait_for(asyncio.shield(status), 5)
+                    await asyncio.wait({status}, timeout=5)
                     if not status.done():
                         outcome = "reset while sending"
                     break
@@ -193,7 +191,7 @@ async def slow_request(
             try:
                 outcome = status.result()
                 m.answered.append(time.monotonic() - t0)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # a reset, or a status line past the reader's limit
                 outcome = f"reset: {type(exc).__name__}"
     finally:
         status.cancel()
@@ -280,7 +278,7 @@ async def _guess(m: Misbehaver, host: str, port: int, end: float) -> None:
             writer.write(request)
             outcome = await asyncio.wait_for(_status_line(reader), ANSWER_TIMEOUT)
             m.answered.append(time.monotonic() - t0)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             outcome = type(exc).__name__
         finally:
             writer.close()
