@@ -51,8 +51,9 @@ class ReadLast(Strict):
 
 
 class ReadBest(Strict):
-    """The series' best value: its minimum or maximum by the kind's declared metric direction (a key the
-    kind declares no direction for is read as its maximum)."""
+    """The series' best value: its minimum or maximum by the run's kind's declared metric direction (a key
+    no kind declares a direction for is a 422; a run whose kind declares none has no value and does not
+    count)."""
 
     mode: Literal["best"] = "best"
 
