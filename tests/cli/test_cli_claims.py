@@ -5,6 +5,7 @@ API's 422 printed with the field's path."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from click.testing import CliRunner
@@ -12,8 +13,9 @@ from click.testing import CliRunner
 from cli.main import main
 from tests.cli.conftest import InProcessApi
 
-CLAIM = {
-    "name": "lr 0.2 beats lr 0.1",
+NAME = "lr 0.2 beats lr 0.1"
+CLAIM: dict[str, Any] = {
+    "name": NAME,
     "definition": {
         "section": "4.2",
         "arms": [
@@ -56,11 +58,11 @@ def test_claims_from_the_shell(cli_api: InProcessApi, tmp_path: Path) -> None:
     out = runner.invoke(main, ["claims", "create", str(path)])
     assert out.exit_code == 0, out.output
     assert "verdict: inconclusive" in out.output and "pre-registration: not locked" in out.output
-    out = runner.invoke(main, ["claims", "lock", CLAIM["name"]])
+    out = runner.invoke(main, ["claims", "lock", NAME])
     assert out.exit_code == 0, out.output
     assert out.output.rstrip().endswith("pre-registered")
     _run_all(cli_api)
-    out = runner.invoke(main, ["claims", "show", CLAIM["name"]])
+    out = runner.invoke(main, ["claims", "show", NAME])
     assert out.exit_code == 0, out.output
     assert "verdict: supported" in out.output and "pre-registration: pre-registered" in out.output
     assert "fast vs slow: supported" in out.output and "paired n=4" in out.output
@@ -69,7 +71,7 @@ def test_claims_from_the_shell(cli_api: InProcessApi, tmp_path: Path) -> None:
     # an edit after the runs started: version 2 decides and is not the locked one
     edited = dict(CLAIM, definition={**CLAIM["definition"], "alpha": 0.01})
     path.write_text(yaml.safe_dump(edited))
-    out = runner.invoke(main, ["claims", "edit", CLAIM["name"], str(path)])
+    out = runner.invoke(main, ["claims", "edit", NAME, str(path)])
     assert out.exit_code == 0, out.output
     assert "version 2 decided" in out.output and "pre-registration: edited after lock" in out.output
     # a bad query: the API's 422 with the field's path
@@ -86,5 +88,5 @@ def test_claims_from_the_shell(cli_api: InProcessApi, tmp_path: Path) -> None:
     assert out.exit_code == 1 and "body.definition.arms.0.query" in out.output
     out = runner.invoke(main, ["claims", "show", "nope"])
     assert out.exit_code == 1 and "lr 0.2 beats lr 0.1" in out.output
-    out = runner.invoke(main, ["claims", "delete", CLAIM["name"]])
+    out = runner.invoke(main, ["claims", "delete", NAME])
     assert out.exit_code == 0 and "deleted" in out.output
