@@ -155,7 +155,10 @@ RANK = {"viewer": 1, "member": 2, "admin": 3}
 CALLERS = ("anonymous", "viewer", "member", "project_admin", "site_admin", "worker", "outsider")
 CLAIM = {
     "section": "4.2",
-    "arms": [{"name": "a", "query": "params.train.lr = 0.1"}, {"name": "b", "query": "params.train.lr = 0.2"}],
+    "arms": [
+        {"name": "a", "query": "params.train.lr = 0.1"},
+        {"name": "b", "query": "params.train.lr = 0.2"},
+    ],
     "metric": "loss",
     "direction": "less",
 }
