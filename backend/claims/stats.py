@@ -21,11 +21,12 @@ The formulas (tests/backend/test_claims.py checks each against scipy.stats and n
 - Holm (1979, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6): the m
   p-values sorted p(1) <= ... <= p(m), adjusted p(i) = min(1, max over j <= i of (m - j + 1) * p(j));
 - the needed n (Chow, Shao & Wang 2008, Sample Size Calculations in Clinical Research, 2nd ed., ch. 3: the
-  one-sample / paired and the two-sample parallel tests for equality): n = f * s^2 * (z(1 - a/2) +
-  z(power))^2 / delta^2 with f = 1 for pairs (s the differences' sd) and f = 2 per arm for two arms
-  (s^2 the mean of the arms' variances), then the same with t quantiles at df = n - 1 (pairs) or
-  2(n - 1) (two arms) in place of z, iterated to its fixed point; a = alpha / m, the family's
-  Bonferroni level (the first step of Holm's procedure, the strictest one a comparison may face).
+  one-sample / paired and the two-sample parallel tests for equality): the smallest n whose two-sided t
+  test reaches the power, its power computed exactly from the noncentral t (df = n - 1 for pairs, 2(n - 1)
+  for two arms of n; noncentrality delta / (s * sqrt(f / n)), f = 1 for pairs with s the differences' sd,
+  f = 2 for two arms with s^2 the mean of the arms' variances); the search starts from the normal
+  approximation n = f * s^2 * (z(1 - a/2) + z(power))^2 / delta^2. a = alpha / m, the family's Bonferroni
+  level (the first step of Holm's procedure, the strictest one a comparison may face).
 """
 
 from __future__ import annotations
@@ -163,25 +164,42 @@ def holm(p_values: list[float | None]) -> list[float | None]:
     return out
 
 
-def needed_n(spread: float, delta: float, alpha: float, power: float, paired: bool) -> int | None:
-    """The runs per arm (pairs when ``paired``) a two-sided test at ``alpha`` needs to detect ``delta`` with
-    ``power``, the sd ``spread`` (the module's docstring); None when there is nothing to size for."""
+def power(n: int, spread: float, delta: float, alpha: float, paired: bool) -> float:
+    """The power of the two-sided t test at ``alpha`` with ``n`` pairs (``paired``) or ``n`` runs per arm, when
+    the true effect is ``delta`` and the sd ``spread``: P(|T| > t(1 - alpha/2, df)) for T noncentral t with
+    df = n - 1 (pairs) or 2(n - 1) (two arms) and noncentrality delta / (spread * sqrt(f / n))."""
+    from scipy.special import nctdtr
+
+    df = n - 1 if paired else 2 * (n - 1)
+    nc = delta / (spread * math.sqrt((1.0 if paired else 2.0) / n))
+    crit = _t_ppf(df, 1 - alpha / 2)
+    return float(1.0 - nctdtr(df, nc, crit) + nctdtr(df, nc, -crit))
+
+
+def needed_n(spread: float, delta: float, alpha: float, power_: float, paired: bool) -> int | None:
+    """The smallest n (pairs when ``paired``, else runs per arm) whose two-sided t test at ``alpha`` reaches
+    ``power_`` at the effect ``delta`` with sd ``spread`` (``power``: the noncentral t's exact power); the
+    normal approximation (the module's docstring) only brackets the search. None when there is nothing to
+    size for (no effect, no finite sd) or it would take more than a billion."""
     if delta <= 0 or not math.isfinite(spread) or not math.isfinite(delta):
         return None
     if spread == 0.0:
         return 2
     factor = 1.0 if paired else 2.0
-    ratio = factor * (spread / delta) ** 2
-    n = max(2.0, ratio * (_z(1 - alpha / 2) + _z(power)) ** 2)
-    for _ in range(50):
-        if n > 1e9:
+    guess = factor * (spread / delta) ** 2 * (_z(1 - alpha / 2) + _z(power_)) ** 2
+    high = max(2, math.ceil(guess))
+    while power(high, spread, delta, alpha, paired) < power_:
+        high *= 2
+        if high > 1_000_000_000:
             return None
-        df = n - 1 if paired else 2 * (n - 1)
-        nxt = max(2.0, ratio * (_t_ppf(df, 1 - alpha / 2) + _t_ppf(df, power)) ** 2)
-        if abs(nxt - n) < 1e-6:
-            break
-        n = nxt
-    return max(2, math.ceil(n - 1e-9))
+    low = 1  # power(low) < power_ or low < 2: the smallest n lies in (low, high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if mid >= 2 and power(mid, spread, delta, alpha, paired) >= power_:
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 Verdict = Literal["supported", "contradicted", "inconclusive"]
