@@ -132,12 +132,27 @@ def _compare(
     return _Raw(name, ref_name, "welch", n, stats.welch_t(ref_stats, o_stats, alpha), "", False)
 
 
+def _unreadable(claim: Claim, definition: ClaimDefinition, digest: str, why: str) -> _Claim:
+    """A stored definition the query language no longer takes (a kind's declared field or direction gone
+    since it was checked): no arm counts a run, and each comparison says why."""
+    arms = [
+        ArmResult(name=a.name, n=0, mean=None, std=None, ci_low=None, ci_high=None, run_ids=[])
+        for a in definition.arms
+    ]
+    ref = definition.arms[0].name
+    raws = [_Raw(a.name, ref, None, 0, None, why, False) for a in definition.arms[1:]]
+    return _Claim(claim, definition, digest, arms, raws, None)
+
+
 def _measure(session: Session, claim: Claim, definition: ClaimDefinition, digest: str) -> _Claim:
     dialect = session.get_bind().dialect.name
     seed = query.group_field(query.RUNS, "params.seed", dialect).columns[0]
-    column = query.metric_column(query.RUNS, metric_text(definition), dialect)
+    try:
+        column = query.metric_column(query.RUNS, metric_text(definition), dialect)
+        matches = [query.where(query.RUNS, arm.query, dialect) for arm in definition.arms]
+    except query.QueryError as exc:
+        return _unreadable(claim, definition, digest, f"the definition no longer reads: {exc}")
     mean_last = definition.read.steps if isinstance(definition.read, ReadMeanLast) else None
-    matches = [query.where(query.RUNS, arm.query, dialect) for arm in definition.arms]
     subs = [
         repository.arm_values(claim.project_id, m, definition.metric, column.pick, seed, mean_last)
         for m in matches

@@ -513,3 +513,22 @@ def test_who_may_do_what_comments_reviews_and_the_activity_feed(api: Api) -> Non
     assert api.client.delete(url, headers=api.h(max_)).status_code == 403
     assert api.client.delete(url, headers=api.h(meg)).status_code == 204
     assert api.client.get(url, headers=api.h(meg)).status_code == 404
+
+
+def test_a_stored_definition_the_language_no_longer_takes_is_inconclusive_saying_why(api: Api) -> None:
+    """A claim checked when it was stated whose query later stops parsing (a kind's result field gone, say)
+    is evaluated, not a 500: its comparisons name the problem."""
+    from backend.db import get_engine, session_factory, session_scope
+    from backend.models import ClaimVersion
+
+    claim = _create(api, "stale")
+    with session_scope(session_factory(get_engine(api.settings.database_url))) as session:
+        row = session.get(ClaimVersion, (claim["id"], 1))
+        assert row is not None
+        row.definition = {
+            **row.definition,
+            "arms": [{"name": "a", "query": "colour = 1"}, row.definition["arms"][1]],
+        }
+    got = _get(api, claim["id"])["evaluation"]
+    assert got["verdict"] == "inconclusive" and [a["n"] for a in got["arms"]] == [0, 0]
+    assert got["comparisons"][0]["reason"].startswith("the definition no longer reads: ")
