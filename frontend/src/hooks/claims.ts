@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
-import type { ClaimCreate, ClaimDefinition } from '../api/types';
+import type { ClaimCreate } from '../api/types';
 
 // A project's claims, each with its evaluation on the runs now: the list is asked for again every few
 // seconds while the page is open, so a card's n, effect, p-value and verdict change as runs end.
@@ -28,32 +28,12 @@ export function useCreateClaim(projectId: number) {
   });
 }
 
-/** Replaces a claim's definition (a new version when it changes). */
-export function useEditClaim(projectId: number) {
-  const qc = useQueryClient();
-  return useMutation({
-    meta: { errorsInline: true },
-    mutationFn: ({ id, definition }: { id: number; definition: ClaimDefinition }) =>
-      unwrap(api.PATCH('/api/v1/claims/{claim_id}', { params: { path: { claim_id: id } }, body: { definition } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
-  });
-}
-
 /** Pre-registers a claim's current version. */
 export function useLockClaim(projectId: number) {
   const qc = useQueryClient();
   return useMutation({
     meta: { errorsInline: true },
     mutationFn: (id: number) => unwrap(api.POST('/api/v1/claims/{claim_id}/lock', { params: { path: { claim_id: id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
-  });
-}
-
-export function useDeleteClaim(projectId: number) {
-  const qc = useQueryClient();
-  return useMutation({
-    meta: { errorsInline: true },
-    mutationFn: (id: number) => unwrap(api.DELETE('/api/v1/claims/{claim_id}', { params: { path: { claim_id: id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
   });
 }
