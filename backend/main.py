@@ -24,6 +24,7 @@ from backend.artifacts.routes import router as artifacts_router
 from backend.auth.dependencies import credential_check, credential_name
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
+from backend.claims.routes import router as claims_router
 from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
 from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
@@ -129,6 +130,7 @@ def api_routes() -> list[BaseRoute]:
             datasets_router,
             exports_router,
             views_router,
+            claims_router,
             tracking_router,
             mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
         ):

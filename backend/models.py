@@ -412,6 +412,10 @@ class Comment(Base):
     run_id: Mapped[int | None] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), nullable=True, index=True
     )
+    # a comment on a claim (backend/claims/, migration 0030): no experiment or run
+    claim_id: Mapped[int | None] = mapped_column(
+        ForeignKey("claims.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
@@ -463,6 +467,8 @@ class Activity(Base):
         ForeignKey("experiments.id", ondelete="CASCADE"), nullable=True
     )
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
+    # what a claim's row is about (created, edited, locked, commented, reviewed; migration 0030)
+    claim_id: Mapped[int | None] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     actor: Mapped[User | None] = relationship()
@@ -696,3 +702,58 @@ class GroupSummaryMetric(Base):
     hi_sq: Mapped[float | None] = mapped_column(Float, nullable=True)
     hi_min: Mapped[float | None] = mapped_column(Float, nullable=True)
     hi_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Claim(Base):
+    """A claim of a paper tested on the project's runs (backend/claims/, migration 0030): its name and its
+    versions (``claim_versions``: every edit adds one, ``version`` is the current one). ``locked_*``: the
+    pre-registration, the version locked, the SHA-256 of its definition and when (null: never locked)."""
+
+    __tablename__ = "claims"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    locked_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    locked_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    locked_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    locked_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship(foreign_keys=[author_id])
+    locked_by: Mapped[User | None] = relationship(foreign_keys=[locked_by_id])
+
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_claims_name"),)
+
+
+class ClaimVersion(Base):
+    """One version of a claim's definition (``ClaimDefinition``, backend/claims/schemas.py) and the SHA-256
+    of its canonical JSON; never changed once written."""
+
+    __tablename__ = "claim_versions"
+    claim_id: Mapped[int] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    definition: Mapped[dict[str, Any]] = mapped_column(JSON)
+    hash: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ClaimReview(Base):
+    """A review of a claim (approved or changes requested), as an experiment's; every one is kept."""
+
+    __tablename__ = "claim_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    claim_id: Mapped[int] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    reviewer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    state: Mapped[str] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    reviewer: Mapped[User | None] = relationship()

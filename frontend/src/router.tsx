@@ -112,6 +112,7 @@ export function makeRouter(queryClient: QueryClient) {
         { path: 'runs', lazy: async () => ({ Component: (await import('./routes/RunsPage')).RunsPage }) },
         { path: 'runs/:id', loader: prefetchRun(queryClient), shouldRevalidate: samePageKeepsLoaders, lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
+        { path: 'claims', lazy: async () => ({ Component: (await import('./routes/ClaimsPage')).ClaimsPage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },
         { path: 'views/:id', lazy: async () => ({ Component: (await import('./routes/SavedViewPage')).SavedViewPage }) },
         { path: 'settings/:tab?', lazy: async () => ({ Component: (await import('./routes/ProjectSettingsPage')).ProjectSettingsPage }) },

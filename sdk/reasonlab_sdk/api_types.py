@@ -12,6 +12,7 @@ class Accepted(TypedDict):
 
 class ActivityPublic(TypedDict):
     actor: str | None
+    claim_id: NotRequired[int | None]
     created_at: str
     experiment_id: int | None
     id: int
@@ -46,6 +47,25 @@ class ApiTokenPublic(TypedDict):
     prefix: str
 
 
+class Arm(TypedDict):
+    """One arm: the runs a query of the query language selects in the claim's project (only those that"""
+
+    name: str
+    query: str
+
+
+class ArmResult(TypedDict):
+    """An arm's runs that count (succeeded, with a finite value): n, mean, sample standard deviation and"""
+
+    ci_high: float | None
+    ci_low: float | None
+    mean: float | None
+    n: int
+    name: str
+    run_ids: list[int]
+    std: float | None
+
+
 class ArtifactList(TypedDict):
     count: int
     items: list[ArtifactPublic]
@@ -70,6 +90,14 @@ class AttemptPublic(TypedDict):
     resumed_step: int | None
     started_at: str
     worker: str | None
+
+
+class BootstrapTest(TypedDict):
+    """A percentile bootstrap of the difference of means (pairs resampled when paired by seed as for"""
+
+    resamples: NotRequired[int]
+    seed: NotRequired[int]
+    type: NotRequired[Literal["bootstrap"]]
 
 
 class Bucket(TypedDict):
@@ -242,6 +270,39 @@ class ChatEndpoint(TypedDict):
     url: str
 
 
+class ClaimCommentIn(TypedDict):
+    body: str
+
+
+class ClaimCommentPublic(TypedDict):
+    author: str | None
+    body: str
+    claim_id: int
+    created_at: str
+    id: int
+
+
+class ClaimCreate(TypedDict):
+    definition: ClaimDefinition
+    name: str
+
+
+class ClaimDefinition(TypedDict):
+    """What a claim states. The first arm is the reference: with arms A (the first), B, C... the claim is"""
+
+    alpha: NotRequired[float]
+    arms: list[Arm]
+    description: NotRequired[str]
+    direction: Literal["greater", "less"]
+    family: NotRequired[str | None]
+    metric: str
+    min_effect: NotRequired[float]
+    power: NotRequired[float]
+    read: NotRequired[ReadLast | ReadBest | ReadMeanLast]
+    section: str
+    test: NotRequired[TTest | BootstrapTest]
+
+
 class ClaimIn(TypedDict):
     attempt: NotRequired[int | None]
     worker: str
@@ -289,6 +350,51 @@ class ClaimOut(TypedDict):
     worker: str | None
 
 
+class ClaimPatch(TypedDict):
+    """Rename a claim, replace its definition (a new version), or both."""
+
+    definition: NotRequired[ClaimDefinition | None]
+    name: NotRequired[str | None]
+
+
+class ClaimPublic(TypedDict):
+    author: str | None
+    can_edit: bool
+    created_at: str
+    definition: ClaimDefinition
+    evaluation: Evaluation
+    hash: str
+    id: int
+    name: str
+    project_id: int
+    review: Literal["approved", "changes_requested"] | None
+    updated_at: str
+    version: int
+
+
+class ClaimReviewIn(TypedDict):
+    body: NotRequired[str]
+    state: Literal["approved", "changes_requested"]
+
+
+class ClaimReviewPublic(TypedDict):
+    body: str
+    claim_id: int
+    created_at: str
+    id: int
+    reviewer: str | None
+    state: str
+    version: int
+
+
+class ClaimVersionPublic(TypedDict):
+    author: str | None
+    created_at: str
+    definition: ClaimDefinition
+    hash: str
+    version: int
+
+
 class Column(TypedDict):
     """A table column: a field, for a metric the aggregate shown (default ``last``), and its width."""
 
@@ -308,6 +414,25 @@ class CommentPublic(TypedDict):
     experiment_id: int | None
     id: int
     run_id: int | None
+
+
+class Comparison(TypedDict):
+    """One hypothesis: ``arm`` against the reference arm. ``effect`` = mean(arm) - mean(reference) (paired:"""
+
+    arm: str
+    ci_high: float | None
+    ci_low: float | None
+    df: float | None
+    effect: float | None
+    n: int
+    needed_n: int | None
+    p_adjusted: float | None
+    p_value: float | None
+    reason: str
+    reference: str
+    statistic: float | None
+    test: Literal["paired", "welch", "bootstrap_paired", "bootstrap"] | None
+    verdict: Literal["supported", "contradicted", "inconclusive"]
 
 
 class DatasetPublic(TypedDict):
@@ -389,6 +514,20 @@ class ErrorItem(TypedDict):
     loc: list[str | int]
     msg: str
     type: str
+
+
+class Evaluation(TypedDict):
+    """The claim on the data now. The claim's verdict: ``supported`` when every comparison is,"""
+
+    arms: list[ArmResult]
+    comparisons: list[Comparison]
+    evaluated_at: str
+    family: str
+    family_size: int
+    hash: str
+    preregistration: Preregistration
+    verdict: Literal["supported", "contradicted", "inconclusive"]
+    version: int
 
 
 class ExampleDiff(TypedDict):
@@ -794,6 +933,17 @@ class ParamsIn(TypedDict):
     params: dict[str, Any]
 
 
+class Preregistration(TypedDict):
+    """``status``: ``pre-registered`` (locked before the first matching run started, and the locked version"""
+
+    first_run_started_at: str | None
+    locked_at: str | None
+    locked_by: str | None
+    locked_hash: str | None
+    locked_version: int | None
+    status: Literal["pre-registered", "locked late", "edited after lock", "not locked"]
+
+
 class PretrainData(TypedDict):
     eval_fraction: NotRequired[float]
     eval_limit: NotRequired[int]
@@ -868,6 +1018,25 @@ class RandomSweep(TypedDict):
     n: int
     params: dict[str, Any]
     seed: NotRequired[int]
+
+
+class ReadBest(TypedDict):
+    """The series' best value: its minimum or maximum by the run's kind's declared metric direction (a key"""
+
+    mode: NotRequired[Literal["best"]]
+
+
+class ReadLast(TypedDict):
+    """The series' last value (its largest step)."""
+
+    mode: NotRequired[Literal["last"]]
+
+
+class ReadMeanLast(TypedDict):
+    """The mean of the series' last ``steps`` finite points (by step)."""
+
+    mode: NotRequired[Literal["mean_last"]]
+    steps: int
 
 
 class ReasonFormerEval(TypedDict):
@@ -1413,6 +1582,13 @@ SynonymConsistency = TypedDict(
         "variant": 'Literal["original", "ft", "carma"]',
     },
 )
+
+
+class TTest(TypedDict):
+    """Student-t tests of the difference of means. ``pairing``: ``auto`` pairs runs by seed when the arms"""
+
+    pairing: NotRequired[Literal["auto", "paired", "welch"]]
+    type: NotRequired[Literal["t"]]
 
 
 class TableColumn(TypedDict):

@@ -75,6 +75,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/claims/{claim_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Claim
+         * @description A claim and its evaluation now; 404 for a claim of a project the caller is not in.
+         */
+        get: operations["claims-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Claim
+         * @description Delete a claim (its author or a project admin).
+         */
+        delete: operations["claims-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Claim
+         * @description Rename a claim or replace its definition: a changed definition is a new version (members).
+         */
+        patch: operations["claims-patch"];
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Comments */
+        get: operations["claims-comments"];
+        put?: never;
+        /** Comment Claim */
+        post: operations["claims-comment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/lock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lock Claim
+         * @description Pre-register the current version (its hash and the time); 409 when it is locked already.
+         */
+        post: operations["claims-lock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Review Claim
+         * @description Approve a claim or request changes (members); every review is kept with the version it reviewed.
+         */
+        put: operations["claims-review"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Reviews */
+        get: operations["claims-reviews"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Versions */
+        get: operations["claims-versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/experiments": {
         parameters: {
             query?: never;
@@ -361,6 +481,31 @@ export interface paths {
         get: operations["reviews-activity"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Claims
+         * @description The project's claims, each evaluated on its runs now (any role in the project).
+         */
+        get: operations["claims-list"];
+        put?: never;
+        /**
+         * Create Claim
+         * @description State a claim (members and admins); a name already used in the project is 409, a query or metric
+         *     the runs list would refuse is 422 naming the field.
+         */
+        post: operations["claims-create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1199,6 +1344,11 @@ export interface components {
             /** Actor */
             actor: string | null;
             /**
+             * Claim Id
+             * @description the claim the row is about (backend/claims/)
+             */
+            claim_id?: number | null;
+            /**
              * Created At
              * Format: date-time
              */
@@ -1272,6 +1422,44 @@ export interface components {
             name: string;
             /** Prefix */
             prefix: string;
+        };
+        /**
+         * Arm
+         * @description One arm: the runs a query of the query language selects in the claim's project (only those that
+         *     succeeded count), one value per run; a run's seed is its spec's ``seed``.
+         */
+        Arm: {
+            /** Name */
+            name: string;
+            /**
+             * Query
+             * @description a query-language expression, at most 4096 bytes
+             */
+            query: string;
+        };
+        /**
+         * ArmResult
+         * @description An arm's runs that count (succeeded, with a finite value): n, mean, sample standard deviation and
+         *     the (1 - alpha) Student-t interval of the mean; null below two values (never a fake interval).
+         */
+        ArmResult: {
+            /** Ci High */
+            ci_high: number | null;
+            /** Ci Low */
+            ci_low: number | null;
+            /** Mean */
+            mean: number | null;
+            /** N */
+            n: number;
+            /** Name */
+            name: string;
+            /**
+             * Run Ids
+             * @description the runs that count, ascending (the first 100)
+             */
+            run_ids: number[];
+            /** Std */
+            std: number | null;
         };
         /** ArtifactList */
         ArtifactList: {
@@ -1349,6 +1537,29 @@ export interface components {
             started_at: string;
             /** Worker */
             worker: string | null;
+        };
+        /**
+         * BootstrapTest
+         * @description A percentile bootstrap of the difference of means (pairs resampled when paired by seed as for
+         *     ``t``/``auto``, each arm resampled on its own otherwise); ``resamples`` draws from a generator seeded
+         *     with ``seed``, so the same data give the same answer.
+         */
+        BootstrapTest: {
+            /**
+             * Resamples
+             * @default 10000
+             */
+            resamples: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "bootstrap";
         };
         /** Bucket */
         Bucket: {
@@ -1942,6 +2153,91 @@ export interface components {
              */
             url: string;
         };
+        /** ClaimCommentIn */
+        ClaimCommentIn: {
+            /**
+             * Body
+             * @description markdown
+             */
+            body: string;
+        };
+        /** ClaimCommentPublic */
+        ClaimCommentPublic: {
+            /** Author */
+            author: string | null;
+            /** Body */
+            body: string;
+            /** Claim Id */
+            claim_id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+        };
+        /** ClaimCreate */
+        ClaimCreate: {
+            definition: components["schemas"]["ClaimDefinition"];
+            /** Name */
+            name: string;
+        };
+        /**
+         * ClaimDefinition
+         * @description What a claim states. The first arm is the reference: with arms A (the first), B, C... the claim is
+         *     that each other arm's mean differs from A's in ``direction`` (``greater``: B - A > 0) by at least
+         *     ``min_effect``; each comparison is one hypothesis of the ``family`` (Holm's correction runs over every
+         *     comparison of every claim of the project in the family).
+         */
+        ClaimDefinition: {
+            /**
+             * Alpha
+             * @default 0.05
+             */
+            alpha: number;
+            /** Arms */
+            arms: components["schemas"]["Arm"][];
+            /**
+             * Description
+             * @description markdown
+             * @default
+             */
+            description: string;
+            /**
+             * Direction
+             * @enum {string}
+             */
+            direction: "greater" | "less";
+            /**
+             * Family
+             * @description the claims Holm's correction runs over; none: a family of its own
+             */
+            family?: string | null;
+            /** Metric */
+            metric: string;
+            /**
+             * Min Effect
+             * @description the smallest effect worth reporting (>= 0)
+             * @default 0
+             */
+            min_effect: number;
+            /**
+             * Power
+             * @description the power the needed n is computed for
+             * @default 0.8
+             */
+            power: number;
+            /** Read */
+            read?: components["schemas"]["ReadLast"] | components["schemas"]["ReadBest"] | components["schemas"]["ReadMeanLast"];
+            /**
+             * Section
+             * @description the paper's section the claim tests
+             */
+            section: string;
+            /** Test */
+            test?: components["schemas"]["TTest"] | components["schemas"]["BootstrapTest"];
+        };
         /** ClaimIn */
         ClaimIn: {
             /**
@@ -2054,6 +2350,100 @@ export interface components {
             worker: string | null;
         };
         /**
+         * ClaimPatch
+         * @description Rename a claim, replace its definition (a new version), or both.
+         */
+        ClaimPatch: {
+            definition?: components["schemas"]["ClaimDefinition"] | null;
+            /** Name */
+            name?: string | null;
+        };
+        /** ClaimPublic */
+        ClaimPublic: {
+            /** Author */
+            author: string | null;
+            /** Can Edit */
+            can_edit: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            definition: components["schemas"]["ClaimDefinition"];
+            evaluation: components["schemas"]["Evaluation"];
+            /**
+             * Hash
+             * @description SHA-256 of the current version's definition (canonical JSON)
+             */
+            hash: string;
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Project Id */
+            project_id: number;
+            /**
+             * Review
+             * @description the latest review's state
+             */
+            review: ("approved" | "changes_requested") | null;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
+        };
+        /** ClaimReviewIn */
+        ClaimReviewIn: {
+            /**
+             * Body
+             * @default
+             */
+            body: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "approved" | "changes_requested";
+        };
+        /** ClaimReviewPublic */
+        ClaimReviewPublic: {
+            /** Body */
+            body: string;
+            /** Claim Id */
+            claim_id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Reviewer */
+            reviewer: string | null;
+            /** State */
+            state: string;
+            /** Version */
+            version: number;
+        };
+        /** ClaimVersionPublic */
+        ClaimVersionPublic: {
+            /** Author */
+            author: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            definition: components["schemas"]["ClaimDefinition"];
+            /** Hash */
+            hash: string;
+            /** Version */
+            version: number;
+        };
+        /**
          * Column
          * @description A table column: a field, for a metric the aggregate shown (default ``last``), and its width.
          */
@@ -2093,6 +2483,52 @@ export interface components {
             id: number;
             /** Run Id */
             run_id: number | null;
+        };
+        /**
+         * Comparison
+         * @description One hypothesis: ``arm`` against the reference arm. ``effect`` = mean(arm) - mean(reference) (paired:
+         *     the mean of the per-seed differences), its (1 - alpha) interval, the test's two-sided p-value and the
+         *     same adjusted by Holm's method within the family; ``needed_n`` the runs per arm (pairs when paired) a
+         *     power calculation asks for to decide at ``min_effect`` (the observed effect when that is 0).
+         */
+        Comparison: {
+            /** Arm */
+            arm: string;
+            /** Ci High */
+            ci_high: number | null;
+            /** Ci Low */
+            ci_low: number | null;
+            /** Df */
+            df: number | null;
+            /** Effect */
+            effect: number | null;
+            /**
+             * N
+             * @description pairs when paired, else the smaller arm's n
+             */
+            n: number;
+            /** Needed N */
+            needed_n: number | null;
+            /** P Adjusted */
+            p_adjusted: number | null;
+            /** P Value */
+            p_value: number | null;
+            /** Reason */
+            reason: string;
+            /** Reference */
+            reference: string;
+            /**
+             * Statistic
+             * @description t (null for a bootstrap)
+             */
+            statistic: number | null;
+            /** Test */
+            test: ("paired" | "welch" | "bootstrap_paired" | "bootstrap") | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "supported" | "contradicted" | "inconclusive";
         };
         /**
          * DatasetPublic
@@ -2277,6 +2713,42 @@ export interface components {
             msg: string;
             /** Type */
             type: string;
+        };
+        /**
+         * Evaluation
+         * @description The claim on the data now. The claim's verdict: ``supported`` when every comparison is,
+         *     ``contradicted`` when any is, ``inconclusive`` otherwise.
+         */
+        Evaluation: {
+            /** Arms */
+            arms: components["schemas"]["ArmResult"][];
+            /** Comparisons */
+            comparisons: components["schemas"]["Comparison"][];
+            /**
+             * Evaluated At
+             * Format: date-time
+             */
+            evaluated_at: string;
+            /** Family */
+            family: string;
+            /**
+             * Family Size
+             * @description the hypotheses Holm's correction ran over
+             */
+            family_size: number;
+            /** Hash */
+            hash: string;
+            preregistration: components["schemas"]["Preregistration"];
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "supported" | "contradicted" | "inconclusive";
+            /**
+             * Version
+             * @description the version that decided (the current one)
+             */
+            version: number;
         };
         /** ExampleDiff */
         ExampleDiff: {
@@ -3235,6 +3707,32 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * Preregistration
+         * @description ``status``: ``pre-registered`` (locked before the first matching run started, and the locked version
+         *     is the one deciding), ``locked late`` (locked after the first matching run started), ``edited after
+         *     lock`` (the deciding version is not the locked one), ``not locked``.
+         */
+        Preregistration: {
+            /**
+             * First Run Started At
+             * @description the first run the deciding version's arms select
+             */
+            first_run_started_at: string | null;
+            /** Locked At */
+            locked_at: string | null;
+            /** Locked By */
+            locked_by: string | null;
+            /** Locked Hash */
+            locked_hash: string | null;
+            /** Locked Version */
+            locked_version: number | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pre-registered" | "locked late" | "edited after lock" | "not locked";
+        };
         /** PretrainData */
         PretrainData: {
             /**
@@ -3426,6 +3924,43 @@ export interface components {
              * @default 0
              */
             seed: number;
+        };
+        /**
+         * ReadBest
+         * @description The series' best value: its minimum or maximum by the run's kind's declared metric direction (a key
+         *     no kind declares a direction for is a 422; a run whose kind declares none has no value and does not
+         *     count).
+         */
+        ReadBest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "best";
+        };
+        /**
+         * ReadLast
+         * @description The series' last value (its largest step).
+         */
+        ReadLast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "last";
+        };
+        /**
+         * ReadMeanLast
+         * @description The mean of the series' last ``steps`` finite points (by step).
+         */
+        ReadMeanLast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "mean_last";
+            /** Steps */
+            steps: number;
         };
         /**
          * ReasonFormerEval
@@ -5293,6 +5828,25 @@ export interface components {
              */
             weight_decay: number;
         };
+        /**
+         * TTest
+         * @description Student-t tests of the difference of means. ``pairing``: ``auto`` pairs runs by seed when the arms
+         *     share at least two seeds and each seed appears once per arm (a paired t test on the differences), and
+         *     uses Welch's t test otherwise; ``paired`` always pairs (only the shared seeds count); ``welch`` never.
+         */
+        TTest: {
+            /**
+             * Pairing
+             * @default auto
+             * @enum {string}
+             */
+            pairing: "auto" | "paired" | "welch";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "t";
+        };
         /** UserPublic */
         UserPublic: {
             /** Id */
@@ -5688,6 +6242,619 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimCommentPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-comment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimCommentIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimCommentPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-lock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimReviewIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimReviewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimReviewPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimVersionPublic"][];
+                };
             };
             /** @description no or bad credentials */
             401: {
@@ -7123,6 +8290,144 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ActivityPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
                 };
             };
             /** @description no or bad credentials */

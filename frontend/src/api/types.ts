@@ -68,3 +68,11 @@ export type RunEventName = RunEvent['event'];
 export type RunEventData<E extends RunEventName> = Extract<RunEvent, { event: E }>['data'];
 /** A project's saved view: its name, page, state (lib/viewState.ts), author and can_edit. */
 export type SavedView = Ok<'views-get'>;
+export type Claim = Ok<'claims-get'>;
+export type ClaimCreate = Body<'claims-create'>;
+export type ClaimDefinition = ClaimCreate['definition'];
+export type ClaimEvaluation = Claim['evaluation'];
+export type ClaimComparison = ClaimEvaluation['comparisons'][number];
+export type ClaimArm = ClaimEvaluation['arms'][number];
+export type ClaimComment = Elem<Ok<'claims-comments'>>;
+export type ClaimReview = Elem<Ok<'claims-reviews'>>;

@@ -45,6 +45,7 @@ function Header() {
             <NavItem to="/runs">Runs</NavItem>
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
+            <NavItem to="/claims">Claims</NavItem>
             <NavItem to="/activity">Activity</NavItem>
             <NavItem to="/settings">Settings</NavItem>
           </Group>
