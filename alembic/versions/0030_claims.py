@@ -7,7 +7,7 @@ the time). Claims are commented on (comments.claim_id) and reviewed (claim_revie
 appear in the project's activity feed (activity.claim_id).
 
 Revision ID: 0030
-Revises: 0028
+Revises: 0029
 Create Date: 2026-11-28 21:00:00
 """
 
@@ -23,7 +23,7 @@ from alembic import op
 import backend.models
 
 revision: str = "0030"
-down_revision: str | None = "0028"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
