@@ -210,7 +210,14 @@ def _run_in_job_process(job: zygote.JobProcess, run: api.ClaimOut, attempt: int,
     (the interrupt), and wait for its outcome and its exit. A job process that ends without an outcome
     (killed, out of memory) sends no finish: the run is ``lost``, and the reaper hands it on."""
     run_id = int(run["id"])
-    job.hand_over({"run": dict(run), "attempt": attempt, "worker": worker, "shutting_down": _shutting_down})
+    try:
+        job.hand_over(
+            {"run": dict(run), "attempt": attempt, "worker": worker, "shutting_down": _shutting_down}
+        )
+    except OSError as exc:  # it died since it said it was ready: its wait says so
+        logger.error(
+            "run %s attempt %s: the claim could not reach its job process (%s)", run_id, attempt, exc
+        )
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous_handler = signal.getsignal(INTERRUPT_SIGNAL)
     if in_main_thread:

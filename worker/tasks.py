@@ -23,6 +23,7 @@ from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
 from worker.pool import job_pids, keep_own_handler
 from worker.runtime import zygote
+from worker.runtime.environment import make_undumpable
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,9 @@ def _start_job_server(sender: Any = None, **_: Any) -> None:
     (``worker.jobserver.preload``), so a job process starts its kind within milliseconds. This process
     and its pool processes import no kind."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
+    # undumpable already when started by `reasonlab worker` (environment.unseal); started by Celery's own
+    # command, from here on: no process of its user reads its memory or its pool processes'
+    make_undumpable()
     _block_interrupt()
     level = getattr(sender, "loglevel", logging.INFO)
     zygote.start(level if isinstance(level, int) else logging.INFO)
