@@ -12,7 +12,9 @@ the memory of every other process of the worker (the Celery parent, its pool pro
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +45,7 @@ class MemProbeReport(StrictModel):
     run_token_in_memory: int
     worker_token_in_environ: int
     others: dict[str, dict[str, str]]
+    run_token_halves: list[str]
 
 
 MANIFEST = KindManifest(
@@ -54,12 +57,9 @@ MANIFEST = KindManifest(
     runner="memprobe_kind.run:run",
 )
 """
-RUN_MODULE = r'''
-import ctypes
-import os
+# How the probe (and the test, on the job server) looks for a token in a process's memory.
+SCAN_MODULE = r'''
 from pathlib import Path
-
-from memprobe_kind.spec import MemProbeReport
 
 CHUNK = 8 << 20
 SKIPPED = ("[vvar]", "[vvar_vclock]", "[vsyscall]")
@@ -146,6 +146,16 @@ def _try(pid, token):
     return seen
 
 
+'''
+RUN_MODULE = r"""
+import ctypes
+import os
+from pathlib import Path
+
+from memprobe_kind.scan import _count, _tree, _try, scan
+from memprobe_kind.spec import MemProbeReport
+
+
 def run(spec, ctx) -> None:
     worker_token = tuple(h.encode() for h in spec.halves)
     run_token = ctx._client.token  # the run's own credential: the job holds it, the scan must find it
@@ -171,9 +181,10 @@ def run(spec, ctx) -> None:
             run_token_in_memory=run_in_memory,
             worker_token_in_environ=_count(environ, worker_token),
             others=others,
+            run_token_halves=[run_token[:half], run_token[half:]],  # dead once the attempt is over
         )
     )
-'''
+"""
 
 
 def _write_probe(root: Path) -> str:
@@ -181,11 +192,21 @@ def _write_probe(root: Path) -> str:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "spec.py").write_text(SPEC_MODULE)
+    (package / "scan.py").write_text(SCAN_MODULE)
     (package / "run.py").write_text(RUN_MODULE)
     return f"{PACKAGE}.spec"
 
 
-@pytest.mark.fault
+def _job_server(worker: int) -> int:
+    children = {
+        int(p)
+        for task in Path(f"/proc/{worker}/task").iterdir()
+        for p in (task / "children").read_text().split()
+    }
+    (server,) = [p for p in children if b"worker.jobserver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return server
+
+
 def test_a_job_process_holds_its_run_token_but_not_the_worker_token(
     tmp_path: Path, embedded_platform: Platform
 ) -> None:
@@ -213,3 +234,16 @@ def test_a_job_process_holds_its_run_token_but_not_the_worker_token(
     assert str(worker.pid) in others, seen
     for pid, what in others.items():
         assert what["environ"].startswith("refused") and what["mem"].startswith("refused"), (pid, others)
+
+    if os.geteuid() != 0:  # reading the worker's undumpable processes from here takes root
+        return
+    # From here: the job server, which every job process is forked from, holds neither the worker token
+    # nor the run token of the job it forked (it never reads a claim), while the worker itself holds the
+    # worker token (what the scan, from outside, finds).
+    scanner: dict[str, Any] = {}
+    exec(SCAN_MODULE, scanner)
+    worker_needle = (WORKER_TOKEN[:cut].encode(), WORKER_TOKEN[cut:].encode())
+    run_needle = tuple(h.encode() for h in seen["run_token_halves"])
+    (in_server, run_in_server), _ = scanner["scan"](_job_server(worker.pid), [worker_needle, run_needle])
+    (in_worker,), _ = scanner["scan"](worker.pid, [worker_needle])
+    assert (in_server, run_in_server) == (0, 0) and in_worker >= 1, (in_server, run_in_server, in_worker)

@@ -215,26 +215,24 @@ def serve(control: socket.socket, run_job: Callable[[socket.socket], None]) -> N
             return
         if not fds:
             return  # the worker and its pool processes are gone
-        for fd in fds:
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    control.close()
-                    for other in fds:
-                        if other != fd:
-                            os.close(other)
-                    die_with_parent(me)
-                    run_job(socket.socket(fileno=fd))
-                    code = 0
-                except BaseException:
-                    logger.exception("job process %d failed", os.getpid())
-                finally:
-                    for stream in (sys.stdout, sys.stderr):  # what a kind printed
-                        with contextlib.suppress(Exception):
-                            stream.flush()
-                    os._exit(code)
-            os.close(fd)
+        fd, *extra = fds  # a pool process passes one end per request
+        for other in extra:
+            os.close(other)
+        if os.fork() == 0:
+            code = 1
+            try:
+                control.close()
+                die_with_parent(me)
+                run_job(socket.socket(fileno=fd))
+                code = 0
+            except BaseException:
+                logger.exception("job process %d failed", os.getpid())
+            finally:
+                for stream in (sys.stdout, sys.stderr):  # what a kind printed
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(code)
+        os.close(fd)
 
 
 def _reap() -> None:
