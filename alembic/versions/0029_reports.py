@@ -32,7 +32,9 @@ def upgrade() -> None:
     op.create_table(
         "reports",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column("project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("title", sa.String(200), nullable=False),
         sa.Column("blocks", sa.JSON(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),

@@ -14,8 +14,8 @@ from backend.models import (
     MetricLatest,
     Report,
     ReportComment,
-    ReportRevision,
     ReportReview,
+    ReportRevision,
     ReportShare,
     Result,
     Run,
@@ -33,7 +33,9 @@ def revisions(session: Session, report_id: int) -> list[ReportRevision]:
 
 
 def revision(session: Session, report_id: int, number: int) -> ReportRevision | None:
-    stmt = select(ReportRevision).where(ReportRevision.report_id == report_id, ReportRevision.number == number)
+    stmt = select(ReportRevision).where(
+        ReportRevision.report_id == report_id, ReportRevision.number == number
+    )
     return session.scalars(stmt).one_or_none()
 
 
@@ -75,9 +77,7 @@ def share_by_hash(session: Session, token_hash: str) -> ReportShare | None:
 # ------------------------------------------------------------------------------------- what blocks read
 
 
-def runs_matching(
-    session: Session, project_id: int, condition: ColumnElement[bool], limit: int
-) -> list[Run]:
+def runs_matching(session: Session, project_id: int, condition: ColumnElement[bool], limit: int) -> list[Run]:
     """The project's runs a query selects, newest first."""
     stmt = select(Run).where(Run.project_id == project_id, condition).order_by(Run.id.desc()).limit(limit)
     return list(session.scalars(stmt))
@@ -89,14 +89,16 @@ def runs_by_id(session: Session, run_ids: Sequence[int]) -> dict[int, Run]:
     return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(list(run_ids))))}
 
 
-def latest(session: Session, run_ids: Sequence[int], keys: Sequence[str] | None) -> dict[int, dict[str, tuple[int, int, Any]]]:
+def latest(
+    session: Session, run_ids: Sequence[int], keys: Sequence[str] | None
+) -> dict[int, dict[str, tuple[int, int, Any]]]:
     """run -> key -> (last step, row version, latest value) from metric_latest; every key when ``keys`` is
     None."""
     if not run_ids:
         return {}
-    stmt = select(MetricLatest.run_id, MetricLatest.key, MetricLatest.step, MetricLatest.rev, MetricLatest.value).where(
-        MetricLatest.run_id.in_(list(run_ids))
-    )
+    stmt = select(
+        MetricLatest.run_id, MetricLatest.key, MetricLatest.step, MetricLatest.rev, MetricLatest.value
+    ).where(MetricLatest.run_id.in_(list(run_ids)))
     if keys is not None:
         stmt = stmt.where(MetricLatest.key.in_(list(keys)))
     out: dict[int, dict[str, tuple[int, int, Any]]] = {}

@@ -27,7 +27,8 @@ def check_query(ctx: ResolveContext, text: str, loc: list[str | int]) -> None:
         query.where(query.RUNS, text, ctx.dialect)
     except query.QueryError as exc:
         raise Invalid(
-            f"{'.'.join(str(p) for p in loc[1:])}: {exc}", [{"loc": loc, "msg": str(exc), "type": "query_syntax"}]
+            f"{'.'.join(str(p) for p in loc[1:])}: {exc}",
+            [{"loc": loc, "msg": str(exc), "type": "query_syntax"}],
         ) from None
 
 
@@ -145,7 +146,14 @@ def field_value(ctx: ResolveContext, run: Run, name: str, cut: RunCutoff | None)
         return value if value is None or isinstance(value, str | int | float | bool) else str(value)
     if name == "status" and cut is not None:
         return cut.status
-    columns = {"id": run.id, "name": run.name, "status": run.status, "kind": run.kind,
-               "experiment_id": run.experiment_id, "attempt": run.attempt, "index": run.index,
-               "created_at": run.created_at.isoformat() if run.created_at else None}
+    columns = {
+        "id": run.id,
+        "name": run.name,
+        "status": run.status,
+        "kind": run.kind,
+        "experiment_id": run.experiment_id,
+        "attempt": run.attempt,
+        "index": run.index,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
+    }
     return columns.get(name)

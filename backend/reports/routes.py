@@ -47,7 +47,9 @@ def list_reports(project_id: Id, principal: PrincipalDep, session: SessionDep) -
     status_code=status.HTTP_201_CREATED,
     operation_id="reports-create",
 )
-def create_report(project_id: Id, body: ReportCreate, principal: PrincipalDep, session: SessionDep) -> ReportPublic:
+def create_report(
+    project_id: Id, body: ReportCreate, principal: PrincipalDep, session: SessionDep
+) -> ReportPublic:
     return service.create_report(session, principal, project_id, body)
 
 
@@ -57,7 +59,9 @@ def get_report(report_id: Id, principal: PrincipalDep, session: SessionDep) -> R
 
 
 @router.put("/reports/{report_id}", response_model=ReportPublic, operation_id="reports-update")
-def update_report(report_id: Id, body: ReportUpdate, principal: PrincipalDep, session: SessionDep) -> ReportPublic:
+def update_report(
+    report_id: Id, body: ReportUpdate, principal: PrincipalDep, session: SessionDep
+) -> ReportPublic:
     """Save the draft (the editor saves as you type): 409 when ``base_version`` is no longer the
     report's version, with what changed since in ``errors``."""
     return service.update_report(session, principal, report_id, body)
@@ -95,7 +99,9 @@ def list_revisions(report_id: Id, principal: PrincipalDep, session: SessionDep) 
 @router.get(
     "/reports/{report_id}/revisions/{number}", response_model=RevisionPublic, operation_id="reports-revision"
 )
-def get_revision(report_id: Id, number: Number, principal: PrincipalDep, session: SessionDep) -> RevisionPublic:
+def get_revision(
+    report_id: Id, number: Number, principal: PrincipalDep, session: SessionDep
+) -> RevisionPublic:
     return service.get_revision(session, principal, report_id, number)
 
 
@@ -115,7 +121,7 @@ def export_revision(
     number: Number,
     principal: PrincipalDep,
     session: SessionDep,
-    format: Annotated[ExportFormat, Query()] = "html",  # noqa: A002
+    format: Annotated[ExportFormat, Query()] = "html",
 ) -> Response:
     file = service.export_revision(session, principal, report_id, number, format)
     return Response(

@@ -53,7 +53,9 @@ class ReportUpdate(Strict):
 
 
 class PublishIn(Strict):
-    base_version: int = Field(ge=1, description="the draft version published; 409 when it is no longer the latest")
+    base_version: int = Field(
+        ge=1, description="the draft version published; 409 when it is no longer the latest"
+    )
 
 
 class ReportSummary(BaseModel):
@@ -90,7 +92,9 @@ class RevisionSummary(BaseModel):
 
 class RevisionPublic(RevisionSummary):
     blocks: list[Block]
-    data: dict[str, BlockData] = Field(description="by block id: frozen blocks as published, live ones as of now")
+    data: dict[str, BlockData] = Field(
+        description="by block id: frozen blocks as published, live ones as of now"
+    )
 
 
 class ReportCommentIn(Strict):

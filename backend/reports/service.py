@@ -21,7 +21,7 @@ from backend.activity import feed
 from backend.auth.security import hash_api_token
 from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
-from backend.models import Report, ReportComment, ReportRevision, ReportReview, ReportShare
+from backend.models import Report, ReportComment, ReportReview, ReportRevision, ReportShare
 from backend.projects import service as projects
 from backend.reports import repository, resolve
 from backend.reports.blocks import TYPES
@@ -132,7 +132,9 @@ def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> list[BlockBase]:
     for i, block in enumerate(blocks):
         if isinstance(block, DataBlock):
             if block.source.query is not None and block.source.query.strip():
-                resolve.check_query(ctx, block.source.query, ["body", "blocks", i, block.type, "source", "query"])
+                resolve.check_query(
+                    ctx, block.source.query, ["body", "blocks", i, block.type, "source", "query"]
+                )
             freeze = TYPES[block.type].freeze
             if block.mode == "live":
                 block = block.model_copy(update={"cutoff": None})
@@ -142,7 +144,9 @@ def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> list[BlockBase]:
     return out
 
 
-def create_report(session: Session, principal: Principal, project_id: int, body: ReportCreate) -> ReportPublic:
+def create_report(
+    session: Session, principal: Principal, project_id: int, body: ReportCreate
+) -> ReportPublic:
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     ctx = _context(session, project_id)
     report = Report(
@@ -177,13 +181,18 @@ def _stale(report: Report, base_version: int, blocks: list[Any] | None) -> Confl
             if block_id not in mine:
                 errors.append({"loc": ["blocks", block_id], "msg": "added or kept since", "type": "stale"})
             elif mine[block_id] != block:
-                errors.append({"loc": ["blocks", block_id], "msg": "differs from the saved version", "type": "stale"})
+                errors.append(
+                    {"loc": ["blocks", block_id], "msg": "differs from the saved version", "type": "stale"}
+                )
         for block_id in mine.keys() - current.keys():
             errors.append({"loc": ["blocks", block_id], "msg": "not in the saved version", "type": "stale"})
     return Conflict(
         f"the report changed since version {base_version}: it is at version {report.version}; "
         "reload it and apply your edit again",
-        [{"loc": ["body", "base_version"], "msg": f"current version is {report.version}", "type": "stale"}, *errors],
+        [
+            {"loc": ["body", "base_version"], "msg": f"current version is {report.version}", "type": "stale"},
+            *errors,
+        ],
     )
 
 
@@ -212,11 +221,15 @@ def delete_report(session: Session, principal: Principal, report_id: int) -> Non
 # ------------------------------------------------------------------------------------------ data
 
 
-def _resolve_all(ctx: ResolveContext, blocks: list[BlockBase], live_only: bool = False) -> dict[str, BlockData]:
+def _resolve_all(
+    ctx: ResolveContext, blocks: list[BlockBase], live_only: bool = False
+) -> dict[str, BlockData]:
     out: dict[str, BlockData] = {}
     for block in blocks:
         kind = TYPES[block.type]
-        if kind.resolve is None or (live_only and not (isinstance(block, DataBlock) and block.mode == "live")):
+        if kind.resolve is None or (
+            live_only and not (isinstance(block, DataBlock) and block.mode == "live")
+        ):
             continue
         out[block.id] = kind.resolve(ctx, block)
     return out
@@ -229,7 +242,9 @@ def draft_data(session: Session, principal: Principal, report_id: int) -> dict[s
 
 
 def _hash(title: str, blocks: list[Any], data: dict[str, Any]) -> str:
-    canonical = json.dumps({"title": title, "blocks": blocks, "data": data}, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(
+        {"title": title, "blocks": blocks, "data": data}, sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -288,7 +303,9 @@ def _revision(session: Session, report: Report, number: int) -> ReportRevision:
     return revision
 
 
-def _revision_data(session: Session, report: Report, revision: ReportRevision) -> tuple[list[BlockBase], dict[str, BlockData]]:
+def _revision_data(
+    session: Session, report: Report, revision: ReportRevision
+) -> tuple[list[BlockBase], dict[str, BlockData]]:
     """The revision's blocks and data: frozen blocks as kept, live ones resolved again now."""
     blocks = _blocks(revision.blocks)
     data = {k: BlockData.model_validate(v) for k, v in revision.data.items()}
@@ -326,7 +343,12 @@ def export_revision(
 
 def _comment_public(c: ReportComment) -> ReportCommentPublic:
     return ReportCommentPublic(
-        id=c.id, report_id=c.report_id, block_id=c.block_id, author=_name(c.author), body=c.body, created_at=c.created_at
+        id=c.id,
+        report_id=c.report_id,
+        block_id=c.block_id,
+        author=_name(c.author),
+        body=c.body,
+        created_at=c.created_at,
     )
 
 
@@ -335,14 +357,18 @@ def comments(session: Session, principal: Principal, report_id: int) -> list[Rep
     return [_comment_public(c) for c in repository.comments(session, report.id)]
 
 
-def comment(session: Session, principal: Principal, report_id: int, body: ReportCommentIn) -> ReportCommentPublic:
+def comment(
+    session: Session, principal: Principal, report_id: int, body: ReportCommentIn
+) -> ReportCommentPublic:
     report, _ = _get(session, principal, report_id, "member")
     if body.block_id not in {b["id"] for b in report.blocks}:
         raise Invalid(
             f"block_id: the report has no block {body.block_id!r}",
             [{"loc": ["body", "block_id"], "msg": "no block of the report has this id", "type": "not_found"}],
         )
-    row = ReportComment(report_id=report.id, block_id=body.block_id, author_id=_user_id(principal), body=body.body)
+    row = ReportComment(
+        report_id=report.id, block_id=body.block_id, author_id=_user_id(principal), body=body.body
+    )
     session.add(row)
     feed.record(
         session,
@@ -377,7 +403,9 @@ def review(
 ) -> ReportReviewPublic:
     report, _ = _get(session, principal, report_id, "member")
     revision = _revision(session, report, number)
-    row = ReportReview(revision_id=revision.id, reviewer_id=_user_id(principal), state=body.state, body=body.body)
+    row = ReportReview(
+        revision_id=revision.id, reviewer_id=_user_id(principal), state=body.state, body=body.body
+    )
     session.add(row)
     label = "approved" if body.state == "approved" else "requested changes on"
     feed.record(
@@ -455,7 +483,9 @@ def revoke_share(session: Session, principal: Principal, report_id: int, share_i
 def shared(session: Session, token: str) -> SharedRevision:
     """The revision a share link opens, as it was published (live blocks included: as of publishing),
     for a reader without an account. A link unknown, expired or revoked answers one 404."""
-    share = repository.share_by_hash(session, hash_api_token(token)) if token.startswith(SHARE_PREFIX) else None
+    share = (
+        repository.share_by_hash(session, hash_api_token(token)) if token.startswith(SHARE_PREFIX) else None
+    )
     if share is None or share.revoked_at is not None or share.expires_at <= utcnow():
         raise NotFound("this link does not exist, has expired or was revoked")
     revision = share.revision

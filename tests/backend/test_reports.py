@@ -42,7 +42,15 @@ def _points(api: Api, run_id: int, steps: range, key: str = "loss", scale: float
 
 
 def _figure(block_id: str, run_ids: list[int], mode: str = "frozen", **kw: Any) -> dict[str, Any]:
-    return {"id": block_id, "type": "figure", "title": "loss", "source": {"run_ids": run_ids}, "metrics": ["loss"], "mode": mode, **kw}
+    return {
+        "id": block_id,
+        "type": "figure",
+        "title": "loss",
+        "source": {"run_ids": run_ids},
+        "metrics": ["loss"],
+        "mode": mode,
+        **kw,
+    }
 
 
 def _create(api: Api, blocks: list[dict[str, Any]], token: str | None = None, title: str = "Finding") -> Any:
@@ -53,14 +61,22 @@ def _create(api: Api, blocks: list[dict[str, Any]], token: str | None = None, ti
     )
 
 
-def _save(api: Api, report: dict[str, Any], blocks: list[dict[str, Any]], token: str | None = None, **kw: Any) -> Any:
-    body = {"base_version": kw.get("base_version", report["version"]), "title": kw.get("title", report["title"]), "blocks": blocks}
+def _save(
+    api: Api, report: dict[str, Any], blocks: list[dict[str, Any]], token: str | None = None, **kw: Any
+) -> Any:
+    body = {
+        "base_version": kw.get("base_version", report["version"]),
+        "title": kw.get("title", report["title"]),
+        "blocks": blocks,
+    }
     return api.client.put(f"/api/v1/reports/{report['id']}", json=body, headers=api.h(token))
 
 
 def _publish(api: Api, report: dict[str, Any], token: str | None = None) -> dict[str, Any]:
     response = api.client.post(
-        f"/api/v1/reports/{report['id']}/publish", json={"base_version": report["version"]}, headers=api.h(token)
+        f"/api/v1/reports/{report['id']}/publish",
+        json={"base_version": report["version"]},
+        headers=api.h(token),
     )
     assert response.status_code == 201, response.text
     return response.json()
@@ -69,13 +85,24 @@ def _publish(api: Api, report: dict[str, Any], token: str | None = None) -> dict
 def test_the_block_union_is_validated_with_field_paths(api: Api) -> None:
     run_id = _run(api)
     cases: list[tuple[dict[str, Any], list[Any]]] = [
-        ({"id": "a", "type": "figure", "source": {"run_ids": [run_id]}, "metrics": []}, ["body", "blocks", 0, "figure", "metrics"]),
+        (
+            {"id": "a", "type": "figure", "source": {"run_ids": [run_id]}, "metrics": []},
+            ["body", "blocks", 0, "figure", "metrics"],
+        ),
         ({"id": "a", "type": "chart", "text": "x"}, ["body", "blocks", 0]),
-        ({"id": "a", "type": "heading", "text": "x", "colour": "red"}, ["body", "blocks", 0, "heading", "colour"]),
+        (
+            {"id": "a", "type": "heading", "text": "x", "colour": "red"},
+            ["body", "blocks", 0, "heading", "colour"],
+        ),
         ({"id": "a", "type": "heading", "text": "x", "level": 7}, ["body", "blocks", 0, "heading", "level"]),
         ({"id": "a b", "type": "markdown", "text": "x"}, ["body", "blocks", 0, "markdown", "id"]),
         (
-            {"id": "a", "type": "run_table", "source": {"query": "status = 'x'", "run_ids": [run_id]}, "columns": ["name"]},
+            {
+                "id": "a",
+                "type": "run_table",
+                "source": {"query": "status = 'x'", "run_ids": [run_id]},
+                "columns": ["name"],
+            },
             ["body", "blocks", 0, "run_table", "source"],
         ),
         (
@@ -90,14 +117,22 @@ def test_the_block_union_is_validated_with_field_paths(api: Api) -> None:
     for block, loc in cases:
         response = _create(api, [block])
         assert response.status_code == 422, (block, response.text)
-        assert [e["loc"] for e in response.json()["errors"]][0] == loc, response.json()
-    twice = _create(api, [{"id": "a", "type": "markdown", "text": "x"}, {"id": "a", "type": "markdown", "text": "y"}])
+        assert next(e["loc"] for e in response.json()["errors"]) == loc, response.json()
+    twice = _create(
+        api, [{"id": "a", "type": "markdown", "text": "x"}, {"id": "a", "type": "markdown", "text": "y"}]
+    )
     assert twice.status_code == 422 and twice.json()["errors"][0]["loc"] == ["body", "blocks"]
     # the OpenAPI document names the union, a schema per block type, discriminated on type
     document = api.client.get("/api/v1/openapi.json").json()
     blocks = document["components"]["schemas"]["ReportCreate"]["properties"]["blocks"]["items"]
     assert set(blocks["discriminator"]["mapping"]) == {
-        "heading", "markdown", "figure", "run_table", "examples_table", "kind_view", "callout"
+        "heading",
+        "markdown",
+        "figure",
+        "run_table",
+        "examples_table",
+        "kind_view",
+        "callout",
     }
 
 
@@ -105,8 +140,19 @@ def test_a_frozen_figure_keeps_its_data_while_its_runs_go_on_and_are_retried(api
     frozen_run, live_run = _run(api, "a"), _run(api, "b")
     _points(api, frozen_run, range(0, 50))
     _points(api, live_run, range(0, 50))
-    report = _create(api, [_figure("f", [frozen_run]), _figure("l", [live_run], mode="live"),
-                           {"id": "t", "type": "run_table", "source": {"run_ids": [frozen_run]}, "columns": ["name", "metrics.loss"]}]).json()
+    report = _create(
+        api,
+        [
+            _figure("f", [frozen_run]),
+            _figure("l", [live_run], mode="live"),
+            {
+                "id": "t",
+                "type": "run_table",
+                "source": {"run_ids": [frozen_run]},
+                "columns": ["name", "metrics.loss"],
+            },
+        ],
+    ).json()
     cutoff = report["blocks"][0]["cutoff"]
     assert cutoff["runs"][0]["run_id"] == frozen_run and cutoff["runs"][0]["steps"] == {"loss": 49}
     assert report["blocks"][1]["cutoff"] is None  # a live block has none
@@ -122,17 +168,23 @@ def test_a_frozen_figure_keeps_its_data_while_its_runs_go_on_and_are_retried(api
     assert after["l"]["runs"][0]["steps"] == {"loss": [0, 119]}  # the live one shows it, as of now
     # a retry rewrites the steps the cut-off covers: the revision still shows what it published
     _points(api, frozen_run, range(0, 50), scale=-3.0)
-    published = api.client.get(f"/api/v1/reports/{report['id']}/revisions/{revision['number']}", headers=api.h()).json()
+    published = api.client.get(
+        f"/api/v1/reports/{report['id']}/revisions/{revision['number']}", headers=api.h()
+    ).json()
     assert published["data"]["f"]["series"] == before["f"]["series"]
     assert published["data"]["t"]["rows"] == before["t"]["rows"]
     assert published["content_hash"] == revision["content_hash"] and len(revision["content_hash"]) == 64
-    assert published["data"]["l"]["live"] is True and published["data"]["l"]["runs"][0]["steps"] == {"loss": [0, 119]}
+    assert published["data"]["l"]["live"] is True and published["data"]["l"]["runs"][0]["steps"] == {
+        "loss": [0, 119]
+    }
 
 
 def test_a_frozen_query_keeps_its_runs_when_the_run_set_changes(api: Api) -> None:
     first = _run(api, "q")
     _points(api, first, range(10))
-    report = _create(api, [{"id": "f", "type": "figure", "source": {"query": "name = 'exp-q'"}, "metrics": ["loss"]}])
+    report = _create(
+        api, [{"id": "f", "type": "figure", "source": {"query": "name = 'exp-q'"}, "metrics": ["loss"]}]
+    )
     assert report.status_code == 201, report.text
     report = report.json()
     assert [r["run_id"] for r in report["blocks"][0]["cutoff"]["runs"]] == []  # runs have no name yet
@@ -151,33 +203,57 @@ def test_an_edit_on_a_stale_version_is_a_409_that_says_what_changed(api: Api) ->
     report = _create(api, [{"id": "m", "type": "markdown", "text": "first"}], token=meg).json()
     saved = _save(api, report, [{"id": "m", "type": "markdown", "text": "second"}], token=meg)
     assert saved.status_code == 200 and saved.json()["version"] == 2
-    stale = _save(api, report, [{"id": "m", "type": "markdown", "text": "mine"}, {"id": "n", "type": "markdown", "text": "new"}])
+    stale = _save(
+        api,
+        report,
+        [{"id": "m", "type": "markdown", "text": "mine"}, {"id": "n", "type": "markdown", "text": "new"}],
+    )
     assert stale.status_code == 409, stale.text
     errors = stale.json()["errors"]
     assert errors[0] == {"loc": ["body", "base_version"], "msg": "current version is 2", "type": "stale"}
     assert {tuple(e["loc"]) for e in errors[1:]} == {("blocks", "m"), ("blocks", "n")}
-    assert api.client.get(f"/api/v1/reports/{report['id']}", headers=api.h()).json()["blocks"][0]["text"] == "second"
-    assert api.client.post(
-        f"/api/v1/reports/{report['id']}/publish", json={"base_version": 1}, headers=api.h()
-    ).status_code == 409
+    assert (
+        api.client.get(f"/api/v1/reports/{report['id']}", headers=api.h()).json()["blocks"][0]["text"]
+        == "second"
+    )
+    assert (
+        api.client.post(
+            f"/api/v1/reports/{report['id']}/publish", json={"base_version": 1}, headers=api.h()
+        ).status_code
+        == 409
+    )
 
 
 def test_comments_anchor_to_blocks_reviews_attach_to_revisions_and_the_feed_shows_both(api: Api) -> None:
     meg, vic = api.user("meg"), api.user("vic", role="viewer")
     report = _create(api, [{"id": "intro", "type": "markdown", "text": "x"}], token=meg).json()
     url = f"/api/v1/reports/{report['id']}"
-    assert api.client.post(f"{url}/comments", json={"block_id": "intro", "body": "why?"}, headers=api.h(vic)).status_code == 403
+    assert (
+        api.client.post(
+            f"{url}/comments", json={"block_id": "intro", "body": "why?"}, headers=api.h(vic)
+        ).status_code
+        == 403
+    )
     nowhere = api.client.post(f"{url}/comments", json={"block_id": "gone", "body": "?"}, headers=api.h(meg))
     assert nowhere.status_code == 422 and nowhere.json()["errors"][0]["loc"] == ["body", "block_id"]
-    posted = api.client.post(f"{url}/comments", json={"block_id": "intro", "body": "why?"}, headers=api.h(meg))
+    posted = api.client.post(
+        f"{url}/comments", json={"block_id": "intro", "body": "why?"}, headers=api.h(meg)
+    )
     assert posted.status_code == 201 and posted.json()["block_id"] == "intro"
     assert [c["body"] for c in api.client.get(f"{url}/comments", headers=api.h(vic)).json()] == ["why?"]
-    assert api.client.post(f"{url}/revisions/1/reviews", json={"state": "approved"}, headers=api.h()).status_code == 404
+    assert (
+        api.client.post(f"{url}/revisions/1/reviews", json={"state": "approved"}, headers=api.h()).status_code
+        == 404
+    )
     revision = _publish(api, report, token=meg)
-    approved = api.client.post(f"{url}/revisions/{revision['number']}/reviews", json={"state": "approved"}, headers=api.h())
+    approved = api.client.post(
+        f"{url}/revisions/{revision['number']}/reviews", json={"state": "approved"}, headers=api.h()
+    )
     assert approved.status_code == 201 and approved.json()["revision"] == 1
     feed = api.client.get(f"/api/v1/projects/{report['project_id']}/activity", headers=api.h(vic)).json()
-    assert {"report_created", "report_commented", "report_published", "report_reviewed"} <= {a["type"] for a in feed}
+    assert {"report_created", "report_commented", "report_published", "report_reviewed"} <= {
+        a["type"] for a in feed
+    }
 
 
 def test_a_block_over_another_projects_runs_shows_them_as_not_visible(api: Api) -> None:
@@ -188,7 +264,11 @@ def test_a_block_over_another_projects_runs_shows_them_as_not_visible(api: Api) 
     report = _create(api, [_figure("theirs", [theirs]), _figure("both", [theirs, mine])]).json()
     assert report["blocks"][0]["cutoff"]["runs"] == []
     data = api.client.get(f"/api/v1/reports/{report['id']}/data", headers=api.h()).json()
-    assert data["theirs"]["visible"] is False and data["theirs"]["hidden_runs"] == 1 and data["theirs"]["series"] == []
+    assert (
+        data["theirs"]["visible"] is False
+        and data["theirs"]["hidden_runs"] == 1
+        and data["theirs"]["series"] == []
+    )
     assert data["both"]["visible"] is True and [r["run_id"] for r in data["both"]["runs"]] == [mine]
     html = api.client.get(
         f"/api/v1/reports/{report['id']}/revisions/{_publish(api, report)['number']}/export", headers=api.h()
@@ -199,7 +279,9 @@ def test_a_block_over_another_projects_runs_shows_them_as_not_visible(api: Api) 
 
 
 def _share(api: Api, report: dict[str, Any], number: int, **body: Any) -> dict[str, Any]:
-    response = api.client.post(f"/api/v1/reports/{report['id']}/revisions/{number}/shares", json=body, headers=api.h())
+    response = api.client.post(
+        f"/api/v1/reports/{report['id']}/revisions/{number}/shares", json=body, headers=api.h()
+    )
     assert response.status_code == 201, response.text
     return response.json()
 
@@ -219,7 +301,11 @@ def test_a_share_link_opens_one_revision_expires_is_revocable_and_hides_names(ap
     assert shared["data"]["f"]["series"][0]["points"][-1] == [19, 81.0]
     # the token opens nothing else: not the report, its draft, its runs
     bearer = {"Authorization": f"Bearer {link['token']}"}
-    for path in (f"/api/v1/reports/{report['id']}", f"/api/v1/runs/{run_id}", f"/api/v1/reports/{report['id']}/revisions/2"):
+    for path in (
+        f"/api/v1/reports/{report['id']}",
+        f"/api/v1/runs/{run_id}",
+        f"/api/v1/reports/{report['id']}/revisions/2",
+    ):
         assert api.client.get(path, headers=bearer).status_code == 401
         assert api.client.get(path, params={"token": link["token"]}).status_code == 401
     # the token is stored hashed
@@ -231,11 +317,17 @@ def test_a_share_link_opens_one_revision_expires_is_revocable_and_hides_names(ap
     hidden = api.client.get(f"/api/v1/shared/reports/{blind['token']}").json()
     assert hidden["author"] is None and "admin" not in json.dumps(hidden)
     # revoked
-    assert api.client.delete(f"/api/v1/reports/{report['id']}/shares/{link['id']}", headers=api.h()).json()["revoked_at"]
+    assert api.client.delete(f"/api/v1/reports/{report['id']}/shares/{link['id']}", headers=api.h()).json()[
+        "revoked_at"
+    ]
     assert api.client.get(f"/api/v1/shared/reports/{link['token']}").status_code == 404
     # expired
     with session_scope(factory) as session:
-        session.execute(update(ReportShare).where(ReportShare.id == blind["id"]).values(expires_at=utcnow() - timedelta(seconds=1)))
+        session.execute(
+            update(ReportShare)
+            .where(ReportShare.id == blind["id"])
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
     assert api.client.get(f"/api/v1/shared/reports/{blind['token']}").status_code == 404
     assert api.client.get("/api/v1/shared/reports/rlshare_not-a-real-token").status_code == 404
 
@@ -262,18 +354,32 @@ class _Page(HTMLParser):
             self.csp = dict(attrs).get("content") or ""
 
 
-XSS = '<script>alert(1)</script><img src=x onerror=alert(2)>[x](javascript:alert(3))'
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>[x](javascript:alert(3))"
 
 
 def test_exports_are_produced_and_parse_back(api: Api) -> None:
     run_id = _run(api)
     _points(api, run_id, range(30))
-    api.client.post(f"/api/v1/runs/{run_id}/results", json={"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT}, headers=api.worker)
+    api.client.post(
+        f"/api/v1/runs/{run_id}/results",
+        json={"kind": "diagnostic", "payload": DIAGNOSTIC_RESULT},
+        headers=api.worker,
+    )
     blocks = [
         {"id": "h", "type": "heading", "text": f"Heading {XSS}"},
-        {"id": "m", "type": "markdown", "text": f"Loss falls as $L(t) \\propto t^{{-1}}$. {XSS} [ok](https://example.org)"},
+        {
+            "id": "m",
+            "type": "markdown",
+            "text": f"Loss falls as $L(t) \\propto t^{{-1}}$. {XSS} [ok](https://example.org)",
+        },
         _figure("f", [run_id], title=f"fig {XSS}"),
-        {"id": "t", "type": "run_table", "source": {"run_ids": [run_id]}, "columns": ["name", "metrics.loss"], "title": XSS},
+        {
+            "id": "t",
+            "type": "run_table",
+            "source": {"run_ids": [run_id]},
+            "columns": ["name", "metrics.loss"],
+            "title": XSS,
+        },
         {"id": "k", "type": "kind_view", "source": {"run_ids": [run_id]}, "result_kind": "diagnostic"},
         {"id": "c", "type": "callout", "tone": "warning", "text": XSS},
     ]
@@ -311,7 +417,9 @@ def test_exports_are_produced_and_parse_back(api: Api) -> None:
     assert sorted(viewer.urls) == ["figures/figure-1.svg", "https://example.org"], viewer.urls
     ElementTree.fromstring(md.read("figures/figure-1.svg"))
 
-    latex = zipfile.ZipFile(io.BytesIO(api.client.get(url, params={"format": "latex"}, headers=api.h()).content))
+    latex = zipfile.ZipFile(
+        io.BytesIO(api.client.get(url, params={"format": "latex"}, headers=api.h()).content)
+    )
     assert sorted(latex.namelist()) == ["figures/figure-1.svg", "figures/figure-1.tex", "report.tex"]
     tex = latex.read("report.tex").decode()
     assert "\\input{figures/figure-1.tex}" in tex and "$L(t) \\propto t^{-1}$" in tex

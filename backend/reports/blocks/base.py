@@ -5,11 +5,11 @@ finds them): its pydantic class and, for a block that shows data, how the data i
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from backend.views.schemas import FieldName, MetricName, QUERY_MAX_BYTES
+from backend.views.schemas import QUERY_MAX_BYTES, MetricName
 
 # a block's id: chosen by the editor when it adds the block, kept when the block moves, what comments
 # anchor to
@@ -32,7 +32,9 @@ class RunSource(Strict):
     """Which runs a figure or table shows: a query of the query language over the report's project
     (``query``, newest first, at most ``limit``) or pinned run ids (``run_ids``), one of the two."""
 
-    query: str | None = Field(default=None, description=f"a query-language expression, at most {QUERY_MAX_BYTES} bytes")
+    query: str | None = Field(
+        default=None, description=f"a query-language expression, at most {QUERY_MAX_BYTES} bytes"
+    )
     run_ids: list[RunId] = Field(default_factory=list, max_length=MAX_RUNS)
     limit: int = Field(default=20, ge=1, le=MAX_RUNS)
 

@@ -4,7 +4,7 @@ cut-off (its row count then, kept in the cut-off's ``steps`` under ``rows:<table
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -18,7 +18,6 @@ from backend.reports.data import BlockData
 from backend.reports.render.context import ExportContext, ResolveContext
 from backend.reports.render.tables import html_table, latex_table, md_table
 from backend.reports.render.text import esc, latex_escape, markdown_label
-from typing import Annotated
 
 TableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 DataPath = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", max_length=200)]
@@ -27,7 +26,9 @@ DataPath = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-
 class ExamplesTableBlock(DataBlock):
     type: Literal["examples_table"] = "examples_table"
     table: TableName
-    columns: list[DataPath] = Field(default_factory=list, max_length=20, description="paths in each row's data; none: all")
+    columns: list[DataPath] = Field(
+        default_factory=list, max_length=20, description="paths in each row's data; none: all"
+    )
     limit: int = Field(default=50, ge=1, le=200, description="rows per run")
 
 
@@ -51,7 +52,9 @@ def _value(data: dict[str, Any], path: str) -> Any:
     return value
 
 
-def _rows(ctx: ResolveContext, block: ExamplesTableBlock, run_id: int, cut: RunCutoff | None) -> list[tuple[int, str, dict[str, Any]]]:
+def _rows(
+    ctx: ResolveContext, block: ExamplesTableBlock, run_id: int, cut: RunCutoff | None
+) -> list[tuple[int, str, dict[str, Any]]]:
     conditions = []
     if cut is not None:
         conditions.append(RunExample.idx < cut.steps.get(_rows_key(block), 0))

@@ -43,9 +43,7 @@ def _resolve(ctx: ResolveContext, block: FigureBlock) -> BlockData:
     for run in runs:
         cut = resolve.cutoff_of(block, run.id)
         info = resolve.run_info(run, cut)
-        group = ", ".join(
-            f"{f}={resolve.field_value(ctx, run, f, cut)}" for f in block.group_by
-        ) or None
+        group = ", ".join(f"{f}={resolve.field_value(ctx, run, f, cut)}" for f in block.group_by) or None
         for key in block.metrics:
             if cut is not None and key not in cut.steps:
                 continue  # the series did not exist at the cut-off
@@ -53,8 +51,10 @@ def _resolve(ctx: ResolveContext, block: FigureBlock) -> BlockData:
             if not pts:
                 continue
             info.steps[key] = [pts[0][0], pts[-1][0]]
-            label = (run.name or f"run {run.id}") + (f" [{group}]" if group else "") + (
-                f" {key}" if len(block.metrics) > 1 else ""
+            label = (
+                (run.name or f"run {run.id}")
+                + (f" [{group}]" if group else "")
+                + (f" {key}" if len(block.metrics) > 1 else "")
             )
             data.series.append(SeriesData(run_id=run.id, key=key, label=label, group=group, points=pts))
         data.runs.append(info)

@@ -25,7 +25,9 @@ MAX_RESULTS = 200
 class KindViewBlock(DataBlock):
     type: Literal["kind_view"] = "kind_view"
     result_kind: str = Field(min_length=1, max_length=100, description="a result kind a kind declares")
-    view: str = Field(default="", max_length=100, description="which of the kind's views draws it (the dashboard's)")
+    view: str = Field(
+        default="", max_length=100, description="which of the kind's views draws it (the dashboard's)"
+    )
 
     @field_validator("result_kind")
     @classmethod

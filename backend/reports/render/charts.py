@@ -29,7 +29,11 @@ class Frame:
         return LEFT + (step - self.x0) / span * (WIDTH - LEFT - RIGHT)
 
     def y(self, value: float) -> float:
-        v, lo, hi = (math.log10(value), math.log10(self.y0), math.log10(self.y1)) if self.log else (value, self.y0, self.y1)
+        v, lo, hi = (
+            (math.log10(value), math.log10(self.y0), math.log10(self.y1))
+            if self.log
+            else (value, self.y0, self.y1)
+        )
         span = hi - lo or 1.0
         return HEIGHT - BOTTOM - (v - lo) / span * (HEIGHT - TOP - BOTTOM)
 
@@ -92,7 +96,7 @@ def svg(series: Sequence[SeriesData], title: str, log: bool = False) -> str:
         sx = f.x0 + (f.x1 - f.x0) * frac
         y, x = f.y(vy), f.x(sx)
         parts.append(f'<text x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">{_tick(vy)}</text>')
-        parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{int(round(sx))}</text>')
+        parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{round(sx)}</text>')
     parts.append(f'<text x="{(LEFT + right) / 2}" y="{HEIGHT - 4}" text-anchor="middle">step</text>')
     for i, s in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
@@ -119,13 +123,15 @@ def tikz(series: Sequence[SeriesData], title: str, log: bool = False) -> str:
     def pt(x: float, y: float) -> str:
         return f"({x * scale_x:.3f},{(HEIGHT - y) * scale_y:.3f})"
 
-    lines.append(f"\\draw {pt(LEFT, TOP)} -- {pt(LEFT, HEIGHT - BOTTOM)} -- {pt(WIDTH - RIGHT, HEIGHT - BOTTOM)};")
+    lines.append(
+        f"\\draw {pt(LEFT, TOP)} -- {pt(LEFT, HEIGHT - BOTTOM)} -- {pt(WIDTH - RIGHT, HEIGHT - BOTTOM)};"
+    )
     for i in range(5):
         frac = i / 4
         vy = f.y0 * (f.y1 / f.y0) ** frac if log else f.y0 + (f.y1 - f.y0) * frac
         sx = f.x0 + (f.x1 - f.x0) * frac
         lines.append(f"\\node[left,font=\\tiny] at {pt(LEFT, f.y(vy))} {{{_tick(vy)}}};")
-        lines.append(f"\\node[below,font=\\tiny] at {pt(f.x(sx), HEIGHT - BOTTOM)} {{{int(round(sx))}}};")
+        lines.append(f"\\node[below,font=\\tiny] at {pt(f.x(sx), HEIGHT - BOTTOM)} {{{round(sx)}}};")
     for i, s in enumerate(series):
         r, g, b = (int(PALETTE[i % len(PALETTE)][k : k + 2], 16) for k in (1, 3, 5))
         lines.append(f"\\definecolor{{series{i}}}{{RGB}}{{{r},{g},{b}}}")

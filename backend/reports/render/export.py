@@ -66,7 +66,7 @@ def html(doc: Document) -> str:
         for b in doc.blocks
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{HTML_CSP}">'
         f"<title>{esc(doc.title)}</title><style>{STYLE}</style></head><body>"
         f'<header><h1>{esc(doc.title)}</h1><p class="meta">{esc(_meta(doc))}</p></header>'

@@ -37,7 +37,12 @@ def md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def latex_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     spec = "l" * max(1, len(columns))
-    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\hline", " & ".join(latex_escape(c) for c in columns) + " \\\\", "\\hline"]
+    lines = [
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\hline",
+        " & ".join(latex_escape(c) for c in columns) + " \\\\",
+        "\\hline",
+    ]
     lines += [" & ".join(latex_escape(cell(v)) for v in row) + " \\\\" for row in rows]
     lines += ["\\hline", "\\end{tabular}"]
     return "\n".join(lines)

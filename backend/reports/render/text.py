@@ -60,7 +60,9 @@ def latex_markdown(text: str) -> str:
     out: list[str] = []
     for part in _MATH.split(text):
         if _MATH.fullmatch(part):
-            out.append(re.sub(r"\\(input|include|write|openout|read|immediate|catcode|def|csname)\b", "", part))
+            out.append(
+                re.sub(r"\\(input|include|write|openout|read|immediate|catcode|def|csname)\b", "", part)
+            )
         else:
             out.append(latex_escape(part).replace("\n\n", "\n\n\\par "))
     return "".join(out)
