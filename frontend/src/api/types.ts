@@ -68,3 +68,14 @@ export type RunEventName = RunEvent['event'];
 export type RunEventData<E extends RunEventName> = Extract<RunEvent, { event: E }>['data'];
 /** A project's saved view: its name, page, state (lib/viewState.ts), author and can_edit. */
 export type SavedView = Ok<'views-get'>;
+
+/** A report's draft (backend/reports/): its blocks are the API's discriminated union on `type`. */
+export type Report = Ok<'reports-get'>;
+export type ReportBlock = Report['blocks'][number];
+export type ReportBlockKind = ReportBlock['type'];
+/** The data a report block shows (live, or frozen at its cut-off), by block id. */
+export type ReportData = Ok<'reports-data'>;
+export type ReportBlockData = ReportData[string];
+export type ReportRevision = Ok<'reports-revision'>;
+/** What a share link opens without an account: one revision and its frozen data. */
+export type SharedReport = Ok<'reports-shared'>;
