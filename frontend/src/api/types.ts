@@ -71,7 +71,8 @@ export type SavedView = Ok<'views-get'>;
 
 /** A report's draft (backend/reports/): its blocks are the API's discriminated union on `type`. */
 export type Report = Ok<'reports-get'>;
-export type ReportBlock = Report['blocks'][number];
+/** A block as the editor writes it (the API's input: fields with a default may be left out). */
+export type ReportBlock = Body<'reports-update'>['blocks'][number];
 export type ReportBlockKind = ReportBlock['type'];
 /** The data a report block shows (live, or frozen at its cut-off), by block id. */
 export type ReportData = Ok<'reports-data'>;

@@ -4,6 +4,12 @@ import type { ReactNode } from 'react';
 import type { ReportBlock, ReportBlockData } from '../api/types';
 import { reportBlocks } from '.';
 
+/** A data answer as the blocks read it: openapi-fetch's answer types widen the series' [step, value]
+ *  tuples to arrays; the JSON is the tuples the schema names. */
+export function blockData(data: Record<string, unknown> | undefined): Record<string, ReportBlockData> {
+  return (data ?? {}) as Record<string, ReportBlockData>;
+}
+
 export function BlockView({ block, data }: { block: ReportBlock; data?: ReportBlockData }) {
   const type = reportBlocks.get(block.type);
   if (!type) return <Code block>{JSON.stringify(block, null, 2)}</Code>;

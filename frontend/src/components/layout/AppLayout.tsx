@@ -45,6 +45,7 @@ function Header() {
             <NavItem to="/runs">Runs</NavItem>
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
+            <NavItem to="/reports">Reports</NavItem>
             <NavItem to="/activity">Activity</NavItem>
             <NavItem to="/settings">Settings</NavItem>
           </Group>
