@@ -25,6 +25,14 @@ function watch(p) {
   return p;
 }
 
+async function until(check, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function addTo(report, title) {
   await page.getByTestId('add-to-report').first().click();
   const target = page.getByTestId('add-to-report-target');
@@ -55,7 +63,7 @@ describe('reports', { timeout: 1_200_000 }, () => {
   });
 
   it('builds a report from the CAP curves, the synonym table and a grouped chart', async () => {
-    const title = `CARMA finding ${XSS}`;
+    const title = 'CARMA on tiny GPT-2: synonym consistency';
     await page.getByRole('tab', { name: 'CAP curves' }).click();
     await addTo('new', title);
     reportId = Number(/\/reports\/(\d+)$/.exec(page.url())[1]);
@@ -74,20 +82,32 @@ describe('reports', { timeout: 1_200_000 }, () => {
     await line.waitFor();
     assert.match(await line.locator('title').textContent(), /run \d+, .+, steps \d+-\d+ \(\d+ points\)/);
     assert.match(await blocks.nth(2).getByTestId('block-caption').innerText(), /^frozen at /);
+    await page.getByTestId('add-block').click();
+    await page.getByRole('menuitem', { name: 'Markdown' }).click();
+    await page
+      .getByTestId('block-text')
+      .last()
+      .fill('**Finding.** On the tiny model every variant sits at chance: the CAP curves are flat and the consistency score $CS$ is the same for Original, FT and CARMA. A real model is needed to see the paper\'s gap.');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await until(async () => (await platform.api(`/reports/${reportId}`)).blocks.some((b) => b.text?.startsWith('**Finding.**')));
+    await page.getByTestId('save-state').filter({ hasText: 'saved' }).waitFor();
+    await screenshot(page, 'reports-report');
   });
 
   it('edits with a stored XSS attempt in every text field, and comments on a block', async () => {
+    await page.getByLabel('Report title').fill(`CARMA finding ${XSS}`);
     for (const label of ['Heading', 'Markdown', 'Callout']) {
       await page.getByTestId('add-block').click();
       await page.getByRole('menuitem', { name: label }).click();
       await page.getByTestId('block-text').last().fill(`${label} ${XSS} $x^2$`);
     }
-    await page.getByTestId('save-state').filter({ hasText: 'saving' }).waitFor();
+    await until(async () => (await platform.api(`/reports/${reportId}`)).blocks.length === 7);
+    await until(async () => (await platform.api(`/reports/${reportId}`)).blocks[6].text.includes('$x^2$'));
     await page.getByTestId('save-state').filter({ hasText: 'saved' }).waitFor();
     const saved = await platform.api(`/reports/${reportId}`);
-    assert.equal(saved.blocks.length, 6);
-    assert.ok(saved.blocks.slice(3).every((b) => b.text.includes('onerror')));
-    // a block's kind view title too
+    assert.equal(saved.blocks.length, 7);
+    assert.ok(saved.title.includes('onerror'));
+    assert.ok(saved.blocks.slice(4).every((b) => b.text.includes('onerror')));
     await page.getByRole('button', { name: 'Comment on this block' }).first().click();
     await page.getByLabel('Comment (markdown)').fill(`why this curve? ${XSS}`);
     await page.getByRole('button', { name: 'Comment', exact: true }).click();
@@ -117,7 +137,7 @@ describe('reports', { timeout: 1_200_000 }, () => {
       await shared.goto(shareUrl);
       await shared.getByTestId('shared-meta').waitFor();
       assert.doesNotMatch(await shared.getByTestId('shared-meta').innerText(), /admin/);
-      assert.equal(await shared.getByTestId('report-block').count(), 6);
+      assert.equal(await shared.getByTestId('report-block').count(), 7);
       await shared.getByTestId('figure-line').first().waitFor();
       assert.equal(await shared.locator('script', { hasText: 'xss' }).count(), 0);
       assert.equal(await shared.locator('img[src="x"]').count(), 0);

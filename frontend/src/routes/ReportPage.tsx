@@ -12,7 +12,7 @@ import type { Report, ReportBlock } from '../api/types';
 import { Markdown } from '../components/common/Markdown';
 import { QueryState } from '../components/common/QueryState';
 import { timeAgo } from '../components/common/time';
-import { useAddReportComment, usePublish, useReport, useReportComments, useReportData, useRevisions, useSaveReport } from '../hooks/reports';
+import { fetchReport, useAddReportComment, usePublish, useReport, useReportComments, useReportData, useRevisions, useSaveReport } from '../hooks/reports';
 import { reportBlocks } from '../reports';
 import { moveBlock, newBlockId, removeBlock, replaceBlock, staleChanges } from '../reports/editing';
 import { blockData, ReportView } from '../reports/ReportView';
@@ -113,12 +113,14 @@ function ReportEditor({ report }: { report: Report }) {
   const revisions = useRevisions(report.id);
   const data = useReportData(report.id, base.version);
   const inFlight = useRef(false);
+  const editCount = useRef(0); // edits as of now (the state's count is a render's)
   const canEdit = report.can_edit;
 
   const edit = (next: ReportBlock[], nextTitle = title) => {
     setBlocks(next);
     setTitle(nextTitle);
-    setEdits((n) => n + 1);
+    editCount.current += 1;
+    setEdits(editCount.current);
   };
 
   useEffect(() => {
@@ -133,7 +135,7 @@ function ReportEditor({ report }: { report: Report }) {
             setBase(saved);
             setSavedEdits(upto);
             // the server's cut-offs for blocks saved frozen; later edits keep the local blocks
-            setBlocks((current) => (edits === upto ? saved.blocks : current));
+            setBlocks((current) => (editCount.current === upto ? saved.blocks : current));
           },
           onError: (e) => {
             if (isApiError(e, 409)) setConflict(e);
@@ -148,7 +150,8 @@ function ReportEditor({ report }: { report: Report }) {
   }, [edits, savedEdits, conflict, title, blocks, base, save]);
 
   const reload = async () => {
-    const fresh = await qc.fetchQuery({ queryKey: ['reports', report.id, 'fresh', Date.now()], queryFn: () => import('../hooks/reports').then((m) => m.fetchReport(report.id)) });
+    const fresh = await fetchReport(report.id);
+    qc.setQueryData(['reports', report.id], fresh);
     setBase(fresh);
     setBlocks(fresh.blocks);
     setTitle(fresh.title);
