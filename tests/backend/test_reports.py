@@ -439,3 +439,32 @@ def test_only_the_author_or_an_admin_deletes_and_viewers_only_read(api: Api) -> 
     assert api.client.delete(f"/api/v1/reports/{report['id']}", headers=api.h(mo)).status_code == 403
     assert api.client.delete(f"/api/v1/reports/{report['id']}", headers=api.h(meg)).status_code == 204
     assert api.client.get(f"/api/v1/reports/{report['id']}", headers=api.h(meg)).status_code == 404
+
+
+def _examples(api: Api, run_id: int, start: int, stop: int) -> None:
+    rows = [
+        {"idx": i, "key": f"item-{i:03d}", "data": {"item": i, "grade": {"ok": i % 2 == 0}}}
+        for i in range(start, stop)
+    ]
+    response = api.client.post(
+        f"/api/v1/runs/{run_id}/examples", json={"table": "gradings", "rows": rows}, headers=api.worker
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_a_frozen_per_example_table_keeps_its_rows_and_a_live_one_follows(api: Api) -> None:
+    run_id = _run(api)
+    _examples(api, run_id, 0, 3)
+    table = {
+        "type": "examples_table",
+        "source": {"run_ids": [run_id]},
+        "table": "gradings",
+        "columns": ["item", "grade.ok"],
+    }
+    report = _create(api, [{"id": "frozen", **table}, {"id": "live", **table, "mode": "live"}]).json()
+    assert report["blocks"][0]["cutoff"]["runs"][0]["steps"] == {"rows:gradings": 3}
+    _examples(api, run_id, 3, 5)
+    data = api.client.get(f"/api/v1/reports/{report['id']}/data", headers=api.h()).json()
+    assert data["frozen"]["columns"] == ["run", "key", "item", "grade.ok"]
+    assert data["frozen"]["rows"] == [[run_id, f"item-{i:03d}", i, i % 2 == 0] for i in range(3)]
+    assert [r[2] for r in data["live"]["rows"]] == [0, 1, 2, 3, 4]
