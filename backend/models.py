@@ -748,7 +748,9 @@ class ReportReview(Base):
 
     __tablename__ = "report_reviews"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    revision_id: Mapped[int] = mapped_column(ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
     reviewer_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), nullable=True
     )
@@ -765,7 +767,9 @@ class ReportShare(Base):
 
     __tablename__ = "report_shares"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    revision_id: Mapped[int] = mapped_column(ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     prefix: Mapped[str] = mapped_column(String(16))
     hide_authors: Mapped[bool] = mapped_column(Boolean, default=False)
