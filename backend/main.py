@@ -51,6 +51,7 @@ from backend.mirror.service import Mirror
 from backend.mlflowcompat.errors import MlflowErrors
 from backend.mlflowcompat.routes import router as mlflow_router
 from backend.projects.routes import router as projects_router
+from backend.reports.routes import router as reports_router
 from backend.results.routes import router as results_router
 from backend.reviews.routes import router as reviews_router
 from backend.runs.dispatch import Dispatcher
@@ -131,6 +132,7 @@ def api_routes() -> list[BaseRoute]:
             exports_router,
             views_router,
             claims_router,
+            reports_router,
             tracking_router,
             mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
         ):

@@ -757,3 +757,95 @@ class ClaimReview(Base):
     body: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     reviewer: Mapped[User | None] = relationship()
+
+
+class Report(Base):
+    """A team's write-up of a result (backend/reports/): a title and a list of typed blocks (headings,
+    markdown, figures and tables over runs, a kind's result view, callouts; ``blocks`` validated by
+    ``backend.reports.schemas``). ``version`` counts the saves: an edit names the version it was made on,
+    and one made on an older version is refused (409), so two editors never overwrite each other."""
+
+    __tablename__ = "reports"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(200))
+    blocks: Mapped[list[Any]] = mapped_column(JSON)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ReportRevision(Base):
+    """A published, immutable copy of a report: its blocks and every block's data as resolved at
+    publishing (``data``: the points, rows and results each figure or table showed, with its cut-off),
+    so the revision renders the same whatever its runs do later. ``content_hash``: sha256 of the
+    canonical JSON of title, blocks and data."""
+
+    __tablename__ = "report_revisions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(200))
+    blocks: Mapped[list[Any]] = mapped_column(JSON)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+    __table_args__ = (UniqueConstraint("report_id", "number", name="uq_report_revisions_number"),)
+
+
+class ReportComment(Base):
+    """A comment anchored to one block of a report (by the block's id, which moves with the block)."""
+
+    __tablename__ = "report_comments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id", ondelete="CASCADE"), index=True)
+    block_id: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ReportReview(Base):
+    """An approval (or a request for changes) of one published revision."""
+
+    __tablename__ = "report_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
+    reviewer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    state: Mapped[str] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    reviewer: Mapped[User | None] = relationship()
+
+
+class ReportShare(Base):
+    """A read-only link to one revision for a reader without an account: the token is shown once and
+    kept as its sha256 (as API tokens are), it expires, and it can be revoked; ``hide_authors`` hides
+    every author's name from its reader (double-blind review)."""
+
+    __tablename__ = "report_shares"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    hide_authors: Mapped[bool] = mapped_column(Boolean, default=False)
+    expires_at: Mapped[datetime] = mapped_column(TS)
+    revoked_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    created_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    created_by: Mapped[User | None] = relationship()
+    revision: Mapped[ReportRevision] = relationship()

@@ -1287,3 +1287,50 @@ def claims_delete(claim_ref: str, project: str | None, api_url: str | None, toke
 
 
 COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, claims)
+@click.group()
+def report() -> None:
+    """Reports: a team's write-up of a result (docs/reports.md)."""
+
+
+REPORT_SUFFIX = {"html": ".html", "md": "-md.zip", "latex": "-latex.zip"}
+
+
+@report.command("export")
+@click.argument("report_id", type=int)
+@click.option(
+    "--format", "fmt", type=click.Choice(["html", "md", "latex"]), default="html", show_default=True
+)
+@click.option("--revision", type=int, default=None, help="the published revision (default: the latest)")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the file to write (default: report-<id>-r<revision>.html, -md.zip or -latex.zip here)",
+)
+@client_options
+@friendly_errors
+def report_export(
+    report_id: int,
+    fmt: str,
+    revision: int | None,
+    output: Path | None,
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """Write a published revision of report REPORT_ID: one HTML file that opens offline (html), Markdown
+    with SVG figures (md, a zip) or a LaTeX folder with vector figures (latex, a zip)."""
+    with _client(api_url, token) as client:
+        if revision is None:
+            revisions = client.list_report_revisions(report_id)
+            if not revisions:
+                raise click.ClickException(f"report {report_id} has no published revision: publish it first")
+            revision = revisions[-1]["number"]
+        dest = output or Path(f"report-{report_id}-r{revision}{REPORT_SUFFIX[fmt]}")
+        size = client.export_report(
+            report_id, revision, dest, format="md" if fmt == "md" else "latex" if fmt == "latex" else "html"
+        )
+    click.echo(f"wrote {dest} ({size} bytes, revision {revision}, {fmt})")
+
+
+COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, report)

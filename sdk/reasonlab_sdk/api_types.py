@@ -92,6 +92,22 @@ class AttemptPublic(TypedDict):
     worker: str | None
 
 
+class BlockData(TypedDict):
+    """``live``: resolved at ``as_of`` from the runs as they are; otherwise what the block's cut-off"""
+
+    as_of: str
+    block_id: str
+    columns: NotRequired[list[str]]
+    hidden_runs: NotRequired[int]
+    live: bool
+    results: NotRequired[list[ResultData]]
+    rows: NotRequired[list[list[Any]]]
+    runs: NotRequired[list[RunInfo]]
+    series: NotRequired[list[SeriesData]]
+    type: str
+    visible: NotRequired[bool]
+
+
 class BootstrapTest(TypedDict):
     """A percentile bootstrap of the difference of means (pairs resampled when paired by seed as for"""
 
@@ -110,6 +126,13 @@ class Bucket(TypedDict):
     step_end: int
     step_start: int
     time: NotRequired[str | None]
+
+
+class CalloutBlock(TypedDict):
+    id: str
+    text: str
+    tone: NotRequired[Literal["info", "success", "warning", "danger"]]
+    type: NotRequired[Literal["callout"]]
 
 
 CapCurve = TypedDict(
@@ -435,6 +458,13 @@ class Comparison(TypedDict):
     verdict: Literal["supported", "contradicted", "inconclusive"]
 
 
+class Cutoff(TypedDict):
+    """When a frozen block was frozen and what each of its runs had reached then (the server writes it"""
+
+    at: str
+    runs: NotRequired[list[RunCutoff]]
+
+
 class DatasetPublic(TypedDict):
     """A data file uploaded to a project; a spec names it as ``dataset:<name>`` in a data-path field."""
 
@@ -597,6 +627,18 @@ class ExamplesIn(TypedDict):
     table: str
 
 
+class ExamplesTableBlock(TypedDict):
+    columns: NotRequired[list[str]]
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    limit: NotRequired[int]
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    table: str
+    title: NotRequired[str]
+    type: NotRequired[Literal["examples_table"]]
+
+
 class ExperimentCreate(TypedDict):
     description: NotRequired[str]
     kind: str
@@ -736,6 +778,18 @@ class FewShot(TypedDict):
     seed: NotRequired[int]
 
 
+class FigureBlock(TypedDict):
+    cutoff: NotRequired[Cutoff | None]
+    group_by: NotRequired[list[str]]
+    id: str
+    log_scale: NotRequired[bool]
+    metrics: list[str]
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["figure"]]
+
+
 class FinetuneData(TypedDict):
     eval_path: NotRequired[str | None]
     eval_per_task: NotRequired[int]
@@ -757,6 +811,13 @@ class FinishIn(TypedDict):
     mlflow_run_id: NotRequired[str | None]
     progress: NotRequired[Progress | None]
     status: Literal["succeeded", "failed", "cancelled"]
+
+
+class HeadingBlock(TypedDict):
+    id: str
+    level: NotRequired[int]
+    text: str
+    type: NotRequired[Literal["heading"]]
 
 
 class Health(TypedDict):
@@ -820,6 +881,17 @@ class KindPublic(TypedDict):
     spec_schema: dict[str, Any]
 
 
+class KindViewBlock(TypedDict):
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    mode: NotRequired[Literal["live", "frozen"]]
+    result_kind: str
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["kind_view"]]
+    view: NotRequired[str]
+
+
 class LogLine(TypedDict):
     line: str
     seq: int
@@ -839,6 +911,12 @@ class LogsIn(TypedDict):
 class LogsPage(TypedDict):
     items: list[LogLine]
     last_seq: int
+
+
+class MarkdownBlock(TypedDict):
+    id: str
+    text: str
+    type: NotRequired[Literal["markdown"]]
 
 
 class MemberPublic(TypedDict):
@@ -1014,6 +1092,10 @@ class Provenance(TypedDict):
     python: NotRequired[str | None]
 
 
+class PublishIn(TypedDict):
+    base_version: int
+
+
 class RandomSweep(TypedDict):
     n: int
     params: dict[str, Any]
@@ -1104,12 +1186,109 @@ class ReleaseIn(TypedDict):
     attempt: int
 
 
+class ReportCommentIn(TypedDict):
+    block_id: str
+    body: str
+
+
+class ReportCommentPublic(TypedDict):
+    author: str | None
+    block_id: str
+    body: str
+    created_at: str
+    id: int
+    report_id: int
+
+
+class ReportCreate(TypedDict):
+    blocks: NotRequired[
+        list[
+            HeadingBlock
+            | MarkdownBlock
+            | FigureBlock
+            | RunTableBlock
+            | ExamplesTableBlock
+            | KindViewBlock
+            | CalloutBlock
+        ]
+    ]
+    title: str
+
+
+class ReportPublic(TypedDict):
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    can_edit: bool
+    created_at: str
+    id: int
+    project_id: int
+    revisions: int
+    title: str
+    updated_at: str
+    version: int
+
+
+class ReportReviewIn(TypedDict):
+    body: NotRequired[str]
+    state: Literal["approved", "changes_requested"]
+
+
+class ReportReviewPublic(TypedDict):
+    body: str
+    created_at: str
+    id: int
+    report_id: int
+    reviewer: str | None
+    revision: int
+    state: str
+
+
+class ReportSummary(TypedDict):
+    author: str | None
+    id: int
+    project_id: int
+    revisions: int
+    title: str
+    updated_at: str
+    version: int
+
+
+class ReportUpdate(TypedDict):
+    """A save of the draft: ``base_version`` is the version the edit was made on; an older one than"""
+
+    base_version: int
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    title: str
+
+
 class Resources(TypedDict):
     """Where a run wants to execute. ``gpus > 0`` sends it to the ``gpu`` queue, else to ``cpu``."""
 
     device: NotRequired[Literal["auto", "cpu", "cuda"]]
     gpus: NotRequired[int]
     priority: NotRequired[Literal["low", "normal", "high"]]
+
+
+class ResultData(TypedDict):
+    kind: str
+    payload: dict[str, Any]
+    run_id: int
 
 
 class ResultIn(TypedDict):
@@ -1167,6 +1346,34 @@ class ReviewPublic(TypedDict):
     state: str
 
 
+class RevisionPublic(TypedDict):
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    content_hash: str
+    created_at: str
+    data: dict[str, BlockData]
+    number: int
+    report_id: int
+    title: str
+
+
+class RevisionSummary(TypedDict):
+    author: str | None
+    content_hash: str
+    created_at: str
+    number: int
+    report_id: int
+    title: str
+
+
 class Routing(TypedDict):
     """Result record ``routing``: per task, steps x skills mean router weights, stop gates per step and"""
 
@@ -1202,6 +1409,16 @@ class RoutingCaseStep(TypedDict):
     weights: list[float]
 
 
+class RunCutoff(TypedDict):
+    """One run as a frozen block saw it: its attempt and status, and each series' last step and row"""
+
+    attempt: int
+    revs: NotRequired[dict[str, Any]]
+    run_id: int
+    status: str
+    steps: NotRequired[dict[str, Any]]
+
+
 class RunGroup(TypedDict):
     """Runs that share the group fields' values (GET /runs?group_by=)."""
 
@@ -1209,6 +1426,17 @@ class RunGroup(TypedDict):
     metrics: dict[str, MetricStats]
     n: int
     run_ids: list[int]
+
+
+class RunInfo(TypedDict):
+    """A run a block shows, and how far: each series' first and last step shown."""
+
+    attempt: int
+    experiment_id: int
+    name: str | None
+    run_id: int
+    status: str
+    steps: NotRequired[dict[str, list[int]]]
 
 
 class RunPage(TypedDict):
@@ -1277,6 +1505,24 @@ class RunReadTicket(TypedDict):
     ticket: str
 
 
+class RunSource(TypedDict):
+    """Which runs a figure or table shows: a query of the query language over the report's project"""
+
+    limit: NotRequired[int]
+    query: NotRequired[str | None]
+    run_ids: NotRequired[list[int]]
+
+
+class RunTableBlock(TypedDict):
+    columns: list[str]
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["run_table"]]
+
+
 class RunsTable(TypedDict):
     """An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th"""
 
@@ -1329,11 +1575,70 @@ class Series(TypedDict):
     total_points: int
 
 
+class SeriesData(TypedDict):
+    group: NotRequired[str | None]
+    key: str
+    label: str
+    points: list[list[Any]]
+    run_id: int
+
+
 class ServerConfig(TypedDict):
     """What the dashboard needs to know about this deployment."""
 
     mlflow_ui_url: str | None
     version: str
+
+
+class ShareCreate(TypedDict):
+    expires_in_days: NotRequired[int]
+    hide_authors: NotRequired[bool]
+
+
+class ShareCreated(TypedDict):
+    created_at: str
+    created_by: str | None
+    expires_at: str
+    hide_authors: bool
+    id: int
+    prefix: str
+    report_id: int
+    revision: int
+    revoked_at: str | None
+    token: str
+
+
+class SharePublic(TypedDict):
+    created_at: str
+    created_by: str | None
+    expires_at: str
+    hide_authors: bool
+    id: int
+    prefix: str
+    report_id: int
+    revision: int
+    revoked_at: str | None
+
+
+class SharedRevision(TypedDict):
+    """What a share link opens: one revision, its blocks and their frozen data, nothing else."""
+
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    content_hash: str
+    data: dict[str, BlockData]
+    expires_at: str
+    number: int
+    published_at: str
+    title: str
 
 
 class SkillmixCache(TypedDict):

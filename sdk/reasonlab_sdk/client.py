@@ -342,6 +342,33 @@ class ReasonLabClient:
         """Delete a dataset of the project (a project admin or its uploader)."""
         self.request("DELETE", f"/projects/{project_id}/datasets/{quote(name, safe='')}")
 
+    # -- reports ----------------------------------------------------------------------------------------
+
+    def get_report(self, report_id: int) -> api.ReportPublic:
+        """A report's draft: its title, version and blocks (any role in its project)."""
+        result: api.ReportPublic = self._get(f"/reports/{report_id}")
+        return result
+
+    def list_report_revisions(self, report_id: int) -> list[api.RevisionSummary]:
+        """The report's published revisions, oldest first."""
+        result: list[api.RevisionSummary] = self._get(f"/reports/{report_id}/revisions")
+        return result
+
+    def export_report(
+        self,
+        report_id: int,
+        revision: int,
+        dest: Path,
+        *,
+        format: Literal["html", "md", "latex"] = "html",
+    ) -> int:
+        """Write a published revision to ``dest``: one self-contained HTML file (``html``), or a zip of
+        Markdown with SVG figures (``md``) or of a LaTeX folder with TikZ figures (``latex``); the bytes
+        written (``dest`` is never half written)."""
+        return self._stream_to_file(
+            f"/reports/{report_id}/revisions/{revision}/export", dest, {"format": format}
+        )
+
     # -- saved views ------------------------------------------------------------------------------------
 
     def list_views(self, project_id: int) -> list[api.ViewPublic]:

@@ -8,6 +8,7 @@ import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
 import { ParallelCoords } from '../components/charts/ParallelCoords';
+import { AddToReport } from '../components/reports/AddToReport';
 import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
@@ -163,8 +164,23 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
           </Stack>
         </Tabs.Panel>
 
-        {kindTabs.map(({ id, View }) => (
+        {kindTabs.map(({ id, View, label, reportResultKind }) => (
           <Tabs.Panel key={id} value={`kind:${id}`} pt="md">
+            {reportResultKind && (
+              <Group justify="flex-end" mb="xs">
+                <AddToReport
+                  block={(blockId) => ({
+                    id: blockId,
+                    type: 'kind_view',
+                    title: `${label}: ${experiment.name}`,
+                    source: { query: `experiment = ${experiment.id}`, limit: 50 },
+                    result_kind: reportResultKind,
+                    view: id,
+                    mode: 'frozen',
+                  })}
+                />
+              </Group>
+            )}
             <View experiment={experiment} live={live} />
           </Tabs.Panel>
         ))}

@@ -46,6 +46,7 @@ function Header() {
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
             <NavItem to="/claims">Claims</NavItem>
+            <NavItem to="/reports">Reports</NavItem>
             <NavItem to="/activity">Activity</NavItem>
             <NavItem to="/settings">Settings</NavItem>
           </Group>
