@@ -8,7 +8,6 @@ import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react
 import { Link, useNavigate, useParams } from 'react-router';
 import type { ExperimentDetail } from '../api/types';
 import { ParallelCoords } from '../components/charts/ParallelCoords';
-import { AddToReport } from '../components/reports/AddToReport';
 import { QueryState } from '../components/common/QueryState';
 import { StatusCounts } from '../components/common/StatusChip';
 import { timeAgo } from '../components/common/time';
@@ -27,6 +26,9 @@ import { canCancel, canRetry, isFinished } from '../lib/runStatus';
 import { columnsOf, statusCounts, withEtas, type RunRow } from '../lib/runsTable';
 import { countOf } from '../lib/labels';
 import { isExternal } from '../lib/external';
+
+// the reports' picker loads when a kind tab that offers it is opened: not in the page's own bytes
+const AddToReport = lazy(() => import('../components/reports/AddToReport').then((m) => ({ default: m.AddToReport })));
 
 // What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
 // comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
@@ -168,17 +170,19 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
           <Tabs.Panel key={id} value={`kind:${id}`} pt="md">
             {reportResultKind && (
               <Group justify="flex-end" mb="xs">
-                <AddToReport
-                  block={(blockId) => ({
-                    id: blockId,
-                    type: 'kind_view',
-                    title: `${label}: ${experiment.name}`,
-                    source: { query: `experiment = ${experiment.id}`, limit: 50 },
-                    result_kind: reportResultKind,
-                    view: id,
-                    mode: 'frozen',
-                  })}
-                />
+                <Suspense fallback={null}>
+                  <AddToReport
+                    block={(blockId) => ({
+                      id: blockId,
+                      type: 'kind_view',
+                      title: `${label}: ${experiment.name}`,
+                      source: { query: `experiment = ${experiment.id}`, limit: 50 },
+                      result_kind: reportResultKind,
+                      view: id,
+                      mode: 'frozen',
+                    })}
+                  />
+                </Suspense>
               </Group>
             )}
             <View experiment={experiment} live={live} />
