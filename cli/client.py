@@ -1286,7 +1286,6 @@ def claims_delete(claim_ref: str, project: str | None, api_url: str | None, toke
     click.echo(f"claim {claim['id']} ({claim['name']}) deleted")
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, claims)
 @click.group()
 def report() -> None:
     """Reports: a team's write-up of a result (docs/reports.md)."""
@@ -1333,4 +1332,4 @@ def report_export(
     click.echo(f"wrote {dest} ({size} bytes, revision {revision}, {fmt})")
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, report)
+COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, claims, report)
