@@ -430,14 +430,12 @@ class ClaimReviewPublic(TypedDict):
 
 
 class ClaimSnapshot(TypedDict):
-    """What a claim block shows: the claim's name, section, metric and direction, and its evaluation."""
+    """What a claim block shows: the claim's name, the definition that decided and its evaluation."""
 
     claim_id: int
-    direction: str
+    definition: ClaimDefinition
     evaluation: Evaluation
-    metric: str
     name: str
-    section: str
 
 
 class ClaimVersionPublic(TypedDict):

@@ -33,13 +33,11 @@ TAMPERED = "not shown: the frozen evaluation of this block does not match its se
 
 
 class ClaimSnapshot(BaseModel):
-    """What a claim block shows: the claim's name, section, metric and direction, and its evaluation."""
+    """What a claim block shows: the claim's name, the definition that decided and its evaluation."""
 
     claim_id: int
     name: str
-    section: str
-    metric: str
-    direction: str
+    definition: ClaimDefinition
     evaluation: Evaluation
 
 
@@ -98,9 +96,7 @@ def _snapshot(ctx: ResolveContext, claim_id: int) -> ClaimSnapshot | None:
     return ClaimSnapshot(
         claim_id=claim.id,
         name=claim.name,
-        section=mine.section,
-        metric=mine.metric,
-        direction=mine.direction,
+        definition=mine,
         evaluation=found,
     )
 
@@ -162,11 +158,14 @@ def _summary(snap: ClaimSnapshot, data: BlockData) -> list[tuple[str, str]]:
     ev = snap.evaluation
     when = data.as_of.strftime("%Y-%m-%d %H:%M UTC")
     return [
-        ("section", snap.section),
+        ("section", snap.definition.section),
         ("verdict", ev.verdict),
         ("decided by", f"version {ev.version} (sha256 {ev.hash[:12]})"),
         ("pre-registration", ev.preregistration.status),
-        ("metric", f"{snap.metric} ({snap.direction})"),
+        (
+            "metric",
+            f"{snap.definition.metric} ({snap.definition.direction} than {snap.definition.arms[0].name})",
+        ),
         ("family", f"{ev.family} ({ev.family_size} hypotheses, Holm)"),
         ("as of", f"live, as of {when}" if data.live else f"frozen at {when}"),
     ]

@@ -2808,20 +2808,15 @@ export interface components {
         };
         /**
          * ClaimSnapshot
-         * @description What a claim block shows: the claim's name, section, metric and direction, and its evaluation.
+         * @description What a claim block shows: the claim's name, the definition that decided and its evaluation.
          */
         ClaimSnapshot: {
             /** Claim Id */
             claim_id: number;
-            /** Direction */
-            direction: string;
+            definition: components["schemas"]["ClaimDefinition"];
             evaluation: components["schemas"]["Evaluation"];
-            /** Metric */
-            metric: string;
             /** Name */
             name: string;
-            /** Section */
-            section: string;
         };
         /** ClaimVersionPublic */
         ClaimVersionPublic: {
