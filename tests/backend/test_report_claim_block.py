@@ -132,7 +132,11 @@ def test_a_frozen_claim_keeps_its_evaluation_while_more_runs_end_and_a_live_one_
     assert frozen["evaluation"] == _get(api, claim["id"])["evaluation"] | {
         "evaluated_at": frozen["evaluation"]["evaluated_at"]
     }
-    assert frozen["name"] == NAME and frozen["definition"]["section"] == SECTION and frozen["claim_id"] == claim["id"]
+    assert (
+        frozen["name"] == NAME
+        and frozen["definition"]["section"] == SECTION
+        and frozen["claim_id"] == claim["id"]
+    )
     assert [a["n"] for a in frozen["evaluation"]["arms"]] == [4, 4]
     assert before["live"]["detail"]["evaluation"]["arms"] == frozen["evaluation"]["arms"]
     number = _publish(api, report)["number"]
