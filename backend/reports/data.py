@@ -51,3 +51,7 @@ class BlockData(BaseModel):
     columns: list[str] = Field(default_factory=list)
     rows: list[list[Any]] = Field(default_factory=list, description="table cells, a row per run or example")
     results: list[ResultData] = Field(default_factory=list)
+    detail: dict[str, Any] | None = Field(
+        default=None,
+        description="what a block type shows that is not runs (a claim block: the claim and its evaluation)",
+    )

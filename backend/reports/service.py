@@ -25,7 +25,7 @@ from backend.models import Report, ReportComment, ReportReview, ReportRevision, 
 from backend.projects import service as projects
 from backend.reports import repository, resolve
 from backend.reports.blocks import TYPES
-from backend.reports.blocks.base import BlockBase, DataBlock
+from backend.reports.blocks.base import BlockBase, DataBlock, FreezableBlock
 from backend.reports.data import BlockData
 from backend.reports.render import export as exporter
 from backend.reports.render.context import ResolveContext
@@ -127,14 +127,12 @@ def _context(session: Session, project_id: int) -> ResolveContext:
 
 def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> list[BlockBase]:
     """Check each data block's query (422 at its path), drop a live block's cut-off and take one for a
-    frozen block that has none."""
+    frozen block that has none (a run block's or a claim block's)."""
     out: list[BlockBase] = []
     for i, block in enumerate(blocks):
-        if isinstance(block, DataBlock):
-            if block.source.query is not None and block.source.query.strip():
-                resolve.check_query(
-                    ctx, block.source.query, ["body", "blocks", i, block.type, "source", "query"]
-                )
+        if isinstance(block, DataBlock) and block.source.query is not None and block.source.query.strip():
+            resolve.check_query(ctx, block.source.query, ["body", "blocks", i, block.type, "source", "query"])
+        if isinstance(block, FreezableBlock):
             freeze = TYPES[block.type].freeze
             if block.mode == "live":
                 block = block.model_copy(update={"cutoff": None})
@@ -228,7 +226,7 @@ def _resolve_all(
     for block in blocks:
         kind = TYPES[block.type]
         if kind.resolve is None or (
-            live_only and not (isinstance(block, DataBlock) and block.mode == "live")
+            live_only and not (isinstance(block, FreezableBlock) and block.mode == "live")
         ):
             continue
         out[block.id] = kind.resolve(ctx, block)

@@ -98,6 +98,7 @@ class BlockData(TypedDict):
     as_of: str
     block_id: str
     columns: NotRequired[list[str]]
+    detail: NotRequired[dict[str, Any] | None]
     hidden_runs: NotRequired[int]
     live: bool
     results: NotRequired[list[ResultData]]
@@ -293,6 +294,15 @@ class ChatEndpoint(TypedDict):
     url: str
 
 
+class ClaimBlock(TypedDict):
+    claim_id: int
+    cutoff: NotRequired[ClaimCutoff | None]
+    id: str
+    mode: NotRequired[Literal["live", "frozen"]]
+    title: NotRequired[str]
+    type: NotRequired[Literal["claim"]]
+
+
 class ClaimCommentIn(TypedDict):
     body: str
 
@@ -308,6 +318,15 @@ class ClaimCommentPublic(TypedDict):
 class ClaimCreate(TypedDict):
     definition: ClaimDefinition
     name: str
+
+
+class ClaimCutoff(TypedDict):
+    """When the block was frozen and the claim as it was then (null: not visible then), sealed by the"""
+
+    at: str
+    claim: NotRequired[ClaimSnapshot | None]
+    runs: NotRequired[list[RunCutoff]]
+    seal: NotRequired[str]
 
 
 class ClaimDefinition(TypedDict):
@@ -408,6 +427,15 @@ class ClaimReviewPublic(TypedDict):
     reviewer: str | None
     state: str
     version: int
+
+
+class ClaimSnapshot(TypedDict):
+    """What a claim block shows: the claim's name, the definition that decided and its evaluation."""
+
+    claim_id: int
+    definition: ClaimDefinition
+    evaluation: Evaluation
+    name: str
 
 
 class ClaimVersionPublic(TypedDict):
@@ -1210,6 +1238,7 @@ class ReportCreate(TypedDict):
             | ExamplesTableBlock
             | KindViewBlock
             | CalloutBlock
+            | ClaimBlock
         ]
     ]
     title: str
@@ -1225,6 +1254,7 @@ class ReportPublic(TypedDict):
         | ExamplesTableBlock
         | KindViewBlock
         | CalloutBlock
+        | ClaimBlock
     ]
     can_edit: bool
     created_at: str
@@ -1273,6 +1303,7 @@ class ReportUpdate(TypedDict):
         | ExamplesTableBlock
         | KindViewBlock
         | CalloutBlock
+        | ClaimBlock
     ]
     title: str
 
@@ -1356,6 +1387,7 @@ class RevisionPublic(TypedDict):
         | ExamplesTableBlock
         | KindViewBlock
         | CalloutBlock
+        | ClaimBlock
     ]
     content_hash: str
     created_at: str
@@ -1632,6 +1664,7 @@ class SharedRevision(TypedDict):
         | ExamplesTableBlock
         | KindViewBlock
         | CalloutBlock
+        | ClaimBlock
     ]
     content_hash: str
     data: dict[str, BlockData]

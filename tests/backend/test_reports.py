@@ -133,6 +133,7 @@ def test_the_block_union_is_validated_with_field_paths(api: Api) -> None:
         "examples_table",
         "kind_view",
         "callout",
+        "claim",
     }
 
 

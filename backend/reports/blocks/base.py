@@ -81,10 +81,16 @@ class Cutoff(Strict):
 Mode = Literal["live", "frozen"]
 
 
-class DataBlock(BlockBase):
+class FreezableBlock(BlockBase):
+    """A block whose data is live (as of now) or frozen (as of ``cutoff``, which the server takes when it
+    is saved frozen without one): the runs' blocks and the claim block."""
+
+    mode: Mode = "frozen"
+    cutoff: Cutoff | None = None
+
+
+class DataBlock(FreezableBlock):
     """A block over runs: live (what the runs show now) or frozen (what they showed at ``cutoff``)."""
 
     title: Title = ""
     source: RunSource
-    mode: Mode = "frozen"
-    cutoff: Cutoff | None = None

@@ -1816,6 +1816,13 @@ export interface components {
             /** Columns */
             columns?: string[];
             /**
+             * Detail
+             * @description what a block type shows that is not runs (a claim block: the claim and its evaluation)
+             */
+            detail?: {
+                [key: string]: unknown;
+            } | null;
+            /**
              * Hidden Runs
              * @default 0
              */
@@ -2477,6 +2484,33 @@ export interface components {
              */
             url: string;
         };
+        /** ClaimBlock */
+        ClaimBlock: {
+            /**
+             * Claim Id
+             * @description a claim of the report's project
+             */
+            claim_id: number;
+            cutoff?: components["schemas"]["ClaimCutoff"] | null;
+            /** Id */
+            id: string;
+            /**
+             * Mode
+             * @default frozen
+             * @enum {string}
+             */
+            mode: "live" | "frozen";
+            /**
+             * Title
+             * @default
+             */
+            title: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "claim";
+        };
         /** ClaimCommentIn */
         ClaimCommentIn: {
             /**
@@ -2506,6 +2540,26 @@ export interface components {
             definition: components["schemas"]["ClaimDefinition"];
             /** Name */
             name: string;
+        };
+        /**
+         * ClaimCutoff
+         * @description When the block was frozen and the claim as it was then (null: not visible then), sealed by the
+         *     server (``seal``: hex HMAC-SHA256); the editor sends it back unchanged.
+         */
+        ClaimCutoff: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            claim?: components["schemas"]["ClaimSnapshot"] | null;
+            /** Runs */
+            runs?: components["schemas"]["RunCutoff"][];
+            /**
+             * Seal
+             * @default
+             */
+            seal: string;
         };
         /**
          * ClaimDefinition
@@ -2751,6 +2805,18 @@ export interface components {
             state: string;
             /** Version */
             version: number;
+        };
+        /**
+         * ClaimSnapshot
+         * @description What a claim block shows: the claim's name, the definition that decided and its evaluation.
+         */
+        ClaimSnapshot: {
+            /** Claim Id */
+            claim_id: number;
+            definition: components["schemas"]["ClaimDefinition"];
+            evaluation: components["schemas"]["Evaluation"];
+            /** Name */
+            name: string;
         };
         /** ClaimVersionPublic */
         ClaimVersionPublic: {
@@ -4651,7 +4717,7 @@ export interface components {
         /** ReportCreate */
         ReportCreate: {
             /** Blocks */
-            blocks?: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            blocks?: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"] | components["schemas"]["ClaimBlock"])[];
             /** Title */
             title: string;
         };
@@ -4660,7 +4726,7 @@ export interface components {
             /** Author */
             author: string | null;
             /** Blocks */
-            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"] | components["schemas"]["ClaimBlock"])[];
             /**
              * Can Edit
              * @description the caller may edit, publish and share it (a member)
@@ -4752,7 +4818,7 @@ export interface components {
             /** Base Version */
             base_version: number;
             /** Blocks */
-            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"] | components["schemas"]["ClaimBlock"])[];
             /** Title */
             title: string;
         };
@@ -4885,7 +4951,7 @@ export interface components {
             /** Author */
             author: string | null;
             /** Blocks */
-            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"] | components["schemas"]["ClaimBlock"])[];
             /** Content Hash */
             content_hash: string;
             /**
@@ -5524,7 +5590,7 @@ export interface components {
              */
             author: string | null;
             /** Blocks */
-            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"] | components["schemas"]["ClaimBlock"])[];
             /** Content Hash */
             content_hash: string;
             /** Data */
