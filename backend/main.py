@@ -44,6 +44,7 @@ from backend.http.security_headers import (
     is_api_path,
 )
 from backend.kinds.routes import router as kinds_router
+from backend.metrics import routes as metrics_routes
 from backend.metrics.routes import batch_router as metrics_batch_router
 from backend.metrics.routes import router as metrics_router
 from backend.mirror.service import Mirror
@@ -241,12 +242,14 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
 
 def _document_event_streams(app: FastAPI) -> None:
     """FastAPI files a response model under application/json; an event stream's belongs under
-    text/event-stream (GET /runs/{id}/events), so the generated clients type the events."""
+    text/event-stream (GET /runs/{id}/events), so the generated clients type the events. And the metric
+    batch's schemas, whose route reads its body itself (backend/metrics/routes.py)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = build()
+            metrics_routes.document(document)  # POST /runs/{id}/metrics reads its body itself
             for path in document["paths"].values():
                 for operation in path.values():
                     for response in operation.get("responses", {}).values():

@@ -16,8 +16,17 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from backend.db import as_utc, psycopg_connection
+from backend.metrics.columns import Columns
 from backend.metrics.reads import latest_steps
-from backend.metrics.rollups import ROLLUP_WIDTHS, add_rollups, batch_spans, refresh_rollups
+from backend.metrics.rollups import (
+    ROLLUP_WIDTHS,
+    add_rollups,
+    batch_spans,
+    copy_rollups,
+    fold_rollups_sql,
+    refresh_rollups,
+    stage_rollups_sql,
+)
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
 
@@ -37,6 +46,8 @@ _PG_STAGE = """
         run_id integer, key varchar(250), step bigint, value double precision, time timestamptz
     ) ON COMMIT DELETE ROWS
 """
+# the run's series' largest steps (``reads.latest_steps``), for the append path's overwrite check
+_PG_LATEST_STEPS = "SELECT key, step FROM metric_latest WHERE run_id = {run}"
 _PG_MERGE = """
     INSERT INTO metric (run_id, key, step, value, time)
     SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
@@ -53,17 +64,36 @@ def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
             copy.write_row(row)
 
 
-def _append(session: Session, rows: Sequence[Row]) -> bool:
-    """COPY ``rows`` straight into ``metric``; False, with nothing written, if one of them exists (or a
-    concurrent writer of the same points, in another order, deadlocked with this one)."""
+def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bool:
+    """The append path on Postgres in five round trips: the overwrite check (with the savepoint), the COPY
+    of the points straight into ``metric``, the roll-ups' lock and staging table, the COPY of the batch's
+    blocks, and one exchange that folds them in and, with ``latest``, writes the series' latest points and
+    extremes from the staged blocks. False, with nothing written, if a key's first step is not after its
+    stored latest step, or the COPY met an existing point (or a concurrent writer of the same points, in
+    another order, deadlocked with this one): the caller merges instead.
+
+    A small batch (MLflow's client sends ~20 points a request) costs its round trips, not its points; a
+    large one its rows, which ``Columns`` builds as COPY data with numpy, not one Python call per point
+    (docs/benchmarks.md, "Logging from a script"). Only integers are written into these statements' text;
+    every string goes by COPY."""
+    run = int(run_id)
+    first = cols.first_steps()
     with psycopg_connection(session).cursor() as cur:
-        cur.execute("SAVEPOINT metric_append")
-        try:
-            _copy(cur, "metric", rows)
-        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
-            cur.execute("ROLLBACK TO SAVEPOINT metric_append")
+        cur.execute(f"SAVEPOINT metric_append; {_PG_LATEST_STEPS.format(run=run)}")
+        cur.nextset()
+        stored = dict(cur.fetchall())
+        if any(step <= stored.get(key, -1) for key, step in first.items()):
+            cur.execute("RELEASE SAVEPOINT metric_append")
             return False
-        cur.execute("RELEASE SAVEPOINT metric_append")
+        try:
+            with cur.copy(f"COPY metric {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(cols.copy_rows(run))
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
+            cur.execute("ROLLBACK TO SAVEPOINT metric_append; RELEASE SAVEPOINT metric_append")
+            return False
+        cur.execute(f"RELEASE SAVEPOINT metric_append; {stage_rollups_sql(run)}")
+        copy_rollups(cur, run, cols)
+        cur.execute(fold_rollups_sql(run, latest=latest))
     return True
 
 
@@ -81,6 +111,23 @@ def _may_overwrite(session: Session, run_id: int, first_steps: Mapping[str, int]
     """True if a key's first step in the batch is not after the key's latest stored step."""
     stored = latest_steps(session, run_id)
     return any(step <= stored.get(key, -1) for key, step in first_steps.items())
+
+
+def write(session: Session, run_id: int, cols: Columns) -> None:
+    """A batch into the run: its points (upserted on run, key and step), their roll-up blocks, and each
+    series' latest point (``upsert_latest``) and extremes (``refresh_extremes``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        try:
+            if _append(session, run_id, cols, latest=True):
+                return
+        except psycopg.Error as exc:
+            raise DBAPIError.instance("COPY metric", None, exc, psycopg.Error) from exc
+        upsert_series(session, run_id, cols.points())  # overwrites: the merge
+    else:
+        upsert_series(session, run_id, cols.points(), cols.first_steps())
+    tops = cols.tops()
+    upsert_latest(session, run_id, tops)
+    refresh_extremes(session, run_id, list(tops))
 
 
 def upsert_series(
@@ -114,23 +161,16 @@ def upsert_series(
         else:
             refresh_rollups(session, run_id, batch_spans(points))
         return
-    # in (key, step) order, as the merge inserts: every writer into the run (COPY or merge) then takes
-    # the points' index entries in one order, so two overlapping batches wait for each other, never in a cycle
-    rows = sorted((run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items())
     try:
         # a COPY that went through wrote only new points (the primary key refuses an existing one, a
         # concurrent writer's uncommitted one included): the batch is disjoint from every other point
-        appended = (
-            first_steps is not None
-            and not _may_overwrite(session, run_id, first_steps)
-            and _append(session, rows)
-        )
-        if appended:
-            add_rollups(session, run_id, points)
-        else:
-            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
-            _merge(session, rows)
-            refresh_rollups(session, run_id, batch_spans(points))
+        if first_steps is not None and _append(session, run_id, Columns.from_points(points), latest=False):
+            return
+        mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
+        # in (key, step) order: every writer into the run (COPY or merge) takes the points' index
+        # entries in one order, so two overlapping batches wait for each other, never in a cycle
+        _merge(session, sorted((run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items()))
+        refresh_rollups(session, run_id, batch_spans(points))
     except psycopg.Error as exc:
         # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
         # was deleted meanwhile), 422 (a value Postgres refuses) or 503 (a lost connection), with a reason

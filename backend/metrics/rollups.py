@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from backend.db import as_utc, psycopg_connection
+from backend.db import psycopg_connection
+from backend.metrics.columns import Columns, rollup_rows
 from backend.models import TS
 
 # Block widths in steps, each a multiple of the one before (a block lies inside one block of every coarser
@@ -207,19 +208,6 @@ _PG_ROLLUP_STAGE = (
     " DELETE FROM metric_rollup_stage"  # an earlier fold of this transaction
 )
 _PG_ROLLUP_COPY = f"COPY metric_rollup_stage {_ROLLUP_COLUMNS} FROM STDIN (FORMAT BINARY)"
-_PG_ROLLUP_TYPES = [
-    "int4",
-    "varchar",
-    "int4",
-    "int8",
-    "int8",
-    "int8",
-    "float8",
-    "float8",
-    "int4",
-    "float8",
-    "timestamptz",
-]
 _PG_ROLLUP_FOLD = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS} SELECT {_ROLLUP_COLUMNS[1:-1]} FROM metric_rollup_stage"
     + _ROLLUP_FOLD
@@ -228,6 +216,48 @@ _SQLITE_ROLLUP_FOLD = text(
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
     " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast)" + _ROLLUP_FOLD
 ).bindparams(bindparam("tlast", type_=TS))
+
+
+_LATEST_FROM_STAGE = f"""
+    INSERT INTO metric_latest (run_id, key, step, value, rev)
+    SELECT DISTINCT ON (key) run_id, key, s1, vlast, 1 FROM metric_rollup_stage
+    WHERE width = {ROLLUP_WIDTHS[0]} ORDER BY key, s1 DESC
+    ON CONFLICT (run_id, key) DO UPDATE SET step = excluded.step, value = excluded.value,
+        rev = metric_latest.rev + 1
+    WHERE excluded.step >= metric_latest.step
+"""
+_EXTREMES_FROM_STAGE = f"""
+    UPDATE metric_latest SET
+        vmin = (SELECT MIN(r.vmin) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]}),
+        vmax = (SELECT MAX(r.vmax) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]})
+    WHERE run_id = {{run}} AND key IN (
+        SELECT key FROM metric_rollup_stage WHERE width = {ROLLUP_WIDTHS[-1]})
+"""
+
+
+def stage_rollups_sql(run_id: int) -> str:
+    """Postgres: the run's roll-up lock (see ``refresh_rollups``) and an empty staging table for a
+    batch's blocks, as one exchange (statements without parameters: only the integer run id in them)."""
+    return f"SELECT pg_advisory_xact_lock({_ROLLUP_LOCK_CLASS}, {int(run_id)}); {_PG_ROLLUP_STAGE}"
+
+
+def copy_rollups(cur: Any, run_id: int, cols: Columns) -> None:
+    """Postgres: the batch's blocks at every width into the staging table, by binary COPY."""
+    with cur.copy(_PG_ROLLUP_COPY) as copy:
+        copy.write(rollup_rows(cols, run_id, ROLLUP_WIDTHS))
+
+
+def fold_rollups_sql(run_id: int, *, latest: bool) -> str:
+    """Postgres: the staged blocks folded into ``metric_rollup``; with ``latest``, then each staged series'
+    latest point into ``metric_latest`` (its finest blocks' last step: the batch's largest step of the
+    key, kept where it is not smaller than the stored one, as ``points.upsert_latest``) and its extremes
+    from the coarsest blocks (``points.refresh_extremes``), in key order, all in one exchange."""
+    sql = _PG_ROLLUP_FOLD
+    if latest:
+        sql += f"; {_LATEST_FROM_STAGE}; {_EXTREMES_FROM_STAGE.format(run=int(run_id))}"
+    return sql
 
 
 def add_rollups(
@@ -247,20 +277,13 @@ def add_rollups(
     walked all of the run's blocks)."""
     if not points:
         return
-    _lock_rollups(session, run_id)
-    blocks = _batch_blocks(points)
     if session.get_bind().dialect.name == "postgresql":
         with psycopg_connection(session).cursor() as cur:
-            cur.execute(_PG_ROLLUP_STAGE)
-            with cur.copy(_PG_ROLLUP_COPY) as copy:
-                copy.set_types(_PG_ROLLUP_TYPES)
-                for width, level in blocks.items():
-                    for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast) in level.items():
-                        copy.write_row(
-                            (run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, as_utc(tlast))
-                        )
-            cur.execute(_PG_ROLLUP_FOLD)
+            cur.execute(stage_rollups_sql(run_id))
+            copy_rollups(cur, run_id, Columns.from_points(points))
+            cur.execute(fold_rollups_sql(run_id, latest=False))
         return
+    blocks = _batch_blocks(points)
     rows = [
         {
             "run_id": run_id,
