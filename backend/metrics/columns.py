@@ -112,6 +112,8 @@ def decode(raw: bytes, limit: int) -> Decoded:
         raise TooLarge(f"a metric batch holds at most {limit} points; this one has {n}")
     if attempt > MAX_ATTEMPT:
         raise _invalid(["body", "attempt"], f"Input should be less than or equal to {MAX_ATTEMPT}")
+    if n_keys > n:  # every key is some point's (and the keys' loop below is bounded by the batch limit)
+        raise _invalid(["body", "keys"], f"{n_keys} keys for {n} points: a key is sent once, for its points")
     has_time = bool(flags & FLAG_TIME)
     at = _HEADER.size
     lengths_end = at + 2 * n_keys
