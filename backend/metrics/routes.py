@@ -148,9 +148,13 @@ def document(openapi: dict[str, Any]) -> None:
     name, and ``post_metrics`` reads its body itself)."""
     schema = MetricBatch.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
-    for name, definition in schema.pop("$defs", {}).items():
+    for name, definition in [*schema.pop("$defs", {}).items(), ("MetricBatch", schema)]:
+        for field in definition.get("properties", {}).values():
+            # as FastAPI writes a body's schema: an optional field's null default is left out (the
+            # generated clients make such a field optional)
+            if "default" in field and field["default"] is None:
+                del field["default"]
         schemas.setdefault(name, definition)
-    schemas.setdefault("MetricBatch", schema)
 
 
 @router.post(
