@@ -332,48 +332,84 @@ def _float(v: float) -> bytes:
     return _VALUE.pack(8, v) if v == v else _NULL  # NaN: no finite value in the block (NULL)
 
 
-def rollup_rows(cols: Columns, run_id: int, widths: Sequence[int]) -> bytes:
-    """The batch's roll-up blocks at each of ``widths`` as the rows of ``COPY ... (run_id, key, width,
-    block, s0, s1, vmin, vmax, n, vlast, tlast) FROM STDIN (FORMAT BINARY)``: per block its first and last
-    step, the smallest and largest stored value (NULL when it has none), the number of points, and the
-    value (NULL: a gap) and time of its last step; what ``rollups._batch_blocks`` computes point by point.
-    The points are sorted by key and step, so each block's points are one stretch of the arrays."""
-    out = [_SIGNATURE]
+@dataclass(frozen=True)
+class Blocks:
+    """The batch's roll-up blocks at one width, one entry per block: its key (an index into the batch's
+    keys), block number, first and last step, smallest and largest stored value (NaN: none), number of
+    points, and the stored value (NaN: a gap) and time (microseconds since 1970) of its last step."""
+
+    width: int
+    key: np.ndarray
+    block: np.ndarray
+    s0: np.ndarray
+    s1: np.ndarray
+    vmin: np.ndarray
+    vmax: np.ndarray
+    n: np.ndarray
+    vlast: np.ndarray
+    tlast: np.ndarray
+
+
+def rollup_blocks(cols: Columns, widths: Sequence[int]) -> list[Blocks]:
+    """What ``rollups._batch_blocks`` computes point by point, per width with numpy: the points are sorted
+    by key and step, so each block's points are one stretch of the arrays."""
     n = len(cols)
-    if n:
-        key, step = cols.key, cols.step
-        value = np.where(cols.stored(), cols.value, np.nan)
-        tlast_all = cols.time - PG_EPOCH_US
-        heads = []
-        for name in cols.keys:
-            text = name.encode("utf-8")
-            heads.append(struct.pack(">hiii", 11, 4, run_id, len(text)) + text)
-        for width in widths:
-            block = step // width
-            first = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (block[1:] != block[:-1])])
-            last = np.r_[first[1:], n] - 1
-            vmin = np.fmin.reduceat(value, first)
-            vmax = np.fmax.reduceat(value, first)
-            for k, b, s0, s1, lo, hi, c, vl, tl in zip(
-                key[first].tolist(),
-                block[first].tolist(),
-                step[first].tolist(),
-                step[last].tolist(),
-                vmin.tolist(),
-                vmax.tolist(),
-                (last - first + 1).tolist(),
-                value[last].tolist(),
-                tlast_all[last].tolist(),
-                strict=True,
-            ):
-                out.append(
-                    heads[k]
-                    + _BLOCK.pack(4, width, 8, b, 8, s0, 8, s1)
-                    + _float(lo)
-                    + _float(hi)
-                    + _COUNT.pack(4, c)
-                    + _float(vl)
-                    + _STEP.pack(8, tl)
-                )
+    if not n:
+        return []
+    key, step = cols.key, cols.step
+    value = np.where(cols.stored(), cols.value, np.nan)
+    out = []
+    for width in widths:
+        block = step // width
+        first = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (block[1:] != block[:-1])])
+        last = np.r_[first[1:], n] - 1
+        out.append(
+            Blocks(
+                width,
+                key[first],
+                block[first],
+                step[first],
+                step[last],
+                np.fmin.reduceat(value, first),
+                np.fmax.reduceat(value, first),
+                last - first + 1,
+                value[last],
+                cols.time[last],
+            )
+        )
+    return out
+
+
+def rollup_rows(cols: Columns, run_id: int, widths: Sequence[int]) -> bytes:
+    """The batch's roll-up blocks at each of ``widths`` (``rollup_blocks``) as the rows of ``COPY ...
+    (run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast) FROM STDIN (FORMAT BINARY)``, a
+    value NaN written as NULL (no stored value)."""
+    out = [_SIGNATURE]
+    heads = []
+    for name in cols.keys:
+        text = name.encode("utf-8")
+        heads.append(struct.pack(">hiii", 11, 4, run_id, len(text)) + text)
+    for b in rollup_blocks(cols, widths):
+        for k, block, s0, s1, lo, hi, c, vl, tl in zip(
+            b.key.tolist(),
+            b.block.tolist(),
+            b.s0.tolist(),
+            b.s1.tolist(),
+            b.vmin.tolist(),
+            b.vmax.tolist(),
+            b.n.tolist(),
+            b.vlast.tolist(),
+            (b.tlast - PG_EPOCH_US).tolist(),
+            strict=True,
+        ):
+            out.append(
+                heads[k]
+                + _BLOCK.pack(4, b.width, 8, block, 8, s0, 8, s1)
+                + _float(lo)
+                + _float(hi)
+                + _COUNT.pack(4, c)
+                + _float(vl)
+                + _STEP.pack(8, tl)
+            )
     out.append(_TRAILER)
     return b"".join(out)

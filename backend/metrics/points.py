@@ -19,13 +19,15 @@ from backend.db import as_utc, psycopg_connection
 from backend.metrics.columns import Columns
 from backend.metrics.reads import latest_steps
 from backend.metrics.rollups import (
+    PG_STAGE_FROM_ARRAYS,
     ROLLUP_WIDTHS,
     add_rollups,
     batch_spans,
     copy_rollups,
-    fold_rollups_sql,
+    fold_rollups_statements,
     refresh_rollups,
-    stage_rollups_sql,
+    stage_arrays,
+    stage_rollups_statements,
 )
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
@@ -48,6 +50,16 @@ _PG_STAGE = """
 """
 # the run's series' largest steps (``reads.latest_steps``), for the append path's overwrite check
 _PG_LATEST_STEPS = "SELECT key, step FROM metric_latest WHERE run_id = {run}"
+# A batch of at most this many points is inserted from one array per column, in one pipeline with its
+# roll-ups (psycopg dumps lists slower than it writes COPY rows: larger batches go by COPY)
+SMALL_BATCH = 1000
+# times as microseconds since 1970, added in two exact parts (whole seconds, then the rest; %% is %)
+_PG_INSERT_ARRAYS = (
+    f"INSERT INTO metric {_PG_COLUMNS}"
+    " SELECT %s, k, s, v,"
+    " timestamptz 'epoch' + (t / 1000000) * interval '1 second' + (t %% 1000000) * interval '1 microsecond'"
+    " FROM unnest(%s::varchar[], %s::int8[], %s::float8[], %s::int8[]) AS u(k, s, v, t)"
+)
 _PG_MERGE = """
     INSERT INTO metric (run_id, key, step, value, time)
     SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
@@ -65,35 +77,58 @@ def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
 
 
 def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bool:
-    """The append path on Postgres in five round trips: the overwrite check (with the savepoint), the COPY
-    of the points straight into ``metric``, the roll-ups' lock and staging table, the COPY of the batch's
-    blocks, and one exchange that folds them in and, with ``latest``, writes the series' latest points and
-    extremes from the staged blocks. False, with nothing written, if a key's first step is not after its
-    stored latest step, or the COPY met an existing point (or a concurrent writer of the same points, in
-    another order, deadlocked with this one): the caller merges instead.
+    """The append path on Postgres: the overwrite check (with a savepoint), the points straight into
+    ``metric``, the roll-ups' lock and staging table, the batch's blocks, and their fold into the stored
+    blocks and, with ``latest``, the series' latest points and extremes from the staged blocks. False,
+    with nothing written, if a key's first step is not after its stored latest step, or the points met an
+    existing one (or a concurrent writer of the same points, in another order, deadlocked with this one):
+    the caller merges instead.
 
-    A small batch (MLflow's client sends ~20 points a request) costs its round trips, not its points; a
-    large one its rows, which ``Columns`` builds as COPY data with numpy, not one Python call per point
-    (docs/benchmarks.md, "Logging from a script"). Only integers are written into these statements' text;
-    every string goes by COPY."""
+    A small batch (MLflow's client sends ~20 points a request) costs its round trips, not its points:
+    after the check, one pipeline sends everything, the points and blocks as arrays (two round trips in
+    all, against ~10 statement by statement). A large one costs its rows: the points and blocks go by
+    binary COPY, their rows built by numpy (``Columns``), not one Python call per point (five round trips;
+    docs/benchmarks.md, "Logging from a script"). Only integers are written into the statements' text."""
     run = int(run_id)
     first = cols.first_steps()
-    with psycopg_connection(session).cursor() as cur:
+    conn = psycopg_connection(session)
+    with conn.cursor() as cur:
         cur.execute(f"SAVEPOINT metric_append; {_PG_LATEST_STEPS.format(run=run)}")
         cur.nextset()
         stored = dict(cur.fetchall())
         if any(step <= stored.get(key, -1) for key, step in first.items()):
             cur.execute("RELEASE SAVEPOINT metric_append")
             return False
+        fold = fold_rollups_statements(run, latest=latest)
         try:
+            if len(cols) <= SMALL_BATCH:
+                values = [
+                    v if f else None for v, f in zip(cols.value.tolist(), cols.stored().tolist(), strict=True)
+                ]
+                keys = cols.keys
+                points = [
+                    run,
+                    [keys[k] for k in cols.key.tolist()],
+                    cols.step.tolist(),
+                    values,
+                    cols.time.tolist(),
+                ]
+                with conn.pipeline():
+                    cur.execute(_PG_INSERT_ARRAYS, points)
+                    for sql in ["RELEASE SAVEPOINT metric_append", *stage_rollups_statements(run)]:
+                        cur.execute(sql)
+                    cur.execute(PG_STAGE_FROM_ARRAYS, [run, *stage_arrays(cols)])
+                    for sql in fold:
+                        cur.execute(sql)
+                return True
             with cur.copy(f"COPY metric {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
                 copy.write(cols.copy_rows(run))
         except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
             cur.execute("ROLLBACK TO SAVEPOINT metric_append; RELEASE SAVEPOINT metric_append")
             return False
-        cur.execute(f"RELEASE SAVEPOINT metric_append; {stage_rollups_sql(run)}")
+        cur.execute("; ".join(["RELEASE SAVEPOINT metric_append", *stage_rollups_statements(run)]))
         copy_rollups(cur, run, cols)
-        cur.execute(fold_rollups_sql(run, latest=latest))
+        cur.execute("; ".join(fold))
     return True
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from backend.db import psycopg_connection
-from backend.metrics.columns import Columns, rollup_rows
+from backend.metrics.columns import Columns, rollup_blocks, rollup_rows
 from backend.models import TS
 
 # Block widths in steps, each a multiple of the one before (a block lies inside one block of every coarser
@@ -203,10 +203,10 @@ _ROLLUP_FOLD = """
 """
 # Postgres: the blocks go by binary COPY into a session-local staging table (no index: ~5 us a row, against
 # ~15-25 us into metric_rollup and its primary key), then one INSERT ... SELECT folds them in.
-_PG_ROLLUP_STAGE = (
-    "CREATE TEMPORARY TABLE IF NOT EXISTS metric_rollup_stage (LIKE metric_rollup) ON COMMIT DELETE ROWS;"
-    " DELETE FROM metric_rollup_stage"  # an earlier fold of this transaction
-)
+_PG_ROLLUP_STAGE = [
+    "CREATE TEMPORARY TABLE IF NOT EXISTS metric_rollup_stage (LIKE metric_rollup) ON COMMIT DELETE ROWS",
+    "DELETE FROM metric_rollup_stage",  # an earlier fold of this transaction
+]
 _PG_ROLLUP_COPY = f"COPY metric_rollup_stage {_ROLLUP_COLUMNS} FROM STDIN (FORMAT BINARY)"
 _PG_ROLLUP_FOLD = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS} SELECT {_ROLLUP_COLUMNS[1:-1]} FROM metric_rollup_stage"
@@ -237,10 +237,10 @@ _EXTREMES_FROM_STAGE = f"""
 """
 
 
-def stage_rollups_sql(run_id: int) -> str:
+def stage_rollups_statements(run_id: int) -> list[str]:
     """Postgres: the run's roll-up lock (see ``refresh_rollups``) and an empty staging table for a
-    batch's blocks, as one exchange (statements without parameters: only the integer run id in them)."""
-    return f"SELECT pg_advisory_xact_lock({_ROLLUP_LOCK_CLASS}, {int(run_id)}); {_PG_ROLLUP_STAGE}"
+    batch's blocks (statements without parameters: only the integer run id in them)."""
+    return [f"SELECT pg_advisory_xact_lock({_ROLLUP_LOCK_CLASS}, {int(run_id)})", *_PG_ROLLUP_STAGE]
 
 
 def copy_rollups(cur: Any, run_id: int, cols: Columns) -> None:
@@ -249,15 +249,39 @@ def copy_rollups(cur: Any, run_id: int, cols: Columns) -> None:
         copy.write(rollup_rows(cols, run_id, ROLLUP_WIDTHS))
 
 
-def fold_rollups_sql(run_id: int, *, latest: bool) -> str:
+def fold_rollups_statements(run_id: int, *, latest: bool) -> list[str]:
     """Postgres: the staged blocks folded into ``metric_rollup``; with ``latest``, then each staged series'
     latest point into ``metric_latest`` (its finest blocks' last step: the batch's largest step of the
     key, kept where it is not smaller than the stored one, as ``points.upsert_latest``) and its extremes
-    from the coarsest blocks (``points.refresh_extremes``), in key order, all in one exchange."""
-    sql = _PG_ROLLUP_FOLD
-    if latest:
-        sql += f"; {_LATEST_FROM_STAGE}; {_EXTREMES_FROM_STAGE.format(run=int(run_id))}"
-    return sql
+    from the coarsest blocks (``points.refresh_extremes``), in key order."""
+    if not latest:
+        return [_PG_ROLLUP_FOLD]
+    return [_PG_ROLLUP_FOLD, _LATEST_FROM_STAGE, _EXTREMES_FROM_STAGE.format(run=int(run_id))]
+
+
+# The batch's blocks into the staging table from one array per column (a small batch's, in the pipeline of
+# points._append): times as microseconds since 1970, added in two exact parts (whole seconds, then the rest)
+PG_STAGE_FROM_ARRAYS = (
+    f"INSERT INTO metric_rollup_stage {_ROLLUP_COLUMNS}"
+    " SELECT %s, k, w, b, s0, s1, lo, hi, c, vl,"
+    " timestamptz 'epoch' + (tl / 1000000) * interval '1 second' + (tl %% 1000000) * interval '1 microsecond'"
+    " FROM unnest(%s::varchar[], %s::int4[], %s::int8[], %s::int8[], %s::int8[], %s::float8[], %s::float8[],"
+    " %s::int4[], %s::float8[], %s::int8[]) AS u(k, w, b, s0, s1, lo, hi, c, vl, tl)"
+)
+
+
+def stage_arrays(cols: Columns) -> list[list[Any]]:
+    """The batch's blocks at every width as the arrays of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL)."""
+    out: list[list[Any]] = [[] for _ in range(10)]
+    keys = cols.keys
+    for b in rollup_blocks(cols, ROLLUP_WIDTHS):
+        out[0] += [keys[k] for k in b.key.tolist()]
+        out[1] += [b.width] * len(b.key)
+        for column, values in zip(
+            out[2:], (b.block, b.s0, b.s1, b.vmin, b.vmax, b.n, b.vlast, b.tlast), strict=True
+        ):
+            column += [None if v != v else v for v in values.tolist()]
+    return out
 
 
 def add_rollups(
@@ -279,9 +303,9 @@ def add_rollups(
         return
     if session.get_bind().dialect.name == "postgresql":
         with psycopg_connection(session).cursor() as cur:
-            cur.execute(stage_rollups_sql(run_id))
+            cur.execute("; ".join(stage_rollups_statements(run_id)))
             copy_rollups(cur, run_id, Columns.from_points(points))
-            cur.execute(fold_rollups_sql(run_id, latest=False))
+            cur.execute("; ".join(fold_rollups_statements(run_id, latest=False)))
         return
     blocks = _batch_blocks(points)
     rows = [
