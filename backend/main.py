@@ -113,6 +113,10 @@ def api_routes() -> list[BaseRoute]:
             prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
         )
         for router in (
+            # first: MLflow's client sends many small requests (its async logging, ~20 points each), and
+            # a request is matched against the routes in order; its paths (/api/v1/mlflow/...) are no other
+            # router's, so its place changes no answer
+            mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
             health_router,
             auth_router,
             projects_router,
@@ -131,7 +135,6 @@ def api_routes() -> list[BaseRoute]:
             exports_router,
             views_router,
             tracking_router,
-            mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
         ):
             api.include_router(router)
         built = APIRouter()
