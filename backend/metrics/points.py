@@ -32,15 +32,17 @@ from backend.metrics.rollups import (
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
 
-# Postgres ingest. The common case, a training loop logging new steps, is one binary COPY straight into
-# ``metric`` (inside a savepoint). A batch that may overwrite stored points (a retry, a resumed run:
+# Postgres ingest. The common case, a training loop logging new steps, goes straight into ``metric``
+# (inside a savepoint): a large batch by one binary COPY, a small one (up to SMALL_BATCH points) by one
+# INSERT over arrays, pipelined with its roll-ups (``_append``). A batch that may overwrite stored points (a retry, a resumed run:
 # some key's first step is not after its stored latest step), or whose COPY meets an existing point (a
 # concurrent writer of the same steps), goes by COPY into a session-local staging table and one INSERT
 # ... SELECT ... ON CONFLICT DO UPDATE. Either way the run's existence is checked once per statement by
 # a trigger (migration 0003), not once per point by a foreign key (bench/metric_ingest.py,
 # docs/benchmarks.md: COPY straight in is ~2x faster than staging + merge, the per-point foreign key
 # check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
-# CPU per point); one INSERT over unnest(arrays) was slower (psycopg's text dumping of lists).
+# CPU per point); one INSERT over unnest(arrays) was slower for 10,000 points (psycopg's text dumping of
+# lists), and is used only where round trips, not points, are the cost.
 _PG_COLUMNS = "(run_id, key, step, value, time)"
 _PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
 _PG_STAGE = """
