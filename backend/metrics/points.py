@@ -62,6 +62,14 @@ _PG_INSERT_ARRAYS = (
     " timestamptz 'epoch' + (t / 1000000) * interval '1 second' + (t %% 1000000) * interval '1 microsecond'"
     " FROM unnest(%s::varchar[], %s::int8[], %s::float8[], %s::int8[]) AS u(k, s, v, t)"
 )
+# ``mirror.note_changes`` for a batch appended below some series' latest steps (every such point new):
+# each key's smallest such step, as that function writes it on Postgres
+_PG_NOTE_BELOW = """
+    INSERT INTO mirror_series (run_id, key, seq, changed_from)
+    SELECT %s, k, 1, s FROM unnest(%s::varchar[], %s::int8[]) AS u(k, s) ORDER BY k
+    ON CONFLICT (run_id, key) DO UPDATE SET seq = mirror_series.seq + 1,
+        changed_from = least(coalesce(mirror_series.changed_from, excluded.changed_from), excluded.changed_from)
+"""
 _PG_MERGE = """
     INSERT INTO metric (run_id, key, step, value, time)
     SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
@@ -81,10 +89,10 @@ def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
 def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bool:
     """The append path on Postgres: the overwrite check (with a savepoint), the points straight into
     ``metric``, the roll-ups' lock and staging table, the batch's blocks, and their fold into the stored
-    blocks and, with ``latest``, the series' latest points and extremes from the staged blocks. False,
-    with nothing written, if a key's first step is not after its stored latest step, or the points met an
-    existing one (or a concurrent writer of the same points, in another order, deadlocked with this one):
-    the caller merges instead.
+    blocks and, with ``latest``, the series' latest points and extremes from the staged blocks; a batch
+    with steps below some series' latest step also notes them for the MLflow mirror. False, with nothing
+    written, if the points met an existing one (a retry, a resumed run) or a concurrent writer deadlocked
+    with this one: the caller merges instead.
 
     A small batch (MLflow's client sends ~20 points a request) costs its round trips, not its points:
     after the check, one pipeline sends everything, the points and blocks as arrays (two round trips in
@@ -92,16 +100,27 @@ def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bo
     binary COPY, their rows built by numpy (``Columns``), not one Python call per point (five round trips;
     docs/benchmarks.md, "Logging from a script"). Only integers are written into the statements' text."""
     run = int(run_id)
-    first = cols.first_steps()
     conn = psycopg_connection(session)
     with conn.cursor() as cur:
         cur.execute(f"SAVEPOINT metric_append; {_PG_LATEST_STEPS.format(run=run)}")
         cur.nextset()
         stored = dict(cur.fetchall())
-        if any(step <= stored.get(key, -1) for key, step in first.items()):
-            cur.execute("RELEASE SAVEPOINT metric_append")
-            return False
-        fold = fold_rollups_statements(run, latest=latest)
+        # keys with steps at or below their stored latest step: the batch may overwrite points (a retry,
+        # a resumed run), or add new ones below (MLflow's client sends from up to 10 threads, so batches
+        # arrive out of order: ~1 in 5 of its requests). Appended all the same: the insert refuses an
+        # existing point, and then nothing is written and the caller merges; otherwise every such step is
+        # new, so the MLflow mirror's note (``mirror.note_changes``) is each key's smallest of them
+        below = _steps_below(cols, stored)
+        # The whole append under the savepoint, released last: a refused point, or a deadlock anywhere in
+        # it, rolls all of it back and the caller merges. Locks in the merge path's order: the mirror's
+        # note, the points, then the roll-ups' lock.
+        release = "RELEASE SAVEPOINT metric_append"
+        tail = [
+            *stage_rollups_statements(run),
+            "STAGE",
+            *fold_rollups_statements(run, latest=latest),
+            release,
+        ]
         try:
             if len(cols) <= SMALL_BATCH:
                 values = [
@@ -116,22 +135,38 @@ def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bo
                     cols.time.tolist(),
                 ]
                 with conn.pipeline():
+                    if below:
+                        cur.execute(_PG_NOTE_BELOW, _note_params(run, below))
                     cur.execute(_PG_INSERT_ARRAYS, points)
-                    for sql in ["RELEASE SAVEPOINT metric_append", *stage_rollups_statements(run)]:
-                        cur.execute(sql)
-                    cur.execute(PG_STAGE_FROM_ARRAYS, [run, *stage_arrays(cols)])
-                    for sql in fold:
-                        cur.execute(sql)
+                    for sql in tail:
+                        if sql == "STAGE":
+                            cur.execute(PG_STAGE_FROM_ARRAYS, [run, *stage_arrays(cols)])
+                        else:
+                            cur.execute(sql)
                 return True
+            if below:
+                cur.execute(_PG_NOTE_BELOW, _note_params(run, below))
             with cur.copy(f"COPY metric {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
                 copy.write(cols.copy_rows(run))
+            at = tail.index("STAGE")
+            cur.execute("; ".join(tail[:at]))
+            copy_rollups(cur, run, cols)
+            cur.execute("; ".join(tail[at + 1 :]))
         except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
             cur.execute("ROLLBACK TO SAVEPOINT metric_append; RELEASE SAVEPOINT metric_append")
             return False
-        cur.execute("; ".join(["RELEASE SAVEPOINT metric_append", *stage_rollups_statements(run)]))
-        copy_rollups(cur, run, cols)
-        cur.execute("; ".join(fold))
     return True
+
+
+def _steps_below(cols: Columns, stored: Mapping[str, int]) -> dict[str, int]:
+    """``{key: the batch's smallest step at or below the key's stored latest step}``, for the keys that
+    have one (the points are sorted by key and step: each key's first point is its smallest step)."""
+    return {key: step for key, step in cols.first_steps().items() if key in stored and step <= stored[key]}
+
+
+def _note_params(run: int, below: Mapping[str, int]) -> list[Any]:
+    keys = sorted(below)
+    return [run, keys, [below[k] for k in keys]]
 
 
 def _merge(session: Session, rows: Sequence[Row]) -> None:
