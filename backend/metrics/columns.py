@@ -129,13 +129,13 @@ def decode(raw: bytes, limit: int) -> Decoded:
     pos = lengths_end
     for i, size in enumerate(lengths.tolist()):
         try:
-            key = raw[pos : pos + size].decode("utf-8")
+            name = raw[pos : pos + size].decode("utf-8")
         except UnicodeDecodeError:
             raise _invalid(["body", "keys", i], "not UTF-8 text") from None
-        problem = key_problem(key)
+        problem = key_problem(name)
         if problem is not None:
             raise _invalid(["body", "keys", i], problem)
-        keys.append(key)
+        keys.append(name)
         pos += size
     key = np.frombuffer(raw, "<u4", n, pos).astype(np.int64)
     step = np.frombuffer(raw, "<i8", n, pos + 4 * n).astype(np.int64)

@@ -72,7 +72,9 @@ def encode(points: Sequence[Mapping[str, Any]], attempt: int | None = None) -> b
     names = [k.encode("utf-8") for k in index]
     if any(len(n) > 0xFFFF for n in names):
         raise ValueError("a metric key is at most 65,535 bytes of UTF-8 (the API takes 250 characters)")
-    columns = [keys, steps, values] + ([times] if timed else [])
+    columns: list[array[Any]] = [keys, steps, values]
+    if timed:
+        columns.append(times)
     if sys.byteorder != "little":
         for column in columns:
             column.byteswap()
