@@ -110,11 +110,11 @@ CHECK_MARKERS := not slow and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/lint-imports
-	@# one pytest per core: the backend's output is shown once it ends
-	@log=$$(mktemp); \
-	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/backend > $$log 2>&1 & pid=$$!; \
-	$(PYTEST) -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests/worker tests/test_layers.py; w=$$?; \
-	wait $$pid; b=$$?; echo "--- tests/backend"; cat $$log; rm -f $$log; test $$w -eq 0 && test $$b -eq 0
+	@# one pytest over three processes (xdist, a module per group as in `make test`): on two cores the third
+	@# overlaps the tests that wait on a live API's clock; the OpenAPI fuzz at 4 cases an operation (make
+	@# test: 12)
+	REASONLAB_FUZZ_EXAMPLES=4 $(PYTEST) -q -p no:cacheprovider -n 3 --dist loadgroup --no-loadscope-reorder \
+	  -m "$(CHECK_MARKERS)" tests/backend tests/worker tests/test_layers.py
 	cd frontend && npm run test
 
 # the fault tier alone: kill -9, shutdowns, outages, cross-host resume on a real platform (in `make test`)

@@ -58,6 +58,13 @@ class Conflict(ApiError):
     code = "conflict"
 
 
+class ClientGone(ApiError):
+    """The client closed the connection before its request's body was complete (nobody reads the answer)."""
+
+    status_code = 400
+    code = "client_disconnected"
+
+
 class TooLarge(ApiError):
     status_code = 413
     code = "too_large"

@@ -24,6 +24,7 @@ from backend.artifacts.routes import router as artifacts_router
 from backend.auth.dependencies import credential_check, credential_name
 from backend.auth.routes import router as auth_router
 from backend.auth.throttle import LoginThrottle
+from backend.claims.routes import router as claims_router
 from backend.datasets.routes import router as datasets_router
 from backend.db import get_engine, session_factory
 from backend.errors import ERROR_RESPONSES, NotFound, install_handlers
@@ -51,6 +52,7 @@ from backend.mirror.service import Mirror
 from backend.mlflowcompat.errors import MlflowErrors
 from backend.mlflowcompat.routes import router as mlflow_router
 from backend.projects.routes import router as projects_router
+from backend.reports.routes import router as reports_router
 from backend.results.routes import router as results_router
 from backend.reviews.routes import router as reviews_router
 from backend.runs.dispatch import Dispatcher
@@ -134,6 +136,8 @@ def api_routes() -> list[BaseRoute]:
             datasets_router,
             exports_router,
             views_router,
+            claims_router,
+            reports_router,
             tracking_router,
         ):
             api.include_router(router)

@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -274,7 +275,9 @@ class Metric(Base):
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL (a gap)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # finite only; NULL otherwise
+    # NaN / +inf / -inf as common/nonfinite.py codes them (value NULL then); NULL: finite or a gap
+    nonfinite: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
     time: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 
@@ -287,7 +290,8 @@ class MetricLatest(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger)
-    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # non-finite -> NULL
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # finite only, as Metric.value
+    nonfinite: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)  # as Metric.nonfinite
     # 1 when inserted, +1 at every update of the row (upsert_latest): the sum over an experiment's rows
     # grows with every change whatever the commits' order, without a lock on anything else
     rev: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
@@ -332,6 +336,9 @@ class MetricRollup(Base):
     n: Mapped[int] = mapped_column(Integer)
     vlast: Mapped[float | None] = mapped_column(Float, nullable=True)  # the value at s1 (NULL: a gap)
     tlast: Mapped[datetime] = mapped_column(TS)
+    # how many of the n points are NaN or infinite, and the kind of the point at s1 (Metric.nonfinite)
+    nf: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    klast: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
 
 
 class Result(Base):
@@ -405,6 +412,10 @@ class Comment(Base):
     run_id: Mapped[int | None] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), nullable=True, index=True
     )
+    # a comment on a claim (backend/claims/, migration 0030): no experiment or run
+    claim_id: Mapped[int | None] = mapped_column(
+        ForeignKey("claims.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
@@ -456,6 +467,8 @@ class Activity(Base):
         ForeignKey("experiments.id", ondelete="CASCADE"), nullable=True
     )
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
+    # what a claim's row is about (created, edited, locked, commented, reviewed; migration 0030)
+    claim_id: Mapped[int | None] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     actor: Mapped[User | None] = relationship()
@@ -689,3 +702,150 @@ class GroupSummaryMetric(Base):
     hi_sq: Mapped[float | None] = mapped_column(Float, nullable=True)
     hi_min: Mapped[float | None] = mapped_column(Float, nullable=True)
     hi_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Claim(Base):
+    """A claim of a paper tested on the project's runs (backend/claims/, migration 0030): its name and its
+    versions (``claim_versions``: every edit adds one, ``version`` is the current one). ``locked_*``: the
+    pre-registration, the version locked, the SHA-256 of its definition and when (null: never locked)."""
+
+    __tablename__ = "claims"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    locked_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    locked_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    locked_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    locked_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship(foreign_keys=[author_id])
+    locked_by: Mapped[User | None] = relationship(foreign_keys=[locked_by_id])
+
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_claims_name"),)
+
+
+class ClaimVersion(Base):
+    """One version of a claim's definition (``ClaimDefinition``, backend/claims/schemas.py) and the SHA-256
+    of its canonical JSON; never changed once written."""
+
+    __tablename__ = "claim_versions"
+    claim_id: Mapped[int] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    definition: Mapped[dict[str, Any]] = mapped_column(JSON)
+    hash: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ClaimReview(Base):
+    """A review of a claim (approved or changes requested), as an experiment's; every one is kept."""
+
+    __tablename__ = "claim_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    claim_id: Mapped[int] = mapped_column(ForeignKey("claims.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    reviewer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    state: Mapped[str] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    reviewer: Mapped[User | None] = relationship()
+
+
+class Report(Base):
+    """A team's write-up of a result (backend/reports/): a title and a list of typed blocks (headings,
+    markdown, figures and tables over runs, a kind's result view, callouts; ``blocks`` validated by
+    ``backend.reports.schemas``). ``version`` counts the saves: an edit names the version it was made on,
+    and one made on an older version is refused (409), so two editors never overwrite each other."""
+
+    __tablename__ = "reports"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(200))
+    blocks: Mapped[list[Any]] = mapped_column(JSON)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ReportRevision(Base):
+    """A published, immutable copy of a report: its blocks and every block's data as resolved at
+    publishing (``data``: the points, rows and results each figure or table showed, with its cut-off),
+    so the revision renders the same whatever its runs do later. ``content_hash``: sha256 of the
+    canonical JSON of title, blocks and data."""
+
+    __tablename__ = "report_revisions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(200))
+    blocks: Mapped[list[Any]] = mapped_column(JSON)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+    __table_args__ = (UniqueConstraint("report_id", "number", name="uq_report_revisions_number"),)
+
+
+class ReportComment(Base):
+    """A comment anchored to one block of a report (by the block's id, which moves with the block)."""
+
+    __tablename__ = "report_comments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id", ondelete="CASCADE"), index=True)
+    block_id: Mapped[str] = mapped_column(String(64))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    author: Mapped[User | None] = relationship()
+
+
+class ReportReview(Base):
+    """An approval (or a request for changes) of one published revision."""
+
+    __tablename__ = "report_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
+    reviewer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    state: Mapped[str] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    reviewer: Mapped[User | None] = relationship()
+
+
+class ReportShare(Base):
+    """A read-only link to one revision for a reader without an account: the token is shown once and
+    kept as its sha256 (as API tokens are), it expires, and it can be revoked; ``hide_authors`` hides
+    every author's name from its reader (double-blind review)."""
+
+    __tablename__ = "report_shares"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision_id: Mapped[int] = mapped_column(
+        ForeignKey("report_revisions.id", ondelete="CASCADE"), index=True
+    )
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    hide_authors: Mapped[bool] = mapped_column(Boolean, default=False)
+    expires_at: Mapped[datetime] = mapped_column(TS)
+    revoked_at: Mapped[datetime | None] = mapped_column(TS, nullable=True)
+    created_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    created_by: Mapped[User | None] = relationship()
+    revision: Mapped[ReportRevision] = relationship()

@@ -3,6 +3,7 @@
     .venv/bin/python bench/load_test.py                          # 50 workers, 20 dashboards, 10 minutes
     .venv/bin/python bench/load_test.py --duration 120 --api-processes 2
     .venv/bin/python bench/load_test.py --duration 120 --profile # + where the API's time goes
+    .venv/bin/python bench/load_test.py --api-processes 2 --nginx --misbehave 5   # the budgets under load
 
 Setup (started and removed by this script): a fresh Postgres database, our API under uvicorn
 (``--api-processes`` N = ``uvicorn --workers N``; background loops off: nothing is dispatched, the runs
@@ -37,6 +38,21 @@ the thread pool's occupancy, the event loop's lag, per-thread CPU, and a wall-cl
 (every thread every ``--sample-ms``). It is reported over the measured window (from the end of the
 warm-up until the last request came back).
 
+``--nginx`` puts the compose deployment's reverse proxy in front of the API on loopback: nginx with
+docker/nginx/reasonlab.conf, only its listen address and upstream replaced (bench/load/proxy.py); the API
+then believes X-Forwarded-For from 127.0.0.1 only (REASONLAB_TRUSTED_PROXIES, as compose's api service
+does for the proxy's address). With ``--nginx`` or ``--misbehave`` every simulated worker and browser
+connects from its own loopback address (127.0.1.x, 127.0.2.x), as separate hosts would: the proxy limits
+connections per address (128), and the login throttle counts per address.
+
+``--misbehave N`` (0-5) adds N project members, each with its own credential and loopback address,
+breaking the per-request budgets at once for the whole test (bench/load/misbehave.py): slow dataset
+uploads, slow artifact uploads through a run token, costly ``GET /runs?q=`` queries, 64 MiB metric bodies
+sent slowly, and password guessing at another account from 64 addresses. Bounded in count and rate, on
+loopback only. Then reported besides: the well-behaved writers' and readers' latencies (p50/p99/max) and
+5xx, the misbehavers' outcomes by status, lost points (every acknowledged point counted in the database at
+the end) and the API's RSS, with a verdict line.
+
 ``--what-if`` (experiments, not our code; with any number of processes) patches the API before
 ``create_app()``: ``admit=N`` (at most N requests in flight per process, event streams excepted),
 ``pool=N``, ``threads=N``, ``gzip=L``, ``keys-from-latest``. A request that takes longer than 60 s counts
@@ -53,10 +69,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import Resources, machine
-from bench.load.driver import api_entry, drive, start
+from bench.load.driver import api_entry, count_points, drive, start
 from bench.load.generator import KEYS
 from bench.load.recorder import Recorder
-from bench.load.report import api_log_summary, profile_report, report
+from bench.load.report import api_log_summary, budget_report, nginx_log_summary, profile_report, report
 from bench.load.sampling import uptime_line
 from bench.load.whatif import WHAT_IFS
 
@@ -83,6 +99,14 @@ def main() -> int:
         default="",
         help="experiments, not our code, comma-separated: " + "; ".join(WHAT_IFS.values()),
     )
+    ap.add_argument(
+        "--nginx",
+        action="store_true",
+        help="docker/nginx/reasonlab.conf's nginx in front of the API (loopback)",
+    )
+    ap.add_argument(
+        "--misbehave", type=int, default=0, help="misbehaving members at once, 0-5 (bench/load/misbehave.py)"
+    )
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--as-api", nargs=2, metavar=("PORT", "CONTROL_DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -92,6 +116,8 @@ def main() -> int:
         )
     if args.profile and args.api_processes != 1:
         ap.error("--profile runs one API process")
+    if not 0 <= args.misbehave <= 5:
+        ap.error("--misbehave takes 0 to 5")
     if not 1 <= args.keys <= len(KEYS) or args.dashboards > args.workers:
         ap.error("--keys out of range, or more dashboards than runs")
 
@@ -101,7 +127,9 @@ def main() -> int:
         f"{args.workers} workers x {args.points_min}-{args.points_max} points every {args.flush_interval} s "
         f"({args.keys} keys) + heartbeat every {args.heartbeat_interval} s; {args.dashboards} dashboards; "
         f"{args.api_processes} API process(es){' under the profiler' if args.profile else ''}"
-        f"{'; WHAT-IF (not our code): ' + args.what_if if args.what_if else ''}; "
+        f"{'; WHAT-IF (not our code): ' + args.what_if if args.what_if else ''}"
+        f"{'; behind nginx (docker/nginx/reasonlab.conf)' if args.nginx else ''}"
+        f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}; "
         f"{args.duration:.0f} s measured after {args.warmup:.0f} s"
     )
     rec = Recorder()
@@ -112,6 +140,8 @@ def main() -> int:
             sampler, info = asyncio.run(drive(args, setup, rec))
             print(f"uptime at end: {uptime_line()}")
             report(args, rec, sampler, setup, info)
+            points = count_points(setup.db, info["runs"], info["progress"], args.keys)
+            budget_report(args, rec, sampler, setup, points)
             if setup.control is not None:
                 profile_report(setup.control)
         except BaseException:
@@ -119,6 +149,7 @@ def main() -> int:
             print(f"--- api log tail ---\n{res.log_tail('api')}", file=sys.stderr)
             raise
         api_log_summary(res.logs / "api.log")
+        nginx_log_summary(res.logs / "nginx.log")
     return 0
 
 

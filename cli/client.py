@@ -1,4 +1,5 @@
-"""Commands that call the REST API: ``submit``, ``runs``, ``experiments``, ``secrets``, ``datasets``, ``views``.
+"""Commands that call the REST API: ``submit``, ``runs``, ``experiments``, ``secrets``, ``datasets``, ``views``,
+``claims``.
 
 The API URL and token come from flags, the environment (REASONLAB_API_URL, REASONLAB_TOKEN), the config
 file (~/.config/reasonlab/config.yaml: ``api_url``, ``token``) or, on the machine running
@@ -24,7 +25,7 @@ from cli.specfile import experiment_file, load_yaml
 from common.runs import FINISHED_STATUSES, RUN_STATUSES
 
 if TYPE_CHECKING:
-    from reasonlab_sdk.api_types import ViewPublic
+    from reasonlab_sdk.api_types import ClaimPublic, ViewPublic
     from reasonlab_sdk.client import ReasonLabClient
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -1105,4 +1106,230 @@ def experiments_list(
         )
 
 
-COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views)
+def _find_claim(client: ReasonLabClient, project: str | None, ref: str) -> ClaimPublic:
+    """The claim REF: without --project a number is a claim's id in any project the caller is in; any other
+    REF is a claim's name in --project (default: default); an unknown one names the claims there."""
+    from reasonlab_sdk.client import NotFound
+
+    if ref.isdecimal() and project is None:
+        try:
+            return client.get_claim(int(ref))
+        except NotFound:
+            pass  # perhaps a claim named with digits, in the project default
+    items = client.list_claims(_project_id(client, project))
+    for c in items:
+        if c["name"] == ref or (ref.isdecimal() and c["id"] == int(ref)):
+            return c
+    name = project or "default"
+    known = ", ".join(f"{c['name']!r} ({c['id']})" for c in items) or "none"
+    raise click.ClickException(f"no claim {ref!r} in project {name!r}; its claims: {known}")
+
+
+def _number(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def claim_card(claim: Any) -> list[str]:
+    """A claim's evaluation as text: the verdict, the pre-registration, each arm and each comparison."""
+    ev = claim["evaluation"]
+    d = claim["definition"]
+    pre = ev["preregistration"]
+    lines = [
+        f"claim {claim['id']}  {claim['name']}  ({d['section']})",
+        f"verdict: {ev['verdict']}   version {ev['version']} decided (sha256 {ev['hash'][:12]})",
+        f"pre-registration: {pre['status']}"
+        + (f" (version {pre['locked_version']} locked {pre['locked_at'][:19]})" if pre["locked_at"] else ""),
+        f"metric: {d['metric']} ({d['read']['mode']}), {d['direction']}, smallest effect {d['min_effect']:g}, "
+        f"alpha {d['alpha']:g}, family {ev['family']!r} ({ev['family_size']} hypotheses)",
+        "",
+        f"{'arm':<20} {'n':>4}  {'mean':>10}  interval",
+    ]
+    for a in ev["arms"]:
+        interval = f"[{_number(a['ci_low'])}, {_number(a['ci_high'])}]" if a["ci_low"] is not None else "-"
+        lines.append(f"{a['name']:<20} {a['n']:>4}  {_number(a['mean']):>10}  {interval}")
+    lines.append("")
+    for c in ev["comparisons"]:
+        head = f"{c['arm']} vs {c['reference']}: {c['verdict']}"
+        if c["effect"] is None:
+            lines.append(f"{head} ({c['reason']})")
+            continue
+        lines.append(
+            f"{head}  effect {_number(c['effect'])} [{_number(c['ci_low'])}, {_number(c['ci_high'])}]  "
+            f"{c['test']} n={c['n']}  p {_number(c['p_value'], 3)}  adjusted {_number(c['p_adjusted'], 3)}"
+            + (f"  needs n={c['needed_n']}" if c["needed_n"] is not None else "")
+        )
+    return lines
+
+
+def _definition_file(path: Path) -> dict[str, Any]:
+    """A claim file: YAML or JSON with ``name`` and ``definition``."""
+    loaded = load_yaml(str(path), "claim file")
+    if not isinstance(loaded, dict) or "definition" not in loaded:
+        raise click.ClickException(f"{path}: a claim file holds a mapping with name and definition")
+    return loaded
+
+
+@click.group()
+def claims() -> None:
+    """A paper's claims as tested comparisons: two or more arms (queries selecting runs), a metric, a
+    direction, a smallest effect, a test, alpha and a family (Holm), evaluated on the runs as they end;
+    a claim locked before its runs start is pre-registered."""
+
+
+CLAIM_PROJECT_HELP = "the project of a claim given by name (default: default); an id needs none"
+
+
+@claims.command("list")
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def claims_list(project: str | None, api_url: str | None, token: str | None) -> None:
+    """The project's claims: id, verdict, pre-registration, version, family and name."""
+    with _client(api_url, token) as client:
+        items = client.list_claims(_project_id(client, project))
+    if not items:
+        click.echo(f"project {project or 'default'!r} has no claims")
+        return
+    click.echo(f"{'id':>6}  {'verdict':<13} {'pre-registration':<18} {'ver':>3}  {'family':<20} name")
+    for c in items:
+        ev = c["evaluation"]
+        click.echo(
+            f"{c['id']:>6}  {ev['verdict']:<13} {ev['preregistration']['status']:<18} {c['version']:>3}  "
+            f"{ev['family'][:20]:<20} {c['name']}"
+        )
+
+
+@claims.command("show")
+@click.argument("claim_ref", metavar="NAME_OR_ID")
+@click.option("--project", default=None, help=CLAIM_PROJECT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="the claim and its evaluation as JSON")
+@client_options
+@friendly_errors
+def claims_show(
+    claim_ref: str, project: str | None, as_json: bool, api_url: str | None, token: str | None
+) -> None:
+    """A claim's card: verdict, pre-registration, each arm's n, mean and interval, each comparison's
+    effect, interval, p-value adjusted within its family, and the n a power calculation asks for."""
+    with _client(api_url, token) as client:
+        claim = _find_claim(client, project, claim_ref)
+    if as_json:
+        click.echo(json.dumps(claim, indent=2))
+    else:
+        click.echo("\n".join(claim_card(claim)))
+
+
+@claims.command("create")
+@click.argument("claim_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", default=None, help="project name (default: default)")
+@client_options
+@friendly_errors
+def claims_create(claim_file: Path, project: str | None, api_url: str | None, token: str | None) -> None:
+    """State the claim of CLAIM_FILE (YAML or JSON: name, definition: section, arms, metric, direction,
+    min_effect, read, test, alpha, power, family)."""
+    body = _definition_file(claim_file)
+    with _client(api_url, token) as client:
+        claim = client.create_claim(
+            _project_id(client, project), str(body.get("name", "")), body["definition"]
+        )
+    click.echo("\n".join(claim_card(claim)))
+
+
+@claims.command("edit")
+@click.argument("claim_ref", metavar="NAME_OR_ID")
+@click.argument("claim_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", default=None, help=CLAIM_PROJECT_HELP)
+@client_options
+@friendly_errors
+def claims_edit(
+    claim_ref: str, claim_file: Path, project: str | None, api_url: str | None, token: str | None
+) -> None:
+    """Replace a claim's definition (and its name, if the file's differs): a changed definition is a new
+    version, and a version other than the locked one is not pre-registered."""
+    body = _definition_file(claim_file)
+    with _client(api_url, token) as client:
+        claim = _find_claim(client, project, claim_ref)
+        name = body.get("name")
+        claim = client.update_claim(
+            claim["id"],
+            name=str(name) if name and name != claim["name"] else None,
+            definition=body["definition"],
+        )
+    click.echo("\n".join(claim_card(claim)))
+
+
+@claims.command("lock")
+@click.argument("claim_ref", metavar="NAME_OR_ID")
+@click.option("--project", default=None, help=CLAIM_PROJECT_HELP)
+@client_options
+@friendly_errors
+def claims_lock(claim_ref: str, project: str | None, api_url: str | None, token: str | None) -> None:
+    """Pre-register a claim: lock its current version (its hash and the time are recorded)."""
+    with _client(api_url, token) as client:
+        claim = client.lock_claim(_find_claim(client, project, claim_ref)["id"])
+    pre = claim["evaluation"]["preregistration"]
+    click.echo(
+        f"claim {claim['id']} ({claim['name']}) version {pre['locked_version']} locked, sha256 "
+        f"{pre['locked_hash']}: {pre['status']}"
+    )
+
+
+@claims.command("delete")
+@click.argument("claim_ref", metavar="NAME_OR_ID")
+@click.option("--project", default=None, help=CLAIM_PROJECT_HELP)
+@client_options
+@friendly_errors
+def claims_delete(claim_ref: str, project: str | None, api_url: str | None, token: str | None) -> None:
+    """Delete a claim: its author or a project admin may."""
+    with _client(api_url, token) as client:
+        claim = _find_claim(client, project, claim_ref)
+        client.delete_claim(claim["id"])
+    click.echo(f"claim {claim['id']} ({claim['name']}) deleted")
+
+
+@click.group()
+def report() -> None:
+    """Reports: a team's write-up of a result (docs/reports.md)."""
+
+
+REPORT_SUFFIX = {"html": ".html", "md": "-md.zip", "latex": "-latex.zip"}
+
+
+@report.command("export")
+@click.argument("report_id", type=int)
+@click.option(
+    "--format", "fmt", type=click.Choice(["html", "md", "latex"]), default="html", show_default=True
+)
+@click.option("--revision", type=int, default=None, help="the published revision (default: the latest)")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the file to write (default: report-<id>-r<revision>.html, -md.zip or -latex.zip here)",
+)
+@client_options
+@friendly_errors
+def report_export(
+    report_id: int,
+    fmt: str,
+    revision: int | None,
+    output: Path | None,
+    api_url: str | None,
+    token: str | None,
+) -> None:
+    """Write a published revision of report REPORT_ID: one HTML file that opens offline (html), Markdown
+    with SVG figures (md, a zip) or a LaTeX folder with vector figures (latex, a zip)."""
+    with _client(api_url, token) as client:
+        if revision is None:
+            revisions = client.list_report_revisions(report_id)
+            if not revisions:
+                raise click.ClickException(f"report {report_id} has no published revision: publish it first")
+            revision = revisions[-1]["number"]
+        dest = output or Path(f"report-{report_id}-r{revision}{REPORT_SUFFIX[fmt]}")
+        size = client.export_report(
+            report_id, revision, dest, format="md" if fmt == "md" else "latex" if fmt == "latex" else "html"
+        )
+    click.echo(f"wrote {dest} ({size} bytes, revision {revision}, {fmt})")
+
+
+COMMANDS: tuple[click.Command, ...] = (submit, runs, experiments, secrets, datasets, views, claims, report)

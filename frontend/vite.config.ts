@@ -108,7 +108,7 @@ function earlyRequests(): Plugin {
 /** V8's explicit compile hint (Chrome 136+; other engines read a comment): the code every page runs at
  *  load (the entry and its static imports: React, the router, the query client, Mantine) and the line
  *  charts' ECharts are compiled eagerly on a background thread while they download, instead of function
- *  by function on the main thread when first called (issue 12: on the run page ~160 ms less main-thread
+ *  by function on the main thread when first called (on the run page ~160 ms less main-thread
  *  CPU of ~680, on the experiment page ~100 of ~680, load ~6; docs/benchmarks.md). */
 export const COMPILE_HINT = '//# allFunctionsCalledOnLoad\n';
 
@@ -151,7 +151,7 @@ export default defineConfig({
       output: {
         // mantine is large and changes rarely: its own chunk caches across releases. A group, not
         // manualChunks: a manual echarts chunk took the helpers mantine shares with it (tslib), so the entry
-        // preloaded all of ECharts though only the pages with charts use it (issue 12, bundle per page).
+        // preloaded all of ECharts though only the pages with charts use it.
         // ECharts is split by its two entry modules instead (components/charts/echarts.ts: line charts,
         // what the run page draws; echartsFull.ts: the rest, for heatmaps, bars, parallel coordinates).
         codeSplitting: {
@@ -167,8 +167,8 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'src/**/*.test.tsx'],
     environment: 'node',
     // one module graph per test process instead of one per file: 59 files took 50 CPU-s, 39 s of it
-    // re-importing the same modules (Mantine, ECharts, the client) per file; without isolation 12 CPU-s
-    // (issue 24). The files leave no state behind that another reads: the suite passes with its files
+    // re-importing the same modules (Mantine, ECharts, the client) per file; without isolation 12 CPU-s.
+    // The files leave no state behind that another reads: the suite passes with its files
     // shuffled (`npx vitest run --sequence.shuffle.files --sequence.seed=N`, seeds 1-3).
     isolate: false,
     // a test's limit, not a goal: `make test` runs vitest beside pytest's processes on two cores, where a

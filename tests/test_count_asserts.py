@@ -1,5 +1,5 @@
 """lint/count_asserts.py counts what the tests check: asserts and pytest.raises by the AST, expect( in the
-frontend's test files (issue 24: a change to the test set-up must not lower the count)."""
+frontend's test files (a change to the test set-up must not lower the count)."""
 
 from __future__ import annotations
 

@@ -12,11 +12,12 @@ Runs are long (minutes to days) and each one owns a GPU, so the settings are the
 - broker ``visibility_timeout`` longer than the longest run (Redis): an unacknowledged message of a
   running job is not redelivered to a second worker while the first is still working.
 - pool ``prefork``, ``worker_concurrency=1``, ``worker_max_tasks_per_child=1``: every run gets a fresh
-  child process, forked from a parent that never touched CUDA, so CUDA is never forked and GPU memory is
-  fully returned between runs. (The ``solo`` pool would run jobs in the worker process itself, where
-  ``max_tasks_per_child`` has no effect and memory leaks of one run reach the next.) The child exits
-  when the worker parent dies (``worker.runtime.heartbeat.Heartbeat``), so a ``kill -9`` of the worker leaves no orphan
-  heartbeating the run: the reaper hands it to the next worker.
+  pool process, which claims it with the worker token and hands it to a fresh job process forked by the
+  worker's job server (``worker.runtime.zygote``): a process that never held a credential and never
+  touched CUDA, so CUDA is never forked and GPU memory is fully returned between runs. (The ``solo`` pool
+  would run jobs in the worker process itself, which holds the worker token.) The job process exits when
+  its job server or its pool process does, and they when the worker dies, so a ``kill -9`` of the worker
+  leaves no orphan heartbeating the run: the reaper hands it to the next worker.
 - no result backend: results travel through the REST API, not Celery.
 
 The filesystem broker (embedded mode) keeps messages under ``settings.broker_folder``; it removes a

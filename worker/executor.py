@@ -27,6 +27,7 @@ from common.settings import SharedSettings
 from reasonlab_sdk import api_types as api
 from reasonlab_sdk.client import ApiUnavailable, Conflict, NotFound, ReasonLabClient
 from worker.kinds import get_kind
+from worker.runtime import zygote
 from worker.runtime.heartbeat import Heartbeat
 from worker.runtime.logcapture import capture_logs
 from worker.runtime.sysmetrics import SystemSampler, step_origin
@@ -148,50 +149,117 @@ def execute(
 ) -> Outcome:
     """Run ``attempt`` of run ``run_id`` to its end and report it; what happened.
 
+    ``exit_with_parent``: this is a Celery pool process, a fork of the worker, whose memory holds the
+    worker token: it claims the run, and the run's code runs in a job process of its own that holds the
+    run's token alone (``worker.runtime.zygote``), taken before the claim (no claim without a process to
+    run it). Otherwise (``reasonlab run``, tests) the run goes on in this process with the run's token.
+
     ``skipped``: the claim was refused (409/404): another delivery has this attempt, or it is stale.
     ``lost``: the lease was lost mid-run (the reaper gave the run to a new attempt): no finish is sent.
     Raises ApiUnavailable when the API could not be reached to claim, Unauthorized when it refused the
     worker's token (nothing ran in either case: the task retries later).
     """
-    owns_client = client is None
-    api = client or ReasonLabClient(settings.api_url, worker_token(settings))
     worker = worker or worker_name()
+    job = zygote.open_job() if exit_with_parent else None
     try:
-        try:
-            run = call_with_retry(
-                lambda: api.claim(run_id, attempt, worker), what="claim", deadline=CLAIM_DEADLINE
-            )
-        except (Conflict, NotFound) as exc:
-            logger.info("run %s attempt %s not claimed (%s): nothing to do", run_id, attempt, exc)
-            return "skipped"
-    finally:
-        if owns_client:
-            api.close()
+        run = _claim(run_id, attempt, settings, client, worker)
+    except BaseException:
+        if job is not None:
+            job.abandon()
+        raise
+    if run is None:
+        if job is not None:
+            job.abandon()
+        return "skipped"
     claimed_attempt = int(run["attempt"])
     logger.info("run %s attempt %s claimed by %s", run_id, claimed_attempt, worker)
     # From here on the attempt works with its own token (its run's routes only, dead with the attempt):
     # nothing the run does can reach another run or a project route with the worker's credentials.
-    if exit_with_parent:  # a fresh job process (worker/tasks.py) that runs this one run and no other
-        forget_worker_credentials(settings)
-    with api.with_token(run["run_token"]) as run_api:
-        return _run_claimed(run_api, run, claimed_attempt, settings, exit_with_parent, writer_options, worker)
+    if job is not None:
+        return _run_in_job_process(job, run, claimed_attempt, worker)
+    token = run["run_token"]
+    run_api = client.with_token(token) if client is not None else ReasonLabClient(settings.api_url, token)
+    with run_api:
+        return run_claimed(
+            run_api, run, claimed_attempt, settings, worker=worker, writer_options=writer_options
+        )
 
 
-def forget_worker_credentials(settings: SharedSettings) -> None:
-    """Drop the worker token from this job process's settings once the claim is done (a job process runs
-    one run and never claims again)."""
-    settings.worker_token = ""
+def _claim(
+    run_id: int, attempt: int | None, settings: SharedSettings, client: ReasonLabClient | None, worker: str
+) -> api.ClaimOut | None:
+    """The claim with the worker token; None when it is refused (409/404)."""
+    api = client or ReasonLabClient(settings.api_url, worker_token(settings))
+    try:
+        return call_with_retry(
+            lambda: api.claim(run_id, attempt, worker), what="claim", deadline=CLAIM_DEADLINE
+        )
+    except (Conflict, NotFound) as exc:
+        logger.info("run %s attempt %s not claimed (%s): nothing to do", run_id, attempt, exc)
+        return None
+    finally:
+        if client is None:
+            api.close()
 
 
-def _run_claimed(
+OUTCOMES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "skipped", "lost", "released"})
+
+
+def _run_in_job_process(job: zygote.JobProcess, run: api.ClaimOut, attempt: int, worker: str) -> Outcome:
+    """In a pool process: hand the claim to the run's job process, pass the worker's shutdown on to it
+    (the interrupt), and wait for its outcome and its exit. A job process that ends without an outcome
+    (killed, out of memory) sends no finish: the run is ``lost``, and the reaper hands it on."""
+    run_id = int(run["id"])
+    try:
+        job.hand_over(
+            {"run": dict(run), "attempt": attempt, "worker": worker, "shutting_down": _shutting_down}
+        )
+    except OSError as exc:  # it died since it said it was ready: its wait says so
+        logger.error(
+            "run %s attempt %s: the claim could not reach its job process (%s)", run_id, attempt, exc
+        )
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.getsignal(INTERRUPT_SIGNAL)
+    if in_main_thread:
+
+        def relay(*_: object) -> None:
+            note_shutdown()
+            job.interrupt(INTERRUPT_SIGNAL)
+
+        signal.signal(INTERRUPT_SIGNAL, relay)
+        if _shutting_down:  # the signal came before this handler: the job may not have had it
+            job.interrupt(INTERRUPT_SIGNAL)
+    try:
+        answer = job.wait()
+    finally:
+        if in_main_thread:
+            signal.signal(
+                INTERRUPT_SIGNAL, previous_handler if previous_handler is not None else signal.SIG_DFL
+            )
+    outcome = answer.get("outcome") if isinstance(answer, dict) else None
+    if outcome not in OUTCOMES:
+        logger.error(
+            "run %s attempt %s: its job process %d ended without an outcome; the reaper will hand the run on",
+            run_id,
+            attempt,
+            job.pid,
+        )
+        return "lost"
+    return outcome  # type: ignore[no-any-return]
+
+
+def run_claimed(
     api: ReasonLabClient,
     run: api.RunPublic,
     attempt: int,
     settings: SharedSettings,
-    exit_with_parent: bool,
-    writer_options: WriterOptions | None,
+    *,
     worker: str,
+    exit_with_parent: bool = False,
+    writer_options: WriterOptions | None = None,
 ) -> Outcome:
+    """Run a claimed attempt with ``api``, a client holding the run's own token, and report it.
+    ``exit_with_parent``: a job process, which exits when its parent does."""
     run_id = int(run["id"])
     heartbeat = Heartbeat(
         api,

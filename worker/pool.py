@@ -1,6 +1,7 @@
-"""The prefork pool with a prompt respawn of the job process.
+"""The prefork pool with a prompt respawn of the pool process.
 
-Every run gets a fresh child process (``worker_max_tasks_per_child=1``). When that child exits, Celery's
+Every run gets a fresh pool process (``worker_max_tasks_per_child=1``), which claims it and hands it to
+a job process of its own (``worker.runtime.zygote``). When that child exits, Celery's
 AsynPool is woken by the child's sentinel, but the exit is sometimes not yet reapable (``exitcode`` still
 None): ``maintain_pool`` then finds nothing to replace, and the replacement child is forked only by the
 pool's 5-second maintenance timer (celery/celery#9588). A queued run then waits up to 5 s for a process.

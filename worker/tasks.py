@@ -7,7 +7,6 @@ delivery of the same message, or a stale attempt, is refused by the claim and re
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import signal
@@ -22,35 +21,34 @@ from common.settings import get_settings
 from reasonlab_sdk.client import ApiUnavailable, Forbidden, Unauthorized
 from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
-from worker.kinds import get_kind, kind_names
 from worker.pool import job_pids, keep_own_handler
+from worker.runtime import zygote
+from worker.runtime.environment import make_undumpable
 
 logger = logging.getLogger(__name__)
 
 
-@worker_init.connect
-def _preload(**_: Any) -> None:
-    """Import every kind in the worker's parent process, so each fresh job process is forked with them
-    loaded and claims its run within milliseconds. Imports only: no torch op runs here, so neither CUDA
-    nor an OpenMP thread pool exists before the fork. (MLflow is not loaded: the API mirrors runs to it.)"""
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
-    # The worker only sends the interrupt. Blocked here (before the pool's threads exist, which inherit
-    # the mask), it stays pending in a job process forked just as the shutdown begins, until that one
-    # has installed its handler: neither lost nor the default action's death.
+def _block_interrupt() -> None:
+    """The worker only sends the interrupt. Blocked at its start (before the pool's threads exist, which
+    inherit the mask, and before the job server, which keeps it across its exec), it stays pending in a
+    process started just as the shutdown begins until that one has installed its handler: neither lost
+    nor the default action's death."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {executor.INTERRUPT_SIGNAL})
-    if not get_settings().worker_preload:  # REASONLAB_WORKER_PRELOAD=false: each job process imports its kind
-        return
-    # torch._dynamo: torch.optim imports it at the first optimiser built (~3 s per process otherwise)
-    for module in ("torch._dynamo",):
-        try:
-            importlib.import_module(module)
-        except Exception as exc:
-            logger.warning("preload of %s failed: %s", module, exc)
-    for name in kind_names():
-        try:
-            get_kind(name)
-        except Exception as exc:  # a broken kind fails its own runs, not the worker
-            logger.warning("preload of kind %s failed: %s", name, exc)
+
+
+@worker_init.connect
+def _start_job_server(sender: Any = None, **_: Any) -> None:
+    """Start the job server (worker/runtime/zygote.py), before any pool process is forked: every run's code
+    runs in a process forked from it, which never held the worker token; it imports every kind once
+    (``worker.jobserver.preload``), so a job process starts its kind within milliseconds. This process
+    and its pool processes import no kind."""
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
+    # undumpable already when started by `reasonlab worker` (environment.unseal); started by Celery's own
+    # command, from here on: no process of its user reads its memory or its pool processes'
+    make_undumpable()
+    _block_interrupt()
+    level = getattr(sender, "loglevel", logging.INFO)
+    zygote.start(level if isinstance(level, int) else logging.INFO)
 
 
 keep_own_handler(executor.INTERRUPT_SIGNAL)  # billiard's threaded pool would reset it to its exit handler
@@ -58,8 +56,8 @@ keep_own_handler(executor.INTERRUPT_SIGNAL)  # billiard's threaded pool would re
 
 @worker_process_init.connect
 def _note_interrupt_until_a_run(**_: Any) -> None:
-    """An idle job process notes the shutdown signal (it starts no run from then on); a running one
-    checkpoints and gives its run back (the executor's handler)."""
+    """An idle pool process notes the shutdown signal (it starts no run from then on); a busy one passes
+    it on to its run's job process, which checkpoints and gives the run back (the executor's handlers)."""
     signal.signal(executor.INTERRUPT_SIGNAL, executor.note_shutdown)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {executor.INTERRUPT_SIGNAL})  # blocked by the worker
 
@@ -68,9 +66,10 @@ def _note_interrupt_until_a_run(**_: Any) -> None:
 def _interrupt_running_jobs(**_: Any) -> None:
     """Warm shutdown (SIGTERM: docker stop, Ctrl-C of `reasonlab up`): ask every job process to
     checkpoint, stop and give its run back to the queue, so the run resumes elsewhere without losing an
-    attempt, instead of being killed at the end of the grace period. Every one, whichever thread of this
-    process forked it (``job_pids``)."""
-    executor.note_shutdown()  # a job process forked from now on inherits it: it starts no run
+    attempt, instead of being killed at the end of the grace period. Every child, whichever thread of this
+    process forked it (``job_pids``): each pool process passes it on to its run's job process, and the job
+    server notes it (a job process it forks from then on gives its run back at once)."""
+    executor.note_shutdown()  # a pool process forked from now on inherits it: it starts no run
     for pid in sorted(job_pids()):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, executor.INTERRUPT_SIGNAL)

@@ -1,6 +1,6 @@
 """metrics: the runs' summary in its own table (metric_latest); metric -> runs checked per statement
 
-Issue 8. Two changes to metric ingest:
+Two changes to metric ingest:
 
 1. ``runs.summary`` (a JSON of each key's latest value, plus ``_steps``) becomes the table
    ``metric_latest`` (run_id, key, step, value), upserted with "a larger step wins": concurrent batches

@@ -1,4 +1,4 @@
-"""metric roll-ups: per-block min/max/last/count of every series, kept at ingest (issue 12)
+"""metric roll-ups: per-block min/max/last/count of every series, kept at ingest
 
 ``metric_rollup`` holds one row per (run, key, width, block): the points with ``step // width == block``
 summarised (first and last step, min, max, count, value and time at the last step) for widths 10, 100,

@@ -1,6 +1,6 @@
 """metric roll-ups: metric_rollup.run_id -> runs.id kept by the runs triggers, not a declared foreign key
 
-Issue 12. Ingest writes ~1,100 roll-up rows per 10,000-point batch (10 keys x 1,000 steps: 100 + 10 +
+Ingest writes ~1,100 roll-up rows per 10,000-point batch (10 keys x 1,000 steps: 100 + 10 +
 1-2 + 1 blocks a key); Postgres checked the declared foreign key once per row, a KEY SHARE lock on the
 run row each time, ~20-30 ms of the batch on the loaded 2-core machine (docs/benchmarks.md, "Metric
 ingest"). Roll-up rows are written only in the transaction that writes the points of their blocks, after

@@ -1,6 +1,6 @@
 """runs table: revision counters, so an experiment's encoded runs table is reused until it changes
 
-Issue 12 (the 10,000-run experiment page). ``GET /experiments/{id}/runs-table`` built its answer from
+For the 10,000-run experiment page: ``GET /experiments/{id}/runs-table`` built its answer from
 two selects (the runs' columns and every run's latest metric values: 20,000 rows) and a pivot in Python,
 ~80 ms in-process and 0.2-0.8 s while a browser loads on the same 2-core machine. The API now keeps the
 encoded answer and reuses it while a cheap fingerprint of the experiment is unchanged

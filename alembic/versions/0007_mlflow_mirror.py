@@ -1,6 +1,6 @@
 """the MLflow mirror, written by the API from the database: its outbox per run and watermark per series
 
-Issue 21 (finding 4). Workers wrote MLflow themselves and a later attempt walked 10,000-step windows from
+Workers wrote MLflow themselves and a later attempt walked 10,000-step windows from
 a series' first step to its last to catch the mirror up (one point at step 5.2e9: 523,000 requests). The
 mirror is now the API leader's (backend/mirror/): workers need no MLflow URL, and every loop is bounded by
 the points that exist.

@@ -1,6 +1,6 @@
 """project secrets: keys for outside endpoints, sealed with a key only the API holds
 
-Issue 21 (finding 1): a spec named an environment variable of the worker (``api_key_env``) and the worker
+A spec named an environment variable of the worker (``api_key_env``) and the worker
 sent its value to the spec's URL. Keys are now project secrets (backend/secrets/), set by a project
 admin, sealed with AES-GCM under a key workers do not hold, handed only to a run whose spec names them.
 

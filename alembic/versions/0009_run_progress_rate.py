@@ -1,6 +1,6 @@
 """runs: the progress rate of the current attempt, for an ETA of every running run
 
-Issue 22: the dashboard's ETA was measured in the browser from the progress events it had seen, so a
+The dashboard's ETA was measured in the browser from the progress events it had seen, so a
 page opened mid-run (and the runs table) had none. The API now keeps, per run, the current attempt's
 first progress report (``progress_base_at``, ``progress_base_done``) and when its done count last moved
 (``progress_at``), and answers ``progress.eta_at`` (backend/runs/eta.py).

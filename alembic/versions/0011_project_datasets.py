@@ -1,6 +1,6 @@
 """project datasets: data files a member uploads to a project, named by specs as ``dataset:<name>``
 
-Issue 21 (the last gap): a member without shell access to the GPU hosts could not bring a data file.
+A member without shell access to the GPU hosts could not bring a data file.
 Uploads go to the artifact store (``datasets/project-<id>/<name>``); this table keeps their metadata.
 
 Revision ID: 0011

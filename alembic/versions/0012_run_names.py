@@ -1,4 +1,4 @@
-"""runs: a name a member gives a run (issue 22: naming and renaming runs)
+"""runs: a name a member gives a run
 
 1. ``runs.name``: null until someone names the run (``PATCH /runs/{id}``); the dashboard, the CLI and the
    exports show it beside the run's number.

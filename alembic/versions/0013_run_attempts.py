@@ -1,4 +1,4 @@
-"""run_attempts: one row per attempt of a run (issue 22, item 5: lost and requeued attempts left no trace)
+"""run_attempts: one row per attempt of a run (lost and requeued attempts used to leave no trace)
 
 ``run_attempts`` (run_id, attempt) records which worker held an attempt, from when to when, and how it
 ended: running, succeeded, failed, cancelled, released (handed back at a worker's shutdown) or lost (its

@@ -1,4 +1,4 @@
-"""mirror_runs.name_sent: the name the run's MLflow run has (issue 22, item 7: naming runs)
+"""mirror_runs.name_sent: the name the run's MLflow run has
 
 The MLflow mirror names a run's MLflow run after the run (``runs.name``, else ``run-<id>``) and renames it
 (the ``mlflow.runName`` tag) when a member renames the run. ``name_sent`` records the name MLflow has, so a

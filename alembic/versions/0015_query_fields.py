@@ -1,4 +1,4 @@
-"""the query language's fields (issue 25): metric_latest.vmin / vmax, indexes on (key, value | vmin | vmax)
+"""the query language's fields: metric_latest.vmin / vmax, indexes on (key, value | vmin | vmax)
 
 ``min(metrics.k)`` and ``max(metrics.k)`` of the query language (backend/query) read each series'
 smallest and largest finite value from its ``metric_latest`` row, kept at ingest

@@ -1,4 +1,4 @@
-"""run_examples, run_example_tables: per-example tables of a run (issue 25, item 5)
+"""run_examples, run_example_tables: per-example tables of a run
 
 ``run_examples`` (run_id, table_name, idx) holds one example's row as the kind posted it (``data``, JSON)
 and its stable ``key`` (unique in its table: a diff of two runs matches rows on it); the primary key

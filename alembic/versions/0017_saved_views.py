@@ -1,4 +1,4 @@
-"""saved views (issue 25): a named query, columns, grouping, sort and chart options, per project
+"""saved views: a named query, columns, grouping, sort and chart options, per project
 
 Revision ID: 0017
 Revises: 0016

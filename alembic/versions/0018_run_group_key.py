@@ -1,4 +1,4 @@
-"""runs.group_key: a run's seed group (issue 25, GET /runs?group_by=default)
+"""runs.group_key: a run's seed group (GET /runs?group_by=default)
 
 ``group_key`` is the sha256 hex of the run's spec as canonical JSON (keys sorted, no spaces, lists in order)
 without any key named ``seed``, at any depth (backend/groups/key.py computes it for new runs). Existing

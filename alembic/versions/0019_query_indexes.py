@@ -1,4 +1,4 @@
-"""indexes for the query language's sorts at scale (issue 25, bench/query_scale.py)
+"""indexes for the query language's sorts at scale (bench/query_scale.py)
 
 A page sorted by name (``GET /runs?sort=name``, ``GET /experiments?sort=name``) orders by
 ``name IS NULL, name, id`` (rows without a name last in both directions, ties by id: backend/query

@@ -1,4 +1,4 @@
-"""runs.spec and experiments.spec as jsonb on Postgres (issue 25, bench/query_scale.py)
+"""runs.spec and experiments.spec as jsonb on Postgres (bench/query_scale.py)
 
 The query language reads ``params.<path>`` from a spec on every matching row (filters, sorts, group
 columns). As ``json`` (text) Postgres re-parses the whole spec for each ``json_extract_path``; as ``jsonb``

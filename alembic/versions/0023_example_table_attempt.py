@@ -1,4 +1,4 @@
-"""run_example_tables.attempt: the attempt that wrote a per-example table's rows (issue 25, item 5)
+"""run_example_tables.attempt: the attempt that wrote a per-example table's rows
 
 A run resumed after a crash is a new attempt, and its rows replace the earlier attempt's: when an attempt
 newer than the one recorded here posts its first batch to the table, the server deletes the old rows in

@@ -1,6 +1,6 @@
 """group summaries: a project's seed groups of ended runs, summed once, for the whole project's groups
 
-Issue 25, item 2's last missed figure: ``GET /runs?project=..&group_by=default&metrics=...`` with no other
+The last scale goal still missed: ``GET /runs?project=..&group_by=default&metrics=...`` with no other
 filter aggregated every run of the project and its metric_latest rows per request (1,000,000 runs: ~1.75 s
 in the API). backend/groups/summary.py keeps, per project, the sums of the runs that had ended by a cut-off
 time ``until`` (``group_summary_groups``: n and the first id per group key; ``group_summary_metrics``:

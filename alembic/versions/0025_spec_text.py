@@ -1,4 +1,4 @@
-"""runs.spec_text and experiments.spec_text: a spec's JSON text as written, on Postgres (issue 25)
+"""runs.spec_text and experiments.spec_text: a spec's JSON text as written, on Postgres
 
 Since 0020 ``spec`` is jsonb on Postgres, which keeps no key order: a spec read back listed its keys shorter
 first, while SQLite (JSON text) lists them as written. The backend now also stores the text it wrote in

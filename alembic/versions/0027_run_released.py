@@ -1,4 +1,4 @@
-"""runs.released: the attempts handed back at a worker's shutdown, counted apart (issue 36, item 7)
+"""runs.released: the attempts handed back at a worker's shutdown, counted apart
 
 A worker shutting down gives its run back (``POST /runs/{id}/release``): the run is queued as the next
 attempt, resumed from its checkpoint by another worker. Until now the release raised ``max_attempts`` by

@@ -1,6 +1,6 @@
 """project_secrets.hosts: where a secret may be sent, set by a project admin with its value
 
-Issue 35 (finding 4): a member's skillmix spec named ``api_key_secret: OPENAI_API_KEY`` and an endpoint of
+A member's skillmix spec named ``api_key_secret: OPENAI_API_KEY`` and an endpoint of
 their own, and the run sent that endpoint the project's key. A secret now carries the hosts (or URL
 prefixes) it may be sent to (worker/specs/confine, SecretHost); a spec that sends it elsewhere is a 422,
 and the worker checks again before it connects.

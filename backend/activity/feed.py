@@ -20,15 +20,18 @@ def record(
     actor_id: int | None = None,
     experiment_id: int | None = None,
     run_id: int | None = None,
+    claim_id: int | None = None,
 ) -> Activity:
     """Add one feed row: ``type_`` is what happened (submitted, commented, reviewed, finished, failed,
-    cancelled); ``actor_id`` is None when the system did it (a worker finishing, the reaper)."""
+    cancelled; for a claim: claimed, edited, locked, commented, reviewed); ``actor_id`` is None when the
+    system did it (a worker finishing, the reaper)."""
     row = Activity(
         project_id=project_id,
         type=type_,
         actor_id=actor_id,
         experiment_id=experiment_id,
         run_id=run_id,
+        claim_id=claim_id,
         message=message,
     )
     session.add(row)

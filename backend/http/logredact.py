@@ -9,7 +9,8 @@ while decoding changes it: a double encoding too) and compares it case-insensiti
 the secret words: it covers every spelling the auth path accepts (the exact name ``ticket``,
 case-sensitive, however encoded) and more (``TICKET``, ``x-ticket``, ``api_key``, ``access_token``,
 ``password``...). Besides, anything shaped like a JWT (a run read ticket, a login token), an API or run
-token (``rl_...``, ``rlrun_...``) or a generated worker token (``wk_...``), and the configured worker
+token (``rl_...``, ``rlrun_...``), a report's share link (``rlshare_...``, in a path) or a generated worker
+token (``wk_...``), and the configured worker
 token itself (whatever an operator set it to), is redacted wherever it stands in a logged line, under
 any parameter name (``?x=<the worker token>``), a path included.
 """
@@ -29,7 +30,7 @@ _QUERY = re.compile(r"\?([^\s\"']*)")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_.~%+-]{1,64}$")
 # JWTs (three base64url parts, the first a JSON header: 'eyJ'), and ReasonLab's API and run tokens
 _TOKENS = re.compile(
-    r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*|\brl(?:run)?[_.][A-Za-z0-9_.-]{16,}"
+    r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*|\brl(?:run|share)?[_.][A-Za-z0-9_.-]{16,}"
     r"|\bwk_[A-Za-z0-9_-]{16,}"
 )
 REDACTED = "[redacted]"

@@ -11,7 +11,9 @@ from typing import Any
 from fastapi import Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
+from backend.errors import ClientGone
 from backend.http.admission import released
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
@@ -39,10 +41,15 @@ async def copy_body(request: Request, write: Callable[[bytes], object]) -> None:
     ``release_session`` first), and takes a slot again once the body is in."""
     pending = bytearray()
     async with released(request.scope):
-        async for chunk in request.stream():
-            pending += chunk
-            if len(pending) >= WRITE_BATCH:
-                await run_in_threadpool(write, bytes(pending))
-                pending.clear()
+        try:
+            async for chunk in request.stream():
+                pending += chunk
+                if len(pending) >= WRITE_BATCH:
+                    await run_in_threadpool(write, bytes(pending))
+                    pending.clear()
+        except ClientDisconnect:
+            # the client hung up mid-body: the route's staged file is dropped as for any error, and the
+            # answer (to no one) is an error of ours, not an unhandled exception with its traceback
+            raise ClientGone("the client closed the connection before the body was complete") from None
         if pending:
             await run_in_threadpool(write, bytes(pending))

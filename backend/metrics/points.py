@@ -31,6 +31,7 @@ from backend.metrics.rollups import (
 )
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
+from common.nonfinite import finite, kind
 
 # Postgres ingest. The common case, a training loop logging new steps, goes straight into ``metric``
 # (inside a savepoint): a large batch by one binary COPY, a small one (up to SMALL_BATCH points) by one
@@ -43,11 +44,12 @@ from backend.models import Metric, MetricLatest
 # check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
 # CPU per point); one INSERT over unnest(arrays) was slower for 10,000 points (psycopg's text dumping of
 # lists), and is used only where round trips, not points, are the cost.
-_PG_COLUMNS = "(run_id, key, step, value, time)"
-_PG_TYPES = ["int4", "varchar", "int8", "float8", "timestamptz"]
+_PG_COLUMNS = "(run_id, key, step, value, nonfinite, time)"
+_PG_TYPES = ["int4", "varchar", "int8", "float8", "int2", "timestamptz"]
 _PG_STAGE = """
     CREATE TEMPORARY TABLE IF NOT EXISTS metric_stage (
-        run_id integer, key varchar(250), step bigint, value double precision, time timestamptz
+        run_id integer, key varchar(250), step bigint, value double precision, nonfinite smallint,
+        time timestamptz
     ) ON COMMIT DELETE ROWS
 """
 # the run's series' largest steps (``reads.latest_steps``), for the append path's overwrite check
@@ -58,9 +60,9 @@ SMALL_BATCH = 1000
 # times as microseconds since 1970, added in two exact parts (whole seconds, then the rest; %% is %)
 _PG_INSERT_ARRAYS = (
     f"INSERT INTO metric {_PG_COLUMNS}"
-    " SELECT %s, k, s, v,"
+    " SELECT %s, k, s, v, nullif(c, 0),"
     " timestamptz 'epoch' + (t / 1000000) * interval '1 second' + (t %% 1000000) * interval '1 microsecond'"
-    " FROM unnest(%s::varchar[], %s::int8[], %s::float8[], %s::int8[]) AS u(k, s, v, t)"
+    " FROM unnest(%s::varchar[], %s::int8[], %s::float8[], %s::int2[], %s::int8[]) AS u(k, s, v, c, t)"
 )
 # ``mirror.note_changes`` for a batch appended below some series' latest steps (every such point new):
 # each key's smallest such step, as that function writes it on Postgres
@@ -71,12 +73,13 @@ _PG_NOTE_BELOW = """
         changed_from = least(coalesce(mirror_series.changed_from, excluded.changed_from), excluded.changed_from)
 """
 _PG_MERGE = """
-    INSERT INTO metric (run_id, key, step, value, time)
-    SELECT run_id, key, step, value, time FROM metric_stage ORDER BY key, step
-    ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, time = excluded.time
+    INSERT INTO metric (run_id, key, step, value, nonfinite, time)
+    SELECT run_id, key, step, value, nonfinite, time FROM metric_stage ORDER BY key, step
+    ON CONFLICT (run_id, key, step) DO UPDATE
+        SET value = excluded.value, nonfinite = excluded.nonfinite, time = excluded.time
 """
 
-Row = tuple[int, str, int, float | None, datetime]
+Row = tuple[int, str, int, float | None, int | None, datetime]
 
 
 def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
@@ -132,6 +135,7 @@ def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bo
                     [keys[k] for k in cols.key.tolist()],
                     cols.step.tolist(),
                     values,
+                    cols.nonfinite().tolist(),
                     cols.time.tolist(),
                 ]
                 with conn.pipeline():
@@ -209,7 +213,8 @@ def upsert_series(
     first_steps: Mapping[str, int] | None = None,
 ) -> None:
     """Insert or overwrite one run's points ``{(key, step): (value, time)}`` on (run, key, step), and
-    bring their roll-up blocks up to date.
+    bring their roll-up blocks up to date. A value is a float as logged (NaN and infinities included:
+    stored as a NULL value and their kind, common/nonfinite.py) or None (a gap).
 
     ``first_steps`` (``{key: smallest step in points}``) lets a batch that overwrites no stored point (a
     training loop's new steps) take the append path: on Postgres one COPY straight into ``metric``, and
@@ -224,7 +229,7 @@ def upsert_series(
         _sqlite_upsert(
             session,
             [
-                {"run_id": run_id, "key": k, "step": s, "value": v, "time": t}
+                {"run_id": run_id, "key": k, "step": s, "value": finite(v), "nonfinite": kind(v), "time": t}
                 for (k, s), (v, t) in points.items()
             ],
         )
@@ -241,7 +246,10 @@ def upsert_series(
         mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
         # in (key, step) order: every writer into the run (COPY or merge) takes the points' index
         # entries in one order, so two overlapping batches wait for each other, never in a cycle
-        _merge(session, sorted((run_id, k, s, v, as_utc(t)) for (k, s), (v, t) in points.items()))
+        _merge(
+            session,
+            sorted((run_id, k, s, finite(v), kind(v), as_utc(t)) for (k, s), (v, t) in points.items()),
+        )
         refresh_rollups(session, run_id, batch_spans(points))
     except psycopg.Error as exc:
         # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
@@ -253,7 +261,7 @@ def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     lite = sqlite.insert(Metric)
     stmt = lite.on_conflict_do_update(
         index_elements=["run_id", "key", "step"],
-        set_={"value": lite.excluded.value, "time": lite.excluded.time},
+        set_={"value": lite.excluded.value, "nonfinite": lite.excluded.nonfinite, "time": lite.excluded.time},
     )
     for i in range(0, len(rows), 5000):
         session.execute(stmt, list(rows[i : i + 5000]))
@@ -261,12 +269,12 @@ def _sqlite_upsert(session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 # -- each series' latest point (the run's summary) ---------------------------------------------------
 
-# rows per statement: 4 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
+# rows per statement: 6 parameters a row, under SQLite's 32,766 and Postgres' 65,535 bound parameters
 _LATEST_CHUNK = 2000
 
 
 def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int, float | None]]) -> None:
-    """Record ``{key: (step, value)}`` as the run's latest points where the step is at least the stored
+    """Record ``{key: (step, value)}`` (a value as ``upsert_series`` takes it) as the run's latest points where the step is at least the stored
     one (a tie: the later write wins). No lock on the run: concurrent batches into one run each update
     their keys' rows, and the conditional upsert keeps the largest step whatever the commit order. Rows
     go in key order, so two batches lock shared keys' rows in one order (no deadlock between them)."""
@@ -274,7 +282,8 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
         return
     dialect = session.get_bind().dialect.name
     rows = [
-        {"run_id": run_id, "key": k, "step": s, "value": v, "rev": 1} for k, (s, v) in sorted(latest.items())
+        {"run_id": run_id, "key": k, "step": s, "value": finite(v), "nonfinite": kind(v), "rev": 1}
+        for k, (s, v) in sorted(latest.items())
     ]
     for i in range(0, len(rows), _LATEST_CHUNK):
         ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(MetricLatest)
@@ -283,7 +292,12 @@ def upsert_latest(session: Session, run_id: int, latest: Mapping[str, tuple[int,
             stmt.on_conflict_do_update(
                 index_elements=[MetricLatest.run_id, MetricLatest.key],
                 # rev: +1 a change of the row, the runs table's cache key (backend/experiments/table.py)
-                set_={"step": stmt.excluded.step, "value": stmt.excluded.value, "rev": MetricLatest.rev + 1},
+                set_={
+                    "step": stmt.excluded.step,
+                    "value": stmt.excluded.value,
+                    "nonfinite": stmt.excluded.nonfinite,
+                    "rev": MetricLatest.rev + 1,
+                },
                 where=stmt.excluded.step >= MetricLatest.step,
             )
         )

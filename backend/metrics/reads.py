@@ -28,17 +28,19 @@ from backend.runs import repository as runs_repo
 # the buckets cover 1% of it (bench/metric_query.py).
 _BUCKETS_SQL = """
     WITH pts AS (
-        SELECT step, value, (step - :lo) / :width AS bucket
+        SELECT step, value, nonfinite, (step - :lo) / :width AS bucket
         FROM metric
         WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi
     ),
     agg AS (
-        SELECT bucket, MIN(step) AS s0, MAX(step) AS s1, MIN(value) AS vmin, MAX(value) AS vmax, COUNT(*) AS n
+        SELECT bucket, MIN(step) AS s0, MAX(step) AS s1, MIN(value) AS vmin, MAX(value) AS vmax, COUNT(*) AS n,
+            COUNT(nonfinite) AS nf
         FROM pts GROUP BY bucket
     )
     SELECT agg.s0, agg.s1, agg.vmin, agg.vmax,
         (SELECT m.value FROM metric m WHERE m.run_id = :run_id AND m.key = :key AND m.step = agg.s1) AS vlast,
-        agg.n{time}
+        agg.n, agg.nf,
+        (SELECT m.nonfinite FROM metric m WHERE m.run_id = :run_id AND m.key = :key AND m.step = agg.s1){time}
     FROM agg
     ORDER BY agg.bucket
     """
@@ -93,7 +95,8 @@ def count(session: Session, run_id: int, key: str) -> int:
 def buckets(
     session: Session, run_id: int, key: str, lo: int, hi: int, max_points: int, with_time: bool = False
 ) -> Sequence[Sequence[Any]]:
-    """Rows ``(step_start, step_end, min, max, last, count)`` per bucket, at most ``max_points`` of them,
+    """Rows ``(step_start, step_end, min, max, last, count, non-finite count, last's kind)`` per bucket
+    (``common.nonfinite``: min, max and last are finite or NULL), at most ``max_points`` of them,
     ``with_time``: and the time of the bucket's last point (a datetime, or SQLite's text of one).
 
     Buckets of ``ceil((hi - lo + 1) / max_points)`` steps from ``lo`` over the raw points when that is
@@ -118,20 +121,20 @@ def buckets(
 
 # each bucket's time only when asked (a chart over wall-clock time): decoding 1,000 timestamps costs
 # more than reading the rows
-_RAW_POINTS = text(
-    "SELECT step, step, value, value, value, 1 FROM metric "
-    "WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
+_RAW_POINT = (
+    "SELECT step, step, value, value, value, 1, CASE WHEN nonfinite IS NULL THEN 0 ELSE 1 END, nonfinite"
 )
-_RAW_POINTS_TIMED = text(
-    "SELECT step, step, value, value, value, 1, time FROM metric "
-    "WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
+_RAW_WHERE = (
+    " FROM metric WHERE run_id = :run_id AND key = :key AND step >= :lo AND step <= :hi ORDER BY step"
 )
+_RAW_POINTS = text(_RAW_POINT + _RAW_WHERE)
+_RAW_POINTS_TIMED = text(_RAW_POINT + ", time" + _RAW_WHERE)
 _ROLLUP_BLOCKS = text(
-    "SELECT s0, s1, vmin, vmax, vlast, n FROM metric_rollup "
+    "SELECT s0, s1, vmin, vmax, vlast, n, nf, klast FROM metric_rollup "
     "WHERE run_id = :run_id AND key = :key AND width = :width AND block >= :lo AND block <= :hi ORDER BY block"
 )
 _ROLLUP_BLOCKS_TIMED = text(
-    "SELECT s0, s1, vmin, vmax, vlast, n, tlast FROM metric_rollup "
+    "SELECT s0, s1, vmin, vmax, vlast, n, nf, klast, tlast FROM metric_rollup "
     "WHERE run_id = :run_id AND key = :key AND width = :width AND block >= :lo AND block <= :hi ORDER BY block"
 )
 
@@ -139,7 +142,7 @@ _ROLLUP_BLOCKS_TIMED = text(
 def _cover(
     session: Session, run_id: int, key: str, lo: int, hi: int, level: int, with_time: bool, out: list[Any]
 ) -> None:
-    """Append to ``out`` pieces ``(s0, s1, min, max, last, n[, time])`` covering steps ``lo..hi``
+    """Append to ``out`` pieces ``(s0, s1, min, max, last, n, nf, klast[, time])`` covering steps ``lo..hi``
     exactly: the whole blocks of ``ROLLUP_WIDTHS[level]`` inside it, the ends by finer widths, then raw
     points."""
     if lo > hi:
@@ -188,10 +191,11 @@ def _buckets_from_rollups(
         if vmax is not None and (b[3] is None or vmax > b[3]):
             b[3] = vmax
         # later in step order: its last step is the bucket's last so far
-        b[1], b[4] = piece[1], piece[4]
+        b[1], b[4], b[7] = piece[1], piece[4], piece[7]
         if with_time:
-            b[6] = piece[6]
+            b[8] = piece[8]
         b[5] += piece[5]
+        b[6] += piece[6]
     if b:
         out.append(tuple(b))
     return out

@@ -16,16 +16,18 @@ from sqlalchemy.orm import Session
 from backend.db import psycopg_connection
 from backend.metrics.columns import Columns, rollup_blocks, rollup_rows
 from backend.models import TS
+from common.nonfinite import finite, kind
 
 # Block widths in steps, each a multiple of the one before (a block lies inside one block of every coarser
 # width). A factor of 10 between them bounds a query's reads at ~10x its buckets: a window whose buckets
 # are just under a width wide reads the width below.
 ROLLUP_WIDTHS = (10, 100, 1000, 10000)
 
-_ROLLUP_COLUMNS = "(run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast)"
+_ROLLUP_COLUMNS = "(run_id, key, width, block, s0, s1, vmin, vmax, n, vlast, tlast, nf, klast)"
 _ROLLUP_UPSERT = """
     ON CONFLICT (run_id, key, width, block) DO UPDATE SET s0 = excluded.s0, s1 = excluded.s1,
-        vmin = excluded.vmin, vmax = excluded.vmax, n = excluded.n, vlast = excluded.vlast, tlast = excluded.tlast
+        vmin = excluded.vmin, vmax = excluded.vmax, n = excluded.n, vlast = excluded.vlast, tlast = excluded.tlast,
+        nf = excluded.nf, klast = excluded.klast
 """
 # The finest width from the points of whole blocks, the coarser ones from the blocks of the width below
 # (``r`` of them a block); ``WHERE true``: SQLite's reading of INSERT ... SELECT ... ON CONFLICT. ``last`` (value and time at the block's last step) is picked by a window function
@@ -35,9 +37,10 @@ _ROLLUP_FROM_POINTS = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
     + """
     SELECT run_id, key, {w}, blk, MIN(step), MAX(step), MIN(value), MAX(value), COUNT(*),
-        MAX(CASE WHEN rn = 1 THEN value END), MAX(CASE WHEN rn = 1 THEN time END)
+        MAX(CASE WHEN rn = 1 THEN value END), MAX(CASE WHEN rn = 1 THEN time END),
+        COUNT(nonfinite), MAX(CASE WHEN rn = 1 THEN nonfinite END)
     FROM (
-        SELECT run_id, key, step, value, time, step / {w} AS blk,
+        SELECT run_id, key, step, value, time, nonfinite, step / {w} AS blk,
             ROW_NUMBER() OVER (PARTITION BY key, step / {w} ORDER BY step DESC) AS rn
         FROM metric WHERE run_id = :run_id AND key IN :keys AND step >= :lo AND step <= :hi
     ) p
@@ -50,9 +53,10 @@ _ROLLUP_FROM_FINER = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
     + """
     SELECT run_id, key, {w}, blk, MIN(s0), MAX(s1), MIN(vmin), MAX(vmax), SUM(n),
-        MAX(CASE WHEN rn = 1 THEN vlast END), MAX(CASE WHEN rn = 1 THEN tlast END)
+        MAX(CASE WHEN rn = 1 THEN vlast END), MAX(CASE WHEN rn = 1 THEN tlast END),
+        SUM(nf), MAX(CASE WHEN rn = 1 THEN klast END)
     FROM (
-        SELECT run_id, key, s0, s1, vmin, vmax, n, vlast, tlast, block / {r} AS blk,
+        SELECT run_id, key, s0, s1, vmin, vmax, n, vlast, tlast, nf, klast, block / {r} AS blk,
             ROW_NUMBER() OVER (PARTITION BY key, block / {r} ORDER BY block DESC) AS rn
         FROM metric_rollup
         WHERE run_id = :run_id AND key IN :keys AND width = {c} AND block >= :lo AND block <= :hi
@@ -133,11 +137,14 @@ def _lock_rollups(session: Session, run_id: int) -> None:
 
 
 # A block's summary while it is built: [first step, last step, min, max, count, value and time at the
-# last step]; min and max over the non-null values (NULL: none).
+# last step, count of non-finite values]; min and max over the finite values (NULL: none), the last value
+# as logged (NaN and infinities included: split into vlast and klast when written).
 _Summary = list[Any]
 
 
-def _absorb(b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: Any, tlast: Any) -> None:
+def _absorb(
+    b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: Any, tlast: Any, nf: int
+) -> None:
     """Fold a disjoint block (or point) into ``b``."""
     if s0 < b[0]:
         b[0] = s0
@@ -148,6 +155,7 @@ def _absorb(b: _Summary, s0: int, s1: int, vmin: Any, vmax: Any, n: int, vlast: 
     if vmax is not None and (b[3] is None or vmax > b[3]):
         b[3] = vmax
     b[4] += n
+    b[7] += nf
 
 
 def _batch_blocks(
@@ -160,19 +168,22 @@ def _batch_blocks(
     get = finest.get
     for (key, step), (value, t) in points.items():
         b = get((key, step // w0))
+        v = finite(value)  # what min and max see
+        odd = 0 if v is not None or value is None else 1
         if b is None:
-            finest[(key, step // w0)] = [step, step, value, value, 1, value, t]
+            finest[(key, step // w0)] = [step, step, v, v, 1, value, t, odd]
             continue
         if step < b[0]:
             b[0] = step
         if step > b[1]:
             b[1], b[5], b[6] = step, value, t
-        if value is not None:
-            if b[2] is None or value < b[2]:
-                b[2] = value
-            if b[3] is None or value > b[3]:
-                b[3] = value
+        if v is not None:
+            if b[2] is None or v < b[2]:
+                b[2] = v
+            if b[3] is None or v > b[3]:
+                b[3] = v
         b[4] += 1
+        b[7] += odd
     out = {w0: finest}
     for finer, width in itertools.pairwise(ROLLUP_WIDTHS):
         r = width // finer
@@ -199,7 +210,9 @@ _ROLLUP_FOLD = """
             THEN excluded.vmax ELSE metric_rollup.vmax END,
         n = metric_rollup.n + excluded.n,
         vlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.vlast ELSE metric_rollup.vlast END,
-        tlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.tlast ELSE metric_rollup.tlast END
+        tlast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.tlast ELSE metric_rollup.tlast END,
+        nf = metric_rollup.nf + excluded.nf,
+        klast = CASE WHEN excluded.s1 > metric_rollup.s1 THEN excluded.klast ELSE metric_rollup.klast END
 """
 # Postgres: the blocks go by binary COPY into a session-local staging table (no index: ~5 us a row, against
 # ~15-25 us into metric_rollup and its primary key), then one INSERT ... SELECT folds them in.
@@ -214,16 +227,17 @@ _PG_ROLLUP_FOLD = (
 )
 _SQLITE_ROLLUP_FOLD = text(
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS}"
-    " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast)" + _ROLLUP_FOLD
+    " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast, :nf, :klast)"
+    + _ROLLUP_FOLD
 ).bindparams(bindparam("tlast", type_=TS))
 
 
 _LATEST_FROM_STAGE = f"""
-    INSERT INTO metric_latest (run_id, key, step, value, rev)
-    SELECT DISTINCT ON (key) run_id, key, s1, vlast, 1 FROM metric_rollup_stage
+    INSERT INTO metric_latest (run_id, key, step, value, nonfinite, rev)
+    SELECT DISTINCT ON (key) run_id, key, s1, vlast, klast, 1 FROM metric_rollup_stage
     WHERE width = {ROLLUP_WIDTHS[0]} ORDER BY key, s1 DESC
     ON CONFLICT (run_id, key) DO UPDATE SET step = excluded.step, value = excluded.value,
-        rev = metric_latest.rev + 1
+        nonfinite = excluded.nonfinite, rev = metric_latest.rev + 1
     WHERE excluded.step >= metric_latest.step
 """
 _EXTREMES_FROM_STAGE = f"""
@@ -264,21 +278,23 @@ def fold_rollups_statements(run_id: int, *, latest: bool) -> list[str]:
 PG_STAGE_FROM_ARRAYS = (
     f"INSERT INTO metric_rollup_stage {_ROLLUP_COLUMNS}"
     " SELECT %s, k, w, b, s0, s1, lo, hi, c, vl,"
-    " timestamptz 'epoch' + (tl / 1000000) * interval '1 second' + (tl %% 1000000) * interval '1 microsecond'"
+    " timestamptz 'epoch' + (tl / 1000000) * interval '1 second' + (tl %% 1000000) * interval '1 microsecond',"
+    " nf, nullif(kl, 0)"
     " FROM unnest(%s::varchar[], %s::int4[], %s::int8[], %s::int8[], %s::int8[], %s::float8[], %s::float8[],"
-    " %s::int4[], %s::float8[], %s::int8[]) AS u(k, w, b, s0, s1, lo, hi, c, vl, tl)"
+    " %s::int4[], %s::float8[], %s::int8[], %s::int4[], %s::int2[]) AS u(k, w, b, s0, s1, lo, hi, c, vl, tl, nf, kl)"
 )
 
 
 def stage_arrays(cols: Columns) -> list[list[Any]]:
-    """The batch's blocks at every width as the arrays of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL)."""
-    out: list[list[Any]] = [[] for _ in range(10)]
+    """The batch's blocks at every width as the arrays of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL; a ``klast``
+    0 is NULL by the statement)."""
+    out: list[list[Any]] = [[] for _ in range(12)]
     keys = cols.keys
     for b in rollup_blocks(cols, ROLLUP_WIDTHS):
         out[0] += [keys[k] for k in b.key.tolist()]
         out[1] += [b.width] * len(b.key)
         for column, values in zip(
-            out[2:], (b.block, b.s0, b.s1, b.vmin, b.vmax, b.n, b.vlast, b.tlast), strict=True
+            out[2:], (b.block, b.s0, b.s1, b.vmin, b.vmax, b.n, b.vlast, b.tlast, b.nf, b.klast), strict=True
         ):
             column += [None if v != v else v for v in values.tolist()]
     return out
@@ -319,11 +335,13 @@ def add_rollups(
             "vmin": vmin,
             "vmax": vmax,
             "n": n,
-            "vlast": vlast,
+            "vlast": finite(vlast),
             "tlast": tlast,
+            "nf": nf,
+            "klast": kind(vlast),
         }
         for width, level in blocks.items()
-        for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast) in level.items()
+        for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast, nf) in level.items()
     ]
     for i in range(0, len(rows), 2000):
         session.execute(_SQLITE_ROLLUP_FOLD, rows[i : i + 2000])

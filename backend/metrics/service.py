@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -15,10 +14,7 @@ from backend.metrics.columns import Columns
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror
 from backend.models import Run
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+from common import nonfinite
 
 
 def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
@@ -28,11 +24,15 @@ def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
     if not batch.points:
         return 0
     now = utcnow()
-    # within one batch the last point of a (key, step) wins (Columns); non-finite values are stored as NULL
-    # (a gap)
+    # within one batch the last point of a (key, step) wins (Columns); a value as given (NaN and
+    # infinities too, JSON's strings for them: the storage splits them into a finite value and a kind,
+    # common/nonfinite.py); null: a gap
     pts = batch.points
     cols = Columns.from_lists(
-        [p.key for p in pts], [p.step for p in pts], [p.value for p in pts], [p.time or now for p in pts]
+        [p.key for p in pts],
+        [p.step for p in pts],
+        [float(p.value) if isinstance(p.value, str) else p.value for p in pts],
+        [p.time or now for p in pts],
     )
     return write(session, run, cols, len(pts))
 
@@ -62,20 +62,23 @@ def _utc(value: datetime | str | None) -> datetime | None:
 
 
 def _bucket(r: Sequence[Any]) -> dict[str, Any]:
+    """A row ``(s0, s1, min, max, last, n, non-finite n, last's kind[, time])`` of ``reads.buckets``."""
     return {
         "step_start": r[0],
         "step_end": r[1],
-        "min": _finite(r[2]),
-        "max": _finite(r[3]),
-        "last": _finite(r[4]),
+        "min": r[2],
+        "max": r[3],
+        "last": r[4],
         "count": r[5],
         "time": None,
+        "nonfinite": r[6],
+        "last_nonfinite": nonfinite.label(r[7]),
     }
 
 
 def _timed_bucket(r: Sequence[Any]) -> dict[str, Any]:
     out = _bucket(r)
-    out["time"] = _utc(r[6])
+    out["time"] = _utc(r[8])
     return out
 
 

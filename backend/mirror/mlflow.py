@@ -199,6 +199,7 @@ class MlflowTarget:
         return deleted
 
 
-def finite_or_nan(value: float | None) -> float:
-    """The platform stores a non-finite value as NULL (a gap); MLflow gets NaN for it."""
-    return value if value is not None and math.isfinite(value) else math.nan
+def mlflow_value(value: float | None) -> float:
+    """A stored point's value for MLflow, which has no gap: a gap (None) is NaN; NaN and infinities as
+    logged."""
+    return math.nan if value is None else value

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from backend import models
 from backend.models import Metric, MetricLatest, MirrorRun, MirrorSeries, Result, Run, RunAttempt
+from common import nonfinite
 
 # a point's batch lookup: steps per statement (2 parameters besides them; far below both databases' limits)
 _LOOKUP_CHUNK = 2000
@@ -55,13 +56,13 @@ def note_changes(
         for i in range(0, len(steps), _LOOKUP_CHUNK):
             chunk = steps[i : i + _LOOKUP_CHUNK]
             rows = session.execute(
-                select(Metric.step, Metric.value).where(
+                select(Metric.step, Metric.value, Metric.nonfinite).where(
                     Metric.run_id == run_id, Metric.key == key, Metric.step.in_(chunk)
                 )
             )
-            stored.update((int(step), value) for step, value in rows)
+            stored.update((int(step), nonfinite.to_float(value, code)) for step, value, code in rows)
         for step in steps:
-            if step not in stored or stored[step] != batch[step]:
+            if step not in stored or not nonfinite.same(stored[step], batch[step]):
                 changed[key] = step
                 break
     if changed:
@@ -299,12 +300,13 @@ def points(
 ) -> list[tuple[int, float | None, datetime]]:
     """Up to ``limit`` points of one series with ``after < step <= upto``, in step order: a range scan of
     the primary key (run, key, step), as long as the points that exist."""
-    stmt = select(Metric.step, Metric.value, Metric.time).where(
+    stmt = select(Metric.step, Metric.value, Metric.nonfinite, Metric.time).where(
         Metric.run_id == run_id, Metric.key == key, Metric.step <= upto
     )
     if after is not None:
         stmt = stmt.where(Metric.step > after)
-    return [(int(s), v, t) for s, v, t in session.execute(stmt.order_by(Metric.step).limit(limit))]
+    rows = session.execute(stmt.order_by(Metric.step).limit(limit))
+    return [(int(s), nonfinite.to_float(v, k), t) for s, v, k, t in rows]
 
 
 def advance(session: Session, run_id: int, key: str, sent_step: int, seq: int) -> bool:

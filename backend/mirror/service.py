@@ -58,7 +58,7 @@ from backend.mirror.mlflow import (
     MlflowTarget,
     Target,
     conflict_tag,
-    finite_or_nan,
+    mlflow_value,
 )
 from backend.settings import Settings
 from backend.store import ArtifactStore, store_for
@@ -409,7 +409,7 @@ class Mirror:
                     )
                     name = mlflow_key(state.key)
                     batch.extend(
-                        (name, finite_or_nan(v), int(t.timestamp() * 1000), step) for step, v, t in page
+                        (name, mlflow_value(v), int(t.timestamp() * 1000), step) for step, v, t in page
                     )
                     if page:
                         tops[state.key] = (state, page[-1][0])

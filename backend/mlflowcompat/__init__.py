@@ -12,7 +12,7 @@ into the project. The mapping, the reverse of the MLflow mirror's (``common.mlfl
 - an MLflow run is a run of kind ``external`` (queue ``mlflow``), its id the platform's decimal id; its status
   is ``RUNNING``, ``SCHEDULED`` (queued), ``FINISHED`` (succeeded), ``FAILED`` or ``KILLED`` (cancelled);
 - metrics go through the metric route's ingest (one point per run, key and step; MLflow's timestamp kept;
-  NaN and infinities stored as gaps, answered as NaN); params are the run's logged params;
+  NaN and infinities stored and answered as such); params are the run's logged params;
 - tags: ``mlflow.runName`` is the run's name; MLflow's other own tags (``mlflow.user``, ``mlflow.source.*``)
   are kept in the run's provenance; any other tag is the run's label ``key=value``;
 - artifacts: the run's ``artifact_uri`` is ``mlflow-artifacts:/<experiment>/<run>/artifacts``, which the

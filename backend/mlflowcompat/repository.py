@@ -20,6 +20,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from backend.mlflowcompat.filters import Clause, Order, invalid
 from backend.models import Experiment, ExperimentTag, Metric, MetricLatest, Project, Run, RunTag
+from common import nonfinite
 from common.mlflow_names import MLFLOW_STATUS
 
 Bool = ColumnElement[bool]
@@ -125,7 +126,14 @@ def latest_points(
     ids = list(run_ids)
     for i in range(0, len(ids), 500):
         stmt = (
-            select(MetricLatest.run_id, MetricLatest.key, MetricLatest.step, Metric.value, Metric.time)
+            select(
+                MetricLatest.run_id,
+                MetricLatest.key,
+                MetricLatest.step,
+                Metric.value,
+                Metric.nonfinite,
+                Metric.time,
+            )
             .join(
                 Metric,
                 and_(
@@ -137,19 +145,23 @@ def latest_points(
             .where(MetricLatest.run_id.in_(ids[i : i + 500]))
             .order_by(MetricLatest.run_id, MetricLatest.key)
         )
-        for run_id, key, step, value, time in session.execute(stmt):
-            out[run_id].append((key, step, value, time))
+        for run_id, key, step, value, code, time in session.execute(stmt):
+            out[run_id].append((key, step, nonfinite.to_float(value, code), time))
     return out
 
 
 def history(
     session: Session, run_id: int, key: str, after_step: int | None, limit: int
 ) -> list[tuple[int, float | None, datetime]]:
-    """Up to ``limit`` points of one series after ``after_step``, in step order: ``(step, value, time)``."""
-    stmt = select(Metric.step, Metric.value, Metric.time).where(Metric.run_id == run_id, Metric.key == key)
+    """Up to ``limit`` points of one series after ``after_step``, in step order: ``(step, value, time)``,
+    the value as logged (NaN and infinities too; None: a gap)."""
+    stmt = select(Metric.step, Metric.value, Metric.nonfinite, Metric.time).where(
+        Metric.run_id == run_id, Metric.key == key
+    )
     if after_step is not None:
         stmt = stmt.where(Metric.step > after_step)
-    return [(s, v, t) for s, v, t in session.execute(stmt.order_by(Metric.step).limit(limit))]
+    rows = session.execute(stmt.order_by(Metric.step).limit(limit))
+    return [(s, nonfinite.to_float(v, k), t) for s, v, k, t in rows]
 
 
 # -- the filter language ----------------------------------------------------------------------------------------

@@ -3,13 +3,13 @@ messages (``mlflow/protos/service.proto``: snake_case fields, int64 as numbers o
 name), with the field names MLflow's client sends, so a bad field's 400 names it as the client knows it.
 Fields MLflow has and these routes do not use (``model_id``, ``dataset_name``, ...) are ignored.
 
-Answers leave out unset fields (``exclude_none``), as MLflow's server does; a metric value stored as a gap
-(NaN or an infinity was logged) is answered as ``"NaN"``, protobuf's JSON for it.
+Answers leave out unset fields (``exclude_none``), as MLflow's server does; a metric value that is NaN or an
+infinity (or a gap, which MLflow has not: NaN) is answered as ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``,
+protobuf's JSON for them.
 """
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from backend.errors import Invalid
+from common import nonfinite
 from common.mlflow_names import MAX_KEY
 
 # MLflow's own bounds (mlflow.utils.validation): a log-batch's items, a param's and a tag's value
@@ -82,7 +83,7 @@ class MetricIn(MlflowIn):
     key: str = Field(
         max_length=MAX_KEY, pattern=r"^[^_]", description="not starting with '_' (the platform's own)"
     )
-    value: float = Field(description="NaN and infinities are stored as a gap")
+    value: float = Field(description='NaN and infinities ("NaN", "Infinity", "-Infinity") are stored as such')
     timestamp: int = Field(ge=0, le=MAX_TIMESTAMP_MS, description="milliseconds since the epoch (kept)")
     step: int = Field(0, ge=0, le=MAX_STEP)
 
@@ -200,14 +201,14 @@ class TagOut(MlflowOut):
 class MetricOut(MlflowOut):
     key: str
     value: float = Field(
-        description='a gap (NaN or an infinity was logged) is "NaN", protobuf\'s JSON for it'
+        description='NaN and infinities are "NaN", "Infinity", "-Infinity", protobuf\'s JSON for them; a gap NaN'
     )
     timestamp: int
     step: int
 
     @field_serializer("value")
     def _value(self, value: float) -> float | str:
-        return value if math.isfinite(value) else "NaN"
+        return nonfinite.label(nonfinite.kind(value)) or value
 
 
 class ExperimentOut(MlflowOut):

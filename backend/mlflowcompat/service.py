@@ -100,7 +100,7 @@ def millis(moment: datetime) -> int:
 
 
 def _value(stored: float | None) -> float:
-    """A stored point's value as MLflow reads it: a gap (NULL) is NaN."""
+    """A stored point's value as MLflow reads it: a gap (None, which MLflow has not) is NaN."""
     return math.nan if stored is None else stored
 
 
@@ -449,7 +449,7 @@ def _correct_end(session: Session, principal: Principal, run: Run, target: str) 
 
 def log_metrics(session: Session, run: Run, points: list[MetricIn], limit: int) -> None:
     """Through the metric route's own ingest: one point per run, key and step (a step logged again keeps
-    its last value), MLflow's timestamp kept as the point's time, NaN and infinities stored as gaps."""
+    its last value), MLflow's timestamp kept as the point's time, NaN and infinities stored as such."""
     if not points:
         return
     batch = MetricBatch(
@@ -570,7 +570,7 @@ def metric_history(
     session: Session, run: Run, key: str, max_results: int | None, page_token: str | None
 ) -> tuple[list[MetricOut], str | None]:
     """One series in step order, a page of at most ``HISTORY_PAGE`` points (MLflow's client asks for the
-    next with ``page_token``); a gap is NaN."""
+    next with ``page_token``); NaN and infinities as logged, a gap is NaN."""
     try:
         after = cursor.decode_int(page_token, "step")
     except Invalid:

@@ -42,5 +42,6 @@ class ActivityPublic(BaseModel):
     experiment_id: int | None
     run_id: int | None
     run_name: str | None = Field(description="the run's name now (PATCH /runs/{id}); null: unnamed or no run")
+    claim_id: int | None = Field(default=None, description="the claim the row is about (backend/claims/)")
     message: str
     created_at: datetime

@@ -46,6 +46,7 @@ def activity_public(a: Activity, run_name: str | None = None) -> ActivityPublic:
         experiment_id=a.experiment_id,
         run_id=a.run_id,
         run_name=run_name,
+        claim_id=a.claim_id,
         message=a.message,
         created_at=a.created_at,
     )

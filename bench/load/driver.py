@@ -11,15 +11,18 @@ import random
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench._common import PYTHON, ROOT, Resources, free_port, reasonlab_env, wait_http
+from bench._common import PYTHON, ROOT, Resources, free_port, pg_url, reasonlab_env, wait_http
+from bench.load import misbehave
 from bench.load.generator import KEYS, Plan, dashboard, worker_heartbeat, worker_metrics
+from bench.load.misbehave import Misbehaver, create_members
 from bench.load.profiler import ApiProfile
+from bench.load.proxy import start_nginx
 from bench.load.recorder import REQUEST_TIMEOUT, Recorder
 from bench.load.sampling import Sample, Sampler, session_pids
 from bench.load.whatif import apply_what_ifs
@@ -41,7 +44,8 @@ def api_entry(port: int, control: str, sample_ms: float, what_if: str, processes
     import uvicorn
 
     level = "info" if processes > 1 else "warning"
-    server = {"host": "127.0.0.1", "port": port, "log_level": level, "access_log": False}
+    server: dict[str, Any] = {"host": "127.0.0.1", "port": port, "log_level": level, "access_log": False}
+    server.update(_forwarded(os.environ.get("REASONLAB_TRUSTED_PROXIES", "")))
     if processes > 1:
         os.environ["RL_LOAD_WHATIF"] = what_if
         uvicorn.run("bench.load.whatif:whatif_factory", factory=True, workers=processes, **server)
@@ -60,12 +64,18 @@ def api_entry(port: int, control: str, sample_ms: float, what_if: str, processes
     return 0
 
 
+def _forwarded(trusted: str) -> dict[str, Any]:
+    """Whose X-Forwarded-For uvicorn believes, as ``reasonlab api`` decides it (cli/server.py): the
+    trusted proxies only, no one without them (uvicorn alone would believe any process on 127.0.0.1)."""
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted}
+
+
 # -- driver ------------------------------------------------------------------------------------------
 
 
 @dataclass
 class Setup:
-    url: str
+    url: str  # where the clients go: the API, or nginx in front of it (--nginx)
     token: str
     worker_token: str
     username: str
@@ -73,6 +83,9 @@ class Setup:
     proc: subprocess.Popen[bytes]
     db: str
     control: Path | None
+    api_url: str = ""
+    members: list[Misbehaver] = field(default_factory=list)
+    project_id: int = 0
 
 
 def start(res: Resources, args: argparse.Namespace) -> Setup:
@@ -85,6 +98,12 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env["REASONLAB_API_URL"] = url
+    if args.nginx:  # the API believes X-Forwarded-For from the proxy only, as compose's api service
+        env["REASONLAB_TRUSTED_PROXIES"] = "127.0.0.1"
+    members: list[Misbehaver] = []
+    project_id = 0
+    if args.misbehave:
+        members, project_id = create_members(env, args.misbehave)
     control: Path | None = None
     if args.profile or args.what_if:
         if args.profile:
@@ -106,6 +125,8 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         # not answer its 5 s health check is killed, its connections dropped) is an INFO line
         level = "info" if args.api_processes > 1 else "warning"
         argv += ["--port", str(port), "--log-level", level, "--no-access-log"]
+        trusted = env.get("REASONLAB_TRUSTED_PROXIES", "")
+        argv += ["--proxy-headers", "--forwarded-allow-ips", trusted] if trusted else ["--no-proxy-headers"]
         if args.api_processes > 1:
             argv += ["--workers", str(args.api_processes)]
     proc = res.process("api", argv, env)
@@ -115,8 +136,9 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         while len(session_pids(proc.pid)) < args.api_processes + 1 and time.monotonic() < deadline:
             time.sleep(0.5)
         time.sleep(3)
+    client_url = start_nginx(res, port)[0] if args.nginx else url
     return Setup(
-        url,
+        client_url,
         creds["token"],
         env["REASONLAB_WORKER_TOKEN"],
         creds["username"],
@@ -124,17 +146,34 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         proc,
         db,
         control,
+        api_url=url,
+        members=members,
+        project_id=project_id,
     )
 
 
-def make_client(base: str, token: str, connections: int) -> httpx.AsyncClient:
+def make_client(base: str, token: str, connections: int, source: str | None = None) -> httpx.AsyncClient:
+    """One simulated worker's or browser's client; ``source``: the loopback address it connects from
+    (with --nginx or --misbehave each client has its own, as separate hosts would: the proxy limits
+    connections per address, and the login throttle counts per address)."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.AsyncClient(
         base_url=base + "/api/v1",
         headers={"Authorization": f"Bearer {token}"},
         timeout=httpx.Timeout(60.0),
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        limits=limits,
+        transport=httpx.AsyncHTTPTransport(local_address=source, limits=limits, verify=False)
+        if source
+        else None,
         verify=False,  # plain http on loopback: no TLS context per client
     )
+
+
+def _source(args: argparse.Namespace, group: int, i: int) -> str | None:
+    """127.0.1.x for the workers, 127.0.2.x for the browsers (127.0.3/4.x are the misbehavers')."""
+    if not (args.nginx or args.misbehave):
+        return None
+    return f"127.0.{group}.{i % 250 + 1}"
 
 
 async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[Sampler, dict[str, Any]]:
@@ -154,7 +193,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
     if len(runs) != args.workers:
         raise RuntimeError(f"the experiment has {len(runs)} runs, expected {args.workers}")
     info["experiment"] = exp["id"]
-    workers = [make_client(setup.url, setup.worker_token, 2) for _ in runs]
+    workers = [make_client(setup.url, setup.worker_token, 2, _source(args, 1, i)) for i in range(len(runs))]
     attempts = []
     for i, (run, client) in enumerate(zip(runs, workers, strict=True)):
         r = await client.post(
@@ -170,8 +209,11 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
     for _ in range(args.dashboards):
         r = await admin.post("/auth/login", json={"username": setup.username, "password": setup.password})
         r.raise_for_status()
-        dashboards.append(make_client(setup.url, r.json()["access_token"], 6))
+        dashboards.append(
+            make_client(setup.url, r.json()["access_token"], 6, _source(args, 2, len(dashboards)))
+        )
     await admin.aclose()
+    await misbehave.prepare(setup.members, setup.url, setup.worker_token)
 
     t_start = time.monotonic()
     rec.measure_from = t_start + args.warmup
@@ -194,6 +236,8 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         collections.deque() if i < args.dashboards else None for i in range(args.workers)
     ]
     progress = [[0] for _ in runs]
+    info["runs"] = [run["id"] for run in runs]
+    info["progress"] = progress
     rng = random.Random(0)
     marks = {"started": False}
     last_print = [0.0, 0]
@@ -223,6 +267,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         tasks.append(
             dashboard(rec, client, plan, exp["id"], runs[i % len(runs)]["id"], posted[i % len(runs)])
         )
+    tasks += misbehave.tasks(setup.members, setup.url, setup.project_id, end)
     gen0 = sum(os.times()[:2])
     running = [asyncio.ensure_future(t) for t in tasks]
     try:
@@ -242,3 +287,31 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         for c in workers + dashboards:
             await c.aclose()
     return sampler, info
+
+
+def count_points(db: str, run_ids: list[int], progress: list[list[int]], nkeys: int) -> dict[str, int]:
+    """Every acknowledged point is in the database, counted: a simulated worker's step advances only when
+    its batch got a 2xx, so its acknowledged points are steps 0..acked-1 of each of its keys, and its run
+    must hold acked x keys rows below that step (a batch that timed out and was stored anyway is re-sent
+    from the same step, overwriting; it adds rows at or past ``acked``, never below)."""
+    import psycopg
+
+    acked = [p[0] for p in progress]
+    with psycopg.connect(pg_url(db, "postgresql")) as conn:
+        rows = conn.execute(
+            "SELECT v.run_id, v.acked, count(m.step) FROM unnest(%s::int[], %s::bigint[]) AS v(run_id, acked) "
+            "LEFT JOIN metric m ON m.run_id = v.run_id AND m.step < v.acked GROUP BY v.run_id, v.acked",
+            (run_ids, acked),
+        ).fetchall()
+        stored = conn.execute("SELECT count(*) FROM metric WHERE run_id = ANY(%s)", (run_ids,)).fetchone()
+    expected = sum(int(a) * nkeys for _, a, _ in rows)
+    found = sum(int(n) for _, _, n in rows)
+    lost = sum(max(0, int(a) * nkeys - int(n)) for _, a, n in rows)
+    short = sum(1 for _, a, n in rows if int(n) < int(a) * nkeys)
+    return {
+        "acknowledged": expected,
+        "found": found,
+        "lost": lost,
+        "runs_short": short,
+        "stored_all": int(stored[0]) if stored else 0,
+    }

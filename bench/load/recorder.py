@@ -37,7 +37,9 @@ class Recorder:
             what = "(warm-up) " + what
         r = self.routes[route]
         r.errors[what] += 1
-        if len(r.error_examples) < 5:
+        # a few examples of each kind: an HTTP 503's body says which budget answered (busy, the statement
+        # timeout, the database), and the first errors of a route are often all of one other kind
+        if r.errors[what] <= 3:
             r.error_examples.append(f"{what}: {detail[:300]}")
 
     async def call(

@@ -250,3 +250,129 @@ def api_log_summary(path: Path) -> None:
         print("\nAPI log (lines counted, digits masked as N):")
         for line, n in counts.most_common(12):
             print(f"  {n:>6,}x  {line}")
+
+
+WRITES = ("POST /runs/{id}/metrics", "POST /runs/{id}/heartbeat")
+
+
+def _group(rec: Recorder, names: list[str], t0: float, t1: float) -> tuple[list[float], int, int, int]:
+    """Latencies in the measured window (as the per-route table counts them), 5xx (warm-up included),
+    5xx in the window, and other errors of the routes ``names``."""
+    xs = [secs for n in names for t, secs in rec.routes[n].samples if t0 <= t <= t1 + REQUEST_TIMEOUT * 2]
+    five = sum(k for n in names for w, k in rec.routes[n].errors.items() if re.search(r"HTTP 5\d\d", w))
+    five_measured = sum(
+        k
+        for n in names
+        for w, k in rec.routes[n].errors.items()
+        if re.search(r"HTTP 5\d\d", w) and not w.startswith("(warm-up)")
+    )
+    other = sum(k for n in names for w, k in rec.routes[n].errors.items()) - five
+    return xs, five, five_measured, other
+
+
+def budget_report(
+    args: argparse.Namespace, rec: Recorder, sampler: Sampler, setup: Setup, points: dict[str, int]
+) -> None:
+    """The well-behaved clients beside the misbehaving members: latencies, 5xx, lost points, RSS."""
+    t0, t1 = rec.measure_from, rec.measure_from + args.duration
+    writes = [n for n in WRITES if n in rec.routes]
+    reads = [n for n in rec.routes if n not in WRITES and n not in STREAM_OPENING]
+    print(
+        f"\n## Well-behaved clients{' beside ' + str(len(setup.members)) + ' misbehaving members' if setup.members else ''}\n"
+    )
+    rows = []
+    verdict: dict[str, bool] = {}
+    fives = 0
+    opening = [n for n in STREAM_OPENING if n in rec.routes]
+    for label, names, since in (
+        ("writers: POST metrics", writes[:1], t0),
+        ("writers: POST heartbeat", writes[1:], t0),
+        ("writers: all writes", writes, t0),
+        ("readers: all reads (event streams' opening aside)", reads, t0),
+        # a stream is opened once per browser, at the start: its opening is counted from the start
+        ("readers: event stream opening (ticket + headers; warm-up included)", opening, 0.0),
+    ):
+        xs, five, five_measured, other = _group(rec, names, since, t1)
+        if label.startswith("writers: all") or label.startswith("readers"):
+            fives += five
+        if label == "writers: POST metrics":
+            verdict["write p99 < 1 s (POST metrics)"] = bool(xs) and quantile(xs, 0.99) < 1.0
+        rows.append(
+            [
+                label,
+                f"{len(xs):,}",
+                f"{pct(xs, 0.5):.0f}",
+                f"{pct(xs, 0.99):.0f}",
+                f"{max(xs) * 1e3:.0f}" if xs else "-",
+                f"{five} ({five_measured} measured)",
+                str(other),
+            ]
+        )
+    print(
+        table(["clients", "answered", "p50 ms", "p99 ms", "max ms", "5xx (in window)", "other errors"], rows)
+    )
+    verdict["0 5xx for the well-behaved"] = fives == 0
+    print(
+        f"lost points: {points['lost']:,} (acknowledged {points['acknowledged']:,}, of them found in the "
+        f"database {points['found']:,}; runs short: {points['runs_short']}; rows of the load's runs in all: "
+        f"{points['stored_all']:,}, the generator counted {rec.points:,} acknowledged)"
+    )
+    verdict["0 lost points"] = points["lost"] == 0 and points["acknowledged"] == rec.points
+    window = [s for s in sampler.samples if s.t >= t0 - 1e-6] or sampler.samples
+    if window:
+        rss = [sum(s.rss) for s in window]
+        print(
+            f"API RSS max over the window: {max(rss):.1f} MiB (all {len(window[-1].rss)} process(es)); "
+            f"per process max: {', '.join(f'{max(s.rss[i] for s in window if i < len(s.rss)):.0f}' for i in range(len(window[-1].rss)))} MiB"
+        )
+    if setup.members:
+        from bench.load.misbehave import describe
+
+        print("\nmisbehaving members (each its own credential and source address), outcomes by status:")
+        rows = []
+        for m in setup.members:
+            outcomes = ", ".join(f"{k}: {v:,}" for k, v in sorted(m.outcomes.items()))
+            credential = f"run token of {m.username}'s run" if m.kind == "slow-artifacts" else m.username
+            rows.append(
+                [
+                    m.kind,
+                    credential,
+                    m.source,
+                    describe(m),
+                    f"{m.requests:,}",
+                    outcomes or "-",
+                    f"{pct(m.answered, 0.5):.0f} / {max(m.answered) * 1e3:.0f}" if m.answered else "-",
+                ]
+            )
+        print(
+            table(
+                ["misbehaver", "credential", "from", "what", "requests", "outcomes", "answer p50 / max ms"],
+                rows,
+            )
+        )
+        fives_seen = {
+            m.kind: sum(v for k, v in m.outcomes.items() if k.startswith("HTTP 5")) for m in setup.members
+        }
+        print(f"misbehavers' 5xx (expected only 503 for costly queries or slow bodies): {fives_seen}")
+    print("\nverdict: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in verdict.items()))
+
+
+_NGINX_LINE = re.compile(r"^\S+ \S+ \[(\w+)\] \d+#\d+: (?:\*\d+ )?(.*)$")
+
+
+def nginx_log_summary(path: Path) -> None:
+    """What nginx logged (``--nginx``): its messages counted by level and text, the request, the client
+    and the digits left out (a client timeout, a closed connection, a limit reached, an upstream error)."""
+    if not path.is_file():
+        return
+    counts: collections.Counter[str] = collections.Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        m = _NGINX_LINE.match(line)
+        if m is None:
+            continue
+        text = re.sub(r"\d+", "N", m.group(2).split(", client:")[0].split(" while ")[0])
+        counts[f"[{m.group(1)}] {text[:140]}"] += 1
+    if counts:
+        print("\nnginx log (lines counted, digits masked as N):")
+        for line, n in counts.most_common(15):
+            print(f"  {n:>6,}x  {line}")

@@ -1,4 +1,4 @@
-// A run's attempts in the browser (issue 22, item 5), in Debian's chromium against a real `reasonlab up`
+// A run's attempts in the browser, in Debian's chromium against a real `reasonlab up`
 // with no worker process: the test is the worker, through the API with the worker token (claim, release)
 // and the run's own token (heartbeat, resumed), as worker/executor.py is. Attempt 1 is released at a
 // worker's shutdown; attempt 2 resumes from a checkpoint, then its worker goes silent: the page stops
@@ -6,7 +6,7 @@
 // reaper has not come by) and says no worker holds it; the reaper then requeues it as attempt 3. The run
 // page's Attempts tab lists both attempts (worker, outcome), its log has the system's lines, the activity
 // page the released, resumed and requeued rows. The run header counts the attempts as the allowance does:
-// "attempt 1/3, resumed 1×" after the release, "attempt 2/3, resumed 1×" after the loss (issue 36, item 7).
+// "attempt 1/3, resumed 1×" after the release, "attempt 2/3, resumed 1×" after the loss.
 // Screenshots in test-output/e2e/attempts-*.png.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -68,7 +68,7 @@ describe('attempt history', { timeout: 400_000 }, () => {
     // queued again: the progress of attempt 1 is gone from the page (the stream's progress event), no "live"
     await page.getByTestId('run-progress').waitFor({ state: 'detached', timeout: 20_000 });
     assert.equal(await page.getByTestId('live').count(), 0);
-    // the released attempt is shown apart and not counted (issue 36, item 7): not "attempt 2/4"
+    // the released attempt is shown apart and not counted: not "attempt 2/4"
     await page.getByTestId('run-attempt').filter({ hasText: 'resumed 1×' }).waitFor({ timeout: 20_000 });
     assert.equal(await page.getByTestId('run-attempt').innerText(), 'attempt 1/3, resumed 1×');
   });

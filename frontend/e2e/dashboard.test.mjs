@@ -94,7 +94,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await canvas.waitFor();
     const box = await canvas.boundingBox();
     assert.ok(box && box.width > 100 && box.height > 100);
-    // the header names the experiment and the run's place in it (issue 12)
+    // the header names the experiment and the run's place in it
     await page.getByTestId('run-experiment').filter({ hasText: 'e2e lr sweep' }).waitFor();
     await page.getByText(/#\d of 3/).waitFor();
     // a tag is shown as typed, not upper-cased
@@ -406,7 +406,7 @@ describe('dashboard', { timeout: 600_000 }, () => {
   it("switches the project from the header's switcher, whose list is built when it opens", async () => {
     await platform.api('/projects', { method: 'POST', body: { name: 'e2e-other', description: 'an empty project' } });
     // the run page has no select but the switcher's, and no dropdown until it opens (a hidden one kept
-    // mounted was placed by Floating UI at every page's load: a forced style and layout pass, issue 12)
+    // mounted was placed by Floating UI at every page's load: a forced style and layout pass)
     const { runs } = await platform.api(`/experiments/${state.experimentId}`);
     await page.goto(`${platform.url}/runs/${runs[0].id}`);
     await page.getByTestId('metric-chart-loss').waitFor();

@@ -1,4 +1,4 @@
-// Per-example tables in the browser (issue 25, item 5), in Debian's chromium against a real `reasonlab up`
+// Per-example tables in the browser, in Debian's chromium against a real `reasonlab up`
 // with no worker process: the test is the worker, through the API (the worker token claims each run, the
 // claim's run token posts the rows, as worker/executor.py does). Two runs grade the same examples; one
 // example's prediction differs. The run page's Examples tab pages the rows, and its diff against the other

@@ -1,4 +1,4 @@
-// CSV export in the dashboard (issue 22, item 7), end to end against a real `reasonlab up`: the runs
+// CSV export in the dashboard, end to end against a real `reasonlab up`: the runs
 // table's Export menu downloads the experiment's runs table (numbers, names, params, latest metrics; a
 // name that a spreadsheet would run as a formula written as text), with the status chips as its filter;
 // a chart's "⤓ data" downloads what it draws as CSV (the points of the overlay chart, the same as the

@@ -1,9 +1,9 @@
-// Seed groups on the compare page (issue 25, item 3), in Debian's chromium against a real `reasonlab up`
+// Seed groups on the compare page, in Debian's chromium against a real `reasonlab up`
 // with no worker: six diagnostic runs, 2 learning rates x 3 seeds, get known loss curves through the API.
 // "Group seeds" shows 2 groups of n = 3 with the mean ± 95% Student-t interval of the final loss that this
 // test computes itself; the chart draws each group's mean line with a band (the CI, then the min/max
 // envelope), or every member; the grouping and the chart mode live in the URL.
-// Issue 36, item 5: three more seeds of a loss under 0.4 that spread widely, whose 95% interval runs far
+// Then three more seeds of a loss under 0.4 that spread widely, whose 95% interval runs far
 // below 0: the band stops at 0 and the chart says so; the group chart has the chart options (log scale,
 // smoothing), kept in the URL over a reload and in a saved view of the comparison; the worker's system
 // metrics have tables of their own, apart from the results.

@@ -44,7 +44,7 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
   // MLflow's UI only for the suites that open it: it is one more server to start on a shared machine
   args.push(...(mlflowUi ? ['--mlflow-port', String(await freePort())] : ['--no-mlflow-ui']));
   // the API's MLflow mirror only with MLflow's UI (the one suite that checks MLflow): it imports mlflow and
-  // migrates a new MLflow store, ~2.6 s of CPU per platform (issue 24); `env` may still turn it on
+  // migrates a new MLflow store, ~2.6 s of CPU per platform; `env` may still turn it on
   // likewise the worker's preload of every kind (a real worker's default) only there: elsewhere a worker
   // starts on ~3 CPU-s instead of ~7 and each of the file's few runs imports its own kind
   const defaults = mlflowUi ? 'true' : 'false';

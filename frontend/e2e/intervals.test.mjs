@@ -1,4 +1,4 @@
-// 95% intervals on the result views in the browser (issue 22, item 7): a SRAVEN grid and a top-k matrix
+// 95% intervals on the result views in the browser: a SRAVEN grid and a top-k matrix
 // whose results are posted as a worker would post them (256 problems per accuracy; one SRAVEN cell written
 // before sizes were recorded), on a platform with no worker (the runs are cancelled first). The grid's and
 // the matrix's tooltips give value [lo, hi], their captions name the interval and n, the lines' tooltip the

@@ -1,4 +1,4 @@
-// The project runs table with a query and seed groups (issue 25, "Must show"), in Debian's chromium
+// The project runs table with a query and seed groups, in Debian's chromium
 // against a real `reasonlab up` with no worker: diagnostic runs of 2 learning rates x 3 seeds with known
 // final losses, one run at a third learning rate (a group of one) and 3 runs at a fourth that the query
 // leaves out. A member types the query in /runs, groups by every spec field but seed, and reads each

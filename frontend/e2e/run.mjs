@@ -2,7 +2,7 @@
 // 2), all against one chromium started here. Each file still opens a context of its own (a fresh profile:
 // harness.mjs, launchBrowser) and starts its own platform; what the files share is the browser's processes
 // (the browser, its GPU and network services), which a file used to start and stop for itself: ~2.5 CPU-s
-// a file (issue 24). Arguments, if any, replace the default file list (e2e/).
+// a file. Arguments, if any, replace the default file list (e2e/).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
@@ -13,6 +13,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from './harness.mjs';
 // the other slots sit empty. Files not named here follow, in name order (E2E_ORDER=name: every file in name
 // order, as before; 193.8 s against 181.7 s longest first, side by side).
 const LONGEST_FIRST = [
+  'claims', // 170 s alone on a loaded machine: six diagnostic runs on one worker, watched as they end
   'dashboard', // 98 s
   'attempts', // 75
   'carma', // 62

@@ -1,4 +1,4 @@
-// Issue 22, item 7, in Debian's chromium against a real `reasonlab up`: (1) the Compare page's overlaid
+// Run names and curves, in Debian's chromium against a real `reasonlab up`: (1) the Compare page's overlaid
 // curves get the run page's chart options: log scale (values <= 0 left out and counted under the chart)
 // and smoothing (each run's raw values drawn faint under its smoothed line), kept per metric; (2) a run is
 // renamed inline on its page and its name shows in the runs table, the Compare headers and legend, and the

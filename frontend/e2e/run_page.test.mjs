@@ -1,4 +1,4 @@
-// The run page of a smoe_sraven run (issue 36, items 2, 5 and 8), in Debian's chromium against a real
+// The run page of a smoe_sraven run, in Debian's chromium against a real
 // `reasonlab up` with one worker: one SRAVEN cell of a few steps (its ~50 metric keys: losses, accuracies
 // per feature, the experts' load per layer, the worker's system metrics).
 // - Leaving the Metrics tab once its charts drew threw React's "Maximum update depth exceeded" (6 times

@@ -1,4 +1,4 @@
-// Saved views in the browser (issue 25, item 4), in Debian's chromium against a real `reasonlab up`: one
+// Saved views in the browser, in Debian's chromium against a real `reasonlab up`: one
 // member searches the experiments list (the search lands in the URL's q), saves the view under a name and
 // sees it in the sidebar; another member opens the view's URL (/views/<id>) and sees the same state (the
 // same URL, the same search, the same experiments), with no rename or delete for a view not theirs.

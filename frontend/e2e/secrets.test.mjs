@@ -1,6 +1,6 @@
-// Project secrets in the browser (issue 21), in Debian's chromium against a real `reasonlab up`: a project
+// Project secrets in the browser, in Debian's chromium against a real `reasonlab up`: a project
 // admin opens Settings, gets the API's 422 on the name field, sets a secret with the host it may be sent to
-// (issue 35) and sees its name listed with that host and who set it, then edits its hosts alone; the value
+// and sees its name listed with that host and who set it, then edits its hosts alone; the value
 // is in no API response the page received, not in the page's DOM, its inputs or its storage; a viewer sees
 // the names and hosts read-only with the note; the admin deletes it after a confirmation.
 // Screenshots in test-output/e2e/secrets-*.png.

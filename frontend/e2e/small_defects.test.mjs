@@ -1,4 +1,4 @@
-// Issue 22, item 6, as a user meets it in the browser, against a real `reasonlab up`: run numbers from 1
+// Small defects as a user meets them in the browser, against a real `reasonlab up`: run numbers from 1
 // (sweep preview, activity feed), the sweep chart green at the better end, system metrics over time since
 // the run was created, a one-cell SRAVEN grid on a [0, 1] scale, and no React Router "No HydrateFallback"
 // warning on any page load (every console line of the session is checked).
@@ -13,7 +13,7 @@ let page;
 const consoleLines = [];
 const state = {};
 
-describe('issue 22 item 6: small defects in the browser', { timeout: 600_000 }, () => {
+describe('small defects in the browser', { timeout: 600_000 }, () => {
   before(async () => {
     // heartbeats each second: a few seconds of run give the system metrics several samples
     platform = await startPlatform({ env: { REASONLAB_HEARTBEAT_INTERVAL: '1' } });

@@ -1,11 +1,15 @@
-// Issue 37, item 3, in Debian's chromium against a real `reasonlab up` (no worker): a Python script of the
+// External tracking, in Debian's chromium against a real `reasonlab up` (no worker): a Python script of the
 // user's own, in a git work tree with an uncommitted change, logs a loss curve and params through the SDK
 // (reasonlab_sdk.init, run with the project's venv and sdk/ on PYTHONPATH) with its system metrics sampled.
 // The dashboard shows it as an external run: the badge on its page (and in the experiment's and project's
 // runs tables), the loss chart and the system section, the tabs of a script's run (no Results, a
 // Provenance tab), and on Provenance the command line, the commit with its "dirty" mark and the diff,
-// which unfolds without widening the page. Screenshots in test-output/e2e/tracking-*.png (and, with
-// SHOTS_DOCS=1, docs/img/tracking-external-run.png and tracking-provenance.png for docs/tracking.md).
+// which unfolds without widening the page. A NaN and an infinity the script logs are marked on their
+// chart, not dropped. Then a tiny Transformers Trainer (a model from a config, no hub: offline) with
+// report_to="mlflow", MLflow's client pointed at the platform's MLflow routes with an API token: its loss
+// curve is on its run page with the points MLflow's client logged. Screenshots in
+// test-output/e2e/tracking-*.png (and, with SHOTS_DOCS=1, docs/img/tracking-external-run.png and
+// tracking-provenance.png for docs/tracking.md).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,10 +32,41 @@ with rl.init(project="default", experiment="e2e tracking", name="mlp baseline",
              config={"lr": 0.1, "model": {"width": 64}, "seed": 1}, tags=["sdk"]) as run:
     for step in range(${STEPS}):
         run.log({"loss": 2.0 * math.exp(-step / 15) + 0.05 * math.sin(step), "eval": {"acc": 1 - math.exp(-step / 20)}})
+        # a diverging gradient norm: NaN and inf among its values, stored and shown as such
+        run.log({"grad_norm": math.nan if step == 20 else math.inf if step == 40 else 1.0 + step / 60}, step=step)
     run.log_params({"n_params": 12345})
     run.summary["best_acc"] = 0.95
     time.sleep(1.5)  # a few system samples (REASONLAB_SYSTEM_METRICS_INTERVAL below)
 print("RUN", run.id)
+`;
+
+// Transformers' Trainer reporting to MLflow (tests/backend/test_mlflow_compat.py runs the same in process)
+const TRAINER_STEPS = 6;
+const TRAINER = `
+import sys
+
+import mlflow
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+
+class Tokens(torch.utils.data.Dataset):
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        ids = torch.randint(0, 64, (16,), generator=torch.Generator().manual_seed(i))
+        return {"input_ids": ids, "labels": ids}
+
+
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=2))
+args = TrainingArguments(
+    output_dir=sys.argv[1], max_steps=${TRAINER_STEPS}, per_device_train_batch_size=4, logging_steps=2,
+    report_to="mlflow", run_name="tiny-gpt2", save_strategy="no", use_cpu=True, disable_tqdm=True,
+)
+Trainer(model=model, args=args, train_dataset=Tokens()).train()
+print("RUN", mlflow.last_active_run().info.run_id)
 `;
 
 let platform;
@@ -93,6 +128,14 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await chart.waitFor();
     await chart.locator('canvas').first().waitFor();
     assert.equal(Number(await chart.getAttribute('data-points')), STEPS);
+    // NaN at step 20 and inf at step 40: counted on the chart (a labelled mark each), not dropped
+    const odd = page.getByTestId('metric-chart-grad_norm');
+    await odd.locator('canvas').first().waitFor();
+    assert.equal(Number(await odd.getAttribute('data-points')), STEPS);
+    assert.equal(Number(await odd.getAttribute('data-nonfinite')), 2);
+    const { series } = await platform.api(`/runs/${state.runId}/metrics?keys=grad_norm&max_points=1000`);
+    const marked = series.grad_norm.buckets.filter((b) => b.last_nonfinite).map((b) => [b.step_end, b.last_nonfinite]);
+    assert.deepEqual(marked, [[20, 'NaN'], [40, 'Infinity']]);
     await page.getByTestId('metric-section-system').waitFor();
     await page.getByTestId('metric-chart-system/process_memory_mb').waitFor();
     const tabs = (await page.getByRole('tab').allTextContents()).map((t) => t.replace(/\(\d+\)/, '').trim()); // "Attempts (1)"
@@ -143,5 +186,46 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('external-spec-note').waitFor();
     await page.goto(`${platform.url}/runs`);
     await page.locator(`[data-testid="project-runs"] [data-run-id="${state.runId}"] [data-testid="external-badge"]`).waitFor();
+  });
+
+  it('shows the loss curve of a Transformers Trainer that reported to MLflow', async () => {
+    const mlflowUri = `${platform.url}/api/v1/mlflow/default`;
+    writeFileSync(join(work, 'trainer.py'), TRAINER);
+    const { stdout: out } = await promisify(execFile)(PYTHON, ['trainer.py', join(work, 'trainer-out')], {
+      cwd: work,
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: {
+        ...process.env,
+        MLFLOW_TRACKING_URI: mlflowUri,
+        MLFLOW_TRACKING_TOKEN: platform.admin.token,
+        MLFLOW_EXPERIMENT_NAME: 'e2e trainer',
+        HF_HUB_OFFLINE: '1',
+        TRANSFORMERS_OFFLINE: '1',
+        OMP_NUM_THREADS: '1',
+      },
+    }).catch((e) => assert.fail(`the trainer failed: ${e.message}\n${e.stderr ?? ''}`.slice(-6000)));
+    const runId = Number(/RUN (\d+)/.exec(out)?.[1]);
+    assert.ok(runId > 0, out);
+    // what MLflow's client logged, read back through MLflow's API
+    const history = await fetch(`${mlflowUri}/api/2.0/mlflow/metrics/get-history?run_id=${runId}&metric_key=loss`, {
+      headers: { Authorization: `Bearer ${platform.admin.token}` },
+    }).then((r) => r.json());
+    const logged = history.metrics.map((m) => [Number(m.step), m.value]);
+    assert.deepEqual(logged.map(([s]) => s), [2, 4, 6]); // logging_steps=2 of max_steps=6
+    assert.ok(logged.every(([, v]) => typeof v === 'number' && v > 0), JSON.stringify(logged));
+
+    await page.goto(`${platform.url}/runs/${runId}`);
+    await page.getByTestId('run-title').filter({ hasText: 'tiny-gpt2' }).waitFor();
+    await page.getByTestId('external-badge').waitFor();
+    const chart = page.getByTestId('metric-chart-loss');
+    await chart.locator('canvas').first().waitFor();
+    assert.equal(Number(await chart.getAttribute('data-points')), TRAINER_STEPS / 2);
+    assert.equal(await chart.getAttribute('data-buckets'), String(TRAINER_STEPS / 2));
+    // the chart's series is MLflow's points: the same steps and values
+    const { series } = await platform.api(`/runs/${runId}/metrics?keys=loss&max_points=1000`);
+    assert.deepEqual(series.loss.buckets.map((b) => [b.step_end, b.last]), logged);
+    await chart.scrollIntoViewIfNeeded();
+    await screenshot(page, 'tracking-trainer-mlflow');
   });
 });

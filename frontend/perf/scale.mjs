@@ -1,4 +1,4 @@
-// The project runs page at scale (issue 25, item 2: "shows it in the browser in < 1 s"): the real API and
+// The project runs page at scale (the goal: "shows it in the browser in < 1 s"): the real API and
 // dashboard (`reasonlab up --workers 0`) on a Postgres database seeded by bench/query_scale.py's code with
 // 100,000 experiments and 1,000,000 runs in the project `scale` (bench/perf_scale_db.py), a member (alice)
 // signed in, in Debian's chromium. Each page is opened from its URL in a fresh tab: one warm-up, then

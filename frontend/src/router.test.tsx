@@ -10,7 +10,7 @@ import { prefetchLayout, prefetchRun, samePageKeepsLoaders } from './router';
 // `make test`: an unhandled EnvironmentTeardownError failed vitest), so it resolves to a stand-in here.
 vi.mock('./components/charts/echarts', () => ({ echarts: { init: vi.fn(), use: vi.fn() } }));
 
-// What a page's route asks for before the page renders (issue 12): everything the page shows, so that it
+// What a page's route asks for before the page renders: everything the page shows, so that it
 // renders once with it instead of again when a component's own request is answered.
 function spiedClient() {
   const qc = new QueryClient();

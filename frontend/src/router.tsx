@@ -95,6 +95,8 @@ export const samePageKeepsLoaders = ({ currentUrl, nextUrl, defaultShouldRevalid
 export function makeRouter(queryClient: QueryClient) {
   return createBrowserRouter([
     { path: '/login', element: <LoginPage /> },
+    // a share link's page: for a reader without an account, outside the signed-in layout
+    { path: '/shared/reports/:token', lazy: async () => ({ Component: (await import('./routes/SharedReportPage')).SharedReportPage }) },
     {
       element: <AppLayout />,
       loader: prefetchLayout(queryClient),
@@ -112,7 +114,11 @@ export function makeRouter(queryClient: QueryClient) {
         { path: 'runs', lazy: async () => ({ Component: (await import('./routes/RunsPage')).RunsPage }) },
         { path: 'runs/:id', loader: prefetchRun(queryClient), shouldRevalidate: samePageKeepsLoaders, lazy: async () => ({ Component: (await import('./routes/RunPage')).RunPage }) },
         { path: 'compare', lazy: async () => ({ Component: (await import('./routes/ComparePage')).ComparePage }) },
+        { path: 'claims', lazy: async () => ({ Component: (await import('./routes/ClaimsPage')).ClaimsPage }) },
         { path: 'activity', lazy: async () => ({ Component: (await import('./routes/ActivityPage')).ActivityPage }) },
+        { path: 'reports', lazy: async () => ({ Component: (await import('./routes/ReportsPage')).ReportsPage }) },
+        { path: 'reports/:id', lazy: async () => ({ Component: (await import('./routes/ReportPage')).ReportPage }) },
+        { path: 'reports/:id/revisions/:number', lazy: async () => ({ Component: (await import('./routes/ReportRevisionPage')).ReportRevisionPage }) },
         { path: 'views/:id', lazy: async () => ({ Component: (await import('./routes/SavedViewPage')).SavedViewPage }) },
         { path: 'settings/:tab?', lazy: async () => ({ Component: (await import('./routes/ProjectSettingsPage')).ProjectSettingsPage }) },
         { path: '*', lazy: async () => ({ Component: (await import('./routes/NotFoundPage')).NotFoundPage }) },

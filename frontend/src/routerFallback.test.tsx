@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 // The whole router (router.tsx) on a first page load, as the browser runs it: React Router warned "No
-// `HydrateFallback` element provided to render during initial hydration" on every page load (issue 22).
+// `HydrateFallback` element provided to render during initial hydration" on every page load.
 import { MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';

@@ -12,6 +12,7 @@ class Accepted(TypedDict):
 
 class ActivityPublic(TypedDict):
     actor: str | None
+    claim_id: NotRequired[int | None]
     created_at: str
     experiment_id: int | None
     id: int
@@ -46,6 +47,25 @@ class ApiTokenPublic(TypedDict):
     prefix: str
 
 
+class Arm(TypedDict):
+    """One arm: the runs a query of the query language selects in the claim's project (only those that"""
+
+    name: str
+    query: str
+
+
+class ArmResult(TypedDict):
+    """An arm's runs that count (succeeded, with a finite value): n, mean, sample standard deviation and"""
+
+    ci_high: float | None
+    ci_low: float | None
+    mean: float | None
+    n: int
+    name: str
+    run_ids: list[int]
+    std: float | None
+
+
 class ArtifactList(TypedDict):
     count: int
     items: list[ArtifactPublic]
@@ -72,14 +92,47 @@ class AttemptPublic(TypedDict):
     worker: str | None
 
 
+class BlockData(TypedDict):
+    """``live``: resolved at ``as_of`` from the runs as they are; otherwise what the block's cut-off"""
+
+    as_of: str
+    block_id: str
+    columns: NotRequired[list[str]]
+    hidden_runs: NotRequired[int]
+    live: bool
+    results: NotRequired[list[ResultData]]
+    rows: NotRequired[list[list[Any]]]
+    runs: NotRequired[list[RunInfo]]
+    series: NotRequired[list[SeriesData]]
+    type: str
+    visible: NotRequired[bool]
+
+
+class BootstrapTest(TypedDict):
+    """A percentile bootstrap of the difference of means (pairs resampled when paired by seed as for"""
+
+    resamples: NotRequired[int]
+    seed: NotRequired[int]
+    type: NotRequired[Literal["bootstrap"]]
+
+
 class Bucket(TypedDict):
     count: int
     last: float | None
+    last_nonfinite: NotRequired[Literal["NaN", "Infinity", "-Infinity"] | None]
     max: float | None
     min: float | None
+    nonfinite: NotRequired[int]
     step_end: int
     step_start: int
     time: NotRequired[str | None]
+
+
+class CalloutBlock(TypedDict):
+    id: str
+    text: str
+    tone: NotRequired[Literal["info", "success", "warning", "danger"]]
+    type: NotRequired[Literal["callout"]]
 
 
 CapCurve = TypedDict(
@@ -240,6 +293,39 @@ class ChatEndpoint(TypedDict):
     url: str
 
 
+class ClaimCommentIn(TypedDict):
+    body: str
+
+
+class ClaimCommentPublic(TypedDict):
+    author: str | None
+    body: str
+    claim_id: int
+    created_at: str
+    id: int
+
+
+class ClaimCreate(TypedDict):
+    definition: ClaimDefinition
+    name: str
+
+
+class ClaimDefinition(TypedDict):
+    """What a claim states. The first arm is the reference: with arms A (the first), B, C... the claim is"""
+
+    alpha: NotRequired[float]
+    arms: list[Arm]
+    description: NotRequired[str]
+    direction: Literal["greater", "less"]
+    family: NotRequired[str | None]
+    metric: str
+    min_effect: NotRequired[float]
+    power: NotRequired[float]
+    read: NotRequired[ReadLast | ReadBest | ReadMeanLast]
+    section: str
+    test: NotRequired[TTest | BootstrapTest]
+
+
 class ClaimIn(TypedDict):
     attempt: NotRequired[int | None]
     worker: str
@@ -287,6 +373,51 @@ class ClaimOut(TypedDict):
     worker: str | None
 
 
+class ClaimPatch(TypedDict):
+    """Rename a claim, replace its definition (a new version), or both."""
+
+    definition: NotRequired[ClaimDefinition | None]
+    name: NotRequired[str | None]
+
+
+class ClaimPublic(TypedDict):
+    author: str | None
+    can_edit: bool
+    created_at: str
+    definition: ClaimDefinition
+    evaluation: Evaluation
+    hash: str
+    id: int
+    name: str
+    project_id: int
+    review: Literal["approved", "changes_requested"] | None
+    updated_at: str
+    version: int
+
+
+class ClaimReviewIn(TypedDict):
+    body: NotRequired[str]
+    state: Literal["approved", "changes_requested"]
+
+
+class ClaimReviewPublic(TypedDict):
+    body: str
+    claim_id: int
+    created_at: str
+    id: int
+    reviewer: str | None
+    state: str
+    version: int
+
+
+class ClaimVersionPublic(TypedDict):
+    author: str | None
+    created_at: str
+    definition: ClaimDefinition
+    hash: str
+    version: int
+
+
 class Column(TypedDict):
     """A table column: a field, for a metric the aggregate shown (default ``last``), and its width."""
 
@@ -306,6 +437,32 @@ class CommentPublic(TypedDict):
     experiment_id: int | None
     id: int
     run_id: int | None
+
+
+class Comparison(TypedDict):
+    """One hypothesis: ``arm`` against the reference arm. ``effect`` = mean(arm) - mean(reference) (paired:"""
+
+    arm: str
+    ci_high: float | None
+    ci_low: float | None
+    df: float | None
+    effect: float | None
+    n: int
+    needed_n: int | None
+    p_adjusted: float | None
+    p_value: float | None
+    reason: str
+    reference: str
+    statistic: float | None
+    test: Literal["paired", "welch", "bootstrap_paired", "bootstrap"] | None
+    verdict: Literal["supported", "contradicted", "inconclusive"]
+
+
+class Cutoff(TypedDict):
+    """When a frozen block was frozen and what each of its runs had reached then (the server writes it"""
+
+    at: str
+    runs: NotRequired[list[RunCutoff]]
 
 
 class DatasetPublic(TypedDict):
@@ -389,6 +546,20 @@ class ErrorItem(TypedDict):
     type: str
 
 
+class Evaluation(TypedDict):
+    """The claim on the data now. The claim's verdict: ``supported`` when every comparison is,"""
+
+    arms: list[ArmResult]
+    comparisons: list[Comparison]
+    evaluated_at: str
+    family: str
+    family_size: int
+    hash: str
+    preregistration: Preregistration
+    verdict: Literal["supported", "contradicted", "inconclusive"]
+    version: int
+
+
 class ExampleDiff(TypedDict):
     change: Literal["changed", "only_run", "only_other"]
     differing: NotRequired[list[str]]
@@ -454,6 +625,18 @@ class ExamplesIn(TypedDict):
     attempt: NotRequired[int | None]
     rows: list[ExampleRowIn]
     table: str
+
+
+class ExamplesTableBlock(TypedDict):
+    columns: NotRequired[list[str]]
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    limit: NotRequired[int]
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    table: str
+    title: NotRequired[str]
+    type: NotRequired[Literal["examples_table"]]
 
 
 class ExperimentCreate(TypedDict):
@@ -595,6 +778,18 @@ class FewShot(TypedDict):
     seed: NotRequired[int]
 
 
+class FigureBlock(TypedDict):
+    cutoff: NotRequired[Cutoff | None]
+    group_by: NotRequired[list[str]]
+    id: str
+    log_scale: NotRequired[bool]
+    metrics: list[str]
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["figure"]]
+
+
 class FinetuneData(TypedDict):
     eval_path: NotRequired[str | None]
     eval_per_task: NotRequired[int]
@@ -616,6 +811,13 @@ class FinishIn(TypedDict):
     mlflow_run_id: NotRequired[str | None]
     progress: NotRequired[Progress | None]
     status: Literal["succeeded", "failed", "cancelled"]
+
+
+class HeadingBlock(TypedDict):
+    id: str
+    level: NotRequired[int]
+    text: str
+    type: NotRequired[Literal["heading"]]
 
 
 class Health(TypedDict):
@@ -679,6 +881,17 @@ class KindPublic(TypedDict):
     spec_schema: dict[str, Any]
 
 
+class KindViewBlock(TypedDict):
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    mode: NotRequired[Literal["live", "frozen"]]
+    result_kind: str
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["kind_view"]]
+    view: NotRequired[str]
+
+
 class LogLine(TypedDict):
     line: str
     seq: int
@@ -698,6 +911,12 @@ class LogsIn(TypedDict):
 class LogsPage(TypedDict):
     items: list[LogLine]
     last_seq: int
+
+
+class MarkdownBlock(TypedDict):
+    id: str
+    text: str
+    type: NotRequired[Literal["markdown"]]
 
 
 class MemberPublic(TypedDict):
@@ -726,7 +945,7 @@ class MetricPoint(TypedDict):
     key: str
     step: int
     time: NotRequired[str | None]
-    value: float | None
+    value: float | Literal["NaN", "Infinity", "-Infinity"] | None
 
 
 class MetricStats(TypedDict):
@@ -790,6 +1009,17 @@ class ParameterCount(TypedDict):
 class ParamsIn(TypedDict):
     attempt: NotRequired[int | None]
     params: dict[str, Any]
+
+
+class Preregistration(TypedDict):
+    """``status``: ``pre-registered`` (locked before the first matching run started, and the locked version"""
+
+    first_run_started_at: str | None
+    locked_at: str | None
+    locked_by: str | None
+    locked_hash: str | None
+    locked_version: int | None
+    status: Literal["pre-registered", "locked late", "edited after lock", "not locked"]
 
 
 class PretrainData(TypedDict):
@@ -862,10 +1092,33 @@ class Provenance(TypedDict):
     python: NotRequired[str | None]
 
 
+class PublishIn(TypedDict):
+    base_version: int
+
+
 class RandomSweep(TypedDict):
     n: int
     params: dict[str, Any]
     seed: NotRequired[int]
+
+
+class ReadBest(TypedDict):
+    """The series' best value: its minimum or maximum by the run's kind's declared metric direction (a key"""
+
+    mode: NotRequired[Literal["best"]]
+
+
+class ReadLast(TypedDict):
+    """The series' last value (its largest step)."""
+
+    mode: NotRequired[Literal["last"]]
+
+
+class ReadMeanLast(TypedDict):
+    """The mean of the series' last ``steps`` finite points (by step)."""
+
+    mode: NotRequired[Literal["mean_last"]]
+    steps: int
 
 
 class ReasonFormerEval(TypedDict):
@@ -933,12 +1186,109 @@ class ReleaseIn(TypedDict):
     attempt: int
 
 
+class ReportCommentIn(TypedDict):
+    block_id: str
+    body: str
+
+
+class ReportCommentPublic(TypedDict):
+    author: str | None
+    block_id: str
+    body: str
+    created_at: str
+    id: int
+    report_id: int
+
+
+class ReportCreate(TypedDict):
+    blocks: NotRequired[
+        list[
+            HeadingBlock
+            | MarkdownBlock
+            | FigureBlock
+            | RunTableBlock
+            | ExamplesTableBlock
+            | KindViewBlock
+            | CalloutBlock
+        ]
+    ]
+    title: str
+
+
+class ReportPublic(TypedDict):
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    can_edit: bool
+    created_at: str
+    id: int
+    project_id: int
+    revisions: int
+    title: str
+    updated_at: str
+    version: int
+
+
+class ReportReviewIn(TypedDict):
+    body: NotRequired[str]
+    state: Literal["approved", "changes_requested"]
+
+
+class ReportReviewPublic(TypedDict):
+    body: str
+    created_at: str
+    id: int
+    report_id: int
+    reviewer: str | None
+    revision: int
+    state: str
+
+
+class ReportSummary(TypedDict):
+    author: str | None
+    id: int
+    project_id: int
+    revisions: int
+    title: str
+    updated_at: str
+    version: int
+
+
+class ReportUpdate(TypedDict):
+    """A save of the draft: ``base_version`` is the version the edit was made on; an older one than"""
+
+    base_version: int
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    title: str
+
+
 class Resources(TypedDict):
     """Where a run wants to execute. ``gpus > 0`` sends it to the ``gpu`` queue, else to ``cpu``."""
 
     device: NotRequired[Literal["auto", "cpu", "cuda"]]
     gpus: NotRequired[int]
     priority: NotRequired[Literal["low", "normal", "high"]]
+
+
+class ResultData(TypedDict):
+    kind: str
+    payload: dict[str, Any]
+    run_id: int
 
 
 class ResultIn(TypedDict):
@@ -996,6 +1346,34 @@ class ReviewPublic(TypedDict):
     state: str
 
 
+class RevisionPublic(TypedDict):
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    content_hash: str
+    created_at: str
+    data: dict[str, BlockData]
+    number: int
+    report_id: int
+    title: str
+
+
+class RevisionSummary(TypedDict):
+    author: str | None
+    content_hash: str
+    created_at: str
+    number: int
+    report_id: int
+    title: str
+
+
 class Routing(TypedDict):
     """Result record ``routing``: per task, steps x skills mean router weights, stop gates per step and"""
 
@@ -1031,6 +1409,16 @@ class RoutingCaseStep(TypedDict):
     weights: list[float]
 
 
+class RunCutoff(TypedDict):
+    """One run as a frozen block saw it: its attempt and status, and each series' last step and row"""
+
+    attempt: int
+    revs: NotRequired[dict[str, Any]]
+    run_id: int
+    status: str
+    steps: NotRequired[dict[str, Any]]
+
+
 class RunGroup(TypedDict):
     """Runs that share the group fields' values (GET /runs?group_by=)."""
 
@@ -1038,6 +1426,17 @@ class RunGroup(TypedDict):
     metrics: dict[str, MetricStats]
     n: int
     run_ids: list[int]
+
+
+class RunInfo(TypedDict):
+    """A run a block shows, and how far: each series' first and last step shown."""
+
+    attempt: int
+    experiment_id: int
+    name: str | None
+    run_id: int
+    status: str
+    steps: NotRequired[dict[str, list[int]]]
 
 
 class RunPage(TypedDict):
@@ -1106,6 +1505,24 @@ class RunReadTicket(TypedDict):
     ticket: str
 
 
+class RunSource(TypedDict):
+    """Which runs a figure or table shows: a query of the query language over the report's project"""
+
+    limit: NotRequired[int]
+    query: NotRequired[str | None]
+    run_ids: NotRequired[list[int]]
+
+
+class RunTableBlock(TypedDict):
+    columns: list[str]
+    cutoff: NotRequired[Cutoff | None]
+    id: str
+    mode: NotRequired[Literal["live", "frozen"]]
+    source: RunSource
+    title: NotRequired[str]
+    type: NotRequired[Literal["run_table"]]
+
+
 class RunsTable(TypedDict):
     """An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th"""
 
@@ -1158,11 +1575,70 @@ class Series(TypedDict):
     total_points: int
 
 
+class SeriesData(TypedDict):
+    group: NotRequired[str | None]
+    key: str
+    label: str
+    points: list[list[Any]]
+    run_id: int
+
+
 class ServerConfig(TypedDict):
     """What the dashboard needs to know about this deployment."""
 
     mlflow_ui_url: str | None
     version: str
+
+
+class ShareCreate(TypedDict):
+    expires_in_days: NotRequired[int]
+    hide_authors: NotRequired[bool]
+
+
+class ShareCreated(TypedDict):
+    created_at: str
+    created_by: str | None
+    expires_at: str
+    hide_authors: bool
+    id: int
+    prefix: str
+    report_id: int
+    revision: int
+    revoked_at: str | None
+    token: str
+
+
+class SharePublic(TypedDict):
+    created_at: str
+    created_by: str | None
+    expires_at: str
+    hide_authors: bool
+    id: int
+    prefix: str
+    report_id: int
+    revision: int
+    revoked_at: str | None
+
+
+class SharedRevision(TypedDict):
+    """What a share link opens: one revision, its blocks and their frozen data, nothing else."""
+
+    author: str | None
+    blocks: list[
+        HeadingBlock
+        | MarkdownBlock
+        | FigureBlock
+        | RunTableBlock
+        | ExamplesTableBlock
+        | KindViewBlock
+        | CalloutBlock
+    ]
+    content_hash: str
+    data: dict[str, BlockData]
+    expires_at: str
+    number: int
+    published_at: str
+    title: str
 
 
 class SkillmixCache(TypedDict):
@@ -1411,6 +1887,13 @@ SynonymConsistency = TypedDict(
         "variant": 'Literal["original", "ft", "carma"]',
     },
 )
+
+
+class TTest(TypedDict):
+    """Student-t tests of the difference of means. ``pairing``: ``auto`` pairs runs by seed when the arms"""
+
+    pairing: NotRequired[Literal["auto", "paired", "welch"]]
+    type: NotRequired[Literal["t"]]
 
 
 class TableColumn(TypedDict):

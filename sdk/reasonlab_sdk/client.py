@@ -351,6 +351,33 @@ class ReasonLabClient:
         """Delete a dataset of the project (a project admin or its uploader)."""
         self.request("DELETE", f"/projects/{project_id}/datasets/{quote(name, safe='')}")
 
+    # -- reports ----------------------------------------------------------------------------------------
+
+    def get_report(self, report_id: int) -> api.ReportPublic:
+        """A report's draft: its title, version and blocks (any role in its project)."""
+        result: api.ReportPublic = self._get(f"/reports/{report_id}")
+        return result
+
+    def list_report_revisions(self, report_id: int) -> list[api.RevisionSummary]:
+        """The report's published revisions, oldest first."""
+        result: list[api.RevisionSummary] = self._get(f"/reports/{report_id}/revisions")
+        return result
+
+    def export_report(
+        self,
+        report_id: int,
+        revision: int,
+        dest: Path,
+        *,
+        format: Literal["html", "md", "latex"] = "html",
+    ) -> int:
+        """Write a published revision to ``dest``: one self-contained HTML file (``html``), or a zip of
+        Markdown with SVG figures (``md``) or of a LaTeX folder with TikZ figures (``latex``); the bytes
+        written (``dest`` is never half written)."""
+        return self._stream_to_file(
+            f"/reports/{report_id}/revisions/{revision}/export", dest, {"format": format}
+        )
+
     # -- saved views ------------------------------------------------------------------------------------
 
     def list_views(self, project_id: int) -> list[api.ViewPublic]:
@@ -431,6 +458,74 @@ class ReasonLabClient:
     def delete_view_by_id(self, view_id: int) -> None:
         """``delete_view`` by the view's id alone (no project needed)."""
         self.request("DELETE", f"/views/{view_id}")
+
+    # -- claims -----------------------------------------------------------------------------------------
+
+    def list_claims(self, project_id: int) -> list[api.ClaimPublic]:
+        """The project's claims, each with its evaluation on the runs now (``claim["evaluation"]``: n, mean
+        and interval per arm, each comparison's effect, interval, p-value adjusted within its family and
+        verdict, the pre-registration); any role."""
+        result: list[api.ClaimPublic] = self._get(f"/projects/{project_id}/claims")
+        return result
+
+    def create_claim(self, project_id: int, name: str, definition: api.ClaimDefinition) -> api.ClaimPublic:
+        """State a claim (members): ``definition`` is ``{"section", "arms": [{"name", "query"}, ...],
+        "metric", "direction", ...}`` (docs/api.md, "Claims"); ``Invalid`` names the field of a bad one."""
+        result: api.ClaimPublic = self._post(
+            f"/projects/{project_id}/claims", {"name": name, "definition": definition}
+        )
+        return result
+
+    def get_claim(self, claim_id: int) -> api.ClaimPublic:
+        """A claim and its evaluation now, by its id (any project the caller is in)."""
+        result: api.ClaimPublic = self._get(f"/claims/{claim_id}")
+        return result
+
+    def update_claim(
+        self, claim_id: int, *, name: str | None = None, definition: api.ClaimDefinition | None = None
+    ) -> api.ClaimPublic:
+        """Rename a claim, replace its definition (a new version when it changes), or both."""
+        if name is None and definition is None:
+            raise ValueError("update_claim: give a new name, a new definition or both")
+        body: Json = {}
+        if name is not None:
+            body["name"] = name
+        if definition is not None:
+            body["definition"] = definition
+        result: api.ClaimPublic = self.request("PATCH", f"/claims/{claim_id}", json_body=body)
+        return result
+
+    def lock_claim(self, claim_id: int) -> api.ClaimPublic:
+        """Pre-register the claim's current version (its hash and the time); ``Conflict`` when locked."""
+        result: api.ClaimPublic = self._post(f"/claims/{claim_id}/lock")
+        return result
+
+    def claim_versions(self, claim_id: int) -> list[api.ClaimVersionPublic]:
+        result: list[api.ClaimVersionPublic] = self._get(f"/claims/{claim_id}/versions")
+        return result
+
+    def delete_claim(self, claim_id: int) -> None:
+        """Delete a claim (its author or a project admin, else ``Forbidden``)."""
+        self.request("DELETE", f"/claims/{claim_id}")
+
+    def comment_claim(self, claim_id: int, body: str) -> api.ClaimCommentPublic:
+        result: api.ClaimCommentPublic = self._post(f"/claims/{claim_id}/comments", {"body": body})
+        return result
+
+    def claim_comments(self, claim_id: int) -> list[api.ClaimCommentPublic]:
+        result: list[api.ClaimCommentPublic] = self._get(f"/claims/{claim_id}/comments")
+        return result
+
+    def review_claim(self, claim_id: int, state: str, body: str = "") -> api.ClaimReviewPublic:
+        """``state``: ``approved`` or ``changes_requested`` (members)."""
+        result: api.ClaimReviewPublic = self.request(
+            "PUT", f"/claims/{claim_id}/review", json_body={"state": state, "body": body}
+        )
+        return result
+
+    def claim_reviews(self, claim_id: int) -> list[api.ClaimReviewPublic]:
+        result: list[api.ClaimReviewPublic] = self._get(f"/claims/{claim_id}/reviews")
+        return result
 
     def kinds(self) -> list[api.KindPublic]:
         result: list[api.KindPublic] = self._get("/kinds")

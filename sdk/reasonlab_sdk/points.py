@@ -9,18 +9,22 @@ Layout (integers little-endian; the API's reader is backend/metrics/columns.py):
     n_points   uint32
     attempt    uint32   the writing attempt, 0 for none
     n_keys     uint32
-    flags      uint32   bit 0: a time column follows the values
+    flags      uint32   bit 0: a time column follows the values; bit 1: a gap column follows
     key_len    uint16 x n_keys          each key's length in bytes (UTF-8)
     keys       the keys' UTF-8 bytes, one after another
     key        uint32 x n_points        each point's key, an index into the keys
     step       int64 x n_points
-    value      float64 x n_points       IEEE 754: NaN and the infinities as they are; None is sent as NaN
+    value      float64 x n_points       IEEE 754: NaN and the infinities as they are (stored as such)
     time       int64 x n_points         (flag 0) microseconds since 1970-01-01 UTC; INT64_MIN: not given
+    gap        uint8 x n_points         (flag 1) 1: the point is a gap (None, JSON's null; its value 0),
+                                        0: its value
+
+A value is a number or JSON's string for a non-finite one (``"NaN"``, ``"Infinity"``, ``"-Infinity"``, what
+``tracking.metric_value`` records); the gap column is sent only when some value is None.
 """
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 from array import array
@@ -31,6 +35,7 @@ from typing import Any
 CONTENT_TYPE = "application/x-reasonlab-points"
 MAGIC = b"RLP1"
 FLAG_TIME = 1
+FLAG_GAPS = 2
 NO_TIME = -(2**63)
 _HEADER = struct.Struct("<4sIIII")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -57,6 +62,7 @@ def encode(points: Sequence[Mapping[str, Any]], attempt: int | None = None) -> b
     steps = array("q")
     values = array("d")
     times = array("q")
+    gaps = bytearray()
     timed = any(p.get("time") is not None for p in points)
     for p in points:
         key = p["key"]
@@ -66,7 +72,9 @@ def encode(points: Sequence[Mapping[str, Any]], attempt: int | None = None) -> b
         keys.append(at)
         steps.append(p["step"])
         value = p["value"]
-        values.append(math.nan if value is None else value)
+        # float(): a number, or "NaN", "Infinity", "-Infinity" (JSON's strings for them)
+        values.append(0.0 if value is None else float(value))
+        gaps.append(value is None)
         if timed:
             times.append(_micros(p.get("time")))
     names = [k.encode("utf-8") for k in index]
@@ -78,11 +86,14 @@ def encode(points: Sequence[Mapping[str, Any]], attempt: int | None = None) -> b
     if sys.byteorder != "little":
         for column in columns:
             column.byteswap()
+    gapped = any(gaps)
+    flags = (FLAG_TIME if timed else 0) | (FLAG_GAPS if gapped else 0)
     return b"".join(
         [
-            _HEADER.pack(MAGIC, len(points), attempt or 0, len(names), FLAG_TIME if timed else 0),
+            _HEADER.pack(MAGIC, len(points), attempt or 0, len(names), flags),
             struct.pack(f"<{len(names)}H", *(len(n) for n in names)),
             *names,
             *(c.tobytes() for c in columns),
+            bytes(gaps) if gapped else b"",
         ]
     )

@@ -22,7 +22,8 @@ LOG_NAME = "log.jsonl"
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    # NaN and infinities are written as JSON's nulls by the caller: a line is strict JSON
+    # NaN and infinities come as the strings "NaN", "Infinity", "-Infinity" from the caller: a line is
+    # strict JSON
     text = json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return f"{zlib.crc32(text.encode()):08x} {text}\n".encode()
 

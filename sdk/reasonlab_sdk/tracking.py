@@ -18,7 +18,9 @@ A second background thread samples the machine, the script's process and its GPU
 (``REASONLAB_SYSTEM_METRICS_INTERVAL``; 0 turns it off) and logs them as the ``system/*`` series the
 platform's workers log (``sysmetrics.py``), at steps of their own: seconds since the run was created.
 
-Non-finite values (NaN, infinities) are stored as gaps, as the ingest route stores them.
+Non-finite values (NaN, infinities) are stored as such: recorded and sent as the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"`` (JSON has no literal for them), which the ingest route stores as
+those values.
 """
 
 from __future__ import annotations
@@ -89,8 +91,9 @@ def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def metric_value(key: str, value: Any) -> float | None:
-    """A number as stored (None for NaN and infinities: a gap); ValueError naming ``key`` otherwise."""
+def metric_value(key: str, value: Any) -> float | str:
+    """A number as recorded and sent: a finite float, or ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON's
+    log line and the ingest route's body have no literal for them); ValueError naming ``key`` otherwise."""
     if not key or len(key) > MAX_KEY or key.startswith("_") or "\x00" in key:
         raise ValueError(f"metric key {key!r}: 1 to {MAX_KEY} characters, not starting with '_', no NUL")
     if value is None or isinstance(value, str):
@@ -99,7 +102,9 @@ def metric_value(key: str, value: Any) -> float | None:
         number = float(value)  # ints, bools, numpy and torch scalars
     except (TypeError, ValueError):
         raise ValueError(f"metric {key!r}: {type(value).__name__} {value!r} is not a number") from None
-    return number if math.isfinite(number) else None
+    if math.isfinite(number):
+        return number
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
 
 
 def provenance() -> dict[str, Any]:

@@ -110,7 +110,7 @@ def make_settings(database_url: str, home: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-# The dialect matrix (issue 24): a test module whose subject is SQL (queries, concurrency, migrations, metric
+# The dialect matrix: a test module whose subject is SQL (queries, concurrency, migrations, metric
 # storage and roll-ups, exports, queue order, the mirror, run numbers and names, attempts) is marked
 # ``dialect_matrix`` and runs on SQLite and on the machine's Postgres; every other test runs on SQLite only.
 # A test may still choose its dialects itself (``@pytest.mark.parametrize("database_url", [...], indirect=True)``).

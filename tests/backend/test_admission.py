@@ -1,6 +1,6 @@
 """At most ``limit`` API requests of a process in flight; the rest wait on the event loop (no thread, no
 connection held), event streams aside. Without it a load burst deadlocked the connection pool
-(bench/load_test.py). One credential holds at most its share of them (issue 35), and a route waiting on
+(bench/load_test.py). One credential holds at most its share of them, and a route waiting on
 its client gives its slot back."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _scope_of(path: str, principal: str | None) -> dict[str, Any]:
 
 
 def test_one_credential_holds_at_most_its_share_and_the_others_go_first() -> None:
-    """Issue 35: 6 requests of one credential and 2 of another, 4 slots, a share of 2: the first never
+    """Six requests of one credential and 2 of another, 4 slots, a share of 2: the first never
     holds more than 2 slots, so the other's requests are served while the first's still wait; the worker
     token has no share."""
     inside: dict[str, int] = {}

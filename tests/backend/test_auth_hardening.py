@@ -34,7 +34,7 @@ ATTACKER, OWNER = "203.0.113.7", "198.51.100.2"
 
 
 def test_an_attacker_cannot_lock_the_owner_out(api: Api) -> None:
-    """Issue 21: five wrong passwords from anyone, anywhere, and the owner's right one was a 429 for five
+    """Five wrong passwords from anyone, anywhere, used to make the owner's right one a 429 for five
     minutes. Now the attacker's failures slow the attacker's own (account, address) pair only."""
     api.user("alice")
     # the throttle's clock stands still: on a loaded machine 40 logins (a password hash each) can outlast
@@ -285,7 +285,7 @@ def test_one_password_policy(password: str, ok: bool) -> None:
     ],
 )
 def test_well_known_stems_and_keyboard_walks_are_refused(password: str) -> None:
-    """Issue 21: ``qwertyuiop0`` was accepted; a common word or keyboard walk with digits or symbols
+    """``qwertyuiop0`` used to be accepted; a common word or keyboard walk with digits or symbols
     around it is as guessable as the list entry itself."""
     problem = policy.password_problem(password, "alice")
     assert problem is not None and ("well-known" in problem or "keyboard" in problem), (password, problem)
@@ -358,7 +358,7 @@ def test_credentials_never_reach_the_access_log(api: Api, caplog: pytest.LogCapt
 
 
 def test_the_worker_token_claims_and_reads_nothing(api: Api) -> None:
-    """docs/api.md: the worker token claims and releases runs only (issue 21: it read and wrote runs of
+    """docs/api.md: the worker token claims and releases runs only (it used to read and write runs of
     every project); what a claimed run does goes with its own token (tests/backend/test_run_tokens.py)."""
     run = api.submit({}).json()["runs"][0]
     refused = [

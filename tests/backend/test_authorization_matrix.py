@@ -113,6 +113,39 @@ POLICY: dict[str, str] = {
     "views-get-by-id": "viewer",
     "views-patch-by-id": "member",
     "views-delete-by-id": "member",
+    # claims (backend/claims/): any role reads, members state, edit, lock, comment on and review them;
+    # deleting is the author's (meg here) or a project admin's: another member gets 403 (test_claims.py)
+    "claims-list": "viewer",
+    "claims-create": "member",
+    "claims-get": "viewer",
+    "claims-patch": "member",
+    "claims-delete": "member",
+    "claims-lock": "member",  # a second lock of the same version is 409: allowed, refused for its own reason
+    "claims-versions": "viewer",
+    "claims-comments": "viewer",
+    "claims-comment": "member",
+    "claims-review": "member",
+    "claims-reviews": "viewer",
+    # reports (backend/reports/): any role reads, members write, publish, comment, review and share; a
+    # report's author (meg here) or a project admin deletes it (tests/backend/test_reports.py)
+    "reports-list": "viewer",
+    "reports-create": "member",
+    "reports-get": "viewer",
+    "reports-update": "member",
+    "reports-delete": "member",
+    "reports-data": "viewer",
+    "reports-publish": "member",
+    "reports-revisions": "viewer",
+    "reports-revision": "viewer",
+    "reports-export": "viewer",
+    "reports-comments": "viewer",
+    "reports-comment": "member",
+    "reports-reviews": "viewer",
+    "reports-review": "member",
+    "reports-share": "member",
+    "reports-shares": "member",
+    "reports-revoke_share": "member",
+    "reports-shared": "public",  # a share link's token in the path: one revision, nothing else
     # MLflow's REST API for its own client (backend/mlflowcompat/, left out of the OpenAPI document): the
     # project is in the path, so an outsider's call is 404 there; writes need a member
     "mlflow-experiments_create": "member",
@@ -140,6 +173,15 @@ POLICY: dict[str, str] = {
 # the roles the project-scoped policies need, lowest first
 RANK = {"viewer": 1, "member": 2, "admin": 3}
 CALLERS = ("anonymous", "viewer", "member", "project_admin", "site_admin", "worker", "outsider")
+CLAIM = {
+    "section": "4.2",
+    "arms": [
+        {"name": "a", "query": "params.train.lr = 0.1"},
+        {"name": "b", "query": "params.train.lr = 0.2"},
+    ],
+    "metric": "loss",
+    "direction": "less",
+}
 DIAGNOSTIC_RESULT = {"final_loss": 1.0, "initial_loss": 2.0, "steps": 1, "parameters": 3}
 
 
@@ -215,6 +257,21 @@ def _bodies(run_id: int, experiment_id: int) -> dict[str, Any]:
         "views-create": {"name": "matrix", "page": "runs", "state": {"query": "status = 'failed'"}},
         "views-patch": {"name": "matrix view"},
         "views-patch-by-id": {"name": "matrix view by id"},
+        "claims-create": {"name": "matrix", "definition": CLAIM},
+        "claims-patch": {"definition": {**CLAIM, "alpha": 0.01}},
+        "claims-comment": {"body": "which seeds?"},
+        "claims-review": {"state": "approved"},
+        "reports-create": {"title": "matrix", "blocks": []},
+        # the version moves on with each allowed save: a stale one answers 409, which is allowed too
+        "reports-update": {
+            "base_version": 1,
+            "title": "matrix",
+            "blocks": [{"id": "b", "type": "markdown", "text": "x"}],
+        },
+        "reports-publish": {"base_version": 1},
+        "reports-comment": {"block_id": "b", "body": "looks right"},
+        "reports-review": {"state": "approved"},
+        "reports-share": {"expires_in_days": 1},
     }
 
 
@@ -292,7 +349,42 @@ def test_authorization_matrix(api: Api) -> None:
         ).json()["id"]
         for name in ("to delete", "to delete by id", "to read")
     ]
+    # claims by the member: one to delete (claims-delete runs first, sorted), one the others read
+    claims = [
+        api.client.post(
+            f"/api/v1/projects/{experiment['project_id']}/claims",
+            json={"name": name, "definition": CLAIM},
+            headers=api.h(tokens["member"]),
+        ).json()["id"]
+        for name in ("claim to delete", "claim to read")
+    ]
+    # reports by the member: one to delete, one the others read (published once, with two share links)
+    project_url = f"/api/v1/projects/{experiment['project_id']}/reports"
+    reports = [
+        api.client.post(
+            project_url,
+            json={"title": title, "blocks": [{"id": "b", "type": "markdown", "text": "x"}]},
+            headers=api.h(tokens["member"]),
+        ).json()["id"]
+        for title in ("to delete", "to read")
+    ]
+    api.client.post(
+        f"/api/v1/reports/{reports[1]}/publish", json={"base_version": 1}, headers=api.h(tokens["member"])
+    )
+    # two links: reports-revoke_share revokes the first (it runs before reports-shared, sorted), the
+    # anonymous reader opens the second
+    revoked, share = (
+        api.client.post(
+            f"/api/v1/reports/{reports[1]}/revisions/1/shares", json={}, headers=api.h(tokens["member"])
+        ).json()
+        for _ in range(2)
+    )
     params = {
+        "claim_id": claims[1],
+        "report_id": reports[1],
+        "number": 1,
+        "share_id": revoked["id"],
+        "token": share["token"],
         "experiment_id": experiment["id"],
         "run_id": run_id,
         "project_id": experiment["project_id"],
@@ -309,6 +401,10 @@ def test_authorization_matrix(api: Api) -> None:
         method, template = routes[operation]
         deleted = {"views-delete": views[0], "views-delete-by-id": views[1]}
         override: dict[str, Any] = {"view_id": deleted[operation]} if operation in deleted else {}
+        if operation == "claims-delete":
+            override = {"claim_id": claims[0]}
+        elif operation == "reports-delete":
+            override = {"report_id": reports[0]}
         if operation.startswith(
             "mlflow-artifacts"
         ):  # MLflow's artifact path: <experiment>/<run>/artifacts/...
@@ -344,6 +440,8 @@ def test_authorization_matrix(api: Api) -> None:
                     "datasets-delete",
                     "views-delete",  # deleted by the member: gone for the admins after
                     "views-delete-by-id",
+                    "claims-delete",  # deleted by the member: gone for the admins after
+                    "reports-delete",  # deleted by the member: gone for the admins after
                     "mlflow-experiments_get_by_name",  # no such experiment
                     "mlflow-runs_delete_tag",  # the run has no tag k (yet)
                     "mlflow-artifacts_download",  # the run has no artifact none.txt
@@ -360,6 +458,6 @@ def test_the_policy_table_denies_somebody_everything_but_the_public_routes(calle
     """Sanity of the expectations themselves: only health and login are open to the anonymous."""
     open_to = {op for op, policy in POLICY.items() if expected(policy, caller, op) is None}
     if caller == "anonymous":
-        assert open_to == {"health-get", "auth-login"}
+        assert open_to == {"health-get", "auth-login", "reports-shared"}
     if caller == "worker":
-        assert open_to == WORKER_OPERATIONS | {"auth-login"}
+        assert open_to == WORKER_OPERATIONS | {"auth-login", "reports-shared"}

@@ -1,4 +1,4 @@
-"""Whose X-Forwarded-For the API believes (issue 21, item 3). Uvicorn, left to itself, believes it from
+"""Whose X-Forwarded-For the API believes. Uvicorn, left to itself, believes it from
 127.0.0.1 and ::1, so a spoofed header named a new client address at each request and got a fresh login
 throttle count each time. Now ``reasonlab api`` and ``reasonlab up`` start uvicorn believing only
 REASONLAB_TRUSTED_PROXIES, which is empty by default."""

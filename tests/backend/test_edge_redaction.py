@@ -1,4 +1,4 @@
-"""Tickets in the access log (issue 21, item 4): the auth path reads ``ticket`` from the decoded query,
+"""Tickets in the access log: the auth path reads ``ticket`` from the decoded query,
 so ``?%74icket=`` opened a stream, while the log's redaction matched only the literal ``ticket=`` and
 wrote the ticket out. The redaction now decodes each parameter's name and compares it without regard to
 case: it covers every spelling the auth path accepts (the name ``ticket`` exactly, however encoded) and
@@ -62,6 +62,9 @@ def test_a_value_hidden_in_an_encoded_name_and_tokens_anywhere_are_redacted() ->
     jwt_like = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
     assert jwt_like not in redact(f"/api/v1/runs/1/{jwt_like}/x?q={jwt_like}")
     assert "rl_abcdefghijklmnopqrstuvwxyz" not in redact("/x?q=rl_abcdefghijklmnopqrstuvwxyz")
+    # a report's share link is its token, in the path (GET /shared/reports/{token})
+    shared = "rlshare_Zm9vYmFyYmF6cXV4LXF1dXg_0123456789"
+    assert redact(f"/api/v1/shared/reports/{shared}") == "/api/v1/shared/reports/[redacted]"
     assert redact("/api/v1/runs?status=running&limit=50") == "/api/v1/runs?status=running&limit=50"
 
 

@@ -1,4 +1,4 @@
-"""Slow clients (issue 21, item 1): 25 anonymous connections that start a login with a large
+"""Slow clients: 25 anonymous connections that start a login with a large
 Content-Length and send a few bytes held the 20 admission slots (their bodies were read inside them, with
 no deadline) and every other request waited. Now a body is read within a deadline before the request
 takes a slot, and one that does not arrive in time is a 408 with the connection closed."""

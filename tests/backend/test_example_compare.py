@@ -1,4 +1,4 @@
-"""The rule of a per-example diff (backend/examples/compare.py, issue 36 item 3): numbers the same within a
+"""The rule of a per-example diff (backend/examples/compare.py): numbers the same within a
 tolerance wherever they sit in the JSON, everything else equal as JSON, and the fields that define a change."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What any client sees before it logs in (issue 8, items 3 and 4): odd paths answer 404s, never 500s;
+"""What any client sees before it logs in: odd paths answer 404s, never 500s;
 unknown API paths answer the API's JSON 404; every response carries the security headers; OPTIONS
 answers; cross-origin use only where it was configured."""
 

@@ -1,4 +1,4 @@
-"""Roll-ups kept at ingest (issue 12, migration 0004): after random batches, retried batches, a resumed run
+"""Roll-ups kept at ingest (migration 0004): after random batches, retried batches, a resumed run
 rewriting its steps and gaps, every roll-up block equals a recomputation from the stored points; the
 downsampled query built on them keeps its answer's shape and every bucket's min, max, count and last equal
 to the raw points of the bucket's steps (no spike lost), on SQLite and Postgres."""
@@ -187,7 +187,11 @@ def test_downsampled_query_over_rollups_keeps_shape_and_every_min_max(api: Api) 
             for prev, nxt in itertools.pairwise(buckets):
                 assert prev["step_end"] < nxt["step_start"]
             for x in buckets:
-                assert set(x) == {"step_start", "step_end", "min", "max", "last", "count", "time"}
+                assert set(x) == {
+                    *("step_start", "step_end", "min", "max", "last", "count", "time"),
+                    *("nonfinite", "last_nonfinite"),  # NaN and inf: tests/backend/test_metric_nonfinite.py
+                }
+                assert (x["nonfinite"], x["last_nonfinite"]) == (0, None)  # gaps (None) are not NaN
                 pts_in = [(s, v) for s, v in inside if x["step_start"] <= s <= x["step_end"]]
                 finite = [v for _, v in pts_in if v is not None]
                 assert x["count"] == len(pts_in) and pts_in[0][0] == x["step_start"]

@@ -1,7 +1,7 @@
 """The compact body of ``POST /runs/{id}/metrics`` (``application/x-reasonlab-points``, backend/metrics/
 columns.py, written by reasonlab_sdk/points.py): the same batch stores the same points, latest rows and
-roll-ups as its JSON twin (gaps, NaN and infinities, a repeated step, any order, given times and the
-server's clock); other media types are a 415; a malformed body is a 422 naming its field, a batch over the
+roll-ups as its JSON twin (gaps apart from NaN, NaN and infinities stored as such, a repeated step, any
+order, steps below the stored latest ones, given times and the server's clock); other media types are a 415; a malformed body is a 422 naming its field, a batch over the
 limit a 413; hostile bodies (random bytes, a valid body with bytes flipped or cut) never crash the API;
 the SDK falls back to JSON for an API that answers the compact body 415."""
 
@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from backend.db import get_engine
+from backend.metrics.rollups import ROLLUP_WIDTHS
 from reasonlab_sdk import points as compact
 from reasonlab_sdk.client import ReasonLabClient
 from tests.backend.conftest import Api
@@ -41,8 +42,8 @@ def _post_compact(api: Api, run_id: int, body: bytes, content_type: str = CONTEN
 
 
 def _post_json(api: Api, run_id: int, points: list[dict[str, Any]]) -> httpx.Response:
-    # Python's json writes NaN and Infinity, which the API's JSON reader takes (as FastAPI's did)
-    body = json.dumps({"points": points}).encode()
+    # NaN and the infinities as JSON's strings for them (the API's documented form, what the SDK sends)
+    body = json.dumps({"points": points}, allow_nan=False).encode()
     headers = {**api.worker, "Content-Type": "application/json"}
     return api.client.post(f"/api/v1/runs/{run_id}/metrics", content=body, headers=headers)
 
@@ -56,14 +57,18 @@ def _rows(engine: Engine, run_id: int) -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {}
     with engine.connect() as conn:
         for table, sql in (
-            ("metric", "SELECT key, step, value, time FROM metric WHERE run_id = :r ORDER BY key, step"),
+            (
+                "metric",
+                "SELECT key, step, value, nonfinite, time FROM metric WHERE run_id = :r ORDER BY key, step",
+            ),
             (
                 "latest",
-                "SELECT key, step, value, vmin, vmax FROM metric_latest WHERE run_id = :r ORDER BY key",
+                "SELECT key, step, value, nonfinite, vmin, vmax FROM metric_latest WHERE run_id = :r"
+                " ORDER BY key",
             ),
             (
                 "rollup",
-                "SELECT key, width, block, s0, s1, vmin, vmax, n, vlast, tlast FROM metric_rollup"
+                "SELECT key, width, block, s0, s1, vmin, vmax, n, vlast, tlast, nf, klast FROM metric_rollup"
                 " WHERE run_id = :r ORDER BY key, width, block",
             ),
         ):
@@ -85,48 +90,108 @@ def _batch(rng: random.Random, first_step: int, n_steps: int) -> list[dict[str, 
     return points
 
 
+LABELS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+KINDS = {"nan": 1, "inf": 2, "-inf": 3}  # common/nonfinite.py's codes, written out here
+
+
+def _label(v: float | None) -> float | str | None:
+    return v if v is None or math.isfinite(v) else LABELS[str(v)]
+
+
 def _iso(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**p, "time": p["time"].isoformat()} for p in points]
+    """As JSON: times as ISO 8601 text, NaN and infinities as their strings."""
+    return [{**p, "value": _label(p["value"]), "time": p["time"].isoformat()} for p in points]
+
+
+def _stored_as(v: float | None) -> tuple[float | None, int | None]:
+    """``(value, nonfinite)`` columns of a logged value, computed here: a gap is NULL in both."""
+    if v is None:
+        return None, None
+    return (v, None) if math.isfinite(v) else (None, KINDS[str(v)])
+
+
+def _expected_rollups(
+    expected: dict[tuple[str, int], tuple[float | None, datetime]],
+) -> dict[tuple[str, int, int], tuple[Any, ...]]:
+    """Per (key, width, block): n, the finite min and max, the count of NaN and infinite points, the last
+    point's finite value and kind, from the logged points directly."""
+    out: dict[tuple[str, int, int], tuple[Any, ...]] = {}
+    for width in ROLLUP_WIDTHS:
+        blocks: dict[tuple[str, int], list[tuple[int, float | None]]] = {}
+        for (key, step), (v, _) in expected.items():
+            blocks.setdefault((key, step // width), []).append((step, v))
+        for (key, block), pts in blocks.items():
+            finite = [v for _, v in pts if v is not None and math.isfinite(v)]
+            odd = [v for _, v in pts if v is not None and not math.isfinite(v)]
+            last = max(pts)[1]
+            out[(key, width, block)] = (
+                len(pts),
+                min(finite) if finite else None,
+                max(finite) if finite else None,
+                len(odd),
+                *_stored_as(last),
+            )
+    return out
 
 
 def test_a_compact_batch_stores_what_its_json_twin_stores(api: Api) -> None:
+    """The same batches (finite values, NaN, +inf, -inf, gaps, a step sent twice, shuffled, steps below a
+    series' stored latest step, overwrites) posted to one run as JSON and to another as the compact body:
+    the same points, latest rows and roll-ups, equal to what is computed here from the logged values."""
     engine = get_engine(api.settings.database_url)
     as_json, as_compact = _run(api), _run(api)
     rng = random.Random(7)
     first = 0
-    # what must be stored, computed here: the last point sent of each (key, step), a non-finite value a gap
+    # what must be stored, computed here: the last point sent of each (key, step), as logged
     expected: dict[tuple[str, int], tuple[float | None, datetime]] = {}
 
     def note(points: list[dict[str, Any]]) -> None:
         for p in points:
-            v = p["value"]
-            expected[(p["key"], p["step"])] = (v if v is not None and math.isfinite(v) else None, p["time"])
+            expected[(p["key"], p["step"])] = (p["value"], p["time"])
+
+    def post(points: list[dict[str, Any]]) -> None:
+        note(points)
+        assert _post_json(api, as_json, _iso(points)).json() == {"accepted": len(points)}
+        # the SDK's encoder takes a value as a float or as JSON's string for it (tracking.metric_value's)
+        body = compact.encode(points)
+        assert compact.encode([{**p, "value": _label(p["value"])} for p in points]) == body
+        r = _post_compact(api, as_compact, body)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"accepted": len(points)}
 
     # appends into partly filled blocks; the batch of 400 steps (1,600 points) goes by COPY, the others
     # by arrays in one pipeline (backend/metrics/points.py)
     for n_steps in (30, 1, 400, 17):
-        points = _batch(rng, first, n_steps)
-        note(points)
+        post(_batch(rng, first, n_steps))
         first += n_steps + rng.choice([0, 5, 1200])
-        assert _post_json(api, as_json, _iso(points)).json() == {"accepted": len(points)}
-        r = _post_compact(api, as_compact, compact.encode(points))
-        assert r.status_code == 200, r.text
-        assert r.json() == {"accepted": len(points)}
+    # new steps far ahead, then new steps below them (MLflow's client's out-of-order batches: appended
+    # under the savepoint, not merged), by arrays and by COPY
+    post(_batch(rng, first + 5000, 12))
+    post(_batch(rng, first + 20, 9))
+    post(_batch(rng, first + 1000, 300))
     # a batch overwriting stored steps (a resumed run): the merge path
-    again = _batch(rng, 10, 40)
-    note(again)
-    _post_json(api, as_json, _iso(again))
-    assert _post_compact(api, as_compact, compact.encode(again)).status_code == 200
+    post(_batch(rng, 10, 40))
+    # a batch of only the odd values, overwriting some stored points and adding new ones
+    odd = [math.nan, math.inf, -math.inf, None]
+    post([{"key": "loss", "step": s, "value": odd[s % 4], "time": T0} for s in range(25, 45)])
     stored = _rows(engine, as_compact)
     assert stored == _rows(engine, as_json)
-    assert {(k, s): (v, t) for k, s, v, t in stored["metric"]} == expected
+    metric = {(k, s): (v, c, t) for k, s, v, c, t in stored["metric"]}
+    assert metric == {point: (*_stored_as(v), t) for point, (v, t) in expected.items()}
     assert stored["metric"][0][0] == "acc"  # keys in order, ...
     assert {row[0] for row in stored["metric"]} == {"loss", "acc", "ünïcode/κλειδί", "lr"}
-    # ... the repeated step's later value, gaps for None, NaN and the infinities (as JSON's are stored)
-    loss = {row[1]: row[2] for row in stored["metric"] if row[0] == "loss"}
-    assert loss[3] == 42.0
-    values = [row[2] for row in stored["metric"]]
-    assert None in values and all(v is None or math.isfinite(v) for v in values)
+    # ... the repeated step's later value, NaN, +inf and -inf as their kinds, gaps as NULL in both
+    kinds = {(v is None, c) for _, _, v, c, _ in stored["metric"]}
+    assert kinds == {(False, None), (True, 1), (True, 2), (True, 3), (True, None)}
+    # each series' latest point and its finite extremes
+    for key, step, value, code, vmin, vmax in stored["latest"]:
+        top = max(s for k, s in expected if k == key)
+        assert (step, value, code) == (top, *_stored_as(expected[(key, top)][0]))
+        finite = [v for (k, _), (v, _) in expected.items() if k == key and v is not None and math.isfinite(v)]
+        assert (vmin, vmax) == (min(finite), max(finite))
+    # the roll-ups: counts, finite min and max, non-finite counts and the last point's kind
+    rollups = {(r[0], r[1], r[2]): (r[7], r[5], r[6], r[10], r[8], r[11]) for r in stored["rollup"]}
+    assert rollups == _expected_rollups(expected)
     _assert_rollups_match(engine, as_compact)
 
 
@@ -136,7 +201,7 @@ def test_points_without_a_time_take_the_servers_clock(api: Api) -> None:
     body = compact.encode([{"key": "loss", "step": s, "value": s / 2} for s in range(5)])
     assert _post_compact(api, run_id, body).json() == {"accepted": 5}
     rows = _rows(get_engine(api.settings.database_url), run_id)["metric"]
-    assert [(k, s, v) for k, s, v, _ in rows] == [("loss", s, s / 2) for s in range(5)]
+    assert [(k, s, v, c) for k, s, v, c, _ in rows] == [("loss", s, s / 2, None) for s in range(5)]
     assert all(
         before - timedelta(seconds=1) <= t <= datetime.now(UTC) + timedelta(seconds=1) for *_, t in rows
     )
@@ -174,6 +239,7 @@ def _body(
     step: list[int],
     value: list[float],
     time: list[int] | None = None,
+    gap: list[int] | None = None,
     *,
     n: int | None = None,
     attempt: int = 0,
@@ -188,13 +254,15 @@ def _body(
         count,
         attempt,
         len(keys),
-        (1 if time is not None else 0) if flags is None else flags,
+        ((1 if time is not None else 0) | (2 if gap is not None else 0)) if flags is None else flags,
     )
     out = head + struct.pack(f"<{len(keys)}H", *(len(k) for k in keys)) + b"".join(keys)
     out += struct.pack(f"<{len(key)}I", *key) + struct.pack(f"<{len(step)}q", *step)
     out += struct.pack(f"<{len(value)}d", *value)
     if time is not None:
         out += struct.pack(f"<{len(time)}q", *time)
+    if gap is not None:
+        out += bytes(gap)
     return out
 
 
@@ -220,7 +288,25 @@ MALFORMED: list[tuple[str, bytes, str]] = [
     ("negative step", _body([b"loss"], [0, 0], [1, -1], [1.0, 2.0]), "body.points.1.step"),
     ("step too large", _body([b"loss"], [0], [2**62 + 1], [1.0]), "body.points.0.step"),
     ("time past 9999", _body([b"loss"], [0], [1], [1.0], [2**62]), "body.points.0.time"),
+    ("gap byte not 0 or 1", _body([b"loss"], [0, 0], [1, 2], [1.0, 0.0], None, [0, 2]), "body.points.1.gap"),
+    ("gap flag, no gap column", _body([b"loss"], [0], [1], [1.0], flags=2), "body"),
+    ("gap column, no flag", _body([b"loss"], [0], [1], [1.0], None, [1], flags=0), "body"),
 ]
+
+
+def test_a_hand_written_gap_column_tells_a_gap_from_a_nan(api: Api) -> None:
+    """Written field by field, not by the SDK: a gap byte 1 stores a gap whatever its value, a NaN with a
+    gap byte 0 (or no gap column) a NaN, with the time column before the gap column."""
+    engine = get_engine(api.settings.database_url)
+    run_id = _run(api)
+    t = int((T0 - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 1_000_000
+    body = _body(
+        [b"loss"], [0] * 4, [1, 2, 3, 4], [math.nan, math.nan, 5.0, -math.inf], [t] * 4, [1, 0, 1, 0]
+    )
+    assert _post_compact(api, run_id, body).json() == {"accepted": 4}
+    assert _post_compact(api, run_id, _body([b"loss"], [0], [5], [math.nan])).json() == {"accepted": 1}
+    rows = [(s, v, c) for _, s, v, c, _ in _rows(engine, run_id)["metric"]]
+    assert rows == [(1, None, None), (2, None, 1), (3, None, None), (4, None, 3), (5, None, 1)]
 
 
 @pytest.mark.parametrize(("case", "body", "field"), MALFORMED, ids=[c for c, _, _ in MALFORMED])

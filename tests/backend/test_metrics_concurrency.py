@@ -1,4 +1,4 @@
-"""Concurrent metric writers to one run (issue 8): every post succeeds and every point is stored.
+"""Concurrent metric writers to one run: every post succeeds and every point is stored.
 
 Several posters into one run (a worker's background flush beside a retry after a client timeout, an SDK
 user logging from several processes) used to deadlock on Postgres: each transaction took a share lock on

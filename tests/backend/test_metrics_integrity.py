@@ -1,4 +1,4 @@
-"""metric.run_id -> runs.id without a declared foreign key (issue 8, migration 0003): triggers keep the
+"""metric.run_id -> runs.id without a declared foreign key (migration 0003): triggers keep the
 same guarantees, on SQLite and Postgres. Also: the summary table's semantics and the migration's data.
 
 Postgres checks a foreign key once per inserted point; the trigger checks once per statement and run,

@@ -438,7 +438,7 @@ def test_a_new_attempt_reopens_the_mlflow_run(api: Api, target: Target) -> None:
 
 
 def test_the_mlflow_run_lasts_the_run_time(api: Api, target: Target) -> None:
-    """Issue 36, item 8: MLflow's duration (its end time less its start time) is ReasonLab's run time,
+    """MLflow's duration (its end time less its start time) is ReasonLab's run time,
     the seconds of the run's attempts without the downtime between them (a worker shut down, the next one
     took the run 40 minutes later); the MLflow run starts when the run started."""
     rid = _start(api)

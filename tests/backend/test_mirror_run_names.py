@@ -1,4 +1,4 @@
-"""The MLflow mirror names a run's MLflow run after the run (issue 22, item 7): the name a member gave it
+"""The MLflow mirror names a run's MLflow run after the run: the name a member gave it
 (else ``run-<id>``) when the MLflow run is made, and a rename afterwards, while it runs or once it finished,
 sent once (``mirror_runs.name_sent``, migration 0014), again after a crash between MLflow and the commit.
 On SQLite and Postgres, against a real MLflow sqlite store (as test_mirror.py)."""

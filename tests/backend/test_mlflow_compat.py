@@ -128,7 +128,7 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
             break
     assert pages == [[0, 1], [2, 3], [4]]
     acc = client.get_metric_history(rid, "acc")
-    assert acc[0].value == 0.5 and math.isnan(acc[1].value)  # NaN is stored as a gap, answered as NaN
+    assert acc[0].value == 0.5 and math.isnan(acc[1].value)  # NaN is stored as NaN, answered as NaN
     got = client.get_run(rid)
     assert got.data.params == {"lr": "0.1", "batch": "32"}
     assert got.data.metrics["loss"] == 0.2 and got.data.metrics["train/lr"] == 1e-3
@@ -415,3 +415,112 @@ def test_a_transformers_trainer_reporting_to_mlflow_logs_its_loss_into_reasonlab
     assert shown["logged_params"]["n_layer"] == "2" and "learning_rate" in shown["logged_params"]
     loss = _series(api, run.info.run_id, "loss")
     assert [s for s, _, _ in loss] == [2, 4, 6] and all(v is not None and v > 0 for _, v, _ in loss)
+
+
+# -- Lightning's MLFlowLogger, unchanged ---------------------------------------------------------------------
+
+LIGHTNING = textwrap.dedent(
+    """
+    import sys
+
+    import pytorch_lightning as pl
+    import torch
+    from pytorch_lightning.loggers import MLFlowLogger
+
+
+    class Regression(pl.LightningModule):
+        def __init__(self, hidden: int = 8, lr: float = 0.05):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1))
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.net(x), y)
+            self.log("train_loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 4)
+    data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True))
+    logger = MLFlowLogger(experiment_name="lightning", run_name="tiny-regression", tracking_uri=sys.argv[2])
+    trainer = pl.Trainer(
+        max_steps=8,
+        log_every_n_steps=2,
+        logger=logger,
+        accelerator="cpu",
+        devices=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=sys.argv[1],
+    )
+    trainer.fit(Regression(), torch.utils.data.DataLoader(data, batch_size=8))
+    print("RUN", logger.run_id)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_lightning_mlflow_logger_logs_its_loss_and_hyperparameters_into_reasonlab(
+    api: Api, base: str, tmp_path: Path
+) -> None:
+    """Lightning's own MLFlowLogger, given the compatibility URI and nothing else: the run, its
+    hyperparameters and its loss land in ReasonLab, and the run ends as succeeded."""
+    env = {**os.environ, "MLFLOW_TRACKING_TOKEN": api.admin_token, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
+    script = tmp_path / "fit.py"
+    script.write_text(LIGHTNING)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out"), _uri(base)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    (run_id,) = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("RUN ")]
+    shown = api.client.get(f"/api/v1/runs/{run_id}", headers=api.h()).json()
+    assert (shown["kind"], shown["status"], shown["name"]) == ("external", "succeeded", "tiny-regression"), (
+        shown
+    )
+    assert shown["logged_params"]["hidden"] == "8" and shown["logged_params"]["lr"] == "0.05", shown
+    loss = _series(api, run_id, "train_loss")
+    # logged every second step of eight (Lightning counts its global step from 0)
+    assert len(loss) == 4 and all(v is not None and v > 0 for _, v, _ in loss), loss
+    assert [s for s, _, _ in loss] == sorted({s for s, _, _ in loss}), loss
+
+
+def test_nan_and_infinities_logged_by_mlflow_come_back_as_such(api: Api, base: str) -> None:
+    """log_metric(NaN / inf / -inf) and log_batch are stored as those values (not gaps): MLflow's client
+    reads them back from get_metric_history and get_run, and the platform's metric route says which."""
+    client = MlflowClient(tracking_uri=_uri(base))
+    rid = client.create_run("0").info.run_id
+    client.log_metric(rid, "loss", 0.5, timestamp=T0, step=0)
+    client.log_metric(rid, "loss", float("nan"), timestamp=T0 + 1, step=1)
+    client.log_metric(rid, "loss", float("inf"), timestamp=T0 + 2, step=2)
+    client.log_batch(
+        rid, metrics=[Metric("loss", float("-inf"), T0 + 3, 3), Metric("top", float("inf"), T0, 0)]
+    )
+    history = client.get_metric_history(rid, "loss")
+    values = [m.value for m in history]
+    assert [m.step for m in history] == [0, 1, 2, 3]
+    assert values[0] == 0.5 and math.isnan(values[1]) and values[2] == math.inf and values[3] == -math.inf
+    latest = client.get_run(rid).data.metrics
+    assert latest["loss"] == -math.inf and latest["top"] == math.inf
+    raw = _get(base, "metrics/get-history", {"run_id": rid, "metric_key": "loss"}, api.admin_token).json()
+    assert [m["value"] for m in raw["metrics"]] == [0.5, "NaN", "Infinity", "-Infinity"]  # protobuf's JSON
+    got = api.client.get(f"/api/v1/runs/{rid}/metrics", params={"keys": "loss"}, headers=api.h()).json()
+    buckets = got["series"]["loss"]["buckets"]
+    assert [(b["last"], b["last_nonfinite"]) for b in buckets] == [
+        (0.5, None),
+        (None, "NaN"),
+        (None, "Infinity"),
+        (None, "-Infinity"),
+    ]
+    assert [(b["min"], b["max"]) for b in buckets] == [(0.5, 0.5), (None, None), (None, None), (None, None)]

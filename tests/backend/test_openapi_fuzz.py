@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -32,19 +33,30 @@ def fuzz_schema(fuzz_app: tuple[object, str]) -> schemathesis.BaseSchema:
     return schema.exclude(path_regex=r".*/events$")
 
 
+# The operations are dealt over SHARDS tests, each an xdist group of its own, so that `make test`'s processes
+# share them instead of one process calling all of them in turn. Cases per operation: 12 (what
+# ``@schema.parametrize()`` ran); `make check`, the inner loop, asks for fewer (REASONLAB_FUZZ_EXAMPLES).
+SHARDS = 4
+EXAMPLES = int(os.environ.get("REASONLAB_FUZZ_EXAMPLES", "12"))
+
+
+@pytest.mark.parametrize(
+    "shard", [pytest.param(i, marks=pytest.mark.xdist_group(f"openapi-fuzz-{i}")) for i in range(SHARDS)]
+)
 def test_no_input_gives_a_server_error(
-    fuzz_schema: schemathesis.BaseSchema, fuzz_app: tuple[object, str]
+    fuzz_schema: schemathesis.BaseSchema, fuzz_app: tuple[object, str], shard: int
 ) -> None:
-    """Every operation of the document, 12 generated cases each (what ``@schema.parametrize()`` ran, with the
-    schema loaded by a fixture instead of at import)."""
+    """Every operation of the document (one shard of them), EXAMPLES generated cases each, with the schema
+    loaded by a fixture instead of at import."""
     token = fuzz_app[1]
     operations = [result.ok() for result in fuzz_schema.get_all_operations()]
-    assert operations
+    assert len(operations) >= SHARDS
+    mine = operations[shard::SHARDS]
 
-    for operation in operations:
+    for operation in mine:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
         def check(case: schemathesis.Case) -> None:
             response = case.call(headers={"Authorization": f"Bearer {token}"})
             case.validate_response(response, checks=(not_a_server_error,))

@@ -1,4 +1,4 @@
-"""Issue 21, the last gap: data a user brings is uploaded as a project dataset (backend/datasets/), named
+"""Data a user brings is uploaded as a project dataset (backend/datasets/), named
 by a spec as ``dataset:<name>`` in a data-path field, checked at submission and handed only to a run of
 the project whose spec names it, with the run's own token."""
 

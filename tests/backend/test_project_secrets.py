@@ -1,4 +1,4 @@
-"""Issue 21, finding 1: keys for graders and endpoints are project secrets, never a worker's environment
+"""Keys for graders and endpoints are project secrets, never a worker's environment
 variable. Set by a project admin, sealed at rest with a key the workers do not hold, never returned by the
 API after being set, handed only to the run whose spec names them."""
 
@@ -177,7 +177,7 @@ def test_a_spec_edited_in_the_database_still_cannot_reach_another_projects_secre
     assert r.status_code == 404 and VALUE not in r.text
 
 
-# -- issue 35: a secret is sent only to the hosts its admin set with it ---------------------------------------
+# -- a secret is sent only to the hosts its admin set with it ------------------------------------------------
 
 MEMBERS_HOST = "collector.example.test"  # a member's own endpoint, on the outbound allow-list too
 

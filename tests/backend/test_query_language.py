@@ -1,4 +1,4 @@
-"""The query language (issue 25, backend/query/): the parser's tree, precedence and error positions, and
+"""The query language (backend/query/): the parser's tree, precedence and error positions, and
 GET /runs?q= / GET /experiments?q= over every operator and field type on SQLite and Postgres."""
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def test_every_operator_over_every_field_type(api: Api) -> None:
 
 @pytest.mark.dialect_matrix
 def test_attempt_counts_what_the_allowance_counts_and_released_apart(api: Api) -> None:
-    """Issue 36, item 7: ``attempt`` is the attempts counted against max_attempts (a failure, a lost
+    """``attempt`` is the attempts counted against max_attempts (a failure, a lost
     worker, a retry), never the ones released at a worker's shutdown, which ``released`` counts: a run
     released three times (attempt number 4) is ``attempt = 1``; one that failed once and was retried is
     ``attempt = 2``. A team filtering for flaky runs asks ``attempt > 1``."""

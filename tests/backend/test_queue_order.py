@@ -1,4 +1,4 @@
-"""Queue order (issue 22, item 2): a free worker takes the queued run of the highest priority first and,
+"""Queue order: a free worker takes the queued run of the highest priority first and,
 within a priority, the oldest first, on the embedded filesystem broker and on Redis.
 
 kombu's filesystem broker named a message ``<monotonic ms>_<uuid>`` and delivered the names in text order:

@@ -1,4 +1,4 @@
-"""Request bodies (issue 8, item 1): refused by size before they are read (by Content-Length, and by
+"""Request bodies: refused by size before they are read (by Content-Length, and by
 the streamed size when there is none), and refused without a credential before they are read."""
 
 from __future__ import annotations

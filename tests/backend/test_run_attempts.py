@@ -1,4 +1,4 @@
-"""Every attempt of a run leaves a trace (issue 22, item 5): its row in GET /runs/{id}/attempts, system
+"""Every attempt of a run leaves a trace: its row in GET /runs/{id}/attempts, system
 lines in the run's log, rows in the activity feed; ``held`` only while a worker's heartbeat is fresh; a run
 time without the downtime between attempts; no old attempt's progress after a requeue. On SQLite and
 Postgres (the ``api`` fixture)."""
@@ -122,7 +122,7 @@ def _found(api: Api, q: str) -> list[int]:
 
 
 def test_released_attempts_are_counted_apart_and_leave_the_allowance(api: Api) -> None:
-    """Issue 36, item 7: three Ctrl-Cs of `reasonlab up` release the run three times. It reads "attempt
+    """Three Ctrl-Cs of `reasonlab up` release the run three times. It reads "attempt
     1/3, resumed 3x" (attempt 4, released 3, max_attempts 3), not "attempt 4/6"; a worker lost after that
     uses one of the three counted attempts, and the third loss fails the run."""
     run = _run(api)

@@ -1,4 +1,4 @@
-"""Every running run has an ETA from its progress rate, answered by the API (issue 22): a page opened
+"""Every running run has an ETA from its progress rate, answered by the API: a page opened
 mid-run, the runs list and the event stream have it at once, with no progress history of their own."""
 
 from __future__ import annotations

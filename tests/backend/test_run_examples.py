@@ -1,6 +1,6 @@
-"""Per-example tables (issue 25, item 5): posting (batches, idempotent re-posts, the writing attempt,
+"""Per-example tables: posting (batches, idempotent re-posts, the writing attempt,
 limits), paging by idx, the tables list, diffs of two runs on the examples' keys (with the fields that
-define a change and a tolerance for numbers: issue 36, item 3), visibility."""
+define a change and a tolerance for numbers), visibility."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed groups (issue 25): GET /runs?group_by=&metrics= on SQLite and Postgres, against statistics computed
+"""Seed groups: GET /runs?group_by=&metrics= on SQLite and Postgres, against statistics computed
 here independently (``statistics``, hand-coded Student t quantiles), and runs.group_key (set at creation,
 backfilled by migration 0018)."""
 

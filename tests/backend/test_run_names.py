@@ -1,4 +1,4 @@
-"""Naming and renaming runs (issue 22, item 7): ``PATCH /runs/{id}`` with ``{"name": ...}`` by a member of the
+"""Naming and renaming runs: ``PATCH /runs/{id}`` with ``{"name": ...}`` by a member of the
 run's project; the name in RunPublic, the runs list, the experiment's runs table (its kept encoding rebuilt)
 and a "renamed" row of the activity feed. On SQLite and Postgres (the ``api`` fixture)."""
 

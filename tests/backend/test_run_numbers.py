@@ -1,4 +1,4 @@
-"""Run numbers as users read them start at 1 (issue 22: the activity feed and the sweep's messages said
+"""Run numbers as users read them start at 1 (the activity feed and the sweep's messages used to say
 #0 for an experiment's first run, the run page and the runs table #1). The API's ``index`` and the
 ``loc`` of a 422 stay 0-based: they are data, not text."""
 

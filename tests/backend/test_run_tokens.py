@@ -1,4 +1,4 @@
-"""Issue 21: a run's process holds a token scoped to its run and attempt; the worker token only claims and
+"""A run's process holds a token scoped to its run and attempt; the worker token only claims and
 releases. Every route of the app is walked (from its routes, not a hand list) with each kind of token."""
 
 from __future__ import annotations

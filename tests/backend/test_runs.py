@@ -221,7 +221,7 @@ def test_release_requeues_without_using_up_an_attempt(api: Api) -> None:
     member = api.user("rel")
     assert api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.h(member)).status_code == 403
     r = api.client.post(f"{url}/release", json={"attempt": 1}, headers=api.worker).json()
-    # the next attempt, the released one counted apart: the allowance is unchanged (issue 36, item 7)
+    # the next attempt, the released one counted apart: the allowance is unchanged
     assert (r["status"], r["attempt"], r["released"], r["max_attempts"], r["worker"]) == (
         "queued",
         2,
@@ -243,7 +243,7 @@ def test_a_run_given_back_after_a_cancel_ends_cancelled_not_queued(api: Api) -> 
 
 
 def test_a_retry_never_queues_an_attempt_twice(api: Api) -> None:
-    """Issue 21, item 7: task ids are per attempt and the cancel of a queued run revokes its attempt's id
+    """Task ids are per attempt and the cancel of a queued run revokes its attempt's id
     (workers drop such a message unrun for hours). Retry A reads the run (cancelled at attempt 1); retry
     B requeues it as attempt 2 and a cancel revokes attempt 2; then A writes: it must not queue attempt
     2 again (the run would wait, dispatched, for a message no worker runs)."""

@@ -1,4 +1,4 @@
-"""GET /experiments/{id}/runs/export (issue 22, item 7): the runs table as CSV or Parquet, read back
+"""GET /experiments/{id}/runs/export: the runs table as CSV or Parquet, read back
 with the csv module and pyarrow; formula-safe CSV; 422 at the field; another project's member 404.
 POST /exports/parquet: a chart's table as Parquet."""
 
@@ -281,7 +281,7 @@ def test_posted_table_is_checked_at_the_field(api: Api) -> None:
 
 
 def test_duration_excludes_the_downtime_between_attempts(api: Api) -> None:
-    """Issue 22, item 5: duration_s of a run released and resumed an hour later is the seconds its
+    """The export's duration_s of a run released and resumed an hour later is the seconds its
     attempts worked (the run page's run_seconds), not its first start to its end."""
     exp, run, _ = _released_then_resumed(api)
     fin = {"attempt": 2, "status": "succeeded"}
@@ -289,7 +289,7 @@ def test_duration_excludes_the_downtime_between_attempts(api: Api) -> None:
     page = api.client.get(f"/api/v1/runs/{run}", headers=api.h()).json()
     rows = _csv_rows(_export(api, exp["id"], format="csv").content)
     resumed = rows[0]
-    # attempt 2 after a release: its first counted attempt, the released one apart (issue 36, item 7)
+    # attempt 2 after a release: its first counted attempt, the released one apart
     assert (resumed["status"], resumed["attempt"], resumed["released"]) == ("succeeded", "1", "1")
     span = datetime.fromisoformat(resumed["finished_at"]) - datetime.fromisoformat(resumed["started_at"])
     assert span.total_seconds() > 3600  # the first start to the end counts the hour of downtime

@@ -1,4 +1,4 @@
-"""GET /experiments/{id}/runs-table (issue 12): an experiment's runs as columns for a table of 10,000 runs,
+"""GET /experiments/{id}/runs-table: an experiment's runs as columns for a table of 10,000 runs,
 the same facts as ExperimentDetail.runs without the specs; GET /experiments/{id}?with_runs=false."""
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _released_then_resumed(api: Api) -> tuple[dict[str, Any], int, datetime]:
 
 
 def test_the_tables_run_time_excludes_the_downtime_between_attempts(api: Api) -> None:
-    """Issue 22, item 5: a run released and resumed later has the seconds of its ended attempts and its
+    """A run released and resumed later has the seconds of its ended attempts and its
     running attempt's start in the table (the duration column counted from the first attempt's start);
     finished, its ended seconds are the run page's run_seconds."""
     exp, run, second = _released_then_resumed(api)

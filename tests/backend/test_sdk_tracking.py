@@ -78,7 +78,7 @@ def test_a_script_logs_and_every_point_arrives_once(api: Api) -> None:
     got = api.client.get(f"/api/v1/runs/{run.id}", headers=api.h()).json()
     assert got["status"] == "succeeded" and got["kind"] == "external" and got["spec"] == {"lr": 0.1}
     assert [s for s, _ in _series(api, run.id, "loss")] == [*range(50), 60]
-    assert _series(api, run.id, "loss")[-1] == (60, None)  # NaN: a gap
+    assert _series(api, run.id, "loss")[-1] == (60, None)  # NaN: no number (last_nonfinite says NaN)
     assert [s for s, _ in _series(api, run.id, "eval/acc")] == list(range(50))
     params = api.client.get(f"/api/v1/runs/{run.id}", headers=api.h()).json()["logged_params"]
     assert params["n_params"] == 1234 and params["summary.best"] == 0.9

@@ -1,4 +1,4 @@
-"""Text that no database stores (issue 8, item 2): a NUL character or a lone UTF-16 surrogate in any text
+"""Text that no database stores: a NUL character or a lone UTF-16 surrogate in any text
 field is a 422 naming the field, on every route and on both databases, never a 500; the worker's metric
 sink drops a refused batch with a warning and keeps sending the rest."""
 

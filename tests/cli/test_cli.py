@@ -231,7 +231,7 @@ def test_ctrl_c_of_up_gives_a_running_run_back_before_the_api_stops(tmp_path: Pa
     assert "is not reachable yet" not in worker_log, worker_log[:3000]
 
 
-# what the services print, which belongs in their logs and not in the terminal (issue 12, item 5)
+# what the services print, which belongs in their logs and not in the terminal
 CHATTER = (
     "celery@",  # Celery's banner: "-------------- embedded0@host v5.x"
     "[tasks]",

@@ -1,6 +1,6 @@
-"""`reasonlab runs list` shows each running run's ETA (issue 22, item 4: the API's estimate from the progress
+"""`reasonlab runs list` shows each running run's ETA (the API's estimate from the progress
 rate of the run's current attempt), as the dashboard does; ``-`` where there is none; its att column counts
-the attempts as the allowance does, released ones apart (issue 36, item 7). And `up --workers` takes 0 or
+the attempts as the allowance does, released ones apart. And `up --workers` takes 0 or
 more."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_runs_list_has_an_eta_column(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_runs_list_counts_attempts_and_shows_released_ones_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 36, item 7: a run given back at three Ctrl-Cs of `reasonlab up` is "1/3+3r" (attempt number
+    """A run given back at three Ctrl-Cs of `reasonlab up` is "1/3+3r" (attempt number
     4, none of the three counted), not "4"; a run retried after a failure is "2/3"."""
     idle = {"done": 0, "total": 0, "message": "", "eta_at": None}
     released = {**_run(7, "running", idle), "attempt": 4, "released": 3}

@@ -30,7 +30,7 @@ def test_set_list_delete_from_the_shell(cli_api: InProcessApi) -> None:
 
 
 def test_hosts_are_set_with_the_value_or_alone(cli_api: InProcessApi) -> None:
-    """Issue 35: a secret is sent only to its hosts. Set without any, it goes nowhere (and says so);
+    """A secret is sent only to its hosts. Set without any, it goes nowhere (and says so);
     ``--host`` sets them with the value, ``secrets hosts`` alone, a bad one is the API's 422, no traceback."""
     runner = CliRunner()
     result = runner.invoke(main, ["secrets", "set", "GRADER_KEY", "--from-stdin"], input=VALUE + "\n")

@@ -1,4 +1,4 @@
-"""MLflow's UI keeps its port across `reasonlab up` restarts (issue 22: it moved on every restart when
+"""MLflow's UI keeps its port across `reasonlab up` restarts (it used to move on every restart when
 5000 was taken, to a port the OS picked): the previous start's port, else the default, else the next free
 port above the one wanted; never a random one while one of those is free."""
 

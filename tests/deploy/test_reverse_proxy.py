@@ -1,4 +1,4 @@
-"""The compose deployment's reverse proxy (issue 21, item 6): nginx is the only published door; it bounds
+"""The compose deployment's reverse proxy: nginx is the only published door; it bounds
 slow clients, buffers bodies, enforces the API's body limits route by route and sets X-Forwarded-For,
 which the API believes from the proxy's fixed address only.
 
@@ -182,7 +182,7 @@ def test_the_proxy_bounds_slow_clients_and_buffers_bodies() -> None:
         buffered = server.setting(path, "proxy_request_buffering") == "on"
         assert buffered is not limits.route_class(path).streamed, path
     # the streamed uploads pass through as they arrive (the API holds them to its minimum rate), and one
-    # address sends a bounded number at once (issue 35): never fewer than one credential's own share
+    # address sends a bounded number at once: never fewer than one credential's own share
     top = parse_nginx(NGINX_CONF.read_text())
     zones = {z.args[1].split("=", 1)[1].split(":")[0] for z in top if z.name == "limit_conn_zone"}
     share = Settings.model_fields["max_uploads_per_principal"].default

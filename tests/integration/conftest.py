@@ -82,7 +82,7 @@ def shared_embedded_platform(
 ) -> Iterator[Platform]:
     """One embedded platform (the API and one worker, started) for every test of a module that needs no
     fresh one: its tests must not depend on a clean platform (their own experiment names, their own run
-    ids). Saves a platform's start and its 10-13 s teardown per test (issue 24). Its MLflow mirror runs where
+    ids). Saves a platform's start and its 10-13 s teardown per test. Its MLflow mirror runs where
     the module says ``SHARED_PLATFORM_MIRROR = True``."""
     home = tmp_path_factory.mktemp("shared-embedded") / "home"
     mirror = bool(getattr(request.module, "SHARED_PLATFORM_MIRROR", False))

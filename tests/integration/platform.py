@@ -31,8 +31,8 @@ def free_port() -> int:
 
 def up_env() -> dict[str, str]:
     """The environment of a test's own ``reasonlab up``: none of the machine's REASONLAB_ settings, a heartbeat
-    every 0.5 s, and the API's MLflow mirror and the worker's preload off, as on ``Platform`` (issue 24:
-    ~2.6 and ~4 CPU-s a platform; the tests that check either turn it on)."""
+    every 0.5 s, and the API's MLflow mirror and the worker's preload off, as on ``Platform`` (they
+    cost ~2.6 and ~4 CPU-s a platform; the tests that check either turn it on)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLAB_")}
     env["REASONLAB_HEARTBEAT_INTERVAL"] = "0.5"
     env["REASONLAB_MLFLOW_MIRROR"] = "false"
@@ -62,10 +62,10 @@ class Platform:
         **settings: Any,
     ) -> None:
         """``mirror``: the API's MLflow mirror (backend/mirror/) runs. Off unless a test checks MLflow: it
-        imports mlflow and migrates a new MLflow store, ~2.6 s of CPU per platform (issue 24).
+        imports mlflow and migrates a new MLflow store, ~2.6 s of CPU per platform.
         ``preload``: the workers import every kind before forking job processes (the default of a real
         worker). Off here unless asked: a worker starts on 3 CPU-s instead of 7, and these tests' few runs
-        each import their own kind (issue 24); the module-scoped shared platform keeps it on."""
+        each import their own kind; the module-scoped shared platform keeps it on."""
         self.home = home
         self.mirror = mirror
         self.port = free_port()

@@ -1,4 +1,4 @@
-"""Artifacts reach every worker host (issue 12): two real `reasonlab worker` processes with their own
+"""Artifacts reach every worker host: two real `reasonlab worker` processes with their own
 homes and artifact roots (no shared volume), the API on Postgres + Redis. The run is killed with -9 on
 host 1 after a checkpoint; host 2 has never seen it, downloads the checkpoint through the API and resumes
 from it (attempt 2 starts at the checkpoint's step, not at 0) to the same loss as an uninterrupted twin.

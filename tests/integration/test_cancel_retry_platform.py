@@ -1,4 +1,4 @@
-"""Cancel while queued, then retry, on Postgres + Redis with a real Celery worker (issue 21, item 7).
+"""Cancel while queued, then retry, on Postgres + Redis with a real Celery worker.
 
 Task ids are per attempt (``run-<id>-attempt-<n>``, backend/runs/broker.py) and the cancel of a queued run
 revokes its attempt's task id: every Celery worker then keeps that id in its revoked set (3 hours) and

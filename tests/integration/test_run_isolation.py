@@ -1,4 +1,4 @@
-"""Issue 21: what a run's process holds, seen from inside a run of a real `reasonlab worker` (Postgres,
+"""What a run's process holds, seen from inside a run of a real `reasonlab worker` (Postgres,
 Redis, a real Celery worker process). A probe kind, registered as a plugin, reads its own environment
 (``os.environ`` and ``/proc/self/environ``) and tries its run token on another run and on project-level
 routes; the test then looks for every service credential the worker was started with."""

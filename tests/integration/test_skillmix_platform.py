@@ -78,7 +78,7 @@ def test_ept_by_k_sweep_graded_over_http_and_the_key_is_nowhere(
             },
             "cache": {"dir": "e2e"},
         }
-        # a secret set without hosts is sent nowhere (issue 35): a 422 at its field until the admin names
+        # a secret set without hosts is sent nowhere: a 422 at its field until the admin names
         # the grader's URL as one of its hosts
         assert ("body", "spec", "grader", "endpoint", "api_key_secret") in _invalid(p, spec)
         p.client.set_secret_hosts(project, KEY_NAME, [url])

@@ -1,4 +1,4 @@
-"""topk_eval through the whole platform (issue 11, "must show"): a tiny smoe_sraven run trained at k = 2,
+"""topk_eval through the whole platform: a tiny smoe_sraven run trained at k = 2,
 then topk_eval on its saved model by run id evaluates k' = 1..8 (the worker finds the model under the
 shared artifact root) and posts the row of the train-k x eval-k' matrix; the 422s of bad specs, including a
 source run that is missing, of another kind, or not finished."""

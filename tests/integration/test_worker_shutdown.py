@@ -1,13 +1,14 @@
 """A worker that stops (SIGTERM: `docker compose stop`; Ctrl-C of `reasonlab up`) hands every running run
 back: the job checkpoints, releases the run (queued again as attempt + 1, one more attempt allowed) and
-the next worker resumes it; whatever the worker ran before (issue 22, item 1).
+the next worker resumes it; whatever the worker ran before.
 
-The job process of a worker's first run is forked by its main thread; every later one, with the
+The pool process of a worker's first run is forked by its main thread; every later one, with the
 filesystem broker (embedded mode: Celery runs its pool with threads, no event loop), by billiard's
 supervisor thread. The interrupt used to reach only the main thread's children, and Celery's parent-death
 signal (PR_SET_PDEATHSIG, which Linux sends when the forking *thread* exits) SIGKILLed the job as soon as a
 warm shutdown ended the supervisor thread. So these tests always run a few jobs first, on both pools (the
-threaded one of the filesystem broker, the event loop of Redis).
+threaded one of the filesystem broker, the event loop of Redis). A run's code runs in a job process forked
+by the worker's job server (worker/runtime/zygote.py); its pool process passes the interrupt on to it.
 """
 
 from __future__ import annotations
@@ -78,16 +79,49 @@ def _run_earlier_jobs(platform: Platform) -> None:
     assert [r["status"] for r in runs] == ["succeeded"] * EARLIER_JOBS, platform.diagnostics()
 
 
-def _job_process(worker: subprocess.Popen[bytes]) -> int:
-    """The worker's one job process (once the one of a job just done has exited and its successor is up)."""
+def _is_job_server(pid: int) -> bool:
+    try:
+        return b"worker.jobserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _pool_process(worker: subprocess.Popen[bytes]) -> int:
+    """The worker's one pool process (once the one of a job just done has exited and its successor is up);
+    the worker's other child is its job server."""
 
     def one() -> set[int] | None:
-        first = _children(worker.pid)
+        first = {p for p in _children(worker.pid) if not _is_job_server(p)}
         time.sleep(0.5)
-        return first if len(first) == 1 and _children(worker.pid) == first else None
+        again = {p for p in _children(worker.pid) if not _is_job_server(p)}
+        return first if len(first) == 1 and again == first else None
 
-    (pid,) = wait_for(one, 30, "the worker's job process")
+    (pid,) = wait_for(one, 30, "the worker's pool process")
     return pid
+
+
+def _job_server(worker: subprocess.Popen[bytes]) -> int:
+    (pid,) = wait_for(
+        lambda: {p for p in _children(worker.pid) if _is_job_server(p)}, 30, "the worker's job server"
+    )
+    return pid
+
+
+def _running_job(worker: subprocess.Popen[bytes]) -> int:
+    """The process running the worker's run: the job server's one child."""
+    server = _job_server(worker)
+    (pid,) = wait_for(lambda: _children(server), 30, "the run's job process")
+    return pid
+
+
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 @pytest.mark.slow
@@ -100,13 +134,14 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
     _run_earlier_jobs(platform)
     rid = platform.submit(LONG, name="long")["runs"][0]["id"]
     wait_for(lambda: len(platform.loss_steps(rid)) >= 10, 120, "the run to log its first steps")
-    job = _job_process(worker)
+    job = _running_job(worker)
+    others = _descendants(worker.pid)  # its pool process and its job server too
 
     worker.send_signal(signal.SIGTERM)  # warm shutdown: docker compose stop, or `reasonlab up` at Ctrl-C
     assert worker.wait(60) == 0
     log = (platform.logs / "worker0.log").read_text()
     released = platform.client.get_run(rid)
-    # the released attempt is counted apart, not against max_attempts (issue 36, item 7)
+    # the released attempt is counted apart, not against max_attempts
     assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
         "queued",
         2,
@@ -115,6 +150,7 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
     ), log[-4000:]
     assert f"run {rid} attempt 1 released at worker shutdown" in log, log[-4000:]
     assert "SIGKILL" not in log and not _alive(job), log[-4000:]
+    wait_for(lambda: not any(_alive(p) for p in others), 10, "the worker's other processes to exit")
     stopped_at = max(s for s, _ in platform.loss_steps(rid))
     assert 10 <= stopped_at < 300
 
@@ -130,46 +166,53 @@ def test_sigterm_gives_the_run_back_after_earlier_jobs_and_a_new_worker_resumes_
 @pytest.mark.slow
 @pytest.mark.fault
 @pytest.mark.parametrize("earlier", [False, True])
-def test_an_idle_job_process_notes_the_interrupt_and_the_worker_stops_cleanly(
+def test_an_idle_pool_process_notes_the_interrupt_and_the_worker_stops_cleanly(
     platform: Platform, earlier: bool
 ) -> None:
-    """The interrupt reaches the idle job process too (the worker's first, forked by its main thread, or
+    """The interrupt reaches the idle pool process too (the worker's first, forked by its main thread, or
     a later one): it notes the shutdown (it would refuse a run) and leaves with the pool, instead of dying
     of it (billiard's threaded pool replaced the process's handler with its exit handler: "exited with
-    exitcode 70")."""
+    exitcode 70"). The job server leaves with the worker."""
     platform.start_api()
     worker = platform.start_worker()
     if earlier:
         _run_earlier_jobs(platform)
-    idle = _job_process(worker)
+    idle = _pool_process(worker)
+    server = _job_server(worker)
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(60) == 0
     log = (platform.logs / "worker0.log").read_text()
     assert "exited with" not in log and not _alive(idle), log[-3000:]
+    wait_for(lambda: not _alive(server), 10, "the job server to exit with its worker")
 
 
 @pytest.mark.slow
 @pytest.mark.fault
 def test_kill9_of_the_worker_alone_leaves_no_job_process(platform: Platform) -> None:
-    """The job processes no longer die by the parent-death signal (it follows the forking thread): each
-    watches its worker instead. A kill -9 of the worker process alone (not its group) takes its idle job
-    process and its running one with it, so no orphan heartbeats a run the reaper should hand on."""
+    """The pool processes no longer die by the parent-death signal (it follows the forking thread): each
+    watches its worker instead; the job server dies with the worker, and a run's job process with its job
+    server. A kill -9 of the worker process alone (not its group) takes its idle pool process, its job
+    server and its running job process with it, so no orphan heartbeats a run the reaper should hand on."""
     platform.start_api()
     worker = platform.start_worker()
     _run_earlier_jobs(platform)
-    idle = _job_process(worker)  # forked by the supervisor thread with the filesystem broker
+    idle = _pool_process(worker)  # forked by the supervisor thread with the filesystem broker
+    left = _descendants(worker.pid)
+    assert idle in left and _job_server(worker) in left
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(10)
-    wait_for(lambda: not _alive(idle), 10, "the idle job process to exit")
+    wait_for(lambda: not any(_alive(p) for p in left), 10, "the idle pool process and the job server to exit")
 
     worker = platform.start_worker()
     _run_earlier_jobs(platform)
     rid = platform.submit(LONG, name="long")["runs"][0]["id"]
     wait_for(lambda: len(platform.loss_steps(rid)) >= 5, 120, "the run to log its first steps")
-    job = _job_process(worker)
+    job = _running_job(worker)
+    left = _descendants(worker.pid)
+    assert job in left
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(10)
-    wait_for(lambda: not _alive(job), 10, "the running job process to exit")
+    wait_for(lambda: not any(_alive(p) for p in left), 10, "the running job process to exit")
 
 
 def _carma_data(cache: Path) -> str:
@@ -227,7 +270,7 @@ def test_a_carma_run_without_periodic_checkpoints_is_given_back_and_resumed(tmp_
         assert (final["status"], final["attempt"]) == ("succeeded", 2), platform.diagnostics()
         logs = "\n".join(item["line"] for item in platform.client.get_logs(rid, limit=10_000)["items"])
         assert "resumed from step" in logs and "resumed from step 0" not in logs, logs[-3000:]
-        # every attempt left its trace (issue 22, item 5): the release and the resume, told by a real worker
+        # every attempt left its trace: the release and the resume, told by a real worker
         attempts = platform.client.list_attempts(rid)
         assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "released"), (2, "succeeded")], (
             attempts
@@ -321,7 +364,7 @@ def test_ctrl_c_of_up_gives_back_a_run_after_earlier_jobs_and_the_next_up_finish
         row = db.execute(
             "SELECT status, attempt, released, max_attempts FROM runs WHERE id = ?", (rid,)
         ).fetchone()
-    # Ctrl-C released the attempt: counted apart, the allowance unchanged (issue 36, item 7)
+    # Ctrl-C released the attempt: counted apart, the allowance unchanged
     assert row == ("queued", 2, 1, 3), worker_log[-4000:]
     assert f"run {rid} attempt 1 released at worker shutdown" in worker_log, worker_log[-4000:]
     assert "SIGKILL" not in worker_log, worker_log[-4000:]
@@ -425,7 +468,7 @@ time.sleep(30)
 
 
 @pytest.mark.parametrize("outlive", [False, True])
-def test_a_job_process_outlives_the_thread_that_forked_it(outlive: bool) -> None:
+def test_a_pool_process_outlives_the_thread_that_forked_it(outlive: bool) -> None:
     """Linux sends the parent-death signal when the forking thread exits: without
     ``outlive_the_forking_thread`` the child dies with that thread, with it the child lives on."""
     started: list[subprocess.Popen[str]] = []
@@ -493,9 +536,8 @@ def test_a_kind_that_ran_to_its_end_despite_the_interrupt_finishes_instead_of_be
 EARLY_INTERRUPT = """
 import os, signal, sys
 from worker import executor, tasks
-tasks.kind_names = lambda: []  # the worker's start without importing every kind
-tasks._preload()
-pid = os.fork()  # a job process
+tasks._block_interrupt()  # the worker's start
+pid = os.fork()  # a pool process
 if pid == 0:
     os.kill(os.getpid(), executor.INTERRUPT_SIGNAL)  # the shutdown's signal, before its init ran
     tasks._note_interrupt_until_a_run()  # its init (worker_process_init)
@@ -504,8 +546,8 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
-def test_the_interrupt_reaching_a_job_process_before_its_handler_is_kept_for_it() -> None:
-    """A job process forked just as the worker shuts down may get the interrupt before it installed its
+def test_the_interrupt_reaching_a_pool_process_before_its_handler_is_kept_for_it() -> None:
+    """A pool process forked just as the worker shuts down may get the interrupt before it installed its
     handler: it is held (blocked since the worker's start) and noted once the handler is there, neither
     lost (the process would start a run) nor fatal (SIGUSR2's default action)."""
     out = subprocess.run(

@@ -37,7 +37,9 @@ def test_bad_keys_and_values_are_value_errors_naming_them() -> None:
     with pytest.raises(ValueError, match="not a string"):
         flatten({1: 2})  # type: ignore[dict-item]
     assert metric_value("x", True) == 1.0
-    assert metric_value("x", math.nan) is None and metric_value("x", -math.inf) is None  # a gap, as stored
+    # JSON's strings for them (the log line and the ingest body are strict JSON), stored as those values
+    assert metric_value("x", math.nan) == "NaN" and metric_value("x", math.inf) == "Infinity"
+    assert metric_value("x", -math.inf) == "-Infinity"
 
 
 def test_a_bad_call_records_nothing_and_loses_nothing_else(_runs_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""ctx.log_examples (issue 25, item 5): rows numbered in logging order per table, buffered and sent in
+"""ctx.log_examples: rows numbered in logging order per table, buffered and sent in
 batches, never dropped or duplicated while a sink fails, checked where the kind logs them, redacted,
 written to local files, posted by the API sink with their idx and attempt, and a training's rows in
 the parent's table under its prefix."""

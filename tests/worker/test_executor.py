@@ -169,7 +169,7 @@ def test_second_attempt_resumes_from_the_checkpoint(settings: SharedSettings) ->
 
 
 def test_an_attempt_tells_the_api_once_that_it_resumed(settings: SharedSettings) -> None:
-    """Only the worker knows an attempt resumed (issue 22, item 5): its run context posts the checkpoint
+    """Only the worker knows an attempt resumed: its run context posts the checkpoint
     step load_checkpoint() found, once, so the run's log, the activity feed and the attempt history show
     it; the first attempt, which found none, posts nothing."""
     api = FakeApi(spec=_spec(fail_at_step=16))

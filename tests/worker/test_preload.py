@@ -1,6 +1,7 @@
-"""The worker's preload (worker/tasks.py ``_preload``, issue 24): by default every kind and torch's compiler
-stack are imported before any job process is forked; ``REASONLAB_WORKER_PRELOAD=false`` skips the imports
-and keeps the rest of the worker's start (the interrupt signal blocked until a job process's handler)."""
+"""The worker's preload (worker/jobserver.py ``preload``): by default the job server imports every kind and
+torch's compiler stack before it forks any job process; ``REASONLAB_WORKER_PRELOAD=false`` skips the
+imports. The worker itself imports none (its start, worker/tasks.py, blocks the interrupt signal until a
+pool process's handler is there, and starts the job server)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import pytest
 
 PROBE = """
 import json, signal, sys
-from worker import executor, tasks
+from worker import executor, jobserver, tasks
 before = {m for m in ("torch._dynamo", "worker.core.cap", "worker.core.models") if m in sys.modules}
-tasks._preload()
+tasks._block_interrupt()
+jobserver.preload()
 print(json.dumps({
     "before": sorted(before),
     "after": sorted(m for m in ("torch._dynamo", "worker.core.cap", "worker.core.models") if m in sys.modules),
@@ -40,7 +42,7 @@ def _probe(preload: str | None) -> dict[str, object]:
 @pytest.mark.parametrize("preload", [None, "true"])
 def test_the_default_worker_imports_every_kind_before_it_forks(preload: str | None) -> None:
     got = _probe(preload)
-    assert got["before"] == []  # importing worker.tasks alone loads none of them
+    assert got["before"] == []  # importing the worker's tasks or the job server loads none of them
     assert got["after"] == ["torch._dynamo", "worker.core.cap", "worker.core.models"]
     assert got["blocked"] is True
 

@@ -1,4 +1,4 @@
-"""Issue 21: a run gets a project secret from the API with its own token, and the value never reaches what
+"""A run gets a project secret from the API with its own token, and the value never reaches what
 the run records (logs, params, results, its error); ``reasonlab run`` reads REASONLAB_SECRET_<NAME>."""
 
 from __future__ import annotations

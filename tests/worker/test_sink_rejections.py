@@ -1,4 +1,4 @@
-"""A batch the API refuses (4xx) is never retried and never holds up the rest (issue 8, item 2): the API
+"""A batch the API refuses (4xx) is never retried and never holds up the rest: the API
 sink drops the refused points with a logged error and a warning in the run's logs; the valid points and
 every later batch go through; a lost lease (409) still fails the run."""
 

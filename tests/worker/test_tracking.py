@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -227,3 +229,28 @@ def test_api_sink_keeps_a_results_key_across_retries_and_names_its_attempt() -> 
         ("diagnostic", "diagnostic:0", 2),
         ("diagnostic", "diagnostic:1", 2),
     ]
+
+
+def test_api_sink_sends_nan_and_infinities_as_their_json_strings() -> None:
+    """JSON has no NaN or inf: the worker's points carry "NaN", "Infinity", "-Infinity", which the metric
+    route stores as those values (a null would be a gap)."""
+    from worker.tracking import ApiSink
+
+    class Client:
+        def __init__(self) -> None:
+            self.sent: list[dict] = []
+
+        def post_metrics(self, run_id: int, points: list[dict], *, attempt: int | None = None) -> int:
+            json.dumps(points, allow_nan=False)  # strict JSON, as the SDK's client sends it
+            self.sent.extend(points)
+            return len(points)
+
+    client = Client()
+    sink = ApiSink(client, run_id=1, attempt=1)  # type: ignore[arg-type]
+    sink.write_metrics(
+        [
+            MetricPoint("loss", s, v, 1_700_000_000.0)
+            for s, v in enumerate([0.5, math.nan, math.inf, -math.inf])
+        ]
+    )
+    assert [p["value"] for p in client.sent] == [0.5, "NaN", "Infinity", "-Infinity"]

@@ -1,4 +1,4 @@
-"""Issue 21: a data path ``dataset:<name>`` names a dataset uploaded to the run's project. On the platform
+"""A data path ``dataset:<name>`` names a dataset uploaded to the run's project. On the platform
 the run's context downloads it with the run's own token into the run's folder, and ``worker.runtime.confined``
 hands the kind that local file; a local run refuses it; a hostile name is refused before any request."""
 

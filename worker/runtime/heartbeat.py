@@ -22,8 +22,9 @@ class Heartbeat:
     """Background heartbeats of one attempt: reports progress, turns ``cancel_requested`` into the
     context's stop flag, and a 409 (the attempt no longer owns the run) into ``lease_lost``.
 
-    With ``exit_with_parent`` (a Celery prefork child), the process exits when its parent, the worker,
-    dies: an orphan must not go on heartbeating a run that the reaper should hand to a new worker.
+    With ``exit_with_parent`` (a job process), the process exits when its parent (the worker's job server,
+    or the pool process that started it) dies: an orphan must not go on heartbeating a run that the reaper
+    should hand to a new worker.
 
     With a ``sampler`` (worker.runtime.sysmetrics), each beat also logs the job's system metrics (``system/*``)
     through the attached context's buffered metric path.

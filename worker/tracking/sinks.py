@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common import nonfinite
 from common.mlflow_names import flatten_params
 from common.runs import FinalStatus
 from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
@@ -181,10 +182,9 @@ class ApiSink(Sink):
             if problem is not None:  # refused for certain: never sent
                 dropped.append((p.key, problem))
                 continue
-            # JSON has no NaN or inf: a non-finite value is sent as null, which the API stores as a gap
-            payload.append(
-                {"key": p.key, "step": p.step, "value": _finite_or_none(p.value), "time": _iso(p.time)}
-            )
+            # JSON has no NaN or inf: sent as the strings "NaN", "Infinity", "-Infinity", stored as such
+            value = nonfinite.label(nonfinite.kind(p.value)) or p.value
+            payload.append({"key": p.key, "step": p.step, "value": value, "time": _iso(p.time)})
         refused = self._post_all_but_refused(
             lambda batch: self.client.post_metrics(self.run_id, batch, attempt=self.attempt),
             payload,

@@ -75,6 +75,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/claims/{claim_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Claim
+         * @description A claim and its evaluation now; 404 for a claim of a project the caller is not in.
+         */
+        get: operations["claims-get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Claim
+         * @description Delete a claim (its author or a project admin).
+         */
+        delete: operations["claims-delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Claim
+         * @description Rename a claim or replace its definition: a changed definition is a new version (members).
+         */
+        patch: operations["claims-patch"];
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Comments */
+        get: operations["claims-comments"];
+        put?: never;
+        /** Comment Claim */
+        post: operations["claims-comment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/lock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lock Claim
+         * @description Pre-register the current version (its hash and the time); 409 when it is locked already.
+         */
+        post: operations["claims-lock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Review Claim
+         * @description Approve a claim or request changes (members); every review is kept with the version it reviewed.
+         */
+        put: operations["claims-review"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Reviews */
+        get: operations["claims-reviews"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/claims/{claim_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim Versions */
+        get: operations["claims-versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/experiments": {
         parameters: {
             query?: never;
@@ -367,6 +487,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project_id}/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Claims
+         * @description The project's claims, each evaluated on its runs now (any role in the project).
+         */
+        get: operations["claims-list"];
+        put?: never;
+        /**
+         * Create Claim
+         * @description State a claim (members and admins); a name already used in the project is 409, a query or metric
+         *     the runs list would refuse is 422 naming the field.
+         */
+        post: operations["claims-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project_id}/datasets": {
         parameters: {
             query?: never;
@@ -424,6 +569,24 @@ export interface paths {
         /** Set Member */
         put: operations["projects-set_member"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Reports */
+        get: operations["reports-list"];
+        put?: never;
+        /** Create Report */
+        post: operations["reports-create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -548,6 +711,229 @@ export interface paths {
          * @description Rename a view or replace its state (its author or a project admin).
          */
         patch: operations["views-patch"];
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Report */
+        get: operations["reports-get"];
+        /**
+         * Update Report
+         * @description Save the draft (the editor saves as you type): 409 when ``base_version`` is no longer the
+         *     report's version, with what changed since in ``errors``.
+         */
+        put: operations["reports-update"];
+        post?: never;
+        /**
+         * Delete Report
+         * @description Delete a report and its revisions (its author or a project admin).
+         */
+        delete: operations["reports-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Comments */
+        get: operations["reports-comments"];
+        put?: never;
+        /** Comment */
+        post: operations["reports-comment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Draft Data
+         * @description The draft's data blocks, by block id: live ones as of now, frozen ones up to their cut-off.
+         */
+        get: operations["reports-data"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish */
+        post: operations["reports-publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reviews */
+        get: operations["reports-reviews"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Revisions */
+        get: operations["reports-revisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/revisions/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Revision */
+        get: operations["reports-revision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/revisions/{number}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Export Revision */
+        get: operations["reports-export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/revisions/{number}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Review
+         * @description Approve a published revision, or request changes to it.
+         */
+        post: operations["reports-review"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/revisions/{number}/shares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Share
+         * @description A read-only link to this revision for a reader without an account: its token is shown once.
+         */
+        post: operations["reports-share"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/shares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Shares */
+        get: operations["reports-shares"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{report_id}/shares/{share_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke Share */
+        delete: operations["reports-revoke_share"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/runs": {
@@ -1156,6 +1542,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/shared/reports/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Shared
+         * @description What a share link opens, without an account: one revision, and nothing else.
+         */
+        get: operations["reports-shared"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/views/{view_id}": {
         parameters: {
             query?: never;
@@ -1198,6 +1604,11 @@ export interface components {
         ActivityPublic: {
             /** Actor */
             actor: string | null;
+            /**
+             * Claim Id
+             * @description the claim the row is about (backend/claims/)
+             */
+            claim_id?: number | null;
             /**
              * Created At
              * Format: date-time
@@ -1272,6 +1683,44 @@ export interface components {
             name: string;
             /** Prefix */
             prefix: string;
+        };
+        /**
+         * Arm
+         * @description One arm: the runs a query of the query language selects in the claim's project (only those that
+         *     succeeded count), one value per run; a run's seed is its spec's ``seed``.
+         */
+        Arm: {
+            /** Name */
+            name: string;
+            /**
+             * Query
+             * @description a query-language expression, at most 4096 bytes
+             */
+            query: string;
+        };
+        /**
+         * ArmResult
+         * @description An arm's runs that count (succeeded, with a finite value): n, mean, sample standard deviation and
+         *     the (1 - alpha) Student-t interval of the mean; null below two values (never a fake interval).
+         */
+        ArmResult: {
+            /** Ci High */
+            ci_high: number | null;
+            /** Ci Low */
+            ci_low: number | null;
+            /** Mean */
+            mean: number | null;
+            /** N */
+            n: number;
+            /** Name */
+            name: string;
+            /**
+             * Run Ids
+             * @description the runs that count, ascending (the first 100)
+             */
+            run_ids: number[];
+            /** Std */
+            std: number | null;
         };
         /** ArtifactList */
         ArtifactList: {
@@ -1350,16 +1799,101 @@ export interface components {
             /** Worker */
             worker: string | null;
         };
+        /**
+         * BlockData
+         * @description ``live``: resolved at ``as_of`` from the runs as they are; otherwise what the block's cut-off
+         *     (frozen at ``as_of``) or its revision kept. ``hidden_runs``: runs the block names that are not the
+         *     report's project's (or no longer exist): never shown; ``visible`` false when that is every run.
+         */
+        BlockData: {
+            /**
+             * As Of
+             * Format: date-time
+             */
+            as_of: string;
+            /** Block Id */
+            block_id: string;
+            /** Columns */
+            columns?: string[];
+            /**
+             * Hidden Runs
+             * @default 0
+             */
+            hidden_runs: number;
+            /** Live */
+            live: boolean;
+            /** Results */
+            results?: components["schemas"]["ResultData"][];
+            /**
+             * Rows
+             * @description table cells, a row per run or example
+             */
+            rows?: unknown[][];
+            /** Runs */
+            runs?: components["schemas"]["RunInfo"][];
+            /** Series */
+            series?: components["schemas"]["SeriesData"][];
+            /** Type */
+            type: string;
+            /**
+             * Visible
+             * @default true
+             */
+            visible: boolean;
+        };
+        /**
+         * BootstrapTest
+         * @description A percentile bootstrap of the difference of means (pairs resampled when paired by seed as for
+         *     ``t``/``auto``, each arm resampled on its own otherwise); ``resamples`` draws from a generator seeded
+         *     with ``seed``, so the same data give the same answer.
+         */
+        BootstrapTest: {
+            /**
+             * Resamples
+             * @default 10000
+             */
+            resamples: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "bootstrap";
+        };
         /** Bucket */
         Bucket: {
             /** Count */
             count: number;
-            /** Last */
+            /**
+             * Last
+             * @description the value at step_end; null when a gap or not finite
+             */
             last: number | null;
-            /** Max */
+            /**
+             * Last Nonfinite
+             * @description the value at step_end when it is NaN, Infinity or -Infinity (last is null then)
+             */
+            last_nonfinite?: ("NaN" | "Infinity" | "-Infinity") | null;
+            /**
+             * Max
+             * @description the largest finite value (null: none); NaN and inf left out
+             */
             max: number | null;
-            /** Min */
+            /**
+             * Min
+             * @description the smallest finite value (null: none); NaN and inf left out
+             */
             min: number | null;
+            /**
+             * Nonfinite
+             * @description how many of the count points are NaN, Infinity or -Infinity
+             * @default 0
+             */
+            nonfinite: number;
             /** Step End */
             step_end: number;
             /** Step Start */
@@ -1369,6 +1903,27 @@ export interface components {
              * @description when the bucket's last point was logged (UTC); only with with_time=true
              */
             time?: string | null;
+        };
+        /** CalloutBlock */
+        CalloutBlock: {
+            /** Id */
+            id: string;
+            /**
+             * Text
+             * @description markdown
+             */
+            text: string;
+            /**
+             * Tone
+             * @default info
+             * @enum {string}
+             */
+            tone: "info" | "success" | "warning" | "danger";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "callout";
         };
         /**
          * CapCurve
@@ -1922,6 +2477,91 @@ export interface components {
              */
             url: string;
         };
+        /** ClaimCommentIn */
+        ClaimCommentIn: {
+            /**
+             * Body
+             * @description markdown
+             */
+            body: string;
+        };
+        /** ClaimCommentPublic */
+        ClaimCommentPublic: {
+            /** Author */
+            author: string | null;
+            /** Body */
+            body: string;
+            /** Claim Id */
+            claim_id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+        };
+        /** ClaimCreate */
+        ClaimCreate: {
+            definition: components["schemas"]["ClaimDefinition"];
+            /** Name */
+            name: string;
+        };
+        /**
+         * ClaimDefinition
+         * @description What a claim states. The first arm is the reference: with arms A (the first), B, C... the claim is
+         *     that each other arm's mean differs from A's in ``direction`` (``greater``: B - A > 0) by at least
+         *     ``min_effect``; each comparison is one hypothesis of the ``family`` (Holm's correction runs over every
+         *     comparison of every claim of the project in the family).
+         */
+        ClaimDefinition: {
+            /**
+             * Alpha
+             * @default 0.05
+             */
+            alpha: number;
+            /** Arms */
+            arms: components["schemas"]["Arm"][];
+            /**
+             * Description
+             * @description markdown
+             * @default
+             */
+            description: string;
+            /**
+             * Direction
+             * @enum {string}
+             */
+            direction: "greater" | "less";
+            /**
+             * Family
+             * @description the claims Holm's correction runs over; none: a family of its own
+             */
+            family?: string | null;
+            /** Metric */
+            metric: string;
+            /**
+             * Min Effect
+             * @description the smallest effect worth reporting (>= 0)
+             * @default 0
+             */
+            min_effect: number;
+            /**
+             * Power
+             * @description the power the needed n is computed for
+             * @default 0.8
+             */
+            power: number;
+            /** Read */
+            read?: components["schemas"]["ReadLast"] | components["schemas"]["ReadBest"] | components["schemas"]["ReadMeanLast"];
+            /**
+             * Section
+             * @description the paper's section the claim tests
+             */
+            section: string;
+            /** Test */
+            test?: components["schemas"]["TTest"] | components["schemas"]["BootstrapTest"];
+        };
         /** ClaimIn */
         ClaimIn: {
             /**
@@ -2034,6 +2674,100 @@ export interface components {
             worker: string | null;
         };
         /**
+         * ClaimPatch
+         * @description Rename a claim, replace its definition (a new version), or both.
+         */
+        ClaimPatch: {
+            definition?: components["schemas"]["ClaimDefinition"] | null;
+            /** Name */
+            name?: string | null;
+        };
+        /** ClaimPublic */
+        ClaimPublic: {
+            /** Author */
+            author: string | null;
+            /** Can Edit */
+            can_edit: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            definition: components["schemas"]["ClaimDefinition"];
+            evaluation: components["schemas"]["Evaluation"];
+            /**
+             * Hash
+             * @description SHA-256 of the current version's definition (canonical JSON)
+             */
+            hash: string;
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Project Id */
+            project_id: number;
+            /**
+             * Review
+             * @description the latest review's state
+             */
+            review: ("approved" | "changes_requested") | null;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
+        };
+        /** ClaimReviewIn */
+        ClaimReviewIn: {
+            /**
+             * Body
+             * @default
+             */
+            body: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "approved" | "changes_requested";
+        };
+        /** ClaimReviewPublic */
+        ClaimReviewPublic: {
+            /** Body */
+            body: string;
+            /** Claim Id */
+            claim_id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Reviewer */
+            reviewer: string | null;
+            /** State */
+            state: string;
+            /** Version */
+            version: number;
+        };
+        /** ClaimVersionPublic */
+        ClaimVersionPublic: {
+            /** Author */
+            author: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            definition: components["schemas"]["ClaimDefinition"];
+            /** Hash */
+            hash: string;
+            /** Version */
+            version: number;
+        };
+        /**
          * Column
          * @description A table column: a field, for a metric the aggregate shown (default ``last``), and its width.
          */
@@ -2073,6 +2807,66 @@ export interface components {
             id: number;
             /** Run Id */
             run_id: number | null;
+        };
+        /**
+         * Comparison
+         * @description One hypothesis: ``arm`` against the reference arm. ``effect`` = mean(arm) - mean(reference) (paired:
+         *     the mean of the per-seed differences), its (1 - alpha) interval, the test's two-sided p-value and the
+         *     same adjusted by Holm's method within the family; ``needed_n`` the runs per arm (pairs when paired) a
+         *     power calculation asks for to decide at ``min_effect`` (the observed effect when that is 0).
+         */
+        Comparison: {
+            /** Arm */
+            arm: string;
+            /** Ci High */
+            ci_high: number | null;
+            /** Ci Low */
+            ci_low: number | null;
+            /** Df */
+            df: number | null;
+            /** Effect */
+            effect: number | null;
+            /**
+             * N
+             * @description pairs when paired, else the smaller arm's n
+             */
+            n: number;
+            /** Needed N */
+            needed_n: number | null;
+            /** P Adjusted */
+            p_adjusted: number | null;
+            /** P Value */
+            p_value: number | null;
+            /** Reason */
+            reason: string;
+            /** Reference */
+            reference: string;
+            /**
+             * Statistic
+             * @description t (null for a bootstrap)
+             */
+            statistic: number | null;
+            /** Test */
+            test: ("paired" | "welch" | "bootstrap_paired" | "bootstrap") | null;
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "supported" | "contradicted" | "inconclusive";
+        };
+        /**
+         * Cutoff
+         * @description When a frozen block was frozen and what each of its runs had reached then (the server writes it
+         *     when a block is saved frozen without one; the editor sends it back unchanged).
+         */
+        Cutoff: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Runs */
+            runs?: components["schemas"]["RunCutoff"][];
         };
         /**
          * DatasetPublic
@@ -2258,6 +3052,42 @@ export interface components {
             /** Type */
             type: string;
         };
+        /**
+         * Evaluation
+         * @description The claim on the data now. The claim's verdict: ``supported`` when every comparison is,
+         *     ``contradicted`` when any is, ``inconclusive`` otherwise.
+         */
+        Evaluation: {
+            /** Arms */
+            arms: components["schemas"]["ArmResult"][];
+            /** Comparisons */
+            comparisons: components["schemas"]["Comparison"][];
+            /**
+             * Evaluated At
+             * Format: date-time
+             */
+            evaluated_at: string;
+            /** Family */
+            family: string;
+            /**
+             * Family Size
+             * @description the hypotheses Holm's correction ran over
+             */
+            family_size: number;
+            /** Hash */
+            hash: string;
+            preregistration: components["schemas"]["Preregistration"];
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "supported" | "contradicted" | "inconclusive";
+            /**
+             * Version
+             * @description the version that decided (the current one)
+             */
+            version: number;
+        };
         /** ExampleDiff */
         ExampleDiff: {
             /**
@@ -2420,6 +3250,42 @@ export interface components {
              * @description the table's name
              */
             table: string;
+        };
+        /** ExamplesTableBlock */
+        ExamplesTableBlock: {
+            /**
+             * Columns
+             * @description paths in each row's data; none: all
+             */
+            columns?: string[];
+            cutoff?: components["schemas"]["Cutoff"] | null;
+            /** Id */
+            id: string;
+            /**
+             * Limit
+             * @description rows per run
+             * @default 50
+             */
+            limit: number;
+            /**
+             * Mode
+             * @default frozen
+             * @enum {string}
+             */
+            mode: "live" | "frozen";
+            source: components["schemas"]["RunSource"];
+            /** Table */
+            table: string;
+            /**
+             * Title
+             * @default
+             */
+            title: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "examples_table";
         };
         /** ExampleTable */
         ExampleTable: {
@@ -2724,6 +3590,38 @@ export interface components {
              */
             seed: number;
         };
+        /** FigureBlock */
+        FigureBlock: {
+            cutoff?: components["schemas"]["Cutoff"] | null;
+            /** Group By */
+            group_by?: string[];
+            /** Id */
+            id: string;
+            /**
+             * Log Scale
+             * @default false
+             */
+            log_scale: boolean;
+            /** Metrics */
+            metrics: string[];
+            /**
+             * Mode
+             * @default frozen
+             * @enum {string}
+             */
+            mode: "live" | "frozen";
+            source: components["schemas"]["RunSource"];
+            /**
+             * Title
+             * @default
+             */
+            title: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "figure";
+        };
         /** FinetuneData */
         FinetuneData: {
             /**
@@ -2799,6 +3697,23 @@ export interface components {
              * @enum {string}
              */
             status: "succeeded" | "failed" | "cancelled";
+        };
+        /** HeadingBlock */
+        HeadingBlock: {
+            /** Id */
+            id: string;
+            /**
+             * Level
+             * @default 2
+             */
+            level: number;
+            /** Text */
+            text: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "heading";
         };
         /** Health */
         Health: {
@@ -2941,6 +3856,40 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** KindViewBlock */
+        KindViewBlock: {
+            cutoff?: components["schemas"]["Cutoff"] | null;
+            /** Id */
+            id: string;
+            /**
+             * Mode
+             * @default frozen
+             * @enum {string}
+             */
+            mode: "live" | "frozen";
+            /**
+             * Result Kind
+             * @description a result kind a kind declares
+             */
+            result_kind: string;
+            source: components["schemas"]["RunSource"];
+            /**
+             * Title
+             * @default
+             */
+            title: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "kind_view";
+            /**
+             * View
+             * @description which of the kind's views draws it (the dashboard's)
+             * @default
+             */
+            view: string;
+        };
         /** LoginIn */
         LoginIn: {
             /** Password */
@@ -2976,6 +3925,21 @@ export interface components {
             items: components["schemas"]["LogLine"][];
             /** Last Seq */
             last_seq: number;
+        };
+        /** MarkdownBlock */
+        MarkdownBlock: {
+            /** Id */
+            id: string;
+            /**
+             * Text
+             * @description markdown; $...$ and $$...$$ are LaTeX math
+             */
+            text: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "markdown";
         };
         /** MemberPublic */
         MemberPublic: {
@@ -3028,9 +3992,9 @@ export interface components {
             time?: string | null;
             /**
              * Value
-             * @description null, NaN and inf are stored as a gap
+             * @description a number, or "NaN", "Infinity", "-Infinity" (JSON has no literal for them), stored as those values; null is stored as a gap
              */
-            value: number | null;
+            value: number | ("NaN" | "Infinity" | "-Infinity") | null;
         };
         /**
          * MetricsEvent
@@ -3215,6 +4179,32 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * Preregistration
+         * @description ``status``: ``pre-registered`` (locked before the first matching run started, and the locked version
+         *     is the one deciding), ``locked late`` (locked after the first matching run started), ``edited after
+         *     lock`` (the deciding version is not the locked one), ``not locked``.
+         */
+        Preregistration: {
+            /**
+             * First Run Started At
+             * @description the first run the deciding version's arms select
+             */
+            first_run_started_at: string | null;
+            /** Locked At */
+            locked_at: string | null;
+            /** Locked By */
+            locked_by: string | null;
+            /** Locked Hash */
+            locked_hash: string | null;
+            /** Locked Version */
+            locked_version: number | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pre-registered" | "locked late" | "edited after lock" | "not locked";
+        };
         /** PretrainData */
         PretrainData: {
             /**
@@ -3389,6 +4379,14 @@ export interface components {
              */
             python?: string | null;
         };
+        /** PublishIn */
+        PublishIn: {
+            /**
+             * Base Version
+             * @description the draft version published; 409 when it is no longer the latest
+             */
+            base_version: number;
+        };
         /** RandomSweep */
         RandomSweep: {
             /**
@@ -3406,6 +4404,43 @@ export interface components {
              * @default 0
              */
             seed: number;
+        };
+        /**
+         * ReadBest
+         * @description The series' best value: its minimum or maximum by the run's kind's declared metric direction (a key
+         *     no kind declares a direction for is a 422; a run whose kind declares none has no value and does not
+         *     count).
+         */
+        ReadBest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "best";
+        };
+        /**
+         * ReadLast
+         * @description The series' last value (its largest step).
+         */
+        ReadLast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "last";
+        };
+        /**
+         * ReadMeanLast
+         * @description The mean of the series' last ``steps`` finite points (by step).
+         */
+        ReadMeanLast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            mode: "mean_last";
+            /** Steps */
+            steps: number;
         };
         /**
          * ReasonFormerEval
@@ -3585,6 +4620,142 @@ export interface components {
             /** Attempt */
             attempt: number;
         };
+        /** ReportCommentIn */
+        ReportCommentIn: {
+            /** Block Id */
+            block_id: string;
+            /**
+             * Body
+             * @description markdown
+             */
+            body: string;
+        };
+        /** ReportCommentPublic */
+        ReportCommentPublic: {
+            /** Author */
+            author: string | null;
+            /** Block Id */
+            block_id: string;
+            /** Body */
+            body: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Report Id */
+            report_id: number;
+        };
+        /** ReportCreate */
+        ReportCreate: {
+            /** Blocks */
+            blocks?: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            /** Title */
+            title: string;
+        };
+        /** ReportPublic */
+        ReportPublic: {
+            /** Author */
+            author: string | null;
+            /** Blocks */
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            /**
+             * Can Edit
+             * @description the caller may edit, publish and share it (a member)
+             */
+            can_edit: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Project Id */
+            project_id: number;
+            /** Revisions */
+            revisions: number;
+            /** Title */
+            title: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
+        };
+        /** ReportReviewIn */
+        ReportReviewIn: {
+            /**
+             * Body
+             * @default
+             */
+            body: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "approved" | "changes_requested";
+        };
+        /** ReportReviewPublic */
+        ReportReviewPublic: {
+            /** Body */
+            body: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Report Id */
+            report_id: number;
+            /** Reviewer */
+            reviewer: string | null;
+            /** Revision */
+            revision: number;
+            /** State */
+            state: string;
+        };
+        /** ReportSummary */
+        ReportSummary: {
+            /** Author */
+            author: string | null;
+            /** Id */
+            id: number;
+            /** Project Id */
+            project_id: number;
+            /**
+             * Revisions
+             * @description published revisions
+             */
+            revisions: number;
+            /** Title */
+            title: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
+        };
+        /**
+         * ReportUpdate
+         * @description A save of the draft: ``base_version`` is the version the edit was made on; an older one than
+         *     the report's is refused with 409 (someone else saved since).
+         */
+        ReportUpdate: {
+            /** Base Version */
+            base_version: number;
+            /** Blocks */
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            /** Title */
+            title: string;
+        };
         /**
          * Resources
          * @description Where a run wants to execute. ``gpus > 0`` sends it to the ``gpu`` queue, else to ``cpu``.
@@ -3610,6 +4781,17 @@ export interface components {
              * @enum {string}
              */
             priority: "low" | "normal" | "high";
+        };
+        /** ResultData */
+        ResultData: {
+            /** Kind */
+            kind: string;
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** Run Id */
+            run_id: number;
         };
         /** ResultIn */
         ResultIn: {
@@ -3697,6 +4879,51 @@ export interface components {
             reviewer: string | null;
             /** State */
             state: string;
+        };
+        /** RevisionPublic */
+        RevisionPublic: {
+            /** Author */
+            author: string | null;
+            /** Blocks */
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            /** Content Hash */
+            content_hash: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Data
+             * @description by block id: frozen blocks as published, live ones as of now
+             */
+            data: {
+                [key: string]: components["schemas"]["BlockData"];
+            };
+            /** Number */
+            number: number;
+            /** Report Id */
+            report_id: number;
+            /** Title */
+            title: string;
+        };
+        /** RevisionSummary */
+        RevisionSummary: {
+            /** Author */
+            author: string | null;
+            /** Content Hash */
+            content_hash: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Number */
+            number: number;
+            /** Report Id */
+            report_id: number;
+            /** Title */
+            title: string;
         };
         /**
          * Routing
@@ -3796,6 +5023,27 @@ export interface components {
             weights: number[];
         };
         /**
+         * RunCutoff
+         * @description One run as a frozen block saw it: its attempt and status, and each series' last step and row
+         *     version (``metric_latest.rev``) at the cut-off.
+         */
+        RunCutoff: {
+            /** Attempt */
+            attempt: number;
+            /** Revs */
+            revs?: {
+                [key: string]: number;
+            };
+            /** Run Id */
+            run_id: number;
+            /** Status */
+            status: string;
+            /** Steps */
+            steps?: {
+                [key: string]: number;
+            };
+        };
+        /**
          * RunEvent
          * @description One server-sent event of GET /runs/{id}/events: ``event: <event>`` and ``data: <data as JSON>``.
          */
@@ -3829,6 +5077,29 @@ export interface components {
              * @description the group's runs, ascending (the first 100)
              */
             run_ids: number[];
+        };
+        /**
+         * RunInfo
+         * @description A run a block shows, and how far: each series' first and last step shown.
+         */
+        RunInfo: {
+            /** Attempt */
+            attempt: number;
+            /** Experiment Id */
+            experiment_id: number;
+            /** Name */
+            name: string | null;
+            /** Run Id */
+            run_id: number;
+            /** Status */
+            status: string;
+            /**
+             * Steps
+             * @description key -> [first step, last step]
+             */
+            steps?: {
+                [key: string]: number[];
+            };
         };
         /** RunPage */
         RunPage: {
@@ -3989,6 +5260,25 @@ export interface components {
             ticket: string;
         };
         /**
+         * RunSource
+         * @description Which runs a figure or table shows: a query of the query language over the report's project
+         *     (``query``, newest first, at most ``limit``) or pinned run ids (``run_ids``), one of the two.
+         */
+        RunSource: {
+            /**
+             * Limit
+             * @default 20
+             */
+            limit: number;
+            /**
+             * Query
+             * @description a query-language expression, at most 4096 bytes
+             */
+            query?: string | null;
+            /** Run Ids */
+            run_ids?: number[];
+        };
+        /**
          * RunsTable
          * @description An experiment's runs as columns, for a table of thousands of runs: one array per field, the i-th
          *     entry of each is the i-th run (index order); no specs (GET /runs/{id} has a run's spec). 10,000 runs
@@ -4054,6 +5344,31 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /** RunTableBlock */
+        RunTableBlock: {
+            /** Columns */
+            columns: string[];
+            cutoff?: components["schemas"]["Cutoff"] | null;
+            /** Id */
+            id: string;
+            /**
+             * Mode
+             * @default frozen
+             * @enum {string}
+             */
+            mode: "live" | "frozen";
+            source: components["schemas"]["RunSource"];
+            /**
+             * Title
+             * @default
+             */
+            title: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_table";
+        };
         /** SecretHostsSet */
         SecretHostsSet: {
             /**
@@ -4117,6 +5432,25 @@ export interface components {
             /** Total Points */
             total_points: number;
         };
+        /** SeriesData */
+        SeriesData: {
+            /** Group */
+            group?: string | null;
+            /** Key */
+            key: string;
+            /** Label */
+            label: string;
+            /**
+             * Points
+             * @description [step, value] pairs, value null: a gap
+             */
+            points: [
+                number,
+                number | null
+            ][];
+            /** Run Id */
+            run_id: number;
+        };
         /**
          * ServerConfig
          * @description What the dashboard needs to know about this deployment.
@@ -4129,6 +5463,118 @@ export interface components {
             mlflow_ui_url: string | null;
             /** Version */
             version: string;
+        };
+        /** ShareCreate */
+        ShareCreate: {
+            /**
+             * Expires In Days
+             * @default 14
+             */
+            expires_in_days: number;
+            /**
+             * Hide Authors
+             * @description hide every author's name (double-blind review)
+             * @default false
+             */
+            hide_authors: boolean;
+        };
+        /** ShareCreated */
+        ShareCreated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string | null;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Hide Authors */
+            hide_authors: boolean;
+            /** Id */
+            id: number;
+            /**
+             * Prefix
+             * @description the token's first characters, to tell links apart
+             */
+            prefix: string;
+            /** Report Id */
+            report_id: number;
+            /** Revision */
+            revision: number;
+            /** Revoked At */
+            revoked_at: string | null;
+            /**
+             * Token
+             * @description shown once: the link is /shared/reports/<token>
+             */
+            token: string;
+        };
+        /**
+         * SharedRevision
+         * @description What a share link opens: one revision, its blocks and their frozen data, nothing else.
+         */
+        SharedRevision: {
+            /**
+             * Author
+             * @description null when the link hides authors
+             */
+            author: string | null;
+            /** Blocks */
+            blocks: (components["schemas"]["HeadingBlock"] | components["schemas"]["MarkdownBlock"] | components["schemas"]["FigureBlock"] | components["schemas"]["RunTableBlock"] | components["schemas"]["ExamplesTableBlock"] | components["schemas"]["KindViewBlock"] | components["schemas"]["CalloutBlock"])[];
+            /** Content Hash */
+            content_hash: string;
+            /** Data */
+            data: {
+                [key: string]: components["schemas"]["BlockData"];
+            };
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Number */
+            number: number;
+            /**
+             * Published At
+             * Format: date-time
+             */
+            published_at: string;
+            /** Title */
+            title: string;
+        };
+        /** SharePublic */
+        SharePublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string | null;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Hide Authors */
+            hide_authors: boolean;
+            /** Id */
+            id: number;
+            /**
+             * Prefix
+             * @description the token's first characters, to tell links apart
+             */
+            prefix: string;
+            /** Report Id */
+            report_id: number;
+            /** Revision */
+            revision: number;
+            /** Revoked At */
+            revoked_at: string | null;
         };
         /** SkillmixCache */
         SkillmixCache: {
@@ -5273,6 +6719,25 @@ export interface components {
              */
             weight_decay: number;
         };
+        /**
+         * TTest
+         * @description Student-t tests of the difference of means. ``pairing``: ``auto`` pairs runs by seed when the arms
+         *     share at least two seeds and each seed appears once per arm (a paired t test on the differences), and
+         *     uses Welch's t test otherwise; ``paired`` always pairs (only the shared seeds count); ``welch`` never.
+         */
+        TTest: {
+            /**
+             * Pairing
+             * @default auto
+             * @enum {string}
+             */
+            pairing: "auto" | "paired" | "welch";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "t";
+        };
         /** UserPublic */
         UserPublic: {
             /** Id */
@@ -5668,6 +7133,619 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimCommentPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-comment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimCommentIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimCommentPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-lock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimReviewIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimReviewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimReviewPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                claim_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimVersionPublic"][];
+                };
             };
             /** @description no or bad credentials */
             401: {
@@ -7152,6 +9230,144 @@ export interface operations {
             };
         };
     };
+    "claims-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "claims-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClaimPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     "datasets-list": {
         parameters: {
             query?: never;
@@ -7448,6 +9664,144 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MemberPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportSummary"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportPublic"];
                 };
             };
             /** @description no or bad credentials */
@@ -8143,6 +10497,1043 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ViewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportCommentPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-comment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportCommentIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportCommentPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: components["schemas"]["BlockData"];
+                    };
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionSummary"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportReviewPublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionSummary"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-revision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the revision's number */
+                number: number;
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-export": {
+        parameters: {
+            query?: {
+                format?: "html" | "md" | "latex";
+            };
+            header?: never;
+            path: {
+                /** @description the revision's number */
+                number: number;
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description html: one self-contained page; md and latex: a zip */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": unknown;
+                    "text/html": unknown;
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the revision's number */
+                number: number;
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportReviewIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportReviewPublic"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the revision's number */
+                number: number;
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShareCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShareCreated"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-shares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharePublic"][];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-revoke_share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                report_id: number;
+                share_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharePublic"];
                 };
             };
             /** @description no or bad credentials */
@@ -10964,6 +14355,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServerConfig"];
+                };
+            };
+            /** @description no or bad credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found or not visible */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description state does not allow this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description validation error, with the field path of every error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "reports-shared": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedRevision"];
                 };
             };
             /** @description no or bad credentials */

@@ -68,3 +68,23 @@ export type RunEventName = RunEvent['event'];
 export type RunEventData<E extends RunEventName> = Extract<RunEvent, { event: E }>['data'];
 /** A project's saved view: its name, page, state (lib/viewState.ts), author and can_edit. */
 export type SavedView = Ok<'views-get'>;
+export type Claim = Ok<'claims-get'>;
+export type ClaimCreate = Body<'claims-create'>;
+export type ClaimDefinition = ClaimCreate['definition'];
+export type ClaimEvaluation = Claim['evaluation'];
+export type ClaimComparison = ClaimEvaluation['comparisons'][number];
+export type ClaimArm = ClaimEvaluation['arms'][number];
+export type ClaimComment = Elem<Ok<'claims-comments'>>;
+export type ClaimReview = Elem<Ok<'claims-reviews'>>;
+
+/** A report's draft (backend/reports/): its blocks are the API's discriminated union on `type`. */
+export type Report = Ok<'reports-get'>;
+/** A block as the editor writes it (the API's input: fields with a default may be left out). */
+export type ReportBlock = Body<'reports-update'>['blocks'][number];
+export type ReportBlockKind = ReportBlock['type'];
+/** The data a report block shows (live, or frozen at its cut-off), by block id. */
+export type ReportData = Ok<'reports-data'>;
+export type ReportBlockData = ReportData[string];
+export type ReportRevision = Ok<'reports-revision'>;
+/** What a share link opens without an account: one revision and its frozen data. */
+export type SharedReport = Ok<'reports-shared'>;

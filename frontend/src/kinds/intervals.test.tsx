@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
-// Every result view that shows an accuracy shows its 95% interval in the cell and names it in a caption
-// (issue 22, item 7); a result written before sizes were recorded shows the value alone, with a note.
+// Every result view that shows an accuracy shows its 95% interval in the cell and names it in a caption;
+// a result written before sizes were recorded shows the value alone, with a note.
 // Expected intervals computed by hand in Python (Wilson 1927), as in lib/interval.test.ts.
 import { MantineProvider } from '@mantine/core';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';

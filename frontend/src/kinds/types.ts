@@ -27,6 +27,9 @@ export interface ExperimentTab {
   id: string;
   label: string;
   View: ComponentType<ExperimentViewProps>;
+  /** the result kind the tab draws: "Add to report" makes it a report block of the experiment's records of
+   *  that kind (drawn in the report by the result kind's view); absent: the tab offers no report block */
+  reportResultKind?: ResultKind;
 }
 
 /** A kind's dashboard views: everything optional (a kind without views gets the generic ones). */

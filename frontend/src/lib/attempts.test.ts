@@ -61,7 +61,7 @@ describe('attempt rows', () => {
   });
 });
 
-describe('the run header\'s attempt (issue 36, item 7)', () => {
+describe('the run header\'s attempt, released attempts apart', () => {
   it('shows a run released at three worker shutdowns as its first attempt, resumed 3 times, not "attempt 4/6"', () => {
     const run = { attempt: 4, released: 3, max_attempts: 3 };
     expect(countedAttempt(run)).toBe(1);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket } from './buckets';
 
 const b = (step_start: number, step_end: number, min: number | null, max: number | null, last: number | null, count = 1): Bucket => ({
-  step_start, step_end, min, max, last, count,
+  step_start, step_end, min, max, last, count, nonfinite: 0,
 });
 
 describe('bucketsToSeries', () => {

@@ -2,8 +2,9 @@
 // A bucket's `max` keeps a spike visible however coarse the buckets are; the line is `last`.
 import type { MetricsResponse } from '../api/types';
 
-/** One bucket of `GET /runs/{id}/metrics`: min / max / last over a step range (null where the values
- *  were not finite: NaN, inf are stored, and drawn as gaps). */
+/** One bucket of `GET /runs/{id}/metrics`: min / max over the finite values of a step range, the last
+ *  value (null where it is NaN or infinite: `last_nonfinite` says which), and how many points were not
+ *  finite (`nonfinite`). */
 export type Bucket = Series['buckets'][number];
 /** One metric key's downsampled series. */
 export type Series = MetricsResponse['series'][string];

@@ -127,12 +127,20 @@ export function chartTable(option: unknown): DataTable {
  *  step range, how many points, their min / max and the last value, the line), not the band's parts. */
 export function bucketsTable(
   metricKey: string,
-  buckets: readonly { step_start: number; step_end: number; count: number; min: number | null; max: number | null; last: number | null; time?: string | null }[],
+  buckets: readonly {
+    step_start: number; step_end: number; count: number; min: number | null; max: number | null; last: number | null; time?: string | null;
+    nonfinite?: number; last_nonfinite?: string | null;
+  }[],
 ): DataTable {
   const withTime = buckets.some((b) => b.time);
-  const names = ['key', 'step_start', 'step_end', 'count', 'min', 'max', 'last', ...(withTime ? ['time'] : [])];
+  // NaN and infinities kept: how many a bucket holds, and the last value's kind ("NaN", "Infinity", "-Infinity")
+  // where `last` is empty; only when some bucket has one (CSV and Parquet cells of text)
+  const withOdd = buckets.some((b) => (b.nonfinite ?? 0) > 0 || b.last_nonfinite);
+  const names = ['key', 'step_start', 'step_end', 'count', 'min', 'max', 'last', ...(withOdd ? ['nonfinite', 'last_nonfinite'] : []), ...(withTime ? ['time'] : [])];
   const rows = buckets.map((b): Cell[] => [
-    metricKey, b.step_start, b.step_end, b.count, cell(b.min), cell(b.max), cell(b.last), ...(withTime ? [b.time ?? null] : []),
+    metricKey, b.step_start, b.step_end, b.count, cell(b.min), cell(b.max), cell(b.last),
+    ...(withOdd ? [b.nonfinite ?? 0, b.last_nonfinite ?? null] : []),
+    ...(withTime ? [b.time ?? null] : []),
   ]);
   return columns(names, rows);
 }

@@ -1,4 +1,4 @@
-// The per-example diff's rule (issue 36, item 3): tolerances typed, the rule in the URL and in storage per
+// The per-example diff's rule: tolerances typed, the rule in the URL and in storage per
 // table, and the API's query params.
 import { describe, expect, it } from 'vitest';
 import {

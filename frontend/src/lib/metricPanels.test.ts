@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { bandOption } from '../components/charts/MetricChart';
+import { bandOption, nonfiniteMarks } from '../components/charts/MetricChart';
+import { needsFullECharts } from '../components/charts/echartsNeeds';
+import { bucketsTable } from './chartTable';
 import type { Bucket } from './buckets';
 import {
-  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, pointAt, relativeOrigin, sectionOf, shapeSeries,
-  xAxisChoices, xAxisName, zoomToStepRangeByX,
+  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, nonfiniteLabel, pointAt, relativeOrigin, sectionOf, shapeSeries,
+  withBreaks, xAxisChoices, xAxisName, zoomToStepRangeByX,
 } from './metricPanels';
 
 const b = (step: number, last: number | null, extra: Partial<Bucket> = {}): Bucket => ({
-  step_start: step, step_end: step, min: last, max: last, last, count: 1, time: null, ...extra,
+  step_start: step, step_end: step, min: last, max: last, last, count: 1, time: null, nonfinite: 0, ...extra,
 });
 
 // the keys of a one-layer SMoE run on SRAVEN and the worker's system metrics
@@ -110,6 +112,58 @@ describe('shapeSeries', () => {
     const s = shapeSeries([b(0, 1), b(1, 3)], { ...DEFAULT_CHART_OPTIONS, smoothing: 0.5 });
     expect(s.raw).toEqual([[0, 1], [1, 3]]);
     expect(s.line[1]![1]).toBeCloseTo((0.25 * 1 + 0.5 * 3) / 0.75, 12);
+  });
+});
+
+describe('NaN and infinities (stored as values, not gaps)', () => {
+  // what GET /runs/{id}/metrics answers: last null with last_nonfinite naming it, min / max over finite values
+  const buckets = [
+    b(0, 3),
+    b(1, null, { min: null, max: null, nonfinite: 1, last_nonfinite: 'NaN' }),
+    b(2, 2),
+    b(3, null, { min: null, max: null, nonfinite: 1, last_nonfinite: 'Infinity' }),
+    b(13, 1, { step_start: 4, min: 0.5, max: 4, count: 10, nonfinite: 2 }), // two -inf inside, last finite
+    b(14, null, { step_start: 14, min: null, max: null, last: null }), // a gap (null logged): no mark
+  ];
+
+  it('names what a bucket holds: the last value kind, else how many', () => {
+    expect(buckets.map(nonfiniteLabel)).toEqual([null, 'NaN', null, 'Infinity', '2 NaN/inf', null]);
+  });
+
+  it('marks each bucket holding NaN or inf and breaks the line where the last value is one', () => {
+    const s = shapeSeries(buckets, DEFAULT_CHART_OPTIONS);
+    expect(s.line).toEqual([[0, 3], [2, 2], [13, 1]]);
+    expect(s.nonfinite).toEqual([{ x: 1, label: 'NaN' }, { x: 3, label: 'Infinity' }, { x: 13, label: '2 NaN/inf' }]);
+    expect(s.breaks).toEqual([1, 3]);
+    // the band never sees them: a NaN would make max - min NaN, an inf would flatten the axis
+    expect(s.lower).toEqual([[0, 3], [2, 2], [13, 0.5]]);
+    expect(s.width).toEqual([[0, 0], [2, 0], [13, 3.5]]);
+  });
+
+  it('draws the line with gaps (null) at the breaks, in x order', () => {
+    expect(withBreaks([[0, 3], [2, 2], [13, 1]], [1, 3])).toEqual([[0, 3], [1, null], [2, 2], [3, null], [13, 1]]);
+    expect(withBreaks([[0, 3]], [])).toEqual([[0, 3]]);
+  });
+
+  it("puts a labelled mark at each on the chart and gaps in the drawn line", () => {
+    const option = bandOption('loss', buckets, { min: 0, max: 14 }, { start: 0, end: 100 }) as { series: { name: string; data: unknown; markLine?: { data: unknown } }[] };
+    const line = option.series.find((x) => x.name === 'loss')!;
+    expect(line.data).toEqual([[0, 3], [1, null], [2, 2], [3, null], [13, 1]]);
+    expect(line.markLine?.data).toEqual([{ xAxis: 1, name: 'NaN' }, { xAxis: 3, name: 'Infinity' }, { xAxis: 13, name: '2 NaN/inf' }]);
+    expect(nonfiniteMarks([]).data).toEqual([]);
+    // mark lines are drawn by echartsFull.ts: loaded for such a chart only, not for every run page's chart
+    expect(needsFullECharts(option)).toBe(true);
+    const plain = bandOption('loss', [b(0, 3), b(1, 2)], { min: 0, max: 1 }, { start: 0, end: 100 });
+    expect(needsFullECharts(plain)).toBe(false);
+  });
+
+  it('keeps them in the downloaded data (CSV, Parquet): the count and the last value kind', () => {
+    const t = bucketsTable('loss', buckets.slice(0, 2));
+    expect(t.columns.map((c) => c.name)).toEqual(['key', 'step_start', 'step_end', 'count', 'min', 'max', 'last', 'nonfinite', 'last_nonfinite']);
+    expect(t.columns.find((c) => c.name === 'last_nonfinite')!.values).toEqual([null, 'NaN']);
+    expect(t.columns.find((c) => c.name === 'nonfinite')!.values).toEqual([0, 1]);
+    // a series without any: the table as before
+    expect(bucketsTable('loss', [buckets[0]!]).columns.map((c) => c.name)).not.toContain('nonfinite');
   });
 });
 

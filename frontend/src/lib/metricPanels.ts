@@ -156,6 +156,18 @@ export interface ShapedSeries {
   hasBand: boolean;
   /** points left out: not positive on a log scale, or without a time on a time axis */
   dropped: number;
+  /** buckets holding NaN or infinite values: where, and what (the last value's kind, else how many) */
+  nonfinite: { x: number; label: string }[];
+  /** x of the buckets whose last value is NaN or infinite: where a drawn line breaks (withBreaks) */
+  breaks: number[];
+}
+
+/** What a bucket holds that is not a number: its last value's kind ("NaN", "Infinity", "-Infinity"), else
+ *  how many such points it aggregates; null when none. */
+export function nonfiniteLabel(b: Pick<Bucket, 'last_nonfinite' | 'nonfinite'>): string | null {
+  if (b.last_nonfinite) return b.last_nonfinite;
+  const n = b.nonfinite ?? 0;
+  return n > 0 ? `${n} NaN/inf` : null;
 }
 
 const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
@@ -168,13 +180,16 @@ const finite = (v: number | null | undefined): v is number => v !== null && v !=
 export function shapeSeries(buckets: readonly Bucket[], options: ChartOptions, originMs: number | null = null): ShapedSeries {
   const smoothed = emaSmooth(buckets.map((b) => (finite(b.last) ? b.last : null)), options.smoothing);
   const ok = (v: number) => !options.logScale || v > 0;
-  const out: ShapedSeries = { line: [], raw: [], lower: [], width: [], hasBand: false, dropped: 0 };
+  const out: ShapedSeries = { line: [], raw: [], lower: [], width: [], hasBand: false, dropped: 0, nonfinite: [], breaks: [] };
   buckets.forEach((b, i) => {
     const x = bucketX(b, options.xAxis, originMs);
     if (x === null) {
       out.dropped += 1;
       return;
     }
+    const odd = nonfiniteLabel(b);
+    if (odd !== null) out.nonfinite.push({ x, label: odd });
+    if (b.last_nonfinite) out.breaks.push(x); // NaN or inf at the bucket's last step: the line breaks there
     const y = smoothed[i];
     if (finite(y) && ok(y)) out.line.push([x, y]);
     else if (finite(b.last)) out.dropped += 1;
@@ -186,6 +201,14 @@ export function shapeSeries(buckets: readonly Bucket[], options: ChartOptions, o
     }
   });
   return out;
+}
+
+/** `line` with a gap (`[x, null]`, which ECharts leaves undrawn) at each of `breaks`, in x order: a line
+ *  that does not join its neighbours across a NaN or an infinity. */
+export function withBreaks(line: readonly [number, number][], breaks: readonly number[]): [number, number | null][] {
+  if (breaks.length === 0) return [...line];
+  const gaps: [number, null][] = breaks.map((x) => [x, null]);
+  return [...line, ...gaps].sort((a, b) => a[0] - b[0]);
 }
 
 /**

@@ -84,7 +84,7 @@ describe('parseRunIds', () => {
 
 describe('overlaySeries', () => {
   it('draws one line per run, named by the params that differ, empty while a run loads', () => {
-    const bucket = (step: number, last: number) => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1 });
+    const bucket = (step: number, last: number) => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1, nonfinite: 0 });
     const runs = [{ id: 1, params: { lr: 0.1, seed: 1 } }, { id: 2, params: { lr: 0.01, seed: 1 } }];
     const response = { run_id: 1, series: { loss: { buckets: [bucket(0, 2), bucket(1, 1)], step_min: 0, step_max: 1, total_points: 2 } } };
     expect(overlaySeries(runs, [response, undefined], 'loss')).toEqual([

@@ -4,7 +4,7 @@ import { emaSmooth } from './metricPanels';
 import { droppedOnLog, overlaySeries, overlayTable } from './overlay';
 import { runLabel, runTitle } from './labels';
 
-const bucket = (step: number, last: number): Bucket => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1 });
+const bucket = (step: number, last: number): Bucket => ({ step_start: step, step_end: step, min: last, max: last, last, count: 1, nonfinite: 0 });
 const answer = (runId: number, values: number[]) => ({
   run_id: runId,
   series: { loss: { buckets: values.map((v, i) => bucket(i, v)), step_min: 0, step_max: values.length - 1, total_points: values.length } },

@@ -90,7 +90,7 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     summary: { loss: [0.5, null, null], acc: [null, 0.75, null] },
   };
 
-  it('counts the attempts as the run page does: a released attempt is shown apart, never counted (issue 36, item 7)', () => {
+  it('counts the attempts as the run page does: a released attempt is shown apart, never counted', () => {
     const rows = rowsOfTable({ ...table, status: [...table.status] });
     // run 12 is at attempt 2 after one release: its first counted attempt
     expect(rows.map((r) => [r.attempt, r.released])).toEqual([[1, 0], [2, 1], [1, 0]]);
@@ -129,7 +129,7 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     expect(patchTable(t, { id: 12, status: 'failed', attempt: 2, started_at: null, finished_at: null }).name).toEqual(t.name);
   });
 
-  it('counts the run time of the attempts, not the downtime between them (issue 22, item 5)', () => {
+  it('counts the run time of the attempts, not the downtime between them', () => {
     const rows = rowsOfTable({ ...table, status: [...table.status] });
     const now = Date.parse('2026-01-01T00:10:20Z');
     // running: 30 s of attempt 1 and 20 s of attempt 2, not the 8m20s since the first start at 00:02

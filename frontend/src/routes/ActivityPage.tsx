@@ -11,6 +11,7 @@ import { useActivity, useCurrentProject } from '../hooks/projects';
 const COLOURS: Record<string, string> = {
   submitted: 'blue', finished: 'green', failed: 'red', cancelled: 'yellow', commented: 'grape', reviewed: 'teal',
   requeued: 'orange', released: 'gray', resumed: 'cyan', renamed: 'indigo',
+  claimed: 'blue', edited: 'indigo', locked: 'teal',
 };
 
 export function ActivityPage() {
@@ -32,6 +33,8 @@ export function ActivityPage() {
                   <Text size="sm">{line.message}</Text>
                   {a.run_id ? (
                     <Anchor size="sm" component={Link} to={`/runs/${a.run_id}`} data-testid="activity-run">{runTitle({ id: a.run_id, name: a.run_name })}</Anchor>
+                  ) : a.claim_id ? (
+                    <Anchor size="sm" component={Link} to="/claims" data-testid="activity-claim">claims</Anchor>
                   ) : a.experiment_id ? (
                     <Anchor size="sm" component={Link} to={`/experiments/${a.experiment_id}`}>experiment {a.experiment_id}</Anchor>
                   ) : null}

@@ -15,6 +15,7 @@ import type { Run } from '../api/types';
 import { MODE_LABELS } from '../components/charts/GroupChart';
 import { StatusChip } from '../components/common/StatusChip';
 import { ExternalBadge } from '../components/runs/ExternalBadge';
+import { AddToReport } from '../components/reports/AddToReport';
 import { GroupsOverlay } from '../components/runs/GroupsOverlay';
 import { RunsOverlay } from '../components/runs/RunsOverlay';
 import { SaveViewButton } from '../components/views/SaveViewButton';
@@ -139,6 +140,20 @@ function CompareView({ runs, view, setView }: { runs: Run[]; view: ViewState; se
               />
             )}
             <NativeSelect label="Metric" size="xs" data={metricChoices} value={shown ?? ''} onChange={(e) => setChart({ metric: e.currentTarget.value })} />
+            {shown && (
+              <AddToReport
+                block={(blockId) => ({
+                  id: blockId,
+                  type: 'figure',
+                  title: shown,
+                  source: { run_ids: runs.map((r) => r.id), limit: 50 },
+                  metrics: [shown],
+                  group_by: Array.isArray(groupBy) ? groupBy : [],
+                  log_scale: false,
+                  mode: 'frozen',
+                })}
+              />
+            )}
           </Group>
         </Group>
         {!shown ? (

@@ -27,6 +27,9 @@ import { columnsOf, statusCounts, withEtas, type RunRow } from '../lib/runsTable
 import { countOf } from '../lib/labels';
 import { isExternal } from '../lib/external';
 
+// the reports' picker loads when a kind tab that offers it is opened: not in the page's own bytes
+const AddToReport = lazy(() => import('../components/reports/AddToReport').then((m) => ({ default: m.AddToReport })));
+
 // What only the Review and Spec tabs show comes with the first visit to them, not with the page: the
 // comments (and Markdown), the YAML printer (~0.2 MB of JavaScript the runs table does not need).
 const JsonBlock = lazy(() => import('../components/common/JsonBlock').then((m) => ({ default: m.JsonBlock })));
@@ -163,8 +166,25 @@ function ExperimentView({ experiment, runs }: { experiment: ExperimentDetail; ru
           </Stack>
         </Tabs.Panel>
 
-        {kindTabs.map(({ id, View }) => (
+        {kindTabs.map(({ id, View, label, reportResultKind }) => (
           <Tabs.Panel key={id} value={`kind:${id}`} pt="md">
+            {reportResultKind && (
+              <Group justify="flex-end" mb="xs">
+                <Suspense fallback={null}>
+                  <AddToReport
+                    block={(blockId) => ({
+                      id: blockId,
+                      type: 'kind_view',
+                      title: `${label}: ${experiment.name}`,
+                      source: { query: `experiment = ${experiment.id}`, limit: 50 },
+                      result_kind: reportResultKind,
+                      view: id,
+                      mode: 'frozen',
+                    })}
+                  />
+                </Suspense>
+              </Group>
+            )}
             <View experiment={experiment} live={live} />
           </Tabs.Panel>
         ))}

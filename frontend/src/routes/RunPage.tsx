@@ -35,6 +35,8 @@ import { useServerConfig } from '../hooks/server';
 import { mlflowRunUrl } from '../lib/mlflowLink';
 import { isExternal } from '../lib/external';
 import { runTabs, type RunTab } from '../lib/runTabs';
+import { runTitle } from '../lib/labels';
+import { AddToReport } from '../components/reports/AddToReport';
 
 // What only the other tabs show comes with the first visit to them, not with the page: the kinds' result
 // views (and Markdown), the YAML printer, the comments. The Metrics tab, open first, draws without them.
@@ -207,7 +209,20 @@ function RunView({ run }: { run: Run }) {
                 <Stack>
                   {results.data!.map((r) => (
                     <Paper key={r.id} withBorder p="sm" data-testid={`result-${r.kind}`}>
-                      <Text fw={600} mb="xs">{r.kind}</Text>
+                      <Group justify="space-between" mb="xs">
+                        <Text fw={600}>{r.kind}</Text>
+                        <AddToReport
+                          block={(blockId) => ({
+                            id: blockId,
+                            type: 'kind_view',
+                            title: `${r.kind}: ${runTitle(run)}`,
+                            source: { run_ids: [run.id], limit: 1 },
+                            result_kind: r.kind,
+                            view: '',
+                            mode: 'frozen',
+                          })}
+                        />
+                      </Group>
                       <ResultView payload={r.payload} runId={run.id} />
                     </Paper>
                   ))}

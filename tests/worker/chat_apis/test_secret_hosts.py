@@ -1,4 +1,4 @@
-"""Issue 35, finding 4: a member's skillmix spec named ``api_key_secret: OPENAI_API_KEY`` and an endpoint of
+"""A member's skillmix spec named ``api_key_secret: OPENAI_API_KEY`` and an endpoint of
 their own, on the outbound allow-list, and the run sent it ``Bearer <the secret>``. A secret now carries
 the hosts (or URL prefixes) its project admin allows it to be sent to; the backend refuses other specs at
 submission (tests/backend/test_project_secrets.py) and the worker checks every call again, on the pinned

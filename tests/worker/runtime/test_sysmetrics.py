@@ -3,6 +3,7 @@ parser, and a run executed by the worker getting ``system/*`` series through the
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -64,14 +65,30 @@ def test_cpu_utilisation_is_the_busy_share_of_the_elapsed_cpu_time() -> None:
     assert busy_percent(after, after) == 0.0  # no time elapsed
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time from /proc/PID/stat (fields 14 and 15), apart from psutil."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_a_busy_child_shows_in_the_job_cpu() -> None:
+    """The child's share is what the kernel counted for it over the interval, however loaded the machine
+    (a spinning child gets a tenth of a core at load 20): at least what it used inside the interval."""
     sampler = SystemSampler(origin=0.0)
     child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
+        before = time.monotonic()
         sampler.sample()  # the child's baseline
-        time.sleep(1.0)
+        used_from = _cpu_seconds(child.pid)
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(child.pid) - used_from < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        used = _cpu_seconds(child.pid) - used_from
         sample = sampler.sample()
-        assert sample["system/process_cpu_percent"] > 20.0, sample  # a spinning core (shared machine)
+        interval = time.monotonic() - before
+        assert used >= 0.3, used
+        # 10 ms clock ticks over >= 0.3 s: a 0.8 margin covers the counting's granularity
+        assert sample["system/process_cpu_percent"] >= 0.8 * 100 * used / interval, (sample, used, interval)
         assert sample["system/cpu_percent"] > 0.0, sample
     finally:
         child.kill()

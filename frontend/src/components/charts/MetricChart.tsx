@@ -4,7 +4,7 @@ import { Group, Text } from '@mantine/core';
 import { memo, useMemo } from 'react';
 import type { MetricView, Zoom } from '../../hooks/metrics';
 import { type Bucket, type StepRange } from '../../lib/buckets';
-import { DEFAULT_CHART_OPTIONS, formatSeconds, isSystemKey, pointAt, shapeSeries, xAxisName, xIsTime, type ChartOptions } from '../../lib/metricPanels';
+import { DEFAULT_CHART_OPTIONS, formatSeconds, isSystemKey, pointAt, shapeSeries, withBreaks, xAxisName, xIsTime, type ChartOptions } from '../../lib/metricPanels';
 import { formatValue } from '../../lib/dotted';
 import { bucketsTable } from '../../lib/chartTable';
 import { EChart } from './EChart';
@@ -17,6 +17,19 @@ interface ZoomEvent {
   start?: number;
   end?: number;
   batch?: { start?: number; end?: number }[];
+}
+
+/** A vertical dashed line, labelled, at each bucket holding NaN or infinite values ("NaN", "Infinity"). */
+export function nonfiniteMarks(marks: readonly { x: number; label: string }[]) {
+  return {
+    silent: false,
+    symbol: 'none',
+    animation: false,
+    lineStyle: { type: 'dashed', color: '#e8590c', width: 1 },
+    label: { formatter: '{b}', position: 'insideEndTop', color: '#e8590c', fontSize: 10 },
+    tooltip: { trigger: 'item', formatter: (p: { name?: string; value?: unknown }) => `${p.name ?? ''} at ${String(p.value)}` },
+    data: marks.map((m) => ({ xAxis: m.x, name: m.label })),
+  };
 }
 
 export function bandOption(
@@ -61,13 +74,16 @@ export function bandOption(
       },
       // smoothing: the raw values stay visible, faint, under the smoothed line
       {
-        name: 'raw', type: 'line', data: s.raw, symbol: 'none', lineStyle: { width: 1, color: '#1c7ed6', opacity: 0.3 },
+        name: 'raw', type: 'line', data: withBreaks(s.raw, s.breaks), symbol: 'none', lineStyle: { width: 1, color: '#1c7ed6', opacity: 0.3 },
         silent: true, tooltip: { show: false },
       },
       {
-        name: smoothed ? `${key} (smoothed)` : key, type: 'line', data: s.line, lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
+        name: smoothed ? `${key} (smoothed)` : key, type: 'line', data: withBreaks(s.line, s.breaks), lineStyle: { width: 1.5, color: '#1c7ed6' }, itemStyle: { color: '#1c7ed6' },
         // few points: show them; many: a plain line
         symbol: s.line.length <= FEW_POINTS ? 'circle' : 'none', symbolSize: 4,
+        // NaN and infinities: the line breaks there (shapeSeries), a dashed mark says what was logged (only
+        // then: a mark line loads echartsFull.ts, which a run page's plain charts do without)
+        markLine: s.nonfinite.length > 0 ? nonfiniteMarks(s.nonfinite) : undefined,
       },
     ],
   };
@@ -124,6 +140,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
       data-x-name={xAxisName(metricKey, options.xAxis)}
       data-y-scale={options.logScale ? 'log' : 'linear'}
       data-smoothing={options.smoothing}
+      data-nonfinite={buckets.reduce((n, b) => n + (b.nonfinite ?? 0), 0)}
     >
       {/* an axis type change (value -> time -> log) is a new chart option, not a merge into the old one */}
       <EChart

@@ -13,6 +13,8 @@ describe('needsFullECharts', () => {
     expect(needsFullECharts({ series: { type: 'bar' } })).toBe(true);
     expect(needsFullECharts({ series: [{ type: 'scatter' }] })).toBe(true);
     expect(needsFullECharts({ series: [{ type: 'line', markPoint: { data: [{ type: 'max' }] } }] })).toBe(true);
+    expect(needsFullECharts({ series: [{ type: 'line', markLine: { data: [{ xAxis: 3 }] } }] })).toBe(true);
+    expect(needsFullECharts({ series: [{ type: 'line', markLine: undefined }] })).toBe(false);
     expect(needsFullECharts({ series: [{ type: 'line' }], visualMap: { min: 0, max: 1 } })).toBe(true);
     expect(needsFullECharts({ parallelAxis: [{ dim: 0 }], series: [{ type: 'parallel' }] })).toBe(true);
     expect(needsFullECharts({ series: [], toolbox: { feature: {} } })).toBe(true);

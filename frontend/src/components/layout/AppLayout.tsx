@@ -45,6 +45,8 @@ function Header() {
             <NavItem to="/runs">Runs</NavItem>
             <NewLink />
             <NavItem to="/compare">Compare</NavItem>
+            <NavItem to="/claims">Claims</NavItem>
+            <NavItem to="/reports">Reports</NavItem>
             <NavItem to="/activity">Activity</NavItem>
             <NavItem to="/settings">Settings</NavItem>
           </Group>

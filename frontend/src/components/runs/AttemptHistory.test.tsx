@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 // The run page's attempt history: one row per attempt with its worker, times, duration and outcome,
-// lost and released attempts included (issue 22, item 5).
+// lost and released attempts included.
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';

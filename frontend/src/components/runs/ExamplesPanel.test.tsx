@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
-// The Examples tab's table of rows and its diff of two runs (issue 25, item 5); long values folded and
-// wrapped, the diff's rule (fields that define a change, a tolerance) chosen above it (issue 36, item 3).
+// The Examples tab's table of rows and its diff of two runs; long values folded and
+// wrapped, the diff's rule (fields that define a change, a tolerance) chosen above it.
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
 import { createRoot, type Root } from 'react-dom/client';

@@ -16,6 +16,7 @@ import { cellText, diffFields, exampleColumns, parseRunId } from '../../lib/exam
 import { runTitle } from '../../lib/labels';
 import { DiffRuleControls } from './DiffRuleControls';
 import { FoldedValue, WRAP_ANYWHERE } from './FoldedValue';
+import { AddToReport } from '../reports/AddToReport';
 
 export function ExampleRowsTable({ rows }: { rows: ExampleRow[] }) {
   const columns = exampleColumns(rows);
@@ -326,6 +327,18 @@ export function ExamplesPanel({ runId, live }: { runId: number; live: boolean })
             { value: 'diff', label: 'Diff with another run' },
           ]}
           data-testid="example-mode"
+        />
+        <AddToReport
+          block={(blockId) => ({
+            id: blockId,
+            type: 'examples_table',
+            title: `${current.name} of run ${runId}`,
+            source: { run_ids: [runId], limit: 1 },
+            table: current.name,
+            columns: [],
+            limit: 50,
+            mode: 'frozen',
+          })}
         />
       </Group>
       {mode === 'diff' && peers.error && <Alert color="red">{errorMessage(peers.error)}</Alert>}

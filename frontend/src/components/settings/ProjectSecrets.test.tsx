@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 // The Secrets section of a project's settings, rendered in jsdom against a fake of the API's four
 // secrets operations (the typed client's GET/PUT/PATCH/DELETE answered in memory, with the API's error
-// bodies): an admin sets, replaces and deletes, with the hosts each may be sent to (issue 35); the value is
+// bodies): an admin sets, replaces and deletes, with the hosts each may be sent to; the value is
 // sent once and kept nowhere; the API's 422s land on the field they name and a 403 above the form, with no
 // notification; members and viewers only read names and hosts.
 import { MantineProvider } from '@mantine/core';

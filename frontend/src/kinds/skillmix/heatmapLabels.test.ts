@@ -1,4 +1,4 @@
-// The heatmap's cell labels and tooltip round as the paper's tables do (issue 23, item 4): an exact tie
+// The heatmap's cell labels and tooltip round as the paper's tables do: an exact tie
 // to the even digit, where toFixed rounds it up (0.125 -> "0.13").
 import { describe, expect, it } from 'vitest';
 import type { ExperimentResult } from '../../api/types';

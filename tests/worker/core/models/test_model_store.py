@@ -32,6 +32,7 @@ def test_a_model_that_cannot_be_found_names_what_is_understood(tmp_path: Path) -
     assert "tiny-gpt2" in message and "smollm2-135m" in message and "Traceback" not in message
 
 
+@pytest.mark.slow  # the real 135M model generating: make test, not the inner loop
 def test_smollm2_loads_from_the_store_in_seconds_and_answers() -> None:
     """The real 135M model (converted once by `make offline`), loaded from safetensors."""
     converted_path("smollm2-135m")

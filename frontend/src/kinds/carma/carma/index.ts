@@ -9,8 +9,8 @@ import { SynonymTableTab } from '../SynonymTableTab';
 export const views: KindViews = {
   resultViews: { carma_eval: CarmaEvalView, cap_curve: CapCurveView, synonym_consistency: SynonymConsistencyView },
   experimentTabs: [
-    { id: 'cap', label: 'CAP curves', View: CapCurvesTab },
-    { id: 'synonyms', label: 'Synonym table', View: SynonymTableTab },
-    { id: 'lambda', label: 'Lambda sweep', View: LambdaSweepTab },
+    { id: 'cap', label: 'CAP curves', View: CapCurvesTab, reportResultKind: 'cap_curve' },
+    { id: 'synonyms', label: 'Synonym table', View: SynonymTableTab, reportResultKind: 'synonym_consistency' },
+    { id: 'lambda', label: 'Lambda sweep', View: LambdaSweepTab, reportResultKind: 'carma_eval' },
   ],
 };

@@ -6,7 +6,7 @@ import type { KindViews } from '../../types';
 
 export const views: KindViews = {
   experimentTabs: [
-    { id: 'comparison', label: 'Comparison', View: ComparisonTab },
-    { id: 'routing', label: 'Routing', View: RoutingTab },
+    { id: 'comparison', label: 'Comparison', View: ComparisonTab, reportResultKind: 'reasonformer_eval' },
+    { id: 'routing', label: 'Routing', View: RoutingTab, reportResultKind: 'routing' },
   ],
 };

@@ -9,7 +9,7 @@ import type { KindViews } from '../../types';
 export const views: KindViews = {
   resultViews: { routing: RoutingView, reasonformer_eval: EvalView },
   experimentTabs: [
-    { id: 'routing', label: 'Routing', View: RoutingTab },
-    { id: 'comparison', label: 'Comparison', View: ComparisonTab },
+    { id: 'routing', label: 'Routing', View: RoutingTab, reportResultKind: 'routing' },
+    { id: 'comparison', label: 'Comparison', View: ComparisonTab, reportResultKind: 'reasonformer_eval' },
   ],
 };

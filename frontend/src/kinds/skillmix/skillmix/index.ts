@@ -6,5 +6,5 @@ import { SkillmixTableTab } from '../SkillmixTableTab';
 
 export const views: KindViews = {
   resultViews: { skillmix_cell: SkillmixCellView },
-  experimentTabs: [{ id: 'table', label: 'Skill-Mix table', View: SkillmixTableTab }],
+  experimentTabs: [{ id: 'table', label: 'Skill-Mix table', View: SkillmixTableTab, reportResultKind: 'skillmix_cell' }],
 };

@@ -6,5 +6,5 @@ import { SravenGridTab } from './SravenGridTab';
 
 export const views: KindViews = {
   resultViews: { sraven_cell: SravenCellView },
-  experimentTabs: [{ id: 'grid', label: 'SRAVEN grid', View: SravenGridTab }],
+  experimentTabs: [{ id: 'grid', label: 'SRAVEN grid', View: SravenGridTab, reportResultKind: 'sraven_cell' }],
 };

@@ -6,5 +6,5 @@ import { TopkPointView } from './TopkPointView';
 
 export const views: KindViews = {
   resultViews: { topk_eval_point: TopkPointView },
-  experimentTabs: [{ id: 'matrix', label: 'Top-k matrix', View: TopkMatrixTab }],
+  experimentTabs: [{ id: 'matrix', label: 'Top-k matrix', View: TopkMatrixTab, reportResultKind: 'topk_eval_point' }],
 };

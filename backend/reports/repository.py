@@ -1,0 +1,131 @@
+"""All queries of the reports domain: reports, revisions, comments, reviews, share links, and the runs,
+series heads and results a block reads (always within the report's project)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+
+from backend.models import (
+    Metric,
+    MetricLatest,
+    Report,
+    ReportComment,
+    ReportReview,
+    ReportRevision,
+    ReportShare,
+    Result,
+    Run,
+)
+
+
+def of_project(session: Session, project_id: int) -> list[Report]:
+    stmt = select(Report).where(Report.project_id == project_id).order_by(Report.updated_at.desc(), Report.id)
+    return list(session.scalars(stmt))
+
+
+def revisions(session: Session, report_id: int) -> list[ReportRevision]:
+    stmt = select(ReportRevision).where(ReportRevision.report_id == report_id).order_by(ReportRevision.number)
+    return list(session.scalars(stmt))
+
+
+def revision(session: Session, report_id: int, number: int) -> ReportRevision | None:
+    stmt = select(ReportRevision).where(
+        ReportRevision.report_id == report_id, ReportRevision.number == number
+    )
+    return session.scalars(stmt).one_or_none()
+
+
+def last_revision_number(session: Session, report_id: int) -> int:
+    numbers = session.scalars(select(ReportRevision.number).where(ReportRevision.report_id == report_id))
+    return max(numbers, default=0)
+
+
+def comments(session: Session, report_id: int) -> list[ReportComment]:
+    stmt = select(ReportComment).where(ReportComment.report_id == report_id).order_by(ReportComment.id)
+    return list(session.scalars(stmt))
+
+
+def reviews(session: Session, report_id: int) -> list[tuple[ReportReview, int]]:
+    """Every review of the report's revisions, with its revision's number."""
+    stmt = (
+        select(ReportReview, ReportRevision.number)
+        .join(ReportRevision, ReportRevision.id == ReportReview.revision_id)
+        .where(ReportRevision.report_id == report_id)
+        .order_by(ReportReview.id)
+    )
+    return [(r, int(n)) for r, n in session.execute(stmt)]
+
+
+def shares(session: Session, report_id: int) -> list[ReportShare]:
+    stmt = (
+        select(ReportShare)
+        .join(ReportRevision, ReportRevision.id == ReportShare.revision_id)
+        .where(ReportRevision.report_id == report_id)
+        .order_by(ReportShare.id)
+    )
+    return list(session.scalars(stmt))
+
+
+def share_by_hash(session: Session, token_hash: str) -> ReportShare | None:
+    return session.scalars(select(ReportShare).where(ReportShare.token_hash == token_hash)).one_or_none()
+
+
+# ------------------------------------------------------------------------------------- what blocks read
+
+
+def runs_matching(session: Session, project_id: int, condition: ColumnElement[bool], limit: int) -> list[Run]:
+    """The project's runs a query selects, newest first."""
+    stmt = select(Run).where(Run.project_id == project_id, condition).order_by(Run.id.desc()).limit(limit)
+    return list(session.scalars(stmt))
+
+
+def runs_by_id(session: Session, run_ids: Sequence[int]) -> dict[int, Run]:
+    if not run_ids:
+        return {}
+    return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(list(run_ids))))}
+
+
+def latest(
+    session: Session, run_ids: Sequence[int], keys: Sequence[str] | None
+) -> dict[int, dict[str, tuple[int, int, Any]]]:
+    """run -> key -> (last step, row version, latest value) from metric_latest; every key when ``keys`` is
+    None."""
+    if not run_ids:
+        return {}
+    stmt = select(
+        MetricLatest.run_id, MetricLatest.key, MetricLatest.step, MetricLatest.rev, MetricLatest.value
+    ).where(MetricLatest.run_id.in_(list(run_ids)))
+    if keys is not None:
+        stmt = stmt.where(MetricLatest.key.in_(list(keys)))
+    out: dict[int, dict[str, tuple[int, int, Any]]] = {}
+    for run_id, key, step, rev, value in session.execute(stmt):
+        out.setdefault(int(run_id), {})[key] = (int(step), int(rev), value)
+    return out
+
+
+def results(session: Session, run_ids: Sequence[int], kind: str, limit: int) -> list[Result]:
+    if not run_ids:
+        return []
+    stmt = (
+        select(Result)
+        .where(Result.run_id.in_(list(run_ids)), Result.kind == kind)
+        .order_by(Result.run_id, Result.id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))
+
+
+def value_at(session: Session, run_id: int, key: str, step: int) -> tuple[int, Any] | None:
+    """The series' last point at or before ``step``: (its step, its value)."""
+    stmt = (
+        select(Metric.step, Metric.value)
+        .where(Metric.run_id == run_id, Metric.key == key, Metric.step <= step)
+        .order_by(Metric.step.desc())
+        .limit(1)
+    )
+    row = session.execute(stmt).first()
+    return None if row is None else (int(row[0]), row[1])

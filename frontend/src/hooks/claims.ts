@@ -1,0 +1,70 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, unwrap } from '../api/client';
+import type { ClaimCreate } from '../api/types';
+
+// A project's claims, each with its evaluation on the runs now: the list is asked for again every few
+// seconds while the page is open, so a card's n, effect, p-value and verdict change as runs end.
+export const CLAIMS_REFRESH_MS = 3000;
+
+const claimsKey = (projectId: number) => ['projects', projectId, 'claims'] as const;
+
+export function useClaims(projectId: number | undefined) {
+  return useQuery({
+    queryKey: claimsKey(projectId ?? 0),
+    queryFn: () => unwrap(api.GET('/api/v1/projects/{project_id}/claims', { params: { path: { project_id: projectId! } } })),
+    enabled: projectId !== undefined,
+    refetchInterval: CLAIMS_REFRESH_MS,
+  });
+}
+
+/** States a claim (members); its 422 (field paths) and 409 (a name taken) are the form's to show. */
+export function useCreateClaim(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (body: ClaimCreate) =>
+      unwrap(api.POST('/api/v1/projects/{project_id}/claims', { params: { path: { project_id: projectId } }, body })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
+  });
+}
+
+/** Pre-registers a claim's current version. */
+export function useLockClaim(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (id: number) => unwrap(api.POST('/api/v1/claims/{claim_id}/lock', { params: { path: { claim_id: id } } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
+  });
+}
+
+const commentsKey = (claimId: number) => ['claims', claimId, 'comments'] as const;
+
+export function useClaimComments(claimId: number, enabled: boolean) {
+  return useQuery({
+    queryKey: commentsKey(claimId),
+    queryFn: () => unwrap(api.GET('/api/v1/claims/{claim_id}/comments', { params: { path: { claim_id: claimId } } })),
+    enabled,
+  });
+}
+
+export function useCommentClaim(claimId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (body: string) =>
+      unwrap(api.POST('/api/v1/claims/{claim_id}/comments', { params: { path: { claim_id: claimId } }, body: { body } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: commentsKey(claimId) }),
+  });
+}
+
+/** Approves a claim or requests changes; the list's `review` follows. */
+export function useReviewClaim(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: ({ id, state }: { id: number; state: 'approved' | 'changes_requested' }) =>
+      unwrap(api.PUT('/api/v1/claims/{claim_id}/review', { params: { path: { claim_id: id } }, body: { state, body: '' } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
+  });
+}

@@ -1,0 +1,10 @@
+// Markdown text: rendered without raw HTML (react-markdown), so no text of a report injects markup.
+import { Markdown } from '../../components/common/Markdown';
+import type { ReportBlockType } from '../types';
+
+export const block: ReportBlockType<'markdown'> = {
+  type: 'markdown',
+  label: 'Markdown',
+  create: (id) => ({ id, type: 'markdown', text: '' }),
+  View: ({ block }) => <Markdown>{block.text}</Markdown>,
+};
