@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 if TYPE_CHECKING:
@@ -69,9 +71,36 @@ def make_engine(url: str) -> Engine:
     # JIT off: the app's queries are short OLTP reads and writes (a page, a group, a claim); Postgres's JIT
     # compiles a plan it guesses costly (a grouped query over many runs), which costs more than it saves
     # here (about a third of a grouped request at 50,000 runs: docs/benchmarks.md, Query language at scale)
-    return create_engine(
-        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"options": "-c jit=off"}
-    )
+    engine = create_engine(url, pool_size=10, max_overflow=20, connect_args={"options": "-c jit=off"})
+    dialect = engine.dialect
+
+    def ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        used = record.info.get(_USED)
+        if used is not None and time.monotonic() - used < PING_AFTER_IDLE:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # as SQLAlchemy's pre-ping: every older connection of the pool is replaced
+            raise InvalidatePoolError("the pooled connection did not answer its ping") from exc
+
+    event.listen(engine, "connect", _note_use)
+    event.listen(engine, "checkin", _note_use)
+    event.listen(engine, "checkout", ping_if_idle)
+    return engine
+
+
+# A pooled connection is pinged before use (SQLAlchemy's pre-ping, a round trip) only when it has sat in
+# the pool this long: one that was used a moment ago is alive. A request that checks out two connections
+# (the edge's credential lookup, then the route's session) paid two of a small request's ~11 round trips
+# for pings (docs/benchmarks.md, "Logging from a script"). What this leaves: a connection the database
+# dropped within this time (a restart) fails its request once, with a 503 ("try again"), and SQLAlchemy
+# then replaces every connection of the pool that is older than the failure.
+PING_AFTER_IDLE = 5.0  # seconds
+_USED = "reasonlab_used"
+
+
+def _note_use(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_USED] = time.monotonic()
 
 
 @lru_cache(maxsize=8)

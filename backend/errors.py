@@ -75,6 +75,11 @@ class Invalid(ApiError):
     code = "invalid"
 
 
+class UnsupportedMediaType(ApiError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
 class TooManyRequests(ApiError):
     status_code = 429
     code = "too_many_requests"
@@ -103,6 +108,7 @@ HTTP_CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "too_large",
+    415: "unsupported_media_type",
     422: "invalid",
     429: "too_many_requests",
 }

@@ -45,6 +45,7 @@ from backend.http.security_headers import (
     is_api_path,
 )
 from backend.kinds.routes import router as kinds_router
+from backend.metrics import routes as metrics_routes
 from backend.metrics.routes import batch_router as metrics_batch_router
 from backend.metrics.routes import router as metrics_router
 from backend.mirror.service import Mirror
@@ -114,6 +115,10 @@ def api_routes() -> list[BaseRoute]:
             prefix=API_PREFIX, responses=ERROR_RESPONSES, dependencies=[Depends(refuse_unstorable_text)]
         )
         for router in (
+            # first: MLflow's client sends many small requests (its async logging, ~20 points each), and
+            # a request is matched against the routes in order; its paths (/api/v1/mlflow/...) are no other
+            # router's, so its place changes no answer
+            mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
             health_router,
             auth_router,
             projects_router,
@@ -134,7 +139,6 @@ def api_routes() -> list[BaseRoute]:
             claims_router,
             reports_router,
             tracking_router,
-            mlflow_router,  # MLflow's REST API for its own client (not in the OpenAPI document)
         ):
             api.include_router(router)
         built = APIRouter()
@@ -245,12 +249,14 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
 
 def _document_event_streams(app: FastAPI) -> None:
     """FastAPI files a response model under application/json; an event stream's belongs under
-    text/event-stream (GET /runs/{id}/events), so the generated clients type the events."""
+    text/event-stream (GET /runs/{id}/events), so the generated clients type the events. And the metric
+    batch's schemas, whose route reads its body itself (backend/metrics/routes.py)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = build()
+            metrics_routes.document(document)  # POST /runs/{id}/metrics reads its body itself
             for path in document["paths"].values():
                 for operation in path.values():
                     for response in operation.get("responses", {}).values():

@@ -72,6 +72,14 @@ def ours_payloads(points: list[tuple[str, int, float, float]]) -> list[list[dict
     return [rows[i : i + OUR_BATCH] for i in range(0, len(rows), OUR_BATCH)]
 
 
+def ours_compact_payloads(points: list[tuple[str, int, float, float]]) -> list[bytes]:
+    """The same batches as the SDK's sender posts them: the compact body (reasonlab_sdk/points.py)."""
+    from reasonlab_sdk import points as compact
+
+    rows = [{"key": k, "step": s, "value": v, "time": t} for k, s, v, t in points]
+    return [compact.encode(rows[i : i + OUR_BATCH]) for i in range(0, len(rows), OUR_BATCH)]
+
+
 def mlflow_payloads(points: list[tuple[str, int, float, float]]) -> list[list[Any]]:
     from mlflow.entities import Metric
 
@@ -85,6 +93,16 @@ def ours_chunk(client: Any, run_id: int, batch: list[dict[str, Any]]) -> float:
     secs = time.perf_counter() - t0
     if r.status_code != 200:
         raise RuntimeError(f"ours: HTTP {r.status_code}: {r.text[:500]}")
+    return secs
+
+
+def ours_compact_chunk(client: Any, run_id: int, body: bytes) -> float:
+    t0 = time.perf_counter()
+    headers = {"Content-Type": "application/x-reasonlab-points"}
+    r = client.post(f"/runs/{run_id}/metrics", content=body, headers=headers)
+    secs = time.perf_counter() - t0
+    if r.status_code != 200:
+        raise RuntimeError(f"ours (compact): HTTP {r.status_code}: {r.text[:500]}")
     return secs
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from backend.models import ApiToken, Membership, Project, User
 
 
 def token_by_hash(session: Session, token_hash: str) -> ApiToken | None:
-    return session.scalars(select(ApiToken).where(ApiToken.token_hash == token_hash)).first()
+    """The token and its user in one query (every request with an API token reads both)."""
+    stmt = select(ApiToken).options(joinedload(ApiToken.user)).where(ApiToken.token_hash == token_hash)
+    return session.scalars(stmt).first()
 
 
 def user_by_name(session: Session, username: str) -> User | None:

@@ -16,21 +16,34 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from backend.db import as_utc, psycopg_connection
+from backend.metrics.columns import Columns
 from backend.metrics.reads import latest_steps
-from backend.metrics.rollups import ROLLUP_WIDTHS, add_rollups, batch_spans, refresh_rollups
+from backend.metrics.rollups import (
+    PG_STAGE_FROM_ARRAYS,
+    ROLLUP_WIDTHS,
+    add_rollups,
+    batch_spans,
+    copy_rollups,
+    fold_rollups_statements,
+    refresh_rollups,
+    stage_arrays,
+    stage_rollups_statements,
+)
 from backend.mirror import repository as mirror
 from backend.models import Metric, MetricLatest
 from common.nonfinite import finite, kind
 
-# Postgres ingest. The common case, a training loop logging new steps, is one binary COPY straight into
-# ``metric`` (inside a savepoint). A batch that may overwrite stored points (a retry, a resumed run:
+# Postgres ingest. The common case, a training loop logging new steps, goes straight into ``metric``
+# (inside a savepoint): a large batch by one binary COPY, a small one (up to SMALL_BATCH points) by one
+# INSERT over arrays, pipelined with its roll-ups (``_append``). A batch that may overwrite stored points (a retry, a resumed run:
 # some key's first step is not after its stored latest step), or whose COPY meets an existing point (a
 # concurrent writer of the same steps), goes by COPY into a session-local staging table and one INSERT
 # ... SELECT ... ON CONFLICT DO UPDATE. Either way the run's existence is checked once per statement by
 # a trigger (migration 0003), not once per point by a foreign key (bench/metric_ingest.py,
 # docs/benchmarks.md: COPY straight in is ~2x faster than staging + merge, the per-point foreign key
 # check was ~40% of the merge). The merge replaced an executemany of one INSERT per row (~40 us of API
-# CPU per point); one INSERT over unnest(arrays) was slower (psycopg's text dumping of lists).
+# CPU per point); one INSERT over unnest(arrays) was slower for 10,000 points (psycopg's text dumping of
+# lists), and is used only where round trips, not points, are the cost.
 _PG_COLUMNS = "(run_id, key, step, value, nonfinite, time)"
 _PG_TYPES = ["int4", "varchar", "int8", "float8", "int2", "timestamptz"]
 _PG_STAGE = """
@@ -38,6 +51,26 @@ _PG_STAGE = """
         run_id integer, key varchar(250), step bigint, value double precision, nonfinite smallint,
         time timestamptz
     ) ON COMMIT DELETE ROWS
+"""
+# the run's series' largest steps (``reads.latest_steps``), for the append path's overwrite check
+_PG_LATEST_STEPS = "SELECT key, step FROM metric_latest WHERE run_id = {run}"
+# A batch of at most this many points is inserted from one array per column, in one pipeline with its
+# roll-ups (psycopg dumps lists slower than it writes COPY rows: larger batches go by COPY)
+SMALL_BATCH = 1000
+# times as microseconds since 1970, added in two exact parts (whole seconds, then the rest; %% is %)
+_PG_INSERT_ARRAYS = (
+    f"INSERT INTO metric {_PG_COLUMNS}"
+    " SELECT %s, k, s, v, nullif(c, 0),"
+    " timestamptz 'epoch' + (t / 1000000) * interval '1 second' + (t %% 1000000) * interval '1 microsecond'"
+    " FROM unnest(%s::varchar[], %s::int8[], %s::float8[], %s::int2[], %s::int8[]) AS u(k, s, v, c, t)"
+)
+# ``mirror.note_changes`` for a batch appended below some series' latest steps (every such point new):
+# each key's smallest such step, as that function writes it on Postgres
+_PG_NOTE_BELOW = """
+    INSERT INTO mirror_series (run_id, key, seq, changed_from)
+    SELECT %s, k, 1, s FROM unnest(%s::varchar[], %s::int8[]) AS u(k, s) ORDER BY k
+    ON CONFLICT (run_id, key) DO UPDATE SET seq = mirror_series.seq + 1,
+        changed_from = least(coalesce(mirror_series.changed_from, excluded.changed_from), excluded.changed_from)
 """
 _PG_MERGE = """
     INSERT INTO metric (run_id, key, step, value, nonfinite, time)
@@ -56,18 +89,88 @@ def _copy(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:
             copy.write_row(row)
 
 
-def _append(session: Session, rows: Sequence[Row]) -> bool:
-    """COPY ``rows`` straight into ``metric``; False, with nothing written, if one of them exists (or a
-    concurrent writer of the same points, in another order, deadlocked with this one)."""
-    with psycopg_connection(session).cursor() as cur:
-        cur.execute("SAVEPOINT metric_append")
+def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bool:
+    """The append path on Postgres: the overwrite check (with a savepoint), the points straight into
+    ``metric``, the roll-ups' lock and staging table, the batch's blocks, and their fold into the stored
+    blocks and, with ``latest``, the series' latest points and extremes from the staged blocks; a batch
+    with steps below some series' latest step also notes them for the MLflow mirror. False, with nothing
+    written, if the points met an existing one (a retry, a resumed run) or a concurrent writer deadlocked
+    with this one: the caller merges instead.
+
+    A small batch (MLflow's client sends ~20 points a request) costs its round trips, not its points:
+    after the check, one pipeline sends everything, the points and blocks as arrays (two round trips in
+    all, against ~10 statement by statement). A large one costs its rows: the points and blocks go by
+    binary COPY, their rows built by numpy (``Columns``), not one Python call per point (five round trips;
+    docs/benchmarks.md, "Logging from a script"). Only integers are written into the statements' text."""
+    run = int(run_id)
+    conn = psycopg_connection(session)
+    with conn.cursor() as cur:
+        cur.execute(f"SAVEPOINT metric_append; {_PG_LATEST_STEPS.format(run=run)}")
+        cur.nextset()
+        stored = dict(cur.fetchall())
+        # keys with steps at or below their stored latest step: the batch may overwrite points (a retry,
+        # a resumed run), or add new ones below (MLflow's client sends from up to 10 threads, so batches
+        # arrive out of order: ~1 in 5 of its requests). Appended all the same: the insert refuses an
+        # existing point, and then nothing is written and the caller merges; otherwise every such step is
+        # new, so the MLflow mirror's note (``mirror.note_changes``) is each key's smallest of them
+        below = _steps_below(cols, stored)
+        # The whole append under the savepoint, released last: a refused point, or a deadlock anywhere in
+        # it, rolls all of it back and the caller merges. Locks in the merge path's order: the mirror's
+        # note, the points, then the roll-ups' lock.
+        release = "RELEASE SAVEPOINT metric_append"
+        tail = [
+            *stage_rollups_statements(run),
+            "STAGE",
+            *fold_rollups_statements(run, latest=latest),
+            release,
+        ]
         try:
-            _copy(cur, "metric", rows)
+            if len(cols) <= SMALL_BATCH:
+                values = [
+                    v if f else None for v, f in zip(cols.value.tolist(), cols.stored().tolist(), strict=True)
+                ]
+                keys = cols.keys
+                points = [
+                    run,
+                    [keys[k] for k in cols.key.tolist()],
+                    cols.step.tolist(),
+                    values,
+                    cols.nonfinite().tolist(),
+                    cols.time.tolist(),
+                ]
+                with conn.pipeline():
+                    if below:
+                        cur.execute(_PG_NOTE_BELOW, _note_params(run, below))
+                    cur.execute(_PG_INSERT_ARRAYS, points)
+                    for sql in tail:
+                        if sql == "STAGE":
+                            cur.execute(PG_STAGE_FROM_ARRAYS, [run, *stage_arrays(cols)])
+                        else:
+                            cur.execute(sql)
+                return True
+            if below:
+                cur.execute(_PG_NOTE_BELOW, _note_params(run, below))
+            with cur.copy(f"COPY metric {_PG_COLUMNS} FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(cols.copy_rows(run))
+            at = tail.index("STAGE")
+            cur.execute("; ".join(tail[:at]))
+            copy_rollups(cur, run, cols)
+            cur.execute("; ".join(tail[at + 1 :]))
         except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
-            cur.execute("ROLLBACK TO SAVEPOINT metric_append")
+            cur.execute("ROLLBACK TO SAVEPOINT metric_append; RELEASE SAVEPOINT metric_append")
             return False
-        cur.execute("RELEASE SAVEPOINT metric_append")
     return True
+
+
+def _steps_below(cols: Columns, stored: Mapping[str, int]) -> dict[str, int]:
+    """``{key: the batch's smallest step at or below the key's stored latest step}``, for the keys that
+    have one (the points are sorted by key and step: each key's first point is its smallest step)."""
+    return {key: step for key, step in cols.first_steps().items() if key in stored and step <= stored[key]}
+
+
+def _note_params(run: int, below: Mapping[str, int]) -> list[Any]:
+    keys = sorted(below)
+    return [run, keys, [below[k] for k in keys]]
 
 
 def _merge(session: Session, rows: Sequence[Row]) -> None:
@@ -84,6 +187,23 @@ def _may_overwrite(session: Session, run_id: int, first_steps: Mapping[str, int]
     """True if a key's first step in the batch is not after the key's latest stored step."""
     stored = latest_steps(session, run_id)
     return any(step <= stored.get(key, -1) for key, step in first_steps.items())
+
+
+def write(session: Session, run_id: int, cols: Columns) -> None:
+    """A batch into the run: its points (upserted on run, key and step), their roll-up blocks, and each
+    series' latest point (``upsert_latest``) and extremes (``refresh_extremes``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        try:
+            if _append(session, run_id, cols, latest=True):
+                return
+        except psycopg.Error as exc:
+            raise DBAPIError.instance("COPY metric", None, exc, psycopg.Error) from exc
+        upsert_series(session, run_id, cols.points())  # overwrites: the merge
+    else:
+        upsert_series(session, run_id, cols.points(), cols.first_steps())
+    tops = cols.tops()
+    upsert_latest(session, run_id, tops)
+    refresh_extremes(session, run_id, list(tops))
 
 
 def upsert_series(
@@ -118,23 +238,19 @@ def upsert_series(
         else:
             refresh_rollups(session, run_id, batch_spans(points))
         return
-    # in (key, step) order, as the merge inserts: every writer into the run (COPY or merge) then takes
-    # the points' index entries in one order, so two overlapping batches wait for each other, never in a cycle
-    rows = sorted((run_id, k, s, finite(v), kind(v), as_utc(t)) for (k, s), (v, t) in points.items())
     try:
         # a COPY that went through wrote only new points (the primary key refuses an existing one, a
         # concurrent writer's uncommitted one included): the batch is disjoint from every other point
-        appended = (
-            first_steps is not None
-            and not _may_overwrite(session, run_id, first_steps)
-            and _append(session, rows)
+        if first_steps is not None and _append(session, run_id, Columns.from_points(points), latest=False):
+            return
+        mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
+        # in (key, step) order: every writer into the run (COPY or merge) takes the points' index
+        # entries in one order, so two overlapping batches wait for each other, never in a cycle
+        _merge(
+            session,
+            sorted((run_id, k, s, finite(v), kind(v), as_utc(t)) for (k, s), (v, t) in points.items()),
         )
-        if appended:
-            add_rollups(session, run_id, points)
-        else:
-            mirror.note_changes(session, run_id, points, latest_steps(session, run_id))
-            _merge(session, rows)
-            refresh_rollups(session, run_id, batch_spans(points))
+        refresh_rollups(session, run_id, batch_spans(points))
     except psycopg.Error as exc:
         # raw driver errors, as SQLAlchemy would have wrapped them: the API's handler answers 409 (the run
         # was deleted meanwhile), 422 (a value Postgres refuses) or 503 (a lost connection), with a reason

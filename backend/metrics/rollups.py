@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from backend.db import as_utc, psycopg_connection
+from backend.db import psycopg_connection
+from backend.metrics.columns import Columns, rollup_blocks, rollup_rows
 from backend.models import TS
 from common.nonfinite import finite, kind
 
@@ -215,26 +216,11 @@ _ROLLUP_FOLD = """
 """
 # Postgres: the blocks go by binary COPY into a session-local staging table (no index: ~5 us a row, against
 # ~15-25 us into metric_rollup and its primary key), then one INSERT ... SELECT folds them in.
-_PG_ROLLUP_STAGE = (
-    "CREATE TEMPORARY TABLE IF NOT EXISTS metric_rollup_stage (LIKE metric_rollup) ON COMMIT DELETE ROWS;"
-    " DELETE FROM metric_rollup_stage"  # an earlier fold of this transaction
-)
-_PG_ROLLUP_COPY = f"COPY metric_rollup_stage {_ROLLUP_COLUMNS} FROM STDIN (FORMAT BINARY)"
-_PG_ROLLUP_TYPES = [
-    "int4",
-    "varchar",
-    "int4",
-    "int8",
-    "int8",
-    "int8",
-    "float8",
-    "float8",
-    "int4",
-    "float8",
-    "timestamptz",
-    "int4",
-    "int2",
+_PG_ROLLUP_STAGE = [
+    "CREATE TEMPORARY TABLE IF NOT EXISTS metric_rollup_stage (LIKE metric_rollup) ON COMMIT DELETE ROWS",
+    "DELETE FROM metric_rollup_stage",  # an earlier fold of this transaction
 ]
+_PG_ROLLUP_COPY = f"COPY metric_rollup_stage {_ROLLUP_COLUMNS} FROM STDIN (FORMAT BINARY)"
 _PG_ROLLUP_FOLD = (
     f"INSERT INTO metric_rollup {_ROLLUP_COLUMNS} SELECT {_ROLLUP_COLUMNS[1:-1]} FROM metric_rollup_stage"
     + _ROLLUP_FOLD
@@ -244,6 +230,74 @@ _SQLITE_ROLLUP_FOLD = text(
     " VALUES (:run_id, :key, :width, :block, :s0, :s1, :vmin, :vmax, :n, :vlast, :tlast, :nf, :klast)"
     + _ROLLUP_FOLD
 ).bindparams(bindparam("tlast", type_=TS))
+
+
+_LATEST_FROM_STAGE = f"""
+    INSERT INTO metric_latest (run_id, key, step, value, nonfinite, rev)
+    SELECT DISTINCT ON (key) run_id, key, s1, vlast, klast, 1 FROM metric_rollup_stage
+    WHERE width = {ROLLUP_WIDTHS[0]} ORDER BY key, s1 DESC
+    ON CONFLICT (run_id, key) DO UPDATE SET step = excluded.step, value = excluded.value,
+        nonfinite = excluded.nonfinite, rev = metric_latest.rev + 1
+    WHERE excluded.step >= metric_latest.step
+"""
+_EXTREMES_FROM_STAGE = f"""
+    UPDATE metric_latest SET
+        vmin = (SELECT MIN(r.vmin) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]}),
+        vmax = (SELECT MAX(r.vmax) FROM metric_rollup r WHERE r.run_id = metric_latest.run_id
+                AND r.key = metric_latest.key AND r.width = {ROLLUP_WIDTHS[-1]})
+    WHERE run_id = {{run}} AND key IN (
+        SELECT key FROM metric_rollup_stage WHERE width = {ROLLUP_WIDTHS[-1]})
+"""
+
+
+def stage_rollups_statements(run_id: int) -> list[str]:
+    """Postgres: the run's roll-up lock (see ``refresh_rollups``) and an empty staging table for a
+    batch's blocks (statements without parameters: only the integer run id in them)."""
+    return [f"SELECT pg_advisory_xact_lock({_ROLLUP_LOCK_CLASS}, {int(run_id)})", *_PG_ROLLUP_STAGE]
+
+
+def copy_rollups(cur: Any, run_id: int, cols: Columns) -> None:
+    """Postgres: the batch's blocks at every width into the staging table, by binary COPY."""
+    with cur.copy(_PG_ROLLUP_COPY) as copy:
+        copy.write(rollup_rows(cols, run_id, ROLLUP_WIDTHS))
+
+
+def fold_rollups_statements(run_id: int, *, latest: bool) -> list[str]:
+    """Postgres: the staged blocks folded into ``metric_rollup``; with ``latest``, then each staged series'
+    latest point into ``metric_latest`` (its finest blocks' last step: the batch's largest step of the
+    key, kept where it is not smaller than the stored one, as ``points.upsert_latest``) and its extremes
+    from the coarsest blocks (``points.refresh_extremes``), in key order."""
+    if not latest:
+        return [_PG_ROLLUP_FOLD]
+    return [_PG_ROLLUP_FOLD, _LATEST_FROM_STAGE, _EXTREMES_FROM_STAGE.format(run=int(run_id))]
+
+
+# The batch's blocks into the staging table from one array per column (a small batch's, in the pipeline of
+# points._append): times as microseconds since 1970, added in two exact parts (whole seconds, then the rest)
+PG_STAGE_FROM_ARRAYS = (
+    f"INSERT INTO metric_rollup_stage {_ROLLUP_COLUMNS}"
+    " SELECT %s, k, w, b, s0, s1, lo, hi, c, vl,"
+    " timestamptz 'epoch' + (tl / 1000000) * interval '1 second' + (tl %% 1000000) * interval '1 microsecond',"
+    " nf, nullif(kl, 0)"
+    " FROM unnest(%s::varchar[], %s::int4[], %s::int8[], %s::int8[], %s::int8[], %s::float8[], %s::float8[],"
+    " %s::int4[], %s::float8[], %s::int8[], %s::int4[], %s::int2[]) AS u(k, w, b, s0, s1, lo, hi, c, vl, tl, nf, kl)"
+)
+
+
+def stage_arrays(cols: Columns) -> list[list[Any]]:
+    """The batch's blocks at every width as the arrays of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL; a ``klast``
+    0 is NULL by the statement)."""
+    out: list[list[Any]] = [[] for _ in range(12)]
+    keys = cols.keys
+    for b in rollup_blocks(cols, ROLLUP_WIDTHS):
+        out[0] += [keys[k] for k in b.key.tolist()]
+        out[1] += [b.width] * len(b.key)
+        for column, values in zip(
+            out[2:], (b.block, b.s0, b.s1, b.vmin, b.vmax, b.n, b.vlast, b.tlast, b.nf, b.klast), strict=True
+        ):
+            column += [None if v != v else v for v in values.tolist()]
+    return out
 
 
 def add_rollups(
@@ -263,21 +317,13 @@ def add_rollups(
     walked all of the run's blocks)."""
     if not points:
         return
-    _lock_rollups(session, run_id)
-    blocks = _batch_blocks(points)
     if session.get_bind().dialect.name == "postgresql":
         with psycopg_connection(session).cursor() as cur:
-            cur.execute(_PG_ROLLUP_STAGE)
-            with cur.copy(_PG_ROLLUP_COPY) as copy:
-                copy.set_types(_PG_ROLLUP_TYPES)
-                for width, level in blocks.items():
-                    for (key, block), (s0, s1, vmin, vmax, n, vlast, tlast, nf) in level.items():
-                        last, t = finite(vlast), as_utc(tlast)
-                        copy.write_row(
-                            (run_id, key, width, block, s0, s1, vmin, vmax, n, last, t, nf, kind(vlast))
-                        )
-            cur.execute(_PG_ROLLUP_FOLD)
+            cur.execute("; ".join(stage_rollups_statements(run_id)))
+            copy_rollups(cur, run_id, Columns.from_points(points))
+            cur.execute("; ".join(fold_rollups_statements(run_id, latest=False)))
         return
+    blocks = _batch_blocks(points)
     rows = [
         {
             "run_id": run_id,

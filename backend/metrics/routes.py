@@ -1,14 +1,18 @@
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from email.message import Message
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from backend.auth.dependencies import PrincipalDep
-from backend.errors import Invalid
+from backend.errors import Invalid, UnsupportedMediaType
 from backend.http.deps import MAX_ID, Id, SessionDep, SettingsDep
-from backend.metrics import reads, service
+from backend.metrics import columns, reads, service
 from backend.metrics.schemas import Accepted, MetricBatch, MetricsOut
 from backend.runs import service as runs
 
@@ -73,22 +77,109 @@ def get_metrics_batch(
     return Response(to_json(items), media_type="application/json")
 
 
+def _media_type(request: Request) -> str:
+    """The body's media type, lower case, without parameters; JSON when the request names none (as
+    FastAPI reads a body without a ``Content-Type``)."""
+    raw = request.headers.get("content-type")
+    if not raw:
+        return "application/json"
+    message = Message()
+    message["content-type"] = raw
+    return message.get_content_type()
+
+
+def _is_json(media_type: str) -> bool:
+    main, _, sub = media_type.partition("/")
+    return main == "application" and (sub == "json" or sub.endswith("+json"))
+
+
+async def metric_body(request: Request) -> MetricBatch | columns.Decoded:
+    """The batch of ``POST /runs/{id}/metrics``: JSON (``MetricBatch``, as FastAPI would read and check it:
+    the same 422s) or the compact body (``backend.metrics.columns``: checked, not yet sorted); 415 for
+    any other media type. The body was read ahead and bounded by the request edge."""
+    media_type = _media_type(request)
+    raw = await request.body()
+    if media_type == columns.CONTENT_TYPE:
+        settings = request.app.state.settings
+        return columns.decode(raw, settings.max_metric_batch)
+    if not _is_json(media_type):
+        raise UnsupportedMediaType(
+            f"a metric batch is application/json or {columns.CONTENT_TYPE}, not {media_type!r}"
+        )
+    if not raw:
+        raise RequestValidationError(
+            [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]
+        )
+    try:
+        parsed: Any = json.loads(raw)
+    except ValueError as exc:
+        pos = exc.pos if isinstance(exc, json.JSONDecodeError) else 0
+        error = {"type": "json_invalid", "loc": ("body", pos), "msg": "JSON decode error", "input": {}}
+        raise RequestValidationError([error]) from None
+    try:
+        return MetricBatch.model_validate(parsed)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        ) from None
+
+
+# The request body, documented here because the route reads it itself (``metric_body``): JSON or the
+# compact body. ``MetricBatch`` and ``MetricPoint`` are added to the document's schemas (``document``).
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/MetricBatch"}},
+            columns.CONTENT_TYPE: {
+                "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "the same batch as columns (backend/metrics/columns.py; the SDK's sender)",
+                }
+            },
+        },
+    }
+}
+
+
+def document(openapi: dict[str, Any]) -> None:
+    """Add the JSON body's schemas to the OpenAPI document (FastAPI adds only what a route's parameters
+    name, and ``post_metrics`` reads its body itself)."""
+    schema = MetricBatch.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in [*schema.pop("$defs", {}).items(), ("MetricBatch", schema)]:
+        for field in definition.get("properties", {}).values():
+            # as FastAPI writes a body's schema: an optional field's null default is left out (the
+            # generated clients make such a field optional)
+            if "default" in field and field["default"] is None:
+                del field["default"]
+        schemas.setdefault(name, definition)
+
+
 @router.post(
     "/{run_id}/metrics",
     response_model=Accepted,
     operation_id="metrics-post",
-    responses={413: {"description": "more than 10,000 points"}},
+    responses={
+        413: {"description": "more than 10,000 points"},
+        415: {"description": f"a body neither application/json nor {columns.CONTENT_TYPE}"},
+    },
+    openapi_extra=_BODY,
 )
 def post_metrics(
     run_id: Id,
-    body: MetricBatch,
     principal: PrincipalDep,
     session: SessionDep,
     settings: SettingsDep,
+    # after the credential's dependency: a caller who may not write is told so, whatever the body holds
+    body: Annotated[MetricBatch | columns.Decoded, Depends(metric_body)],
 ) -> Accepted:
     # the body's size (64 MiB) and the caller's credential were checked before it was read (backend/http/limits.py)
     run = runs.get_for_worker(session, principal, run_id)
     runs.check_writer(run, body.attempt)
+    if isinstance(body, columns.Decoded):
+        return Accepted(accepted=service.ingest_compact(session, run, body))
     return Accepted(accepted=service.ingest(session, run, body, settings.max_metric_batch))
 
 

@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 from backend.db import utcnow
 from backend.errors import TooLarge
 from backend.groups import summary
-from backend.metrics import points, reads
+from backend.metrics import columns, points, reads
+from backend.metrics.columns import Columns
 from backend.metrics.schemas import MetricBatch
 from backend.mirror import repository as mirror
 from backend.models import Run
@@ -17,40 +18,39 @@ from common import nonfinite
 
 
 def ingest(session: Session, run: Run, batch: MetricBatch, limit: int) -> int:
+    """A JSON batch into the run; the number of points it held."""
     if len(batch.points) > limit:
         raise TooLarge(f"a metric batch holds at most {limit} points; this one has {len(batch.points)}")
     if not batch.points:
         return 0
     now = utcnow()
-    # within one batch the last point of a (key, step) wins; a value as given (NaN and infinities too:
-    # the storage splits them into a finite value and a kind, common/nonfinite.py)
-    latest: dict[tuple[str, int], tuple[float | None, datetime]] = {}
-    for p in batch.points:
-        latest[(p.key, p.step)] = (float(p.value) if isinstance(p.value, str) else p.value, p.time or now)
-    # per key: the first step (can the batch overwrite stored points?) and the latest point
-    first: dict[str, int] = {}
-    tops: dict[str, tuple[int, float | None]] = {}
-    for (key, step), (value, _) in latest.items():
-        top = tops.get(key)
-        if top is None:
-            first[key] = step
-            tops[key] = (step, value)
-            continue
-        if step >= top[0]:
-            tops[key] = (step, value)
-        if step < first[key]:
-            first[key] = step
-    points.upsert_series(session, run.id, latest, first)
-    # The run's summary: each key's value at its largest step (sorting by a final metric, the event
-    # stream's latest steps). Its own rows, upserted where the step is not smaller than the stored one:
-    # no lock on the run row, so concurrent batches into one run neither wait for nor deadlock on it.
-    points.upsert_latest(session, run.id, tops)
-    points.refresh_extremes(session, run.id, list(tops))  # min() and max() of the query language
+    # within one batch the last point of a (key, step) wins (Columns); a value as given (NaN and
+    # infinities too, JSON's strings for them: the storage splits them into a finite value and a kind,
+    # common/nonfinite.py); null: a gap
+    pts = batch.points
+    cols = Columns.from_lists(
+        [p.key for p in pts],
+        [p.step for p in pts],
+        [float(p.value) if isinstance(p.value, str) else p.value for p in pts],
+        [p.time or now for p in pts],
+    )
+    return write(session, run, cols, len(pts))
+
+
+def ingest_compact(session: Session, run: Run, decoded: columns.Decoded) -> int:
+    """A compact body's batch (``backend.metrics.columns``, checked by ``columns.decode``) into the run."""
+    if decoded.step.size == 0:
+        return 0
+    return write(session, run, Columns.from_decoded(decoded, utcnow()), int(decoded.step.size))
+
+
+def write(session: Session, run: Run, cols: Columns, sent: int) -> int:
+    points.write(session, run.id, cols)
     if run.status != "running":  # a finished run written to (a notebook): its MLflow mirror has work
         mirror.touch(session, run.id)
         # and a seed-group summary covering it is no longer exact (after the writes: groups/summary.py)
         summary.metric_written(session, run)
-    return len(batch.points)
+    return sent
 
 
 def _utc(value: datetime | str | None) -> datetime | None:

@@ -43,6 +43,18 @@ def project_named(session: Session, name: str) -> Project | None:
     return session.scalars(select(Project).where(Project.name == name)).first()
 
 
+def project_and_run(session: Session, name: str, run_id: int) -> tuple[Project | None, Run | None]:
+    """The project of that name and its run of that id (None where the project has no such run), in one
+    query: every write of MLflow's client names both."""
+    stmt = (
+        select(Project, Run)
+        .outerjoin(Run, and_(Run.id == run_id, Run.project_id == Project.id))
+        .where(Project.name == name)
+    )
+    row = session.execute(stmt).first()
+    return (None, None) if row is None else (row[0], row[1])
+
+
 def experiment_named_any(session: Session, project_id: int, name: str) -> Experiment | None:
     """The project's oldest experiment of that name, of any kind."""
     stmt = select(Experiment).where(Experiment.project_id == project_id, Experiment.name == name)

@@ -70,7 +70,7 @@ ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
 
 
 def _run(session: Session, principal: Principal, project: str, run_id: str, minimum: str) -> Run:
-    return service.run_of(session, service.project(session, principal, project, minimum), run_id)
+    return service.project_run(session, principal, project, run_id, minimum)
 
 
 # -- experiments ----------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from backend.activity import feed
 from backend.artifacts import service as artifacts
 from backend.auth.principal import Principal
-from backend.db import utcnow
+from backend.db import as_utc, utcnow
 from backend.errors import ApiError, Conflict, Invalid, NotFound, pydantic_errors
 from backend.http import cursor
 from backend.http.deps import MAX_ID
@@ -289,6 +289,22 @@ def search_experiments(
 # -- runs -----------------------------------------------------------------------------------------------------
 
 
+def project_run(session: Session, principal: Principal, name: str, raw: str, minimum: str) -> Run:
+    """``run_of(project(...), raw)``, the project and the run read in one query: the same answers in the
+    same order (the project's 404, the role's 403, the id's 400, the run's 404)."""
+    try:
+        run_id = parse_id(raw, "run_id")
+    except ApiError:  # the project's answers come first: the two steps, as they were
+        return run_of(session, project(session, principal, name, minimum), raw)
+    found, run = repository.project_and_run(session, name, run_id)
+    if found is None:
+        raise NotFound(f"project {name!r} not found")
+    projects.require_role(session, principal, found.id, minimum, f"project {name!r}")
+    if run is None:
+        raise NotFound(f"run {raw} not found in project {found.name!r}")
+    return run
+
+
 def run_of(session: Session, project_: Project, raw: str, field: str = "run_id") -> Run:
     run = session.get(Run, parse_id(raw, field))
     if run is None or run.project_id != project_.id:
@@ -307,6 +323,10 @@ def alive(session: Session, run: Run) -> None:
     if run.kind != EXTERNAL_KIND or run.status != "running":
         return
     now = utcnow()
+    # the run's row was just read: a heartbeat it shows as recent needs no round trip to find so (the
+    # UPDATE's own condition still decides against a concurrent write)
+    if run.heartbeat_at is not None and as_utc(run.heartbeat_at) >= now - HEARTBEAT_EVERY:
+        return
     recent = Run.heartbeat_at >= now - HEARTBEAT_EVERY
     runs_repo.transition(
         session, run.id, [Run.status == "running", Run.attempt == run.attempt, ~recent], {"heartbeat_at": now}

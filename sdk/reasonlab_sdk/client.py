@@ -29,6 +29,7 @@ from urllib.parse import quote
 import httpx
 
 from reasonlab_sdk import api_types as api
+from reasonlab_sdk import points as compact_points
 
 Json = dict[str, Any]
 # common.runs.FinalStatus, spelled again: the SDK imports httpx and the stdlib only (tests/worker/test_sdk_contract.py
@@ -201,6 +202,7 @@ class ReasonLabClient:
         # fresh job process ~50 ms before it can claim its run. https keeps full verification.
         verify = not self.base_url.startswith("http://")
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport, verify=verify)
+        self._compact_refused = False  # the API answered a compact metric body 415 (post_metrics)
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -227,15 +229,22 @@ class ReasonLabClient:
         *,
         json_body: Any = None,
         params: dict[str, Any] | None = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
     ) -> Any:
-        """One call; the decoded JSON body (None for an empty body), or an ``ApiError``."""
+        """One call; the decoded JSON body (None for an empty body), or an ``ApiError``. ``content``: a
+        body of bytes of ``content_type`` instead of ``json_body``."""
+        headers = self._headers()
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         try:
             response = self._http.request(
                 method,
                 path,
-                json=json_body,
+                json=json_body if content is None else None,
+                content=content,
                 params=_drop_none(params or {}),
-                headers=self._headers(),
+                headers=headers,
             )
         except httpx.TransportError as exc:  # connect, read, write, pool timeouts and refusals
             raise ApiUnavailable(f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}") from exc
@@ -849,14 +858,34 @@ class ReasonLabClient:
     # -- metrics and results ----------------------------------------------------------------------------
 
     def post_metrics(
-        self, run_id: int, points: Sequence[dict[str, Any]], *, attempt: int | None = None
+        self,
+        run_id: int,
+        points: Sequence[dict[str, Any]],
+        *,
+        attempt: int | None = None,
+        compact: bool = False,
     ) -> int:
         """Store ``[{"key", "step", "value", "time"?}]`` (at most 10,000); the number accepted. With
-        ``attempt``, the API refuses (409) once that attempt no longer owns the run."""
+        ``attempt``, the API refuses (409) once that attempt no longer owns the run. ``compact``: sent as
+        the compact body (``reasonlab_sdk.points``: columns of numbers, far cheaper for the API to read
+        than JSON objects), or as JSON to an API that does not take it (415)."""
+        if compact and not self._compact_refused:
+            try:
+                result: Json = self.request(
+                    "POST",
+                    f"/runs/{run_id}/metrics",
+                    content=compact_points.encode(points, attempt),
+                    content_type=compact_points.CONTENT_TYPE,
+                )
+                return int(result.get("accepted", len(points))) if isinstance(result, dict) else len(points)
+            except ApiError as exc:
+                if exc.status != 415:
+                    raise
+                self._compact_refused = True  # an API older than the compact body: JSON from now on
         body: Json = {"points": list(points)}
         if attempt is not None:
             body["attempt"] = attempt
-        result: Json = self._post(f"/runs/{run_id}/metrics", body)
+        result = self._post(f"/runs/{run_id}/metrics", body)
         return int(result.get("accepted", len(points))) if isinstance(result, dict) else len(points)
 
     def get_metrics(

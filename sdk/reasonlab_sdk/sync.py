@@ -122,7 +122,7 @@ def _send(
         {"key": r["key"], "step": r["step"], "value": r["value"]} for r in records if r.get("t") == "point"
     ]
     for i in range(0, len(points), BATCH):
-        writer.post_metrics(run_id, points[i : i + BATCH], attempt=attempt)
+        writer.post_metrics(run_id, points[i : i + BATCH], attempt=attempt, compact=True)
     params: dict[str, Any] = {}
     for r in records:
         if r.get("t") == "params":

@@ -355,7 +355,7 @@ class Run:
                         break
                     batch.append(r)
                 points = [{"key": r["key"], "step": r["step"], "value": r["value"]} for r in batch]
-                self._client.post_metrics(self.id, points, attempt=self.attempt)
+                self._client.post_metrics(self.id, points, attempt=self.attempt, compact=True)
             elif head["t"] == "params":
                 batch = [head]
                 self._client.post_params(self.id, head["params"], attempt=self.attempt)

@@ -279,6 +279,39 @@ def test_ingest_notes_only_changed_points(api: Api) -> None:
     assert rows() == {"a": (2, 2), "b": (1, 0)}
 
 
+def test_new_points_below_the_latest_step_alone_are_noted(api: Api) -> None:
+    """A batch of only new points, some below a series' latest step (MLflow's client sends from several
+    threads, so its batches arrive out of order), is appended without a merge and still noted for the
+    mirror: the smallest such step of each series, as a merge notes it; steps above the latest are not."""
+    rid = _start(api)
+    _post(api, rid, {"a": {s: float(s) for s in range(0, 20, 2)}, "b": {5: 1.0}})
+    engine = get_engine(api.settings.database_url)
+    factory = session_factory(engine)
+
+    def rows() -> dict[str, tuple[int, int | None]]:
+        with session_scope(factory) as session:
+            got = session.execute(
+                select(MirrorSeries.key, MirrorSeries.seq, MirrorSeries.changed_from).where(
+                    MirrorSeries.run_id == rid
+                )
+            )
+            return {k: (seq, ch) for k, seq, ch in got}
+
+    _post(api, rid, {"a": {9: 9.0, 7: 7.0, 30: 30.0}, "b": {6: 6.0}})
+    assert rows() == {"a": (1, 7)}
+    _post(api, rid, {"a": {1: 1.0}})
+    assert rows() == {"a": (2, 1)}
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT key, step FROM metric WHERE run_id = :r ORDER BY key, step"), {"r": rid}
+        ).all()
+    assert [tuple(r) for r in stored] == [
+        *(("a", s) for s in sorted([*range(0, 20, 2), 1, 7, 9, 30])),
+        ("b", 5),
+        ("b", 6),
+    ]
+
+
 def test_api_killed_between_mlflow_and_its_commit(api: Api, target: Target) -> None:
     """kill -9 of the API after MLflow made the run but before runs.mlflow_run_id was committed, then after
     MLflow took a batch of points but before the watermark was committed: the restarted mirror finds the

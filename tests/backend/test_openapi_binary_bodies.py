@@ -53,11 +53,17 @@ def test_every_streamed_body_is_binary_in_the_document(api: Api) -> None:
     operations = _operations(api.client.app.openapi())  # type: ignore[attr-defined]
     for op in streamed:
         assert operations[op].get("requestBody") == BINARY_BODY, op
-    # and only theirs: every other body is JSON
+    # and only theirs: every other body is JSON; the metric batch JSON or its compact body (columns of
+    # numbers, backend/metrics/columns.py), whose JSON schema is the document's MetricBatch
     others = {op for op, o in operations.items() if "requestBody" in o and op not in streamed}
-    assert others and all(
-        set(operations[op]["requestBody"]["content"]) == {"application/json"} for op in others
+    assert "metrics-post" in others and all(
+        set(operations[op]["requestBody"]["content"]) == {"application/json"}
+        for op in others - {"metrics-post"}
     )
+    batch = operations["metrics-post"]["requestBody"]["content"]
+    assert set(batch) == {"application/json", "application/x-reasonlab-points"}
+    assert batch["application/json"]["schema"] == {"$ref": "#/components/schemas/MetricBatch"}
+    assert batch["application/x-reasonlab-points"]["schema"]["format"] == "binary"
 
 
 def test_the_committed_document_types_the_uploads_the_same(api: Api) -> None:

@@ -13507,6 +13507,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MetricBatch"];
+                "application/x-reasonlab-points": Blob;
             };
         };
         responses: {
@@ -13557,6 +13558,13 @@ export interface operations {
             };
             /** @description more than 10,000 points */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a body neither application/json nor application/x-reasonlab-points */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
