@@ -176,6 +176,10 @@ def submit(
 ) -> None:
     """Submit SPEC_FILE as an experiment (with an optional sweep).
 
+    A file with a top-level `claims:` list ({name, definition} each, as `reasonlab claims create` takes)
+    is a findings experiment (examples/findings/): each claim is created, or given the file's definition
+    if the project has one of that name, and locked before the runs are created, so it is pre-registered.
+
     With --wait, the command follows the runs until every one has finished, keeps waiting while the
     API is unreachable or answers 5xx (an API restart: it retries with backoff and says so on stderr),
     ends with a summary and a line per run that did not succeed (its id, status and why), and exits
@@ -189,12 +193,18 @@ def submit(
       0  every run succeeded
     """
     doc = experiment_file(spec_file, name, kind)
+    stated = claims_of(doc, spec_file, renamed=name is not None)
     if sweep:
         try:
             doc["sweep"] = load_yaml(sweep, "sweep file") if Path(sweep).is_file() else json.loads(sweep)
         except json.JSONDecodeError as exc:
             raise click.ClickException(f"--sweep is neither a file nor valid JSON: {exc}") from exc
     with _client(api_url, token) as client:
+        if stated:
+            # before the runs exist, so that a locked claim is pre-registered (docs/api.md, "Claims")
+            pid = _project_id(client, project or doc.get("project"))
+            for line in state_claims(client, pid, stated):
+                click.echo(line)
         exp = client.create_experiment(
             doc["name"],
             doc["kind"],
@@ -211,6 +221,63 @@ def submit(
             code = _wait_all(client, [r["id"] for r in exp["runs"]], timeout=wait_timeout)
             if code:
                 click.get_current_context().exit(code)
+
+
+def claims_of(doc: dict[str, Any], path: str, renamed: bool) -> list[dict[str, Any]]:
+    """The ``claims`` an experiment file states beside its spec (a findings experiment, e.g.
+    examples/findings/carma.yaml): a list of ``{name, definition}``, taken out of ``doc``. Each is checked
+    for its shape here and for its content by the API (a 422 naming the field)."""
+    stated = doc.pop("claims", None)
+    if stated is None:
+        return []
+    if not isinstance(stated, list) or not stated:
+        raise click.ClickException(f"{path}: claims: a list of {{name, definition}} mappings")
+    names: set[str] = set()
+    for i, c in enumerate(stated):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or "definition" not in c:
+            raise click.ClickException(f"{path}: claims[{i}]: a mapping with a name and a definition")
+        if set(c) - {"name", "definition"}:
+            extra = ", ".join(sorted(set(c) - {"name", "definition"}))
+            raise click.ClickException(f"{path}: claims[{i}] ({c['name']!r}): unknown field(s) {extra}")
+        if c["name"] in names:
+            raise click.ClickException(f"{path}: claims[{i}]: the name {c['name']!r} is stated twice")
+        names.add(c["name"])
+    if renamed:
+        raise click.ClickException(
+            f"{path} states claims, whose queries name the file's experiment: rename it in the file, "
+            "not with --name"
+        )
+    return stated
+
+
+def state_claims(client: ReasonLabClient, project_id: int, stated: list[dict[str, Any]]) -> list[str]:
+    """Create each claim, or give an existing claim of that name the file's definition (a new version when
+    it differs), then lock its current version unless it is locked: a line per claim. A refused claim
+    stops before the experiment is created; the claims stated before it stay, and submitting the file
+    again reuses them."""
+    from reasonlab_sdk.client import Invalid
+
+    existing = {c["name"]: c for c in client.list_claims(project_id)}
+    lines = []
+    for c in stated:
+        try:
+            if c["name"] in existing:
+                before = existing[c["name"]]["version"]
+                claim = client.update_claim(existing[c["name"]]["id"], definition=c["definition"])
+                what = "unchanged" if claim["version"] == before else f"edited (version {claim['version']})"
+            else:
+                claim = client.create_claim(project_id, c["name"], c["definition"])
+                what = "created"
+        except Invalid:
+            click.echo(f"claim {c['name']!r} refused; no experiment was created:", err=True)
+            raise
+        pre = claim["evaluation"]["preregistration"]
+        if pre["locked_version"] != claim["version"]:
+            claim = client.lock_claim(claim["id"])
+            pre = claim["evaluation"]["preregistration"]
+            what += f", locked (sha256 {pre['locked_hash'][:12]})"
+        lines.append(f"claim {claim['id']} ({claim['name']}): {what}; {pre['status']}")
+    return lines
 
 
 # `submit --wait`'s exit statuses (documented in its help, README.md and docs/quickstart.md)
