@@ -18,6 +18,8 @@ from typing import Literal
 
 NAN, POS_INF, NEG_INF = 1, 2, 3
 Label = Literal["NaN", "Infinity", "-Infinity"]
+# a summary's value in JSON: a finite number, a non-finite one's label, None for a gap
+Shown = float | Label | None
 LABELS: dict[int, Label] = {NAN: "NaN", POS_INF: "Infinity", NEG_INF: "-Infinity"}
 _FLOATS = {NAN: math.nan, POS_INF: math.inf, NEG_INF: -math.inf}
 
@@ -44,6 +46,12 @@ def to_float(value: float | None, code: int | None) -> float | None:
 def label(code: int | None) -> Label | None:
     """A stored kind as JSON's string for it (None for a finite value or a gap)."""
     return LABELS[code] if code is not None else None
+
+
+def shown(value: float | None, code: int | None) -> float | Label | None:
+    """A stored ``(value, nonfinite)`` as a summary shows it in JSON: the number, the label of a non-finite
+    value (``"NaN"``), None for a gap."""
+    return LABELS[code] if code is not None else value
 
 
 def same(a: float | None, b: float | None) -> bool:

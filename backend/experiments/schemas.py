@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from backend.experiments.sweep import Sweep
 from backend.kinds.typing import SpecPayload
 from backend.runs.schemas import RunPublic
+from common.nonfinite import Label
 from common.runs import RunStatus
 
 
@@ -93,8 +94,9 @@ class RunsTable(BaseModel):
     params: dict[str, list[Any]] = Field(
         description="each swept parameter's value per run (null where a run has no such parameter)"
     )
-    summary: dict[str, list[float | None]] = Field(
-        description="each metric's latest value per run (null: no such metric, or a non-finite value)"
+    summary: dict[str, list[float | Label | None]] = Field(
+        description="each metric's latest value per run: a number, the label of a non-finite one (\"NaN\", "
+        '"Infinity", "-Infinity"), null where the run has no such metric'
     )
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from backend.experiments import repository
 from backend.metrics import reads as metric_reads
+from common.nonfinite import Shown, shown
 
 
 def _sqlite_iso(text: str) -> str:
@@ -139,13 +140,13 @@ def runs_table_json(session: Session, experiment_id: int) -> bytes:
         at = position.get(run_id)
         if at is not None:
             ended_seconds[at], attempt_started[at] = seconds, start
-    summary: dict[str, list[float | None]] = {}
-    for run_id, key, value in metric_reads.experiment_latest(session, experiment_id):
+    summary: dict[str, list[Shown]] = {}
+    for run_id, key, value, code in metric_reads.experiment_latest(session, experiment_id):
         column = summary.get(key)
         if column is None:
             column = summary[key] = [None] * n
-        column[position[run_id]] = value
-    # the summary's non-finite values are stored as null already; null, not a NaN literal, whatever comes
+        column[position[run_id]] = shown(value, code)
+    # a non-finite latest value is its label ("NaN"); null, not a NaN literal, whatever else comes
     return to_json(
         {
             "experiment_id": experiment_id,

@@ -207,7 +207,7 @@ def latest_steps(session: Session, run_id: int) -> dict[str, int]:
 
 
 _EXPERIMENT_LATEST = (
-    "SELECT m.run_id, m.key, m.value FROM metric_latest m JOIN runs r ON r.id = m.run_id"
+    "SELECT m.run_id, m.key, m.value, m.nonfinite FROM metric_latest m JOIN runs r ON r.id = m.run_id"
     " WHERE r.experiment_id = {p}"
 )
 
@@ -226,6 +226,6 @@ def experiment_latest_rev(session: Session, experiment_id: int) -> tuple[int, in
 
 
 def experiment_latest(session: Session, experiment_id: int) -> list[tuple[Any, ...]]:
-    """Rows ``(run_id, key, value)``: every series' latest value of every run of an experiment, one join
+    """Rows ``(run_id, key, value, nonfinite)``: every series' latest value of every run of an experiment, one join
     (no list of run ids to bind), as the driver gives them (a runs table pivots 20,000 into columns)."""
     return driver_rows(session, _EXPERIMENT_LATEST, [experiment_id])

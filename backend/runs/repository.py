@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from backend.db import utcnow
 from backend.models import MetricLatest, Run, RunLog, RunTag
+from common.nonfinite import Shown, shown
 from common.runs import MLFLOW_QUEUE
 
 
@@ -159,28 +160,30 @@ def run_tags_of(session: Session, run_ids: list[int]) -> dict[int, list[str]]:
     return out
 
 
-def latest_metrics(session: Session, run_id: int) -> dict[str, tuple[int, float | None]]:
-    """``{key: (step, value)}``: each of the run's series at its largest step."""
+def latest_metrics(session: Session, run_id: int) -> dict[str, tuple[int, Shown]]:
+    """``{key: (step, value)}``: each of the run's series at its largest step (a non-finite value as its
+    label, ``"NaN"``: ``common.nonfinite.shown``)."""
     stmt = (
-        select(MetricLatest.key, MetricLatest.step, MetricLatest.value)
+        select(MetricLatest.key, MetricLatest.step, MetricLatest.value, MetricLatest.nonfinite)
         .where(MetricLatest.run_id == run_id)
         .order_by(MetricLatest.key)
     )
-    return {k: (int(s), v) for k, s, v in session.execute(stmt)}
+    return {k: (int(s), shown(v, code)) for k, s, v, code in session.execute(stmt)}
 
 
-def metric_summaries(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, float | None]]:
-    """Each run's summary, ``{key: value at the key's largest step}`` (keys sorted), in one query."""
-    out: dict[int, dict[str, float | None]] = {rid: {} for rid in run_ids}
+def metric_summaries(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, Shown]]:
+    """Each run's summary, ``{key: value at the key's largest step}`` (keys sorted; a non-finite value as
+    its label), in one query."""
+    out: dict[int, dict[str, Shown]] = {rid: {} for rid in run_ids}
     if not out:
         return out
     stmt = (
-        select(MetricLatest.run_id, MetricLatest.key, MetricLatest.value)
+        select(MetricLatest.run_id, MetricLatest.key, MetricLatest.value, MetricLatest.nonfinite)
         .where(MetricLatest.run_id.in_(list(out)))
         .order_by(MetricLatest.run_id, MetricLatest.key)
     )
-    for rid, key, value in session.execute(stmt):
-        out[rid][key] = value
+    for rid, key, value, code in session.execute(stmt):
+        out[rid][key] = shown(value, code)
     return out
 
 

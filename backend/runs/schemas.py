@@ -10,6 +10,7 @@ from backend.groups.schemas import RunGroup
 from backend.kinds.typing import SpecPayload
 from backend.models import Run, RunAttempt
 from backend.runs import attempts, eta
+from common.nonfinite import Label, Shown
 from common.runs import FinalStatus, RunStatus
 
 
@@ -75,8 +76,9 @@ class RunPublic(BaseModel):
         description="the parameters the run logged itself (ctx.log_params: derived values such as parameter "
         "counts; its spec is `spec`), flattened (`derived.parameters`), the last value of a key kept"
     )
-    summary: dict[str, float | None] = Field(
-        description="each metric's value at its latest step (null: a non-finite value)"
+    summary: dict[str, float | Label | None] = Field(
+        description="each metric's value at its latest step: a number, or the label of a non-finite one "
+        '("NaN", "Infinity", "-Infinity")'
     )
     tags: list[str]
     group_key: str | None = Field(
@@ -87,7 +89,7 @@ class RunPublic(BaseModel):
 
     @classmethod
     def of(
-        cls, run: Run, tags: list[str] | None, summary: dict[str, float | None], timing: attempts.Timing
+        cls, run: Run, tags: list[str] | None, summary: dict[str, Shown], timing: attempts.Timing
     ) -> RunPublic:
         """``summary``: the run's latest metric values (``backend.runs.repository.metric_summaries``);
         ``timing``: whether a worker holds it and its run time (``backend.runs.attempts.timings``)."""

@@ -387,7 +387,7 @@ class ClaimOut(TypedDict):
     )
     started_at: str | None
     status: RunStatus
-    summary: dict[str, float | None]
+    summary: dict[str, float | Literal["NaN", "Infinity", "-Infinity"] | None]
     tags: list[str]
     worker: str | None
 
@@ -795,7 +795,7 @@ class ExternalRunOut(TypedDict):
     )
     started_at: str | None
     status: RunStatus
-    summary: dict[str, float | None]
+    summary: dict[str, float | Literal["NaN", "Infinity", "-Infinity"] | None]
     tags: list[str]
     worker: str | None
 
@@ -1527,7 +1527,7 @@ class RunPublic(TypedDict):
     )
     started_at: str | None
     status: RunStatus
-    summary: dict[str, float | None]
+    summary: dict[str, float | Literal["NaN", "Infinity", "-Infinity"] | None]
     tags: list[str]
     worker: str | None
 
@@ -1571,7 +1571,7 @@ class RunsTable(TypedDict):
     released: list[int]
     started_at: list[str | None]
     status: list[RunStatus]
-    summary: dict[str, list[float | None]]
+    summary: dict[str, list[float | Literal["NaN", "Infinity", "-Infinity"] | None]]
 
 
 class SecretHostsSet(TypedDict):

@@ -131,3 +131,34 @@ def test_posted_strings_are_values_null_a_gap_and_an_overwrite_changes_the_kind(
     finite = [v for s, v in values.items() if s <= 9 and s != 2 and math.isfinite(v)]
     assert (first["min"], first["max"], first["nonfinite"], first["count"]) == (min(finite), 2.0, 1, 10)
     assert sum(b["nonfinite"] for b in coarse) == 5  # NaN at 7 became 2.0, step 1 became -inf
+
+
+def test_a_non_finite_latest_value_is_its_label_in_the_run_summary_and_the_experiment_table(api: Api) -> None:
+    """The runs list, the run and the experiment's table show a series whose latest point is NaN or an
+    infinity as that label, not as a missing metric; a finite latest stays a number, a gap stays null."""
+    made = {}
+    for name, last in (("nan", "NaN"), ("inf", "-Infinity"), ("fin", 0.5)):
+        run = api.client.post(
+            "/api/v1/projects/1/runs/external",
+            json={"experiment": "nf-summary", "name": name},
+            headers=api.h(),
+        ).json()
+        points = [{"key": "loss", "step": 1, "value": 1.0}, {"key": "loss", "step": 2, "value": last}]
+        res = api.client.post(
+            f"/api/v1/runs/{run['id']}/metrics",
+            json={"points": points},
+            headers={"Authorization": f"Bearer {run['run_token']}"},
+        )
+        assert res.status_code == 200, res.text
+        made[name] = run
+    expected = {"nan": "NaN", "inf": "-Infinity", "fin": 0.5}
+    for name, run in made.items():
+        got = api.client.get(f"/api/v1/runs/{run['id']}", headers=api.h()).json()
+        assert got["summary"] == {"loss": expected[name]}
+    listed = api.client.get("/api/v1/runs", params={"q": 'experiment = "nf-summary"'}, headers=api.h()).json()
+    assert {r["name"]: r["summary"]["loss"] for r in listed["items"]} == expected
+    experiment_id = made["nan"]["experiment_id"]
+    table = api.client.get(f"/api/v1/experiments/{experiment_id}/runs-table", headers=api.h())
+    assert table.status_code == 200, table.text
+    body = table.json()
+    assert dict(zip(body["name"], body["summary"]["loss"], strict=True)) == expected

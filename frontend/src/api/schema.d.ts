@@ -2717,10 +2717,10 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /**
              * Summary
-             * @description each metric's value at its latest step (null: a non-finite value)
+             * @description each metric's value at its latest step: a number, or the label of a non-finite one ("NaN", "Infinity", "-Infinity")
              */
             summary: {
-                [key: string]: number | null;
+                [key: string]: number | ("NaN" | "Infinity" | "-Infinity") | null;
             };
             /** Tags */
             tags: string[];
@@ -3627,10 +3627,10 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /**
              * Summary
-             * @description each metric's value at its latest step (null: a non-finite value)
+             * @description each metric's value at its latest step: a number, or the label of a non-finite one ("NaN", "Infinity", "-Infinity")
              */
             summary: {
-                [key: string]: number | null;
+                [key: string]: number | ("NaN" | "Infinity" | "-Infinity") | null;
             };
             /** Tags */
             tags: string[];
@@ -5302,10 +5302,10 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /**
              * Summary
-             * @description each metric's value at its latest step (null: a non-finite value)
+             * @description each metric's value at its latest step: a number, or the label of a non-finite one ("NaN", "Infinity", "-Infinity")
              */
             summary: {
-                [key: string]: number | null;
+                [key: string]: number | ("NaN" | "Infinity" | "-Infinity") | null;
             };
             /** Tags */
             tags: string[];
@@ -5399,10 +5399,10 @@ export interface components {
             status: components["schemas"]["RunStatus"][];
             /**
              * Summary
-             * @description each metric's latest value per run (null: no such metric, or a non-finite value)
+             * @description each metric's latest value per run: a number, the label of a non-finite one ("NaN", "Infinity", "-Infinity"), null where the run has no such metric
              */
             summary: {
-                [key: string]: (number | null)[];
+                [key: string]: (number | ("NaN" | "Infinity" | "-Infinity") | null)[];
             };
         };
         /**

@@ -10,9 +10,9 @@ const plain = (t: ReturnType<typeof chartTable>) => Object.fromEntries(t.columns
 describe('chartTable', () => {
   it('lines of [x, y] points: one row per point, the axes naming the columns', () => {
     const option = overlayOption('val/loss', [
-      { name: 'run 1', points: [[0, 2.5], [10, 1.25]] },
-      { name: 'run 2', points: [[0, 3]] },
-    ] as never);
+      { runId: 1, name: 'run 1', points: [[0, 2.5], [10, 1.25]], raw: [], dropped: 0, breaks: [] },
+      { runId: 2, name: 'run 2', points: [[0, 3]], raw: [], dropped: 0, breaks: [] },
+    ]);
     expect(plain(chartTable(option))).toEqual({
       series: ['run 1', 'run 1', 'run 2'],
       step: [0, 10, 0],

@@ -88,8 +88,8 @@ describe('overlaySeries', () => {
     const runs = [{ id: 1, params: { lr: 0.1, seed: 1 } }, { id: 2, params: { lr: 0.01, seed: 1 } }];
     const response = { run_id: 1, series: { loss: { buckets: [bucket(0, 2), bucket(1, 1)], step_min: 0, step_max: 1, total_points: 2 } } };
     expect(overlaySeries(runs, [response, undefined], 'loss')).toEqual([
-      { runId: 1, name: 'run 1 lr=0.1', points: [[0, 2], [1, 1]], raw: [], dropped: 0 },
-      { runId: 2, name: 'run 2 lr=0.01', points: [], raw: [], dropped: 0 },
+      { runId: 1, name: 'run 1 lr=0.1', points: [[0, 2], [1, 1]], raw: [], dropped: 0, breaks: [] },
+      { runId: 2, name: 'run 2 lr=0.01', points: [], raw: [], dropped: 0, breaks: [] },
     ]);
   });
 });

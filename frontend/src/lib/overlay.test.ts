@@ -23,6 +23,14 @@ describe('overlaySeries under the chart options', () => {
     expect(a!.points[1]![1]).not.toBe(2); // smoothed, not the raw value
   });
 
+  it('says where a run logged NaN or an infinity, for the line to break there', () => {
+    const nan = { ...bucket(1, 0), last: null, min: null, max: null, nonfinite: 1, last_nonfinite: 'NaN' as const };
+    const response = { run_id: 1, series: { loss: { buckets: [bucket(0, 4), nan, bucket(2, 1)], step_min: 0, step_max: 2, total_points: 3 } } };
+    const [a] = overlaySeries([runs[0]!], [response], 'loss');
+    expect(a!.points).toEqual([[0, 4], [2, 1]]);
+    expect(a!.breaks).toEqual([1]);
+  });
+
   it('draws raw lines only (no faint copy) without smoothing', () => {
     const [a] = overlaySeries(runs, responses, 'loss', { logScale: false, smoothing: 0 });
     expect(a!.points).toEqual([[0, 4], [1, 2], [2, 1], [3, 0.5]]);

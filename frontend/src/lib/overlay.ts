@@ -17,6 +17,8 @@ export interface OverlaySeries {
   raw: [number, number][];
   /** values left out: not positive on a log scale */
   dropped: number;
+  /** steps whose value is NaN or infinite: the drawn line breaks there (metricPanels.ts withBreaks) */
+  breaks: number[];
 }
 
 /** The overlay draws steps on x: the options it offers are log scale and smoothing. */
@@ -35,7 +37,7 @@ export function overlaySeries(
   const shaping: ChartOptions = { ...DEFAULT_CHART_OPTIONS, ...options, xAxis: 'step' };
   return runs.map((r, i) => {
     const shaped = shapeSeries(responses[i]?.series[metricKey]?.buckets ?? [], shaping);
-    return { runId: r.id, name: runLabel(r, keys), points: shaped.line, raw: shaped.raw, dropped: shaped.dropped };
+    return { runId: r.id, name: runLabel(r, keys), points: shaped.line, raw: shaped.raw, dropped: shaped.dropped, breaks: shaped.breaks };
   });
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { attemptCell, cellValue, columnsOf, durationSeconds, filterAndSort, matchesFilter, patchTable, rowsOfTable, statusCounts, withEtas, type RunFilter, type RunRow } from './runsTable';
 import type { RunStatus } from './runStatus';
 
-const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: Record<string, number | null>): RunRow => ({
+const run = (id: number, status: RunStatus, params: Record<string, unknown>, summary: RunRow['summary']): RunRow => ({
   id, index: id, status, attempt: 1, params, summary, created_at: '2026-01-01T00:00:00Z', started_at: null, finished_at: null,
 });
 const runs = [
@@ -24,6 +24,13 @@ describe('filterAndSort', () => {
   it('sorts by a final metric with missing values last in both directions', () => {
     expect(filterAndSort(runs, none, { column: 'metric:loss', desc: false }).map((r) => r.id)).toEqual([3, 1, 4, 2]);
     expect(filterAndSort(runs, none, { column: 'metric:loss', desc: true }).map((r) => r.id)).toEqual([4, 1, 3, 2]);
+  });
+  it('reads a non-finite latest value as its number: NaN sorts with the missing, infinities at the ends', () => {
+    const nf = [...runs, run(5, 'succeeded', {}, { loss: 'NaN' }), run(6, 'succeeded', {}, { loss: 'Infinity' }), run(7, 'succeeded', {}, { loss: '-Infinity' })];
+    expect(filterAndSort(nf, none, { column: 'metric:loss', desc: false }).map((r) => r.id)).toEqual([7, 3, 1, 4, 6, 2, 5]);
+    expect(filterAndSort(nf, none, { column: 'metric:loss', desc: true }).map((r) => r.id)).toEqual([6, 4, 1, 3, 7, 2, 5]);
+    expect(filterAndSort(nf, { ...none, columns: { 'metric:loss': '> 0.6' } }, null).map((r) => r.id)).toEqual([4, 6]);
+    expect(cellValue(nf[4]!, 'metric:loss')).toBeNaN();
   });
   it('sorts by a param, ties by id', () => {
     expect(filterAndSort(runs, none, { column: 'param:train.lr', desc: true }).map((r) => r.id)).toEqual([1, 4, 2, 3]);

@@ -4,6 +4,7 @@
 import type { Run, RunsTableColumns } from '../api/types';
 import { formatValue } from './dotted';
 import { etaSeconds } from './eta';
+import { summaryNumber } from './nonfinite';
 import type { RunStatus } from './runStatus';
 
 /**
@@ -73,7 +74,7 @@ export function durationSeconds(run: RunRow, now = Date.now()): number | null {
 
 export function cellValue(run: RunRow, column: ColumnId): unknown {
   if (column.startsWith('param:')) return run.params[column.slice(6)];
-  if (column.startsWith('metric:')) return run.summary[column.slice(7)];
+  if (column.startsWith('metric:')) return summaryNumber(run.summary[column.slice(7)]);
   if (column === 'duration') return durationSeconds(run);
   if (column === 'eta') return run.status === 'running' ? etaSeconds(run.eta_at, Date.now()) : null;
   if (column === 'index') return run.index + 1; // "#1" is the experiment's first run, as the run page says
@@ -150,7 +151,7 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
   return t.id.map((id, i) => {
     const p: Record<string, unknown> = {};
     for (const [name, column] of params) if (column[i] !== null && column[i] !== undefined) p[name] = column[i];
-    const s: Record<string, number | null> = {};
+    const s: RunRow['summary'] = {};
     for (const [key, column] of summary) if (column[i] !== null && column[i] !== undefined) s[key] = column[i]!;
     return {
       id,

@@ -23,6 +23,7 @@ import { useRunsById } from '../hooks/runs';
 import { useUrlViewState } from '../hooks/views';
 import { formatValue } from '../lib/dotted';
 import { formatMeanCi, groupByFields, groupBySeed, groupLabels, groupStats } from '../lib/groupSeries';
+import { summaryNumber } from '../lib/nonfinite';
 import { countOf, runTitle } from '../lib/labels';
 import { isSystemKey } from '../lib/metricPanels';
 import { diffParams } from '../lib/paramDiff';
@@ -59,7 +60,7 @@ function GroupsTable({ groups, metrics, system = false }: { groups: { name: stri
             </Table.Td>
             <Table.Td ff="monospace">{g.runs.length}</Table.Td>
             {metrics.map((m) => {
-              const stats = groupStats(g.runs.map((r) => r.summary[m]));
+              const stats = groupStats(g.runs.map((r) => summaryNumber(r.summary[m])));
               return (
                 <Table.Td
                   key={m}

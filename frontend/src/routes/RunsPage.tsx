@@ -45,6 +45,7 @@ import {
 import { AGGREGATES, DEFAULT_GROUP, type Aggregate, type ViewColumn, type ViewState } from '../lib/viewState';
 import { countOf } from '../lib/labels';
 import { isExternal } from '../lib/external';
+import { summaryNumber } from '../lib/nonfinite';
 
 const ROW_HEIGHT = 34;
 const MAX_TABLE_HEIGHT = 620;
@@ -78,7 +79,7 @@ function combineMembers(results: UseQueryResult<readonly [string, Run[]]>[]): Ma
 function RunCell({ run, column, aggregates }: { run: Run; column: ViewColumn; aggregates: Map<number, RunGroup['metrics']> | undefined }) {
   if (isMetricField(column.field)) {
     const agg = column.aggregate ?? 'last';
-    const v = agg === 'last' ? run.summary[metricKeyOf(column.field)] : aggregates?.get(run.id)?.[metricExpr(column.field, agg)]?.mean;
+    const v = agg === 'last' ? summaryNumber(run.summary[metricKeyOf(column.field)]) : aggregates?.get(run.id)?.[metricExpr(column.field, agg)]?.mean;
     return <span data-value={v ?? ''}>{numberText(v)}</span>;
   }
   if (column.field === 'id')

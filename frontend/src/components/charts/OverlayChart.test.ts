@@ -3,8 +3,8 @@ import type { OverlaySeries } from '../../lib/overlay';
 import { OVERLAY_COLORS, overlayOption } from './OverlayChart';
 
 const series: OverlaySeries[] = [
-  { runId: 1, name: 'run 1', points: [[0, 3], [1, 2.5]], raw: [[0, 3], [1, 2]], dropped: 0 },
-  { runId: 2, name: 'baseline (run 2)', points: [[0, 4], [1, 3.5]], raw: [[0, 4], [1, 3]], dropped: 0 },
+  { runId: 1, name: 'run 1', points: [[0, 3], [1, 2.5]], raw: [[0, 3], [1, 2]], dropped: 0, breaks: [] },
+  { runId: 2, name: 'baseline (run 2)', points: [[0, 4], [1, 3.5]], raw: [[0, 4], [1, 3]], dropped: 0, breaks: [] },
 ];
 
 type Line = { id: string; name: string; data: unknown; silent?: boolean; lineStyle: { color: string; opacity?: number } };
@@ -16,6 +16,12 @@ describe('overlayOption', () => {
     const lines = option.series as Line[];
     expect(lines.map((s) => s.id)).toEqual(['line-1', 'line-2']);
     expect((option.legend as { data: string[] }).data).toEqual(['run 1', 'baseline (run 2)']);
+  });
+
+  it("breaks a run's line where it logged NaN or an infinity instead of joining across", () => {
+    const nan: OverlaySeries = { runId: 3, name: 'run 3', points: [[0, 3], [2, 2]], raw: [], dropped: 0, breaks: [1] };
+    const [line] = overlayOption('loss', [nan]).series as Line[];
+    expect(line!.data).toEqual([[0, 3], [1, null], [2, 2]]);
   });
 
   it('puts the y axis on a log scale when asked', () => {

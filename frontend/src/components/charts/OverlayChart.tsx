@@ -5,6 +5,7 @@
 import { Text } from '@mantine/core';
 import { memo, useCallback, useMemo } from 'react';
 import { formatValue } from '../../lib/dotted';
+import { withBreaks } from '../../lib/metricPanels';
 import { DEFAULT_OVERLAY_OPTIONS, droppedOnLog, overlayTable, type OverlayOptions, type OverlaySeries } from '../../lib/overlay';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
@@ -27,12 +28,12 @@ export function overlayOption(metricKey: string, series: readonly OverlaySeries[
     series: [
       ...(smoothed
         ? series.map((s, i) => ({
-            id: `raw-${s.runId}`, name: s.name, type: 'line' as const, symbol: 'none', data: s.raw,
+            id: `raw-${s.runId}`, name: s.name, type: 'line' as const, symbol: 'none', data: withBreaks(s.raw, s.breaks),
             lineStyle: { width: 1, color: color(i), opacity: 0.25 }, itemStyle: { color: color(i) }, silent: true, tooltip: { show: false },
           }))
         : []),
       ...series.map((s, i) => ({
-        id: `line-${s.runId}`, name: s.name, type: 'line' as const, symbol: 'none', data: s.points,
+        id: `line-${s.runId}`, name: s.name, type: 'line' as const, symbol: 'none', data: withBreaks(s.points, s.breaks),
         lineStyle: { width: smoothed ? 1.8 : 1.5, color: color(i) }, itemStyle: { color: color(i) },
       })),
     ],
