@@ -275,7 +275,7 @@ def state_claims(client: ReasonLabClient, project_id: int, stated: list[dict[str
         if pre["locked_version"] != claim["version"]:
             claim = client.lock_claim(claim["id"])
             pre = claim["evaluation"]["preregistration"]
-            what += f", locked (sha256 {pre['locked_hash'][:12]})"
+            what += f", locked (sha256 {(pre['locked_hash'] or '')[:12]})"
         lines.append(f"claim {claim['id']} ({claim['name']}): {what}; {pre['status']}")
     return lines
 

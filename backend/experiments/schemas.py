@@ -95,7 +95,7 @@ class RunsTable(BaseModel):
         description="each swept parameter's value per run (null where a run has no such parameter)"
     )
     summary: dict[str, list[float | Label | None]] = Field(
-        description="each metric's latest value per run: a number, the label of a non-finite one (\"NaN\", "
+        description='each metric\'s latest value per run: a number, the label of a non-finite one ("NaN", '
         '"Infinity", "-Infinity"), null where the run has no such metric'
     )
 
