@@ -10,11 +10,31 @@ from typing import Any
 from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from backend.models import Claim, ClaimReview, ClaimVersion, Comment, Metric, MetricLatest, Run
+from backend.models import Claim, ClaimReview, ClaimVersion, Comment, Metric, MetricLatest, Project, Run
 
 
 def of_project(session: Session, project_id: int) -> list[Claim]:
+    """Every claim of the project, by id (at most the project's cap: backend/claims/service.py)."""
     return list(session.scalars(select(Claim).where(Claim.project_id == project_id).order_by(Claim.id)))
+
+
+def page(session: Session, project_id: int, after_id: int | None, limit: int) -> list[Claim]:
+    """Up to ``limit`` claims of the project with an id above ``after_id`` (a keyset page), by id."""
+    stmt = select(Claim).where(Claim.project_id == project_id)
+    if after_id is not None:
+        stmt = stmt.where(Claim.id > after_id)
+    return list(session.scalars(stmt.order_by(Claim.id).limit(limit)))
+
+
+def count(session: Session, project_id: int) -> int:
+    return int(session.scalar(select(func.count(Claim.id)).where(Claim.project_id == project_id)) or 0)
+
+
+def lock_project(session: Session, project_id: int) -> None:
+    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
+    project do not wait for; SQLite writes one at a time anyway), so two requests stating claims in one
+    project at once take turns at its cap."""
+    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
 
 
 def by_name(session: Session, project_id: int, name: str) -> Claim | None:

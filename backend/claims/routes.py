@@ -4,7 +4,9 @@ comments and reviews."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
 
 from backend.auth.dependencies import PrincipalDep
 from backend.claims import service
@@ -12,6 +14,7 @@ from backend.claims.schemas import (
     ClaimCommentIn,
     ClaimCommentPublic,
     ClaimCreate,
+    ClaimPage,
     ClaimPatch,
     ClaimPublic,
     ClaimReviewIn,
@@ -23,10 +26,21 @@ from backend.http.deps import Id, SessionDep
 router = APIRouter(tags=["claims"])
 
 
-@router.get("/projects/{project_id}/claims", response_model=list[ClaimPublic], operation_id="claims-list")
-def list_claims(project_id: Id, principal: PrincipalDep, session: SessionDep) -> list[ClaimPublic]:
-    """The project's claims, each evaluated on its runs now (any role in the project)."""
-    return service.list_claims(session, principal, project_id)
+@router.get("/projects/{project_id}/claims", response_model=ClaimPage, operation_id="claims-list")
+def list_claims(
+    project_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    limit: Annotated[
+        int, Query(ge=1, le=service.LIST_MAX, description=f"claims a page holds, at most {service.LIST_MAX}")
+    ] = service.LIST_DEFAULT,
+    cursor: Annotated[
+        str | None, Query(max_length=1000, description="next_cursor of the previous page")
+    ] = None,
+) -> ClaimPage:
+    """A page of the project's claims by id, each evaluated on its runs now (any role in the project);
+    ``next_cursor`` asks for the next (docs/api.md, Claims: the page's and the project's bounds)."""
+    return service.list_claims(session, principal, project_id, limit, cursor)
 
 
 @router.post(
@@ -38,8 +52,8 @@ def list_claims(project_id: Id, principal: PrincipalDep, session: SessionDep) ->
 def create_claim(
     project_id: Id, body: ClaimCreate, principal: PrincipalDep, session: SessionDep
 ) -> ClaimPublic:
-    """State a claim (members and admins); a name already used in the project is 409, a query or metric
-    the runs list would refuse is 422 naming the field."""
+    """State a claim (members and admins); a name already used in the project is 409, and so is a claim
+    past the project's cap; a query or metric the runs list would refuse is 422 naming the field."""
     return service.create_claim(session, principal, project_id, body)
 
 

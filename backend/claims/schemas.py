@@ -215,6 +215,11 @@ class ClaimPublic(BaseModel):
     evaluation: Evaluation
 
 
+class ClaimPage(BaseModel):
+    items: list[ClaimPublic]
+    next_cursor: str | None = Field(description="the next page's ``cursor``; null on the last page")
+
+
 class ClaimVersionPublic(BaseModel):
     version: int
     hash: str

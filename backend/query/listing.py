@@ -1,6 +1,7 @@
 """What the runs and experiments lists share (``GET /runs``, ``GET /experiments``): ``q`` as a filter and
-``sort`` as an order, each a 422 naming its parameter; a page's cursors (a keyset on the id, or an offset);
-and the page's timing, which has a slow filter or sort on a spec path indexed (backend/query/autoindex.py).
+``sort`` as an order, each a 422 naming its parameter; a page's cursors (a keyset on the id, or an offset;
+the claims and reports lists page by the same keyset cursor); and the page's timing, which has a slow
+filter or sort on a spec path indexed (backend/query/autoindex.py).
 """
 
 from __future__ import annotations

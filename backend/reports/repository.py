@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from backend.models import (
     Metric,
     MetricLatest,
+    Project,
     Report,
     ReportComment,
     ReportReview,
@@ -19,12 +20,46 @@ from backend.models import (
     ReportShare,
     Result,
     Run,
+    User,
 )
 
 
-def of_project(session: Session, project_id: int) -> list[Report]:
-    stmt = select(Report).where(Report.project_id == project_id).order_by(Report.updated_at.desc(), Report.id)
-    return list(session.scalars(stmt))
+def page(session: Session, project_id: int, before_id: int | None, limit: int) -> list[Any]:
+    """Up to ``limit`` of the project's reports with an id below ``before_id`` (a keyset page), newest
+    first: each row's id, project_id, title, version, author (a username), updated_at and revisions (its
+    last revision's number, 0 before the first), in one statement that leaves the blocks unread."""
+    revisions = (
+        select(func.coalesce(func.max(ReportRevision.number), 0))
+        .where(ReportRevision.report_id == Report.id)
+        .scalar_subquery()
+    )
+    stmt = (
+        select(
+            Report.id,
+            Report.project_id,
+            Report.title,
+            Report.version,
+            User.username.label("author"),
+            Report.updated_at,
+            revisions.label("revisions"),
+        )
+        .outerjoin(User, User.id == Report.author_id)
+        .where(Report.project_id == project_id)
+    )
+    if before_id is not None:
+        stmt = stmt.where(Report.id < before_id)
+    return list(session.execute(stmt.order_by(Report.id.desc()).limit(limit)))
+
+
+def count(session: Session, project_id: int) -> int:
+    return int(session.scalar(select(func.count(Report.id)).where(Report.project_id == project_id)) or 0)
+
+
+def lock_project(session: Session, project_id: int) -> None:
+    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
+    project do not wait for; SQLite writes one at a time anyway), so two requests creating reports in one
+    project at once take turns at its cap."""
+    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
 
 
 def revisions(session: Session, report_id: int) -> list[ReportRevision]:

@@ -21,7 +21,7 @@ from backend.reports.schemas import (
     ReportPublic,
     ReportReviewIn,
     ReportReviewPublic,
-    ReportSummary,
+    ReportSummaryPage,
     ReportUpdate,
     RevisionPublic,
     RevisionSummary,
@@ -36,9 +36,21 @@ Number = Annotated[int, Path(ge=1, le=1_000_000, description="the revision's num
 Token = Annotated[str, Path(min_length=8, max_length=200, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
-@router.get("/projects/{project_id}/reports", response_model=list[ReportSummary], operation_id="reports-list")
-def list_reports(project_id: Id, principal: PrincipalDep, session: SessionDep) -> list[ReportSummary]:
-    return service.list_reports(session, principal, project_id)
+@router.get("/projects/{project_id}/reports", response_model=ReportSummaryPage, operation_id="reports-list")
+def list_reports(
+    project_id: Id,
+    principal: PrincipalDep,
+    session: SessionDep,
+    limit: Annotated[
+        int, Query(ge=1, le=service.LIST_MAX, description=f"reports a page holds, at most {service.LIST_MAX}")
+    ] = service.LIST_DEFAULT,
+    cursor: Annotated[
+        str | None, Query(max_length=1000, description="next_cursor of the previous page")
+    ] = None,
+) -> ReportSummaryPage:
+    """A page of the project's reports, newest first (any role); ``next_cursor`` asks for the next
+    (docs/reports.md: the page's and the project's bounds)."""
+    return service.list_reports(session, principal, project_id, limit, cursor)
 
 
 @router.post(
@@ -50,6 +62,7 @@ def list_reports(project_id: Id, principal: PrincipalDep, session: SessionDep) -
 def create_report(
     project_id: Id, body: ReportCreate, principal: PrincipalDep, session: SessionDep
 ) -> ReportPublic:
+    """Start a report (members); one past the project's cap is a 409."""
     return service.create_report(session, principal, project_id, body)
 
 

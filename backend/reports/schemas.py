@@ -68,6 +68,11 @@ class ReportSummary(BaseModel):
     revisions: int = Field(description="published revisions")
 
 
+class ReportSummaryPage(BaseModel):
+    items: list[ReportSummary]
+    next_cursor: str | None = Field(description="the next page's ``cursor``; null on the last page")
+
+
 class ReportPublic(BaseModel):
     id: int
     project_id: int

@@ -4,7 +4,10 @@ caller is not in answers 404 as a missing one does. Nothing here commits (the re
 
 Frozen blocks take their cut-off when they are saved frozen without one; publishing copies the blocks and
 every block's resolved data into an immutable revision, so a revision renders what it showed then. A
-share link opens one revision to a reader without an account, and nothing else."""
+share link opens one revision to a reader without an account, and nothing else.
+
+A project holds at most ``MAX_REPORTS`` reports (one more is a 409), and the list answers a page of at
+most ``LIST_MAX`` of them, newest first (a keyset ``cursor`` on the id)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import Report, ReportComment, ReportReview, ReportRevision, ReportShare
 from backend.projects import service as projects
+from backend.query import listing
 from backend.reports import repository, resolve
 from backend.reports.blocks import TYPES
 from backend.reports.blocks.base import BlockBase, DataBlock, FreezableBlock
@@ -39,6 +43,7 @@ from backend.reports.schemas import (
     ReportReviewIn,
     ReportReviewPublic,
     ReportSummary,
+    ReportSummaryPage,
     ReportUpdate,
     RevisionPublic,
     RevisionSummary,
@@ -53,6 +58,9 @@ if TYPE_CHECKING:
 
 _BLOCKS: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
 SHARE_PREFIX = "rlshare_"
+MAX_REPORTS = 500  # reports a project may hold
+LIST_DEFAULT = 100  # reports a list page holds unless ``limit`` says otherwise
+LIST_MAX = 500  # the largest ``limit``: a project's every report in one page
 
 
 def _blocks(stored: list[Any]) -> list[BlockBase]:
@@ -97,20 +105,28 @@ def _public(session: Session, report: Report, role: str) -> ReportPublic:
     )
 
 
-def list_reports(session: Session, principal: Principal, project_id: int) -> list[ReportSummary]:
+def list_reports(
+    session: Session, principal: Principal, project_id: int, limit: int, cursor: str | None
+) -> ReportSummaryPage:
+    """A page of the project's reports, newest first; ``cursor`` the previous page's ``next_cursor``
+    (Invalid, a 422 at ``["query", "cursor"]``, for anything else)."""
     projects.require_role(session, principal, project_id, "viewer", f"project {project_id}")
-    return [
-        ReportSummary(
-            id=r.id,
-            project_id=r.project_id,
-            title=r.title,
-            version=r.version,
-            author=_name(r.author),
-            updated_at=r.updated_at,
-            revisions=repository.last_revision_number(session, r.id),
-        )
-        for r in repository.of_project(session, project_id)
-    ]
+    rows = repository.page(session, project_id, listing.after_id(cursor), limit + 1)
+    return ReportSummaryPage(
+        items=[
+            ReportSummary(
+                id=r.id,
+                project_id=r.project_id,
+                title=r.title,
+                version=r.version,
+                author=r.author,
+                updated_at=r.updated_at,
+                revisions=r.revisions,
+            )
+            for r in rows[:limit]
+        ],
+        next_cursor=listing.next_after_id(rows, limit),
+    )
 
 
 def get_report(session: Session, principal: Principal, report_id: int) -> ReportPublic:
@@ -147,10 +163,12 @@ def create_report(
 ) -> ReportPublic:
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     ctx = _context(session, project_id)
+    blocks = _dump(_prepare(ctx, list(body.blocks)))
+    repository.lock_project(session, project_id)
     report = Report(
         project_id=project_id,
         title=body.title,
-        blocks=_dump(_prepare(ctx, list(body.blocks))),
+        blocks=blocks,
         version=1,
         author_id=_user_id(principal),
         created_at=ctx.now,
@@ -158,6 +176,7 @@ def create_report(
     )
     session.add(report)
     session.flush()
+    _within_cap(session, project_id)
     feed.record(
         session,
         project_id,
@@ -166,6 +185,26 @@ def create_report(
         actor_id=_user_id(principal),
     )
     return _public(session, report, role)
+
+
+def _within_cap(session: Session, project_id: int) -> None:
+    """409 when the project holds more than ``MAX_REPORTS`` reports counting the one just flushed (the
+    request's session then rolls it back). Counted after the insert, under the project's row lock
+    (Postgres) or the database's write lock the insert took (SQLite), so two requests at once cannot both
+    take the last place."""
+    held = repository.count(session, project_id)
+    if held > MAX_REPORTS:
+        raise Conflict(
+            f"project {project_id} holds {held - 1} reports, the most a project may hold is {MAX_REPORTS}: "
+            "delete one to create another",
+            [
+                {
+                    "loc": ["path", "project_id"],
+                    "msg": f"at most {MAX_REPORTS} reports a project: delete one to create another",
+                    "type": "project_full",
+                }
+            ],
+        )
 
 
 def _stale(report: Report, base_version: int, blocks: list[Any] | None) -> Conflict:

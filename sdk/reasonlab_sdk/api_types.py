@@ -392,6 +392,11 @@ class ClaimOut(TypedDict):
     worker: str | None
 
 
+class ClaimPage(TypedDict):
+    items: list[ClaimPublic]
+    next_cursor: str | None
+
+
 class ClaimPatch(TypedDict):
     """Rename a claim, replace its definition (a new version), or both."""
 
@@ -1289,6 +1294,11 @@ class ReportSummary(TypedDict):
     title: str
     updated_at: str
     version: int
+
+
+class ReportSummaryPage(TypedDict):
+    items: list[ReportSummary]
+    next_cursor: str | None
 
 
 class ReportUpdate(TypedDict):

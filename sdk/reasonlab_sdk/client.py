@@ -37,6 +37,10 @@ Json = dict[str, Any]
 FinishStatus = Literal["succeeded", "failed", "cancelled"]
 
 API_PREFIX = "/api/v1"
+# the largest page the claims and reports lists answer (backend/claims/service.py and
+# backend/reports/service.py, LIST_MAX): a project's every claim, or report, in one request
+CLAIMS_PAGE = 100
+REPORTS_PAGE = 500
 
 
 class ApiError(Exception):
@@ -353,6 +357,20 @@ class ReasonLabClient:
 
     # -- reports ----------------------------------------------------------------------------------------
 
+    def list_reports(self, project_id: int) -> list[api.ReportSummary]:
+        """Every report of the project (title, version, author, revisions), newest first, following the
+        list's pages; any role."""
+        items: list[api.ReportSummary] = []
+        cursor: str | None = None
+        while True:
+            page: api.ReportSummaryPage = self._get(
+                f"/projects/{project_id}/reports", limit=REPORTS_PAGE, cursor=cursor
+            )
+            items.extend(page["items"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
     def get_report(self, report_id: int) -> api.ReportPublic:
         """A report's draft: its title, version and blocks (any role in its project)."""
         result: api.ReportPublic = self._get(f"/reports/{report_id}")
@@ -462,11 +480,20 @@ class ReasonLabClient:
     # -- claims -----------------------------------------------------------------------------------------
 
     def list_claims(self, project_id: int) -> list[api.ClaimPublic]:
-        """The project's claims, each with its evaluation on the runs now (``claim["evaluation"]``: n, mean
-        and interval per arm, each comparison's effect, interval, p-value adjusted within its family and
-        verdict, the pre-registration); any role."""
-        result: list[api.ClaimPublic] = self._get(f"/projects/{project_id}/claims")
-        return result
+        """Every claim of the project by id, each with its evaluation on the runs now
+        (``claim["evaluation"]``: n, mean and interval per arm, each comparison's effect, interval, p-value
+        adjusted within its family and verdict, the pre-registration), following the list's pages; any
+        role."""
+        items: list[api.ClaimPublic] = []
+        cursor: str | None = None
+        while True:
+            page: api.ClaimPage = self._get(
+                f"/projects/{project_id}/claims", limit=CLAIMS_PAGE, cursor=cursor
+            )
+            items.extend(page["items"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
 
     def create_claim(self, project_id: int, name: str, definition: api.ClaimDefinition) -> api.ClaimPublic:
         """State a claim (members): ``definition`` is ``{"section", "arms": [{"name", "query"}, ...],

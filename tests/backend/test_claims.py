@@ -315,9 +315,9 @@ def test_holm_across_a_family(api: Api) -> None:
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (3 - rank) * raw[i]))
         want[i] = running
-    listed = {
-        c["name"]: c for c in api.client.get(f"/api/v1/projects/{_pid(api)}/claims", headers=api.h()).json()
-    }
+    page = api.client.get(f"/api/v1/projects/{_pid(api)}/claims", headers=api.h()).json()
+    assert page["next_cursor"] is None
+    listed = {c["name"]: c for c in page["items"]}
     for name, p, adj in zip(("c2", "c3", "c4"), raw, want, strict=True):
         (c,) = listed[name]["evaluation"]["comparisons"]
         _close(c["p_value"], p)
@@ -472,8 +472,8 @@ def test_who_may_do_what_comments_reviews_and_the_activity_feed(api: Api) -> Non
     # a viewer reads, cannot create, edit, lock, comment or review
     assert _get(api, claim["id"], vic)["name"] == "team claim"
     listed = api.client.get(f"/api/v1/projects/{_pid(api, vic)}/claims", headers=api.h(vic))
-    assert listed.status_code == 200 and [c["name"] for c in listed.json()] == ["team claim"]
-    assert listed.json()[0]["can_edit"] is False
+    assert listed.status_code == 200 and [c["name"] for c in listed.json()["items"]] == ["team claim"]
+    assert listed.json()["items"][0]["can_edit"] is False
     res = api.client.post(
         f"/api/v1/projects/{_pid(api, vic)}/claims",
         json={"name": "v", "definition": _definition()},

@@ -129,7 +129,7 @@ def test_submit_states_and_locks_the_files_claims_before_its_runs(
     lines = out.output.splitlines()
     assert lines[0].startswith("claim ") and "created, locked (sha256 " in lines[0], out.output
     assert lines[0].endswith("; pre-registered") and lines[1].startswith("experiment ")
-    claims = cli_api.http.get("/api/v1/projects/1/claims", headers=cli_api.auth).json()
+    claims = cli_api.http.get("/api/v1/projects/1/claims", headers=cli_api.auth).json()["items"]
     assert [c["name"] for c in claims] == [NAME]
     # the runs end: the claim, locked before they started, decides pre-registered
     experiments = cli_api.http.get("/api/v1/experiments", headers=cli_api.auth).json()["items"]

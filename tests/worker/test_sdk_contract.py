@@ -33,6 +33,7 @@ SCRATCH = Path(tempfile.mkdtemp(prefix="sdk-contract-"))  # where the artifact c
 # every public call of the SDK with arguments; the events stream is checked separately
 CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
     "health": lambda c: c.health(),
+    "list_reports": lambda c: c.list_reports(1),
     "get_report": lambda c: c.get_report(1),
     "list_report_revisions": lambda c: c.list_report_revisions(1),
     "export_report": lambda c: c.export_report(1, 1, SCRATCH / "report.html", format="html"),
@@ -128,7 +129,13 @@ CALLS: dict[str, Callable[[ReasonLabClient], Any]] = {
 
 
 # calls that unwrap their answer: post_metrics returns Accepted.accepted, the count of stored points
-UNWRAPPED = {"post_metrics": "Accepted", "get_secret": "SecretValue"}
+UNWRAPPED = {
+    "post_metrics": "Accepted",
+    "get_secret": "SecretValue",
+    "list_claims": "ClaimPage",  # every page's items, following next_cursor
+    "list_reports": "ReportSummaryPage",
+}
+PAGES = {"list_claims", "list_reports"}  # answered with a last page: one request
 
 
 def _operation(method: str, path: str) -> tuple[str, dict[str, Any]]:
@@ -203,7 +210,9 @@ def test_each_sdk_call_is_an_operation_answered_with_its_return_type(name: str) 
         if request.method == "DELETE":
             return httpx.Response(204)
         body: Any = (
-            []
+            {"items": [], "next_cursor": None}
+            if name in PAGES
+            else []
             if name.startswith(("list_", "get_results", "get_experiment_results", "metric_keys", "kinds"))
             and name not in {"list_runs", "list_experiments"}
             else {"access_token": "t", "accepted": 1, "value": "v"}

@@ -496,14 +496,15 @@ export interface paths {
         };
         /**
          * List Claims
-         * @description The project's claims, each evaluated on its runs now (any role in the project).
+         * @description A page of the project's claims by id, each evaluated on its runs now (any role in the project);
+         *     ``next_cursor`` asks for the next (docs/api.md, Claims: the page's and the project's bounds).
          */
         get: operations["claims-list"];
         put?: never;
         /**
          * Create Claim
-         * @description State a claim (members and admins); a name already used in the project is 409, a query or metric
-         *     the runs list would refuse is 422 naming the field.
+         * @description State a claim (members and admins); a name already used in the project is 409, and so is a claim
+         *     past the project's cap; a query or metric the runs list would refuse is 422 naming the field.
          */
         post: operations["claims-create"];
         delete?: never;
@@ -582,10 +583,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Reports */
+        /**
+         * List Reports
+         * @description A page of the project's reports, newest first (any role); ``next_cursor`` asks for the next
+         *     (docs/reports.md: the page's and the project's bounds).
+         */
         get: operations["reports-list"];
         put?: never;
-        /** Create Report */
+        /**
+         * Create Report
+         * @description Start a report (members); one past the project's cap is a 409.
+         */
         post: operations["reports-create"];
         delete?: never;
         options?: never;
@@ -2727,6 +2735,16 @@ export interface components {
             /** Worker */
             worker: string | null;
         };
+        /** ClaimPage */
+        ClaimPage: {
+            /** Items */
+            items: components["schemas"]["ClaimPublic"][];
+            /**
+             * Next Cursor
+             * @description the next page's ``cursor``; null on the last page
+             */
+            next_cursor: string | null;
+        };
         /**
          * ClaimPatch
          * @description Rename a claim, replace its definition (a new version), or both.
@@ -4808,6 +4826,16 @@ export interface components {
             updated_at: string;
             /** Version */
             version: number;
+        };
+        /** ReportSummaryPage */
+        ReportSummaryPage: {
+            /** Items */
+            items: components["schemas"]["ReportSummary"][];
+            /**
+             * Next Cursor
+             * @description the next page's ``cursor``; null on the last page
+             */
+            next_cursor: string | null;
         };
         /**
          * ReportUpdate
@@ -9298,7 +9326,12 @@ export interface operations {
     };
     "claims-list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                /** @description claims a page holds, at most 100 */
+                limit?: number;
+            };
             header?: never;
             path: {
                 project_id: number;
@@ -9313,7 +9346,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ClaimPublic"][];
+                    "application/json": components["schemas"]["ClaimPage"];
                 };
             };
             /** @description no or bad credentials */
@@ -9781,7 +9814,12 @@ export interface operations {
     };
     "reports-list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                /** @description reports a page holds, at most 500 */
+                limit?: number;
+            };
             header?: never;
             path: {
                 project_id: number;
@@ -9796,7 +9834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReportSummary"][];
+                    "application/json": components["schemas"]["ReportSummaryPage"];
                 };
             };
             /** @description no or bad credentials */

@@ -79,6 +79,8 @@ export type ClaimReview = Elem<Ok<'claims-reviews'>>;
 
 /** A report's draft (backend/reports/): its blocks are the API's discriminated union on `type`. */
 export type Report = Ok<'reports-get'>;
+/** A report as the project's list shows it (title, author, revisions, updated_at; no blocks). */
+export type ReportSummary = Ok<'reports-list'>['items'][number];
 /** A block as the editor writes it (the API's input: fields with a default may be left out). */
 export type ReportBlock = Body<'reports-update'>['blocks'][number];
 export type ReportBlockKind = ReportBlock['type'];

@@ -1,17 +1,32 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
-import type { ClaimCreate } from '../api/types';
+import { allPages } from '../api/pages';
+import type { Claim, ClaimCreate } from '../api/types';
 
 // A project's claims, each with its evaluation on the runs now: the list is asked for again every few
 // seconds while the page is open, so a card's n, effect, p-value and verdict change as runs end.
 export const CLAIMS_REFRESH_MS = 3000;
+// The list's largest page (backend/claims/service.py LIST_MAX, the project's cap too): one request reads
+// every claim; the pages are followed all the same.
+export const CLAIMS_PAGE = 100;
 
 const claimsKey = (projectId: number) => ['projects', projectId, 'claims'] as const;
+
+/** Every claim of the project by id, each evaluated now: the list's pages read to the end. */
+export function fetchClaims(projectId: number): Promise<Claim[]> {
+  return allPages((cursor) =>
+    unwrap(
+      api.GET('/api/v1/projects/{project_id}/claims', {
+        params: { path: { project_id: projectId }, query: { limit: CLAIMS_PAGE, ...(cursor ? { cursor } : {}) } },
+      }),
+    ),
+  );
+}
 
 export function useClaims(projectId: number | undefined) {
   return useQuery({
     queryKey: claimsKey(projectId ?? 0),
-    queryFn: () => unwrap(api.GET('/api/v1/projects/{project_id}/claims', { params: { path: { project_id: projectId! } } })),
+    queryFn: () => fetchClaims(projectId!),
     enabled: projectId !== undefined,
     refetchInterval: CLAIMS_REFRESH_MS,
   });

@@ -2,7 +2,8 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { API_PREFIX, api, unwrap } from '../api/client';
 import { authStore } from '../api/auth';
 import { ApiError } from '../api/errors';
-import type { Report, ReportBlock, SharedReport } from '../api/types';
+import { allPages } from '../api/pages';
+import type { Report, ReportBlock, ReportSummary, SharedReport } from '../api/types';
 
 // Reports (backend/reports/): any role reads, members write, publish, comment, review and share. The draft
 // is saved as the author types, each save naming the version it was made on (409: someone saved since).
@@ -10,11 +11,28 @@ import type { Report, ReportBlock, SharedReport } from '../api/types';
 const reportKey = (id: number) => ['reports', id] as const;
 const listKey = (projectId: number) => ['projects', projectId, 'reports'] as const;
 
+// The list's largest page (backend/reports/service.py LIST_MAX, the project's cap too): one request reads
+// every report; the pages are followed all the same.
+export const REPORTS_PAGE = 500;
+
+/** Every report of the project, the most recently saved first: the list's pages (newest first by id, so
+ *  none is missed or repeated while another is saved) read to the end, then ordered by `updated_at`. */
+export async function fetchReports(projectId: number): Promise<ReportSummary[]> {
+  const items = await allPages((cursor) =>
+    unwrap(
+      api.GET('/api/v1/projects/{project_id}/reports', {
+        params: { path: { project_id: projectId }, query: { limit: REPORTS_PAGE, ...(cursor ? { cursor } : {}) } },
+      }),
+    ),
+  );
+  return items.sort((a, b) => Date.parse(b.updated_at) - Date.parse(a.updated_at) || b.id - a.id);
+}
+
 export function useReports(projectId: number | undefined) {
   return useQuery({
     queryKey: listKey(projectId ?? 0),
     enabled: projectId !== undefined,
-    queryFn: () => unwrap(api.GET('/api/v1/projects/{project_id}/reports', { params: { path: { project_id: projectId ?? 0 } } })),
+    queryFn: () => fetchReports(projectId!),
   });
 }
 

@@ -58,6 +58,11 @@ describe('claims', () => {
     });
   });
 
+  it("shows a full project's 409 as its message, not as a field", () => {
+    const msg = 'at most 100 claims a project: delete one to state another';
+    expect(claimFieldErrors([{ loc: ['path', 'project_id'], msg, type: 'project_full' }])).toEqual({ other: msg });
+  });
+
   it('reads numbers for the card', () => {
     expect(num(0.123456)).toBe('0.1235');
     expect(num(null)).toBe('-');

@@ -82,7 +82,8 @@ export function claimFieldErrors(errors: readonly ErrorItem[]): Record<string, s
       else if (field === 'read' && rest[rest.length - 1] === 'steps') add('steps', e.msg);
       else if (field === 'test' || field === 'read') add(String(field), e.msg);
       else add(String(field), e.msg);
-    } else add('other', `${loc.join('.') || 'request'}: ${e.msg}`);
+    } else if (loc[0] === 'path') add('other', e.msg); // the project's, not a field's (a full project: 409)
+    else add('other', `${loc.join('.') || 'request'}: ${e.msg}`);
   }
   return out;
 }

@@ -2,8 +2,10 @@
 // The claims page in jsdom against an in-memory fake of the API's claims operations: a claim's card shows
 // the API's evaluation (verdict, pre-registration, each arm's n, mean and interval, the comparison's test,
 // effect and p-values, the n that would decide); its lock button locks the current version and the card
-// then shows what the API answers; a viewer sees the cards without the form, lock or approve.
+// then shows what the API answers; a viewer sees the cards without the form, lock or approve; every page of
+// the list is read (the cursor followed), so a project's every claim has its card.
 import type { QueryClient } from '@tanstack/react-query';
+import { readFileSync } from 'node:fs';
 import { act } from 'react';
 import type { Root } from 'react-dom/client';
 import { createMemoryRouter } from 'react-router';
@@ -12,11 +14,20 @@ import { authStore } from '../../api/auth';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Claim } from '../../api/types';
+import { CLAIMS_PAGE } from '../../hooks/claims';
 import { ClaimsPage } from '../../routes/ClaimsPage';
 import { installDomShims } from '../../test/dom';
 import { mountRouter, until } from '../../test/mount';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+
+/** The `limit` parameter's maximum of a list operation in the API's OpenAPI document. */
+function largestLimit(path: string): number | undefined {
+  const doc = JSON.parse(readFileSync('openapi.json', 'utf8')) as {
+    paths: Record<string, { get: { parameters: { name: string; schema: { maximum?: number } }[] } }>;
+  };
+  return doc.paths[path]?.get.parameters.find((p) => p.name === 'limit')?.schema.maximum;
+}
 
 function json(status: number, body?: unknown) {
   const response = new Response(body === undefined ? null : JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
@@ -81,7 +92,7 @@ function fakeApi(role: 'viewer' | 'member') {
   const canEdit = role === 'member';
   vi.spyOn(authStore, 'token').mockReturnValue('jwt');
   vi.spyOn(api, 'GET').mockImplementation((async (url: string) => {
-    if (url === '/api/v1/projects/{project_id}/claims') return json(200, [claim(locked, canEdit)]);
+    if (url === '/api/v1/projects/{project_id}/claims') return json(200, { items: [claim(locked, canEdit)], next_cursor: null });
     if (url === '/api/v1/auth/me') return json(200, { id: 2, username: 'meg', is_admin: false, memberships: [{ project_id: 1, project: 'default', role }] });
     return json(404, { detail: 'no', code: 'not_found', errors: [] });
   }) as unknown as typeof api.GET);
@@ -143,6 +154,31 @@ describe('claims page', () => {
     expect(posted).toEqual(['/api/v1/claims/{claim_id}/lock']);
     await until(() => (byTestId('claim-7-lock') as HTMLButtonElement).disabled);
     expect(byTestId('claim-7-version')?.textContent).toContain('version 1 locked by meg');
+  });
+
+  it("follows the list's pages: every claim is shown, each page asked with the largest limit", async () => {
+    vi.spyOn(authStore, 'token').mockReturnValue('jwt');
+    const asked: unknown[] = [];
+    vi.spyOn(api, 'GET').mockImplementation((async (url: string, init?: { params?: { query?: unknown } }) => {
+      if (url === '/api/v1/projects/{project_id}/claims') {
+        const query = init?.params?.query as { limit?: number; cursor?: string };
+        asked.push(query);
+        if (query.cursor === undefined) return json(200, { items: [claim(false, false)], next_cursor: 'after-7' });
+        if (query.cursor === 'after-7') return json(200, { items: [{ ...claim(false, false), id: 8, name: 'second' }], next_cursor: null });
+        return json(422, { detail: 'invalid cursor', code: 'invalid', errors: [] });
+      }
+      if (url === '/api/v1/auth/me') return json(200, { id: 2, username: 'vic', is_admin: false, memberships: [{ project_id: 1, project: 'default', role: 'viewer' }] });
+      return json(404, { detail: 'no', code: 'not_found', errors: [] });
+    }) as unknown as typeof api.GET);
+    await mount();
+    await until(() => byTestId('claim-8'));
+    expect(byTestId('claim-7')).not.toBeNull();
+    expect(container.querySelectorAll('[data-testid="claims"] > *').length).toBe(2);
+    expect(asked.slice(0, 2)).toEqual([{ limit: CLAIMS_PAGE }, { limit: CLAIMS_PAGE, cursor: 'after-7' }]);
+  });
+
+  it("asks with the API's largest limit (a larger one would be a 422)", () => {
+    expect(CLAIMS_PAGE).toBe(largestLimit('/api/v1/projects/{project_id}/claims'));
   });
 
   it('a viewer sees the cards, not the form, the lock or the approval', async () => {
