@@ -9,6 +9,8 @@ import { ROOT, downloadedBytes, launchBrowser, openExample, runExperiment, scree
 
 const RUNS_TIMEOUT = 600_000;
 const XSS = `<img src=x onerror="alert('xss')"><script>alert('xss')</script>[link](javascript:alert('xss'))`;
+// the same through LaTeX math (typeset in the markdown and callout blocks and in the HTML export)
+const MATH_XSS = `$\\href{javascript:alert('xss')}{x}$ $\\text{<img src=x onerror="alert('xss')">}$ $\\htmlData{onclick=alert('xss')}{y}$ $<script>alert('xss')</script>$`;
 let platform;
 let browser;
 let page;
@@ -99,7 +101,8 @@ describe('reports', { timeout: 1_200_000 }, () => {
     for (const label of ['Heading', 'Markdown', 'Callout']) {
       await page.getByTestId('add-block').click();
       await page.getByRole('menuitem', { name: label }).click();
-      await page.getByTestId('block-text').last().fill(`${label} ${XSS} $x^2$`);
+      // a heading is plain text of at most 200 characters: the math payloads go to the markdown and callout
+      await page.getByTestId('block-text').last().fill(`${label} ${XSS} $x^2$${label === 'Heading' ? '' : ` ${MATH_XSS}`}`);
     }
     await until(async () => (await platform.api(`/reports/${reportId}`)).blocks.length === 7);
     await until(async () => (await platform.api(`/reports/${reportId}`)).blocks[6].text.includes('$x^2$'));
@@ -141,6 +144,9 @@ describe('reports', { timeout: 1_200_000 }, () => {
       await shared.getByTestId('figure-line').first().waitFor();
       assert.equal(await shared.locator('script', { hasText: 'xss' }).count(), 0);
       assert.equal(await shared.locator('img[src="x"]').count(), 0);
+      // the markdown and callout blocks' math is typeset, as MathML, and none of it is a link
+      await shared.locator('math msup').first().waitFor();
+      assert.equal(await shared.locator('math [href], a[href^="javascript"]').count(), 0);
       await screenshot(shared, 'reports-shared');
       // the link opens nothing else: the dashboard's pages want a login
       await shared.goto(`${platform.url}/reports/${reportId}`);
@@ -164,6 +170,8 @@ describe('reports', { timeout: 1_200_000 }, () => {
       assert.equal(await view.locator('figure svg path[stroke]').count() > 0, true);
       assert.match(await view.locator('figure svg g title').first().textContent(), /run \d+, .+, steps/);
       assert.equal(await view.locator('table').count() >= 2, true);
+      assert.equal(await view.locator('math msup').count() >= 2, true); // $x^2$ in the markdown and callout blocks
+      assert.equal(await view.locator('math [href], a[href^="javascript"], img, script').count(), 0);
       assert.deepEqual(requests.filter((u) => !u.startsWith('data:') && u !== 'about:blank'), []);
       await screenshot(view, 'reports-export-offline');
     } finally {

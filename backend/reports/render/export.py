@@ -29,6 +29,7 @@ figure{margin:1rem 0}figcaption{font-weight:600}.caption{color:#555;font-size:.8
 .callout-warning{border-color:#e6a700;background:#fff8e6}.callout-danger{border-color:#d62728;background:#fdecec}
 .callout-success{border-color:#2ca02c;background:#eef8ee}.not-visible{color:#777;font-style:italic}
 svg{max-width:100%;height:auto}
+.math-display{overflow-x:auto;margin:.75rem 0}.math-error{color:#b00020}
 """
 
 

@@ -2,6 +2,7 @@
 import { buildBlockRegistry } from './registry';
 import type { ReportBlockModule } from './types';
 
-const modules = import.meta.glob<ReportBlockModule>('./blocks/*.tsx', { eager: true });
+// a block type's tests (blocks/<type>.test.tsx) sit beside it and are no block type
+const modules = import.meta.glob<ReportBlockModule>(['./blocks/*.tsx', '!./blocks/*.test.tsx'], { eager: true });
 
 export const reportBlocks = buildBlockRegistry(modules);

@@ -51,7 +51,7 @@ function TextEditor({ block, onChange }: { block: TextBlock; onChange: (b: Repor
         />
       </Tabs.Panel>
       <Tabs.Panel value="preview" pt="xs">
-        <Markdown>{block.text || '_nothing to preview_'}</Markdown>
+        <Markdown math={block.type !== 'heading'}>{block.text || '_nothing to preview_'}</Markdown>
       </Tabs.Panel>
     </Tabs>
   );

@@ -10,7 +10,7 @@ export const block: ReportBlockType<'callout'> = {
   create: (id) => ({ id, type: 'callout', tone: 'info', text: 'Note' }),
   View: ({ block }) => (
     <Alert color={COLOR[block.tone ?? 'info']} title={(block.tone ?? 'info').toUpperCase()}>
-      <Markdown>{block.text}</Markdown>
+      <Markdown math>{block.text}</Markdown>
     </Alert>
   ),
 };
