@@ -798,6 +798,27 @@ class ReportRevision(Base):
     __table_args__ = (UniqueConstraint("report_id", "number", name="uq_report_revisions_number"),)
 
 
+class ReportFrozenData(Base):
+    """The data a draft's frozen data block showed when the server took its cut-off (backend/reports/kept.py),
+    served for that block while it keeps that cut-off, so a retry that rewrites the steps the cut-off covers
+    does not reach the draft. ``key_hash``: sha256 of the canonical JSON of the block's cut-off and the
+    fields that decide its data; ``size``: the data's bytes as canonical JSON; ``data`` null: it was over
+    what a report keeps (the size says how much it was). One row a block: a new cut-off replaces it, a block
+    no longer frozen (or gone) loses it, and it goes with its report."""
+
+    __tablename__ = "report_frozen_data"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id", ondelete="CASCADE"))
+    block_id: Mapped[str] = mapped_column(String(64))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    # none_as_null: a row without its data holds SQL NULL (not JSON null), which its query tests
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("report_id", "block_id", name="uq_report_frozen_data_block"),)
+
+
 class ReportComment(Base):
     """A comment anchored to one block of a report (by the block's id, which moves with the block)."""
 

@@ -1,6 +1,6 @@
-"""The data a report block shows, as resolved from its runs (live) or kept by its cut-off and by the
-revision that published it (frozen): the shape the dashboard draws, the share link serves and the
-exports read."""
+"""The data a report block shows, as resolved from its runs (live) or as kept when it was frozen (a
+draft's, backend/reports/kept.py) and by the revision that published it (frozen): the shape the dashboard
+draws, the share link serves and the exports read."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ class ResultData(BaseModel):
 class BlockData(BaseModel):
     """``live``: resolved at ``as_of`` from the runs as they are; otherwise what the block's cut-off
     (frozen at ``as_of``) or its revision kept. ``hidden_runs``: runs the block names that are not the
-    report's project's (or no longer exist): never shown; ``visible`` false when that is every run."""
+    report's project's (or no longer exist): never shown; ``visible`` false when that is every run.
+    ``exact`` false: a frozen block read again up to its cut-off instead of the data kept when it was
+    frozen (``exact_note`` says why, and whether a run changed since)."""
 
     block_id: str
     type: str
@@ -54,4 +56,12 @@ class BlockData(BaseModel):
     detail: dict[str, Any] | None = Field(
         default=None,
         description="what a block type shows that is not runs (a claim block: the claim and its evaluation)",
+    )
+    exact: bool = Field(
+        default=True,
+        description="false: a frozen block read again from the runs up to its cut-off, not the data kept "
+        "when it was frozen, so a retry since then may show here (a live block is always true)",
+    )
+    exact_note: str | None = Field(
+        default=None, description="when exact is false: why, in one line (the caption shows it)"
     )

@@ -1,12 +1,13 @@
-"""All queries of the reports domain: reports, revisions, comments, reviews, share links, and the runs,
-series heads and results a block reads (always within the report's project)."""
+"""All queries of the reports domain: reports, revisions, comments, reviews, share links, the data kept
+for drafts' frozen blocks, and the runs, series heads and results a block reads (always within the
+report's project)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.orm import Session
 
 from backend.models import (
@@ -15,6 +16,7 @@ from backend.models import (
     Project,
     Report,
     ReportComment,
+    ReportFrozenData,
     ReportReview,
     ReportRevision,
     ReportShare,
@@ -107,6 +109,33 @@ def shares(session: Session, report_id: int) -> list[ReportShare]:
 
 def share_by_hash(session: Session, token_hash: str) -> ReportShare | None:
     return session.scalars(select(ReportShare).where(ReportShare.token_hash == token_hash)).one_or_none()
+
+
+def frozen_data_keys(session: Session, report_id: int) -> list[tuple[int, str, str, int, bool]]:
+    """The report's kept rows without their data: (id, block id, key hash, size, whether data is kept)."""
+    stmt = select(
+        ReportFrozenData.id,
+        ReportFrozenData.block_id,
+        ReportFrozenData.key_hash,
+        ReportFrozenData.size,
+        ReportFrozenData.data.is_not(None),
+    ).where(ReportFrozenData.report_id == report_id)
+    return [(int(i), b, h, int(n), bool(k)) for i, b, h, n, k in session.execute(stmt)]
+
+
+def frozen_data(session: Session, report_id: int, block_ids: Sequence[str]) -> dict[str, ReportFrozenData]:
+    """The kept rows of these blocks of the report, by block id."""
+    if not block_ids:
+        return {}
+    stmt = select(ReportFrozenData).where(
+        ReportFrozenData.report_id == report_id, ReportFrozenData.block_id.in_(list(block_ids))
+    )
+    return {r.block_id: r for r in session.scalars(stmt)}
+
+
+def delete_frozen_data(session: Session, ids: Sequence[int]) -> None:
+    if ids:
+        session.execute(delete(ReportFrozenData).where(ReportFrozenData.id.in_(list(ids))))
 
 
 # ------------------------------------------------------------------------------------- what blocks read

@@ -78,6 +78,38 @@ def take_cutoff(ctx: ResolveContext, block: DataBlock, keys: Sequence[str] | Non
     )
 
 
+def changed_since(ctx: ResolveContext, block: DataBlock) -> str | None:
+    """How a frozen block's runs changed since its cut-off in a way that can reach the steps it covers,
+    in a few words (None: no such change): a run now at another attempt (retried, requeued or resumed:
+    its next attempt writes its steps again), or a series whose latest row is at the cut-off's step with
+    another row version (that point written again) or below it. A run that only went on (steps after the
+    cut-off, which also raise the row version) is no such change. Runs not shown are not looked at."""
+    if block.mode != "frozen" or block.cutoff is None:
+        return None
+    cuts = block.cutoff.runs
+    runs = {
+        i: r
+        for i, r in repository.runs_by_id(ctx.session, [c.run_id for c in cuts]).items()
+        if r.project_id == ctx.project_id
+    }
+    keys = sorted({k for c in cuts for k in c.revs})
+    heads = repository.latest(ctx.session, list(runs), keys) if keys else {}
+    for cut in cuts:
+        run = runs.get(cut.run_id)
+        if run is None:
+            continue
+        if run.attempt != cut.attempt:
+            return f"run {run.id} is at attempt {run.attempt}, frozen at attempt {cut.attempt}"
+        for key, step in cut.steps.items():
+            rev = cut.revs.get(key)
+            if rev is None:
+                continue  # not a metric series (an examples table's row count)
+            head = heads.get(run.id, {}).get(key)
+            if head is None or head[0] < step or (head[0] == step and head[1] != rev):
+                return f"run {run.id}'s {key} was written again at or below step {step}"
+    return None
+
+
 def cutoff_of(block: DataBlock, run_id: int) -> RunCutoff | None:
     if block.mode != "frozen" or block.cutoff is None:
         return None

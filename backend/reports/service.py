@@ -2,9 +2,11 @@
 report's author or a project admin deletes one. A report is reached by its id alone; one of a project the
 caller is not in answers 404 as a missing one does. Nothing here commits (the request's session does).
 
-Frozen blocks take their cut-off when they are saved frozen without one; publishing copies the blocks and
-every block's resolved data into an immutable revision, so a revision renders what it showed then. A
-share link opens one revision to a reader without an account, and nothing else.
+Frozen blocks take their cut-off when they are saved frozen without one, and a frozen block over runs
+keeps the data it shows then (backend/reports/kept.py), which the draft serves while the block keeps that
+cut-off; publishing copies the blocks and every block's data, as the draft shows it, into an immutable
+revision, so a revision renders what it showed then. A share link opens one revision to a reader without an
+account, and nothing else.
 
 A project holds at most ``MAX_REPORTS`` reports (one more is a 409), and the list answers a page of at
 most ``LIST_MAX`` of them, newest first (a keyset ``cursor`` on the id)."""
@@ -27,7 +29,7 @@ from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import Report, ReportComment, ReportReview, ReportRevision, ReportShare
 from backend.projects import service as projects
 from backend.query import listing
-from backend.reports import repository, resolve
+from backend.reports import kept, repository, resolve
 from backend.reports.blocks import TYPES
 from backend.reports.blocks.base import BlockBase, DataBlock, FreezableBlock
 from backend.reports.data import BlockData
@@ -141,10 +143,11 @@ def _context(session: Session, project_id: int) -> ResolveContext:
     return ResolveContext(session=session, project_id=project_id, now=utcnow())
 
 
-def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> list[BlockBase]:
+def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> tuple[list[BlockBase], set[str]]:
     """Check each data block's query (422 at its path), drop a live block's cut-off and take one for a
-    frozen block that has none (a run block's or a claim block's)."""
+    frozen block that has none (a run block's or a claim block's); with the ids of the blocks frozen now."""
     out: list[BlockBase] = []
+    frozen_now: set[str] = set()
     for i, block in enumerate(blocks):
         if isinstance(block, DataBlock) and block.source.query is not None and block.source.query.strip():
             resolve.check_query(ctx, block.source.query, ["body", "blocks", i, block.type, "source", "query"])
@@ -154,8 +157,9 @@ def _prepare(ctx: ResolveContext, blocks: list[BlockBase]) -> list[BlockBase]:
                 block = block.model_copy(update={"cutoff": None})
             elif block.cutoff is None and freeze is not None:
                 block = block.model_copy(update={"cutoff": freeze(ctx, block)})
+                frozen_now.add(block.id)
         out.append(block)
-    return out
+    return out, frozen_now
 
 
 def create_report(
@@ -163,12 +167,12 @@ def create_report(
 ) -> ReportPublic:
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     ctx = _context(session, project_id)
-    blocks = _dump(_prepare(ctx, list(body.blocks)))
+    blocks, frozen_now = _prepare(ctx, list(body.blocks))
     repository.lock_project(session, project_id)
     report = Report(
         project_id=project_id,
         title=body.title,
-        blocks=blocks,
+        blocks=_dump(blocks),
         version=1,
         author_id=_user_id(principal),
         created_at=ctx.now,
@@ -177,6 +181,7 @@ def create_report(
     session.add(report)
     session.flush()
     _within_cap(session, project_id)
+    kept.keep(ctx, report.id, blocks, frozen_now)
     feed.record(
         session,
         project_id,
@@ -238,12 +243,13 @@ def update_report(session: Session, principal: Principal, report_id: int, body: 
     if body.base_version != report.version:
         raise _stale(report, body.base_version, _dump(list(body.blocks)))
     ctx = _context(session, report.project_id)
-    blocks = _dump(_prepare(ctx, list(body.blocks)))
+    blocks, frozen_now = _prepare(ctx, list(body.blocks))
     report.title = body.title
-    report.blocks = blocks
+    report.blocks = _dump(blocks)
     report.version += 1
     report.updated_at = ctx.now
     session.flush()
+    kept.keep(ctx, report.id, blocks, frozen_now)
     return _public(session, report, role)
 
 
@@ -258,24 +264,22 @@ def delete_report(session: Session, principal: Principal, report_id: int) -> Non
 # ------------------------------------------------------------------------------------------ data
 
 
-def _resolve_all(
-    ctx: ResolveContext, blocks: list[BlockBase], live_only: bool = False
-) -> dict[str, BlockData]:
+def _resolve_live(ctx: ResolveContext, blocks: list[BlockBase]) -> dict[str, BlockData]:
+    """The live blocks' data, as the runs are now."""
     out: dict[str, BlockData] = {}
     for block in blocks:
         kind = TYPES[block.type]
-        if kind.resolve is None or (
-            live_only and not (isinstance(block, FreezableBlock) and block.mode == "live")
-        ):
+        if kind.resolve is None or not (isinstance(block, FreezableBlock) and block.mode == "live"):
             continue
         out[block.id] = kind.resolve(ctx, block)
     return out
 
 
 def draft_data(session: Session, principal: Principal, report_id: int) -> dict[str, BlockData]:
-    """Every data block of the draft: a live one as the runs are now, a frozen one up to its cut-off."""
+    """Every data block of the draft: a live one as the runs are now, a frozen one as kept when it was
+    frozen (without kept data: read again up to its cut-off, and saying so)."""
     report, _ = _get(session, principal, report_id, "viewer")
-    return _resolve_all(_context(session, report.project_id), _blocks(report.blocks))
+    return kept.block_data(_context(session, report.project_id), report.id, _blocks(report.blocks))
 
 
 def _hash(title: str, blocks: list[Any], data: dict[str, Any]) -> str:
@@ -287,14 +291,18 @@ def _hash(title: str, blocks: list[Any], data: dict[str, Any]) -> str:
 
 def publish(session: Session, principal: Principal, report_id: int, body: PublishIn) -> RevisionSummary:
     """An immutable revision of the draft at ``base_version``: its blocks (a frozen block without a
-    cut-off frozen now) and the data of every block, as resolved now."""
+    cut-off frozen now) and the data of every block as the draft shows it now (a frozen block's as kept
+    when it was frozen)."""
     report, _ = _get(session, principal, report_id, "member")
     if body.base_version != report.version:
         raise _stale(report, body.base_version, None)
     ctx = _context(session, report.project_id)
-    blocks = _prepare(ctx, _blocks(report.blocks))
+    blocks, frozen_now = _prepare(ctx, _blocks(report.blocks))
     stored = _dump(blocks)
-    data = {k: v.model_dump(mode="json") for k, v in _resolve_all(ctx, blocks).items()}
+    data = {
+        k: v.model_dump(mode="json")
+        for k, v in kept.block_data(ctx, report.id, blocks, fresh=frozen_now).items()
+    }
     revision = ReportRevision(
         report_id=report.id,
         number=repository.last_revision_number(session, report.id) + 1,
@@ -346,7 +354,7 @@ def _revision_data(
     """The revision's blocks and data: frozen blocks as kept, live ones resolved again now."""
     blocks = _blocks(revision.blocks)
     data = {k: BlockData.model_validate(v) for k, v in revision.data.items()}
-    data.update(_resolve_all(_context(session, report.project_id), blocks, live_only=True))
+    data.update(_resolve_live(_context(session, report.project_id), blocks))
     return blocks, data
 
 

@@ -99,6 +99,8 @@ class BlockData(TypedDict):
     block_id: str
     columns: NotRequired[list[str]]
     detail: NotRequired[dict[str, Any] | None]
+    exact: NotRequired[bool]
+    exact_note: NotRequired[str | None]
     hidden_runs: NotRequired[int]
     live: bool
     results: NotRequired[list[ResultData]]

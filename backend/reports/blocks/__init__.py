@@ -23,7 +23,9 @@ class BlockType:
     """One block type. ``resolve``: the data a block shows (None: a block of text alone); ``freeze``:
     the cut-off of a frozen block, taken when it is saved frozen without one. The exporters draw the
     block with the data its revision kept: ``markdown`` (SVG figures written through the context),
-    ``html`` (inline SVG) and ``latex`` (TikZ figures)."""
+    ``html`` (inline SVG) and ``latex`` (TikZ figures). ``presentation``: the fields that change how the
+    block draws its data and not the data (a frozen block edited in them keeps the data kept when it was
+    frozen; an edit of any other field does not, backend/reports/kept.py)."""
 
     name: str
     model: type[BlockBase]
@@ -33,6 +35,7 @@ class BlockType:
     latex: Callable[[Any, BlockData | None, ExportContext], str]
     resolve: Callable[[ResolveContext, Any], BlockData] | None = None
     freeze: Callable[[ResolveContext, Any], Any] | None = None
+    presentation: frozenset[str] = frozenset({"title"})
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,4 +1,5 @@
-"""What the data blocks' exports share: the caption saying what a block shows and as of when."""
+"""What the data blocks' exports share: the caption saying what a block shows and as of when (and, for
+a frozen block read again up to its cut-off instead of its kept data, that it is not exact and why)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def caption(data: BlockData | None) -> str:
     state = f"live, as of {when}" if data.live else f"frozen at {when}"
     runs = ", ".join(f"run {r.run_id}" + (f" ({r.name})" if r.name else "") for r in data.runs) or "no runs"
     hidden = f"; {data.hidden_runs} run(s) not visible to you" if data.hidden_runs else ""
-    return f"{state}; {runs}{hidden}"
+    inexact = "" if data.exact else f"; not exact: {data.exact_note or 'read again up to its cut-off'}"
+    return f"{state}; {runs}{hidden}{inexact}"
 
 
 def html_caption(data: BlockData | None) -> str:

@@ -103,4 +103,5 @@ BLOCK = BlockType(
     latex=_latex,
     resolve=_resolve,
     freeze=freeze,
+    presentation=frozenset({"title", "log_scale"}),
 )

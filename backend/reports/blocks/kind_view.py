@@ -98,4 +98,5 @@ BLOCK = BlockType(
     latex=_latex,
     resolve=_resolve,
     freeze=freeze,
+    presentation=frozenset({"title", "view"}),
 )

@@ -1812,6 +1812,8 @@ export interface components {
          * @description ``live``: resolved at ``as_of`` from the runs as they are; otherwise what the block's cut-off
          *     (frozen at ``as_of``) or its revision kept. ``hidden_runs``: runs the block names that are not the
          *     report's project's (or no longer exist): never shown; ``visible`` false when that is every run.
+         *     ``exact`` false: a frozen block read again up to its cut-off instead of the data kept when it was
+         *     frozen (``exact_note`` says why, and whether a run changed since).
          */
         BlockData: {
             /**
@@ -1830,6 +1832,17 @@ export interface components {
             detail?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Exact
+             * @description false: a frozen block read again from the runs up to its cut-off, not the data kept when it was frozen, so a retry since then may show here (a live block is always true)
+             * @default true
+             */
+            exact: boolean;
+            /**
+             * Exact Note
+             * @description when exact is false: why, in one line (the caption shows it)
+             */
+            exact_note?: string | null;
             /**
              * Hidden Runs
              * @default 0

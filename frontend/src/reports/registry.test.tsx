@@ -53,16 +53,30 @@ describe('report block types', () => {
       id: 'f', type: 'figure', title: 'loss', source: { run_ids: [3], limit: 20 }, metrics: ['loss'], group_by: [], log_scale: false, mode: 'frozen',
     };
     const data: ReportBlockData = {
-      block_id: 'f', type: 'figure', live: false, as_of: '2026-11-28T20:00:00Z', visible: true, hidden_runs: 1,
+      block_id: 'f', type: 'figure', live: false, as_of: '2026-11-28T20:00:00Z', visible: true, hidden_runs: 1, exact: true,
       runs: [{ run_id: 3, name: 'base', experiment_id: 1, status: 'succeeded', attempt: 1, steps: { loss: [0, 9] } }],
       series: [{ run_id: 3, key: 'loss', label: 'base', points: [[0, 2], [9, 1]] }],
     };
     const out = html([figure], { f: data });
     expect(out).toContain('<title>base: run 3, loss, steps 0-9 (2 points)</title>');
     expect(out).toContain('frozen at 2026-11-28 20:00 UTC; run 3 (base); 1 run(s) not visible to you');
+    expect(out).not.toContain('not exact');
     const hidden = html([figure], { f: { ...data, visible: false, runs: [], series: [] } });
     expect(hidden).toContain('not visible to you');
     expect(hidden).not.toContain('<svg');
+  });
+
+  it("says in a frozen block's caption when its data was read again instead of kept, and why", () => {
+    const figure: ReportBlock = {
+      id: 'f', type: 'figure', title: 'loss', source: { run_ids: [3], limit: 20 }, metrics: ['loss'], group_by: [], log_scale: false, mode: 'frozen',
+    };
+    const note = 'read again up to its cut-off: no data was kept when it was frozen; the run changed since freezing (run 3 is at attempt 2, frozen at attempt 1)';
+    const data: ReportBlockData = {
+      block_id: 'f', type: 'figure', live: false, as_of: '2026-11-28T20:00:00Z', visible: true, hidden_runs: 0, exact: false, exact_note: note,
+      runs: [{ run_id: 3, name: 'base', experiment_id: 1, status: 'running', attempt: 1, steps: { loss: [0, 9] } }],
+      series: [{ run_id: 3, key: 'loss', label: 'base', points: [[0, 2], [9, 1]] }],
+    };
+    expect(html([figure], { f: data })).toContain(`frozen at 2026-11-28 20:00 UTC; run 3 (base); not exact: ${note}`);
   });
 });
 
