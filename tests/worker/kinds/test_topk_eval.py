@@ -256,6 +256,55 @@ def test_in_run_demo_trains_each_k_and_fills_the_matrix(tmp_path: Path) -> None:
     assert "train/k1/loss" in ctx.metrics and "train/k4/loss" in ctx.metrics
     # each accuracy's problems (the test and OOD sets' sizes) for the dashboard's Wilson interval
     assert {(p.n, p.ood_n) for p in got} == {(32, 32)}
+    # per-run readings of the best k, from the points (ties to the smaller k), at step 0
+    for score, value_of in (("test_acc", lambda p: p.value), ("ood_acc", lambda p: p.ood_value)):
+        rows = {t: {p.eval_k: value_of(p) for p in got if p.train_k == t} for t in (1, 4)}
+        for t, row in rows.items():
+            best = max(row.values())
+            assert ctx.metrics[f"{score}/train_k{t}/best_eval_k"] == {
+                0: min(k for k in row if row[k] == best)
+            }
+            assert ctx.metrics[f"{score}/train_k{t}/eval_regret"] == {0: pytest.approx(best - row[t])}
+        diagonal = {t: rows[t][t] for t in (1, 4)}  # each model at its own k: a smoe_sraven cell each
+        best = max(diagonal.values())
+        assert ctx.metrics[f"{score}/best_train_k"] == {0: min(t for t in (1, 4) if diagonal[t] == best)}
+        for t in (1, 4):
+            assert ctx.metrics[f"{score}/train_regret/k{t}"] == {0: pytest.approx(best - diagonal[t])}
+            # the diagonal is the training's own final evaluation, logged under its prefix
+            steps = ctx.metrics[f"train/k{t}/{score}"]
+            assert steps[max(steps)] == pytest.approx(diagonal[t])
+
+
+def test_diagonal_readings_need_every_trained_model_at_its_own_k(tmp_path: Path) -> None:
+    """eval_k without a trained k: that model has no diagonal cell, so no best trained k is logged (a best
+    over the other models would be another quantity); each model's own row readings still are."""
+    spec = TopkEvalSpec.model_validate(
+        {
+            "target": {
+                "type": "smoe_sraven",
+                "train_k": [1, 4],
+                "eval_size": 16,
+                "demo": {
+                    "model": {"d_model": 16, "num_layers": 1, "num_heads": 2, "qk_dim": 8, "v_dim": 8},
+                    "moe": {"num_experts": 4, "expert_hidden": 16},
+                    "train": {
+                        "steps": 2,
+                        "batch_size": 8,
+                        "warmup_steps": 1,
+                        "eval_interval": 2,
+                        "eval_size": 16,
+                    },
+                },
+            },
+            "eval_k": [1, 2],
+        }
+    )
+    ctx = MemoryContext(out_dir=tmp_path)
+    get_kind("topk_eval").run(spec, ctx)
+    assert "test_acc/best_train_k" not in ctx.metrics
+    assert not [key for key in ctx.metrics if "train_regret" in key]
+    assert "test_acc/train_k4/best_eval_k" in ctx.metrics and "test_acc/train_k1/eval_regret" in ctx.metrics
+    assert "test_acc/train_k4/eval_regret" not in ctx.metrics  # k' = 4 was not evaluated
 
 
 def test_hf_mixtral_perplexity_changes_with_k() -> None:
@@ -270,6 +319,10 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
     assert not one.higher_is_better and one.value != four.value and one.value > 1.0
     assert one.n is None  # a perplexity is no proportion: no interval
     assert one.extra["tokens"] > 100
+    # the row's readings: a perplexity is better low
+    best = min((one, four), key=lambda p: (p.value, p.eval_k))
+    assert ctx.metrics["perplexity/train_k2/best_eval_k"] == {0: best.eval_k}
+    assert "perplexity/train_k2/eval_regret" not in ctx.metrics  # its own k (2) was not evaluated
 
 
 def test_hf_perplexity_posts_a_row_per_window_with_its_nll_at_every_k() -> None:
@@ -347,6 +400,12 @@ def test_hf_olmoe_multiple_choice_records_a_non_renormalising_router(stores: Sto
         assert all(
             r["score"][str(p.eval_k)] == float(r["chosen"][str(p.eval_k)] == r["answer"]) for r in rows
         )
+    # the row's readings: the best k' (ties to the smaller) and the trained k's (2) regret
+    best = max(got, key=lambda p: (p.value, -p.eval_k))
+    assert ctx.metrics["choice_accuracy/train_k2/best_eval_k"] == {0: best.eval_k}
+    assert ctx.metrics["choice_accuracy/train_k2/eval_regret"] == {
+        0: pytest.approx(best.value - got[1].value)
+    }
 
 
 def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) -> None:
@@ -385,6 +444,9 @@ def test_reasonformer_skill_router_at_every_k(tmp_path: Path, stores: Stores) ->
     for p in got:
         assert sum(r["score"][str(p.eval_k)] for r in rows) / len(rows) == pytest.approx(p.value)
     assert all(set(r["prediction"]) == {"1", "3", "6"} and r["gold"] for r in rows)
+    best = max(got, key=lambda p: (p.value, -p.eval_k))
+    assert ctx.metrics["eval_average/train_k2/best_eval_k"] == {0: best.eval_k}
+    assert "eval_average/train_k2/eval_regret" not in ctx.metrics  # its trained k (2) is no k' here
 
 
 def test_a_k_above_the_loaded_models_experts_fails_the_run(tmp_path: Path, stores: Stores) -> None:

@@ -3,6 +3,12 @@ section 2.1), through one knob that finds every router by class and attribute
 (``worker.core.models.routers``).
 
 Metrics: ``{score}/train_k{k}`` at step k' (one line per train k; ``ood_acc/train_k{k}`` for SRAVEN).
+Once a model's row is done, at step 0: ``{score}/train_k{k}/best_eval_k`` (the k' with the best score,
+ties to the smaller) and ``{score}/train_k{k}/eval_regret`` (how far k' = k falls behind that best, >= 0).
+SMoEs trained in this run at two or more k, each evaluated at its own k, add at step 0
+``{score}/best_train_k`` (the trained k whose model scores best at its own k) and
+``{score}/train_regret/k{k}`` per trained k: per-run readings of the paper's "optimal number of activated
+experts" that claims compare between arms (``worker.core.topk.best``).
 Result: one ``topk_eval_point`` per (train k, k'). In the ``{}`` demo the in-run SMoE trainings log their
 own curves under ``train/k{k}/...``. Per-example tables: ``items`` (a SRAVEN problem, choice item or
 ReasonFormer instance a row, its score at every k') and, for a perplexity, ``windows`` (a window a row,
@@ -32,6 +38,7 @@ from worker.core.reasonformer.evaluate import Predictions, eval_metrics, eval_rn
 from worker.core.sraven.generator import SravenGenerator
 from worker.core.sraven.saved import load_sraven_model
 from worker.core.topk import choice_accuracy, load_choice_jsonl, perplexity, token_windows
+from worker.core.topk.best import best_k, regret
 from worker.core.topk.text import SAMPLE_TEXT
 from worker.kinds.smoe import smoe_sraven
 from worker.runtime import confined
@@ -122,9 +129,44 @@ def smoe_sources(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> Iterator
         yield _smoe_from_folder(sub.out_dir / smoe_sraven.MODEL_DIR, f"in-run k={k}", None, ctx.device)
 
 
+Row = dict[int, float]  # k' -> a score
+
+
+def log_row_readings(ctx: RunContext, score: str, train_k: int, row: Row, higher_is_better: bool) -> None:
+    """A model's row, read once it is done (step 0): the k' with the best score and how far its own k
+    falls behind it (only when its own k is in the row)."""
+    best = best_k(row, higher_is_better)
+    if best is None:
+        return
+    metrics = {f"{score}/train_k{train_k}/best_eval_k": float(best)}
+    behind = regret(row, train_k, higher_is_better)
+    if behind is not None:
+        metrics[f"{score}/train_k{train_k}/eval_regret"] = behind
+    ctx.log_metrics(metrics, 0)
+
+
+def log_diagonal_readings(ctx: RunContext, score: str, rows: dict[int, Row]) -> None:
+    """Models trained in this run at each k, each read at its own k' = k (a ``smoe_sraven`` cell each):
+    the trained k whose model scores best, and how far each trained k falls behind it (step 0). Needs two
+    or more models, each evaluated at its own k; nothing is logged otherwise."""
+    diagonal = {k: row[k] for k, row in rows.items() if k in row}
+    if len(rows) < 2 or len(diagonal) < len(rows):
+        return
+    best = best_k(diagonal)
+    if best is None:
+        return
+    metrics = {f"{score}/best_train_k": float(best)}
+    for k in diagonal:
+        behind = regret(diagonal, k)
+        if behind is not None:
+            metrics[f"{score}/train_regret/k{k}"] = behind
+    ctx.log_metrics(metrics, 0)
+
+
 def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
     device = torch.device(ctx.device)
     trains = len(s.train_k) if s.trains_in_run else 0
+    rows: dict[str, dict[int, Row]] = {"test_acc": {}, "ood_acc": {}}  # score -> train k -> its row
     for source in smoe_sources(spec, s, ctx):
         model, src = source.model, source.source_spec
         ks, E = _checked_ks(spec, model)
@@ -156,6 +198,9 @@ def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
                 },
                 k,
             )
+            for name, row in rows.items():
+                if name in scores:
+                    row.setdefault(train_k, {})[k] = scores[name]
             ctx.log_result(
                 TopkEvalPoint(
                     target="smoe_sraven",
@@ -200,6 +245,12 @@ def run_smoe(spec: TopkEvalSpec, s: SmoeTarget, ctx: RunContext) -> None:
                 for n in range(len(eval_set.targets))
             ],
         )
+        for name, by_train_k in rows.items():
+            if train_k in by_train_k:
+                log_row_readings(ctx, name, train_k, by_train_k[train_k], higher_is_better=True)
+    if trains and not ctx.should_stop():
+        for name, by_train_k in rows.items():
+            log_diagonal_readings(ctx, name, by_train_k)
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -282,6 +333,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             raise RunError(f"target.hf.choices_path: {exc}") from exc
     chosen: dict[int, list[int]] = {}  # per k', each choice item's chosen option
     window_nll: dict[int, tuple[float, ...]] = {}  # per k', each perplexity window's mean NLL
+    row: Row = {}  # k' -> the score
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
@@ -300,6 +352,7 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
                 )
                 extra = {"items": float(len(items))}
         ctx.log_metrics({f"{score}/train_k{train_k}": value}, k)
+        row[k] = value
         ctx.log_result(
             TopkEvalPoint(
                 target="hf",
@@ -318,6 +371,10 @@ def run_hf(spec: TopkEvalSpec, h: HfTarget, ctx: RunContext) -> None:
             )
         )
         ctx.progress(i + 1, len(ks), f"k'={k} {score} {value:.4g}")
+    if h.score == "perplexity":
+        log_row_readings(ctx, "perplexity", train_k, row, higher_is_better=False)
+    else:
+        log_row_readings(ctx, "choice_accuracy", train_k, row, higher_is_better=True)
     if windows:
         ctx.log_examples("windows", window_rows(windows, h.window, tokenizer, ks, window_nll))
     if items:  # a choice item a row
@@ -366,6 +423,7 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
         tasks = r.tasks or list(suite.available_tasks())
         examples = [suite.downstream(task, rng) for task in tasks for _ in range(r.eval_per_task)]
     preds: dict[int, Predictions] = {}
+    row: Row = {}  # k' -> the suite's average accuracy
     for i, k in enumerate(ks):
         if ctx.should_stop():
             return
@@ -383,6 +441,7 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
         # the mean of equal-sized tasks' proportions is the proportion of all examples: n of them
         counts = {s.count for s in task_scores(pred)}
         ctx.log_metrics({f"eval_average/train_k{train_k}": value}, k)
+        row[k] = value
         ctx.log_result(
             TopkEvalPoint(
                 target="reasonformer",
@@ -402,6 +461,7 @@ def run_reasonformer(spec: TopkEvalSpec, r: ReasonFormerTarget, ctx: RunContext)
             )
         )
         ctx.progress(i + 1, len(ks), f"k'={k} average {value:.3f}")
+    log_row_readings(ctx, "eval_average", train_k, row, higher_is_better=True)
     ctx.log_examples(
         "items",
         [

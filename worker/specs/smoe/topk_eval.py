@@ -394,7 +394,8 @@ MANIFEST = KindManifest(
     "every router: our SMoE on SRAVEN, HF MoE LMs, ReasonFormer's skill router); the train-k x eval-k' "
     "matrix of a cheap score (SMoE paper, section 2.1).",
     spec=TopkEvalSpec,
-    metric_directions={"*loss*": "min", "*acc*": "max", "eval_average*": "max"},
+    # a regret (how far a k falls behind the best k, worker.core.topk.best) is better low, whatever its score
+    metric_directions={"*regret*": "min", "*loss*": "min", "*acc*": "max", "eval_average*": "max"},
     results=(TopkEvalPoint,),
     source_runs={
         "target.run_id": "smoe_sraven",
