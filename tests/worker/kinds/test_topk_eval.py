@@ -340,7 +340,7 @@ def test_hf_perplexity_posts_a_row_per_window_with_its_nll_at_every_k() -> None:
     assert sum(r["tokens"] for r in rows) == one.extra["tokens"] == 4 * 47 + 7
     tokenizer = load_model("tiny-mixtral").tokenizer
     for r in rows:  # the window's decoded text, cut at 160 characters
-        whole = tokenizer.decode(ids[r["offset"] : r["offset"] + 48], skip_special_tokens=True)
+        whole = str(tokenizer.decode(ids[r["offset"] : r["offset"] + 48], skip_special_tokens=True))
         assert len(r["text"]) <= topk_eval.PREVIEW_CHARS and r["text"]
         assert r["text"] == whole or (r["text"].endswith("…") and whole.startswith(r["text"][:-1]))
     assert rows[0]["text"].endswith("…") and rows[-1]["text"] == tokenizer.decode(ids[192:200])
