@@ -887,8 +887,17 @@ class HfTarget(TypedDict):
     window: NotRequired[int]
 
 
+class InRunPretrain(TypedDict):
+    """Reasoning-centric pre-training inside the fine-tuning run, before its adaptation."""
+
+    data: NotRequired[PretrainData]
+    model: NotRequired[ModelSpec]
+    train: NotRequired[TrainSpec]
+
+
 class InitSpec(TypedDict):
     path: NotRequired[str | None]
+    pretrain: NotRequired[InRunPretrain | None]
     run_id: NotRequired[int | None]
 
 

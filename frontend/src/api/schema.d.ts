@@ -3915,11 +3915,32 @@ export interface components {
              * @description or a saved model folder (a run's outputs/model, copied into the model store) relative to the model store; null = none
              */
             path?: string | null;
+            /** @description or pre-train a fresh model in this run first, on the synthetic suite or jsonl (its model block is the model, not the spec's); null = none */
+            pretrain?: components["schemas"]["InRunPretrain"] | null;
             /**
              * Run Id
              * @description a succeeded reasonformer_pretrain run to start from; null = fresh (model)
              */
             run_id?: number | null;
+        };
+        /**
+         * InRunPretrain
+         * @description Reasoning-centric pre-training inside the fine-tuning run, before its adaptation.
+         *
+         *     What a ``reasonformer_pretrain`` spec says (its ``data``, ``model`` and ``train`` blocks), run with that
+         *     kind's corpus, trainer (teacher forcing plus the skill-routing loss, section 3.3) and evaluation, with this
+         *     run's seed; its metrics are logged under ``pretrain/`` (``pretrain/eval/average``,
+         *     ``pretrain/routing/skill_match``, ...). The model adapted is the one it trains (its ``model`` block, as
+         *     a source run's), with its tokenizer. One experiment can so hold pre-trained and fresh arms (Table 2's
+         *     "w/o pre-train") without naming a pre-training run's id.
+         */
+        InRunPretrain: {
+            /** @description the pre-training data: the synthetic suite (the same as data.suite) or jsonl */
+            data?: components["schemas"]["PretrainData"];
+            /** @description the model pre-trained, then adapted */
+            model?: components["schemas"]["ModelSpec"];
+            /** @description the pre-training's optimiser and steps */
+            train?: components["schemas"]["TrainSpec"];
         };
         /** KindExample */
         KindExample: {
@@ -4624,7 +4645,7 @@ export interface components {
              * @enum {string}
              */
             kind: "reasonformer_finetune";
-            /** @description the model of a fresh start (init empty); a source run's model keeps its own architecture */
+            /** @description the model of a fresh start (init empty); a source run's model keeps its own architecture, and init.pretrain's model block is the one it pre-trains */
             model?: components["schemas"]["ModelSpec"];
             resources?: components["schemas"]["Resources"];
             /**

@@ -3,6 +3,7 @@ run(spec, ctx) with their result records, fine-tuning from a pre-training run's 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,9 @@ def test_bad_specs_name_the_field() -> None:
         ("model", "routing_loss_weight")
     ]
     assert locs(P, {"data": {"source": "jsonl"}}) == [("data", "path")]
+    # the default model (a preset) is checked against the data too: text needs a tokenizer
+    assert locs(P, {"data": {"source": "jsonl", "path": "p.jsonl"}}) == [("model",)]
+    assert locs(F, {"data": {"source": "hub"}}) == [("model",)]
     assert locs(F, {"data": {"tasks": ["compose9"]}}) == [("data", "tasks")]
     assert locs(F, {"data": {"few_shot": {"count": 4, "fraction": 0.5}}}) == [
         ("data", "few_shot", "fraction")
@@ -85,6 +89,31 @@ def test_bad_specs_name_the_field() -> None:
     assert locs(F, {"data": {"source": "jsonl"}}) == [("data", "eval_path")]
     assert locs(F, {"init": {"run_id": 0}}) == [("init", "run_id")]
     assert locs(F, {"model": {"variant": "t5"}, "freeze": "reasoning"}) == [("freeze",)]
+
+
+def test_bad_in_run_pretraining_names_the_field() -> None:
+    F = ReasonFormerFinetuneSpec
+    assert locs(F, {"init": {"run_id": 3, "pretrain": {}}}) == [("init", "pretrain")]
+    assert locs(F, {"init": {"path": "m", "pretrain": {}}}) == [("init", "pretrain")]
+    skills = ["reverse", "juggle", "general"]
+    assert locs(F, {"init": {"pretrain": {"model": {"skills": skills}}}}) == [
+        ("init", "pretrain", "model", "skills", 1)
+    ]
+    assert locs(F, {"init": {"pretrain": {"train": {"steps": 0}}}}) == [
+        ("init", "pretrain", "train", "steps")
+    ]
+    # the synthetic suite's pre-training adapts on the same suite; jsonl text on text
+    assert locs(F, {"init": {"pretrain": {}}, "data": {"source": "hub"}}) == [("data", "source")]
+    jsonl = {"source": "jsonl", "path": "p.jsonl", "tokenizer": "tok"}
+    assert locs(F, {"init": {"pretrain": {"data": jsonl}}}) == [("data", "source")]
+    other_suite = {"init": {"pretrain": {"data": {"suite": {"split_seed": 1}}}}}
+    assert locs(F, other_suite) == [("data", "suite")]
+    assert F.model_validate({**other_suite, "data": {"suite": {"split_seed": 1}}}).init.pretrain is not None
+    # a preset backbone on text needs its tokenizer; plain T5 pre-trained here has nothing to freeze
+    assert locs(
+        F, {"init": {"pretrain": {"data": {**jsonl, "tokenizer": None}}}, "data": {"source": "hub"}}
+    ) == [("init", "pretrain", "model")]
+    assert locs(F, {"init": {"pretrain": {"model": {"variant": "t5"}}}, "freeze": "both"}) == [("freeze",)]
 
 
 def test_pretrain_then_finetune_from_its_saved_model(tmp_path: Path) -> None:
@@ -180,6 +209,63 @@ def test_finetune_fresh_baselines_and_few_shot(tmp_path: Path) -> None:
         assert all(("routing" in r) == (variant == "morm") for r in rows)
 
 
+def in_run(model: dict[str, Any], **train: Any) -> ReasonFormerFinetuneSpec:
+    """A fine-tuning spec that pre-trains ``model`` in the run first (init.pretrain), tiny."""
+    return ReasonFormerFinetuneSpec.model_validate(
+        {
+            "init": {"pretrain": {"model": model, "data": {"eval_per_task": 1}, "train": TINY_TRAIN}},
+            "data": {"train_per_task": 4, "eval_per_task": 2},
+            "train": {**TINY_TRAIN, **train},
+            "analysis": {"cases_per_task": 1},
+        }
+    )
+
+
+def test_in_run_pretraining_then_adaptation(tmp_path: Path) -> None:
+    spec = in_run({"variant": "single", "routing_loss_weight": 1})
+    ctx = MemoryContext(out_dir=tmp_path / "with")
+    get_kind("reasonformer_finetune").run(spec, ctx)
+    evaluation, routing = ctx.results  # the fine-tuned model's records only
+    assert evaluation.stage == "finetune" and evaluation.label == "Single (S)"
+    assert evaluation.pretrained and evaluation.modularity and evaluation.source_run_id is None
+    assert routing.stage == "finetune" and routing.depth == 1
+    # the pre-training phase: the pre-training kind's metrics under pretrain/, steps 1..6 as its own
+    assert set(ctx.metrics["pretrain/routing_loss"]) == set(range(1, 7))
+    for key in ("eval/average", "routing/skill_match", "routing/order_match_trained", "router/s0/sort"):
+        assert f"pretrain/{key}" in ctx.metrics, key
+    assert set(ctx.metrics["pretrain/routing/skill_match"]) == {6}
+    assert 0.0 <= ctx.metrics["pretrain/routing/skill_match"][6] <= 1.0
+    # then adaptation: teacher forcing only, its evaluation on the held-out compositions
+    assert "routing_loss" not in ctx.metrics and set(ctx.metrics["loss"]) == set(range(1, 7))
+    assert {"eval/compose2", "eval/average", "routing/order_match_heldout"} <= set(ctx.metrics)
+    assert ctx.params["derived"]["source"] == "init.pretrain"
+    assert (tmp_path / "with" / "model" / "config.json").is_file()
+    # Table 2's "w/o modularity": pre-trained without the skill-routing loss
+    ctx = MemoryContext(out_dir=tmp_path / "without")
+    get_kind("reasonformer_finetune").run(in_run({"variant": "single", "routing_loss_weight": 0}), ctx)
+    assert ctx.results[0].pretrained and not ctx.results[0].modularity
+    assert set(ctx.metrics["pretrain/routing_loss"]) == set(range(1, 7))  # logged, weighted 0 in the loss
+
+
+@pytest.mark.parametrize("stop_after", [3, 9])  # in pre-training (steps 1-6), in adaptation (after it)
+def test_an_in_run_pretraining_resumes_where_it_stopped(stop_after: int, tmp_path: Path) -> None:
+    spec = in_run({"variant": "shared"}, steps=12)
+    kind = get_kind("reasonformer_finetune")
+    full = MemoryContext(out_dir=tmp_path / "full")
+    kind.run(spec, full)
+    ctx = MemoryContext(out_dir=tmp_path / "resumed", stop_after_step=stop_after)
+    kind.run(spec, ctx)
+    assert ctx.results == [] and ctx.checkpoint is not None
+    state = torch.load(io.BytesIO(ctx.checkpoint[0]), weights_only=True)
+    # pre-training's checkpoints at its steps, adaptation's after them (6 + its step): the newest is the phase
+    assert (set(state), ctx.checkpoint[1]) == (({"pretrain"}, 3) if stop_after == 3 else ({"trainer"}, 6 + 9))
+    ctx.stop_after_step = None
+    torch.manual_seed(4321)
+    kind.run(spec, ctx)
+    assert ctx.metrics == full.metrics
+    assert [r.model_dump() for r in ctx.results] == [r.model_dump() for r in full.results]
+
+
 def test_a_source_run_this_context_cannot_see_is_an_error() -> None:
     spec = ReasonFormerFinetuneSpec.model_validate({"init": {"run_id": 5}, "train": TINY_TRAIN})
     with pytest.raises(RuntimeError, match="cannot see run 5"):
@@ -220,6 +306,43 @@ def test_a_hand_built_jsonl_spec_without_its_files_fails_naming_the_field(stores
             RunError, match=rf"^data\.{name}: the jsonl source needs a training and an evaluation"
         ):
             get_kind("reasonformer_finetune").run(hand_built(fine, "data", **{name: None}), MemoryContext())
+
+
+def test_jsonl_pretraining_in_the_run_scores_the_router_on_single_skill_tasks(stores: Stores) -> None:
+    """The paper-scale path at toy size: pre-training on {skill, input, output} text in the run, then
+    adaptation on text; the router's skill match is scored on the tasks named after a skill (not general)."""
+    SymbolTokenizer(list("abcdefgh")).save(stores.models / "tok")
+    rows = [
+        f'{{"skill": "{skill}", "input": "{x} {y}", "output": "{y}"}}'
+        for skill in ("qa", "logic", "general")
+        for x in "abcd"
+        for y in "efgh"
+    ]
+    (stores.data / "pre.jsonl").write_text("\n".join(rows) + "\n")
+    (stores.data / "down.jsonl").write_text('{"input": "a b", "output": "b"}\n' * 6)
+    down = {"source": "jsonl", "train_path": "down.jsonl", "eval_path": "down.jsonl", "tokenizer": "tok"}
+    spec = ReasonFormerFinetuneSpec.model_validate(
+        {
+            "init": {
+                "pretrain": {
+                    "data": {
+                        "source": "jsonl",
+                        "path": "pre.jsonl",
+                        "tokenizer": "tok",
+                        "eval_fraction": 0.25,
+                    },
+                    "train": TINY_TRAIN,
+                }
+            },
+            "data": down,
+            "train": TINY_TRAIN,
+        }
+    )
+    ctx = MemoryContext()
+    get_kind("reasonformer_finetune").run(spec, ctx)
+    assert 0.0 <= ctx.metrics["pretrain/routing/skill_match"][6] <= 1.0
+    assert "pretrain/eval/qa" in ctx.metrics and "eval/average" in ctx.metrics
+    assert ctx.results[0].pretrained and ctx.results[0].stage == "finetune"
 
 
 def test_pretraining_data_with_a_skill_the_model_lacks_fails_naming_the_field(stores: Stores) -> None:

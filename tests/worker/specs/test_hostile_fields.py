@@ -96,6 +96,9 @@ FREE_TEXT: dict[str, str] = {
     "reasonformer_pretrain:model.general_skill": "a skill label (one of model.skills)",
     "reasonformer_finetune:model.skills.[]": "skill labels: the names of reasoning modules and routing targets",
     "reasonformer_finetune:model.general_skill": "a skill label (one of model.skills)",
+    "reasonformer_finetune:init.pretrain.model.skills.[]": "skill labels: the names of reasoning modules and "
+    "routing targets",
+    "reasonformer_finetune:init.pretrain.model.general_skill": "a skill label (one of model.skills)",
     "reasonformer_finetune:data.tasks.[]": "task names: looked up in the synthetic suite or the fixed "
     "HUB_TASKS table (each with its own hub id); for jsonl data a label of rows",
     "topk_eval:target.reasonformer.tasks.[]": "task names of the synthetic suite (a lookup in its table)",

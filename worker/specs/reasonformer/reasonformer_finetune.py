@@ -1,9 +1,10 @@
 """The ``reasonformer_finetune`` kind: downstream adaptation of ReasonFormer or a baseline (paper 001,
 sections 3.3, 5.1-5.4): initialised from a ``reasonformer_pretrain`` run (``init.run_id``: its saved model
-and tokenizer, architecture included) or fresh from the backbone (Table 2's "w/o pre-train"), optionally
-few-shot (section 5.3) with frozen modules (Table 3), trained with teacher forcing only; evaluated by
-option log-likelihood (multiple choice) or exact match (generative), with the per-step routing analysis.
-docs/experiments/reasonformer.md.
+and tokenizer, architecture included), pre-trained inside the run first on the synthetic suite or jsonl
+text (``init.pretrain``: the pre-training kind's trainer, so one experiment holds pre-trained and fresh
+arms) or fresh from the backbone (Table 2's "w/o pre-train"), optionally few-shot (section 5.3) with
+frozen modules (Table 3), trained with teacher forcing only; evaluated by option log-likelihood (multiple
+choice) or exact match (generative), with the per-step routing analysis. docs/experiments/reasonformer.md.
 
 ``{}`` is a CPU demo: a fresh tiny shared ReasonFormer fine-tuned on the synthetic suite's held-out
 compositions (``compose2``, ``compose3``, ``choose2``). The paper's 11 datasets are the example
@@ -20,10 +21,10 @@ from worker.specs.base import SpecBase, StrictModel
 from worker.specs.confine import DataPath, ModelFolder, ModelName
 from worker.specs.manifest import Example, KindManifest
 from worker.specs.reasonformer.common.analysis import AnalysisSpec
-from worker.specs.reasonformer.common.model import ModelSpec, check_skills_against_data
+from worker.specs.reasonformer.common.model import ModelSpec, check_skills_against_data, error_below
 from worker.specs.reasonformer.common.results import ReasonFormerEval, Routing
 from worker.specs.reasonformer.common.training import TrainSpec
-from worker.specs.reasonformer.reasonformer_pretrain import PRESETS
+from worker.specs.reasonformer.reasonformer_pretrain import PRESETS, PretrainData
 from worker.specs.suite import SuiteSpec
 
 SYNTHETIC_TASKS = ("compose2", "compose3", "choose2")
@@ -42,6 +43,36 @@ HUB_TASKS = (
 )
 
 
+class InRunPretrain(StrictModel):
+    """Reasoning-centric pre-training inside the fine-tuning run, before its adaptation.
+
+    What a ``reasonformer_pretrain`` spec says (its ``data``, ``model`` and ``train`` blocks), run with that
+    kind's corpus, trainer (teacher forcing plus the skill-routing loss, section 3.3) and evaluation, with this
+    run's seed; its metrics are logged under ``pretrain/`` (``pretrain/eval/average``,
+    ``pretrain/routing/skill_match``, ...). The model adapted is the one it trains (its ``model`` block, as
+    a source run's), with its tokenizer. One experiment can so hold pre-trained and fresh arms (Table 2's
+    "w/o pre-train") without naming a pre-training run's id."""
+
+    data: PretrainData = Field(
+        default_factory=PretrainData,
+        description="the pre-training data: the synthetic suite (the same as data.suite) or jsonl",
+    )
+    model: ModelSpec = Field(
+        default_factory=ModelSpec, validate_default=True, description="the model pre-trained, then adapted"
+    )
+    train: TrainSpec = Field(default_factory=TrainSpec, description="the pre-training's optimiser and steps")
+
+    @field_validator("model")
+    @classmethod
+    def _skills_of_the_data(cls, model: ModelSpec, info: ValidationInfo) -> ModelSpec:
+        data = info.data.get("data")
+        if data is None:
+            return model
+        if data.source != "synthetic" and model.backbone in PRESETS and data.tokenizer is None:
+            raise ValueError(f"a preset backbone ({model.backbone}) on text data needs data.tokenizer")
+        return check_skills_against_data(model, data.source)
+
+
 class InitSpec(StrictModel):
     run_id: int | None = Field(
         None, ge=1, description="a succeeded reasonformer_pretrain run to start from; null = fresh (model)"
@@ -52,6 +83,11 @@ class InitSpec(StrictModel):
         description="or a saved model folder (a run's outputs/model, copied into the model store) relative "
         "to the model store; null = none",
     )
+    pretrain: InRunPretrain | None = Field(
+        None,
+        description="or pre-train a fresh model in this run first, on the synthetic suite or jsonl (its "
+        "model block is the model, not the spec's); null = none",
+    )
 
     @field_validator("path")
     @classmethod
@@ -59,6 +95,24 @@ class InitSpec(StrictModel):
         if path is not None and info.data.get("run_id") is not None:
             raise ValueError("give init.run_id or init.path, not both")
         return path
+
+    @field_validator("pretrain")
+    @classmethod
+    def _pretrain_is_a_source(
+        cls, pretrain: InRunPretrain | None, info: ValidationInfo
+    ) -> InRunPretrain | None:
+        if pretrain is not None and (
+            info.data.get("run_id") is not None or info.data.get("path") is not None
+        ):
+            raise ValueError(
+                "init.pretrain starts from a fresh model: give it without init.run_id and init.path"
+            )
+        return pretrain
+
+    def fresh(self) -> bool:
+        """No saved model is named (run_id, path): the run builds its model (pre-training it first when
+        ``pretrain`` is given)."""
+        return self.run_id is None and self.path is None
 
 
 class FewShot(StrictModel):
@@ -132,10 +186,12 @@ class FinetuneData(StrictModel):
 class ReasonFormerFinetuneSpec(SpecBase):
     kind: Literal["reasonformer_finetune"] = "reasonformer_finetune"
     init: InitSpec = Field(default_factory=InitSpec)
-    data: FinetuneData = Field(default_factory=FinetuneData)
+    data: FinetuneData = Field(default_factory=FinetuneData, validate_default=True)
     model: ModelSpec = Field(
         default_factory=ModelSpec,
-        description="the model of a fresh start (init empty); a source run's model keeps its own architecture",
+        validate_default=True,
+        description="the model of a fresh start (init empty); a source run's model keeps its own architecture, "
+        "and init.pretrain's model block is the one it pre-trains",
     )
     freeze: Literal["none", "representation", "reasoning", "both"] = Field(
         "none", description="frozen during adaptation (Table 3): reasoning modules, representation, both"
@@ -143,11 +199,38 @@ class ReasonFormerFinetuneSpec(SpecBase):
     train: TrainSpec = Field(default_factory=TrainSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
 
+    @field_validator("data")
+    @classmethod
+    def _pretrain_on_the_same_text(cls, data: FinetuneData, info: ValidationInfo) -> FinetuneData:
+        """An in-run pre-training and the adaptation share a tokenizer: both on the synthetic suite (the
+        same one: its held-out programs are the downstream tasks), or both on text."""
+        init = info.data.get("init")
+        pre = init.pretrain.data if init is not None and init.pretrain is not None else None
+        if pre is None:
+            return data
+        if (pre.source == "synthetic") != (data.source == "synthetic"):
+            raise error_below(
+                ("source",),
+                "pretrain_data_mismatch",
+                f"init.pretrain pre-trains on {pre.source} data and this adapts on {data.source}: pre-train on "
+                "the synthetic suite to adapt on it, on jsonl text to adapt on jsonl or hub data",
+                data.source,
+            )
+        if pre.source == "synthetic" and pre.suite != data.suite:
+            raise error_below(
+                ("suite",),
+                "pretrain_suite_mismatch",
+                "init.pretrain.data.suite differs from data.suite: the pre-training and the adaptation use one "
+                "suite (its held-out programs are the downstream tasks); give both the same",
+                data.suite.model_dump(),
+            )
+        return data
+
     @field_validator("model")
     @classmethod
     def _skills_of_the_data(cls, model: ModelSpec, info: ValidationInfo) -> ModelSpec:
         data, init = info.data.get("data"), info.data.get("init")
-        if data is None or init is None or init.run_id is not None or init.path is not None:
+        if data is None or init is None or not init.fresh() or init.pretrain is not None:
             return model
         if data.source != "synthetic" and model.backbone in PRESETS and data.tokenizer is None:
             raise ValueError(f"a preset backbone ({model.backbone}) on text data needs data.tokenizer")
@@ -157,10 +240,16 @@ class ReasonFormerFinetuneSpec(SpecBase):
     @classmethod
     def _something_to_freeze(cls, freeze: str, info: ValidationInfo) -> str:
         model, init = info.data.get("model"), info.data.get("init")
-        fresh = init is not None and init.run_id is None and init.path is None
+        if init is not None and init.pretrain is not None:
+            model = init.pretrain.model
+        fresh = init is not None and init.fresh()
         if freeze != "none" and fresh and model is not None and model.variant == "t5":
             raise ValueError("plain T5 has no representation or reasoning modules to freeze")
         return freeze
+
+    def built_model(self) -> ModelSpec:
+        """The model a fresh start builds: the in-run pre-training's, else ``model``."""
+        return self.init.pretrain.model if self.init.pretrain is not None else self.model
 
 
 _PAPER_TRAIN = {

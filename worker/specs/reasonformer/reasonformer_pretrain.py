@@ -66,7 +66,7 @@ class PretrainData(StrictModel):
 class ReasonFormerPretrainSpec(SpecBase):
     kind: Literal["reasonformer_pretrain"] = "reasonformer_pretrain"
     data: PretrainData = Field(default_factory=PretrainData)
-    model: ModelSpec = Field(default_factory=ModelSpec)
+    model: ModelSpec = Field(default_factory=ModelSpec, validate_default=True)  # checked against the data
     train: TrainSpec = Field(default_factory=TrainSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
 

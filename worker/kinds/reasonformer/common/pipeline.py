@@ -12,7 +12,7 @@ from worker.kinds.reasonformer.common.evaluation import Evaluation, evaluate
 from worker.kinds.reasonformer.common.prediction_rows import prediction_rows
 from worker.kinds.reasonformer.common.provenance import Provenance
 from worker.kinds.reasonformer.common.saving import save_model
-from worker.kinds.reasonformer.common.training import Training, fit
+from worker.kinds.reasonformer.common.training import Phase, Training, fit
 from worker.tracking.context import RunContext
 
 
@@ -32,16 +32,22 @@ def report_final(
 
 
 def fit_evaluate_save(
-    ctx: RunContext, model: nn.Module, training: Training, evaluation: Evaluation, provenance: Provenance
+    ctx: RunContext,
+    model: nn.Module,
+    training: Training,
+    evaluation: Evaluation,
+    provenance: Provenance,
+    phase: Phase = Phase(),
 ) -> Path | None:
     """Train (evaluating during training without case studies), report the final evaluation and save the
     model under the run's ``MODEL_DIR``. Returns where it was saved, or None when the run was stopped (its
-    checkpoint saved)."""
+    checkpoint saved). ``phase``: where its checkpoints and progress sit in the run (after an in-run
+    pre-training, ``init.pretrain``)."""
 
     def during(m: nn.Module, step: int) -> dict[str, float]:
         return evaluate(m, evaluation, provenance, ctx.device, cases_per_task=0)[1]
 
-    _, outcome = fit(ctx, model, training, evaluate=during)
+    _, outcome = fit(ctx, model, training, evaluate=during, phase=phase)
     if outcome.stopped:
         ctx.log(f"stopped at step {outcome.step}; checkpoint saved")
         return None

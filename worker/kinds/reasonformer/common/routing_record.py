@@ -95,7 +95,9 @@ def routing_record(
         seed=seed,
     )
     non_general = [s for s in rc.skills if s != rc.general_skill]
-    single = [r for r in routings if r.task in PRIMITIVE_NAMES] if suite else []
+    # single-skill tasks: the suite's primitives; in text data (jsonl pre-training), a task named after one
+    # of the model's skills other than general (its instances are labelled with it)
+    single = [r for r in routings if r.task in (PRIMITIVE_NAMES if suite else non_general)]
     trained = {">".join(p) for p in suite.suite.train_programs} if suite else set()
     heldout = {">".join(p) for p in suite.suite.heldout_programs} if suite else set()
     record = Routing(

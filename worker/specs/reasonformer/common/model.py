@@ -133,7 +133,7 @@ class ModelSpec(StrictModel):
         return 0.0 if self.variant == "morm" else 1.0
 
 
-def _error(loc: tuple[str | int, ...], kind: str, message: str, value: Any) -> ValidationError:
+def error_below(loc: tuple[str | int, ...], kind: str, message: str, value: Any) -> ValidationError:
     """A validation error at ``loc`` below the field being validated (so a 422 names the exact field)."""
     return ValidationError.from_exception_data(
         "spec", [InitErrorDetails(type=PydanticCustomError(kind, message), loc=loc, input=value)]
@@ -148,7 +148,7 @@ def check_skills_against_data(model: ModelSpec, source: str) -> ModelSpec:
     known = set(SYNTHETIC_SKILLS)
     for i, skill in enumerate(model.skills):
         if skill not in known:
-            raise _error(
+            raise error_below(
                 ("skills", i),
                 "unknown_skill",
                 f"unknown skill {skill!r}: the synthetic suite's skills are {', '.join(SYNTHETIC_SKILLS)}",
@@ -156,7 +156,7 @@ def check_skills_against_data(model: ModelSpec, source: str) -> ModelSpec:
             )
     missing = [s for s in SYNTHETIC_SKILLS[:-1] if s not in model.skills]
     if missing:
-        raise _error(
+        raise error_below(
             ("skills",), "missing_skill", f"the synthetic suite needs a module for {missing}", model.skills
         )
     return model
