@@ -134,6 +134,26 @@ def tiny_spec(tmp_path: Path, model: str, **extra: Any) -> CarmaSpec:
     return CarmaSpec.model_validate(spec)
 
 
+def assert_claim_metrics(
+    ctx: MemoryContext, curves: list[CapCurve], synonyms: list[SynonymConsistency], step: int
+) -> None:
+    """What claims compare is in the metrics table, at the training's last step, equal to the records:
+    CAP at start layers 0 (depth 0: early) and 3 (depth 1: late) averaged over the protocols; per rate
+    ConsistSyn's mean over the seeds and its CV, left out where no test item was correct before."""
+    early = sum(c.points[0].accuracy for c in curves) / len(curves)
+    late = sum(c.points[-1].accuracy for c in curves) / len(curves)
+    assert ctx.metrics["cap/early_acc"] == {step: pytest.approx(early)}
+    assert ctx.metrics["cap/late_acc"] == {step: pytest.approx(late)}
+    assert ctx.metrics["cap/early_minus_late_acc"] == {step: pytest.approx(early - late)}
+    assert "cap/middle_acc" not in ctx.metrics  # no start layer between 25% and 75% of the depth
+    for s, key in zip(synonyms, ("25", "40"), strict=True):
+        if s.correct_before == 0:
+            assert f"consist_syn/{key}" not in ctx.metrics and f"consist_syn_cv/{key}" not in ctx.metrics
+        else:
+            assert ctx.metrics[f"consist_syn/{key}"] == {step: pytest.approx(s.mean)}
+            assert ctx.metrics[f"consist_syn_cv/{key}"] == {step: pytest.approx(s.cv)}
+
+
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma"])
 def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
     ctx = MemoryContext()
@@ -173,6 +193,7 @@ def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
     ):
         assert key in ctx.metrics, key
     assert ctx.params["derived"]["carma_layers"] == [0, 1]
+    assert_claim_metrics(ctx, curves, synonyms, step=3)
     if model == "tiny-gpt2":  # GPT-2 splits "domesticated", "carnivorous", ...: positive pairs
         assert ctx.metrics["mi_pairs"][1] > 0
     else:  # Gemma's 262k vocabulary keeps most of these words whole: batches without pairs, MI 0, no crash
@@ -241,3 +262,17 @@ def test_a_hand_built_spec_without_its_data_file_fails_naming_the_field(tmp_path
     with pytest.raises(RunError, match=rf"^data\.path: the {source} source needs a file$"):
         get_kind("carma").run(bad, ctx)
     assert ctx.params == {} and ctx.results == []  # refused before anything was logged
+
+
+def test_synonym_metrics_name_each_rate_in_percent_and_skip_a_rate_without_correct_items() -> None:
+    from worker.core.synonyms.evaluate import SynonymOutcome
+    from worker.kinds.carma.common.synonyms import rate_key, synonym_metrics
+
+    assert [rate_key(r) for r in (0.25, 0.4, 0.07, 1 / 3, 1.0)] == ["25", "40", "7", "33.3333", "100"]
+    seeds = [0, 1, 2, 3, 4]
+    values = [50.0, 60.0, 40.0, 50.0, 50.0]  # mean 50, population std sqrt(40): CV 0.12649
+    outcomes = [
+        SynonymOutcome(0.25, seeds, values, 50.0, 40**0.5, 40**0.5 / 50, 10, [10] * 5),
+        SynonymOutcome(0.4, seeds, [0.0] * 5, 0.0, 0.0, 0.0, 0, [0] * 5),  # nothing was correct before
+    ]
+    assert synonym_metrics(outcomes) == {"consist_syn/25": 50.0, "consist_syn_cv/25": pytest.approx(0.126491)}

@@ -4,9 +4,11 @@ protocol (Figure 2) and synonym consistency per rate (Tables 1, 4, 5). docs/expe
 
 Metrics: ``loss`` (eq. 8's total), ``task_loss``, ``mi_loss``, ``stability_loss``, ``carma_loss`` (eq. 7),
 ``mi_pairs``, ``train_acc`` (the batch), ``lr``, ``grad_norm``, ``step_time`` (seconds per step),
-``validation_acc``, ``validation_loss``. For ``ft`` the MI and stability losses are computed without
-gradient so the variants' curves compare. Results: ``carma_eval``, ``cap_curve`` (one per protocol),
-``synonym_consistency`` (one per rate).
+``validation_acc``, ``validation_loss``; at the end ``test_acc``, ``test_loss``, the CAP regions'
+``cap/early_acc``, ``cap/middle_acc``, ``cap/late_acc``, ``cap/early_minus_late_acc`` and per synonym rate
+``consist_syn/<rate %>``, ``consist_syn_cv/<rate %>`` (what claims compare). For ``ft`` the MI and
+stability losses are computed without gradient so the variants' curves compare. Results: ``carma_eval``,
+``cap_curve`` (one per protocol), ``synonym_consistency`` (one per rate).
 """
 
 from __future__ import annotations
@@ -105,8 +107,8 @@ def run(spec: CarmaSpec, ctx: RunContext) -> None:
     test = report_scores(ctx, spec, plan, tuning, model, device)
     ctx.progress(plan.train_steps + 1, plan.total_work, f"test accuracy {test.accuracy:.4f}; CAP")
     if spec.cap.enabled:
-        report_cap(ctx, spec, plan, model, device)
+        report_cap(ctx, spec, plan, model, device, tuning.steps)
     ctx.progress(plan.train_steps + 2, plan.total_work, "synonyms")
     if spec.synonyms.enabled:
-        report_synonyms(ctx, spec, plan, model, test, synonym_map, device)
+        report_synonyms(ctx, spec, plan, model, test, synonym_map, device, tuning.steps)
     ctx.progress(plan.total_work, plan.total_work, f"done: test accuracy {test.accuracy:.4f}")

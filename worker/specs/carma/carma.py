@@ -438,7 +438,14 @@ MANIFEST = KindManifest(
     "(IDM or sentiment), then measure exact-match accuracy, CAP layer curves and synonym consistency "
     "(CARMA paper, sections 3-5).",
     spec=CarmaSpec,
-    metric_directions={"*loss*": "min", "*acc*": "max", "*consistency*": "max", "step_time": "min"},
+    metric_directions={
+        "*loss*": "min",
+        "*acc*": "max",  # the CAP regions' cap/<region>_acc included
+        "*consistency*": "max",
+        "consist_syn/*": "max",  # ConsistSyn per rate (eq. 12): higher is more consistent
+        "consist_syn_cv/*": "min",  # its CV (eq. 13): lower is more stable (section 5.2)
+        "step_time": "min",
+    },
     result_fields={
         "test_acc": "carma_eval.test_acc",
         "validation_acc": "carma_eval.validation_acc",

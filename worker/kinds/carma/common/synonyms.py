@@ -1,5 +1,6 @@
-"""The synonym-intervention phase (Tables 1, 4, 5): one ``synonym_consistency`` record per rate and the
-per-example table ``synonyms``."""
+"""The synonym-intervention phase (Tables 1, 4, 5): one ``synonym_consistency`` record per rate, the
+per-example table ``synonyms``, and per rate the metrics ``consist_syn/<rate in %>`` (the mean ConsistSyn
+over the replacement seeds) and ``consist_syn_cv/<rate in %>`` (its CV, eq. 13) that claims compare."""
 
 from __future__ import annotations
 
@@ -48,6 +49,26 @@ def synonym_rows(
     return rows
 
 
+def rate_key(rate: float) -> str:
+    """A rate as its metric keys name it: a percentage, ``0.25`` -> ``25``, ``0.4`` -> ``40``."""
+    return f"{rate * 100:g}"
+
+
+def synonym_metrics(outcomes: list[SynonymOutcome]) -> dict[str, float]:
+    """Per rate: ``consist_syn/<rate>`` the mean ConsistSyn over the seeds (percent, eq. 12) and
+    ``consist_syn_cv/<rate>`` its coefficient of variation (eq. 13); a run is one value of each, so a
+    claim compares variants over training seeds as Tables 1, 4, 5 compare them over replacement seeds.
+    A rate with no originally-correct item has neither: eq. 12 divides by their number, and a 0 would
+    count in a claim as a measured ConsistSyn."""
+    metrics: dict[str, float] = {}
+    for o in outcomes:
+        if o.correct_before == 0:
+            continue
+        metrics[f"consist_syn/{rate_key(o.rate)}"] = o.mean
+        metrics[f"consist_syn_cv/{rate_key(o.rate)}"] = o.cv
+    return metrics
+
+
 def report_synonyms(
     ctx: RunContext,
     spec: CarmaSpec,
@@ -56,9 +77,11 @@ def report_synonyms(
     test: Evaluation,
     synonym_map: str | None,
     device: torch.device,
+    step: int,
 ) -> None:
     """Words of the originally-correct test items replaced by synonyms at each rate and seed: the
-    records, and the table of what was replaced and what the model answered after."""
+    records, the table of what was replaced and what the model answered after, and the metrics at
+    ``step`` (the training's last, as ``test_acc``)."""
     syn = spec.synonyms
     count = syn.max_items or len(plan.splits.test)
     items = plan.splits.test[:count]
@@ -94,3 +117,4 @@ def report_synonyms(
             )
         )
     ctx.log_examples("synonyms", synonym_rows(outcomes, items, test.predictions, plan.lm.tokenizer))
+    ctx.log_metrics(synonym_metrics(outcomes), step)
