@@ -1,4 +1,4 @@
-"""The claims' bounds (issue 35: one member cannot make a read do unbounded work), on SQLite and Postgres:
+"""The claims' bounds (one member cannot make a read do unbounded work), on SQLite and Postgres:
 the list's ``limit`` (a default, a maximum, a 422 at ``["query", "limit"]`` past it), its keyset pages
 (every claim exactly once, while claims are stated and deleted between pages), the project's cap (409
 naming it, nothing stored lost, two requests at once cannot both take the last place) and a claim's read

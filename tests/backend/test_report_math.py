@@ -1,4 +1,4 @@
-"""Math in a report's exports (issue 38): the HTML export typesets ``$...$`` and ``$$...$$`` as MathML of
+"""Math in a report's exports: the HTML export typesets ``$...$`` and ``$$...$$`` as MathML of
 allowed elements and attributes only, markdown leaves the TeX alone, a formula that cannot be typeset
 shows as its TeX in <code>; the Markdown export keeps math as TeX with no tag in it."""
 

@@ -1,4 +1,4 @@
-"""The reports' bounds (issue 35: one member cannot make a read do unbounded work), on SQLite and Postgres:
+"""The reports' bounds (one member cannot make a read do unbounded work), on SQLite and Postgres:
 the list's ``limit`` (a default, a maximum, a 422 at ``["query", "limit"]`` past it), its keyset pages
 newest first (every report exactly once while reports are saved, deleted and created between pages), the
 summaries each page carries, the project's cap (409 naming it, nothing stored lost, two requests at once
