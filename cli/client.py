@@ -283,6 +283,7 @@ def state_claims(client: ReasonLabClient, project_id: int, stated: list[dict[str
 # `submit --wait`'s exit statuses (documented in its help, README.md and docs/quickstart.md)
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_CANCELLED, EXIT_TIMEOUT = 0, 2, 3, 4
 WAIT_POLL_SECONDS = 1.0  # between two looks at the unfinished runs
+WAIT_POLL_RUNS = 5  # runs a second the wait asks about, on average; more unfinished runs: a longer pause
 RETRY_FIRST_SECONDS, RETRY_MAX_SECONDS = 1.0, 30.0  # backoff while the API is unreachable
 OUTAGE_NOTE_SECONDS = 300.0  # during a long outage, a line on stderr this often
 # the clock and the sleep of the wait (tests replace them)
@@ -333,7 +334,9 @@ def _wait_all(client: ReasonLabClient, run_ids: list[int], timeout: float | None
             delay = retry_in
             retry_in = min(retry_in * 2, RETRY_MAX_SECONDS)
         else:
-            delay = WAIT_POLL_SECONDS
+            # a look at each unfinished run a second, at most WAIT_POLL_RUNS of them: a sweep of 100 runs
+            # is looked at every 20 s, not 100 requests a second for as long as it runs
+            delay = WAIT_POLL_SECONDS * max(1.0, len(pending) / WAIT_POLL_RUNS)
         if not pending:
             break
         if deadline is not None and _now() + delay > deadline:

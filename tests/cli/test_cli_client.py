@@ -187,6 +187,27 @@ def test_submit_wait_exits_0_when_every_run_succeeded(submit_wait: Any) -> None:
     assert "run 1: succeeded" in result.output and "2 run(s): 2 succeeded" in result.output
 
 
+def test_submit_wait_asks_about_a_large_sweep_less_often(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 unfinished runs: a pause of 4 s between two looks (5 runs a second), 1 s again once few are
+    left; every run is still reported."""
+    slept: list[float] = []
+    monkeypatch.setattr(cli_client, "_sleep", slept.append)
+    polls: dict[int, int] = {}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        rid = int(request.url.path.rsplit("/", 1)[1])
+        polls[rid] = polls.get(rid, 0) + 1
+        done = polls[rid] > (1 if rid <= 17 else 3)  # 17 end after one look, 3 after three
+        return httpx.Response(200, json=_run(rid, "succeeded" if done else "running"))
+
+    client = ReasonLabClient("http://api.test", "t", transport=httpx.MockTransport(handle))
+    assert cli_client._wait_all(client, list(range(1, 21))) == 0
+    assert slept == [4.0, 1.0, 1.0]
+    assert all(polls[r] == 2 for r in range(1, 18)) and all(polls[r] == 4 for r in range(18, 21))
+
+
 def test_submit_wait_exits_2_when_a_run_failed_and_says_why(submit_wait: Any) -> None:
     def statuses(rid: int, poll: int) -> dict[str, Any]:
         if rid == 1:
