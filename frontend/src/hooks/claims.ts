@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import { allPages } from '../api/pages';
-import type { Claim, ClaimCreate } from '../api/types';
+import type { Claim, ClaimCreate, ClaimDefinition } from '../api/types';
 
 // A project's claims, each with its evaluation on the runs now: the list is asked for again every few
 // seconds while the page is open, so a card's n, effect, p-value and verdict change as runs end.
@@ -40,6 +40,35 @@ export function useCreateClaim(projectId: number) {
     mutationFn: (body: ClaimCreate) =>
       unwrap(api.POST('/api/v1/projects/{project_id}/claims', { params: { path: { project_id: projectId } }, body })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: claimsKey(projectId) }),
+  });
+}
+
+/** Renames a claim or replaces its definition (members): the body holds only what changed (lib/claims.ts
+ *  `claimPatch`); a changed definition is a new version. Its 422 and 409 (a name taken) are the form's. The
+ *  answer, evaluated, replaces the claim in the list at once. */
+export function useEditClaim(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: ({ id, body }: { id: number; body: { name?: string; definition?: ClaimDefinition } }) =>
+      unwrap(api.PATCH('/api/v1/claims/{claim_id}', { params: { path: { claim_id: id } }, body })),
+    onSuccess: (claim) => {
+      qc.setQueryData<Claim[]>(claimsKey(projectId), (old) => old?.map((c) => (c.id === claim.id ? claim : c)));
+      void qc.invalidateQueries({ queryKey: claimsKey(projectId) });
+    },
+  });
+}
+
+/** Deletes a claim (its author or a project admin; the API's 403 for anyone else is the dialog's to show). */
+export function useDeleteClaim(projectId: number) {
+  const qc = useQueryClient();
+  return useMutation({
+    meta: { errorsInline: true },
+    mutationFn: (id: number) => unwrap(api.DELETE('/api/v1/claims/{claim_id}', { params: { path: { claim_id: id } } })),
+    onSuccess: (_none, id) => {
+      qc.setQueryData<Claim[]>(claimsKey(projectId), (old) => old?.filter((c) => c.id !== id));
+      void qc.invalidateQueries({ queryKey: claimsKey(projectId) });
+    },
   });
 }
 

@@ -1,7 +1,9 @@
-// A claim's form (the dashboard's claims page) as the API's definition, the 422's field paths back onto the
-// form's fields, and how a claim's numbers read on its card.
+// A claim's form (the dashboard's claims page) as the API's definition, a claim back as the form (to edit
+// it) and the edit as the PATCH body of what changed, the 422's field paths back onto the form's fields,
+// and how a claim's numbers read on its card.
 import type { ClaimDefinition } from '../api/types';
 import type { ErrorItem } from './apiErrors';
+import { canonical, type Json } from './dotted';
 
 export interface ArmDraft {
   name: string;
@@ -46,15 +48,20 @@ function numeric(text: string): number {
   return t === '' ? Number.NaN : Number(t);
 }
 
-/** The API's body for a draft. */
-export function definitionOf(d: ClaimDraft): ClaimDefinition {
+/** The API's body for a draft. `base`, when the draft edits a claim, is its current definition: what the form
+ *  has no field for (the description, the power, a bootstrap's resamples and seed) is kept from it, so an
+ *  edit changes only what the form shows. */
+export function definitionOf(d: ClaimDraft, base?: ClaimDefinition): ClaimDefinition {
   const read: NonNullable<ClaimDefinition['read']> =
     d.read === 'mean_last' ? { mode: 'mean_last', steps: numeric(d.steps) } : { mode: d.read };
+  const baseBootstrap = base?.test?.type === 'bootstrap' ? base.test : undefined;
   const test: NonNullable<ClaimDefinition['test']> =
-    d.test === 'bootstrap' ? { type: 'bootstrap', resamples: 10_000, seed: 0 } : { type: 't', pairing: d.test };
+    d.test === 'bootstrap'
+      ? { type: 'bootstrap', resamples: baseBootstrap?.resamples ?? 10_000, seed: baseBootstrap?.seed ?? 0 }
+      : { type: 't', pairing: d.test };
   return {
     section: d.section,
-    description: '',
+    description: base?.description ?? '',
     arms: d.arms.map((a) => ({ name: a.name, query: a.query })),
     metric: d.metric,
     read,
@@ -62,9 +69,42 @@ export function definitionOf(d: ClaimDraft): ClaimDefinition {
     min_effect: numeric(d.minEffect),
     test,
     alpha: numeric(d.alpha),
-    power: 0.8,
+    power: base?.power ?? 0.8,
     family: d.family.trim() === '' ? null : d.family.trim(),
   };
+}
+
+/** A claim as the form: its name and its definition's fields, as the form holds them (text for numbers). */
+export function draftOf(name: string, def: ClaimDefinition): ClaimDraft {
+  const read = def.read ?? { mode: 'last' };
+  const test = def.test ?? { type: 't', pairing: 'auto' };
+  return {
+    name,
+    section: def.section,
+    arms: def.arms.map((a) => ({ name: a.name, query: a.query })),
+    metric: def.metric,
+    read: read.mode,
+    steps: read.mode === 'mean_last' ? String(read.steps) : emptyDraft().steps,
+    direction: def.direction,
+    minEffect: String(def.min_effect ?? 0),
+    test: test.type === 'bootstrap' ? 'bootstrap' : (test.pairing ?? 'auto'),
+    alpha: String(def.alpha ?? 0.05),
+    family: def.family ?? '',
+  };
+}
+
+/** The PATCH body of an edit: the name when it differs from the claim's, the definition when it differs
+ *  from the current one (keys in any order: the same definition is no change); empty when nothing changed.
+ *  A changed definition is a new version (docs/api.md, Claims). */
+export function claimPatch(
+  claim: { name: string; definition: ClaimDefinition },
+  d: ClaimDraft,
+): { name?: string; definition?: ClaimDefinition } {
+  const out: { name?: string; definition?: ClaimDefinition } = {};
+  if (d.name !== claim.name) out.name = d.name;
+  const definition = definitionOf(d, claim.definition);
+  if (canonical(definition as unknown as Json) !== canonical(claim.definition as unknown as Json)) out.definition = definition;
+  return out;
 }
 
 /** A 422's errors by the form's field: `name`, `section`, `arms` (the list), `arms.1.name`,

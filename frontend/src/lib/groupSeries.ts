@@ -15,6 +15,7 @@
 // the one member of a group of one) count, so every drawn point of a group of several has a real
 // interval; `n` per step says how many members it averages (shown in the chart's tooltip).
 
+import { canonical } from './dotted';
 import { tQuantile } from './studentT';
 
 /** A member's curve: [step, value] in increasing step order (non-finite values are left out). */
@@ -106,15 +107,6 @@ export function withoutSeeds(value: unknown): Json {
     return out;
   }
   return value as Json;
-}
-
-// JSON with object keys sorted: equal specs written in different key orders give the same key
-function canonical(value: Json): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k]!)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** The seed-group key of a spec: its canonical JSON without any key named `seed`. */

@@ -5,7 +5,7 @@
 // its 422 lands on the Name field, a 413 (over REASONLAB_DATASET_MAX_BYTES) on the File field.
 import { ActionIcon, Alert, Button, Code, CopyButton, Group, Input, Paper, Stack, Table, Text, TextInput, Title, Tooltip } from '@mantine/core';
 import { useId, useRef, useState, type FormEvent, type RefObject } from 'react';
-import { ConfirmDelete } from './ConfirmDelete';
+import { ConfirmDelete } from '../common/ConfirmDelete';
 import type { Dataset, Role } from '../../api/types';
 import { useDatasets, useDeleteDataset, useUploadDataset } from '../../hooks/datasets';
 import { formatBytes } from '../../lib/artifactTree';
@@ -287,7 +287,7 @@ export function ProjectDatasets({ projectId, role, username }: { projectId: numb
           />
         )}
       </QueryState>
-      <ConfirmDelete what="dataset" del={del} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
+      <ConfirmDelete what="dataset" del={del} name={deleting.name} target={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
           Its bytes are removed. Experiments whose spec names <Code>{specReference(deleting.name)}</Code> are refused from then on, and their runs that
           have not started cannot get it.
         </ConfirmDelete>

@@ -5,7 +5,7 @@
 // shows one. A secret goes only to its hosts: a spec naming it with another endpoint is refused.
 import { Alert, Badge, Button, Code, Group, Modal, Paper, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useRef, useState, type FormEvent, type RefObject } from 'react';
-import { ConfirmDelete } from './ConfirmDelete';
+import { ConfirmDelete } from '../common/ConfirmDelete';
 import type { Secret } from '../../api/types';
 import { useDeleteSecret, useSecrets, useSetSecret, useSetSecretHosts } from '../../hooks/secrets';
 import { hostLines, secretFormErrors, unsendableName, type SecretFormErrors } from '../../lib/secretForm';
@@ -280,7 +280,7 @@ export function ProjectSecrets({ projectId, canManage }: { projectId: number; ca
       </QueryState>
       {canManage && hostsOf && <HostsEditor key={hostsOf.name} projectId={projectId} secret={hostsOf} onClose={() => setHostsOf(null)} />}
       {canManage && (
-        <ConfirmDelete what="secret" del={del} name={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
+        <ConfirmDelete what="secret" del={del} name={deleting.name} target={deleting.name} opened={deleting.opened} onClose={() => setDeleting((d) => ({ ...d, opened: false }))}>
           Until it is set again, experiments whose spec names <Code>{deleting.name}</Code> are refused, and their runs that have not started cannot get it.
         </ConfirmDelete>
       )}
