@@ -360,16 +360,8 @@ class ReasonLabClient:
     def list_reports(self, project_id: int) -> list[api.ReportSummary]:
         """Every report of the project (title, version, author, revisions), newest first, following the
         list's pages; any role."""
-        items: list[api.ReportSummary] = []
-        cursor: str | None = None
-        while True:
-            page: api.ReportSummaryPage = self._get(
-                f"/projects/{project_id}/reports", limit=REPORTS_PAGE, cursor=cursor
-            )
-            items.extend(page["items"])
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return items
+        items: list[api.ReportSummary] = self._every_page(f"/projects/{project_id}/reports", REPORTS_PAGE)
+        return items
 
     def get_report(self, report_id: int) -> api.ReportPublic:
         """A report's draft: its title, version and blocks (any role in its project)."""
@@ -484,12 +476,15 @@ class ReasonLabClient:
         (``claim["evaluation"]``: n, mean and interval per arm, each comparison's effect, interval, p-value
         adjusted within its family and verdict, the pre-registration), following the list's pages; any
         role."""
-        items: list[api.ClaimPublic] = []
+        items: list[api.ClaimPublic] = self._every_page(f"/projects/{project_id}/claims", CLAIMS_PAGE)
+        return items
+
+    def _every_page(self, path: str, limit: int) -> list[Any]:
+        """Every item of a keyset-paged list route (``{"items", "next_cursor"}``), pages of ``limit``."""
+        items: list[Any] = []
         cursor: str | None = None
         while True:
-            page: api.ClaimPage = self._get(
-                f"/projects/{project_id}/claims", limit=CLAIMS_PAGE, cursor=cursor
-            )
+            page = self._get(path, limit=limit, cursor=cursor)
             items.extend(page["items"])
             cursor = page.get("next_cursor")
             if not cursor:
