@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from backend.models import Claim, ClaimReview, ClaimVersion, Comment, Metric, MetricLatest, Project, Run
+from backend.models import Claim, ClaimReview, ClaimVersion, Comment, Metric, MetricLatest, Run
 
 
 def of_project(session: Session, project_id: int) -> list[Claim]:
@@ -28,13 +28,6 @@ def page(session: Session, project_id: int, after_id: int | None, limit: int) ->
 
 def count(session: Session, project_id: int) -> int:
     return int(session.scalar(select(func.count(Claim.id)).where(Claim.project_id == project_id)) or 0)
-
-
-def lock_project(session: Session, project_id: int) -> None:
-    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
-    project do not wait for; SQLite writes one at a time anyway), so two requests stating claims in one
-    project at once take turns at its cap."""
-    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
 
 
 def by_name(session: Session, project_id: int, name: str) -> Claim | None:

@@ -164,32 +164,12 @@ def _actor(principal: Principal) -> tuple[int | None, str]:
     return principal.user_id, principal.name
 
 
-def _within_cap(session: Session, project_id: int) -> None:
-    """409 when the project holds more than ``MAX_CLAIMS`` claims counting the one just flushed (the
-    request's session then rolls it back). Counted after the insert, under the project's row lock
-    (Postgres) or the database's write lock the insert took (SQLite), so two requests at once cannot both
-    take the last place."""
-    held = repository.count(session, project_id)
-    if held > MAX_CLAIMS:
-        raise Conflict(
-            f"project {project_id} holds {held - 1} claims, the most a project may hold is {MAX_CLAIMS}: "
-            "delete one to state another",
-            [
-                {
-                    "loc": ["path", "project_id"],
-                    "msg": f"at most {MAX_CLAIMS} claims a project: delete one to state another",
-                    "type": "project_full",
-                }
-            ],
-        )
-
-
 def create_claim(session: Session, principal: Principal, project_id: int, body: ClaimCreate) -> ClaimPublic:
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     if repository.by_name(session, project_id, body.name) is not None:
         raise _duplicate(body.name)
     _check(session, body.definition)
-    repository.lock_project(session, project_id)
+    projects.lock_for_cap(session, project_id)
     now = utcnow()
     actor_id, actor = _actor(principal)
     claim = Claim(
@@ -197,7 +177,9 @@ def create_claim(session: Session, principal: Principal, project_id: int, body: 
     )
     session.add(claim)
     _flush(session, body.name)
-    _within_cap(session, project_id)
+    projects.check_cap(
+        project_id, repository.count(session, project_id), MAX_CLAIMS, "claims", "state another"
+    )
     session.add(
         ClaimVersion(
             claim_id=claim.id,

@@ -33,3 +33,10 @@ def members(session: Session, project_id: int) -> list[tuple[User, str]]:
 
 def visible_project_ids(session: Session, user_id: int) -> list[int]:
     return list(session.scalars(select(Membership.project_id).where(Membership.user_id == user_id)))
+
+
+def lock_for_cap(session: Session, project_id: int) -> None:
+    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
+    project do not wait for; SQLite writes one at a time anyway), so two requests adding to one of the
+    project's capped collections at once take turns at its cap."""
+    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))

@@ -152,3 +152,27 @@ def members(session: Session, principal: Principal, project_id: int) -> list[tup
     """The project's members and their roles, for anyone who may view the project."""
     require_role(session, principal, project_id, "viewer", f"project {project_id}")
     return repository.members(session, project_id)
+
+
+def lock_for_cap(session: Session, project_id: int) -> None:
+    """Take the project's row before adding to a capped collection (``check_cap`` after the insert)."""
+    repository.lock_for_cap(session, project_id)
+
+
+def check_cap(project_id: int, held: int, cap: int, things: str, then: str) -> None:
+    """409 ``project_full`` when the project holds more than ``cap`` ``things`` counting the one just
+    flushed (the request's session then rolls it back). Counted after the insert, under the row lock of
+    ``lock_for_cap`` (Postgres) or the write lock the insert took (SQLite), so two requests at once cannot
+    both take the last place. ``then``: what deleting one allows ("state another")."""
+    if held > cap:
+        raise Conflict(
+            f"project {project_id} holds {held - 1} {things}, the most a project may hold is {cap}: "
+            f"delete one to {then}",
+            [
+                {
+                    "loc": ["path", "project_id"],
+                    "msg": f"at most {cap} {things} a project: delete one to {then}",
+                    "type": "project_full",
+                }
+            ],
+        )

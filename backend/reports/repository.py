@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 from backend.models import (
     Metric,
     MetricLatest,
-    Project,
     Report,
     ReportComment,
     ReportFrozenData,
@@ -55,13 +54,6 @@ def page(session: Session, project_id: int, before_id: int | None, limit: int) -
 
 def count(session: Session, project_id: int) -> int:
     return int(session.scalar(select(func.count(Report.id)).where(Report.project_id == project_id)) or 0)
-
-
-def lock_project(session: Session, project_id: int) -> None:
-    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
-    project do not wait for; SQLite writes one at a time anyway), so two requests creating reports in one
-    project at once take turns at its cap."""
-    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
 
 
 def revisions(session: Session, report_id: int) -> list[ReportRevision]:

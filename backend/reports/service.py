@@ -168,7 +168,7 @@ def create_report(
     role = projects.require_role(session, principal, project_id, "member", f"project {project_id}")
     ctx = _context(session, project_id)
     blocks, frozen_now = _prepare(ctx, list(body.blocks))
-    repository.lock_project(session, project_id)
+    projects.lock_for_cap(session, project_id)
     report = Report(
         project_id=project_id,
         title=body.title,
@@ -180,7 +180,9 @@ def create_report(
     )
     session.add(report)
     session.flush()
-    _within_cap(session, project_id)
+    projects.check_cap(
+        project_id, repository.count(session, project_id), MAX_REPORTS, "reports", "create another"
+    )
     kept.keep(ctx, report.id, blocks, frozen_now)
     feed.record(
         session,
@@ -190,26 +192,6 @@ def create_report(
         actor_id=_user_id(principal),
     )
     return _public(session, report, role)
-
-
-def _within_cap(session: Session, project_id: int) -> None:
-    """409 when the project holds more than ``MAX_REPORTS`` reports counting the one just flushed (the
-    request's session then rolls it back). Counted after the insert, under the project's row lock
-    (Postgres) or the database's write lock the insert took (SQLite), so two requests at once cannot both
-    take the last place."""
-    held = repository.count(session, project_id)
-    if held > MAX_REPORTS:
-        raise Conflict(
-            f"project {project_id} holds {held - 1} reports, the most a project may hold is {MAX_REPORTS}: "
-            "delete one to create another",
-            [
-                {
-                    "loc": ["path", "project_id"],
-                    "msg": f"at most {MAX_REPORTS} reports a project: delete one to create another",
-                    "type": "project_full",
-                }
-            ],
-        )
 
 
 def _stale(report: Report, base_version: int, blocks: list[Any] | None) -> Conflict:

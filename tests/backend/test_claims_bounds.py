@@ -216,7 +216,7 @@ def test_two_claims_at_once_cannot_both_take_the_last_place(
     """Another writer holds a new claim in its open transaction (the project's row locked, as a create
     does) while a request states one at the cap's last place: the request waits for it, then counts it
     and is refused (409), so the project never holds more than the cap."""
-    from backend.claims import repository
+    from backend.projects import repository
 
     monkeypatch.setattr(service, "MAX_CLAIMS", 2)
     pid = _pid(api)
@@ -225,7 +225,7 @@ def test_two_claims_at_once_cannot_both_take_the_last_place(
     held = factory()
     answers: list[Any] = []
     try:
-        repository.lock_project(held, pid)
+        repository.lock_for_cap(held, pid)
         now = utcnow()
         claim = Claim(project_id=pid, name="held", version=1, created_at=now, updated_at=now)
         held.add(claim)

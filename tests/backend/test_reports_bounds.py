@@ -14,7 +14,8 @@ import pytest
 
 from backend.db import get_engine, session_factory, session_scope, utcnow
 from backend.models import Report
-from backend.reports import repository, service
+from backend.projects import repository as projects_repo
+from backend.reports import service
 from reasonlab_sdk import client as sdk_client
 from reasonlab_sdk.client import ReasonLabClient
 from tests.backend.conftest import Api
@@ -176,7 +177,7 @@ def test_two_reports_at_once_cannot_both_take_the_last_place(
     held = factory()
     answers: list[Any] = []
     try:
-        repository.lock_project(held, pid)
+        projects_repo.lock_for_cap(held, pid)
         now = utcnow()
         held.add(Report(project_id=pid, title="held", blocks=[], version=1, created_at=now, updated_at=now))
         held.flush()
