@@ -11,50 +11,30 @@ field, under the sweep combination when swept."""
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from backend import query
-from backend.claims import evaluate as evaluation
-from backend.claims.schemas import ClaimCreate
 from backend.experiments import sweep as sweeps
 from backend.experiments.schemas import ExperimentCreate
 from backend.experiments.service import resolve
 from tests.backend.conftest import Api
+from tests.backend.findings_files import (
+    checked_claims,
+    experiment_body,
+    load,
+    one_thread,  # noqa: F401 (a fixture its tests use)
+    without_scale,
+)
 from tests.worker.kinds.sraven_context import MemoryContext
 
-FINDINGS = Path(__file__).parents[2] / "examples" / "findings"
 CPU, PAPER = "reasonformer.yaml", "reasonformer_paper_scale.yaml"
 FILES = [CPU, PAPER]
 EXPERIMENT_KEYS = {"name", "kind", "description", "spec", "sweep"}
 ARMS = 5  # Shared, Private, Single, Single w/o routing loss (pre-trained in the run), Shared w/o pre-train
 PAPER_SKILLS = ["logic", "qa", "ner", "nli", "fact", "general"]
-
-
-def load(name: str) -> dict[str, Any]:
-    doc = yaml.safe_load((FINDINGS / name).read_text())
-    assert isinstance(doc, dict)
-    return doc
-
-
-def experiment_body(doc: dict[str, Any]) -> dict[str, Any]:
-    """What `reasonlab submit` sends for the file: everything but its claims."""
-    return {key: value for key, value in doc.items() if key != "claims"}
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -78,17 +58,8 @@ def test_the_experiment_is_a_valid_submission_of_its_kind_with_five_seeds(name: 
 @pytest.mark.parametrize("name", FILES)
 def test_each_claim_validates_and_names_its_experiment(name: str) -> None:
     doc = load(name)
-    claims = doc["claims"]
-    assert len({c["name"] for c in claims}) == len(claims) >= 4
-    experiment = f'experiment = "{doc["name"]}"'
-    for raw in claims:
-        claim = ClaimCreate.model_validate(raw)
+    for claim in checked_claims(doc, 4):
         definition = claim.definition
-        for arm in definition.arms:
-            assert arm.query.startswith(experiment + " and "), (claim.name, arm.name)
-            for dialect in ("sqlite", "postgresql"):  # what the service checks at creation, per database
-                query.where(query.RUNS, arm.query, dialect)
-                query.metric_column(query.RUNS, evaluation.metric_text(definition), dialect)
         assert definition.family and definition.section.startswith("001 ")
         assert definition.read.mode == "last"  # the final evaluation: one point per run
         assert definition.direction == "greater" and definition.min_effect > 0
@@ -206,17 +177,6 @@ def test_every_claim_reads_a_metric_the_kind_logs_for_its_arms(name: str, api: A
                 logged[key] = set(ctx.metrics)
             assert metric in logged[key], f"{claim['name']}, arm {arm['name']}: the kind logs no {metric!r}"
     assert len(logged) == ARMS
-
-
-def without_scale(claim: dict[str, Any]) -> dict[str, Any]:
-    """A claim with its scale taken out: the experiment its queries name, " (paper scale)"."""
-    out = copy.deepcopy(claim)
-    out["name"] = out["name"].removesuffix(" (paper scale)")
-    definition = out["definition"]
-    definition["family"] = definition["family"].removesuffix(" (paper scale)")
-    for arm in definition["arms"]:
-        arm["query"] = re.sub(r'experiment = "[^"]+"', 'experiment = "X"', arm["query"])
-    return out
 
 
 def test_the_paper_scale_claims_are_the_cpu_claims_on_their_own_runs() -> None:

@@ -10,52 +10,32 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from backend import query
-from backend.claims import evaluate as evaluation
-from backend.claims.schemas import ClaimCreate
 from backend.experiments.schemas import ExperimentCreate
 from backend.experiments.service import resolve
 from tests.backend.conftest import Api
+from tests.backend.findings_files import (
+    checked_claims,
+    experiment_body,
+    load,
+    one_thread,  # noqa: F401 (a fixture its tests use)
+    without_scale,
+)
 from tests.worker.kinds.sraven_context import MemoryContext
 
-FINDINGS = Path(__file__).parents[2] / "examples" / "findings"
 FILES = ["smoe.yaml", "smoe_paper_scale.yaml", "skillmix_paper_scale.yaml"]
 RUNS = {"smoe.yaml": 20, "smoe_paper_scale.yaml": 20, "skillmix_paper_scale.yaml": 30}
 EXPERIMENT_KEYS = {"name", "kind", "description", "spec", "sweep"}
 GRADER_HOST = "api.openai.com"  # the paper-scale grader (GPT-4): on the admin's allow-list here
 
 
-def load(name: str) -> dict[str, Any]:
-    doc = yaml.safe_load((FINDINGS / name).read_text())
-    assert isinstance(doc, dict)
-    return doc
-
-
-def experiment_body(doc: dict[str, Any]) -> dict[str, Any]:
-    """What `reasonlab submit` sends for the file: everything but its claims."""
-    return {key: value for key, value in doc.items() if key != "claims"}
-
-
 @pytest.fixture(autouse=True)
 def _grader_host_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REASONLAB_OUTBOUND_ALLOW", GRADER_HOST)
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -73,17 +53,8 @@ def test_the_experiment_is_a_valid_submission_of_its_kind_with_five_seeds(name: 
 @pytest.mark.parametrize("name", FILES)
 def test_each_claim_validates_and_names_its_experiment(name: str) -> None:
     doc = load(name)
-    claims = doc["claims"]
-    assert len({c["name"] for c in claims}) == len(claims) >= 2
-    experiment = f'experiment = "{doc["name"]}"'
-    for raw in claims:
-        claim = ClaimCreate.model_validate(raw)
+    for claim in checked_claims(doc, 2):
         definition = claim.definition
-        for arm in definition.arms:
-            assert arm.query.startswith(experiment + " and "), (claim.name, arm.name)
-            for dialect in ("sqlite", "postgresql"):  # what the service checks at creation, per database
-                query.where(query.RUNS, arm.query, dialect)
-                query.metric_column(query.RUNS, evaluation.metric_text(definition), dialect)
         assert definition.family and definition.section.startswith("004 ")
         assert definition.read.mode == "last"  # each metric is one point per run, or the final evaluation
 
@@ -192,21 +163,10 @@ def test_the_skillmix_claims_read_a_metric_the_kind_logs(tmp_path: Path) -> None
         assert metric in ctx.metrics and set(ctx.metrics[metric]) == {1}, claim["name"]
 
 
-def without_scale(claim: dict[str, Any]) -> dict[str, Any]:
-    """A claim with its scale taken out: the experiment and the M its queries name, " (paper scale)"."""
-    out = copy.deepcopy(claim)
-    out["name"] = out["name"].removesuffix(" (paper scale)")
-    definition = out["definition"]
-    definition["family"] = definition["family"].removesuffix(" (paper scale)")
-    for arm in definition["arms"]:
-        q = re.sub(r'experiment = "[^"]+"', 'experiment = "X"', arm["query"])
-        arm["query"] = re.sub(r"num_features = \d+", "num_features = M", q)
-    return out
-
-
 def test_the_paper_scale_claims_are_the_cpu_claims_on_their_own_runs() -> None:
     cpu, paper = load("smoe.yaml"), load("smoe_paper_scale.yaml")
-    assert [without_scale(c) for c in paper["claims"]] == [without_scale(c) for c in cpu["claims"]]
+    m = (r"num_features = \d+", "num_features = M")  # each scale's easy and hardest M
+    assert [without_scale(c, m) for c in paper["claims"]] == [without_scale(c, m) for c in cpu["claims"]]
     assert all(c["name"].endswith(" (paper scale)") for c in paper["claims"])
     # the easy and hardest M of each scale, in the same arms
     easy_hard = {
