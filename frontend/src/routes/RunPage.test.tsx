@@ -95,6 +95,8 @@ async function open(kind: string) {
   const router = createMemoryRouter([{ path: '/runs/:id', element: <RunPage /> }], { initialEntries: ['/runs/7'] });
   root = await mountRouter(container, router, qc);
   await until(() => container.querySelector('[role="tablist"]'));
+  // who is signed in is known, so the buttons a member sees (Retry) have had their chance to show
+  await until(() => qc.getQueryData(['me', 'jwt']));
   // the tabs that wait on an answer (Results, Examples) have had it
   await until(() => qc.isFetching() === 0);
 }
