@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy import Engine, MetaData, create_engine, event, func, select
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -135,6 +135,18 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def lock_row(session: Session, key: Any, value: int) -> None:
+    """Hold the row whose primary key ``key`` (a column, e.g. ``Run.id``) is ``value`` until commit
+    (Postgres: FOR NO KEY UPDATE, which rows that reference it do not wait for; SQLite writes one at a time
+    anyway), so two requests adding to one of its capped collections take turns at the cap."""
+    session.execute(select(key).where(key == value).with_for_update(key_share=True))
+
+
+def count_rows(session: Session, model: Any, *where: Any) -> int:
+    """How many rows of ``model``'s table the conditions ``where`` select."""
+    return int(session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
 
 
 def driver_rows(session: Session, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -58,6 +58,20 @@ class Conflict(ApiError):
     code = "conflict"
 
 
+def check_room(
+    held: int, cap: int, *, owner: str, per: str, things: str, loc: list[str | int], kind: str, then: str
+) -> None:
+    """409 ``<kind>_full`` when ``owner`` (e.g. "run 7") holds more than ``cap`` ``things`` counting the one
+    just flushed; the request's session then rolls it back. Callers count after the insert, under the
+    owner's row lock (``db.lock_row``; SQLite writes one at a time anyway), so two requests at once cannot
+    both take the last place. ``per``: the owner's sort ("a run"); ``then``: what the author may do now."""
+    if held > cap:
+        raise Conflict(
+            f"{owner} holds {held - 1} {things}, the most {per} may hold is {cap}: {then}",
+            [{"loc": loc, "msg": f"at most {cap} {things} {per}: {then}", "type": f"{kind}_full"}],
+        )
+
+
 class ClientGone(ApiError):
     """The client closed the connection before its request's body was complete (nobody reads the answer)."""
 

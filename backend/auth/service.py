@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from backend import db, errors
 from backend.auth import policy, repository
 from backend.auth.security import dummy_hash, hash_api_token, hash_password, new_api_token, verify_password
 from backend.db import utcnow
 from backend.errors import Conflict, Invalid, NotFound, Unauthorized
 from backend.models import ApiToken, Project, User
+
+MAX_TOKENS = 100  # live API tokens a user may hold (docs/api.md, Limits)
 
 
 def create_user(
@@ -54,10 +57,22 @@ def authenticate(session: Session, username: str, password: str) -> User:
 
 
 def create_token(session: Session, user: User, name: str) -> tuple[ApiToken, str]:
+    db.lock_row(session, User.id, user.id)
     raw = new_api_token()
     token = ApiToken(user_id=user.id, name=name, token_hash=hash_api_token(raw), prefix=raw[:8])
     session.add(token)
     session.flush()
+    held = db.count_rows(session, ApiToken, ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+    errors.check_room(
+        held,
+        MAX_TOKENS,
+        owner=f"user {user.username!r}",
+        per="a user",
+        things="live API tokens",
+        loc=["body", "name"],
+        kind="user",
+        then="revoke one to make another",
+    )
     return token, raw
 
 

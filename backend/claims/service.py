@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from backend import query
+from backend import db, query
 from backend.activity import feed
 from backend.claims import evaluate as evaluation
 from backend.claims import repository
@@ -42,6 +42,7 @@ from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import Claim, ClaimReview, ClaimVersion, Comment
 from backend.projects import service as projects
+from backend.projects.service import MAX_COMMENTS, MAX_REVIEWS, MAX_VERSIONS
 from backend.query import listing
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 # about 6 statements, mostly building their SQL in Python: on 2 busy cores a claim read in a family of 200
 # took 9-10 s (SQLite and Postgres alike), in a family of 100 about 3 s.
 MAX_CLAIMS = 100
+_NEW_CLAIM = "state a new claim to go on"
 LIST_DEFAULT = 50  # claims a list page holds unless ``limit`` says otherwise
 LIST_MAX = 100  # the largest ``limit``: a project's every claim in one page
 
@@ -218,6 +220,14 @@ def update_claim(session: Session, principal: Principal, claim_id: int, body: Cl
         current = repository.version(session, claim.id, claim.version)
         if current is None or current.hash != new_hash:
             claim.version += 1
+            projects.check_held(
+                claim.version,
+                MAX_VERSIONS,
+                f"claim {claim.id}",
+                "versions",
+                ["body", "definition"],
+                _NEW_CLAIM,
+            )
             session.add(
                 ClaimVersion(
                     claim_id=claim.id,
@@ -312,8 +322,12 @@ def comment(
 ) -> ClaimCommentPublic:
     claim, _ = _get(session, principal, claim_id, "member")
     actor_id, actor = _actor(principal)
+    db.lock_row(session, Claim.id, claim.id)
     row = Comment(project_id=claim.project_id, claim_id=claim.id, author_id=actor_id, body=body.body)
     session.add(row)
+    session.flush()
+    held = db.count_rows(session, Comment, Comment.claim_id == claim.id)
+    projects.check_held(held, MAX_COMMENTS, f"claim {claim.id}", "comments", ["path", "claim_id"], _NEW_CLAIM)
     feed.record(
         session,
         claim.project_id,
@@ -342,10 +356,14 @@ def review(session: Session, principal: Principal, claim_id: int, body: ClaimRev
     """Every review is kept, with the version it reviewed; the latest is the claim's review state."""
     claim, _ = _get(session, principal, claim_id, "member")
     actor_id, actor = _actor(principal)
+    db.lock_row(session, Claim.id, claim.id)
     row = ClaimReview(
         claim_id=claim.id, version=claim.version, reviewer_id=actor_id, state=body.state, body=body.body
     )
     session.add(row)
+    session.flush()
+    held = db.count_rows(session, ClaimReview, ClaimReview.claim_id == claim.id)
+    projects.check_held(held, MAX_REVIEWS, f"claim {claim.id}", "reviews", ["path", "claim_id"], _NEW_CLAIM)
     label = "approved" if body.state == "approved" else "requested changes on"
     feed.record(
         session,

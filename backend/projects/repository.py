@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend import db
 from backend.models import Membership, Project, User
 
 
@@ -36,7 +37,6 @@ def visible_project_ids(session: Session, user_id: int) -> list[int]:
 
 
 def lock_for_cap(session: Session, project_id: int) -> None:
-    """Hold the project's row until commit (Postgres: FOR NO KEY UPDATE, which the rows that reference the
-    project do not wait for; SQLite writes one at a time anyway), so two requests adding to one of the
-    project's capped collections at once take turns at its cap."""
-    session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
+    """Hold the project's row until commit, so two requests adding to one of the project's capped
+    collections at once take turns at its cap."""
+    db.lock_row(session, Project.id, project_id)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from backend import errors
 from backend.auth import repository as auth_repo
 from backend.auth import service as auth_service
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
@@ -159,20 +160,36 @@ def lock_for_cap(session: Session, project_id: int) -> None:
     repository.lock_for_cap(session, project_id)
 
 
+# What one object may hold: beyond it a 409 ``<sort>_full`` (docs/api.md, Limits). Every list of them is then
+# bounded without paging: a run's or an experiment's comments, a claim's versions, a report's shares.
+MAX_COMMENTS = 1_000  # per run, experiment, claim, report
+MAX_REVIEWS = 1_000  # per experiment, claim, report
+MAX_TAGS = 100  # per run, experiment
+MAX_VERSIONS = 1_000  # per claim
+MAX_REVISIONS = 1_000  # per report
+MAX_SHARES = 100  # per report
+MAX_VIEWS = 500  # per project
+MAX_SECRETS = 100  # per project
+
+
+def check_held(held: int, cap: int, owner: str, things: str, loc: list[str | int], then: str) -> None:
+    """409 ``<sort>_full`` (``run_full`` for ``owner`` "run 7") when one object holds more than ``cap``
+    ``things`` counting the one just flushed, counted under the owner's ``db.lock_row``."""
+    sort = owner.split()[0]
+    errors.check_room(held, cap, owner=owner, per=f"a {sort}", things=things, loc=loc, kind=sort, then=then)
+
+
 def check_cap(project_id: int, held: int, cap: int, things: str, then: str) -> None:
     """409 ``project_full`` when the project holds more than ``cap`` ``things`` counting the one just
-    flushed (the request's session then rolls it back). Counted after the insert, under the row lock of
-    ``lock_for_cap`` (Postgres) or the write lock the insert took (SQLite), so two requests at once cannot
-    both take the last place. ``then``: what deleting one allows ("state another")."""
-    if held > cap:
-        raise Conflict(
-            f"project {project_id} holds {held - 1} {things}, the most a project may hold is {cap}: "
-            f"delete one to {then}",
-            [
-                {
-                    "loc": ["path", "project_id"],
-                    "msg": f"at most {cap} {things} a project: delete one to {then}",
-                    "type": "project_full",
-                }
-            ],
-        )
+    flushed (``errors.check_room``, under ``lock_for_cap``). ``then``: what deleting one allows ("state
+    another")."""
+    errors.check_room(
+        held,
+        cap,
+        owner=f"project {project_id}",
+        per="a project",
+        things=things,
+        loc=["path", "project_id"],
+        kind="project",
+        then=f"delete one to {then}",
+    )

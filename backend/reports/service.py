@@ -20,14 +20,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from backend import db
 from backend.activity import feed
 from backend.auth.security import hash_api_token
 from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import Report, ReportComment, ReportReview, ReportRevision, ReportShare
 from backend.projects import service as projects
+from backend.projects.service import MAX_COMMENTS, MAX_REVIEWS, MAX_REVISIONS, MAX_SHARES
 from backend.query import listing
 from backend.reports import kept, repository, resolve
 from backend.reports.blocks import TYPES
@@ -61,6 +64,13 @@ if TYPE_CHECKING:
 _BLOCKS: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
 SHARE_PREFIX = "rlshare_"
 MAX_REPORTS = 500  # reports a project may hold
+_NEW_REPORT = "start a new report to go on"
+
+
+def _revision_ids(report: Report) -> Select[int]:
+    return select(ReportRevision.id).where(ReportRevision.report_id == report.id)
+
+
 LIST_DEFAULT = 100  # reports a list page holds unless ``limit`` says otherwise
 LIST_MAX = 500  # the largest ``limit``: a project's every report in one page
 
@@ -285,6 +295,7 @@ def publish(session: Session, principal: Principal, report_id: int, body: Publis
         k: v.model_dump(mode="json")
         for k, v in kept.block_data(ctx, report.id, blocks, fresh=frozen_now).items()
     }
+    db.lock_row(session, Report.id, report.id)
     revision = ReportRevision(
         report_id=report.id,
         number=repository.last_revision_number(session, report.id) + 1,
@@ -297,6 +308,10 @@ def publish(session: Session, principal: Principal, report_id: int, body: Publis
     )
     session.add(revision)
     session.flush()
+    held = db.count_rows(session, ReportRevision, ReportRevision.report_id == report.id)
+    projects.check_held(
+        held, MAX_REVISIONS, f"report {report.id}", "revisions", ["path", "report_id"], _NEW_REPORT
+    )
     feed.record(
         session,
         report.project_id,
@@ -393,10 +408,16 @@ def comment(
             f"block_id: the report has no block {body.block_id!r}",
             [{"loc": ["body", "block_id"], "msg": "no block of the report has this id", "type": "not_found"}],
         )
+    db.lock_row(session, Report.id, report.id)
     row = ReportComment(
         report_id=report.id, block_id=body.block_id, author_id=_user_id(principal), body=body.body
     )
     session.add(row)
+    session.flush()
+    held = db.count_rows(session, ReportComment, ReportComment.report_id == report.id)
+    projects.check_held(
+        held, MAX_COMMENTS, f"report {report.id}", "comments", ["path", "report_id"], _NEW_REPORT
+    )
     feed.record(
         session,
         report.project_id,
@@ -430,10 +451,16 @@ def review(
 ) -> ReportReviewPublic:
     report, _ = _get(session, principal, report_id, "member")
     revision = _revision(session, report, number)
+    db.lock_row(session, Report.id, report.id)
     row = ReportReview(
         revision_id=revision.id, reviewer_id=_user_id(principal), state=body.state, body=body.body
     )
     session.add(row)
+    session.flush()
+    held = db.count_rows(session, ReportReview, ReportReview.revision_id.in_(_revision_ids(report)))
+    projects.check_held(
+        held, MAX_REVIEWS, f"report {report.id}", "reviews", ["path", "report_id"], _NEW_REPORT
+    )
     label = "approved" if body.state == "approved" else "requested changes on"
     feed.record(
         session,
@@ -470,6 +497,7 @@ def create_share(
     revision = _revision(session, report, number)
     token = SHARE_PREFIX + secrets.token_urlsafe(32)
     now = utcnow()
+    db.lock_row(session, Report.id, report.id)
     share = ReportShare(
         revision_id=revision.id,
         token_hash=hash_api_token(token),
@@ -481,6 +509,10 @@ def create_share(
     )
     session.add(share)
     session.flush()
+    held = db.count_rows(session, ReportShare, ReportShare.revision_id.in_(_revision_ids(report)))
+    projects.check_held(
+        held, MAX_SHARES, f"report {report.id}", "share links", ["path", "report_id"], _NEW_REPORT
+    )
     feed.record(
         session,
         report.project_id,

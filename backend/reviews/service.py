@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from backend import db
 from backend.activity import feed
 from backend.experiments import repository as experiments_repo
 from backend.models import Activity, Comment, Experiment, ExperimentTag, Review, Run, RunTag, Star, User
+from backend.projects import service as projects
+from backend.projects.service import MAX_COMMENTS, MAX_REVIEWS, MAX_TAGS
 from backend.reviews import repository
 from backend.reviews.schemas import ActivityPublic, CommentIn, CommentPublic, ReviewIn, ReviewPublic
 from backend.runs import repository as runs_repo
@@ -54,6 +57,8 @@ def activity_public(a: Activity, run_name: str | None = None) -> ActivityPublic:
 
 # ------------------------------------------------------------------------------------------ comments
 
+_DISCUSS = "carry the discussion on in a report or a claim"
+
 
 def experiment_comments(session: Session, experiment: Experiment) -> list[CommentPublic]:
     return [comment_public(c) for c in repository.experiment_comments(session, experiment.id)]
@@ -62,10 +67,16 @@ def experiment_comments(session: Session, experiment: Experiment) -> list[Commen
 def comment_experiment(
     session: Session, experiment: Experiment, user: User, body: CommentIn
 ) -> CommentPublic:
+    db.lock_row(session, Experiment.id, experiment.id)
     comment = Comment(
         project_id=experiment.project_id, experiment_id=experiment.id, author_id=user.id, body=body.body
     )
     session.add(comment)
+    session.flush()
+    held = db.count_rows(session, Comment, Comment.experiment_id == experiment.id, Comment.run_id.is_(None))
+    projects.check_held(
+        held, MAX_COMMENTS, f"experiment {experiment.id}", "comments", ["path", "experiment_id"], _DISCUSS
+    )
     feed.record(
         session,
         experiment.project_id,
@@ -83,6 +94,7 @@ def run_comments(session: Session, run: Run) -> list[CommentPublic]:
 
 
 def comment_run(session: Session, run: Run, user: User, body: CommentIn) -> CommentPublic:
+    db.lock_row(session, Run.id, run.id)
     comment = Comment(
         project_id=run.project_id,
         experiment_id=run.experiment_id,
@@ -91,6 +103,9 @@ def comment_run(session: Session, run: Run, user: User, body: CommentIn) -> Comm
         body=body.body,
     )
     session.add(comment)
+    session.flush()
+    held = db.count_rows(session, Comment, Comment.run_id == run.id)
+    projects.check_held(held, MAX_COMMENTS, f"run {run.id}", "comments", ["path", "run_id"], _DISCUSS)
     feed.record(
         session,
         run.project_id,
@@ -109,8 +124,14 @@ def comment_run(session: Session, run: Run, user: User, body: CommentIn) -> Comm
 
 def review(session: Session, experiment: Experiment, user: User, body: ReviewIn) -> ReviewPublic:
     """Every review is kept; the latest one is the experiment's review state."""
+    db.lock_row(session, Experiment.id, experiment.id)
     r = Review(experiment_id=experiment.id, reviewer_id=user.id, state=body.state, body=body.body)
     session.add(r)
+    session.flush()
+    held = db.count_rows(session, Review, Review.experiment_id == experiment.id)
+    projects.check_held(
+        held, MAX_REVIEWS, f"experiment {experiment.id}", "reviews", ["path", "experiment_id"], _DISCUSS
+    )
     label = "approved" if body.state == "approved" else "requested changes on"
     feed.record(
         session,
@@ -134,8 +155,18 @@ def reviews(session: Session, experiment: Experiment) -> list[ReviewPublic]:
 
 def tag_experiment(session: Session, experiment: Experiment, tag: str) -> list[str]:
     if repository.experiment_tag(session, experiment.id, tag) is None:
+        db.lock_row(session, Experiment.id, experiment.id)
         session.add(ExperimentTag(experiment_id=experiment.id, tag=tag))
         session.flush()
+        held = db.count_rows(session, ExperimentTag, ExperimentTag.experiment_id == experiment.id)
+        projects.check_held(
+            held,
+            MAX_TAGS,
+            f"experiment {experiment.id}",
+            "tags",
+            ["path", "tag"],
+            "remove one to add another",
+        )
     return experiments_repo.tags_of(session, [experiment.id])[experiment.id]
 
 
@@ -146,8 +177,13 @@ def untag_experiment(session: Session, experiment: Experiment, tag: str) -> list
 
 def tag_run(session: Session, run: Run, tag: str) -> list[str]:
     if repository.run_tag(session, run.id, tag) is None:
+        db.lock_row(session, Run.id, run.id)
         session.add(RunTag(run_id=run.id, tag=tag))
         session.flush()
+        held = db.count_rows(session, RunTag, RunTag.run_id == run.id)
+        projects.check_held(
+            held, MAX_TAGS, f"run {run.id}", "tags", ["path", "tag"], "remove one to add another"
+        )
     return runs_repo.run_tags_of(session, [run.id])[run.id]
 
 

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from backend import db
 from backend.db import utcnow
 from backend.errors import Forbidden, NotFound
 from backend.models import ProjectSecret, Run, User
 from backend.projects import service as projects
+from backend.projects.service import MAX_SECRETS
 from backend.secrets import crypto, repository
 from backend.settings import Settings
 from worker.specs import manifest
@@ -55,8 +57,12 @@ def set_secret(
     sealed = crypto.seal(_key(settings), project_id, name, value)
     secret = repository.by_name(session, project_id, name)
     if secret is None:
+        projects.lock_for_cap(session, project_id)
         secret = ProjectSecret(project_id=project_id, name=name, sealed=sealed, hosts=[])
         session.add(secret)
+        session.flush()
+        held = db.count_rows(session, ProjectSecret, ProjectSecret.project_id == project_id)
+        projects.check_cap(project_id, held, MAX_SECRETS, "secrets", "set another")
     secret.sealed = sealed
     if hosts is not None:
         secret.hosts = _distinct(hosts)

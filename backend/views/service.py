@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from backend import query
+from backend import db, query
 from backend.db import utcnow
 from backend.errors import Conflict, Forbidden, Invalid, NotFound
 from backend.models import SavedView
 from backend.projects import service as projects
+from backend.projects.service import MAX_VIEWS
 from backend.views import repository
 from backend.views.schemas import ViewCreate, ViewPatch, ViewPublic, ViewState
 
@@ -120,6 +121,7 @@ def create_view(session: Session, principal: Principal, project_id: int, body: V
     if repository.by_name(session, project_id, body.name) is not None:
         raise _duplicate(body.name)
     _check_state(session, body.page, body.state)
+    projects.lock_for_cap(session, project_id)
     now = utcnow()
     view = SavedView(
         project_id=project_id,
@@ -132,6 +134,8 @@ def create_view(session: Session, principal: Principal, project_id: int, body: V
     )
     session.add(view)
     _flush(session, body.name)
+    held = db.count_rows(session, SavedView, SavedView.project_id == project_id)
+    projects.check_cap(project_id, held, MAX_VIEWS, "saved views", "save another")
     return public(view, _may_edit(principal, role, view))
 
 
