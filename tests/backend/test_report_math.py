@@ -1,6 +1,8 @@
 """Math in a report's exports: the HTML export typesets ``$...$`` and ``$$...$$`` as MathML of
 allowed elements and attributes only, markdown leaves the TeX alone, a formula that cannot be typeset
-shows as its TeX in <code>; the Markdown export keeps math as TeX with no tag in it."""
+shows as its TeX in <code>; the Markdown export keeps math as TeX with no tag in it; the LaTeX export keeps a
+formula only when every control word, environment and character in it is allowed, else its escaped TeX
+in \\texttt."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from backend.reports.render.text import (
     MAX_FORMULA_CHARS,
     MAX_FORMULAS,
     MAX_MATH_CHARS,
+    latex_markdown,
     markdown_html,
     markdown_safe,
 )
@@ -194,3 +197,54 @@ def test_the_markdown_export_keeps_math_as_tex_without_tags() -> None:
     # a viewer that renders raw HTML finds no element in it
     rendered = MarkdownIt("commonmark", {"html": True}).render(out)
     assert [t for t, _ in tags(rendered)] == ["p"]
+
+
+LATEX_KEPT = [
+    r"$L(t) \propto t^{-1}$",
+    r"$\alpha + \frac{1}{2}\,\mathbb{E}[x]$",
+    r"$$\sum_{i=1}^{n} \lambda_i \le \infty$$",
+    r"$\begin{pmatrix} a & b \\ c & d \end{pmatrix}$",
+    r"$\text{acc}_{k=2} - \operatorname{acc}_{k=1} \geq 0.05$",
+]
+
+# each would read, write or define something, end the job or leave math for raw LaTeX if kept
+LATEX_REFUSED = [
+    r"$\InputIfFileExists{/etc/passwd}{}{}$",
+    r"$^^5cinput{/etc/passwd}$",  # TeX's hex notation: ^^5c is a backslash
+    r"$\input{/etc/passwd}$",
+    r"$\csname input\endcsname{/etc/passwd}$",
+    r"$\def\x{\immediate\write18{id}}\x$",
+    r"$a \) \write18{id} \( b$",
+    r"$\begin{filecontents}{x.tex}y\end{filecontents}$",
+    r"$\end$",
+    r"$a % $ text",
+    r"$x}\input{y}{$",
+    r"$$\newcommand{\x}{y}$$",
+]
+
+# what LaTeX reads as an instruction in the export (an independent reading: every control word, and ^^),
+# outside \\texttt{...} that latex_escape wrote (inside it no backslash is left but \\textbackslash{} etc.)
+_WORD = re.compile(r"\\\\([A-Za-z]+)|\\^\\^")
+
+
+def _instructions(tex: str) -> list[str]:
+    return [m.group(1) or "^^" for m in _WORD.finditer(tex)]
+
+
+@pytest.mark.parametrize("formula", LATEX_KEPT)
+def test_the_latex_export_keeps_ordinary_math(formula: str) -> None:
+    assert latex_markdown(f"We see {formula} here.") == f"We see {formula} here."
+
+
+@pytest.mark.parametrize("formula", LATEX_REFUSED)
+def test_the_latex_export_prints_hostile_math_as_text(formula: str) -> None:
+    out = latex_markdown(f"We see {formula} here.")
+    assert "\\texttt{" in out
+    # nothing but latex_escape's own commands and the \\texttt around it reaches LaTeX
+    assert set(_instructions(out)) <= {"texttt", "textbackslash", "textasciicircum", "textasciitilde"}, out
+    # and its groups are balanced: nothing closes a group LaTeX opened around it
+    depth = 0
+    for m in re.finditer(r"\\\\.|[{}]", out):
+        depth += {"{": 1, "}": -1}.get(m.group(), 0)
+        assert depth >= 0
+    assert depth == 0

@@ -12,6 +12,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from latex2mathml.converter import convert as latex_to_mathml
+from latex2mathml.symbols_parser import SYMBOLS
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_block import StateBlock
@@ -248,17 +249,199 @@ def latex_escape(text: object) -> str:
 
 _MATH = re.compile(r"(\$\$.+?\$\$|\$[^$\n]+?\$)", re.DOTALL)
 
+# The LaTeX export's math reaches the reader's LaTeX as it is, so it is held to an allow-list rather than a
+# list of what to refuse (which ``\\InputIfFileExists`` or ``^^5cinput``, TeX's hex notation for
+# ``\\input``, walk past): every control word is a symbol latex2mathml knows (glyphs only) or one of the
+# structural commands below, every environment one of _MATH_ENVIRONMENTS, no ``^^``, no bare ``%`` (it
+# would comment out the closing ``$``), ``#`` or ``$``, no ``\\(``/``\\)``/``\\[``/``\\]``, and braces
+# balanced. A formula that is not is printed as its escaped TeX in ``\\texttt``, as the HTML export
+# shows one latex2mathml refuses.
+_MATH_STRUCTURE = frozenset(
+    [
+        "frac",
+        "dfrac",
+        "tfrac",
+        "cfrac",
+        "sqrt",
+        "binom",
+        "dbinom",
+        "tbinom",
+        "text",
+        "textrm",
+        "textbf",
+        "textit",
+        "textsf",
+        "texttt",
+        "mathrm",
+        "mathbf",
+        "mathit",
+        "mathsf",
+        "mathtt",
+        "mathcal",
+        "mathbb",
+        "mathfrak",
+        "mathscr",
+        "boldsymbol",
+        "bm",
+        "operatorname",
+        "left",
+        "right",
+        "middle",
+        "big",
+        "Big",
+        "bigg",
+        "Bigg",
+        "bigl",
+        "bigr",
+        "Bigl",
+        "Bigr",
+        "biggl",
+        "biggr",
+        "hat",
+        "bar",
+        "tilde",
+        "vec",
+        "dot",
+        "ddot",
+        "check",
+        "breve",
+        "acute",
+        "grave",
+        "overline",
+        "underline",
+        "overbrace",
+        "underbrace",
+        "widehat",
+        "widetilde",
+        "overrightarrow",
+        "overleftarrow",
+        "stackrel",
+        "overset",
+        "underset",
+        "substack",
+        "limits",
+        "nolimits",
+        "displaystyle",
+        "textstyle",
+        "scriptstyle",
+        "scriptscriptstyle",
+        "quad",
+        "qquad",
+        "begin",
+        "end",
+        "hline",
+        "cdots",
+        "ldots",
+        "vdots",
+        "ddots",
+        "sum",
+        "prod",
+        "int",
+        "iint",
+        "oint",
+        "lim",
+        "limsup",
+        "liminf",
+        "log",
+        "ln",
+        "lg",
+        "exp",
+        "max",
+        "min",
+        "sup",
+        "inf",
+        "arg",
+        "det",
+        "dim",
+        "gcd",
+        "ker",
+        "Pr",
+        "sin",
+        "cos",
+        "tan",
+        "sec",
+        "csc",
+        "cot",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "mod",
+        "bmod",
+        "pmod",
+        "not",
+        "neq",
+        "leq",
+        "geq",
+        "le",
+        "ge",
+        "mathop",
+    ]
+)
+_MATH_ENVIRONMENTS = frozenset(
+    [
+        "matrix",
+        "pmatrix",
+        "bmatrix",
+        "Bmatrix",
+        "vmatrix",
+        "Vmatrix",
+        "smallmatrix",
+        "cases",
+        "aligned",
+        "gathered",
+        "array",
+        "split",
+    ]
+)
+_MATH_SYMBOLS = r",;:! {}|\\&_#%$"  # control symbols allowed (\\, \\; \\{ \\\\ \\# ...): none ends math
+_CONTROL = re.compile(r"\\([A-Za-z]+|.)|\^\^|[%#$]|\\$", re.DOTALL)
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\s*\{([^{}]*)\}")
+
+
+@lru_cache(maxsize=1)
+def math_commands() -> frozenset[str]:
+    """The control words a formula of the LaTeX export may use: latex2mathml's symbols and the structure."""
+    names = {k[1:] for k in SYMBOLS if re.fullmatch(r"\\[A-Za-z]+", k)}
+    return frozenset(names) | _MATH_STRUCTURE
+
+
+def latex_math_allowed(tex: str) -> bool:
+    """Whether a formula's TeX (between its dollars) uses only what the allow-list above lets through."""
+    allowed = math_commands()
+    for m in _CONTROL.finditer(tex):
+        word = m.group(1)
+        if word is None:  # ^^, a bare % # $, or a backslash at the end
+            return False
+        if word not in (allowed if word.isalpha() else _MATH_SYMBOLS):
+            return False
+    if any(env not in _MATH_ENVIRONMENTS for env in _ENVIRONMENT.findall(tex)):
+        return False
+    if len(_ENVIRONMENT.findall(tex)) != len(re.findall(r"\\(?:begin|end)\b", tex)):
+        return False  # a \\begin whose name is not one plain {name}
+    depth = 0
+    for m in re.finditer(r"\\.|[{}]", tex, re.DOTALL):
+        depth += {"{": 1, "}": -1}.get(m.group(), 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
 
 def latex_markdown(text: str) -> str:
-    """Markdown as LaTeX, roughly: math (``$...$``, ``$$...$$``) kept as LaTeX math, headings as
-    paragraphs in bold, everything else escaped text. A reader's LaTeX compiles it whatever it says:
-    nothing outside math reaches LaTeX unescaped, and math cannot run ``\\input`` or ``\\write``."""
+    """Markdown as LaTeX, roughly: math (``$...$``, ``$$...$$``) kept as LaTeX math when its TeX passes
+    ``latex_math_allowed`` (else its escaped TeX in ``\\texttt``), headings as paragraphs in bold,
+    everything else escaped text. A reader's LaTeX compiles it whatever it says: nothing reaches LaTeX
+    unescaped but math of allowed glyphs and structure, which cannot read, write or define anything."""
     out: list[str] = []
     for part in _MATH.split(text):
         if _MATH.fullmatch(part):
-            out.append(
-                re.sub(r"\\(input|include|write|openout|read|immediate|catcode|def|csname)\b", "", part)
-            )
+            delimiter = 2 if part.startswith("$$") else 1
+            if latex_math_allowed(part[delimiter:-delimiter]):
+                out.append(part)
+            else:
+                out.append(f"\\texttt{{{latex_escape(part)}}}")
         else:
             out.append(latex_escape(part).replace("\n\n", "\n\n\\par "))
     return "".join(out)
