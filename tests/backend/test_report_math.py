@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from xml.etree import ElementTree
@@ -18,6 +19,7 @@ from markdown_it import MarkdownIt
 from backend.reports.blocks.callout import CalloutBlock
 from backend.reports.blocks.markdown import MarkdownBlock
 from backend.reports.render import export
+from backend.reports.render import text as text_module
 from backend.reports.render.text import (
     _ATTRIBUTES,
     _ELEMENTS,
@@ -127,6 +129,22 @@ def test_formulas_are_bounded_in_length_and_count() -> None:
     assert f"more than {MAX_MATH_CHARS} characters of math" in out
 
 
+def test_an_exported_document_bounds_its_math_over_all_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # shrunk so the test converts little: 3 blocks of 4 formulas of 10 characters, a document budget of
+    # 10 formulas and 1,000 characters, then one of 100 characters
+    monkeypatch.setattr(text_module, "MAX_DOCUMENT_FORMULAS", 10)
+    formula = "$" + "+".join("abcde") + "a$"  # 10 characters of TeX
+    blocks = [MarkdownBlock(id=f"b{i}", text=" ".join([formula] * 4)) for i in range(3)]
+    page = export.html(_document(blocks))
+    assert len(maths(page)) == 10 and page.count("more than 10 formulas in one document") == 2
+    monkeypatch.setattr(text_module, "MAX_DOCUMENT_FORMULAS", 1_000)
+    monkeypatch.setattr(text_module, "MAX_DOCUMENT_MATH_CHARS", 100)
+    page = export.html(_document(blocks))
+    assert len(maths(page)) == 10 and page.count("more than 100 characters of math in one document") == 2
+    # outside an export's budget (a block rendered alone) only the block's own budget counts
+    assert markdown_html(" ".join([formula] * 12)).count("<math") == 12
+
+
 def test_dollar_runs_without_a_partner_cost_linear_time() -> None:
     # 440 runs of distinct lengths (97 kB): each opener finds no run of its length after it and is text;
     # scanning to the end for each took ~6 s, knowing where each length's last run is takes ~0.02 s
@@ -162,20 +180,26 @@ def test_hostile_href_keeps_its_text_but_not_its_target() -> None:
     assert all("href" not in e.attrib for e in math.iter())
 
 
-def test_the_exported_page_keeps_its_csp_with_math() -> None:
-    doc = export.Document(
+def _document(blocks: Sequence[MarkdownBlock | CalloutBlock]) -> export.Document:
+    return export.Document(
         title="Math",
         number=1,
         content_hash="0" * 64,
         author=None,
         published_at=datetime(2026, 12, 1, tzinfo=UTC),
-        blocks=[
+        blocks=list(blocks),
+        data={},
+    )
+
+
+def test_the_exported_page_keeps_its_csp_with_math() -> None:
+    doc = _document(
+        [
             MarkdownBlock(
                 id="m", text="Consistency $CS = \\frac{1}{n}\\sum_i s_i$.\n\n" + "\n\n".join(HOSTILE)
             ),
             CalloutBlock(id="c", tone="warning", text="$x^2$ " + HOSTILE[0]),
-        ],
-        data={},
+        ]
     )
     page = export.html(doc)
     head = page.split("</head>")[0]

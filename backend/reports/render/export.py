@@ -15,7 +15,7 @@ from typing import Any
 from backend.reports.blocks import TYPES
 from backend.reports.data import BlockData
 from backend.reports.render.context import ExportContext
-from backend.reports.render.text import esc, latex_escape, markdown_label
+from backend.reports.render.text import esc, latex_escape, markdown_label, math_budget
 
 # the exported page runs nothing and fetches nothing: styles inline, figures inline SVG, images as data:
 HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -62,10 +62,11 @@ def _meta(doc: Document) -> str:
 
 def html(doc: Document) -> str:
     ctx = ExportContext()
-    body = "\n".join(
-        f'<section data-block="{esc(b.id)}">{TYPES[b.type].html(b, doc.data.get(b.id), ctx)}</section>'
-        for b in doc.blocks
-    )
+    with math_budget():
+        body = "\n".join(
+            f'<section data-block="{esc(b.id)}">{TYPES[b.type].html(b, doc.data.get(b.id), ctx)}</section>'
+            for b in doc.blocks
+        )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{HTML_CSP}">'

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 from xml.etree import ElementTree
@@ -34,6 +36,10 @@ MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 MAX_FORMULA_CHARS = 1000  # a formula's TeX; latex2mathml takes ~0.07 ms a character
 MAX_FORMULAS = 100  # per block (per markdown_html call)
 MAX_MATH_CHARS = 10_000  # all formulas of a block together: at most ~0.7 s of conversion
+# all formulas of one exported document (inside ``math_budget``): 200 blocks at their own budget would be
+# 2,000,000 characters, ~140 s of one core for one request
+MAX_DOCUMENT_FORMULAS = 1_000
+MAX_DOCUMENT_MATH_CHARS = 50_000  # ~3.5 s
 MAX_DEPTH = 64  # nesting of the MathML kept
 _ELEMENT_NAMES = (
     "math mrow mi mn mo ms mtext mspace msub msup msubsup munder mover munderover mmultiscripts "
@@ -94,14 +100,35 @@ def mathml(tex: str, display: bool) -> str:
     return _clean(root)
 
 
+_DOCUMENT: ContextVar[dict[str, int] | None] = ContextVar("math_document", default=None)
+
+
+@contextmanager
+def math_budget() -> Iterator[None]:
+    """One document's math budget (MAX_DOCUMENT_*) for the ``markdown_html`` calls inside it."""
+    token = _DOCUMENT.set({"count": 0, "chars": 0})
+    try:
+        yield
+    finally:
+        _DOCUMENT.reset(token)
+
+
 def _formula(tex: str, display: bool, env: EnvType) -> str:
     count, chars = env.get("math_count", 0) + 1, env.get("math_chars", 0) + len(tex)
     env["math_count"], env["math_chars"] = count, chars
+    document = _DOCUMENT.get()
+    if document is not None:
+        document["count"] += 1
+        document["chars"] += len(tex)
     try:
         if count > MAX_FORMULAS:
             raise MathRefused(f"more than {MAX_FORMULAS} formulas in one block")
         if chars > MAX_MATH_CHARS:
             raise MathRefused(f"more than {MAX_MATH_CHARS} characters of math in one block")
+        if document is not None and document["count"] > MAX_DOCUMENT_FORMULAS:
+            raise MathRefused(f"more than {MAX_DOCUMENT_FORMULAS} formulas in one document")
+        if document is not None and document["chars"] > MAX_DOCUMENT_MATH_CHARS:
+            raise MathRefused(f"more than {MAX_DOCUMENT_MATH_CHARS} characters of math in one document")
         out = mathml(tex, display)
     except MathRefused as e:
         code = f'<code class="math-error" title="not typeset: {esc(e)}">{esc(tex)}</code>'
