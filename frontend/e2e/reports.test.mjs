@@ -96,6 +96,31 @@ describe('reports', { timeout: 1_200_000 }, () => {
     await screenshot(page, 'reports-report');
   });
 
+  it("says a frozen block is not exact when its cut-off came from the client, not from the server's freezing", async () => {
+    // the report's frozen blocks copied into a new report through the API: the cut-offs come with them,
+    // the data the server kept when it froze them does not, so the draft reads them again and says so
+    const report = await platform.api(`/reports/${reportId}`);
+    const frozen = report.blocks.filter((b) => b.mode === 'frozen' && b.cutoff);
+    assert.ok(frozen.length > 0, 'the report has frozen blocks');
+    const copy = await platform.api(`/projects/${report.project_id}/reports`, {
+      method: 'POST',
+      body: { title: 'a copy made through the API', blocks: frozen.map((b) => ({ ...b, id: `copy-${b.id}` })) },
+    });
+    await page.goto(`${platform.url}/reports/${copy.id}`);
+    const captions = page.getByTestId('block-caption');
+    await until(async () => (await captions.count()) === frozen.length);
+    for (const caption of await captions.all()) {
+      assert.match(await caption.innerText(), /^frozen at .*; not exact: .+/);
+    }
+    // the report made in the dashboard, frozen by the server, is exact: no such note
+    await page.goto(`${platform.url}/reports/${reportId}`);
+    await page.getByTestId('report-block').first().waitFor();
+    await until(async () => (await page.getByTestId('block-caption').count()) >= frozen.length);
+    for (const caption of await page.getByTestId('block-caption').all()) {
+      assert.doesNotMatch(await caption.innerText(), /not exact/);
+    }
+  });
+
   it('edits with a stored XSS attempt in every text field, and comments on a block', async () => {
     await page.getByLabel('Report title').fill(`CARMA finding ${XSS}`);
     for (const label of ['Heading', 'Markdown', 'Callout']) {

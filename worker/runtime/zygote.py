@@ -56,6 +56,12 @@ LOGLEVEL_ENV = "REASONLAB_JOB_SERVER_LOGLEVEL"
 
 ORPHAN_EXIT_CODE = 70  # what a job process exits with when its worker or its pool process is gone
 EXIT_WAIT_SECONDS = 60.0  # after its outcome, how long a job process may take to exit before it is killed
+# How long a pool process waits for a new job process's first frame: forked by the job server (a fork of a
+# process that has torch imported: well under a second), or a fresh interpreter that imports torch itself.
+# A job server that takes the request and does not answer (stopped, wedged) would otherwise hold the pool
+# process, and the run it claimed, for ever.
+FORK_HELLO_SECONDS = 30.0
+SPAWN_HELLO_SECONDS = 300.0
 _FRAME = struct.Struct(">I")
 MAX_FRAME = 64 << 20
 
@@ -305,12 +311,42 @@ def open_job() -> JobProcess:
             mine.close()
         else:
             theirs.close()
-            hello = recv_frame(mine)
+            hello = _hello(mine, FORK_HELLO_SECONDS)
             if isinstance(hello, dict) and isinstance(hello.get("pid"), int):
                 return JobProcess(mine, hello["pid"], None)
-            logger.error("the job server dropped the request: this run's process starts on its own")
             mine.close()
+            if hello is _NO_ANSWER:
+                # stopped or wedged: this pool process starts its job processes itself from now on
+                logger.error(
+                    "the job server did not answer in %.0f s: this run's process, and this pool process's "
+                    "next ones, start on their own",
+                    FORK_HELLO_SECONDS,
+                )
+                _forget_server()
+            else:
+                logger.error("the job server dropped the request: this run's process starts on its own")
     return _spawn_job()
+
+
+_NO_ANSWER = object()
+
+
+def _hello(sock: socket.socket, seconds: float) -> Any:
+    """A job process's first frame, or _NO_ANSWER after ``seconds`` (the socket blocks again after)."""
+    sock.settimeout(seconds)
+    try:
+        return recv_frame(sock)
+    except TimeoutError:
+        return _NO_ANSWER
+    finally:
+        sock.settimeout(None)
+
+
+def _forget_server() -> None:
+    global _control
+    if _control is not None:
+        _control.close()
+    _control = None
 
 
 def _spawn_job() -> JobProcess:
@@ -324,11 +360,14 @@ def _spawn_job() -> JobProcess:
         )
     finally:
         theirs.close()
-    hello = recv_frame(mine)
+    hello = _hello(mine, SPAWN_HELLO_SECONDS)
     if not (isinstance(hello, dict) and isinstance(hello.get("pid"), int)):
         mine.close()
+        if hello is _NO_ANSWER:
+            spawned.kill()
         spawned.wait()
-        raise RuntimeError(f"the job process did not start (exit code {spawned.returncode})")
+        late = f"did not start in {SPAWN_HELLO_SECONDS:.0f} s" if hello is _NO_ANSWER else "did not start"
+        raise RuntimeError(f"the job process {late} (exit code {spawned.returncode})")
     return JobProcess(mine, hello["pid"], spawned)
 
 

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,60 @@ def test_without_a_server_the_pool_process_starts_the_job_process_itself(
         assert job.spawned.returncode == 0
     finally:
         control.close()
+
+
+def test_a_job_server_that_takes_the_request_and_never_answers_does_not_hold_the_pool_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stopped or wedged server: the pool process waits FORK_HELLO_SECONDS, starts the job process
+    itself, and asks that server nothing more."""
+    control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    held: list[int] = []
+
+    def wedged() -> None:  # takes each request and its socket, and never forks
+        while True:
+            try:
+                _, fds, _, _ = socket.recv_fds(server_end, 16, 4)
+            except OSError:
+                return
+            if not fds:
+                return
+            held.extend(fds)
+
+    threading.Thread(target=wedged, daemon=True).start()
+    monkeypatch.setattr(zygote, "_control", control)
+    monkeypatch.setattr(zygote, "FORK_HELLO_SECONDS", 0.5)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}:{ROOT / 'sdk'}")
+    try:
+        job = zygote.open_job()
+        assert job.spawned is not None and job.spawned.pid == job.pid and len(held) == 1
+        assert zygote._control is None  # the next request goes straight to a fresh interpreter
+        job.abandon()
+        assert job.spawned.returncode == 0
+    finally:
+        server_end.close()
+        for fd in held:
+            os.close(fd)
+
+
+def test_a_fresh_job_process_that_never_says_hello_is_killed_and_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(zygote, "_control", None)
+    monkeypatch.setattr(zygote, "SPAWN_HELLO_SECONDS", 0.5)
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def silent(args: list[str], **kw: Any) -> subprocess.Popen[bytes]:  # started, and says nothing
+        proc = real_popen(["/bin/sleep", "30"], pass_fds=kw.get("pass_fds", ()), stdin=subprocess.DEVNULL)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(zygote.subprocess, "Popen", silent)
+    with pytest.raises(RuntimeError, match="did not start in"):
+        zygote.open_job()
+    assert started[0].poll() is not None  # killed, not left behind
 
 
 def test_the_environment_of_what_the_worker_starts_is_the_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
