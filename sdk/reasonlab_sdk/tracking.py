@@ -100,7 +100,7 @@ def metric_value(key: str, value: Any) -> float | str:
         raise ValueError(f"metric {key!r}: {value!r} is not a number")
     try:
         number = float(value)  # ints, bools, numpy and torch scalars
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past a float's range
         raise ValueError(f"metric {key!r}: {type(value).__name__} {value!r} is not a number") from None
     if math.isfinite(number):
         return number
@@ -159,6 +159,9 @@ class Run:
         # logged and spooled, not yet acknowledged (a resumed run starts with what its last session left)
         self._pending: list[dict[str, Any]] = pending or []
         self._finished = False
+        self._keys: set[str] = (
+            set()
+        )  # metric keys already found valid (``log``'s fast path skips their check)
         self._lost_lease = False
         self._warned_down = False
         self.cancel_requested = False
@@ -186,11 +189,35 @@ class Run:
         A bad key or value raises ValueError and records nothing of this call."""
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
             raise ValueError(f"step must be a non-negative integer, not {step!r}")
-        points = {k: metric_value(k, v) for k, v in flatten(values).items()}
+        points = self._points(values)
         at = self._step if step is None else step
         self._step = max(self._step, at + 1)
         now = time.time()
-        self._put(*({"t": "point", "key": k, "step": at, "value": v, "time": now} for k, v in points.items()))
+        with self._lock:  # as _put, each record built once with its number (the training thread's cost)
+            if self._finished:
+                raise RuntimeError("this run is finished")
+            put, seqs = self._queue.put, self._seqs
+            for k, v in points.items():
+                put({"t": "point", "key": k, "step": at, "value": v, "time": now, "seq": next(seqs)})
+
+    def _points(self, values: Mapping[str, Any]) -> dict[str, float | str]:
+        """``values`` as ``metric_value`` records them. The common call (flat, every key seen before, every
+        value a Python float or int) takes a fast path: no flattening, no key check, a float's finiteness
+        by ``x - x == 0``; anything else goes the whole way, and its keys join the ones seen."""
+        known, out = self._keys, {}
+        for key, value in values.items():
+            kind = type(value)
+            if kind is float and key in known:
+                out[key] = value if value - value == 0.0 else metric_value(key, value)
+            elif kind is int and key in known:
+                out[key] = metric_value(key, value)
+            else:
+                break
+        else:
+            return out
+        out = {k: metric_value(k, v) for k, v in flatten(values).items()}
+        known.update(out)
+        return out
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Parameters the script derived (flattened with ``.`` by the API; the last value of a key kept)."""

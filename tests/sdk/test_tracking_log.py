@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,39 @@ def test_a_bad_call_records_nothing_and_loses_nothing_else(_runs_dir: Path) -> N
     run.finish()
     points = [r for r in spool.read(run.spool_path).records if r["t"] == "point"]
     assert [(p["key"], p["step"], p["value"]) for p in points] == [("loss", 0, 1.0), ("loss", 1, 0.5)]
+
+
+def test_keys_seen_before_take_the_fast_path_and_record_exactly_what_the_whole_way_records(
+    _runs_dir: Path,
+) -> None:
+    """``Run.log``'s fast path (a flat call of known keys and Python floats or ints) against
+    ``metric_value`` over ``flatten``, call by call: the same values, the same refusals."""
+    run = rl.init(mode="offline")
+    calls: list[dict[str, Any]] = [
+        {"loss": 1.5, "acc": 0, "lr": 3e-4},  # first sight: the whole way
+        {"loss": 1.25, "acc": 1, "lr": 3e-4},  # known keys, float and int: the fast path
+        {"loss": math.nan, "acc": math.inf, "lr": -math.inf},  # the labels, on the fast path
+        {"loss": True, "acc": 2**64, "lr": 0.5},  # a bool and a large int leave it (a bool is not an int)
+        {"loss": 0.25, "eval": {"acc": 0.5}},  # a nested value: the whole way, its key joins the known
+        {"loss": 0.125, "eval/acc": 0.75},
+    ]
+    for values in calls:
+        run.log(values)
+    for bad, match in (
+        ({"loss": 1.0, "acc": None}, "'acc'"),
+        ({"loss": 1.0, "acc": "high"}, "'acc'"),
+        ({"loss": 1.0, "acc": 10**400}, "'acc'.*not a number"),  # past a float's range: not an OverflowError
+        ({"loss": 1.0, "_acc": 1.0}, "'_acc'"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            run.log(bad)
+    run.finish()
+    points = [r for r in spool.read(run.spool_path).records if r["t"] == "point"]
+    expected = [
+        (k, step, metric_value(k, v)) for step, values in enumerate(calls) for k, v in flatten(values).items()
+    ]
+    assert [(p["key"], p["step"], p["value"]) for p in points] == expected
+    assert [p["seq"] for p in points] == sorted(p["seq"] for p in points)  # numbered in order
 
 
 def test_a_torn_tail_is_dropped_and_everything_before_kept(tmp_path: Path) -> None:
