@@ -61,7 +61,7 @@ function watchDrawn(targets) {
   const check = () => {
     for (const [name, { selector, text }] of Object.entries(targets)) {
       if (drawn[name] || !document.querySelector(selector)) continue;
-      if (text && !document.querySelector(text[0])?.textContent?.startsWith(text[1])) continue;
+      if (text && !document.querySelector(text[0])?.textContent?.replaceAll(',', '').startsWith(text[1])) continue; // counts print as 10,000
       const mark = (drawn[name] = { inDom: performance.now() });
       requestAnimationFrame(() => requestAnimationFrame((t) => (mark.secondFrame = t)));
     }

@@ -79,7 +79,7 @@ async function scriptBytes(page) {
 async function measureExperimentPage(page, platform, experimentId) {
   const t0 = Date.now();
   await page.goto(`${platform.url}/experiments/${experimentId}`);
-  await page.waitForFunction((n) => document.querySelector('[data-testid="runs-shown"]')?.textContent?.startsWith(`${n} of ${n}`), RUNS, { timeout: 60_000 });
+  await page.waitForFunction((n) => document.querySelector('[data-testid="runs-shown"]')?.textContent?.replaceAll(',', '').startsWith(`${n} of ${n}`), RUNS, { timeout: 60_000 });
   await page.waitForSelector('[data-testid="runs-table"] [role="row"][data-run-id]');
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   const interactive = Date.now() - t0;
