@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from backend import query
@@ -30,16 +28,6 @@ def load(name: str) -> dict[str, Any]:
 def experiment_body(doc: dict[str, Any]) -> dict[str, Any]:
     """What `reasonlab submit` sends for the file: everything but its claims."""
     return {key: value for key, value in doc.items() if key != "claims"}
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def without_scale(claim: dict[str, Any], *also: tuple[str, str]) -> dict[str, Any]:

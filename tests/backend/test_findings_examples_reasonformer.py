@@ -25,7 +25,6 @@ from tests.backend.findings_files import (
     checked_claims,
     experiment_body,
     load,
-    one_thread,  # noqa: F401 (a fixture its tests use)
     without_scale,
 )
 from tests.worker.kinds.sraven_context import MemoryContext

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,14 +44,3 @@ def loopback_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv(ALLOW_ENV, "127.0.0.1")
     monkeypatch.setenv(ALLOW_PRIVATE_ENV, "1")
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Small tensors on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
