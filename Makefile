@@ -106,7 +106,7 @@ pytest: venv offline nginx
 # fast Python tiers on SQLite (worker core and kinds, the backend, the layer contracts each broken on
 # purpose) and vitest with the generated-client check; `make test` still runs everything (every marker,
 # both dialects, the fault tier, the browser tests).
-CHECK_MARKERS := not slow and not fault and not postgres and not services
+CHECK_MARKERS := not slow and not heavy and not fault and not postgres and not services
 check: venv frontend-deps
 	$(VENV)/bin/ruff check backend worker common cli lint tests bench
 	$(VENV)/bin/lint-imports

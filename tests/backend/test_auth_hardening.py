@@ -33,6 +33,7 @@ def _from(api: Api, address: str) -> TestClient:
 ATTACKER, OWNER = "203.0.113.7", "198.51.100.2"
 
 
+@pytest.mark.heavy
 def test_an_attacker_cannot_lock_the_owner_out(api: Api) -> None:
     """Five wrong passwords from anyone, anywhere, used to make the owner's right one a 429 for five
     minutes. Now the attacker's failures slow the attacker's own (account, address) pair only."""

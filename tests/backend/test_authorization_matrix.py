@@ -324,6 +324,7 @@ def test_every_route_has_a_policy(api: Api) -> None:
     assert operations >= WORKER_OPERATIONS
 
 
+@pytest.mark.heavy
 def test_authorization_matrix(api: Api) -> None:
     tokens: dict[str, str | None] = {
         "anonymous": None,

@@ -287,6 +287,7 @@ def test_readings_best_and_mean_of_the_last_steps_and_the_bootstrap(api: Api) ->
     assert c["p_value"] == pytest.approx(2 / 20001) and c["verdict"] == "supported"
 
 
+@pytest.mark.heavy
 def test_holm_across_a_family(api: Api) -> None:
     seeds = list(range(5))
     groups = {lr: _runs(api, lr, seeds) for lr in (0.1, 0.2, 0.3, 0.4)}

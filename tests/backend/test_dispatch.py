@@ -79,6 +79,7 @@ def _queued_messages(port: int, queue: str) -> list[dict]:
     return [json.loads(m) for key in redis_queue_keys(queue) for m in reversed(client.lrange(key, 0, -1))]
 
 
+@pytest.mark.heavy
 def test_broker_down_at_submit_then_back(api: Api, throwaway_redis: RedisProcess) -> None:
     settings = api.settings.model_copy(update={"broker_url": f"redis://127.0.0.1:{throwaway_redis.port}/0"})
     factory = session_factory(get_engine(settings.database_url))

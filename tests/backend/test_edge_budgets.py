@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from backend.auth import service as auth_service
 from backend.bootstrap import ensure_admin, migrate
@@ -229,6 +230,7 @@ class Trickle:
             sock.close()
 
 
+@pytest.mark.heavy
 def test_slow_uploads_hold_no_slot_and_are_cut_with_408(tmp_path: Path) -> None:
     """10 uploads (6 datasets by a member, 4 artifacts by a run token of theirs) sending 1 KiB every
     0.25 s, far below the 64 KiB a second they must keep up, with 4 admission slots: another member's
@@ -281,6 +283,7 @@ def test_slow_uploads_hold_no_slot_and_are_cut_with_408(tmp_path: Path) -> None:
         assert r.status_code == 200 and r.json() == [], r.text
 
 
+@pytest.mark.heavy
 def test_one_credential_sends_a_few_uploads_at_once_and_gets_429_past_them(tmp_path: Path) -> None:
     """The probe's case: uploads that keep up the rate (here 16 KiB every 0.1 s), 25 datasets from one
     member and 25 artifacts from one run token of theirs. Four of each go on (the default share), every
@@ -321,6 +324,7 @@ def test_one_credential_sends_a_few_uploads_at_once_and_gets_429_past_them(tmp_p
             trickle.close()
 
 
+@pytest.mark.heavy
 def test_buffered_bodies_are_capped_and_memory_stays_bounded(tmp_path: Path) -> None:
     """Metric bodies, read whole before their route: 20 chunked ones of a run token that each send 8 MiB
     and then stall (160 MiB if all were held), and declared ones of a member past their share. At most
@@ -506,6 +510,7 @@ def test_the_process_cap_counts_every_credential_and_frees_with_the_answer(tmp_p
     asyncio.run(main())
 
 
+@pytest.mark.heavy
 def test_an_upload_abandoned_mid_body_stores_nothing_and_logs_no_traceback(tmp_path: Path) -> None:
     """A client that hangs up in the middle of a dataset or artifact body: its staged bytes are dropped, the
     API keeps answering, and its log holds no "Exception in ASGI application" traceback per hang-up."""

@@ -118,6 +118,7 @@ def _answered(sock: socket.socket) -> bool:
     return bool(readable)
 
 
+@pytest.mark.heavy
 def test_slow_bodies_do_not_take_the_admission_slots_and_get_408(live: Live) -> None:
     slots = live.settings.max_requests_in_flight
     slow = [_start_slow_login(live) for _ in range(slots + 5)]
@@ -143,6 +144,7 @@ def test_slow_bodies_do_not_take_the_admission_slots_and_get_408(live: Live) -> 
             sock.close()
 
 
+@pytest.mark.heavy
 def test_a_body_that_arrives_in_time_is_served_and_a_slow_one_is_cut(live: Live) -> None:
     """A login whose body comes in pieces, within the deadline, is served; a body still incomplete at
     the deadline is a 408 however often bytes trickle in (the deadline is for the whole body)."""

@@ -153,6 +153,7 @@ def text_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.usefixtures("one_thread", "text_stores")
 @pytest.mark.parametrize("name", FILES)
+@pytest.mark.heavy
 def test_every_claim_reads_a_metric_the_kind_logs_for_its_arms(name: str, api: Api, tmp_path: Path) -> None:
     from worker.kinds import get_kind
     from worker.specs.reasonformer.reasonformer_finetune import ReasonFormerFinetuneSpec

@@ -154,6 +154,7 @@ def test_summary_answers_as_the_sql_path(api: Api) -> None:
     assert len(page) == 3 and more
 
 
+@pytest.mark.heavy
 def test_changes_after_the_build(api: Api) -> None:
     s = _seed(api)
     pid, ids = s["pid"], s["ids"]

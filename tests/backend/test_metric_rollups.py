@@ -152,6 +152,7 @@ def _query(
     return r.json()["series"][key]
 
 
+@pytest.mark.heavy
 def test_downsampled_query_over_rollups_keeps_shape_and_every_min_max(api: Api) -> None:
     engine = get_engine(api.settings.database_url)
     run_id = api.submit({}).json()["runs"][0]["id"]

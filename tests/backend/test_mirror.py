@@ -146,6 +146,7 @@ def _alive(target: Target, mlflow_run_id: str) -> list[str]:
     return [r.info.run_id for r in found]
 
 
+@pytest.mark.heavy
 def test_a_run_is_mirrored_whole(api: Api, target: Target, tmp_path: Path) -> None:
     """The MLflow run as the workers made it (experiment, name, tags, spec params) plus every point, the
     result records, the outputs and final model from the artifact store and the status."""
@@ -197,6 +198,7 @@ def test_a_run_is_mirrored_whole(api: Api, target: Target, tmp_path: Path) -> No
     assert _drain(mirror).runs == 0 and sum(target.calls.values()) == calls
 
 
+@pytest.mark.heavy
 def test_points_sent_again_keep_the_mirror_exact(api: Api, target: Target) -> None:
     """The same points again (a retry, a bit-exact resumed attempt) change nothing; a point sent again with
     another value, or a new one below the mirrored steps, makes the mirror rebuild the MLflow run from the
@@ -341,6 +343,7 @@ def test_api_killed_between_mlflow_and_its_commit(api: Api, target: Target) -> N
     assert target.real.client.get_run(mid).info.status == "FINISHED"
 
 
+@pytest.mark.heavy
 def test_far_apart_steps_cost_what_the_points_cost(api: Api, target: Target) -> None:
     """A point at step 0 and one at step 5,200,000,000: one MLflow metric call and a handful of SQL
     statements (the workers' catch-up walked 520,000 windows of 10,000 steps for these two points)."""

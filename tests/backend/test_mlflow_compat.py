@@ -74,6 +74,7 @@ def _series(api: Api, run_id: str, key: str) -> list[tuple[int, Any, str]]:
     return [(b["step_start"], b["last"], b["time"]) for b in got["series"][key]["buckets"]]
 
 
+@pytest.mark.heavy
 def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=_uri(base))
     exp_id = client.create_experiment("mlflow-exp", tags={"team": "nlp", "mlflow.note.content": "notes"})
@@ -183,6 +184,7 @@ def test_the_mlflow_client_logs_a_run_that_reasonlab_shows(api: Api, base: str, 
     assert experiment_row["kind"] == "external" and experiment_row["name"] == "mlflow-exp"
 
 
+@pytest.mark.heavy
 def test_the_fluent_api_logs_into_the_default_experiment_and_resumes_a_run(
     api: Api, base: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -210,6 +212,7 @@ def test_the_fluent_api_logs_into_the_default_experiment_and_resumes_a_run(
     assert failed["status"] == "failed"
 
 
+@pytest.mark.heavy
 def test_a_silent_mlflow_run_outlives_the_heartbeat_timeout_and_is_crashed_after_its_own(
     api: Api, base: str
 ) -> None:

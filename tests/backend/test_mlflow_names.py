@@ -82,6 +82,7 @@ def _named(client: Any, run_id: str) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("awkward_diagnostic")
 @pytest.mark.timeout(120)
+@pytest.mark.heavy
 def test_a_local_and_a_platform_run_of_one_spec_name_the_same_in_mlflow(api: Api, tmp_path: Path) -> None:
     from mlflow import MlflowClient
 

@@ -216,6 +216,7 @@ BEFORE = {"claim versions": 1, "report revisions": 1}
         "user tokens",
     ],
 )
+@pytest.mark.heavy
 def test_an_object_holds_at_most_its_cap(api: Api, which: str) -> None:
     add, listing, owner = _case(api, which)
     headers = api.h(_JWT.pop()) if which == "user tokens" else api.h()

@@ -43,6 +43,7 @@ EXAMPLES = int(os.environ.get("REASONLAB_FUZZ_EXAMPLES", "12"))
 @pytest.mark.parametrize(
     "shard", [pytest.param(i, marks=pytest.mark.xdist_group(f"openapi-fuzz-{i}")) for i in range(SHARDS)]
 )
+@pytest.mark.heavy
 def test_no_input_gives_a_server_error(
     fuzz_schema: schemathesis.BaseSchema, fuzz_app: tuple[object, str], shard: int
 ) -> None:

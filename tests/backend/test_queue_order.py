@@ -104,6 +104,7 @@ def brokers(
         server.stop()
 
 
+@pytest.mark.heavy
 def test_the_highest_priority_first_then_the_oldest(
     api: Api, brokers: tuple[Settings, SharedSettings], monkeypatch: pytest.MonkeyPatch
 ) -> None:

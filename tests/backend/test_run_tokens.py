@@ -69,6 +69,7 @@ def _public(api: Api, route: tuple[str, str, str], run_id: int) -> bool:
     return _call(api, route, {}, run_id).status_code != 401
 
 
+@pytest.mark.heavy
 def test_run_token_reaches_no_route_outside_its_run(api: Api) -> None:
     own, other = _two_runs(api)
     token = _claim(api, own)

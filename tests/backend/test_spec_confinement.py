@@ -70,6 +70,7 @@ CASES: list[tuple[str, dict[str, Any], list[str | int]]] = [
 @pytest.mark.parametrize(
     ("kind", "spec", "loc"), CASES, ids=[f"{k}:{'.'.join(map(str, where))}" for k, _, where in CASES]
 )
+@pytest.mark.heavy
 def test_a_member_submitting_a_hostile_spec_gets_422_naming_the_field(
     api: Api, kind: str, spec: dict[str, Any], loc: list[str | int]
 ) -> None:

@@ -180,6 +180,7 @@ def test_an_attempt_tells_the_api_once_that_it_resumed(settings: SharedSettings)
     assert api.resumed == [{"attempt": 2, "step": 12}]
 
 
+@pytest.mark.heavy
 def test_the_worker_never_loads_mlflow(tmp_path: Path) -> None:
     """A worker host needs no MLflow URL: neither the settings nor the executor's modules know MLflow."""
     import subprocess
@@ -212,6 +213,7 @@ def test_a_run_claimed_as_the_worker_shuts_down_is_given_back_at_once(
     assert _loss_steps(api) == [] and api.finishes == []
 
 
+@pytest.mark.heavy
 def test_shutdown_signal_checkpoints_and_gives_the_run_back(settings: SharedSettings) -> None:
     import os
     import threading

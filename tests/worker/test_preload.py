@@ -40,6 +40,7 @@ def _probe(preload: str | None) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("preload", [None, "true"])
+@pytest.mark.heavy
 def test_the_default_worker_imports_every_kind_before_it_forks(preload: str | None) -> None:
     got = _probe(preload)
     assert got["before"] == []  # importing the worker's tasks or the job server loads none of them
@@ -47,6 +48,7 @@ def test_the_default_worker_imports_every_kind_before_it_forks(preload: str | No
     assert got["blocked"] is True
 
 
+@pytest.mark.heavy
 def test_a_worker_without_preload_imports_no_kind_and_still_blocks_the_interrupt() -> None:
     got = _probe("false")
     assert got["after"] == []

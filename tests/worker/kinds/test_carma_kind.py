@@ -155,6 +155,7 @@ def assert_claim_metrics(
 
 
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma"])
+@pytest.mark.heavy
 def test_each_family_trains_under_the_kind(tmp_path: Path, model: str) -> None:
     ctx = MemoryContext()
     get_kind("carma").run(tiny_spec(tmp_path, model), ctx)

@@ -116,6 +116,7 @@ def test_bad_in_run_pretraining_names_the_field() -> None:
     assert locs(F, {"init": {"pretrain": {"model": {"variant": "t5"}}}, "freeze": "both"}) == [("freeze",)]
 
 
+@pytest.mark.heavy
 def test_pretrain_then_finetune_from_its_saved_model(tmp_path: Path) -> None:
     pre = MemoryContext(out_dir=tmp_path / "run-1")
     get_kind("reasonformer_pretrain").run(pretrain_spec(), pre)
@@ -221,6 +222,7 @@ def in_run(model: dict[str, Any], **train: Any) -> ReasonFormerFinetuneSpec:
     )
 
 
+@pytest.mark.heavy
 def test_in_run_pretraining_then_adaptation(tmp_path: Path) -> None:
     spec = in_run({"variant": "single", "routing_loss_weight": 1})
     ctx = MemoryContext(out_dir=tmp_path / "with")
@@ -248,6 +250,7 @@ def test_in_run_pretraining_then_adaptation(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stop_after", [3, 9])  # in pre-training (steps 1-6), in adaptation (after it)
+@pytest.mark.heavy
 def test_an_in_run_pretraining_resumes_where_it_stopped(stop_after: int, tmp_path: Path) -> None:
     spec = in_run({"variant": "shared"}, steps=12)
     kind = get_kind("reasonformer_finetune")
@@ -272,6 +275,7 @@ def test_a_source_run_this_context_cannot_see_is_an_error() -> None:
         get_kind("reasonformer_finetune").run(spec, MemoryContext())
 
 
+@pytest.mark.heavy
 def test_resume_after_cancel_reproduces_the_uninterrupted_run(tmp_path: Path) -> None:
     spec = pretrain_spec(variant="private", top_k=None)
     kind = get_kind("reasonformer_pretrain")

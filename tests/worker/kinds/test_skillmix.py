@@ -170,6 +170,7 @@ def test_tiny_student_graded_by_rules_then_served_from_the_cache(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("model_type", "renormalises"), [("mixtral", True), ("qwen2_moe", False)])
+@pytest.mark.heavy
 def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field(
     tmp_path: Path, stores: Stores, model_type: str, renormalises: bool
 ) -> None:
@@ -190,6 +191,7 @@ def test_moe_student_gets_ept_on_every_router_and_above_e_fails_naming_the_field
         run(SkillmixSpec.model_validate({**spec, "ept": 5}), MemoryContext(out_dir=tmp_path))
 
 
+@pytest.mark.heavy
 def test_a_student_split_over_cpu_and_disk_writes_what_the_single_device_student_writes(
     tmp_path: Path, stores: Stores
 ) -> None:
@@ -219,6 +221,7 @@ def test_a_preset_student_with_a_device_map_fails_naming_the_field(tmp_path: Pat
         run(spec, MemoryContext(out_dir=tmp_path))
 
 
+@pytest.mark.heavy
 def test_endpoint_grader_gets_its_key_from_the_project_secret_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

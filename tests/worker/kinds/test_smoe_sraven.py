@@ -69,6 +69,7 @@ def test_unknown_fields_and_indivisible_heads_are_rejected() -> None:
     assert error_locs({"model": {"num_heads": 3}}) == [("model", "v_dim")]
 
 
+@pytest.mark.heavy
 def test_learns_sraven_at_m1_on_cpu() -> None:
     spec = SmoeSravenSpec.model_validate(
         {
@@ -129,6 +130,7 @@ def tiny_spec(attention: str = "hyla", moe: dict[str, Any] | None = TINY_MOE) ->
 
 
 @pytest.mark.parametrize("attention", ["softmax", "hyla"])
+@pytest.mark.heavy
 def test_resume_after_cancel_reproduces_the_uninterrupted_run(attention: str) -> None:
     spec = tiny_spec(attention)
     kind = get_kind("smoe_sraven")

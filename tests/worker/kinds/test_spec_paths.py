@@ -105,6 +105,7 @@ def test_every_marked_field_has_a_case() -> None:
 
 @pytest.mark.parametrize(("kind", "field", "spec"), CASES, ids=[f"{k}:{f}" for k, f, _ in CASES])
 @pytest.mark.usefixtures("escaping_stores")
+@pytest.mark.heavy
 def test_a_value_leading_out_of_its_store_fails_the_run_naming_the_field(
     kind: str, field: str, spec: dict[str, Any], tmp_path: Path
 ) -> None:

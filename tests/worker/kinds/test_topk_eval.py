@@ -307,6 +307,7 @@ def test_diagonal_readings_need_every_trained_model_at_its_own_k(tmp_path: Path)
     assert "test_acc/train_k4/eval_regret" not in ctx.metrics  # k' = 4 was not evaluated
 
 
+@pytest.mark.heavy
 def test_hf_mixtral_perplexity_changes_with_k() -> None:
     spec = TopkEvalSpec.model_validate(
         {"target": "hf", "hf": {"model": "tiny-mixtral", "window": 32}, "eval_k": [1, 4]}
@@ -325,6 +326,7 @@ def test_hf_mixtral_perplexity_changes_with_k() -> None:
     assert "perplexity/train_k2/eval_regret" not in ctx.metrics  # its own k (2) was not evaluated
 
 
+@pytest.mark.heavy
 def test_hf_perplexity_posts_a_row_per_window_with_its_nll_at_every_k() -> None:
     spec = TopkEvalSpec.model_validate(
         {"target": "hf", "hf": {"model": "tiny-mixtral", "window": 48, "max_tokens": 200}, "eval_k": [1, 4]}
@@ -352,6 +354,7 @@ def test_hf_perplexity_posts_a_row_per_window_with_its_nll_at_every_k() -> None:
     assert any(r["nll"]["1"] != r["nll"]["4"] for r in rows), "k' changed no window"
 
 
+@pytest.mark.heavy
 def test_hf_model_split_over_cpu_and_disk_scores_what_the_single_device_model_scores(
     tmp_path: Path, stores: Stores
 ) -> None:

@@ -69,6 +69,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+@pytest.mark.heavy
 def test_without_a_server_the_pool_process_starts_the_job_process_itself(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -97,6 +98,7 @@ def test_without_a_server_the_pool_process_starts_the_job_process_itself(
         control.close()
 
 
+@pytest.mark.heavy
 def test_a_job_server_that_takes_the_request_and_never_answers_does_not_hold_the_pool_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

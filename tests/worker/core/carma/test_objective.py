@@ -76,6 +76,7 @@ def test_lambda_outside_0_1_is_a_value_error_naming_it(lam: float) -> None:
         CarmaConfig(lam=lam)
 
 
+@pytest.mark.heavy
 def test_lambda_checks_survive_python_O() -> None:
     """Asserts vanish under ``python -O``; the range checks of eq. 8's lambda must not."""
     code = (

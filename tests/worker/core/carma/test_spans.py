@@ -20,6 +20,7 @@ def words_of(family: str, text: str) -> tuple[list[str], list[int]]:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.heavy
 def test_every_token_of_a_split_word_maps_to_that_word(family: str) -> None:
     tokens, ids = words_of(family, TEXT)
     tok = family_tokenizer(family)  # type: ignore[arg-type]
@@ -36,6 +37,7 @@ def test_every_token_of_a_split_word_maps_to_that_word(family: str) -> None:
     assert ids == sorted(i for i in ids if i != NO_WORD) or NO_WORD in ids  # monotone words
 
 
+@pytest.mark.heavy
 def test_special_tokens_belong_to_no_word() -> None:
     tokens, ids = words_of("gemma3", TEXT)  # Gemma's tokenizer adds <bos>
     assert tokens[0] == "<bos>" and ids[0] == NO_WORD

@@ -34,6 +34,7 @@ def greedy(model: torch.nn.Module) -> list[int]:
 
 
 @pytest.mark.parametrize(("model_type", "renormalises"), [("mixtral", True), ("qwen2_moe", False)])
+@pytest.mark.heavy
 def test_a_model_split_over_cpu_and_disk_equals_the_single_device_load_at_every_ept(
     tmp_path: Path, model_type: str, renormalises: bool
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_model_split_over_cpu_and_disk_equals_the_single_device_load_at_every_
     assert greedy(placed) == greedy(single)
 
 
+@pytest.mark.heavy
 def test_embeddings_on_the_disk_take_their_inputs_on_the_execution_device(tmp_path: Path) -> None:
     name = tiny_moe(tmp_path / "mixtral", "mixtral")
     single = load_model(name).model.eval()
@@ -78,6 +80,7 @@ def test_embeddings_on_the_disk_take_their_inputs_on_the_execution_device(tmp_pa
     assert len(find_routers(lm.model)) == 2
 
 
+@pytest.mark.heavy
 def test_the_offload_folder_of_the_store_goes_with_the_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

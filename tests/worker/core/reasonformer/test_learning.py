@@ -5,6 +5,7 @@ with a known answer). Tiny scale, seeded; the longer run's figures are in docs/e
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from worker.core.reasonformer.analysis import summarize_routing
@@ -18,6 +19,7 @@ from worker.core.reasonformer.training import make_loss_fn
 from worker.core.train import TrainConfig, Trainer
 
 
+@pytest.mark.heavy
 def test_router_learns_skills_and_composite_order_on_the_synthetic_suite() -> None:
     suite = SkillSuite()
     tok = SymbolTokenizer(suite.vocabulary())

@@ -110,6 +110,7 @@ def pad_id(lm: LoadedModel) -> int:
 
 
 @torch.no_grad()
+@pytest.mark.heavy
 def test_each_rows_first_logits_equal_a_forward_without_cache(lm: LoadedModel) -> None:
     prompts = prompts_of(lm)
     state = prefill(lm.model, prompts, pad_id(lm))
@@ -136,6 +137,7 @@ def test_without_a_common_prefix_the_pads_lead_and_the_logits_still_match(lm: Lo
         torch.testing.assert_close(state.logits[row], alone, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.heavy
 def test_greedy_batch_writes_token_for_token_what_generate_writes_alone(
     lm: LoadedModel, stopping_early: set[int]
 ) -> None:
@@ -191,6 +193,7 @@ def test_finished_rows_leave_the_batch(lm: LoadedModel, stopping_early: set[int]
     assert [rows for rows, tokens in steps_keeping[2:]] == [len(prompts)] * len(decode_rows)
 
 
+@pytest.mark.heavy
 def test_seeded_sampling_writes_the_same_text_batched_alone_and_with_generate(lm: LoadedModel) -> None:
     convs = [[user(f"Write two sentences about {t}, please.")] for t in TOPICS]
     seeds = [11, 12, 13, 14, 15]

@@ -64,6 +64,7 @@ def test_the_json_source_reads_a_map_file_and_unknown_sources_are_refused(tmp_pa
         make_source("thesaurus")
 
 
+@pytest.mark.heavy
 def test_wordnet_source_gives_up_to_five_other_lemmas() -> None:
     source = make_source("wordnet")
     synonyms = source.synonyms("coast")
