@@ -4,13 +4,13 @@
 // experiment (scripts' runs, through the SDK) carry the "external" badge beside their link.
 import { Checkbox, Chip, Group, Text, TextInput, UnstyledButton } from '@mantine/core';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { memo, useCallback, useMemo, useRef, useState } from 'react';
-import { Link } from 'react-router';
+import { memo, useCallback, useMemo, useRef, useState, type CSSProperties, type MouseEvent } from 'react';
+import { useNavigate } from 'react-router';
 import { formatValue } from '../../lib/dotted';
 import { formatDuration } from '../../lib/eta';
 import { attemptCell, cellValue, columnsOf, filterAndSort, statusCounts, type ColumnId, type RunRow, type Sort } from '../../lib/runsTable';
 import { isRunStatus, RUN_STATUSES, type RunStatus } from '../../lib/runStatus';
-import { StatusChip } from '../common/StatusChip';
+import { StatusTag } from '../common/StatusChip';
 import { EtaCell } from './Eta';
 import { ExternalBadge } from './ExternalBadge';
 import { RunsExportMenu } from './RunsExportMenu';
@@ -18,6 +18,15 @@ import { countOf } from '../../lib/labels';
 import { isExternal } from '../../lib/external';
 
 export const ROW_HEIGHT = 34;
+/** The rows drawn are keyed by their index modulo how many are drawn: a window of consecutive indices
+ *  gives every key once, so a scroll that brings in other runs updates the rows already in the DOM
+ *  instead of removing them and making new ones (each new element's style is computed again, most of a
+ *  scroll frame's cost), and a scroll by one row changes one row. */
+const slotOf = (index: number, drawn: number) => index % drawn;
+/** Rows drawn beyond each edge of the window: the rows are drawn in the scroll event itself (the
+ *  virtualiser renders synchronously), so a few are enough, and a jump of the scrollbar draws each row
+ *  of the window anew (at 12 a side the 16 visible rows cost 40 rows' work). */
+const OVERSCAN = 4;
 /** The table grows with its rows up to this height, then scrolls (virtualised). */
 const MAX_TABLE_HEIGHT = 560;
 const HEADER_HEIGHT = 74;
@@ -32,13 +41,15 @@ interface Column {
 }
 
 function render(run: RunRow, c: Column, kind: string | undefined) {
-  if (c.id === 'status') return <StatusChip status={run.status} size="xs" />;
+  if (c.id === 'status') return <StatusTag status={run.status} />;
   if (c.id === 'id')
     return (
       <>
-        <Link to={`/runs/${run.id}`} data-testid="run-link">
+        {/* a plain link, followed by the table's click handler (followLink): react-router's Link is
+            several hooks a row */}
+        <a href={`/runs/${run.id}`} data-testid="run-link">
           run {run.id}
-        </Link>{' '}
+        </a>{' '}
         <ExternalBadge kind={kind} />
       </>
     );
@@ -67,6 +78,11 @@ interface RowProps {
   kind: string | undefined;
 }
 
+// one object each, made once: a row that renders again for another run sets no style property again
+const CHECK_CELL: CSSProperties = { paddingLeft: 10 };
+const CELL: CSSProperties = { padding: '0 6px', overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap' };
+const NUMERIC_CELL: CSSProperties = { ...CELL, textAlign: 'right' };
+
 /** One row; memoised so scrolling re-renders only the rows that enter the window. */
 const Row = memo(function Row({ run, columns, template, width, top, rowIndex, isSelected, onToggle, kind }: RowProps) {
   return (
@@ -78,16 +94,18 @@ const Row = memo(function Row({ run, columns, template, width, top, rowIndex, is
       data-status={run.status}
       style={{
         position: 'absolute', top: 0, left: 0, width, height: ROW_HEIGHT, transform: `translateY(${top}px)`,
+        // a row's size is its own: the browser lays out and paints each row alone, not the table around it
+        contain: 'strict',
         display: 'grid', gridTemplateColumns: template, alignItems: 'center', fontSize: 13,
         background: isSelected ? 'var(--mantine-color-blue-0)' : rowIndex % 2 ? 'var(--mantine-color-gray-0)' : undefined,
       }}
     >
-      <div role="cell" style={{ paddingLeft: 10 }}>
+      <div role="cell" style={CHECK_CELL}>
         {/* a native checkbox: thousands of rows scroll past, each must be cheap to mount */}
         <input type="checkbox" aria-label={`select run ${run.id}`} checked={isSelected} onChange={() => onToggle(run.id)} />
       </div>
       {columns.map((c) => (
-        <div key={c.id} role="cell" style={{ padding: '0 6px', overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap', textAlign: c.numeric ? 'right' : undefined }}>
+        <div key={c.id} role="cell" style={c.numeric ? NUMERIC_CELL : CELL}>
           {render(run, c, kind)}
         </div>
       ))}
@@ -147,6 +165,37 @@ const TableHeader = memo(function TableHeader({ columns, template, width, sort, 
   );
 });
 
+interface ToolbarProps {
+  statuses: RunStatus[];
+  onStatuses: (statuses: RunStatus[]) => void;
+  counts: Partial<Record<RunStatus, number>>;
+  shown: number;
+  total: number;
+  selectedCount: number;
+  experimentId?: number;
+  columnFiltered: boolean;
+}
+
+/** The status chips, the counts and the export menu; memoised: the table renders again at every scroll
+ *  step (the virtualiser's window moves) and Mantine's chips and menu would with it. */
+const Toolbar = memo(function Toolbar({ statuses, onStatuses, counts, shown, total, selectedCount, experimentId, columnFiltered }: ToolbarProps) {
+  return (
+    <Group gap="xs" mb="xs">
+      <Chip.Group multiple value={statuses} onChange={(v) => onStatuses(v.filter(isRunStatus))}>
+        {RUN_STATUSES.map((s) => (
+          <Chip key={s} value={s} size="xs" variant="outline">
+            {s} {counts[s] ?? 0}
+          </Chip>
+        ))}
+      </Chip.Group>
+      <Text size="xs" c="dimmed" ml="auto" data-testid="runs-shown">
+        {shown} of {countOf(total, 'run')} · {selectedCount} selected
+      </Text>
+      {experimentId !== undefined && <RunsExportMenu experimentId={experimentId} statuses={statuses} columnFiltered={columnFiltered} />}
+    </Group>
+  );
+});
+
 interface Props {
   runs: readonly RunRow[];
   selected: ReadonlySet<number>;
@@ -196,7 +245,8 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
   const width = 36 + columns.reduce((s, c) => s + c.width, 0);
 
   const scrollRef = useRef<HTMLDivElement>(null);
-  const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
+  const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: OVERSCAN });
+  const items = virtualizer.getVirtualItems();
   const allShownSelected = rows.length > 0 && rows.every((r) => selected.has(r.id));
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
@@ -210,6 +260,21 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
     [onSelect],
   );
 
+  const navigate = useNavigate();
+  // a run's link in the dashboard, as react-router's Link follows it: a plain left click; with a modifier
+  // (a new tab or window) or another button the browser follows it itself
+  const followLink = useCallback(
+    (e: MouseEvent<HTMLDivElement>) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      const link = (e.target as Element).closest('a[data-testid="run-link"]');
+      const to = link?.getAttribute('href');
+      if (!to) return;
+      e.preventDefault();
+      void navigate(to);
+    },
+    [navigate],
+  );
+  const columnFiltered = Object.values(filters).some((f) => f?.trim());
   const someShownSelected = !allShownSelected && rows.some((r) => selected.has(r.id));
   const toggleSort = useCallback(
     (id: ColumnId) => setSort((s) => (s?.column !== id ? { column: id, desc: false } : s.desc ? null : { column: id, desc: true })),
@@ -225,21 +290,16 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
 
   return (
     <div>
-      <Group gap="xs" mb="xs">
-        <Chip.Group multiple value={statuses} onChange={(v) => setStatuses(v.filter(isRunStatus))}>
-          {RUN_STATUSES.map((s) => (
-            <Chip key={s} value={s} size="xs" variant="outline">
-              {s} {counts[s] ?? 0}
-            </Chip>
-          ))}
-        </Chip.Group>
-        <Text size="xs" c="dimmed" ml="auto" data-testid="runs-shown">
-          {rows.length} of {countOf(runs.length, 'run')} · {selected.size} selected
-        </Text>
-        {experimentId !== undefined && (
-          <RunsExportMenu experimentId={experimentId} statuses={statuses} columnFiltered={Object.values(filters).some((f) => f?.trim())} />
-        )}
-      </Group>
+      <Toolbar
+        statuses={statuses}
+        onStatuses={setStatuses}
+        counts={counts}
+        shown={rows.length}
+        total={runs.length}
+        selectedCount={selected.size}
+        experimentId={experimentId}
+        columnFiltered={columnFiltered}
+      />
       <div ref={scrollRef} style={{ height: Math.min(MAX_TABLE_HEIGHT, HEADER_HEIGHT + Math.max(rows.length, 3) * ROW_HEIGHT + 16), overflow: 'auto', border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }} role="table" aria-label="runs" aria-rowcount={rows.length + 1} data-testid="runs-table">
         <TableHeader
           columns={columns}
@@ -253,12 +313,12 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
           someSelected={someShownSelected}
           onSelectAll={selectAllShown}
         />
-        <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), width, position: 'relative' }}>
-          {virtualizer.getVirtualItems().map((item) => {
+        <div role="rowgroup" style={{ height: virtualizer.getTotalSize(), width, position: 'relative' }} onClick={followLink}>
+          {items.map((item) => {
             const run = rows[item.index]!;
             return (
               <Row
-                key={run.id}
+                key={slotOf(item.index, items.length)}
                 run={run}
                 columns={columns}
                 template={template}
