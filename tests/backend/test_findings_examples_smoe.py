@@ -59,6 +59,7 @@ def test_each_claim_validates_and_names_its_experiment(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", FILES)
+@pytest.mark.heavy
 def test_the_arms_select_five_seeds_of_the_submitted_experiment(name: str, api: Api) -> None:
     doc = load(name)
     pid = next(p["id"] for p in api.client.get("/api/v1/projects", headers=api.h()).json())

@@ -93,6 +93,7 @@ def _value(rng: random.Random) -> float | None:
     return rng.choice([rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), 1e6 * rng.random()])
 
 
+@pytest.mark.heavy
 def test_rollups_equal_recomputation_after_random_batches_retries_and_resumes(api: Api) -> None:
     engine = get_engine(api.settings.database_url)
     run_id = api.submit({}).json()["runs"][0]["id"]

@@ -42,6 +42,7 @@ def _name(target: Target, mid: str) -> Any:
     return target.real.client.get_run(mid).info.run_name
 
 
+@pytest.mark.heavy
 def test_the_mlflow_run_is_named_after_the_run_and_follows_its_renames(api: Api, target: Target) -> None:
     rid = api.submit({"train": {"steps": 10}}).json()["runs"][0]["id"]
     _rename(api, rid, "baseline lr 0.1")  # before it ever ran: the MLflow run is made with this name

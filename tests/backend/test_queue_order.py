@@ -63,6 +63,7 @@ def _fake_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(common.broker, "_last_sequence", 0, raising=False)
 
 
+@pytest.mark.heavy
 def test_filesystem_broker_is_first_in_first_out_across_the_uptime_boundary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,6 +121,7 @@ def test_the_highest_priority_first_then_the_oldest(
     assert _take_all(worker_settings) == [f"run-{run_id}-attempt-1" for run_id in order]
 
 
+@pytest.mark.heavy
 def test_a_message_a_worker_sends_again_keeps_its_priority(tmp_path: Path) -> None:
     """A worker re-sends a message (a rejected message back on its queue, a task retry) with the workers'
     transport: it names and orders messages as the dispatcher's does."""

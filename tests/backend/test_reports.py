@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from typing import Any
 from xml.etree import ElementTree
 
+import pytest
 from markdown_it import MarkdownIt
 from sqlalchemy import update
 
@@ -82,6 +83,7 @@ def _publish(api: Api, report: dict[str, Any], token: str | None = None) -> dict
     return response.json()
 
 
+@pytest.mark.heavy
 def test_the_block_union_is_validated_with_field_paths(api: Api) -> None:
     run_id = _run(api)
     cases: list[tuple[dict[str, Any], list[Any]]] = [

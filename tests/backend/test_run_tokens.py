@@ -89,6 +89,7 @@ def test_run_token_reaches_no_route_outside_its_run(api: Api) -> None:
     assert checked > 40
 
 
+@pytest.mark.heavy
 def test_worker_token_only_claims_and_releases(api: Api) -> None:
     own, _ = _two_runs(api)
     for route in _routes(api):

@@ -196,6 +196,7 @@ def test_export_needs_a_visible_experiment(api: Api) -> None:
     assert anonymous.status_code == 401
 
 
+@pytest.mark.heavy
 def test_ten_thousand_runs_export_in_both_formats(api: Api) -> None:
     exp = api.submit({}).json()
     first = exp["runs"][0]

@@ -42,6 +42,7 @@ class _Tokens(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
+@pytest.mark.heavy
 def test_a_trainer_run_logs_its_curves_config_and_summary(api: Api, tmp_path: Path) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 

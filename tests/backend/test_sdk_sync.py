@@ -77,6 +77,7 @@ def test_a_log_without_a_finish_ends_failed(api: Api) -> None:
     assert got["status"] == "failed" and got["error"] == UNFINISHED
 
 
+@pytest.mark.heavy
 def test_watch_follows_a_run_until_it_finishes(api: Api) -> None:
     run = rl.init(mode="offline", id="live")
     _script(run, range(3))

@@ -251,6 +251,7 @@ def test_endpoint_grader_gets_its_key_from_the_project_secret_it_names(
     assert key not in repr(ctx.params) + repr(ctx.results) + "\n".join(ctx.lines)
 
 
+@pytest.mark.heavy
 def test_a_local_grader_answering_garbage_gives_failed_gradings_not_a_crash(tmp_path: Path) -> None:
     spec = SkillmixSpec.model_validate(
         {

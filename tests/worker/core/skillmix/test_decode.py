@@ -154,6 +154,7 @@ def test_greedy_batch_writes_token_for_token_what_generate_writes_alone(
     assert texts == [str(lm.tokenizer.decode(a, skip_special_tokens=True)).strip() for a in alone]
 
 
+@pytest.mark.heavy
 def test_finished_rows_leave_the_batch(lm: LoadedModel, stopping_early: set[int]) -> None:
     prompts = prompts_of(lm)
     seen: list[tuple[int, int]] = []  # (batch rows, tokens) of every forward the model runs
