@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authStore } from '../api/auth';
 import { api } from '../api/client';
 import { makeQueryClient } from '../api/queryClient';
-import { installDomShims } from '../test/dom';
+import { installDomShims, sizeElements } from '../test/dom';
 import { mountRouter, until } from '../test/mount';
 import { RunsPage } from './RunsPage';
 
@@ -66,9 +66,7 @@ function Where() {
 
 beforeEach(() => {
   installDomShims();
-  // jsdom lays nothing out: the virtualised table's window gets a size, so its rows render
-  vi.spyOn(HTMLElement.prototype, 'clientHeight', 'get').mockReturnValue(600);
-  vi.spyOn(HTMLElement.prototype, 'clientWidth', 'get').mockReturnValue(1200);
+  sizeElements(600, 1200); // the virtualised table's window gets a size, so its rows render
   container = document.body.appendChild(document.createElement('div'));
   qc = makeQueryClient();
   fakeApi();

@@ -1,6 +1,6 @@
 import { Badge } from '@mantine/core';
 import type { CSSProperties } from 'react';
-import { isRunStatus, STATUS_COLOURS, type RunStatus } from '../../lib/runStatus';
+import { isRunStatus, RUN_STATUSES, STATUS_COLOURS, type RunStatus } from '../../lib/runStatus';
 
 /** `status_counts` keys are plain strings in the API: a status this build does not know is grey. */
 const colourOf = (status: string) => (isRunStatus(status) ? STATUS_COLOURS[status] : 'gray');
@@ -31,19 +31,18 @@ const TAG: CSSProperties = {
   display: 'inline-block', height: 16, lineHeight: '16px', padding: '0 6px', borderRadius: 32,
   fontSize: 9, fontWeight: 700, letterSpacing: 0.25, textTransform: 'uppercase', whiteSpace: 'nowrap',
 };
-const tagStyle = (status: string): CSSProperties => {
-  const c = colourOf(status);
+const tagStyle = (status: RunStatus): CSSProperties => {
+  const c = STATUS_COLOURS[status];
   return status === 'running'
     ? { ...TAG, background: `var(--mantine-color-${c}-filled)`, color: 'var(--mantine-color-white)' }
     : { ...TAG, background: `var(--mantine-color-${c}-light)`, color: `var(--mantine-color-${c}-light-color)` };
 };
-const TAG_STYLES = new Map<string, CSSProperties>();
+const TAG_STYLES = Object.fromEntries(RUN_STATUSES.map((s) => [s, tagStyle(s)])) as Record<RunStatus, CSSProperties>;
 
 /** The status as StatusChip draws it at size xs, in one span with one style object per status (made
  *  once): no component of Mantine's to run for each row of a scrolling table. */
 export function StatusTag({ status }: { status: RunStatus }) {
-  let style = TAG_STYLES.get(status);
-  if (!style) TAG_STYLES.set(status, (style = tagStyle(status)));
+  const style = TAG_STYLES[status];
   return (
     <span style={style} data-status={status}>
       {status}

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunRow } from '../../lib/runsTable';
 import { RunEta } from './Eta';
 import { RunsTable } from './RunsTable';
-import { installDomShims } from '../../test/dom';
+import { installDomShims, sizeElements } from '../../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -63,9 +63,7 @@ describe('the runs table ETA column', () => {
   });
 
   it('shows each running run its ETA, and none for the others', () => {
-    // the virtualised rows need a scroll element with a height, which jsdom does not lay out
-    vi.spyOn(Element.prototype, 'clientHeight', 'get').mockReturnValue(500);
-    vi.spyOn(Element.prototype, 'clientWidth', 'get').mockReturnValue(1000);
+    sizeElements(); // the virtualised rows need a scroll element with a height
     const runs = [row(1, 'running', '2026-11-25T12:10:00Z'), row(2, 'running', null), row(3, 'succeeded'), row(4, 'queued')];
     render(
       <MemoryRouter>

@@ -8,7 +8,7 @@ import { createRoot, type Root } from 'react-dom/client';
 import { MemoryRouter, Route, Routes, useLocation } from 'react-router';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunRow } from '../../lib/runsTable';
-import { installDomShims } from '../../test/dom';
+import { installDomShims, sizeElements } from '../../test/dom';
 import { ROW_HEIGHT, RunsTable } from './RunsTable';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -18,9 +18,7 @@ let container: HTMLElement;
 
 beforeEach(() => {
   installDomShims();
-  // the virtualised rows need a scroll element with a height, which jsdom does not lay out
-  vi.spyOn(Element.prototype, 'clientHeight', 'get').mockReturnValue(500);
-  vi.spyOn(Element.prototype, 'clientWidth', 'get').mockReturnValue(1000);
+  sizeElements(); // the virtualised rows need a scroll element with a height
   container = document.body.appendChild(document.createElement('div'));
 });
 

@@ -247,7 +247,11 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: OVERSCAN });
   const items = virtualizer.getVirtualItems();
-  const allShownSelected = rows.length > 0 && rows.every((r) => selected.has(r.id));
+  // once per change of the rows or the selection, not at every scroll step (10,000 rows each)
+  const { allShownSelected, someShownSelected } = useMemo(() => {
+    const all = rows.length > 0 && rows.every((r) => selected.has(r.id));
+    return { allShownSelected: all, someShownSelected: !all && rows.some((r) => selected.has(r.id)) };
+  }, [rows, selected]);
   const selectedRef = useRef(selected);
   selectedRef.current = selected;
   const toggle = useCallback(
@@ -275,7 +279,6 @@ function RunsTableImpl({ runs, selected, onSelect, experimentId, kind }: Props) 
     [navigate],
   );
   const columnFiltered = Object.values(filters).some((f) => f?.trim());
-  const someShownSelected = !allShownSelected && rows.some((r) => selected.has(r.id));
   const toggleSort = useCallback(
     (id: ColumnId) => setSort((s) => (s?.column !== id ? { column: id, desc: false } : s.desc ? null : { column: id, desc: true })),
     [],
