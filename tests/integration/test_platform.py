@@ -213,27 +213,3 @@ def test_cli_submit_and_logs_against_the_platform(shared_embedded_platform: Plat
     bad.write_text("kind: diagnostic\ntrain: {lr: -1}\n")
     out = subprocess.run([*cli, "submit", str(bad)], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "spec.train.lr" in out.stderr and "Traceback" not in out.stderr
-
-
-@pytest.mark.fault
-def test_worker_shutdown_gives_the_run_back_and_it_resumes(pg_platform: Platform) -> None:
-    import signal
-
-    spec = {"seed": 3, "train": {"steps": 60, "checkpoint_every": 1000, "step_delay": 0.15}}
-    pg_platform.start_api()
-    worker = pg_platform.start_worker()
-    rid = pg_platform.submit(spec, name="shutdown")["runs"][0]["id"]
-    wait_for(lambda: len(pg_platform.loss_steps(rid)) >= 10, 120, "the run to log its first steps")
-    worker.send_signal(signal.SIGTERM)  # warm shutdown, as `docker compose stop` does
-    worker.wait(60)
-    released = pg_platform.client.get_run(rid)
-    assert (released["status"], released["attempt"], released["released"], released["max_attempts"]) == (
-        "queued",
-        2,
-        1,
-        3,
-    ), pg_platform.diagnostics()
-    pg_platform.start_worker()
-    (final,) = pg_platform.wait_finished([rid])
-    assert final["status"] == "succeeded" and final["attempt"] == 2, pg_platform.diagnostics()
-    assert [s for s, _ in pg_platform.loss_steps(rid)] == list(range(1, 61))

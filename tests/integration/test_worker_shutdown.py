@@ -31,10 +31,11 @@ import pytest
 
 from tests.integration.platform import Platform, free_port, up_env, wait_for
 
-EARLIER_JOBS = 3  # the worker runs these first: the run interrupted is its fourth job
+EARLIER_JOBS = 2  # the worker runs these first: the run interrupted is its third job, its second pool
+# process forked by the supervisor thread (the filesystem broker)
 SHORT = {"train": {"steps": 3}}
 # no periodic checkpoint: what a run keeps is the one written at the interrupt
-LONG = {"seed": 11, "train": {"steps": 300, "checkpoint_every": 1_000_000, "step_delay": 0.05}}
+LONG = {"seed": 11, "train": {"steps": 300, "checkpoint_every": 1_000_000, "step_delay": 0.03}}
 
 
 def _children(pid: int) -> set[int]:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery.concurrency.prefork import TaskPool
+from celery.worker import state as worker_state
+from kombu import Connection, Consumer, Exchange, Queue
+from kombu.transport.virtual import BrokerState
 from kombu.utils.imports import symbol_by_name
 
 from common.broker import broker_options
 from common.settings import SharedSettings
-from worker.celery_app import TASK_EXECUTE, create_celery_app, worker_argv
+from worker import celery_app
+from worker.celery_app import TASK_EXECUTE, WorkerFilesystemTransport, create_celery_app, worker_argv
 from worker.pool import MAX_RECHECKS, PromptRespawnAsynPool
 
 
@@ -180,3 +186,65 @@ def test_reapable_exit_needs_no_recheck_and_rechecks_are_bounded() -> None:
     for _ in range(MAX_RECHECKS + 5):
         hub.run_pending()
     assert hub.calls == [] and maintained[-1] == 1 and len(maintained) == 3
+
+
+def _cpu() -> Queue:
+    return Queue("cpu", Exchange("cpu", type="direct"), routing_key="cpu")
+
+
+@pytest.fixture
+def filesystem_consumer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Connection, list[Any]]]:
+    """A worker's connection to an empty filesystem broker, consuming the cpu queue into a list. kombu's
+    filesystem transport keeps its bindings in a class attribute, one per process: this broker's own."""
+    monkeypatch.setattr(WorkerFilesystemTransport, "global_state", BrokerState())
+    got: list[Any] = []
+    with create_celery_app(SharedSettings(home=tmp_path)).connection_for_read() as conn:
+        assert isinstance(conn.transport, WorkerFilesystemTransport)
+        Consumer(
+            conn.default_channel, queues=[_cpu()], callbacks=[lambda body, _: got.append(body)]
+        ).consume()
+        yield conn, got
+
+
+@pytest.mark.parametrize(("flag", "code"), [("should_stop", 0), ("should_stop", 1), ("should_terminate", 0)])
+def test_the_filesystem_broker_stops_polling_at_the_next_poll_after_a_shutdown_is_asked(
+    filesystem_consumer: tuple[Connection, list[Any]], monkeypatch: pytest.MonkeyPatch, flag: str, code: int
+) -> None:
+    """Celery's synloop drains for 2 s between two looks at its shutdown flag, and once more after it
+    (kombu's polling transports sleep until the timeout): the worker's transport looks at the flag
+    itself between its polls. A warm shutdown's flag is 0 (its exit code): set, though falsy."""
+    conn, _ = filesystem_consumer
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 2:  # the signal arrives during the second poll's wait
+            monkeypatch.setattr(worker_state, flag, code)
+        assert len(sleeps) < 10, "still polling after the shutdown was asked"
+
+    monkeypatch.setattr(celery_app, "sleep", sleep)
+    with pytest.raises(TimeoutError):
+        conn.drain_events(timeout=3600)
+    assert len(sleeps) == 2  # not the hour of polls that kombu's own transport would sleep through
+    # the synloop's last drain, after the flag: no poll at all, so no message is taken while stopping
+    sleeps.clear()
+    with pytest.raises(TimeoutError):
+        conn.drain_events(timeout=2.0)
+    assert sleeps == []
+
+
+def test_the_filesystem_broker_still_delivers_and_times_out_without_a_shutdown(
+    filesystem_consumer: tuple[Connection, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn, got = filesystem_consumer
+    clock = iter(range(100))
+    monkeypatch.setattr(celery_app, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(celery_app, "sleep", lambda _: None)
+    with pytest.raises(TimeoutError):  # nothing queued: the timeout, as kombu's own
+        conn.drain_events(timeout=2.0)
+    cpu = _cpu()
+    conn.Producer().publish({"run": 1}, exchange=cpu.exchange, routing_key="cpu", declare=[cpu])
+    conn.drain_events(timeout=2.0)
+    assert got == [{"run": 1}]
