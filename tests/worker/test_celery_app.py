@@ -27,6 +27,7 @@ def test_long_job_settings(tmp_path: Path) -> None:
     assert conf.worker_prefetch_multiplier == 1
     assert conf.worker_max_tasks_per_child == 1
     assert conf.worker_concurrency == 1
+    assert conf.worker_timer_precision <= 0.2  # a warm shutdown waits for the timer thread's sleep
     pool = symbol_by_name(conf.worker_pool)
     assert issubclass(pool, TaskPool) and pool.Pool is PromptRespawnAsynPool  # prefork, one child per run
     assert conf.task_ignore_result is True
