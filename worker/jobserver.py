@@ -36,7 +36,11 @@ LOG_FORMAT = "[%(asctime)s: %(levelname)s/job-%(process)d] %(message)s"  # as Ce
 def preload() -> None:
     """Import every kind in the job server, so each job process is forked with them loaded and starts its
     kind within milliseconds. Imports only: no torch op runs here, so neither CUDA nor an OpenMP thread
-    pool exists before the fork. (MLflow is not loaded: the API mirrors runs to it.)"""
+    pool exists before the fork. (MLflow is not loaded: the API mirrors runs to it.)
+
+    torch itself always: every kind needs it, and a job process would take ~1.1 CPU-s to import it (the
+    worker's own processes do not: they never run a kind)."""
+    importlib.import_module("torch")
     if not get_settings().worker_preload:  # REASONLAB_WORKER_PRELOAD=false: each job process imports its kind
         return
     # torch._dynamo: torch.optim imports it at the first optimiser built (~3 s per process otherwise)

@@ -11,8 +11,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
-
 logger = logging.getLogger(__name__)
 
 _CHECKPOINT_RE = re.compile(r"^step-(\d+)\.pt$")
@@ -36,6 +34,8 @@ def save_checkpoint_file(directory: Path, state: dict[str, Any], step: int, keep
     torch.save goes to a temporary file in the same folder, which is fsynced and renamed over the final
     name (os.replace is atomic on POSIX), so a crash mid-write never leaves a truncated checkpoint.
     """
+    import torch  # here: the worker's own processes list checkpoints; only a run's job process writes one
+
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step-{step}.pt"
     fd, tmp_name = tempfile.mkstemp(prefix=f".step-{step}.", suffix=".tmp", dir=directory)
@@ -63,6 +63,8 @@ def save_checkpoint_file(directory: Path, state: dict[str, Any], step: int, keep
 
 def load_checkpoint_file(directory: Path) -> tuple[dict[str, Any], int] | None:
     """The newest readable checkpoint ``(state, step)`` in ``directory``, or None."""
+    import torch
+
     for step, path in reversed(checkpoint_files(directory)):
         try:
             # Checkpoints are written by this worker under the platform's artifact root (trusted like the

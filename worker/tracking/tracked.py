@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from common.runs import FinalStatus
 from worker.specs.base import MAX_EXAMPLE_ROWS
 from worker.tracking.artifacts import RunArtifacts, TransferCancelled
@@ -41,6 +39,8 @@ class TrackingError(RuntimeError):
 
 def resolve_device(requested: str) -> str:
     """``auto`` -> ``cuda`` when this process sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
+    import torch  # here: the worker's own processes import this module and never need torch (~1.1 CPU-s)
+
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():
