@@ -13,14 +13,17 @@ import { CHROMIUM, CHROMIUM_ARGS } from './harness.mjs';
 // the other slots sit empty. Files not named here follow, in name order (E2E_ORDER=name: every file in name
 // order, as before; 193.8 s against 181.7 s longest first, side by side).
 const LONGEST_FIRST = [
-  'claims', // 170 s alone on a loaded machine: six diagnostic runs on one worker, watched as they end
-  'dashboard', // 98 s
-  'attempts', // 75
-  'carma', // 62
-  'reasonformer', // 62
-  'skillmix', // 54
-  'small_defects', // 39
-  'run_names', // 36
+  'carma', // ~125 s alone in a quiet `npm run e2e` (2026-11-29, four at a time): the CARMA views and reports
+  'dashboard', // 103
+  'reasonformer', // 98
+  'skillmix', // 84
+  'attempts', // 76
+  'run_page', // 71
+  'claims', // 67: six diagnostic runs on one worker, watched as they end
+  'small_defects', // 51
+  'exports', // 49
+  'run_names', // 46
+  'topk_eval', // 42
 ];
 
 function defaultFiles() {
