@@ -4,30 +4,16 @@
 import { MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { RouterProvider } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { makeQueryClient } from './api/queryClient';
 import { makeRouter } from './router';
-import { installDomShims } from './test/dom';
+import { testContainer } from './test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
-  localStorage.clear();
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.restoreAllMocks();
-});
+const dom = testContainer(() => localStorage.clear());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,8 +26,8 @@ describe('a first page load', () => {
     window.history.replaceState(null, '', '/activity'); // a signed-in page, opened signed out
     const router = makeRouter(makeQueryClient());
     await act(async () => {
-      root = createRoot(container);
-      root.render(
+      dom.root = createRoot(dom.element);
+      dom.root.render(
         <MantineProvider env="test">
           <QueryClientProvider client={makeQueryClient()}>
             <RouterProvider router={router} />
@@ -49,10 +35,10 @@ describe('a first page load', () => {
         </MantineProvider>,
       );
     });
-    for (let i = 0; i < 100 && !/Sign in/.test(container.textContent ?? ''); i++) {
+    for (let i = 0; i < 100 && !/Sign in/.test(dom.element.textContent ?? ''); i++) {
       await act(() => sleep(50));
     }
-    expect(container.textContent).toMatch(/Sign in/); // the layout sent the signed-out visitor to /login
+    expect(dom.element.textContent).toMatch(/Sign in/); // the layout sent the signed-out visitor to /login
     expect(warnings.filter((w) => /HydrateFallback/.test(w))).toEqual([]);
   });
 });

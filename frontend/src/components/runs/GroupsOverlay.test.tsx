@@ -5,14 +5,14 @@
 import { MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { authStore } from '../../api/auth';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import { chunkRefetchInterval, chunkRuns, GROUP_MAX_RUNS, METRICS_BATCH_MAX_IDS, type OverlayRun } from '../../hooks/metrics';
-import { installDomShims } from '../../test/dom';
+import { testContainer } from '../../test/dom';
 import { until } from '../../test/mount';
 import { GroupsOverlay, smoothMember, type OverlayGroup } from './GroupsOverlay';
 
@@ -40,25 +40,12 @@ function fakeBatch(fail = false) {
   }) as never);
 }
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.restoreAllMocks();
-});
+const dom = testContainer();
 
 async function show(groups: OverlayGroup[], url = '/compare') {
-  root = createRoot(container);
+  dom.root = createRoot(dom.element);
   await act(async () => {
-    root!.render(
+    dom.root!.render(
       <MantineProvider env="test">
         <QueryClientProvider client={makeQueryClient()}>
           <MemoryRouter initialEntries={[url]}>
@@ -78,21 +65,21 @@ describe('GroupsOverlay', () => {
     const spy = fakeBatch();
     const groups = sweep(60, 5); // 300 runs
     await show(groups);
-    const chart = await until(() => container.querySelector<HTMLElement>('[data-testid="group-chart"]'));
+    const chart = await until(() => dom.element.querySelector<HTMLElement>('[data-testid="group-chart"]'));
     expect(chart.dataset.groupN).toBe(Array(60).fill(5).join(','));
     const ids = batchIds(spy);
     expect(ids.map((c) => c.length)).toEqual([200, 100]);
     expect(ids.flat()).toEqual(groups.flatMap((g) => g.runs.map((r) => r.id)));
-    expect(container.querySelector('[data-testid="group-chart-cap"]')).toBeNull();
+    expect(dom.element.querySelector('[data-testid="group-chart-cap"]')).toBeNull();
   });
 
   it(`reads the first ${GROUP_MAX_RUNS} runs of more and says so in the caption`, async () => {
     const spy = fakeBatch();
     await show(sweep(90, 5)); // 450 runs: groups 0..79 read, 80..89 left out
-    const chart = await until(() => container.querySelector<HTMLElement>('[data-testid="group-chart"]'));
+    const chart = await until(() => dom.element.querySelector<HTMLElement>('[data-testid="group-chart"]'));
     expect(chart.dataset.groupN).toBe(Array(80).fill(5).join(','));
     expect(batchIds(spy).map((c) => c.length)).toEqual([200, 200]);
-    const cap = container.querySelector('[data-testid="group-chart-cap"]')!;
+    const cap = dom.element.querySelector('[data-testid="group-chart-cap"]')!;
     expect(cap.textContent).toContain(`at most ${GROUP_MAX_RUNS} runs`);
     expect(cap.textContent).toContain('first 400 of these 450 runs (50 left out');
   });
@@ -100,9 +87,9 @@ describe('GroupsOverlay', () => {
   it('shows the read error instead of means over some members', async () => {
     fakeBatch(true);
     await show(sweep(2, 3));
-    const alert = await until(() => container.querySelector('[data-testid="group-chart-error"]'));
+    const alert = await until(() => dom.element.querySelector('[data-testid="group-chart-error"]'));
     expect(alert.textContent).toContain('run 7 not found');
-    expect(container.querySelector('[data-testid="group-chart"]')).toBeNull();
+    expect(dom.element.querySelector('[data-testid="group-chart"]')).toBeNull();
   });
 });
 
@@ -110,10 +97,10 @@ describe("the group chart's options", () => {
   it("draws with the metric's options in the URL, and has the options button", async () => {
     fakeBatch();
     await show(sweep(2, 3), '/compare?charts=loss:log:s0.5');
-    const chart = await until(() => container.querySelector<HTMLElement>('[data-testid="group-chart"]'));
+    const chart = await until(() => dom.element.querySelector<HTMLElement>('[data-testid="group-chart"]'));
     expect(chart.dataset.yScale).toBe('log');
     expect(chart.dataset.smoothing).toBe('0.5');
-    expect(container.querySelector('[data-testid="chart-options-loss"]')).not.toBeNull();
+    expect(dom.element.querySelector('[data-testid="chart-options-loss"]')).not.toBeNull();
   });
 
   it('smooths a member by the EMA over its steps, leaving it alone at 0', () => {

@@ -5,12 +5,12 @@
 import { MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { createRoot } from 'react-dom/client';
+import { expect, it, vi } from 'vitest';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Run } from '../../api/types';
-import { installDomShims } from '../../test/dom';
+import { testContainer } from '../../test/dom';
 import { until } from '../../test/mount';
 import { ProvenanceTab, ProvenanceView, type Provenance } from './ProvenanceTab';
 
@@ -27,25 +27,12 @@ const PROVENANCE: Provenance = {
   host: 'laptop',
 };
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.restoreAllMocks();
-});
+const dom = testContainer();
 
 function show(node: React.ReactNode) {
   act(() => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <QueryClientProvider client={makeQueryClient()}>{node}</QueryClientProvider>
       </MantineProvider>,
@@ -53,7 +40,7 @@ function show(node: React.ReactNode) {
   });
 }
 
-const $ = (id: string) => container.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+const $ = (id: string) => dom.element.querySelector<HTMLElement>(`[data-testid="${id}"]`);
 
 it('shows the command line, the commit and its dirty mark, Python and the host', () => {
   show(<ProvenanceView provenance={PROVENANCE} />);
@@ -106,7 +93,7 @@ it('says when the script ran outside git, and marks a clean work tree', () => {
   expect($('provenance-commit')).toBeNull();
   expect($('provenance-commit-row')?.textContent).toContain('not in a git work tree');
   expect($('provenance-diff-toggle')).toBeNull();
-  act(() => root?.unmount());
+  act(() => dom.root?.unmount());
   show(<ProvenanceView provenance={{ ...PROVENANCE, git_dirty: false, git_diff: null }} />);
   expect($('provenance-clean')?.textContent).toBe('clean');
   expect($('provenance-dirty')).toBeNull();
@@ -117,8 +104,8 @@ it("fetches the run's provenance, and says a worker's run has none", async () =>
   show(<ProvenanceTab run={{ id: 5, attempt: 2 } as Run} />);
   await until(() => $('provenance-command'));
   expect(answer).toHaveBeenCalledWith('/api/v1/runs/{run_id}/provenance', { params: { path: { run_id: 5 } } });
-  act(() => root?.unmount());
+  act(() => dom.root?.unmount());
   answer.mockImplementation((async () => ({ data: null, response: new Response('null') })) as never);
   show(<ProvenanceTab run={{ id: 6, attempt: 1 } as Run} />);
-  await until(() => container.textContent?.includes('No provenance'));
+  await until(() => dom.element.textContent?.includes('No provenance'));
 });

@@ -4,30 +4,16 @@
 // react-router's Link would, leaving a modified click (new tab, new window) to the browser.
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { MemoryRouter, Route, Routes, useLocation } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunRow } from '../../lib/runsTable';
-import { installDomShims, sizeElements } from '../../test/dom';
+import { sizeElements, testContainer } from '../../test/dom';
 import { ROW_HEIGHT, RunsTable } from './RunsTable';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  installDomShims();
-  sizeElements(); // the virtualised rows need a scroll element with a height
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.restoreAllMocks();
-});
+const dom = testContainer(() => sizeElements()); // the virtualised rows need a scroll element with a height
 
 const runs: RunRow[] = Array.from({ length: 2000 }, (_, i) => ({
   id: i + 1, index: i, status: i % 3 ? 'succeeded' : 'failed', attempt: 1, params: { 'train.lr': 0.1 }, summary: { loss: i / 2000 },
@@ -40,8 +26,8 @@ function Where() {
 
 function render() {
   act(() => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <MemoryRouter initialEntries={['/experiments/1']}>
           <Routes>
@@ -54,14 +40,14 @@ function render() {
   });
 }
 
-const rows = () => [...container.querySelectorAll<HTMLElement>('[role="row"][data-run-id]')];
+const rows = () => [...dom.element.querySelectorAll<HTMLElement>('[role="row"][data-run-id]')];
 
 describe('the runs table', () => {
   it('scrolled to other runs, updates the rows it has instead of making new ones', () => {
     render();
     const before = rows();
     expect(before.map((r) => r.dataset.runId).slice(0, 3)).toEqual(['1', '2', '3']);
-    const table = container.querySelector<HTMLElement>('[data-testid="runs-table"]')!;
+    const table = dom.element.querySelector<HTMLElement>('[data-testid="runs-table"]')!;
     act(() => {
       table.scrollTop = 1000 * ROW_HEIGHT;
       table.dispatchEvent(new Event('scroll'));
@@ -79,22 +65,22 @@ describe('the runs table', () => {
 
   it("follows a run's link inside the dashboard on a plain click", () => {
     render();
-    const link = container.querySelector<HTMLAnchorElement>('[data-run-id="2"] [data-testid="run-link"]')!;
+    const link = dom.element.querySelector<HTMLAnchorElement>('[data-run-id="2"] [data-testid="run-link"]')!;
     expect(link.getAttribute('href')).toBe('/runs/2');
     const click = new MouseEvent('click', { bubbles: true, cancelable: true, button: 0 });
     act(() => void link.dispatchEvent(click));
     expect(click.defaultPrevented).toBe(true);
-    expect(container.querySelector('[data-testid="where"]')?.textContent).toBe('/runs/2');
+    expect(dom.element.querySelector('[data-testid="where"]')?.textContent).toBe('/runs/2');
   });
 
   it('leaves a click with a modifier to the browser (a new tab or window)', () => {
     render();
-    const link = container.querySelector<HTMLAnchorElement>('[data-run-id="2"] [data-testid="run-link"]')!;
+    const link = dom.element.querySelector<HTMLAnchorElement>('[data-run-id="2"] [data-testid="run-link"]')!;
     for (const modifier of ['ctrlKey', 'metaKey', 'shiftKey'] as const) {
       const click = new MouseEvent('click', { bubbles: true, cancelable: true, button: 0, [modifier]: true });
       act(() => void link.dispatchEvent(click));
       expect(click.defaultPrevented).toBe(false);
     }
-    expect(container.querySelector('[data-testid="where"]')).toBeNull();
+    expect(dom.element.querySelector('[data-testid="where"]')).toBeNull();
   });
 });
