@@ -87,8 +87,13 @@ describe('run names and the Compare chart options', { timeout: 600_000 }, () => 
     await panel.getByRole('slider', { name: 'smoothing' }).focus();
     for (let i = 0; i < 60; i++) await page.keyboard.press('ArrowRight');
     await page.locator('[data-testid="overlay"][data-lines="4"]').waitFor(); // a faint raw line under each smoothed one
-    // the slider's steps reach the chart one render each: on a loaded machine the first ones show before the last
-    await page.waitForFunction(() => Number(document.querySelector('[data-testid="overlay"]')?.getAttribute('data-smoothing')) >= 0.5);
+    // the slider writes the chart once it rests (SMOOTHING_SETTLE_MS): on a loaded machine key presses come
+    // further apart than that, so the chart can take an earlier step first; wait until it holds the slider's last value
+    await page.waitForFunction(() => {
+      const slider = document.querySelector('[role="slider"][aria-label="smoothing"]');
+      const drawn = document.querySelector('[data-testid="overlay"]')?.getAttribute('data-smoothing');
+      return slider && drawn != null && Math.abs(Number(drawn) - Number(slider.getAttribute('aria-valuenow'))) < 0.005 && Number(drawn) >= 0.5;
+    });
     const smoothing = Number(await overlay.getAttribute('data-smoothing'));
     assert.ok(smoothing >= 0.5, `smoothing ${smoothing}`);
     assert.match(await panel.textContent(), new RegExp(`Smoothing ${smoothing.toFixed(2)}`));
