@@ -35,7 +35,8 @@ export const PAGE_MODULES = {
 
 type Bundle = Record<string, { type: string; fileName: string; name?: string; isEntry?: boolean; facadeModuleId?: string | null; imports?: string[] }>;
 
-export function pageChunks(bundle: Bundle): Record<string, string[]> {
+/** The build's chunks, and what a list of chunks loads: them and their static imports, transitively. */
+function chunkGraph(bundle: Bundle) {
   const chunks = Object.values(bundle).filter((c) => c.type === 'chunk');
   const byFile = new Map(chunks.map((c) => [c.fileName, c]));
   const closure = (roots: string[]) => {
@@ -50,12 +51,19 @@ export function pageChunks(bundle: Bundle): Record<string, string[]> {
   };
   const entry = closure(chunks.filter((c) => c.isEntry && c.name === 'index').map((c) => c.fileName));
   const facade = (m: string) => chunks.find((c) => c.facadeModuleId?.replaceAll('\\', '/').endsWith(m))?.fileName;
-  return Object.fromEntries(
-    Object.entries(PAGE_MODULES).map(([page, modules]) => {
-      const roots = modules.map(facade).filter((f): f is string => !!f);
-      return [page, [...closure(roots)].filter((f) => !entry.has(f)).map((f) => `/${f}`)];
-    }),
-  );
+  const pages = Object.entries(PAGE_MODULES).map(([page, modules]) => [page, closure(modules.map(facade).filter((f): f is string => !!f))] as const);
+  return { entry, pages };
+}
+
+export function pageChunks(bundle: Bundle): Record<string, string[]> {
+  const { entry, pages } = chunkGraph(bundle);
+  return Object.fromEntries(pages.map(([page, files]) => [page, [...files].filter((f) => !entry.has(f)).map((f) => `/${f}`)]));
+}
+
+/** The chunks compiled eagerly (COMPILE_HINT): the entry's and those of the pages early.ts preloads. */
+export function eagerChunks(bundle: Bundle): Set<string> {
+  const { entry, pages } = chunkGraph(bundle);
+  return new Set([...entry, ...pages.flatMap(([, files]) => [...files])]);
 }
 
 /** The tags Vite writes into index.html for the entry (its module script and modulepreloads), taken out of
@@ -106,10 +114,11 @@ function earlyRequests(): Plugin {
 }
 
 /** V8's explicit compile hint (Chrome 136+; other engines read a comment): the code every page runs at
- *  load (the entry and its static imports: React, the router, the query client, Mantine) and the line
- *  charts' ECharts are compiled eagerly on a background thread while they download, instead of function
- *  by function on the main thread when first called (on the run page ~160 ms less main-thread
- *  CPU of ~680, on the experiment page ~100 of ~680, load ~6; docs/benchmarks.md). */
+ *  load (the entry and its static imports: React, the router, the query client, Mantine) and the chunks
+ *  of the pages early.ts preloads (PAGE_MODULES: the run and experiment pages, the line charts' ECharts)
+ *  are compiled eagerly on a background thread while they download, instead of function by function on
+ *  the main thread when first called (docs/benchmarks.md, "Dashboard in the browser": without any hint
+ *  both pages' loads are ~8% slower at 4x; the pages' own chunks with one ~3-4% faster). */
 export const COMPILE_HINT = '//# allFunctionsCalledOnLoad\n';
 
 function compileHints(): Plugin {
@@ -120,19 +129,8 @@ function compileHints(): Plugin {
       // after Vite's own rewrites of the chunks (its preload helper goes at the top of a chunk too)
       order: 'post',
       handler(_options, bundle) {
-        const chunks = Object.values(bundle).filter((c) => c.type === 'chunk');
-        const byName = new Map(chunks.map((c) => [c.fileName, c]));
-        const eager = new Set<string>();
-        const visit = (fileName: string) => {
-          if (eager.has(fileName)) return;
-          eager.add(fileName);
-          byName.get(fileName)?.imports.forEach(visit);
-        };
-        for (const c of chunks) {
-          if (c.isEntry && c.name === 'index') visit(c.fileName);
-          if (c.facadeModuleId?.replaceAll('\\', '/').endsWith('/src/components/charts/echarts.ts')) visit(c.fileName);
-        }
-        for (const c of chunks) if (eager.has(c.fileName)) c.code = COMPILE_HINT + c.code;
+        const eager = eagerChunks(bundle as unknown as Bundle);
+        for (const c of Object.values(bundle)) if (c.type === 'chunk' && eager.has(c.fileName)) c.code = COMPILE_HINT + c.code;
       },
     },
   };

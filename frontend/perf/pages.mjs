@@ -69,6 +69,12 @@ function watchDrawn(targets) {
   new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
 }
 
+/** Main-thread CPU ms of the page so far. */
+export async function mainThreadMs(page) {
+  const { metrics } = await page.cdp.send('Performance.getMetrics');
+  return Math.round(metrics.find((m) => m.name === 'TaskDuration').value * 1000);
+}
+
 /** The page's own figure for `name` (watchDrawn), once its second frame has run. */
 export async function drawnMs(page, name) {
   const t = await page.waitForFunction((n) => window.__drawn?.[n]?.secondFrame, name, { timeout: 60_000 });

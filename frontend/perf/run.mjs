@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
-import { drawnMs, drawnTargets, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
+import { drawnMs, drawnTargets, mainThreadMs, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
 
 const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
 const RUNS = Number(process.env.PERF_RUNS ?? 10_000);
@@ -24,12 +24,6 @@ const REPEAT = Number(process.env.PERF_REPEAT ?? 3);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (x) => `${x.toFixed(0)} ms`;
 const kb = (x) => `${(x / 1024).toFixed(0)} KiB`;
-
-/** Main-thread CPU ms of the page so far. */
-async function mainThreadMs(page) {
-  const { metrics } = await page.cdp.send('Performance.getMetrics');
-  return Math.round(metrics.find((m) => m.name === 'TaskDuration').value * 1000);
-}
 
 async function measureRunPage(page, platform, runId) {
   const t0 = Date.now();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageChunks, takeEntryTags } from '../vite.config';
+import { eagerChunks, pageChunks, takeEntryTags } from '../vite.config';
 
 const chunk = (fileName: string, extra: Record<string, unknown> = {}) => ({ type: 'chunk', fileName, imports: [] as string[], ...extra });
 
@@ -24,6 +24,20 @@ describe("the build's list of each page's chunks (index.html's reasonlab-page-ch
       experiment: ['/assets/ExperimentPage.js', '/assets/Table.js', '/assets/format.js'],
       run: ['/assets/RunPage.js', '/assets/format.js', '/assets/echarts.js'],
     });
+  });
+
+  it("compiles eagerly the entry's chunks and the preloaded pages', not another page's", () => {
+    const bundle = {
+      'assets/index.js': chunk('assets/index.js', { isEntry: true, name: 'index', imports: ['assets/mantine.js'] }),
+      'assets/mantine.js': chunk('assets/mantine.js'),
+      'assets/early.js': chunk('assets/early.js', { isEntry: true, name: 'early' }),
+      'assets/RunPage.js': chunk('assets/RunPage.js', { facadeModuleId: '/repo/frontend/src/routes/RunPage.tsx', imports: ['assets/format.js'] }),
+      'assets/format.js': chunk('assets/format.js'),
+      'assets/echarts.js': chunk('assets/echarts.js', { facadeModuleId: '/repo/frontend/src/components/charts/echarts.ts' }),
+      'assets/NewExperimentPage.js': chunk('assets/NewExperimentPage.js', { facadeModuleId: '/repo/frontend/src/routes/NewExperimentPage.tsx', imports: ['assets/editor.js'] }),
+      'assets/editor.js': chunk('assets/editor.js'),
+    };
+    expect([...eagerChunks(bundle)].sort()).toEqual(['assets/RunPage.js', 'assets/echarts.js', 'assets/format.js', 'assets/index.js', 'assets/mantine.js']);
   });
 
   it('an empty list for a page whose chunk is not in the bundle', () => {

@@ -1,0 +1,61 @@
+// The two page loads of `make perf` (the run page's first chart of 1,000,000 points, the experiment page's
+// rows of PERF_RUNS runs), for one build or several side by side (not part of `make test`): per round,
+// each build in turn is served (its assets copied beside the current build's, index.html swapped) and
+// each page loaded once, so that the builds meet the same machine load; prints every load and the
+// medians per build, in the page's own figures (navigation start to the second frame after the target is
+// drawn) and the page's main-thread CPU.
+//
+//   AB=/tmp/static_old,/tmp/static_new   builds (`npx vite build --outDir DIR`), restored after: the
+//                                        current build's index.html is put back
+//   ROUNDS=5                             rounds; PERF_CPU_SLOWDOWN=4 slows the page's CPU (pages.mjs)
+//   PERF_PAGES=run,experiment            which pages
+// `npm run perf:loads`, e.g. `PERF_CPU_SLOWDOWN=4 ROUNDS=6 AB=/tmp/a,/tmp/b npm run perf:loads`.
+import { copyFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
+import { drawnMs, drawnTargets, mainThreadMs, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
+
+const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
+const RUNS = Number(process.env.PERF_RUNS ?? 10_000);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const PAGES = (process.env.PERF_PAGES ?? 'run,experiment').split(',');
+const TARGET = { run: 'chart', experiment: 'table' };
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const served = join(ROOT, 'backend/static/index.html');
+const current = readFileSync(served);
+const platform = await startPlatform({ workers: 0 });
+const browser = await launchBrowser();
+try {
+  const paths = {};
+  if (PAGES.includes('run')) paths.run = `/runs/${(await seedBigMetric(platform, POINTS)).runId}`;
+  if (PAGES.includes('experiment')) paths.experiment = `/experiments/${(await seedManyRuns(platform, RUNS)).experimentId}`;
+  const builds = (process.env.AB ?? '').split(',').filter(Boolean);
+  for (const b of builds) cpSync(join(b, 'assets'), join(ROOT, 'backend/static/assets'), { recursive: true });
+  const results = new Map((builds.length ? builds : ['current']).map((b) => [b, Object.fromEntries(PAGES.map((p) => [p, []]))]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const build of results.keys()) {
+      if (build !== 'current') copyFileSync(join(build, 'index.html'), served);
+      for (const name of PAGES) {
+        const page = await signedInPage(browser, platform, drawnTargets(RUNS));
+        await page.goto(`${platform.url}${paths[name]}`);
+        const inPage = await drawnMs(page, TARGET[name]);
+        const cpu = await mainThreadMs(page);
+        results.get(build)[name].push({ inPage, cpu });
+        console.log(`round ${round} ${build} ${name}: ${inPage} ms in the page, ${cpu} ms main-thread CPU`);
+        await page.close();
+      }
+    }
+  }
+  console.log(`\nmedians of ${ROUNDS} loads, the browser's CPU slowed down ${SLOWDOWN}x:`);
+  for (const [build, pages] of results) {
+    for (const [name, loads] of Object.entries(pages)) {
+      console.log(`${build} ${name}: ${median(loads.map((l) => l.inPage))} ms in the page, ${median(loads.map((l) => l.cpu)).toFixed(0)} ms CPU`);
+    }
+  }
+} finally {
+  writeFileSync(served, current);
+  await browser.close();
+  await platform.stop();
+}
