@@ -3,6 +3,7 @@ processes (a real Celery worker), on Postgres + Redis or embedded (SQLite + file
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -165,13 +166,20 @@ class Platform:
         proc.wait(10)
 
     def stop(self) -> None:
+        """Stops the workers as ``reasonlab up`` does (cli/server.py): SIGTERM to each worker's own process, whose
+        warm shutdown stops its pool and job processes, then SIGKILL to what is left of its process group.
+        A SIGTERM to the whole group also reached the pool's process, and one that died of it while holding
+        the pool's result-queue lock left the worker's warm shutdown waiting on that lock for good (its stack:
+        billiard's task handler in ``outqueue.put``, every child gone): a 20-s stop, twice in a full run."""
         for proc in self.workers:
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(20)
-                except (subprocess.TimeoutExpired, ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(20)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # a job process the warm shutdown did not end
+            proc.wait(10)
         self.stop_api()
         self.client.close()
 
