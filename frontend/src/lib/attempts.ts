@@ -3,6 +3,7 @@
 // on it (`run_seconds`: the sum of its attempts, the running one up to its last heartbeat). These pure
 // functions turn that into the run page's run time, attempt rows and notes.
 import type { Run, RunAttempt } from '../api/types';
+import { formatCount } from './plainFormat';
 
 type Timing = Pick<Run, 'status' | 'held' | 'run_seconds' | 'heartbeat_at'>;
 type Counted = Pick<Run, 'attempt' | 'max_attempts' | 'released'>;
@@ -86,6 +87,6 @@ export const OUTCOME_HELP: Record<RunAttempt['outcome'], string> = {
 export function outcomeLabel(attempt: RunAttempt, run: Pick<Run, 'held' | 'attempt'>): string {
   if (attempt.outcome === 'running' && attempt.attempt === run.attempt && !run.held) return 'running (no heartbeat)';
   return attempt.resumed_step !== null && attempt.resumed_step !== undefined
-    ? `${attempt.outcome} · resumed from step ${attempt.resumed_step.toLocaleString()}`
+    ? `${attempt.outcome} · resumed from step ${formatCount(attempt.resumed_step)}`
     : attempt.outcome;
 }

@@ -1,6 +1,7 @@
 // Legend labels for overlaid runs: the run's name (when a member named it) and id, plus only the params
 // that differ between the shown runs.
 import { formatValue } from './dotted';
+import { formatCount } from './plainFormat';
 
 export function varyingParams(runs: readonly { params: Record<string, unknown> }[]): string[] {
   const keys = new Set<string>();
@@ -20,5 +21,5 @@ export function runLabel(run: { id: number; name?: string | null; params: Record
 
 /** "1 run", "2 runs", "0 runs": a count with its noun, plural unless the count is one. */
 export function countOf(n: number, noun: string, nouns = `${noun}s`): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : nouns}`;
+  return `${formatCount(n)} ${n === 1 ? noun : nouns}`;
 }

@@ -2,6 +2,7 @@
 // -> `moe`), filtered by a search box, and the per-chart options (log scale, smoothing, x axis) applied
 // to a downsampled series. Pure functions, unit-tested (metricPanels.test.ts).
 import type { Bucket } from './buckets';
+import { naturalCompare } from './plainFormat';
 
 /** Keys without a `/` go to this section, first. */
 export const GENERAL_SECTION = 'general';
@@ -32,9 +33,6 @@ export function matchesSearch(key: string, search: string): boolean {
     .every((term) => k.includes(term));
 }
 
-/** Natural order: `e2` before `e10`, `f1` before `f12`. */
-const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
-
 /**
  * The run's keys in sections, each key once (a repeated key is one panel), sections in name order with
  * GENERAL_SECTION first and SYSTEM_SECTION last, keys in natural order; sections with no key matching
@@ -51,8 +49,8 @@ export function groupMetricKeys(keys: readonly string[], search = ''): MetricSec
   }
   const rank = (name: string) => (name === GENERAL_SECTION ? 0 : name === SYSTEM_SECTION ? 2 : 1);
   return [...sections.entries()]
-    .sort(([a], [b]) => rank(a) - rank(b) || collator.compare(a, b))
-    .map(([name, set]) => ({ name, keys: [...set].sort(collator.compare) }));
+    .sort(([a], [b]) => rank(a) - rank(b) || naturalCompare(a, b))
+    .map(([name, set]) => ({ name, keys: [...set].sort(naturalCompare) }));
 }
 
 // -- per-chart options -------------------------------------------------------------------------------

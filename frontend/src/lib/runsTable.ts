@@ -6,6 +6,7 @@ import { formatValue } from './dotted';
 import { etaSeconds } from './eta';
 import { summaryNumber } from './nonfinite';
 import type { RunStatus } from './runStatus';
+import { naturalCompare } from './plainFormat';
 
 /**
  * What the table reads of a run (the generated RunPublic's fields; tests build rows without the rest), and
@@ -116,7 +117,7 @@ export function matchesFilter(value: unknown, filter: string): boolean {
 function compare(a: unknown, b: unknown): number {
   // missing values sort last whatever the direction (handled by the caller)
   if (typeof a === 'number' && typeof b === 'number') return a - b;
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
+  return naturalCompare(String(a), String(b));
 }
 
 export function filterAndSort(runs: readonly RunRow[], filter: RunFilter, sort: Sort | null): RunRow[] {

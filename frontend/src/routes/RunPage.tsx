@@ -37,6 +37,7 @@ import { isExternal } from '../lib/external';
 import { runTabs, type RunTab } from '../lib/runTabs';
 import { runTitle } from '../lib/labels';
 import { AddToReport } from '../components/reports/AddToReport';
+import { formatCount } from '../lib/plainFormat';
 
 // What only the other tabs show comes with the first visit to them, not with the page: the kinds' result
 // views (and Markdown), the YAML printer, the comments. The Metrics tab, open first, draws without them.
@@ -55,8 +56,8 @@ function LiveProgress({ run, live }: { run: Run; live: LiveState }) {
       <Progress value={pct ?? 0} animated={run.status === 'running' && run.held} size="lg" aria-label="progress" />
       <Group gap="md">
         <Text size="sm">
-          {p.done.toLocaleString()}
-          {p.total ? ` / ${p.total.toLocaleString()}` : ''} {pct !== null ? `(${pct.toFixed(0)}%)` : ''}
+          {formatCount(p.done)}
+          {p.total ? ` / ${formatCount(p.total)}` : ''} {pct !== null ? `(${pct.toFixed(0)}%)` : ''}
         </Text>
         {run.status === 'running' && <RunEta etaAt={p.eta_at} />}
         {note && <Text size="sm" c="dimmed" data-testid="progress-message">{note}</Text>}

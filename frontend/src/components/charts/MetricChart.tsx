@@ -9,6 +9,7 @@ import { formatValue } from '../../lib/dotted';
 import { bucketsTable } from '../../lib/chartTable';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
+import { formatCount } from '../../lib/plainFormat';
 
 /** Up to this many points a series draws its point markers. */
 const FEW_POINTS = 60;
@@ -154,11 +155,11 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
       />
       <Group gap="xs" justify="flex-end">
         <Text size="xs" c="dimmed">
-          {series.total_points.toLocaleString()} points
+          {formatCount(series.total_points)} points
           {range
             ? isSystemKey(metricKey)
               ? ` · ${formatSeconds(range.min)}–${formatSeconds(range.max)} after creation at finer resolution`
-              : ` · steps ${range.min.toLocaleString()}–${range.max.toLocaleString()} at finer resolution`
+              : ` · steps ${formatCount(range.min)}–${formatCount(range.max)} at finer resolution`
             : ` · ${buckets.length} buckets`}
           {view.refining ? ' · refining…' : ''}
         </Text>

@@ -9,6 +9,7 @@ import { withBreaks } from '../../lib/metricPanels';
 import { DEFAULT_OVERLAY_OPTIONS, droppedOnLog, overlayTable, type OverlayOptions, type OverlaySeries } from '../../lib/overlay';
 import { EChart } from './EChart';
 import type { EChartsOption } from './echarts';
+import { formatCount } from '../../lib/plainFormat';
 
 /** ECharts' default palette, named so a run's raw line can take its smoothed line's colour. */
 export const OVERLAY_COLORS = ['#5470c6', '#91cc75', '#fac858', '#ee6666', '#73c0de', '#3ba272', '#fc8452', '#9a60b4', '#ea7ccc'];
@@ -62,7 +63,7 @@ function OverlayChartImpl({ metricKey, series, options = DEFAULT_OVERLAY_OPTIONS
       <EChart key={options.logScale ? 'log' : 'linear'} option={option} height={height} ariaLabel={`${metricKey} of ${series.length} runs`} testId="overlay-chart" data={table} />
       {dropped > 0 && (
         <Text size="xs" c="dimmed" data-testid="overlay-log-dropped">
-          {dropped.toLocaleString()} value{dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale
+          {formatCount(dropped)} value{dropped === 1 ? '' : 's'} ≤ 0 not drawn on the log scale
         </Text>
       )}
     </div>

@@ -5,9 +5,10 @@ import type { Run, RunAttempt } from '../../api/types';
 import { attemptSeconds, OUTCOME_COLOURS, OUTCOME_HELP, outcomeLabel } from '../../lib/attempts';
 import { formatDuration } from '../../lib/eta';
 import { useNow } from './Eta';
+import { isoDateTime } from '../../lib/plainFormat';
 
 function when(t: string | null): string {
-  return t ? new Date(t).toLocaleString() : '—';
+  return t ? isoDateTime(t) : '—';
 }
 
 export function AttemptHistory({ run, attempts }: { run: Run; attempts: readonly RunAttempt[] }) {

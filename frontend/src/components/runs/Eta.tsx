@@ -2,6 +2,7 @@
 import { Text } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { etaSeconds, formatEta } from '../../lib/eta';
+import { isoDateTime } from '../../lib/plainFormat';
 
 /** The time now, renewed every `ms` while `ticking`. */
 export function useNow(ticking: boolean, ms = 1000): number {
@@ -17,7 +18,7 @@ export function useNow(ticking: boolean, ms = 1000): number {
 
 function title(etaAt: string | null | undefined): string {
   return etaAt
-    ? `expected to finish at ${new Date(etaAt).toLocaleString()}, at its progress rate since this attempt's first report`
+    ? `expected to finish at ${isoDateTime(etaAt)}, at its progress rate since this attempt's first report`
     : 'no estimate yet: the run has no total, or has not moved since its first progress report';
 }
 

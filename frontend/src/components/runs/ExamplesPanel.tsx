@@ -17,6 +17,7 @@ import { runTitle } from '../../lib/labels';
 import { DiffRuleControls } from './DiffRuleControls';
 import { FoldedValue, WRAP_ANYWHERE } from './FoldedValue';
 import { AddToReport } from '../reports/AddToReport';
+import { formatCount } from '../../lib/plainFormat';
 
 export function ExampleRowsTable({ rows }: { rows: ExampleRow[] }) {
   const columns = exampleColumns(rows);
@@ -156,8 +157,8 @@ function Rows({ runId, table, total }: { runId: number; table: string; total: nu
       {box}
       <Text size="sm" c="dimmed" data-testid="example-count">
         {filter.trim()
-          ? `${rows.length.toLocaleString()}${q.hasNextPage ? '+' : ''} matching rows of ${total.toLocaleString()}`
-          : `${rows.length.toLocaleString()} of ${total.toLocaleString()} rows`}
+          ? `${formatCount(rows.length)}${q.hasNextPage ? '+' : ''} matching rows of ${formatCount(total)}`
+          : `${formatCount(rows.length)} of ${formatCount(total)} rows`}
       </Text>
       <ExampleRowsTable rows={rows} />
       {q.hasNextPage && (
@@ -184,8 +185,8 @@ function Diff({ runId, table, other, rule, onRule }: { runId: number; table: str
     <Stack gap="xs">
       {controls}
       <Text size="sm" c="dimmed" data-testid="example-diff-count" data-rule={ruleSummary(rule)} data-items={items.length} data-changed={changed}>
-        {items.length.toLocaleString()} item{items.length === 1 ? '' : 's'} differ ({changed.toLocaleString()} changed in {ruleSummary(rule)};{' '}
-        {scanned.toLocaleString()} rows compared{q.hasNextPage ? ' so far' : ''}) against <Link to={`/runs/${other}`}>run {other}</Link>
+        {formatCount(items.length)} item{items.length === 1 ? '' : 's'} differ ({formatCount(changed)} changed in {ruleSummary(rule)};{' '}
+        {formatCount(scanned)} rows compared{q.hasNextPage ? ' so far' : ''}) against <Link to={`/runs/${other}`}>run {other}</Link>
       </Text>
       {items.length > 0 && <ExampleDiffList items={items} runId={runId} otherId={other} compared={rule.fields} />}
       {q.hasNextPage && (
@@ -199,7 +200,7 @@ function Diff({ runId, table, other, rule, onRule }: { runId: number; table: str
 
 /** A peer as the picker lists it: its name and id, its number in the experiment, its status and rows. */
 export function peerLabel(peer: ExamplePeer): string {
-  return `${runTitle(peer)} · #${peer.index + 1} · ${peer.status} · ${peer.rows.toLocaleString()} rows`;
+  return `${runTitle(peer)} · #${peer.index + 1} · ${peer.status} · ${formatCount(peer.rows)} rows`;
 }
 
 /** The diff's other run: a select of the experiment's other runs that hold the table (``peers``; undefined
@@ -307,7 +308,7 @@ export function ExamplesPanel({ runId, live }: { runId: number; live: boolean })
       <Group align="flex-end">
         <Select
           label="Table"
-          data={list.map((t) => ({ value: t.name, label: `${t.name} (${t.rows.toLocaleString()} rows)` }))}
+          data={list.map((t) => ({ value: t.name, label: `${t.name} (${formatCount(t.rows)} rows)` }))}
           value={current.name}
           onChange={(v) =>
             v &&

@@ -8,6 +8,7 @@ import type { Ok } from '../../api/types';
 import { artifactRows, artifactUrl, formatBytes, type ArtifactRow } from '../../lib/artifactTree';
 import { QueryState } from '../common/QueryState';
 import { timeAgo } from '../common/time';
+import { formatCount } from '../../lib/plainFormat';
 
 type ArtifactList = Ok<'artifacts-list'>;
 
@@ -77,7 +78,7 @@ function Row({ row, collapsed, toggle, download }: {
       <Table.Td ta="right"><Text size="sm" data-testid="artifact-size">{formatBytes(row.size)}</Text></Table.Td>
       <Table.Td><Text size="xs" c="dimmed">{timeAgo(row.file.modified)}</Text></Table.Td>
       <Table.Td>
-        <Tooltip label={`${row.size.toLocaleString()} bytes`}>
+        <Tooltip label={`${formatCount(row.size)} bytes`}>
           <Button size="compact-xs" variant="light" onClick={() => download(row.path)} aria-label={`download ${row.path}`}>
             Download
           </Button>

@@ -16,6 +16,7 @@ import type { Dataset, Role } from '../../api/types';
 import { installDomShims } from '../../test/dom';
 import { until } from '../../test/mount';
 import { ProjectDatasets } from './ProjectDatasets';
+import { isoDateTime } from '../../lib/plainFormat';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -156,7 +157,7 @@ describe('ProjectDatasets for a member', () => {
     expect(skills.textContent).toContain('abababababab');
     expect(skills.textContent).not.toContain(SHA);
     expect(skills.textContent).toContain('alice');
-    expect(skills.querySelector('[data-testid="dataset-uploaded-at"]')?.getAttribute('title')).toBe(new Date('2025-01-02T03:04:05Z').toLocaleString());
+    expect(skills.querySelector('[data-testid="dataset-uploaded-at"]')?.getAttribute('title')).toBe(isoDateTime('2025-01-02T03:04:05Z'));
 
     await click(button('copy the sha256 of skills.csv'));
     expect(writeText).toHaveBeenLastCalledWith(SHA);

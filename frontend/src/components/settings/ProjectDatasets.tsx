@@ -12,6 +12,7 @@ import { formatBytes } from '../../lib/artifactTree';
 import { datasetFormErrors, shortSha, specReference, unsendableDatasetName, type DatasetFormErrors } from '../../lib/datasetForm';
 import { QueryState } from '../common/QueryState';
 import { timeAgo } from '../common/time';
+import { isoDateTime } from '../../lib/plainFormat';
 
 /** A small button that copies `value`; says so for a moment once it has. */
 function Copy({ value, label }: { value: string; label: string }) {
@@ -199,7 +200,7 @@ function DatasetsTable({ datasets, canUpload, canDelete, onReplace, onDelete, sa
               </Group>
             </Table.Td>
             <Table.Td>{d.uploaded_by ?? '—'}</Table.Td>
-            <Table.Td title={new Date(d.uploaded_at).toLocaleString()} data-testid="dataset-uploaded-at">
+            <Table.Td title={isoDateTime(d.uploaded_at)} data-testid="dataset-uploaded-at">
               {timeAgo(d.uploaded_at)}
             </Table.Td>
             {actions && (

@@ -16,6 +16,7 @@ import type { Secret } from '../../api/types';
 import { ProjectSecrets } from './ProjectSecrets';
 import { installDomShims } from '../../test/dom';
 import { until } from '../../test/mount';
+import { isoDateTime } from '../../lib/plainFormat';
 
 const VALUE = 'sk-test-0123456789-do-not-show';
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -150,7 +151,7 @@ describe('ProjectSecrets for a project admin', () => {
     expect(rows()).toEqual(['GRADER_KEY']);
     const row = container.querySelector('[data-name="GRADER_KEY"]')!;
     expect(row.textContent).toContain('alice');
-    expect(row.querySelector('td[title]')?.getAttribute('title')).toBe(new Date('2025-01-02T03:04:05Z').toLocaleString());
+    expect(row.querySelector('td[title]')?.getAttribute('title')).toBe(isoDateTime('2025-01-02T03:04:05Z'));
     expect(container.textContent).toContain('api_key_secret: NAME');
     expect(container.querySelector('[data-testid="secrets-read-only"]')).toBeNull();
   });

@@ -11,6 +11,7 @@ import { useDeleteSecret, useSecrets, useSetSecret, useSetSecretHosts } from '..
 import { hostLines, secretFormErrors, unsendableName, type SecretFormErrors } from '../../lib/secretForm';
 import { QueryState } from '../common/QueryState';
 import { timeAgo } from '../common/time';
+import { isoDateTime } from '../../lib/plainFormat';
 
 const SPEC_LINE = 'api_key_secret: NAME';
 const HOSTS_PLACEHOLDER = 'api.openai.com\n*.openai.azure.com\nhttps://llm.internal:8443/v1';
@@ -157,7 +158,7 @@ function SecretsTable({ secrets, canManage, onReplace, onEditHosts, onDelete, sa
               <Hosts hosts={s.hosts} />
             </Table.Td>
             <Table.Td>{s.updated_by ?? '—'}</Table.Td>
-            <Table.Td title={new Date(s.updated_at).toLocaleString()}>{timeAgo(s.updated_at)}</Table.Td>
+            <Table.Td title={isoDateTime(s.updated_at)}>{timeAgo(s.updated_at)}</Table.Td>
             {canManage && (
               <Table.Td>
                 <Group gap={4} wrap="nowrap">
