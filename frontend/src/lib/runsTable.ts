@@ -41,14 +41,22 @@ export interface RunFilter {
 /** The worker's machine samples (`system/cpu_percent`, ...): charted on the run page, not table columns. */
 export const isSystemMetric = (key: string): boolean => key.startsWith('system/');
 
-export function columnsOf(runs: readonly RunRow[]): { params: string[]; metrics: string[] } {
+const columnsCache = new WeakMap<readonly RunRow[], { readonly params: readonly string[]; readonly metrics: readonly string[] }>();
+
+/** The param and metric columns of `runs`, once per array (the experiment page and its runs table both ask,
+ *  each a pass over every run's keys: ~10 ms for 10,000 runs with the CPU slowed 4x). */
+export function columnsOf(runs: readonly RunRow[]): { readonly params: readonly string[]; readonly metrics: readonly string[] } {
+  const known = columnsCache.get(runs);
+  if (known) return known;
   const params = new Set<string>();
   const metrics = new Set<string>();
   for (const r of runs) {
     for (const k of Object.keys(r.params)) params.add(k);
     for (const k of Object.keys(r.summary)) if (!isSystemMetric(k)) metrics.add(k);
   }
-  return { params: [...params].sort(), metrics: [...metrics].sort() };
+  const columns = { params: [...params].sort(), metrics: [...metrics].sort() };
+  columnsCache.set(runs, columns);
+  return columns;
 }
 
 /**
