@@ -48,10 +48,15 @@ try {
       }
     }
   }
-  console.log(`\nmedians of ${ROUNDS} loads, the browser's CPU slowed down ${SLOWDOWN}x:`);
+  console.log(`\nmedians of ${ROUNDS} loads, the browser's CPU slowed down ${SLOWDOWN}x (ratios against the first build, the baseline):`);
+  const [baseline] = results.keys();
   for (const [build, pages] of results) {
     for (const [name, loads] of Object.entries(pages)) {
-      console.log(`${build} ${name}: ${median(loads.map((l) => l.inPage))} ms in the page, ${median(loads.map((l) => l.cpu)).toFixed(0)} ms CPU`);
+      const inPage = median(loads.map((l) => l.inPage));
+      const cpu = median(loads.map((l) => l.cpu));
+      const base = results.get(baseline)[name];
+      const ratio = build === baseline ? '' : ` (x${(inPage / median(base.map((l) => l.inPage))).toFixed(3)} in the page, x${(cpu / median(base.map((l) => l.cpu))).toFixed(3)} CPU)`;
+      console.log(`${build} ${name}: ${inPage} ms in the page, ${cpu} ms CPU${ratio}`);
     }
   }
 } finally {
