@@ -3,38 +3,23 @@
 // lost and released attempts included.
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { createRoot } from 'react-dom/client';
+import { afterEach, expect, it, vi } from 'vitest';
 import type { Run, RunAttempt } from '../../api/types';
 import { AttemptHistory } from './AttemptHistory';
+import { testContainer } from '../../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  vi.useFakeTimers({ now: NOW, toFake: ['Date', 'setInterval', 'clearInterval'] });
-  window.matchMedia ??= ((query: string) => ({
-    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
-    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
-  })) as typeof window.matchMedia;
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.useRealTimers();
-});
+const dom = testContainer(() => vi.useFakeTimers({ now: NOW, toFake: ['Date', 'setInterval', 'clearInterval'] }));
+afterEach(() => vi.useRealTimers());
 
 function render(run: Partial<Run>, attempts: RunAttempt[]) {
   act(() => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <AttemptHistory run={{ status: 'running', held: true, attempt: 3, ...run } as Run} attempts={attempts} />
       </MantineProvider>,
@@ -43,7 +28,7 @@ function render(run: Partial<Run>, attempts: RunAttempt[]) {
 }
 
 const rows = (): string[][] =>
-  [...container.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''));
+  [...dom.element.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? ''));
 
 const HISTORY: RunAttempt[] = [
   { attempt: 1, worker: 'gpu-a', started_at: ago(600), ended_at: ago(500), duration_seconds: 100, outcome: 'released', resumed_step: null },
@@ -73,5 +58,5 @@ it('does not count a running attempt on while no worker holds the run', () => {
 
 it('says when no worker claimed the run yet', () => {
   render({ status: 'queued', held: false, attempt: 1 }, []);
-  expect(container.textContent).toContain('No attempt yet: the run waits for a worker.');
+  expect(dom.element.textContent).toContain('No attempt yet: the run waits for a worker.');
 });

@@ -4,41 +4,30 @@
 // estimates from the running runs (useRunningEtas) since its columns carry no progress.
 import { MantineProvider } from '@mantine/core';
 import { act, type ReactNode } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunRow } from '../../lib/runsTable';
 import { RunEta } from './Eta';
 import { RunsTable } from './RunsTable';
-import { installDomShims, sizeElements } from '../../test/dom';
+import { sizeElements, testContainer } from '../../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  vi.useFakeTimers({ now: NOW, toFake: ['Date', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  vi.useRealTimers();
-});
+const dom = testContainer(() =>
+  vi.useFakeTimers({ now: NOW, toFake: ['Date', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] }),
+);
+afterEach(() => vi.useRealTimers());
 
 function render(node: ReactNode) {
   act(() => {
-    root = createRoot(container);
-    root.render(<MantineProvider env="test">{node}</MantineProvider>);
+    dom.root = createRoot(dom.element);
+    dom.root.render(<MantineProvider env="test">{node}</MantineProvider>);
   });
 }
 
-const text = (testid: string) => [...container.querySelectorAll(`[data-testid="${testid}"]`)].map((e) => e.textContent);
+const text = (testid: string) => [...dom.element.querySelectorAll(`[data-testid="${testid}"]`)].map((e) => e.textContent);
 
 describe('the run page ETA', () => {
   it("shows the API's estimate at once and counts down to it", () => {
@@ -52,7 +41,7 @@ describe('the run page ETA', () => {
   it('says there is no estimate yet', () => {
     render(<RunEta etaAt={null} />);
     expect(text('eta')).toEqual(['ETA —']);
-    expect(container.querySelector('[data-testid="eta"]')?.getAttribute('title')).toMatch(/no estimate yet/);
+    expect(dom.element.querySelector('[data-testid="eta"]')?.getAttribute('title')).toMatch(/no estimate yet/);
   });
 });
 
@@ -70,10 +59,10 @@ describe('the runs table ETA column', () => {
         <RunsTable runs={runs} selected={new Set()} onSelect={() => {}} />
       </MemoryRouter>,
     );
-    const headers = [...container.querySelectorAll('[role="columnheader"]')].map((h) => h.textContent);
+    const headers = [...dom.element.querySelectorAll('[role="columnheader"]')].map((h) => h.textContent);
     expect(headers).toContain('ETA');
     const etaColumn = headers.indexOf('ETA');
-    const cells = [...container.querySelectorAll('[role="row"][data-run-id]')].map((r) => [
+    const cells = [...dom.element.querySelectorAll('[role="row"][data-run-id]')].map((r) => [
       r.getAttribute('data-run-id'),
       r.querySelectorAll('[role="cell"]')[etaColumn]!.textContent,
     ]);

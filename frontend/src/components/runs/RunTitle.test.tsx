@@ -7,14 +7,14 @@ import { MantineProvider } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createRoot } from 'react-dom/client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Run } from '../../api/types';
 import { useRun } from '../../hooks/runs';
 import { RunTitle } from './RunTitle';
-import { installDomShims } from '../../test/dom';
+import { testContainer } from '../../test/dom';
 import { until } from '../../test/mount';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -47,29 +47,18 @@ function Page({ canWrite }: { canWrite: boolean }) {
   return run ? <RunTitle run={run} canWrite={canWrite} /> : null;
 }
 
-let root: Root | null = null;
-let container: HTMLElement;
 let qc: QueryClient;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
+const dom = testContainer(() => {
   qc = makeQueryClient();
 });
-
 afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  document.body.innerHTML = '';
-  vi.restoreAllMocks();
+  document.body.innerHTML = ''; // what Mantine put in the body outside the container (its portals)
 });
-
 
 async function render(canWrite: boolean) {
   await act(async () => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <QueryClientProvider client={qc}>
           <Page canWrite={canWrite} />
@@ -77,10 +66,10 @@ async function render(canWrite: boolean) {
       </MantineProvider>,
     );
   });
-  await until(() => container.querySelector('[data-testid="run-title"]'));
+  await until(() => dom.element.querySelector('[data-testid="run-title"]'));
 }
 
-const byTestId = (id: string) => container.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+const byTestId = (id: string) => dom.element.querySelector<HTMLElement>(`[data-testid="${id}"]`);
 const title = () => byTestId('run-title')?.textContent;
 const click = (el: HTMLElement) => act(async () => el.click());
 
@@ -102,7 +91,7 @@ describe('RunTitle', () => {
     await click(byTestId('run-name-save')!);
     await until(() => title() === 'baseline');
     expect(patches).toEqual([{ name: '  baseline  ' }]);
-    expect(container.textContent).toContain('run 1');
+    expect(dom.element.textContent).toContain('run 1');
     expect(qc.getQueryData<Run>(['runs', 1])?.name).toBe('baseline');
     expect(byTestId('run-name-input')).toBeNull();
 
@@ -134,7 +123,7 @@ describe('RunTitle', () => {
     await click(byTestId('rename-run')!);
     await type('x'.repeat(201)); // the box's maxLength stops typing; a pasted or scripted value reaches the API
     await click(byTestId('run-name-save')!);
-    await until(() => container.textContent?.includes('String should have at most 200 characters'));
+    await until(() => dom.element.textContent?.includes('String should have at most 200 characters'));
     expect(patches).toHaveLength(1);
     expect(byTestId('run-name-input')).not.toBeNull(); // still open, to fix
     expect(shown).not.toHaveBeenCalled();

@@ -8,12 +8,12 @@ import { MantineProvider } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createRoot } from 'react-dom/client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Dataset, Role } from '../../api/types';
-import { installDomShims } from '../../test/dom';
+import { testContainer } from '../../test/dom';
 import { until } from '../../test/mount';
 import { ProjectDatasets } from './ProjectDatasets';
 import { isoDateTime } from '../../lib/plainFormat';
@@ -86,28 +86,18 @@ function fakeApi({ role, user }: { role: Role; user: string }) {
   return { store, sent };
 }
 
-let root: Root | null = null;
-let container: HTMLElement;
 let qc: QueryClient;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
+const dom = testContainer(() => {
   qc = makeQueryClient();
 });
-
 afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  document.body.innerHTML = '';
-  vi.restoreAllMocks();
+  document.body.innerHTML = ''; // what Mantine put in the body outside the container (its portals)
 });
 
 async function render(role: Role, username: string) {
   await act(async () => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <QueryClientProvider client={qc}>
           <ProjectDatasets projectId={1} role={role} username={username} />
@@ -115,14 +105,14 @@ async function render(role: Role, username: string) {
       </MantineProvider>,
     );
   });
-  await until(() => container.querySelector('[data-testid="datasets-table"], [data-testid="datasets-empty"]'));
+  await until(() => dom.element.querySelector('[data-testid="datasets-table"], [data-testid="datasets-empty"]'));
 }
 
 const byLabel = (label: string) =>
   [...document.querySelectorAll('label')].find((l) => l.textContent?.replace('*', '').trim() === label)?.control as HTMLInputElement;
 const button = (name: string) => [...document.querySelectorAll('button')].find((b) => (b.getAttribute('aria-label') ?? b.textContent) === name)!;
-const rows = () => [...container.querySelectorAll('[data-testid="dataset-row"]')].map((r) => r.getAttribute('data-name'));
-const row = (name: string) => container.querySelector(`[data-testid="dataset-row"][data-name="${name}"]`)!;
+const rows = () => [...dom.element.querySelectorAll('[data-testid="dataset-row"]')].map((r) => r.getAttribute('data-name'));
+const row = (name: string) => dom.element.querySelector(`[data-testid="dataset-row"][data-name="${name}"]`)!;
 const click = (b: HTMLElement) => act(async () => b.click());
 
 async function pickFile(name: string, text: string) {
@@ -164,7 +154,7 @@ describe('ProjectDatasets for a member', () => {
     await until(() => button('copy the sha256 of skills.csv').hasAttribute('data-copied'));
     await click(button('copy dataset:skills.csv'));
     expect(writeText).toHaveBeenLastCalledWith('dataset:skills.csv');
-    expect(container.querySelector('[data-testid="dataset-spec-line"] code')?.textContent).toBe('data.path: dataset:skills.csv');
+    expect(dom.element.querySelector('[data-testid="dataset-spec-line"] code')?.textContent).toBe('data.path: dataset:skills.csv');
     await click(button('copy the spec line'));
     expect(writeText).toHaveBeenLastCalledWith('data.path: dataset:skills.csv');
   });
@@ -265,9 +255,9 @@ describe('ProjectDatasets for an admin and a viewer', () => {
     fakeApi({ role: 'viewer', user: 'vic' });
     await render('viewer', 'vic');
     expect(rows()).toEqual(['skills.csv', 'topics.txt']);
-    expect(container.querySelector('form')).toBeNull();
-    expect(container.querySelector('[data-testid="datasets-read-only"]')?.textContent).toMatch(/Project members and admins upload them/);
-    const labels = [...container.querySelectorAll('button')].map((b) => b.getAttribute('aria-label') ?? b.textContent);
+    expect(dom.element.querySelector('form')).toBeNull();
+    expect(dom.element.querySelector('[data-testid="datasets-read-only"]')?.textContent).toMatch(/Project members and admins upload them/);
+    const labels = [...dom.element.querySelectorAll('button')].map((b) => b.getAttribute('aria-label') ?? b.textContent);
     expect(labels.filter((l) => /^(replace|delete|Upload)/.test(l ?? ''))).toEqual([]);
     expect(labels).toContain('copy the spec line');
   });

@@ -8,13 +8,13 @@ import { MantineProvider } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createRoot } from 'react-dom/client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { api } from '../../api/client';
 import { makeQueryClient } from '../../api/queryClient';
 import type { Secret } from '../../api/types';
 import { ProjectSecrets } from './ProjectSecrets';
-import { installDomShims } from '../../test/dom';
+import { testContainer } from '../../test/dom';
 import { until } from '../../test/mount';
 import { isoDateTime } from '../../lib/plainFormat';
 
@@ -81,29 +81,18 @@ function fakeApi({ admin }: { admin: boolean }) {
   return { store, requests };
 }
 
-let root: Root | null = null;
-let container: HTMLElement;
 let qc: QueryClient;
-
-beforeEach(() => {
-  // what Mantine asks of a browser that jsdom lacks
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
+const dom = testContainer(() => {
   qc = makeQueryClient();
 });
-
 afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-  document.body.innerHTML = '';
-  vi.restoreAllMocks();
+  document.body.innerHTML = ''; // what Mantine put in the body outside the container (its portals)
 });
 
 async function render(canManage: boolean) {
   await act(async () => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <QueryClientProvider client={qc}>
           <ProjectSecrets projectId={1} canManage={canManage} />
@@ -111,14 +100,14 @@ async function render(canManage: boolean) {
       </MantineProvider>,
     );
   });
-  await until(() => container.querySelector('[data-testid="secrets-table"], [data-testid="secrets-empty"]'));
+  await until(() => dom.element.querySelector('[data-testid="secrets-table"], [data-testid="secrets-empty"]'));
 }
 
 
 const byLabel = (label: string) =>
   [...document.querySelectorAll('label')].find((l) => l.textContent?.replace('*', '').trim() === label)?.control as HTMLInputElement;
 const button = (name: string) => [...document.querySelectorAll('button')].find((b) => (b.getAttribute('aria-label') ?? b.textContent) === name)!;
-const rows = () => [...container.querySelectorAll('[data-testid="secret-row"]')].map((r) => r.getAttribute('data-name'));
+const rows = () => [...dom.element.querySelectorAll('[data-testid="secret-row"]')].map((r) => r.getAttribute('data-name'));
 
 async function typeName(text: string) {
   const input = byLabel('Name');
@@ -149,11 +138,11 @@ describe('ProjectSecrets for a project admin', () => {
     fakeApi({ admin: true });
     await render(true);
     expect(rows()).toEqual(['GRADER_KEY']);
-    const row = container.querySelector('[data-name="GRADER_KEY"]')!;
+    const row = dom.element.querySelector('[data-name="GRADER_KEY"]')!;
     expect(row.textContent).toContain('alice');
     expect(row.querySelector('td[title]')?.getAttribute('title')).toBe(isoDateTime('2025-01-02T03:04:05Z'));
-    expect(container.textContent).toContain('api_key_secret: NAME');
-    expect(container.querySelector('[data-testid="secrets-read-only"]')).toBeNull();
+    expect(dom.element.textContent).toContain('api_key_secret: NAME');
+    expect(dom.element.querySelector('[data-testid="secrets-read-only"]')).toBeNull();
   });
 
   it('sends the value once, in the body, then keeps it nowhere: not in the page, the input, React state or the mutation cache', async () => {
@@ -169,7 +158,7 @@ describe('ProjectSecrets for a project admin', () => {
     await until(() => rows().includes('OPENAI_API_KEY'));
     expect(requests.filter((r) => r.method === 'PUT')).toEqual([{ method: 'PUT', path: { project_id: 1, name: 'OPENAI_API_KEY' }, body: { value: VALUE, hosts: [] } }]);
     // set without hosts: listed as sent nowhere yet
-    expect(container.querySelector('[data-name="OPENAI_API_KEY"] [data-testid="secret-hosts-none"]')?.textContent).toBe('nowhere yet');
+    expect(dom.element.querySelector('[data-name="OPENAI_API_KEY"] [data-testid="secret-hosts-none"]')?.textContent).toBe('nowhere yet');
     expect(value.value).toBe('');
     expect(byLabel('Name').value).toBe('');
     expect(document.documentElement.outerHTML).not.toContain(VALUE);
@@ -196,13 +185,13 @@ describe('ProjectSecrets for a project admin', () => {
     await typeValue('');
     await click(button('Save secret'));
     await until(() => byLabel('Value').getAttribute('aria-invalid') === 'true');
-    expect(container.textContent).toContain('String should have at least 1 character');
+    expect(dom.element.textContent).toContain('String should have at least 1 character');
     expect(byLabel('Name').getAttribute('aria-invalid')).not.toBe('true');
 
     const before = requests.length;
     await typeName('a/b');
     await click(button('Save secret'));
-    await until(() => container.textContent?.includes('letters, digits and _ only'));
+    await until(() => dom.element.textContent?.includes('letters, digits and _ only'));
     expect(requests.length).toBe(before);
   });
 
@@ -229,7 +218,7 @@ describe('ProjectSecrets for a project admin', () => {
     await typeInto(hostsField(), 'ftp://x\n');
     await click(button('Save secret'));
     await until(() => hostsField().getAttribute('aria-invalid') === 'true');
-    expect(container.textContent).toContain('host 1: Value error');
+    expect(dom.element.textContent).toContain('host 1: Value error');
     await typeInto(hostsField(), ' *.openai.azure.com \n\nhttps://llm.internal:8443/v1, 10.0.0.0/8');
     await click(button('Save secret'));
     await until(() => rows().includes('AZURE_KEY'));
@@ -238,7 +227,7 @@ describe('ProjectSecrets for a project admin', () => {
       hosts: ['*.openai.azure.com', 'https://llm.internal:8443/v1', '10.0.0.0/8'],
     });
     expect(store.find((s) => s.name === 'AZURE_KEY')?.hosts).toHaveLength(3);
-    expect([...container.querySelectorAll('[data-name="AZURE_KEY"] [data-testid="secret-hosts"] code')].map((c) => c.textContent)).toEqual([
+    expect([...dom.element.querySelectorAll('[data-name="AZURE_KEY"] [data-testid="secret-hosts"] code')].map((c) => c.textContent)).toEqual([
       '*.openai.azure.com',
       'https://llm.internal:8443/v1',
       '10.0.0.0/8',
@@ -280,7 +269,7 @@ describe('ProjectSecrets for a project admin', () => {
 
     await click(button('delete GRADER_KEY'));
     await click(await until(() => document.querySelector<HTMLElement>('[data-testid="confirm-delete-secret"]')));
-    await until(() => container.querySelector('[data-testid="secrets-empty"]'));
+    await until(() => dom.element.querySelector('[data-testid="secrets-empty"]'));
     expect(requests.filter((r) => r.method === 'DELETE')).toEqual([{ method: 'DELETE', path: { project_id: 1, name: 'GRADER_KEY' } }]);
   });
 });
@@ -290,12 +279,12 @@ describe('ProjectSecrets for members and viewers', () => {
     fakeApi({ admin: false });
     await render(false);
     expect(rows()).toEqual(['GRADER_KEY']);
-    expect(container.querySelector('[data-name="GRADER_KEY"] [data-testid="secret-hosts"]')?.textContent).toBe('api.openai.com');
-    expect(container.querySelector('[data-testid="secrets-read-only"]')?.textContent).toBe(
+    expect(dom.element.querySelector('[data-name="GRADER_KEY"] [data-testid="secret-hosts"]')?.textContent).toBe('api.openai.com');
+    expect(dom.element.querySelector('[data-testid="secrets-read-only"]')?.textContent).toBe(
       "Only project admins set secrets; a spec names one in a field ending in _secret: api_key_secret: NAME, with an endpoint among the secret's hosts.",
     );
-    expect(container.querySelector('form')).toBeNull();
-    expect(container.querySelectorAll('button')).toHaveLength(0);
+    expect(dom.element.querySelector('form')).toBeNull();
+    expect(dom.element.querySelectorAll('button')).toHaveLength(0);
   });
 
   it("shows a 403 above the form when the API refuses (a role taken away meanwhile), with no notification", async () => {
@@ -305,7 +294,7 @@ describe('ProjectSecrets for members and viewers', () => {
     await typeName('OPENAI_API_KEY');
     await typeValue(VALUE);
     await click(button('Save secret'));
-    const alert = await until(() => container.querySelector('[data-testid="secret-form-error"]'));
+    const alert = await until(() => dom.element.querySelector('[data-testid="secret-form-error"]'));
     expect(alert.textContent).toBe('project 1: admin role required');
     expect(notified).not.toHaveBeenCalled();
     expect(rows()).toEqual(['GRADER_KEY']);
