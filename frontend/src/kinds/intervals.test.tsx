@@ -5,37 +5,25 @@
 import { MantineProvider } from '@mantine/core';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { act, type ReactNode } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PayloadOf } from '../api/types';
 import { CarmaEvalView, SynonymConsistencyView } from './carma/ResultViews';
 import { EvalView, RoutingView } from './reasonformer/ResultViews';
 import { SkillmixCellView } from './skillmix/SkillmixCellView';
 import { SravenCellView } from './smoe/smoe_sraven/SravenCellView';
 import { TopkPointView } from './smoe/topk_eval/TopkPointView';
-import { installDomShims } from '../test/dom';
+import { testContainer } from '../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  installDomShims();
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-});
+const dom = testContainer();
 
 function render(node: ReactNode) {
   act(() => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <QueryClientProvider client={new QueryClient()}>
         <MantineProvider env="test">
           <MemoryRouter>{node}</MemoryRouter>
@@ -47,10 +35,10 @@ function render(node: ReactNode) {
 
 /** The text of the table cell beside the header `key` (KeyValues rows). */
 function cellOf(key: string): string | null {
-  const th = [...container.querySelectorAll('th')].find((h) => h.textContent === key);
+  const th = [...dom.element.querySelectorAll('th')].find((h) => h.textContent === key);
   return th?.nextElementSibling?.textContent ?? null;
 }
-const caption = () => container.querySelector('[data-testid="ci-caption"]')?.textContent ?? null;
+const caption = () => dom.element.querySelector('[data-testid="ci-caption"]')?.textContent ?? null;
 
 const topk = (over: Partial<PayloadOf<'topk_eval_point'>>): PayloadOf<'topk_eval_point'> => ({
   kind: 'topk_eval_point', target: 'smoe_sraven', model: 'in-run k=2', family: 'smoe', source_run_id: null, train_k: 2, eval_k: 2,
@@ -155,7 +143,7 @@ describe('ReasonFormer eval view', () => {
           average: 0.35, steps: 1 }}
       />,
     );
-    const arc = [...container.querySelectorAll('[data-testid="reasonformer-eval-tasks"] tbody tr')][0]!;
+    const arc = [...dom.element.querySelectorAll('[data-testid="reasonformer-eval-tasks"] tbody tr')][0]!;
     expect([...arc.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['arc', '—', 'accuracy', '20.0', '[5.7, 51.0]', '—', '10']);
     expect(cellOf('average')).toBe('35.0 [18.1, 56.7]'); // Wilson at 7 of 20 pooled examples, by hand
     expect(caption()).toMatch(/Wilson score interval over each task's n examples/);
@@ -173,11 +161,11 @@ describe('ReasonFormer routing view', () => {
           tasks: [{ task: 'sort', count: 10, weights: [[0.8, 0.2]], stop_gates: null, expected: ['sort'], step_match: [0.2], match: 0.2, order_match: 0.2, cases: [] }] }}
       />,
     );
-    const badges = [...container.querySelectorAll('.mantine-Badge-label')].map((b) => b.textContent);
+    const badges = [...dom.element.querySelectorAll('.mantine-Badge-label')].map((b) => b.textContent);
     expect(badges).toContain('skill match 20.0% [5.7, 51.0]'); // Wilson, 2 of 10
     expect(badges).toContain('order match, trained programs 50.0% [43.9, 56.1]');
     expect(badges).toContain('order match, held-out programs 50.0%'); // an old record: no n, no interval
-    expect(container.textContent).toContain('step match 20% [6, 51]');
+    expect(dom.element.textContent).toContain('step match 20% [6, 51]');
     expect(caption()).toMatch(/95% Wilson score interval over the instances each rate counts/);
   });
 });

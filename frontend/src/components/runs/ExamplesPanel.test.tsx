@@ -3,43 +3,23 @@
 // wrapped, the diff's rule (fields that define a change, a tolerance) chosen above it.
 import { MantineProvider } from '@mantine/core';
 import { act } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
+import { createRoot } from 'react-dom/client';
 import { MemoryRouter } from 'react-router';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import type { ExampleDiff, ExamplePeer, ExampleRow } from '../../api/types';
 import { DEFAULT_RULE, type DiffRule } from '../../lib/exampleDiff';
 import { DiffRuleControls } from './DiffRuleControls';
 import { DiffPicker, ExampleDiffList, ExampleRowsTable } from './ExamplesPanel';
+import { testContainer } from '../../test/dom';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
-let root: Root | null = null;
-let container: HTMLElement;
-
-beforeEach(() => {
-  window.matchMedia ??= ((query: string) => ({
-    matches: false, media: query, onchange: null, addListener: () => {}, removeListener: () => {},
-    addEventListener: () => {}, removeEventListener: () => {}, dispatchEvent: () => false,
-  })) as typeof window.matchMedia;
-  // Mantine's scroll container watches its size; jsdom has no ResizeObserver
-  (globalThis as { ResizeObserver?: unknown }).ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  };
-  container = document.body.appendChild(document.createElement('div'));
-});
-
-afterEach(() => {
-  act(() => root?.unmount());
-  root = null;
-  container.remove();
-});
+const dom = testContainer();
 
 function show(node: React.ReactNode) {
   act(() => {
-    root = createRoot(container);
-    root.render(
+    dom.root = createRoot(dom.element);
+    dom.root.render(
       <MantineProvider env="test">
         <MemoryRouter>{node}</MemoryRouter>
       </MantineProvider>,
@@ -53,9 +33,9 @@ it('shows a row per example with its idx, key and data fields as columns', () =>
     { idx: 1, key: 'item-1', data: { reply: 'no', topic: 'dogs' } },
   ];
   show(<ExampleRowsTable rows={rows} />);
-  const header = [...container.querySelectorAll('thead th')].map((th) => th.textContent);
+  const header = [...dom.element.querySelectorAll('thead th')].map((th) => th.textContent);
   expect(header).toEqual(['#', 'key', 'reply', 'points', 'topic']);
-  const cells = [...container.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  const cells = [...dom.element.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
   expect(cells).toEqual([
     ['0', 'item-0', 'yes', '[1,0]', ''],
     ['1', 'item-1', 'no', '', 'dogs'],
@@ -74,7 +54,7 @@ it('shows both runs of a changed item side by side, the differing fields marked,
     { key: 'item-8', change: 'only_other', run: null, other: { idx: 8, key: 'item-8', data: { prediction: 'eel' } }, differing: [] },
   ];
   show(<ExampleDiffList items={items} runId={3} otherId={4} />);
-  const [changed, oneSided] = [...container.querySelectorAll('[data-testid="example-diff-item"]')];
+  const [changed, oneSided] = [...dom.element.querySelectorAll('[data-testid="example-diff-item"]')];
   expect(changed!.textContent).toContain('changed');
   const mine = changed!.querySelector('[data-testid="diff-run"]')!;
   const theirs = changed!.querySelector('[data-testid="diff-other"]')!;
@@ -103,7 +83,7 @@ function type(input: HTMLInputElement, value: string) {
 }
 
 function peerInput(): HTMLInputElement {
-  return container.querySelector<HTMLInputElement>('input[data-testid="example-peer"]')!;
+  return dom.element.querySelector<HTMLInputElement>('input[data-testid="example-peer"]')!;
 }
 
 it("offers the experiment's other runs with the table by name, id and status, and compares the one chosen", () => {
@@ -134,14 +114,14 @@ it("keeps the typed run id for a run of another experiment, and says when the ex
   const onCompare = vi.fn();
   show(<DiffPicker table="windows" peers={[]} other={null} onCompare={onCompare} />);
   expect(peerInput()).toBeNull();
-  expect(container.querySelector('[data-testid="example-no-peers"]')!.textContent).toBe(
+  expect(dom.element.querySelector('[data-testid="example-no-peers"]')!.textContent).toBe(
     'No other run of this experiment has windows.',
   );
-  const typed = container.querySelector<HTMLInputElement>('[data-testid="example-other"]')!;
-  const compare = container.querySelector<HTMLButtonElement>('[data-testid="example-compare"]')!;
+  const typed = dom.element.querySelector<HTMLInputElement>('[data-testid="example-other"]')!;
+  const compare = dom.element.querySelector<HTMLButtonElement>('[data-testid="example-compare"]')!;
   type(typed, 'run x');
   expect(compare.disabled).toBe(true);
-  expect(container.textContent).toContain('a run id');
+  expect(dom.element.textContent).toContain('a run id');
   type(typed, 'run 904');
   expect(compare.disabled).toBe(false);
   act(() => compare.click());
@@ -150,8 +130,8 @@ it("keeps the typed run id for a run of another experiment, and says when the ex
 
 it('says the runs are loading until they come', () => {
   show(<DiffPicker table="predictions" peers={undefined} other={null} onCompare={() => {}} />);
-  expect(container.textContent).toContain("Loading this experiment's runs");
-  expect(container.querySelector('[data-testid="example-other"]')).not.toBeNull();
+  expect(dom.element.textContent).toContain("Loading this experiment's runs");
+  expect(dom.element.querySelector('[data-testid="example-other"]')).not.toBeNull();
 });
 
 // a ReasonFormer row's routing: 3 steps x 8 skills, ~900 characters of JSON without a space
@@ -173,7 +153,7 @@ it('folds a long value to its start with a toggle that unfolds it as indented JS
     },
   ];
   show(<ExampleDiffList items={items} runId={3} otherId={4} />);
-  const routing = container.querySelector('[data-testid="diff-run"] [data-field="routing"]') as HTMLElement;
+  const routing = dom.element.querySelector('[data-testid="diff-run"] [data-field="routing"]') as HTMLElement;
   const folded = routing.querySelector('[data-testid="value-folded"]') as HTMLElement;
   expect(folded.textContent!.startsWith(JSON.stringify(ROUTING).slice(0, 200))).toBe(true);
   expect(folded.textContent).toContain('…more');
@@ -187,14 +167,14 @@ it('folds a long value to its start with a toggle that unfolds it as indented JS
   act(() => (routing.querySelector('[data-testid="value-less"]') as HTMLElement).click());
   expect(routing.querySelector('[data-testid="value-full"]')).toBeNull();
   // short values are shown whole, with no toggle
-  const prediction = container.querySelector('[data-testid="diff-run"] [data-field="prediction"]')!;
+  const prediction = dom.element.querySelector('[data-testid="diff-run"] [data-field="prediction"]')!;
   expect(prediction.textContent).toBe('prediction: a b c');
   expect(prediction.querySelector('[data-testid="value-more"]')).toBeNull();
 });
 
 it('folds a long cell of the rows table too', () => {
   show(<ExampleRowsTable rows={[{ idx: 0, key: 'sort/0', data: { prediction: 'x', routing: ROUTING } }]} />);
-  const cells = container.querySelectorAll('tbody td');
+  const cells = dom.element.querySelectorAll('tbody td');
   expect(cells[3]!.querySelector('[data-testid="value-more"]')).not.toBeNull();
   expect((cells[3] as HTMLElement).style.overflowWrap).toBe('anywhere');
 });
@@ -210,7 +190,7 @@ it("marks the rule's fields that differ as changed, and other differing fields a
     },
   ];
   show(<ExampleDiffList items={items} runId={3} otherId={4} compared={['prediction', 'correct']} />);
-  const field = (f: string) => container.querySelector(`[data-testid="diff-run"] [data-field="${f}"]`)!;
+  const field = (f: string) => dom.element.querySelector(`[data-testid="diff-run"] [data-field="${f}"]`)!;
   expect(field('prediction').getAttribute('data-changed')).toBe('true');
   expect(field('routing').getAttribute('data-changed')).toBeNull();
   expect(field('routing').getAttribute('data-differs')).toBe('true');
@@ -221,20 +201,20 @@ it("marks the rule's fields that differ as changed, and other differing fields a
 it('chooses the fields that define a change and the tolerances, refusing a bad tolerance', () => {
   const onChange = vi.fn((_next: DiffRule) => {});
   show(<DiffRuleControls rule={DEFAULT_RULE} fields={['prediction', 'correct', 'routing']} onChange={onChange} />);
-  const box = (label: string) => container.querySelector<HTMLInputElement>(`[data-testid="diff-fields"] input[value="${label}"]`)!;
-  expect(container.textContent).toContain('none ticked: any field');
+  const box = (label: string) => dom.element.querySelector<HTMLInputElement>(`[data-testid="diff-fields"] input[value="${label}"]`)!;
+  expect(dom.element.textContent).toContain('none ticked: any field');
   act(() => box('correct').click());
   expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, fields: ['correct'] });
-  const rtol = container.querySelector<HTMLInputElement>('input[data-testid="diff-rtol"]')!;
+  const rtol = dom.element.querySelector<HTMLInputElement>('input[data-testid="diff-rtol"]')!;
   expect(rtol.value).toBe('0.000001');
   type(rtol, '-1');
-  expect(container.textContent).toContain('a number from 0 to 1');
+  expect(dom.element.textContent).toContain('a number from 0 to 1');
   act(() => rtol.dispatchEvent(new FocusEvent('focusout', { bubbles: true })));
   expect(onChange).toHaveBeenCalledTimes(1); // nothing applied
   type(rtol, '1e-2');
   act(() => rtol.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })));
   expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, rel: 0.01 });
-  const atol = container.querySelector<HTMLInputElement>('input[data-testid="diff-atol"]')!;
+  const atol = dom.element.querySelector<HTMLInputElement>('input[data-testid="diff-atol"]')!;
   type(atol, '0.5');
   act(() => atol.dispatchEvent(new FocusEvent('focusout', { bubbles: true })));
   expect(onChange).toHaveBeenLastCalledWith({ ...DEFAULT_RULE, abs: 0.5 });
@@ -243,11 +223,11 @@ it('chooses the fields that define a change and the tolerances, refusing a bad t
 it('lists a chosen field the rows lack so it can be unticked, and resets to the default', () => {
   const onChange = vi.fn();
   show(<DiffRuleControls rule={{ fields: ['gone'], rel: 0.01, abs: 0 }} fields={['prediction']} onChange={onChange} />);
-  const boxes = [...container.querySelectorAll<HTMLInputElement>('[data-testid="diff-fields"] input')];
+  const boxes = [...dom.element.querySelectorAll<HTMLInputElement>('[data-testid="diff-fields"] input')];
   expect(boxes.map((b) => [b.value, b.checked])).toEqual([
     ['prediction', false],
     ['gone', true],
   ]);
-  act(() => container.querySelector<HTMLButtonElement>('[data-testid="diff-rule-reset"]')!.click());
+  act(() => dom.element.querySelector<HTMLButtonElement>('[data-testid="diff-rule-reset"]')!.click());
   expect(onChange).toHaveBeenCalledWith(DEFAULT_RULE);
 });
