@@ -1,19 +1,19 @@
 // The two page loads of `make perf` (the run page's first chart of 1,000,000 points, the experiment page's
 // rows of PERF_RUNS runs), for one build or several side by side (not part of `make test`): per round,
-// each build in turn is served (its assets copied beside the current build's, index.html swapped) and
+// each build in turn is served (pages.mjs stageBuilds: its assets copied beside the current build's under
+// a prefix of their own, index.html swapped) and
 // each page loaded once, so that the builds meet the same machine load; prints every load and the
 // medians per build, in the page's own figures (navigation start to the second frame after the target is
 // drawn) and the page's main-thread CPU.
 //
-//   AB=/tmp/static_old,/tmp/static_new   builds (`npx vite build --outDir DIR`), restored after: the
-//                                        current build's index.html is put back
+//   AB=/tmp/static_old,/tmp/static_new   builds (`npx vite build --outDir DIR`); the first is the
+//                                        baseline of the ratios; the current build's index.html is put
+//                                        back after
 //   ROUNDS=5                             rounds; PERF_CPU_SLOWDOWN=4 slows the page's CPU (pages.mjs)
 //   PERF_PAGES=run,experiment            which pages
 // `npm run perf:loads`, e.g. `PERF_CPU_SLOWDOWN=4 ROUNDS=6 AB=/tmp/a,/tmp/b npm run perf:loads`.
-import { copyFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
-import { drawnMs, drawnTargets, mainThreadMs, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN } from './pages.mjs';
+import { launchBrowser, startPlatform } from '../e2e/harness.mjs';
+import { drawnMs, drawnTargets, mainThreadMs, seedBigMetric, seedManyRuns, signedInPage, SLOWDOWN, stageBuilds } from './pages.mjs';
 
 const POINTS = Number(process.env.PERF_POINTS ?? 1_000_000);
 const RUNS = Number(process.env.PERF_RUNS ?? 10_000);
@@ -23,20 +23,18 @@ const TARGET = { run: 'chart', experiment: 'table' };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const served = join(ROOT, 'backend/static/index.html');
-const current = readFileSync(served);
 const platform = await startPlatform({ workers: 0 });
 const browser = await launchBrowser();
+const builds = (process.env.AB ?? '').split(',').filter(Boolean);
+const staged = stageBuilds(builds);
 try {
   const paths = {};
   if (PAGES.includes('run')) paths.run = `/runs/${(await seedBigMetric(platform, POINTS)).runId}`;
   if (PAGES.includes('experiment')) paths.experiment = `/experiments/${(await seedManyRuns(platform, RUNS)).experimentId}`;
-  const builds = (process.env.AB ?? '').split(',').filter(Boolean);
-  for (const b of builds) cpSync(join(b, 'assets'), join(ROOT, 'backend/static/assets'), { recursive: true });
   const results = new Map((builds.length ? builds : ['current']).map((b) => [b, Object.fromEntries(PAGES.map((p) => [p, []]))]));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const build of results.keys()) {
-      if (build !== 'current') copyFileSync(join(build, 'index.html'), served);
+      if (build !== 'current') staged.serve(build);
       for (const name of PAGES) {
         const page = await signedInPage(browser, platform, drawnTargets(RUNS));
         await page.goto(`${platform.url}${paths[name]}`);
@@ -60,7 +58,7 @@ try {
     }
   }
 } finally {
-  writeFileSync(served, current);
+  staged.restore();
   await browser.close();
   await platform.stop();
 }

@@ -1,8 +1,13 @@
 // What the perf scripts share (run.mjs times the pages, profile.mjs profiles one): the seeded data, the
-// signed-in page with its CPU slowed as asked, and the page's own note of when its content is drawn.
+// signed-in page with its CPU slowed as asked, the page's own note of when its content is drawn, and
+// builds staged side by side (loads.mjs, scroll.mjs).
 
 // The renderer's CPU slowed down this many times (Chrome's CPU throttling, as DevTools' "4x slowdown"):
 // the same figures as on a slower machine or in a shared VM's slow spell (the API is not slowed).
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../e2e/harness.mjs';
+
 export const SLOWDOWN = Number(process.env.PERF_CPU_SLOWDOWN ?? 1);
 
 const BATCH = 10_000;
@@ -67,6 +72,38 @@ function watchDrawn(targets) {
     }
   };
   new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
+}
+
+/**
+ * Builds served side by side by one platform (`AB=dirA,dirB`: `npx vite build --outDir DIR` each): every
+ * build's scripts and stylesheets are copied into backend/static/assets under a prefix of their own
+ * (`ab0-`, `ab1-`, ...) with the references to them rewritten, since two builds name a chunk alike
+ * when only its contents differ (a compile hint is added after the hash). `serve(build)` puts that
+ * build's index.html in place; `restore()` puts the current build's back and removes the copies.
+ */
+export function stageBuilds(builds) {
+  const static_ = join(ROOT, 'backend/static');
+  const served = join(static_, 'index.html');
+  const current = readFileSync(served);
+  const pages = new Map();
+  const copies = [];
+  builds.forEach((dir, i) => {
+    const prefix = `ab${i}-`;
+    const names = readdirSync(join(dir, 'assets')).filter((f) => /\.(js|css)$/.test(f));
+    const rename = (text) => names.reduce((t, n) => t.split(`/${n}`).join(`/${prefix}${n}`).split(`"./${n}"`).join(`"./${prefix}${n}"`), text);
+    for (const n of names) {
+      copies.push(join(static_, 'assets', prefix + n));
+      writeFileSync(copies.at(-1), rename(readFileSync(join(dir, 'assets', n), 'utf8')));
+    }
+    pages.set(dir, rename(readFileSync(join(dir, 'index.html'), 'utf8')));
+  });
+  return {
+    serve: (build) => writeFileSync(served, pages.get(build)),
+    restore: () => {
+      writeFileSync(served, current);
+      for (const f of copies) rmSync(f, { force: true });
+    },
+  };
 }
 
 /** Main-thread CPU ms of the page so far. */

@@ -3,26 +3,24 @@
 // table end to end in 180 steps, one a frame (as perf/run.mjs does), and prints the mean and p95 frame.
 //
 //   AB=/tmp/static_old,/tmp/static_new   builds (`npx vite build --outDir DIR`) served in turn, one per
-//                                        load: their assets copied beside the current build's, index.html
-//                                        swapped before each load (restore it after: `npm run build`)
+//                                        load (pages.mjs stageBuilds); the current build's index.html is
+//                                        put back after
 //   REP=6                                loads; PERF_CPU_SLOWDOWN=4 slows the page's CPU (pages.mjs)
 //   PROFILE=1 / TRACE=1 / RAF=1          where the frames go: the sampling profiler's self time by
 //                                        function, the trace's events by name, rAF callbacks' time
 // `npm run perf:scroll`, e.g. `PERF_RUNS=10000 PERF_CPU_SLOWDOWN=4 REP=6 AB=... npm run perf:scroll`.
-import { join } from 'node:path';
-import { launchBrowser, ROOT, startPlatform } from '../e2e/harness.mjs';
-import { drawnTargets, seedManyRuns, signedInPage } from './pages.mjs';
+import { launchBrowser, startPlatform } from '../e2e/harness.mjs';
+import { drawnTargets, seedManyRuns, signedInPage, stageBuilds } from './pages.mjs';
 const RUNS = Number(process.env.PERF_RUNS ?? 2000);
 const platform = await startPlatform({ workers: 0 });
 const browser = await launchBrowser();
+const builds = (process.env.AB ?? '').split(',').filter(Boolean);
+const staged = stageBuilds(builds);
 try {
   const many = await seedManyRuns(platform, RUNS);
-  const builds = (process.env.AB ?? '').split(',').filter(Boolean);
-  const { cpSync, copyFileSync } = await import('node:fs');
-  for (const b of builds) cpSync(`${b}/assets`, join(ROOT, 'backend/static/assets'), { recursive: true });
   for (let rep = 0; rep < Number(process.env.REP ?? 2); rep++) {
   const build = builds.length ? builds[rep % builds.length] : 'current';
-  if (builds.length) copyFileSync(`${build}/index.html`, join(ROOT, 'backend/static/index.html'));
+  if (builds.length) staged.serve(build);
   const page = await signedInPage(browser, platform, drawnTargets(RUNS));
   await page.goto(`${platform.url}/experiments/${many.experimentId}`);
   await page.waitForSelector('[data-testid="runs-table"] [role="row"][data-run-id]');
@@ -61,4 +59,4 @@ try {
   }
   await page.close();
   }
-} finally { await browser.close(); await platform.stop(); }
+} finally { staged.restore(); await browser.close(); await platform.stop(); }
