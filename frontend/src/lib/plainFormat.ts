@@ -52,18 +52,17 @@ function compareDigits(p: string, q: string): number {
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');
+const dayOf = (d: Date) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
 
 /** The calendar date of a timestamp (ISO text or ms since the epoch) in the browser's time zone, as
  *  `2026-11-29`; text that is no date, as it is. */
 export function isoDate(t: string | number): string {
   const d = new Date(t);
-  if (Number.isNaN(d.getTime())) return String(t);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return Number.isNaN(d.getTime()) ? String(t) : dayOf(d);
 }
 
 /** The date and time of a timestamp in the browser's time zone, to the second: `2026-11-29 13:05:09`. */
 export function isoDateTime(t: string | number): string {
   const d = new Date(t);
-  if (Number.isNaN(d.getTime())) return String(t);
-  return `${isoDate(t)} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return Number.isNaN(d.getTime()) ? String(t) : `${dayOf(d)} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
