@@ -27,10 +27,10 @@ function swaggerUi(): Plugin {
 }
 
 /** The chunks a page needs beyond the entry's: the page's own chunk and what it imports (and, for the run
- *  page, the line charts' ECharts, which its loader asks for at once), file names as served. */
+ *  page, uPlot for its metric charts, which its loader asks for at once), file names as served. */
 export const PAGE_MODULES = {
   experiment: ['/src/routes/ExperimentPage.tsx'],
-  run: ['/src/routes/RunPage.tsx', '/src/components/charts/echarts.ts'],
+  run: ['/src/routes/RunPage.tsx', '/src/components/charts/uplot.ts'],
 };
 
 type Bundle = Record<string, { type: string; fileName: string; name?: string; isEntry?: boolean; facadeModuleId?: string | null; imports?: string[] }>;
@@ -136,10 +136,44 @@ function compileHints(): Plugin {
   };
 }
 
+/** uPlot's module makes an Intl.NumberFormat and an Intl.DateTimeFormat as it is evaluated: ICU's first
+ *  use of each, 50-140 ms on a slow CPU (docs/benchmarks.md, `npm run perf:icu`), on the run page's path to
+ *  its first chart, though our charts format every label themselves (components/charts/metricPlot.ts).
+ *  This makes both on first use instead. Each replaced text must be found once: a uPlot whose code moved
+ *  fails the build rather than quietly keeping the cost. */
+export const UPLOT_LAZY_INTL: [string, string][] = [
+  [
+    "const numFormatter = new Intl.NumberFormat(domEnv ? nav.language : 'en-US');\nconst fmtNum = val => numFormatter.format(val);",
+    "let numFormatter = null;\nconst fmtNum = val => (numFormatter ??= new Intl.NumberFormat(domEnv ? nav.language : 'en-US')).format(val);",
+  ],
+  [
+    'const localTz = new Intl.DateTimeFormat().resolvedOptions().timeZone;',
+    'let localTz_ = null;\nconst localTzNow = () => (localTz_ ??= new Intl.DateTimeFormat().resolvedOptions().timeZone);',
+  ],
+  ['else if (tz == localTz)', 'else if (tz == localTzNow())'],
+];
+
+export function lazyIntl(code: string, replacements: [string, string][]): string {
+  return replacements.reduce((out, [from, to]) => {
+    const n = out.split(from).length - 1;
+    if (n !== 1) throw new Error(`reasonlab-uplot-lazy-intl: ${JSON.stringify(from.slice(0, 60))} found ${n} times in uPlot (expected once)`);
+    return out.replace(from, to);
+  }, code);
+}
+
+function uplotLazyIntl(): Plugin {
+  return {
+    name: 'reasonlab-uplot-lazy-intl',
+    transform(code, id) {
+      return /[\\/]uplot[\\/]dist[\\/]uPlot\.esm\.js$/.test(id) ? lazyIntl(code, UPLOT_LAZY_INTL) : null;
+    },
+  };
+}
+
 // Built assets go to backend/static, which the API serves at `/`; `npm run dev` proxies /api to a
 // locally running API (`reasonlab up` or `reasonlab api`).
 export default defineConfig({
-  plugins: [react(), swaggerUi(), earlyRequests(), compileHints()],
+  plugins: [react(), swaggerUi(), earlyRequests(), compileHints(), uplotLazyIntl()],
   build: {
     outDir: '../backend/static',
     emptyOutDir: true,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { buildParts, check, staticImports } from '../scripts/bundleBudget.mjs';
 
 const HTML = `<!doctype html><html><head>
-<script type="application/json" id="reasonlab-page-chunks">{"run":["/assets/RunPage.js","/assets/echarts.js"],"experiment":["/assets/ExperimentPage.js"]}</script>
+<script type="application/json" id="reasonlab-page-chunks">{"run":["/assets/RunPage.js","/assets/uplot.js"],"experiment":["/assets/ExperimentPage.js"]}</script>
 <script type="module" async crossorigin src="/assets/early.js"></script>
 <script type="module" crossorigin src="/assets/index.js"></script>
 <link rel="modulepreload" crossorigin href="/assets/mantine.js">
@@ -16,7 +16,7 @@ const SIZES: Record<string, number> = {
   '/assets/index.js': 300,
   '/assets/mantine.js': 200,
   '/assets/RunPage.js': 50,
-  '/assets/echarts.js': 70,
+  '/assets/uplot.js': 70,
   '/assets/ExperimentPage.js': 40,
 };
 
@@ -35,7 +35,7 @@ describe("the dashboard's JavaScript budgets (scripts/bundleBudget.mjs)", () => 
     expect(buildParts(HTML)).toEqual({
       early: ['/assets/early.js'],
       entry: ['/assets/index.js', '/assets/mantine.js'],
-      'page.run': ['/assets/RunPage.js', '/assets/echarts.js'],
+      'page.run': ['/assets/RunPage.js', '/assets/uplot.js'],
       'page.experiment': ['/assets/ExperimentPage.js'],
     });
   });

@@ -120,7 +120,7 @@ describe("the dashboard's code, added after the first requests", () => {
 });
 
 describe("a page's code, preloaded", () => {
-  const block = JSON.stringify({ run: ['/assets/RunPage-a.js', '/assets/echarts-b.js'], experiment: ['/assets/ExperimentPage-c.js'] });
+  const block = JSON.stringify({ run: ['/assets/RunPage-a.js', '/assets/uplot-b.js'], experiment: ['/assets/ExperimentPage-c.js'] });
 
   it('the page being opened gets module preloads of its chunks, as the module scripts load them', () => {
     fakeFetch({});
@@ -128,7 +128,7 @@ describe("a page's code, preloaded", () => {
     startEarly('/runs/4', 'jwt', doc);
     expect(links).toEqual([
       { rel: 'modulepreload', href: '/assets/RunPage-a.js', crossOrigin: '' },
-      { rel: 'modulepreload', href: '/assets/echarts-b.js', crossOrigin: '' },
+      { rel: 'modulepreload', href: '/assets/uplot-b.js', crossOrigin: '' },
     ]);
     const other = fakeDocument(block);
     startEarly('/experiments/2', 'jwt', other.doc);

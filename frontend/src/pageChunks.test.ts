@@ -4,7 +4,7 @@ import { eagerChunks, pageChunks, takeEntryTags } from '../vite.config';
 const chunk = (fileName: string, extra: Record<string, unknown> = {}) => ({ type: 'chunk', fileName, imports: [] as string[], ...extra });
 
 describe("the build's list of each page's chunks (index.html's reasonlab-page-chunks)", () => {
-  it("holds a page's chunk and what it imports, less what the entry loads already; the run page adds ECharts", () => {
+  it("holds a page's chunk and what it imports, less what the entry loads already; the run page adds uPlot", () => {
     const bundle = {
       'assets/index.js': chunk('assets/index.js', { isEntry: true, name: 'index', imports: ['assets/mantine.js', 'assets/runtime.js'] }),
       'assets/mantine.js': chunk('assets/mantine.js', { imports: ['assets/runtime.js'] }),
@@ -17,12 +17,12 @@ describe("the build's list of each page's chunks (index.html's reasonlab-page-ch
       'assets/Table.js': chunk('assets/Table.js', { imports: ['assets/format.js'] }),
       'assets/format.js': chunk('assets/format.js'),
       'assets/RunPage.js': chunk('assets/RunPage.js', { facadeModuleId: 'C:\\repo\\frontend\\src\\routes\\RunPage.tsx', imports: ['assets/format.js'] }),
-      'assets/echarts.js': chunk('assets/echarts.js', { facadeModuleId: '/repo/frontend/src/components/charts/echarts.ts' }),
+      'assets/uplot.js': chunk('assets/uplot.js', { facadeModuleId: '/repo/frontend/src/components/charts/uplot.ts' }),
       'assets/style.css': { type: 'asset', fileName: 'assets/style.css' },
     };
     expect(pageChunks(bundle)).toEqual({
       experiment: ['/assets/ExperimentPage.js', '/assets/Table.js', '/assets/format.js'],
-      run: ['/assets/RunPage.js', '/assets/format.js', '/assets/echarts.js'],
+      run: ['/assets/RunPage.js', '/assets/format.js', '/assets/uplot.js'],
     });
   });
 
@@ -33,11 +33,11 @@ describe("the build's list of each page's chunks (index.html's reasonlab-page-ch
       'assets/early.js': chunk('assets/early.js', { isEntry: true, name: 'early' }),
       'assets/RunPage.js': chunk('assets/RunPage.js', { facadeModuleId: '/repo/frontend/src/routes/RunPage.tsx', imports: ['assets/format.js'] }),
       'assets/format.js': chunk('assets/format.js'),
-      'assets/echarts.js': chunk('assets/echarts.js', { facadeModuleId: '/repo/frontend/src/components/charts/echarts.ts' }),
+      'assets/uplot.js': chunk('assets/uplot.js', { facadeModuleId: '/repo/frontend/src/components/charts/uplot.ts' }),
       'assets/NewExperimentPage.js': chunk('assets/NewExperimentPage.js', { facadeModuleId: '/repo/frontend/src/routes/NewExperimentPage.tsx', imports: ['assets/editor.js'] }),
       'assets/editor.js': chunk('assets/editor.js'),
     };
-    expect([...eagerChunks(bundle)].sort()).toEqual(['assets/RunPage.js', 'assets/echarts.js', 'assets/format.js', 'assets/index.js', 'assets/mantine.js']);
+    expect([...eagerChunks(bundle)].sort()).toEqual(['assets/RunPage.js', 'assets/format.js', 'assets/index.js', 'assets/mantine.js', 'assets/uplot.js']);
   });
 
   it('an empty list for a page whose chunk is not in the bundle', () => {

@@ -53,7 +53,7 @@ export function prefetchRun(queryClient: QueryClient) {
           keys.forEach((key) => void queryClient.prefetchQuery(early(metricsQuery(id, [key]), earlyKey.metrics(id, key)))),
         )
         .catch(() => undefined); // the page's own query shows the error
-      void import('./components/charts/echarts');
+      void import('./components/charts/uplot');
     }
     return null;
   };

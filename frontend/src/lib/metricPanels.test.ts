@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bandOption, nonfiniteMarks } from '../components/charts/MetricChart';
-import { needsFullECharts } from '../components/charts/echartsNeeds';
+import { metricPlotOptions, xFormat } from '../components/charts/metricPlot';
+import { metricFrame } from './metricFrame';
 import { bucketsTable } from './chartTable';
 import type { Bucket } from './buckets';
 import {
@@ -145,16 +145,15 @@ describe('NaN and infinities (stored as values, not gaps)', () => {
     expect(withBreaks([[0, 3]], [])).toEqual([[0, 3]]);
   });
 
-  it("puts a labelled mark at each on the chart and gaps in the drawn line", () => {
-    const option = bandOption('loss', buckets, { min: 0, max: 14 }, { start: 0, end: 100 }) as { series: { name: string; data: unknown; markLine?: { data: unknown } }[] };
-    const line = option.series.find((x) => x.name === 'loss')!;
-    expect(line.data).toEqual([[0, 3], [1, null], [2, 2], [3, null], [13, 1]]);
-    expect(line.markLine?.data).toEqual([{ xAxis: 1, name: 'NaN' }, { xAxis: 3, name: 'Infinity' }, { xAxis: 13, name: '2 NaN/inf' }]);
-    expect(nonfiniteMarks([]).data).toEqual([]);
-    // mark lines are drawn by echartsFull.ts: loaded for such a chart only, not for every run page's chart
-    expect(needsFullECharts(option)).toBe(true);
-    const plain = bandOption('loss', [b(0, 3), b(1, 2)], { min: 0, max: 1 }, { start: 0, end: 100 });
-    expect(needsFullECharts(plain)).toBe(false);
+  it('puts a labelled mark at each on the chart and gaps in the drawn line', () => {
+    const f = metricFrame(buckets, { min: 0, max: 14 }, { start: 0, end: 100 }, DEFAULT_CHART_OPTIONS);
+    expect(f.xs).toEqual([0, 1, 2, 3, 13, 14]);
+    // null: the line breaks (NaN, inf at the bucket's last step); undefined: joined across (a logged null)
+    expect(f.line).toEqual([3, null, 2, null, 1, undefined]);
+    expect(f.nonfinite).toEqual([{ x: 1, label: 'NaN' }, { x: 3, label: 'Infinity' }, { x: 13, label: '2 NaN/inf' }]);
+    // the band never sees them
+    expect(f.lower).toEqual([3, undefined, 2, undefined, 0.5, undefined]);
+    expect(f.upper).toEqual([3, undefined, 2, undefined, 4, undefined]);
   });
 
   it('keeps them in the downloaded data (CSV, Parquet): the count and the last value kind', () => {
@@ -192,25 +191,31 @@ describe('relative time and zoom over time', () => {
 
 describe("system metrics: their step is seconds since the run was created (worker/runtime/sysmetrics.py)", () => {
   const buckets = [b(0, 12), b(30, 40), b(725, 35)];
-  const xAxisOf = (key: string, xAxis = DEFAULT_CHART_OPTIONS.xAxis) =>
-    bandOption(key, buckets, { min: 0, max: 725 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, xAxis }).xAxis as {
-      type: string; name: string; axisLabel?: { formatter: (v: number) => string };
-    };
+  const xAxisOf = (key: string, xAxis = DEFAULT_CHART_OPTIONS.xAxis) => {
+    const options = { ...DEFAULT_CHART_OPTIONS, xAxis };
+    const frame = metricFrame(buckets, { min: 0, max: 725 }, { start: 0, end: 100 }, options);
+    const plot = metricPlotOptions(key, options, { frame: () => frame, onZoom: () => {} });
+    const axis = plot.axes![0]!;
+    const values = axis.values as ((u: unknown, splits: number[], i: number, s: number, incr: number) => string[]) | undefined;
+    return { name: axis.label, time: plot.scales!.x!.time === true, tick: (v: number) => values?.(null, [v], 0, 0, 100)[0], tooltipX: xFormat(key, xAxis) };
+  };
 
   it('draws them against time since the run was created, labelled in seconds, not against "step"', () => {
     const x = xAxisOf('system/cpu_percent');
     expect(x.name).toBe('time since the run was created');
-    expect(x.axisLabel?.formatter(725)).toBe('12m 5s');
+    expect(x.tick(725)).toBe('12m 5s');
+    expect(x.tooltipX(725, 725)).toBe('12m 5s');
     const loss = xAxisOf('loss');
     expect(loss.name).toBe('step');
-    expect(loss.axisLabel).toBeUndefined(); // a training step stays a number
+    expect(loss.tick(12_500)).toBe('12,500'); // a training step stays a number
   });
 
   it('offers the x axes that mean something for them: since created and wall time', () => {
     expect(xAxisChoices('system/gpu0/utilization').map((c) => [c.value, c.label])).toEqual([['step', 'Since created'], ['time', 'Wall time']]);
     expect(xAxisChoices('loss').map((c) => c.value)).toEqual(['step', 'time', 'relative']);
     expect(xAxisName('system/memory_percent', 'time')).toBe('time');
-    expect(xAxisOf('system/cpu_percent', 'time').type).toBe('time');
+    expect(xAxisOf('system/cpu_percent', 'time').time).toBe(true);
+    expect(xAxisOf('system/cpu_percent').time).toBe(false);
   });
 
   it('says where a single sample lies in time', () => {

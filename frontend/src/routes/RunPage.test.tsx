@@ -17,6 +17,7 @@ import { mountRouter, until } from '../test/mount';
 import { RunPage } from './RunPage';
 
 vi.mock('../components/charts/EChart', () => ({ EChart: () => null }));
+vi.mock('../components/charts/LinePlot', () => ({ LinePlot: () => null }));
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
