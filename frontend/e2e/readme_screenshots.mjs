@@ -21,7 +21,8 @@ const SPEC = {
 const GRID = { 'moe.top_k': [1, 2, 4], 'data.num_features': [1, 2] };
 
 // one worker: on a small shared machine parallel trainings only fight over the cores
-const platform = await startPlatform({ timeoutMs: 180_000 });
+// a heartbeat (and system metrics sample) a second: the tiny runs end in seconds, before the default's first
+const platform = await startPlatform({ timeoutMs: 180_000, env: { REASONLAB_HEARTBEAT_INTERVAL: '1' } });
 let browser;
 try {
   const exp = await platform.api('/experiments', {

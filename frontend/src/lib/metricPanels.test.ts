@@ -205,6 +205,7 @@ describe("system metrics: their step is seconds since the run was created (worke
     expect(x.name).toBe('time since the run was created');
     expect(x.tick(725)).toBe('12m 5s');
     expect(x.tooltipX(725, 725)).toBe('12m 5s');
+    expect(xFormat('loss', 'relative')(3.5, 0.5)).toBe('3.5s'); // ticks half a second apart keep their fraction
     const loss = xAxisOf('loss');
     expect(loss.name).toBe('step');
     expect(loss.tick(12_500)).toBe('12,500'); // a training step stays a number

@@ -18,6 +18,9 @@ const AXIS = { stroke: '#495057', font: '11px system-ui, sans-serif', labelFont:
 /** The series' order in the data (MetricChart's columns): x, the band's max and min, raw, the line. */
 export const SERIES = { upper: 1, lower: 2, raw: 3, line: 4 } as const;
 
+/** Tick distances of an axis in seconds: a clock's (1, 5, 15, 30 s, 1, 5, 15, 30 min, 1, 3, 6, 12 h, days). */
+export const SECONDS_INCRS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+
 /** What the chart's hooks read as it changes (the frame drawn now) and tell (a zoom). */
 export interface MetricPlotContext {
   frame: () => MetricFrame;
@@ -27,7 +30,8 @@ export interface MetricPlotContext {
 /** How x reads in ticks and in the tooltip: a step, seconds (a system metric's step, relative time), a date. */
 export function xFormat(key: string, mode: ChartOptions['xAxis']): (x: number, incr: number) => string {
   if (mode === 'time') return (x) => isoDateTime(x);
-  if (mode === 'relative' || isSystemKey(key)) return (x) => formatSeconds(x);
+  // under a second apart, ticks need the fraction that formatSeconds rounds away
+  if (mode === 'relative' || isSystemKey(key)) return (x, incr) => (incr > 0 && incr < 1 ? `${tickLabel(x, incr)}s` : formatSeconds(x));
   return (x, incr) => tickLabel(x, incr);
 }
 
@@ -161,6 +165,7 @@ function zoomGestures(ctx: MetricPlotContext): uPlot.Plugin {
 export function metricPlotOptions(key: string, options: ChartOptions, ctx: MetricPlotContext): Omit<uPlot.Options, 'width' | 'height'> {
   const fmtX = xFormat(key, options.xAxis);
   const xName = xAxisName(key, options.xAxis);
+  const seconds = options.xAxis === 'relative' || (options.xAxis === 'step' && isSystemKey(key));
   const few = () => ctx.frame().line.filter((y) => typeof y === 'number').length <= FEW_POINTS;
   return {
     ms: 1, // time in epoch ms, as the buckets give it
@@ -188,6 +193,7 @@ export function metricPlotOptions(key: string, options: ChartOptions, ctx: Metri
         labelSize: 16,
         labelGap: 0,
         ...(options.xAxis === 'time' ? {} : { values: (_u: uPlot, splits: number[], _i: number, _s: number, incr: number) => splits.map((v) => fmtX(v, incr)) }),
+        ...(seconds ? { incrs: SECONDS_INCRS } : {}),
       },
       {
         ...AXIS,
