@@ -7,7 +7,9 @@
 // which unfolds without widening the page. A NaN and an infinity the script logs are marked on their
 // chart, not dropped. Then a tiny Transformers Trainer (a model from a config, no hub: offline) with
 // report_to="mlflow", MLflow's client pointed at the platform's MLflow routes with an API token: its loss
-// curve is on its run page with the points MLflow's client logged. Screenshots in
+// curve is on its run page with the points MLflow's client logged. A long curve's chart zooms (a dragged
+// window, the wheel, a double click, "Show all") and shows a tooltip, on a run page that loads no ECharts.
+// Screenshots in
 // test-output/e2e/tracking-*.png (and, with SHOTS_DOCS=1, docs/img/tracking-external-run.png and
 // tracking-provenance.png for docs/tracking.md).
 import assert from 'node:assert/strict';
@@ -186,6 +188,62 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.getByTestId('external-spec-note').waitFor();
     await page.goto(`${platform.url}/runs`);
     await page.locator(`[data-testid="project-runs"] [data-run-id="${state.runId}"] [data-testid="external-badge"]`).waitFor();
+  });
+
+  it('zooms a long curve by a dragged window, the wheel and a double click, with a tooltip, and loads no ECharts', async () => {
+    // 20,000 points of a run on this worker-less platform: 1,000 buckets drawn, finer ones asked for a zoom
+    const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'long curve', kind: 'diagnostic', spec: {} } });
+    const id = exp.runs[0].id;
+    for (let start = 0; start < 20_000; start += 5_000) {
+      const points = Array.from({ length: 5_000 }, (_, i) => ({ key: 'loss', step: start + i, value: 2 * Math.exp(-(start + i) / 4_000) + 0.01 * Math.sin(start + i) }));
+      await platform.api(`/runs/${id}/metrics`, { method: 'POST', body: { points } });
+    }
+    const scripts = [];
+    const onRequest = (r) => r.resourceType() === 'script' && scripts.push(new URL(r.url()).pathname);
+    page.on('request', onRequest);
+    await page.goto(`${platform.url}/runs/${id}`);
+    const chart = page.locator('[data-testid="metric-chart-loss"][data-buckets]');
+    await chart.locator('canvas').first().waitFor();
+    assert.equal(Number(await chart.getAttribute('data-points')), 20_000);
+    assert.equal(await chart.getAttribute('data-range'), '');
+    page.off('request', onRequest);
+    // a run's metric charts are uPlot's: the run page loads no ECharts (0.54 MB before its first chart)
+    assert.ok(scripts.some((p) => /\/uplot-[\w-]+\.js$/.test(p)), scripts.join(' '));
+    assert.deepEqual(scripts.filter((p) => /echarts/i.test(p)), []);
+
+    const over = await chart.locator('.u-over').boundingBox();
+    const at = (fx) => [over.x + over.width * fx, over.y + over.height / 2];
+    // the tooltip: the bucket under the pointer, its step and value
+    await page.mouse.move(...at(0.5));
+    const tip = chart.getByTestId('chart-tooltip');
+    await tip.waitFor();
+    assert.match(await tip.textContent(), /^step [\d,]+loss: [\d.]+/);
+
+    // a dragged window over 25-50% of the steps: the chart asks for the finer buckets of those steps
+    await page.mouse.move(...at(0.25));
+    await page.mouse.down();
+    await page.mouse.move(...at(0.5), { steps: 5 });
+    await page.mouse.up();
+    await page.locator('[data-testid="metric-chart-loss"][data-refined="true"]').waitFor();
+    const [lo, hi] = (await chart.getAttribute('data-range')).split('-').map(Number);
+    assert.ok(lo > 4_000 && lo < 6_000 && hi > 9_000 && hi < 11_000, `zoomed to steps ${lo}-${hi}`);
+
+    // the wheel out about the pointer widens the window; a double click shows all of the run again
+    for (let i = 0; i < 3; i++) await page.mouse.wheel(0, 200);
+    await page.waitForFunction(
+      (w) => { const [a, b] = (document.querySelector('[data-testid="metric-chart-loss"]')?.getAttribute('data-range') ?? '').split('-').map(Number); return b - a > w; },
+      hi - lo,
+    );
+    await page.mouse.dblclick(...at(0.5));
+    await page.locator('[data-testid="metric-chart-loss"][data-range=""]').waitFor();
+    // and "Show all" after another drag
+    await page.mouse.move(...at(0.6));
+    await page.mouse.down();
+    await page.mouse.move(...at(0.8), { steps: 5 });
+    await page.mouse.up();
+    await page.locator('[data-testid="metric-chart-loss"][data-refined="true"]').waitFor();
+    await chart.getByRole('button', { name: 'Show all' }).click();
+    await page.locator('[data-testid="metric-chart-loss"][data-range=""]').waitFor();
   });
 
   it('shows the loss curve of a Transformers Trainer that reported to MLflow', async () => {
