@@ -16,7 +16,7 @@ import { metricPlotOptions, plotData } from './metricPlot';
 interface Props {
   metricKey: string;
   view: MetricView;
-  /** a zoom gesture (wheel, drag, slider) moved the window */
+  /** a zoom gesture (a dragged window, the wheel, a double click, "Show all") moved the window */
   onZoom: (zoom: Zoom) => void;
   height?: number;
   /** log scale, smoothing, x axis (lib/metricPanels.ts) */
