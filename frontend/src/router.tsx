@@ -23,8 +23,9 @@ function ToExperiments() {
 //
 // The run and experiment pages' first requests do not wait for their code: their loaders (run while the
 // page's chunk loads) start them into the query cache (and, for the run page, the download of uPlot, which
-// draws its metric charts). The run page's charts' series follow its keys at once: each chart's first request (the whole run, by step, as a
-// chart starts) goes out when the keys arrive, not after the page and its charts have rendered.
+// draws its metric charts). The run page's charts' series follow its keys at once: each chart's first
+// request (the whole run, by step, as a chart starts) goes out when the keys arrive, not after the page and
+// its charts have rendered.
 //
 // On the page the browser opened, src/early.ts started those requests before this code had arrived: a
 // query takes its early answer once (`early`), or asks the API when there is none or it failed.
