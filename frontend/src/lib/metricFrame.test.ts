@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Bucket } from './buckets';
+import { STEP_INCRS } from '../components/charts/metricPlot';
 import { metricFrame, tickLabel, wheelWindow, zoomOfWindow, zoomWindow } from './metricFrame';
 import { DEFAULT_CHART_OPTIONS } from './metricPanels';
 
@@ -29,7 +30,7 @@ describe('a metric chart frame: the columns uPlot draws', () => {
     const buckets = [b(0, 1), b(1, 0), b(2, -1, { min: -2, max: 3, count: 2 }), b(3, 0.1)];
     const f = metricFrame(buckets, { min: 0, max: 3 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, logScale: true });
     expect(f.line).toEqual([1, undefined, undefined, 0.1]);
-    expect(f.dropped).toBe(2);
+    expect([f.dropped, f.notPositive]).toEqual([2, 2]);
     expect(f.hasBand).toBe(false); // the one wide bucket's min is not positive
   });
 
@@ -38,10 +39,15 @@ describe('a metric chart frame: the columns uPlot draws', () => {
     const buckets = [b(0, 1, { time: '2026-01-01T00:00:05Z' }), b(1, 2), b(2, 3, { time: '2026-01-01T00:01:05Z' })];
     const abs = metricFrame(buckets, { min: 0, max: 2 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, xAxis: 'time' });
     expect(abs.xs).toEqual([t0 + 5000, t0 + 65000]);
-    expect(abs.dropped).toBe(1);
+    expect([abs.dropped, abs.notPositive]).toEqual([1, 0]);
     expect(abs.extent).toEqual([t0 + 5000, t0 + 65000]); // a zoom is of the drawn times, not of the steps
     const rel = metricFrame(buckets, { min: 0, max: 2 }, { start: 0, end: 100 }, { ...DEFAULT_CHART_OPTIONS, xAxis: 'relative' }, t0);
     expect(rel.xs).toEqual([5, 65]);
+  });
+
+  it('ticks a step axis at whole steps', () => {
+    expect(STEP_INCRS.slice(0, 7)).toEqual([1, 2, 5, 10, 20, 50, 100]);
+    expect(STEP_INCRS.every(Number.isInteger)).toBe(true);
   });
 
   it("gives the zoom's window over the run's step range", () => {

@@ -20,8 +20,9 @@ export interface MetricFrame {
   lower: Y[];
   upper: Y[];
   hasBand: boolean;
-  /** points left out: not positive on a log scale, or without a time on a time axis */
+  /** buckets left out: not positive on a log scale (`notPositive` of them), or without a time on a time axis */
   dropped: number;
+  notPositive: number;
   /** buckets holding NaN or infinite values: where, and what (the last value's kind, else how many) */
   nonfinite: { x: number; label: string }[];
   /** the extent a zoom's percentages are of: the run's step range on a step axis, else the drawn x's */
@@ -47,7 +48,7 @@ export function metricFrame(
 ): MetricFrame {
   const smoothed = emaSmooth(buckets.map((b) => (finite(b.last) ? b.last : null)), options.smoothing);
   const ok = (v: number) => !options.logScale || v > 0;
-  const f: MetricFrame = { xs: [], line: [], raw: [], lower: [], upper: [], hasBand: false, dropped: 0, nonfinite: [], extent: null, window: null };
+  const f: MetricFrame = { xs: [], line: [], raw: [], lower: [], upper: [], hasBand: false, dropped: 0, notPositive: 0, nonfinite: [], extent: null, window: null };
   buckets.forEach((b, i) => {
     const x = bucketX(b, options.xAxis, originMs);
     if (x === null) {
@@ -62,7 +63,10 @@ export function metricFrame(
     if (finite(y) && ok(y)) f.line.push(y);
     else {
       f.line.push(gap);
-      if (finite(b.last)) f.dropped += 1;
+      if (finite(b.last)) {
+        f.dropped += 1;
+        f.notPositive += 1;
+      }
     }
     f.raw.push(options.smoothing > 0 && finite(b.last) && ok(b.last) ? b.last : gap);
     if (finite(b.min) && finite(b.max) && ok(b.min)) {

@@ -86,6 +86,8 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
               ? ` · ${formatSeconds(range.min)}–${formatSeconds(range.max)} after creation at finer resolution`
               : ` · steps ${formatCount(range.min)}–${formatCount(range.max)} at finer resolution`
             : ` · ${buckets.length} buckets`}
+          {frame.notPositive > 0 ? ` · ${formatCount(frame.notPositive)} buckets not drawn: not positive on a log scale` : ''}
+          {frame.dropped > frame.notPositive ? ` · ${formatCount(frame.dropped - frame.notPositive)} buckets not drawn: no time logged` : ''}
           {view.refining ? ' · refining…' : ''}
         </Text>
       </Group>

@@ -21,6 +21,9 @@ export const SERIES = { upper: 1, lower: 2, raw: 3, line: 4 } as const;
 /** Tick distances of an axis in seconds: a clock's (1, 5, 15, 30 s, 1, 5, 15, 30 min, 1, 3, 6, 12 h, days). */
 export const SECONDS_INCRS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
 
+/** Tick distances of a step axis: whole steps (1, 2, 5 x 10^k), never a half step. */
+export const STEP_INCRS = Array.from({ length: 16 }, (_, k) => [1, 2, 5].map((m) => m * 10 ** k)).flat();
+
 /** What the chart's hooks read as it changes (the frame drawn now) and tell (a zoom). */
 export interface MetricPlotContext {
   frame: () => MetricFrame;
@@ -193,7 +196,7 @@ export function metricPlotOptions(key: string, options: ChartOptions, ctx: Metri
         labelSize: 16,
         labelGap: 0,
         ...(options.xAxis === 'time' ? {} : { values: (_u: uPlot, splits: number[], _i: number, _s: number, incr: number) => splits.map((v) => fmtX(v, incr)) }),
-        ...(seconds ? { incrs: SECONDS_INCRS } : {}),
+        ...(seconds ? { incrs: SECONDS_INCRS } : options.xAxis === 'step' ? { incrs: STEP_INCRS } : {}),
       },
       {
         ...AXIS,
