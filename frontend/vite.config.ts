@@ -192,6 +192,8 @@ export default defineConfig({
       },
     },
   },
+  // the dev server's pre-bundling would skip uplotLazyIntl's transform: uPlot is served as it is built
+  optimizeDeps: { exclude: ['uplot'] },
   server: {
     proxy: { '/api': { target: process.env.REASONLAB_API ?? 'http://127.0.0.1:8000', changeOrigin: true } },
   },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Bucket } from './buckets';
 import { STEP_INCRS } from '../components/charts/metricPlot';
-import { metricFrame, tickLabel, wheelWindow, zoomOfWindow, zoomWindow } from './metricFrame';
+import { metricFrame, tickLabel, wheelFactor, wheelWindow, zoomOfWindow, zoomWindow } from './metricFrame';
 import { DEFAULT_CHART_OPTIONS } from './metricPanels';
 
 const b = (step: number, last: number | null, extra: Partial<Bucket> = {}): Bucket => ({
@@ -73,6 +73,15 @@ describe('zoom windows and gestures', () => {
     expect(wheelWindow([10, 90], [0, 100], 10, 1.25)).toEqual([10, 100]); // about the left edge; clamped at 100
     expect(wheelWindow([0, 100], [0, 100], 30, 1.25)).toEqual([0, 100]);
   });
+
+  it("scales a wheel event's zoom by its delta: a mouse notch 1.25x, a trackpad's small steps less", () => {
+    expect(wheelFactor(100)).toBeCloseTo(1.25, 12);
+    expect(wheelFactor(-100)).toBeCloseTo(0.8, 12);
+    expect(wheelFactor(600)).toBeCloseTo(1.25, 12); // one event zooms one notch at most
+    expect(wheelFactor(4)).toBeCloseTo(1.25 ** 0.04, 12);
+    expect(wheelFactor(3, 1)).toBeCloseTo(1.25, 12); // 3 lines
+    expect(wheelFactor(0)).toBe(1); // a horizontal swipe: no zoom
+  });
 });
 
 describe('tick labels without Intl', () => {
@@ -88,8 +97,20 @@ describe('tick labels without Intl', () => {
     expect(tickLabel(2500.5, 0.5)).toBe('2,500.5');
   });
 
+  it('gives ticks closer than a millionth their digits', () => {
+    // a learning rate between 1.000e-4 and 1.015e-4: ticks 2e-6 apart
+    expect([1e-4, 1.02e-4, 1.04e-4].map((v) => tickLabel(v, 2e-6))).toEqual(['0.000100', '0.000102', '0.000104']);
+    expect([1.5e-5, 2e-5].map((v) => tickLabel(v, 5e-6))).toEqual(['1.5e-5', '2e-5']);
+  });
+
+  it('keeps large whole steps exact, and enough digits to tell large fractions apart', () => {
+    expect([12_340_000, 12_342_000].map((v) => tickLabel(v, 2_000))).toEqual(['12,340,000', '12,342,000']);
+    expect(tickLabel(12_345_678, 12_345_678)).toBe('12,345,678'); // a tooltip's exact step
+    expect([12_340_000.5, 12_340_001.5].map((v) => tickLabel(v, 1))).toEqual(['1.23400005e+7', '1.23400015e+7']);
+  });
+
   it('writes large and tiny magnitudes in exponent form', () => {
-    expect(tickLabel(3e7, 1e7)).toBe('3e+7');
+    expect(tickLabel(3e7, 1e7)).toBe('30,000,000');
     expect(tickLabel(0.00001, 0.00001)).toBe('1e-5');
     expect(tickLabel(0.001, 0.001)).toBe('0.001'); // a log axis's tick, its own distance
   });

@@ -114,22 +114,38 @@ export function wheelWindow(window: [number, number], extent: [number, number], 
   return [min, max];
 }
 
-/** Decimal places of `x` (at most 10): 0.25 has 2, 100 has 0. */
+/** The zoom factor of one wheel event: 1.25x out (0.8x in) per notch of a mouse wheel (100 px), less for
+ *  the small steps of a trackpad's many events; 1 for a horizontal swipe (no vertical delta). */
+export function wheelFactor(deltaY: number, deltaMode = 0): number {
+  const px = deltaMode === 1 ? (deltaY * 100) / 3 : deltaMode === 2 ? deltaY * 400 : deltaY; // lines (a notch is 3), pages
+  return 1.25 ** Math.max(-1, Math.min(1, px / 100));
+}
+
+/** Decimal places of `x` (at most 12): 0.25 has 2, 100 has 0, 2e-6 has 6. */
 function decimalsOf(x: number): number {
   let d = 0;
-  while (d < 10 && Math.abs(Math.round(x * 10 ** d) - x * 10 ** d) > 1e-6) d += 1;
+  for (; d < 12; d += 1) {
+    const scaled = x * 10 ** d;
+    if (Math.abs(Math.round(scaled) - scaled) <= 1e-6 * Math.max(1, Math.abs(scaled))) break;
+  }
   return d;
 }
 
-/** An axis' tick labels: `incr` is the distance between two ticks (the labels get the decimals it has;
- *  a log axis passes the tick itself); large and tiny magnitudes in exponent form, integers grouped by
- *  thousands. No Intl: ICU's number formatting costs 50-140 ms on its first use on a slow CPU
+/** An axis' tick labels: `incr` is the distance between two ticks (the labels get the digits it needs; a
+ *  log axis passes the tick itself); whole numbers grouped by thousands, tiny and huge fractions in
+ *  exponent form. No Intl: ICU's number formatting costs 50-140 ms on its first use on a slow CPU
  *  (docs/benchmarks.md), which would fall on the run page's first chart. */
 export function tickLabel(v: number, incr: number): string {
   if (!Number.isFinite(v)) return '';
   const abs = Math.abs(v);
-  if (abs !== 0 && (abs >= 1e7 || abs < 1e-4)) return Number(v.toPrecision(3)).toExponential();
-  const text = v.toFixed(decimalsOf(Math.abs(incr)));
+  const step = Math.abs(incr) || abs;
+  const wholeTicks = Number.isInteger(v) && step >= 1;
+  if (abs !== 0 && !wholeTicks && (abs >= 1e7 || abs < 1e-4)) {
+    // as many significant digits as tell two ticks apart
+    const digits = Math.max(1, Math.min(15, Math.ceil(Math.log10(abs / step) + 1e-9) + 1));
+    return Number(v.toPrecision(digits)).toExponential();
+  }
+  const text = v.toFixed(wholeTicks ? 0 : decimalsOf(step));
   if (/^-0(\.0*)?$/.test(text)) return text.slice(1);
   const [int, frac] = text.split('.');
   const grouped = int!.replace(/\B(?=(\d{3})+(?!\d))/g, ',');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { metricPlotOptions, xFormat } from '../components/charts/metricPlot';
+import { metricPlotOptions, secondsLabel, xFormat } from '../components/charts/metricPlot';
 import { metricFrame } from './metricFrame';
 import { bucketsTable } from './chartTable';
 import type { Bucket } from './buckets';
@@ -206,6 +206,9 @@ describe("system metrics: their step is seconds since the run was created (worke
     expect(x.tick(725)).toBe('12m 5s');
     expect(x.tooltipX(725, 725)).toBe('12m 5s');
     expect(xFormat('loss', 'relative')(3.5, 0.5)).toBe('3.5s'); // ticks half a second apart keep their fraction
+    // ticks 15 s apart past an hour keep their seconds (formatSeconds rounds to the minute there)
+    expect([3600, 3615, 3630].map((x) => secondsLabel(x, 15))).toEqual(['1h 0m 0s', '1h 0m 15s', '1h 0m 30s']);
+    expect([3600, 7200].map((x) => secondsLabel(x, 3600))).toEqual(['1h', '2h']);
     const loss = xAxisOf('loss');
     expect(loss.name).toBe('step');
     expect(loss.tick(12_500)).toBe('12,500'); // a training step stays a number

@@ -2,13 +2,20 @@
 // there, gives it new data and x window without making it again, follows its container's width, and
 // offers "Download data" under it. uPlot is imported on the first chart, not with the page (router.tsx
 // asks for it with the run page's first requests): a page's code runs while it downloads.
-import { memo, useEffect, useRef } from 'react';
+import { Text } from '@mantine/core';
+import { memo, useEffect, useRef, useState } from 'react';
 import type uPlot from 'uplot';
 import { fileSlug, type DataTable } from '../../lib/tableExport';
 import { ChartDownload } from './ChartDownload';
 
 let module_: Promise<typeof import('./uplot')> | null = null;
-const loadUPlot = () => (module_ ??= import('./uplot'));
+/** uPlot's module, asked for once; a failed download (a release replaced the chunk, the network dropped)
+ *  is forgotten, so the next chart asks again. */
+const loadUPlot = () =>
+  (module_ ??= import('./uplot').catch((e: unknown) => {
+    module_ = null;
+    throw e;
+  }));
 
 interface Props {
   /** the chart's options but its size: read once, when the chart is made (remount it to change them) */
@@ -33,13 +40,14 @@ function show(u: uPlot, data: uPlot.AlignedData, xRange: [number, number] | null
 function LinePlotImpl({ options, data, xRange, height, ariaLabel, table }: Props) {
   const el = useRef<HTMLDivElement>(null);
   const chart = useRef<uPlot | null>(null);
+  const [failed, setFailed] = useState(false);
   const latest = useRef({ options, data, xRange, height });
   latest.current = { options, data, xRange, height };
 
   useEffect(() => {
     let disposed = false;
     let cleanup = () => {};
-    void loadUPlot().then(({ uPlot: UPlot }) => {
+    loadUPlot().then(({ uPlot: UPlot }) => {
       const host = el.current;
       if (disposed || !host) return;
       const { options: opts, data: d, xRange: w, height: h } = latest.current;
@@ -56,7 +64,7 @@ function LinePlotImpl({ options, data, xRange, height, ariaLabel, table }: Props
         chart.current = null;
         u.destroy();
       };
-    });
+    }, () => !disposed && setFailed(true));
     return () => {
       disposed = true;
       cleanup();
@@ -73,6 +81,7 @@ function LinePlotImpl({ options, data, xRange, height, ariaLabel, table }: Props
     if (u && u.height !== height) u.setSize({ width: u.width, height });
   }, [height]);
 
+  if (failed) return <Text c="red" size="sm">The chart's code did not load: reload the page to draw it.</Text>;
   return (
     <div>
       <div ref={el} role="img" aria-label={ariaLabel} style={{ width: '100%', minHeight: height, position: 'relative' }} />

@@ -3,7 +3,7 @@
 // Drawn by uPlot (LinePlot.tsx, options in metricPlot.ts): ~50 KB against ECharts' ~540 KB, which the run
 // page parsed and ran before its first chart (docs/benchmarks.md, "Dashboard in the browser").
 import { Button, Group, Text } from '@mantine/core';
-import { memo, useMemo, useRef } from 'react';
+import { memo, useCallback, useMemo, useRef } from 'react';
 import type { MetricView, Zoom } from '../../hooks/metrics';
 import { bucketsTable } from '../../lib/chartTable';
 import { formatValue } from '../../lib/dotted';
@@ -37,6 +37,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
     [metricKey, options],
   );
   const zoomed = zoom.start > 0 || zoom.end < 100;
+  const table = useCallback(() => bucketsTable(metricKey, buckets), [metricKey, buckets]);
 
   if (series.total_points === 1) {
     // a single value (a final score) reads better as a number than as a one-point chart
@@ -71,7 +72,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
         xRange={frame.window}
         height={height}
         ariaLabel={`${metricKey} over ${xIsTime(metricKey, options.xAxis) ? 'time' : 'steps'}`}
-        table={() => bucketsTable(metricKey, buckets)}
+        table={table}
       />
       <Group gap="xs" justify="flex-end">
         {zoomed ? (

@@ -2,10 +2,10 @@
 // (the raw values faint under a smoothed line), axes labelled without Intl, a tooltip, dashed marks where
 // NaN or infinities were logged, and the zoom gestures (drag a window, the wheel about the pointer, a
 // double click for all of it) reported as a zoom of the run's extent, which the caller owns. Plain options
-// and hooks, no React: metricPlot.test.ts builds them without a browser.
+// and hooks, no React: lib/metricPanels.test.ts and lib/metricFrame.test.ts build them without a browser.
 import type uPlot from 'uplot';
 import { formatValue } from '../../lib/dotted';
-import { type MetricFrame, tickLabel, wheelWindow, zoomOfWindow } from '../../lib/metricFrame';
+import { type MetricFrame, tickLabel, wheelFactor, wheelWindow, zoomOfWindow } from '../../lib/metricFrame';
 import { formatSeconds, isSystemKey, xAxisName, type ChartOptions } from '../../lib/metricPanels';
 import { isoDateTime } from '../../lib/plainFormat';
 
@@ -33,9 +33,20 @@ export interface MetricPlotContext {
 /** How x reads in ticks and in the tooltip: a step, seconds (a system metric's step, relative time), a date. */
 export function xFormat(key: string, mode: ChartOptions['xAxis']): (x: number, incr: number) => string {
   if (mode === 'time') return (x) => isoDateTime(x);
-  // under a second apart, ticks need the fraction that formatSeconds rounds away
-  if (mode === 'relative' || isSystemKey(key)) return (x, incr) => (incr > 0 && incr < 1 ? `${tickLabel(x, incr)}s` : formatSeconds(x));
+  if (mode === 'relative' || isSystemKey(key)) return secondsLabel;
   return (x, incr) => tickLabel(x, incr);
+}
+
+/** Seconds as a clock reads them (`12m 5s`, `3h 20m`), with what ticks `incr` apart need: the fraction of
+ *  a second under a second apart, the seconds past an hour under a minute apart (formatSeconds rounds both
+ *  away, so two ticks read alike). */
+export function secondsLabel(x: number, incr: number): string {
+  if (incr > 0 && incr < 1) return `${tickLabel(x, incr)}s`;
+  if (incr > 0 && incr < 60 && Math.abs(x) >= 3600) {
+    const t = Math.round(Math.abs(x));
+    return `${x < 0 ? '-' : ''}${Math.floor(t / 3600)}h ${Math.floor((t % 3600) / 60)}m ${t % 60}s`;
+  }
+  return formatSeconds(x);
 }
 
 /** The width of a y axis that fits its longest label (uPlot's default is fixed). */
@@ -67,7 +78,7 @@ function tooltip(key: string, ctx: MetricPlotContext, fmtX: (x: number, incr: nu
         box.dataset.testid = 'chart-tooltip';
         Object.assign(box.style, {
           position: 'absolute', pointerEvents: 'none', display: 'none', zIndex: '2', padding: '4px 8px', font: '12px system-ui, sans-serif',
-          background: 'rgba(255,255,255,0.95)', border: '1px solid #ced4da', borderRadius: '4px', whiteSpace: 'nowrap',
+          background: 'rgba(255,255,255,0.95)', border: '1px solid #ced4da', borderRadius: '4px', maxWidth: '60%', overflowWrap: 'anywhere',
         });
         u.over.appendChild(box);
       },
@@ -81,7 +92,11 @@ function tooltip(key: string, ctx: MetricPlotContext, fmtX: (x: number, incr: nu
           return;
         }
         const x = f.xs[i]!;
-        const rows = [line(`${xName} ${fmtX(x, x)}`), line(`${key}: ${formatValue(y)}`, true)];
+        // a NaN or an infinity (null: the line's gap) by its name; a value the axis cannot draw as "not drawn"
+        const odd = y === null ? f.nonfinite.find((m) => m.x === x)?.label : undefined;
+        const shown = y === null ? (odd ?? 'NaN/inf') : y === undefined ? 'not drawn' : formatValue(y);
+        // the exact x (ticks 1 apart): a step as a whole number, seconds to the second
+        const rows = [line(`${xName} ${fmtX(x, 1)}`), line(`${key}: ${shown}`, true)];
         const raw = f.raw[i];
         if (raw !== undefined && raw !== null) rows.push(line(`raw: ${formatValue(raw)}`));
         const lo = f.lower[i];
@@ -150,10 +165,12 @@ function zoomGestures(ctx: MetricPlotContext): uPlot.Plugin {
           (e) => {
             const extent = ctx.frame().extent;
             const { min, max } = u.scales.x ?? {};
-            if (!extent || min === undefined || max === undefined) return;
-            e.preventDefault();
+            const factor = wheelFactor(e.deltaY, e.deltaMode);
+            if (!extent || min === undefined || max === undefined || factor === 1) return;
             const at = u.posToVal(e.offsetX, 'x');
-            const [a, b] = wheelWindow([min, max], extent, at, e.deltaY > 0 ? 1.25 : 0.8);
+            const [a, b] = wheelWindow([min, max], extent, at, factor);
+            if (a === min && b === max) return; // all of it shown already: the page scrolls on
+            e.preventDefault();
             const z = zoomOfWindow(extent, a, b);
             if (z) ctx.onZoom(z);
           },
