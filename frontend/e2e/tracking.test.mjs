@@ -227,6 +227,16 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.locator('[data-testid="metric-chart-loss"][data-refined="true"]').waitFor();
     const [lo, hi] = (await chart.getAttribute('data-range')).split('-').map(Number);
     assert.ok(lo > 4_000 && lo < 6_000 && hi > 9_000 && hi < 11_000, `zoomed to steps ${lo}-${hi}`);
+    // the run grows to 40,000 steps under the zoom: the chart stays on the steps chosen
+    const shown = await chart.getAttribute('data-window');
+    for (let start = 20_000; start < 40_000; start += 5_000) {
+      const points = Array.from({ length: 5_000 }, (_, i) => ({ key: 'loss', step: start + i, value: 0.1 }));
+      await platform.api(`/runs/${id}/metrics`, { method: 'POST', body: { points } });
+    }
+    await page.locator('[data-testid="metric-chart-loss"][data-points="40000"]').waitFor();
+    await page.waitForTimeout(300);
+    const near = (a, b) => a.split('-').every((x, i) => Math.abs(Number(x) - Number(b.split('-')[i])) <= 1);
+    assert.ok(near(await chart.getAttribute('data-window'), shown), `${shown} -> ${await chart.getAttribute('data-window')}`);
 
     // the wheel out about the pointer widens the window; a double click shows all of the run again
     for (let i = 0; i < 3; i++) await page.mouse.wheel(0, 200);

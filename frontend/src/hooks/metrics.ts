@@ -4,7 +4,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { CHART_MAX_POINTS } from '../early';
 import type { Run } from '../api/types';
-import { mergeZoomed, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
+import { mergeZoomed, rezoom, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
 import { DEFAULT_OVERLAY_OPTIONS, overlaySeries, type OverlayOptions, type OverlaySeries } from '../lib/overlay';
 import { isFinished } from '../lib/runStatus';
 
@@ -146,6 +146,14 @@ export function useZoomableMetric(
   const fullMin = series?.step_min ?? null;
   const fullMax = series?.step_max ?? null;
   const full = useMemo(() => (fullMin !== null && fullMax !== null ? { min: fullMin, max: fullMax } : null), [fullMin, fullMax]);
+  // a live run's steps grow under a zoom: the window stays on the steps chosen (a zoom is in percent of
+  // the run's step range), over a step axis; over time the window is of the drawn times (toRange)
+  const zoomedOver = useRef<StepRange | null>(null);
+  useEffect(() => {
+    const prev = zoomedOver.current;
+    zoomedOver.current = full;
+    if (prev && full && !toRangeRef.current && (prev.min !== full.min || prev.max !== full.max)) setZoom((z) => rezoom(z, prev, full));
+  }, [full]);
   const zoomed = range ? fine.data?.series[metricKey]?.buckets : undefined;
   const buckets = useMemo(() => {
     const base = series?.buckets ?? [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketsToSeries, mergeZoomed, zoomToStepRange, type Bucket } from './buckets';
+import { bucketsToSeries, mergeZoomed, rezoom, zoomToStepRange, type Bucket } from './buckets';
 
 const b = (step_start: number, step_end: number, min: number | null, max: number | null, last: number | null, count = 1): Bucket => ({
   step_start, step_end, min, max, last, count, nonfinite: 0,
@@ -52,5 +52,21 @@ describe('mergeZoomed', () => {
     const fine = [b(100, 149, 0, 1, 1), b(150, 199, 0, 1, 1)];
     const merged = mergeZoomed(overview, fine, { min: 100, max: 199 });
     expect(merged.map((x) => x.step_start)).toEqual([0, 100, 150, 200]);
+  });
+});
+
+describe('a zoom on a growing run', () => {
+  it('stays on the steps chosen as the run grows', () => {
+    // steps 1,000-2,000 of a run at 10,000 steps; the run reaches 20,000
+    const z = rezoom({ start: 10, end: 20 }, { min: 0, max: 10_000 }, { min: 0, max: 20_000 });
+    expect(z.start).toBeCloseTo(5, 12);
+    expect(z.end).toBeCloseTo(10, 12);
+    expect(zoomToStepRange({ min: 0, max: 20_000 }, z.start, z.end)).toEqual({ min: 1_000, max: 2_000 });
+  });
+
+  it('leaves the whole run and an unchanged range as they are', () => {
+    const all = { start: 0, end: 100 };
+    expect(rezoom(all, { min: 0, max: 10 }, { min: 0, max: 20 })).toBe(all);
+    expect(rezoom({ start: 10, end: 20 }, { min: 0, max: 0 }, { min: 0, max: 20 })).toEqual({ start: 10, end: 20 });
   });
 });

@@ -66,6 +66,16 @@ export function zoomToStepRange(full: StepRange, startPct: number, endPct: numbe
   return { min: Math.floor(full.min + lo * span), max: Math.ceil(full.min + hi * span) };
 }
 
+/** The zoom (percent of `next`) that shows the same steps as `zoom` did over `prev`: a live run's step
+ *  range grows under a zoomed chart, whose window must stay on the steps the user chose. */
+export function rezoom(zoom: { start: number; end: number }, prev: StepRange, next: StepRange): { start: number; end: number } {
+  const was = prev.max - prev.min;
+  const span = next.max - next.min;
+  if (was <= 0 || span <= 0 || (zoom.start <= 0 && zoom.end >= 100)) return zoom;
+  const pct = (step: number) => Math.max(0, Math.min(100, ((step - next.min) / span) * 100));
+  return { start: pct(prev.min + (zoom.start / 100) * was), end: pct(prev.min + (zoom.end / 100) * was) };
+}
+
 /** Merges finer buckets of a zoomed range into the overview: overview outside, fine inside. */
 export function mergeZoomed(overview: readonly Bucket[], fine: readonly Bucket[], range: StepRange): Bucket[] {
   const before = overview.filter((b) => b.step_end < range.min);

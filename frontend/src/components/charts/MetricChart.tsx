@@ -56,6 +56,7 @@ function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFA
       data-points={series.total_points}
       data-buckets={buckets.length}
       data-range={range ? `${range.min}-${range.max}` : ''}
+      data-window={frame.window ? frame.window.map((x) => Math.round(x)).join('-') : ''}
       data-refined={view.refined ? 'true' : 'false'}
       data-x-axis={options.xAxis}
       data-x-name={xAxisName(metricKey, options.xAxis)}
