@@ -53,27 +53,42 @@ export interface StepRange {
   max: number;
 }
 
+/** The x window of a zoom (percentages of `extent`, as the zoom state keeps them); null when the extent
+ *  is one point. */
+export function zoomWindow(extent: [number, number] | null, zoom: { start: number; end: number }): [number, number] | null {
+  if (!extent || !(extent[1] > extent[0])) return null;
+  const span = extent[1] - extent[0];
+  const pct = (p: number) => Math.max(0, Math.min(100, p)) / 100;
+  return [extent[0] + pct(zoom.start) * span, extent[0] + pct(zoom.end) * span];
+}
+
+/** The zoom (percentages of `extent`, clamped to it) of the x window [a, b]: what a drag or a wheel
+ *  gesture selected; null when it selects nothing. */
+export function zoomOfWindow(extent: [number, number] | null, a: number, b: number): { start: number; end: number } | null {
+  if (!extent || !(extent[1] > extent[0]) || !Number.isFinite(a) || !Number.isFinite(b)) return null;
+  const span = extent[1] - extent[0];
+  const pct = (x: number) => Math.max(0, Math.min(100, ((x - extent[0]) / span) * 100));
+  const start = pct(Math.min(a, b));
+  const end = pct(Math.max(a, b));
+  return end > start ? { start, end } : null;
+}
+
 /**
- * The step range a dataZoom of [startPct, endPct] (0..100) selects over the full range, or null when the
+ * The step range a zoom of [startPct, endPct] (0..100) selects over the full range, or null when the
  * zoom covers (nearly) everything and the overview buckets are enough.
  */
 export function zoomToStepRange(full: StepRange, startPct: number, endPct: number): StepRange | null {
-  const span = full.max - full.min;
-  if (span <= 0) return null;
-  const lo = Math.max(0, Math.min(100, startPct)) / 100;
-  const hi = Math.max(0, Math.min(100, endPct)) / 100;
-  if (hi - lo >= ZOOM_REFETCH_FRACTION) return null;
-  return { min: Math.floor(full.min + lo * span), max: Math.ceil(full.min + hi * span) };
+  const w = zoomWindow([full.min, full.max], { start: startPct, end: endPct });
+  if (!w || (w[1] - w[0]) / (full.max - full.min) >= ZOOM_REFETCH_FRACTION) return null;
+  return { min: Math.floor(w[0]), max: Math.ceil(w[1]) };
 }
 
 /** The zoom (percent of `next`) that shows the same steps as `zoom` did over `prev`: a live run's step
  *  range grows under a zoomed chart, whose window must stay on the steps the user chose. */
 export function rezoom(zoom: { start: number; end: number }, prev: StepRange, next: StepRange): { start: number; end: number } {
-  const was = prev.max - prev.min;
-  const span = next.max - next.min;
-  if (was <= 0 || span <= 0 || (zoom.start <= 0 && zoom.end >= 100)) return zoom;
-  const pct = (step: number) => Math.max(0, Math.min(100, ((step - next.min) / span) * 100));
-  return { start: pct(prev.min + (zoom.start / 100) * was), end: pct(prev.min + (zoom.end / 100) * was) };
+  if (zoom.start <= 0 && zoom.end >= 100) return zoom;
+  const w = zoomWindow([prev.min, prev.max], zoom);
+  return (w && zoomOfWindow([next.min, next.max], w[0], w[1])) ?? zoom;
 }
 
 /** Merges finer buckets of a zoomed range into the overview: overview outside, fine inside. */

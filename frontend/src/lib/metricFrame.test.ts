@@ -94,6 +94,7 @@ describe('tick labels without Intl', () => {
     expect([0, 0.25, 0.5, 0.75].map((v) => tickLabel(v, 0.25))).toEqual(['0.00', '0.25', '0.50', '0.75']);
     expect([1.2, 1.4].map((v) => tickLabel(v, 0.2))).toEqual(['1.2', '1.4']);
     expect(tickLabel(-0.04, 0.1)).toBe('0.0'); // rounds to zero: no "-0.0"
+    expect(tickLabel(-0.5, 0.5)).toBe('-0.5'); // a negative fraction keeps its sign
     expect(tickLabel(2500.5, 0.5)).toBe('2,500.5');
   });
 

@@ -2,43 +2,21 @@
 // LinePlot.tsx): per bucket its x under the axis mode, the line (smoothed if asked), the raw values under a
 // smoothed line, the min/max band; the gaps where a NaN or an infinity was logged; the x window of a zoom.
 // Pure: tested without a browser (metricFrame.test.ts).
-import type { Bucket, StepRange } from './buckets';
-import { bucketX, emaSmooth, nonfiniteLabel, type ChartOptions } from './metricPanels';
+import { zoomWindow, type Bucket, type StepRange } from './buckets';
+import { formatCount } from './plainFormat';
+import { shapeColumns, type ChartOptions, type ShapedColumns } from './metricPanels';
 
-/** A y value: a number, `null` (a gap: the line breaks there) or `undefined` (nothing here: the line joins
- *  its neighbours across it, as uPlot draws them). */
-export type Y = number | null | undefined;
+export { zoomOfWindow, zoomWindow } from './buckets';
 
-export interface MetricFrame {
-  /** each drawn bucket's x (its last step, epoch ms, or seconds since the origin), ascending */
-  xs: number[];
-  /** the last value per bucket, smoothed if asked */
-  line: Y[];
-  /** the raw last values under a smoothed line (all undefined without smoothing) */
-  raw: Y[];
-  /** the band: each bucket's min and max when buckets aggregate several points (all undefined when none does) */
-  lower: Y[];
-  upper: Y[];
-  hasBand: boolean;
-  /** buckets left out: not positive on a log scale (`notPositive` of them), or without a time on a time axis */
-  dropped: number;
-  notPositive: number;
-  /** buckets holding NaN or infinite values: where, and what (the last value's kind, else how many) */
-  nonfinite: { x: number; label: string }[];
+export interface MetricFrame extends ShapedColumns {
   /** the extent a zoom's percentages are of: the run's step range on a step axis, else the drawn x's */
   extent: [number, number] | null;
   /** the x window the zoom selects (null: let the chart range itself over the data) */
   window: [number, number] | null;
 }
 
-const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
-
-/**
- * The chart's columns under its options: the EMA runs over the buckets' last values in step order; on a
- * log scale only positive values are drawn (a band whose min is not positive is left out, its line point
- * kept if positive); a bucket whose last value is NaN or infinite breaks the line (`null`), any other
- * missing value is joined across (`undefined`).
- */
+/** The chart's columns (shapeColumns) with the band only where some bucket aggregates several values, and
+ *  the x window of the zoom. */
 export function metricFrame(
   buckets: readonly Bucket[],
   full: StepRange | null,
@@ -46,63 +24,11 @@ export function metricFrame(
   options: ChartOptions,
   originMs: number | null = null,
 ): MetricFrame {
-  const smoothed = emaSmooth(buckets.map((b) => (finite(b.last) ? b.last : null)), options.smoothing);
-  const ok = (v: number) => !options.logScale || v > 0;
-  const f: MetricFrame = { xs: [], line: [], raw: [], lower: [], upper: [], hasBand: false, dropped: 0, notPositive: 0, nonfinite: [], extent: null, window: null };
-  buckets.forEach((b, i) => {
-    const x = bucketX(b, options.xAxis, originMs);
-    if (x === null) {
-      f.dropped += 1;
-      return;
-    }
-    f.xs.push(x);
-    const odd = nonfiniteLabel(b);
-    if (odd !== null) f.nonfinite.push({ x, label: odd });
-    const gap = b.last_nonfinite ? null : undefined;
-    const y = smoothed[i];
-    if (finite(y) && ok(y)) f.line.push(y);
-    else {
-      f.line.push(gap);
-      if (finite(b.last)) {
-        f.dropped += 1;
-        f.notPositive += 1;
-      }
-    }
-    f.raw.push(options.smoothing > 0 && finite(b.last) && ok(b.last) ? b.last : gap);
-    if (finite(b.min) && finite(b.max) && ok(b.min)) {
-      f.lower.push(b.min);
-      f.upper.push(b.max);
-      if (b.count > 1 && b.max > b.min) f.hasBand = true;
-    } else {
-      f.lower.push(undefined);
-      f.upper.push(undefined);
-    }
-  });
-  if (!f.hasBand) f.lower = f.upper = f.xs.map(() => undefined);
-  if (options.xAxis === 'step' && full) f.extent = [full.min, full.max];
-  else if (f.xs.length > 0) f.extent = [f.xs[0]!, f.xs[f.xs.length - 1]!];
-  f.window = zoomWindow(f.extent, zoom);
-  return f;
-}
-
-/** The x window of a zoom (percentages of `extent`, as the zoom state keeps them); null when the extent
- *  is one point. */
-export function zoomWindow(extent: [number, number] | null, zoom: { start: number; end: number }): [number, number] | null {
-  if (!extent || !(extent[1] > extent[0])) return null;
-  const span = extent[1] - extent[0];
-  const pct = (p: number) => Math.max(0, Math.min(100, p)) / 100;
-  return [extent[0] + pct(zoom.start) * span, extent[0] + pct(zoom.end) * span];
-}
-
-/** The zoom (percentages of `extent`, clamped to it) of the x window [a, b]: what a drag or a wheel
- *  gesture selected; null when it selects nothing. */
-export function zoomOfWindow(extent: [number, number] | null, a: number, b: number): { start: number; end: number } | null {
-  if (!extent || !(extent[1] > extent[0]) || !Number.isFinite(a) || !Number.isFinite(b)) return null;
-  const span = extent[1] - extent[0];
-  const pct = (x: number) => Math.max(0, Math.min(100, ((x - extent[0]) / span) * 100));
-  const start = pct(Math.min(a, b));
-  const end = pct(Math.max(a, b));
-  return end > start ? { start, end } : null;
+  const c = shapeColumns(buckets, options, originMs);
+  const none = c.hasBand ? null : c.xs.map(() => undefined);
+  const extent: [number, number] | null =
+    options.xAxis === 'step' && full ? [full.min, full.max] : c.xs.length > 0 ? [c.xs[0]!, c.xs[c.xs.length - 1]!] : null;
+  return { ...c, lower: none ?? c.lower, upper: none ?? c.upper, extent, window: zoomWindow(extent, zoom) };
 }
 
 /** The window of a wheel step: `factor` > 1 zooms out, < 1 in, about `at` (the x under the pointer),
@@ -147,7 +73,7 @@ export function tickLabel(v: number, incr: number): string {
   }
   const text = v.toFixed(wholeTicks ? 0 : decimalsOf(step));
   if (/^-0(\.0*)?$/.test(text)) return text.slice(1);
-  const [int, frac] = text.split('.');
-  const grouped = int!.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return frac === undefined ? grouped : `${grouped}.${frac}`;
+  // the whole part grouped as counts are (formatCount), the sign kept apart: -0.5's whole part is "-0"
+  const [int, frac] = text.replace('-', '').split('.');
+  return `${text.startsWith('-') ? '-' : ''}${formatCount(Number(int))}${frac === undefined ? '' : `.${frac}`}`;
 }

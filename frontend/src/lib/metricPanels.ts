@@ -170,35 +170,82 @@ export function nonfiniteLabel(b: Pick<Bucket, 'last_nonfinite' | 'nonfinite'>):
 
 const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
 
+/** A y value of aligned columns: a number, `null` (a gap: the line breaks there) or `undefined` (nothing
+ *  here: the line joins its neighbours across it, as uPlot draws them). */
+export type Y = number | null | undefined;
+
+/** A metric's buckets as columns over one x: what both shapes below (shapeSeries, lib/metricFrame.ts) are. */
+export interface ShapedColumns {
+  /** each drawn bucket's x (its last step, epoch ms, or seconds since the origin) */
+  xs: number[];
+  /** the last value per bucket, smoothed if asked */
+  line: Y[];
+  /** the raw last values when smoothing (else all gaps) */
+  raw: Y[];
+  /** each bucket's min and max where a band can be drawn (on a log scale: a positive min) */
+  lower: Y[];
+  upper: Y[];
+  /** some bucket aggregates several distinct values */
+  hasBand: boolean;
+  /** buckets left out: not positive on a log scale (`notPositive` of them), or without a time on a time axis */
+  dropped: number;
+  notPositive: number;
+  nonfinite: { x: number; label: string }[];
+}
+
 /**
- * The chart's series under its options: x from the axis mode, the line smoothed (the EMA runs over the
+ * The chart's columns under its options: x from the axis mode, the line smoothed (the EMA runs over the
  * buckets' last values in step order), and on a log scale only positive values (a band whose min is not
- * positive is left out, its line point kept if positive).
+ * positive is left out, its line point kept if positive); a bucket whose last value is NaN or infinite
+ * breaks the line (`null`), any other missing value is joined across (`undefined`).
  */
-export function shapeSeries(buckets: readonly Bucket[], options: ChartOptions, originMs: number | null = null): ShapedSeries {
+export function shapeColumns(buckets: readonly Bucket[], options: ChartOptions, originMs: number | null = null): ShapedColumns {
   const smoothed = emaSmooth(buckets.map((b) => (finite(b.last) ? b.last : null)), options.smoothing);
   const ok = (v: number) => !options.logScale || v > 0;
-  const out: ShapedSeries = { line: [], raw: [], lower: [], width: [], hasBand: false, dropped: 0, nonfinite: [], breaks: [] };
+  const c: ShapedColumns = { xs: [], line: [], raw: [], lower: [], upper: [], hasBand: false, dropped: 0, notPositive: 0, nonfinite: [] };
   buckets.forEach((b, i) => {
     const x = bucketX(b, options.xAxis, originMs);
     if (x === null) {
-      out.dropped += 1;
+      c.dropped += 1;
       return;
     }
+    c.xs.push(x);
     const odd = nonfiniteLabel(b);
-    if (odd !== null) out.nonfinite.push({ x, label: odd });
-    if (b.last_nonfinite) out.breaks.push(x); // NaN or inf at the bucket's last step: the line breaks there
+    if (odd !== null) c.nonfinite.push({ x, label: odd });
+    const gap = b.last_nonfinite ? null : undefined; // NaN or inf at the bucket's last step: the line breaks there
     const y = smoothed[i];
-    if (finite(y) && ok(y)) out.line.push([x, y]);
-    else if (finite(b.last)) out.dropped += 1;
-    if (options.smoothing > 0 && finite(b.last) && ok(b.last)) out.raw.push([x, b.last]);
-    if (finite(b.min) && finite(b.max) && ok(b.min)) {
-      out.lower.push([x, b.min]);
-      out.width.push([x, b.max - b.min]);
-      if (b.count > 1 && b.max > b.min) out.hasBand = true;
+    if (finite(y) && ok(y)) c.line.push(y);
+    else {
+      c.line.push(gap);
+      if (finite(b.last)) {
+        c.dropped += 1;
+        c.notPositive += 1;
+      }
     }
+    c.raw.push(options.smoothing > 0 && finite(b.last) && ok(b.last) ? b.last : gap);
+    const band = finite(b.min) && finite(b.max) && ok(b.min);
+    c.lower.push(band ? b.min : undefined);
+    c.upper.push(band ? b.max : undefined);
+    if (band && b.count > 1 && b.max! > b.min!) c.hasBand = true;
   });
-  return out;
+  return c;
+}
+
+/** The chart's series as [x, y] pairs (ECharts' form: the overlay of runs, lib/overlay.ts), from shapeColumns. */
+export function shapeSeries(buckets: readonly Bucket[], options: ChartOptions, originMs: number | null = null): ShapedSeries {
+  const c = shapeColumns(buckets, options, originMs);
+  const pairs = (ys: readonly Y[]) => c.xs.flatMap((x, i): [number, number][] => (typeof ys[i] === 'number' ? [[x, ys[i]]] : []));
+  const lower = pairs(c.lower);
+  return {
+    line: pairs(c.line),
+    raw: pairs(c.raw),
+    lower,
+    width: c.xs.flatMap((x, i): [number, number][] => (typeof c.lower[i] === 'number' ? [[x, (c.upper[i] as number) - (c.lower[i] as number)]] : [])),
+    hasBand: c.hasBand,
+    dropped: c.dropped,
+    nonfinite: c.nonfinite,
+    breaks: c.xs.filter((_, i) => c.line[i] === null),
+  };
 }
 
 /** `line` with a gap (`[x, null]`, which ECharts leaves undrawn) at each of `breaks`, in x order: a line
