@@ -256,6 +256,41 @@ describe('an external run in the dashboard', { timeout: 600_000 }, () => {
     await page.locator('[data-testid="metric-chart-loss"][data-range=""]').waitFor();
   });
 
+  it('keeps a zoom over relative time on the times chosen while the run grows', async () => {
+    // a point a second, its time given: the chart over time since the first point (the run never started)
+    const exp = await platform.api('/experiments', { method: 'POST', body: { name: 'long curve over time', kind: 'diagnostic', spec: {} } });
+    const id = exp.runs[0].id;
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const post = async (from, to) => {
+      for (let start = from; start < to; start += 5_000) {
+        const points = Array.from({ length: 5_000 }, (_, i) => ({ key: 'loss', step: start + i, value: 1 / (1 + start + i), time: new Date(t0 + (start + i) * 1000).toISOString() }));
+        await platform.api(`/runs/${id}/metrics`, { method: 'POST', body: { points } });
+      }
+    };
+    await post(0, 10_000);
+    await page.goto(`${platform.url}/runs/${id}?charts=loss:relative`);
+    const chart = page.locator('[data-testid="metric-chart-loss"][data-buckets]');
+    await chart.locator('canvas').first().waitFor();
+    assert.match(await chart.getAttribute('data-window'), /^0-99\d\d$/); // seconds: a bucket's x is its first time
+    const over = await chart.locator('.u-over').boundingBox();
+    const at = (fx) => [over.x + over.width * fx, over.y + over.height / 2];
+    await page.mouse.move(...at(0.25));
+    await page.mouse.down();
+    await page.mouse.move(...at(0.5), { steps: 5 });
+    await page.mouse.up();
+    await page.locator('[data-testid="metric-chart-loss"][data-refined="true"]').waitFor();
+    const shown = await chart.getAttribute('data-window');
+    const [lo, hi] = shown.split('-').map(Number);
+    assert.ok(lo > 2_000 && lo < 3_000 && hi > 4_500 && hi < 5_500, `zoomed to ${shown} s`);
+    // twice the seconds: the window stays on the seconds chosen (a zoom in percent of the drawn times would
+    // move to 5,000-10,000 s)
+    await post(10_000, 20_000);
+    await page.locator('[data-testid="metric-chart-loss"][data-points="20000"]').waitFor();
+    await page.waitForTimeout(300);
+    const near = (a, b) => a.split('-').every((x, i) => Math.abs(Number(x) - Number(b.split('-')[i])) <= 1);
+    assert.ok(near(await chart.getAttribute('data-window'), shown), `${shown} -> ${await chart.getAttribute('data-window')}`);
+  });
+
   it('shows the loss curve of a Transformers Trainer that reported to MLflow', async () => {
     const mlflowUri = `${platform.url}/api/v1/mlflow/default`;
     writeFileSync(join(work, 'trainer.py'), TRAINER);

@@ -106,6 +106,13 @@ export interface MetricView {
   refining: boolean;
 }
 
+/** An x axis' extent, in its units, named by the axis ('step', 'time', 'relative'). */
+export interface XExtent {
+  axis: string;
+  min: number;
+  max: number;
+}
+
 /**
  * One metric of one run, zoomable: the overview, refetched as the event stream reports newer steps
  * (`latestStep`), plus finer buckets of the zoomed steps once a zoom gesture rests ZOOM_DEBOUNCE_MS.
@@ -118,11 +125,15 @@ export function useZoomableMetric(
   {
     withTime = false,
     toRange,
+    extentOf,
   }: {
     /** fetch each bucket's time (a chart over time) */
     withTime?: boolean;
     /** the step range a zoom selects when the x axis is not the step (default: linear in steps) */
     toRange?: (zoom: Zoom) => StepRange | null;
+    /** with toRange: the x extent the chart draws of these buckets (its first and last time), named by its
+     *  axis; a live run's zoom stays on the times chosen as it grows */
+    extentOf?: (buckets: readonly Bucket[]) => XExtent | null;
   } = {},
 ) {
   const [zoom, setZoom] = useState<Zoom>({ start: 0, end: 100 });
@@ -146,14 +157,21 @@ export function useZoomableMetric(
   const fullMin = series?.step_min ?? null;
   const fullMax = series?.step_max ?? null;
   const full = useMemo(() => (fullMin !== null && fullMax !== null ? { min: fullMin, max: fullMax } : null), [fullMin, fullMax]);
-  // a live run's steps grow under a zoom: the window stays on the steps chosen (a zoom is in percent of
-  // the run's step range), over a step axis; over time the window is of the drawn times (toRange)
-  const zoomedOver = useRef<StepRange | null>(null);
+  // a live run grows under a zoom: the window stays on the steps (or times) chosen. A zoom is in percent of
+  // the x extent: the run's step range over a step axis, the drawn times over time (extent); a change of
+  // axis starts over
+  const overTime = useMemo(() => (toRange && extentOf && series ? extentOf(series.buckets) : null), [toRange, extentOf, series]);
+  const over = toRange ? overTime : full && { axis: 'step', ...full };
+  const overAxis = over?.axis ?? null;
+  const overMin = over?.min ?? null;
+  const overMax = over?.max ?? null;
+  const zoomedOver = useRef<XExtent | null>(null);
   useEffect(() => {
     const prev = zoomedOver.current;
-    zoomedOver.current = full;
-    if (prev && full && !toRangeRef.current && (prev.min !== full.min || prev.max !== full.max)) setZoom((z) => rezoom(z, prev, full));
-  }, [full]);
+    const next = overAxis !== null && overMin !== null && overMax !== null ? { axis: overAxis, min: overMin, max: overMax } : null;
+    zoomedOver.current = next;
+    if (prev && next && prev.axis === next.axis && (prev.min !== next.min || prev.max !== next.max)) setZoom((z) => rezoom(z, prev, next));
+  }, [overAxis, overMin, overMax]);
   const zoomed = range ? fine.data?.series[metricKey]?.buckets : undefined;
   const buckets = useMemo(() => {
     const base = series?.buckets ?? [];

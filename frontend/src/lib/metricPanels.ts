@@ -132,6 +132,20 @@ export function bucketX(b: Bucket, mode: XAxisMode, originMs: number | null): nu
   return (t - (originMs ?? t)) / 1000;
 }
 
+/** The x extent of a chart over time (mode 'time' or 'relative'): its first and last bucket's x among those
+ *  with a time, as shapeColumns keeps them; null with fewer than two. */
+export function timeExtent(buckets: readonly Bucket[], mode: XAxisMode, originMs: number | null): [number, number] | null {
+  let first: number | null = null;
+  let last: number | null = null;
+  for (const b of buckets) {
+    const x = bucketX(b, mode, originMs);
+    if (x === null) continue;
+    if (first === null) first = x;
+    last = x;
+  }
+  return first !== null && last !== null && last > first ? [first, last] : null;
+}
+
 /** The origin of relative time: the run's start, else the first bucket's time (ms since the epoch). */
 export function relativeOrigin(startedAt: string | null | undefined, buckets: readonly Bucket[]): number | null {
   const started = startedAt ? Date.parse(startedAt) : NaN;

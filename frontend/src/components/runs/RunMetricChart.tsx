@@ -3,9 +3,9 @@
 import { Loader, Text } from '@mantine/core';
 import { memo, useCallback, useMemo, useRef } from 'react';
 import { errorMessage } from '../../api/errors';
-import { useZoomableMetric, type Zoom } from '../../hooks/metrics';
+import { useZoomableMetric, type XExtent, type Zoom } from '../../hooks/metrics';
 import { ZOOM_REFETCH_FRACTION, type Bucket } from '../../lib/buckets';
-import { bucketX, DEFAULT_CHART_OPTIONS, relativeOrigin, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
+import { bucketX, DEFAULT_CHART_OPTIONS, relativeOrigin, timeExtent, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
 import { MetricChart } from '../charts/MetricChart';
 
 interface Props {
@@ -31,9 +31,18 @@ function RunMetricChartImpl({ runId, metricKey, latestStep = -1, options = DEFAU
     },
     [mode],
   );
+  // the drawn times' extent: a live run's zoom over time stays on the times chosen
+  const extentOf = useCallback(
+    (buckets: readonly Bucket[]): XExtent | null => {
+      const e = timeExtent(buckets, mode, relativeOrigin(startedAt, buckets));
+      return e && { axis: mode, min: e[0], max: e[1] };
+    },
+    [mode, startedAt],
+  );
   const { isPending, error, view, onZoom } = useZoomableMetric(runId, metricKey, latestStep, {
     withTime: mode !== 'step',
     toRange: mode === 'step' ? undefined : toRange,
+    extentOf,
   });
   const overview = view?.series.buckets;
   const originMs = useMemo(() => relativeOrigin(startedAt, overview ?? []), [startedAt, overview]);
