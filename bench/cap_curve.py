@@ -22,9 +22,10 @@ import torch
 from _device import DTYPES, add_device_args, bench_model, describe, synced
 
 from worker.core.cap import PROTOCOLS, cap_curve, cap_curve_naive
+from worker.core.cap.curve import chunks_by_default, pooled_logits
 from worker.core.carma.batches import Batch, batches
 from worker.core.carma.datasets import wordnet_idm
-from worker.core.carma.residual import last_token_logits
+from worker.core.carma.residual import capture_inputs, last_token_logits
 from worker.core.carma.tasks import encode, prompt_template, split
 
 
@@ -61,7 +62,9 @@ def main() -> None:
 
     variants: dict[str, Callable[[list[Batch]], object]] = {
         "anchor (3n forwards)": anchor,
+        # the default chooses by device (chunks on a CPU, one padded batch on a GPU): both forced too
         "ours": lambda d: cap_curve(model, d, layers),
+        "ours, chunked": lambda d: cap_curve(model, d, layers, chunked=True),
         "ours, unchunked": lambda d: cap_curve(model, d, layers, chunked=False),
     }
     if args.naive:
@@ -81,6 +84,27 @@ def main() -> None:
         f"protocols {', '.join(PROTOCOLS)}; {'sorted by length, ' if args.sorted else ''}torch {torch.__version__}, {args.threads} threads, "
         f"{platform.processor() or platform.machine()}; device {describe(device)}, {args.dtype}"
         f"{', random weights' if args.random_weights else ''}"
+    )
+    # the two forms agree on this device: the first batch's pooled logits at three start layers
+    with torch.no_grad():
+        first = data[0]
+        starts = sorted({0, n // 2, n - 1})
+        with capture_inputs(model, starts) as stream:
+            last_token_logits(model, first.attention_mask, input_ids=first.input_ids)
+        worst = max(
+            float(
+                (
+                    pooled_logits(model, L, stream[L], first, PROTOCOLS, chunked=True).float()
+                    - pooled_logits(model, L, stream[L], first, PROTOCOLS, chunked=False).float()
+                )
+                .abs()
+                .max()
+            )
+            for L in starts
+        )
+    print(
+        f"default on {device.type}: {'chunked' if chunks_by_default(device) else 'one padded batch'}; "
+        f"max |chunked - unchunked| pooled logit at layers {starts}: {worst:.2e}"
     )
     base = statistics.median(times["anchor (3n forwards)"])
     for name, ts in times.items():

@@ -83,23 +83,35 @@ def length_chunks(lengths: Sequence[int], min_rows: int = 8, slack: float = 0.25
     return chunks
 
 
+def chunks_by_default(device: torch.device) -> bool:
+    """Whether the pooled rows run in chunks of similar length on ``device`` when the caller does not say.
+    On a CPU a padded row costs its padding in every block, so chunks win (x0.505 -> x0.395 of the anchor,
+    docs/benchmarks.md, "CAP curve"); on a GPU a padded row rides along in parallel and each chunk is one
+    more call of the remaining blocks, so one padded batch wins (x0.61 chunked against x0.23 unchunked on an
+    H100 and an H200, same document)."""
+    return device.type == "cpu"
+
+
 def pooled_logits(
     model: nn.Module,
     start: int,
     stream: Tensor,
     batch: Batch,
     protocols: Sequence[Protocol],
-    chunked: bool = True,
+    chunked: bool | None = None,
 ) -> Tensor:
     """The last word group's logits [P*B, V] under CAP from start layer ``start``, protocol-major (rows
     p*B..p*B+B-1 are protocol p). The protocols' pooled rows run blocks ``start``.. together, in chunks of
     similar word count (``length_chunks``) so a short definition does not carry the longest one's padding
-    through every block; ``chunked=False`` runs them as one padded batch (the tests compare the two).
+    through every block; ``chunked=False`` runs them as one padded batch (the tests compare the two);
+    None chooses by the stream's device (``chunks_by_default``).
     stream: [B, T, d], the residual stream entering block ``start``."""
     group, num_groups = token_groups(batch.word_ids, batch.attention_mask)  # [B, T], [B]
     pooled = [pool(stream, group, num_groups, p) for p in protocols]  # P x ([B, W, d], [B, W])
     states = torch.cat([s for s, _ in pooled])  # [P*B, W, d]
     mask = torch.cat([m for _, m in pooled])  # [P*B, W]
+    if chunked is None:
+        chunked = chunks_by_default(states.device)
     if not chunked:
         return run_from_layer(model, start, states, mask)
     lengths = mask.sum(dim=1)  # [P*B]
@@ -153,12 +165,12 @@ def cap_curve(
     batches: Sequence[Batch],
     layers: Sequence[int],
     protocols: Sequence[Protocol] = PROTOCOLS,
-    chunked: bool = True,
+    chunked: bool | None = None,
 ) -> CapCurves:
     """CAP accuracy for every start layer and protocol. One clean forward per batch records the stream
     entering each start layer; every L reuses it (no recomputation of blocks below L). ``chunked``: the
-    pooled rows run in chunks of similar length (``pooled_logits``); False runs one padded batch per L
-    (bench/cap_curve.py times both)."""
+    pooled rows run in chunks of similar length (``pooled_logits``); False runs one padded batch per L;
+    None (the default) chunks on a CPU only (``chunks_by_default``; bench/cap_curve.py times each)."""
     curves = _curves(model, layers, protocols)
     for batch in batches:
         with capture_inputs(model, curves.layers) as stream:

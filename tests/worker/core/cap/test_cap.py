@@ -115,10 +115,31 @@ def test_chunked_pooled_rows_equal_one_padded_batch(name: str, monkeypatch: pyte
             last_token_logits(lm.model, batch.attention_mask, input_ids=batch.input_ids)
         for L in range(lm.num_layers):
             one = pooled_logits(lm.model, L, stream[L], batch, PROTOCOLS, chunked=False)
-            rows = pooled_logits(lm.model, L, stream[L], batch, PROTOCOLS)
+            rows = pooled_logits(lm.model, L, stream[L], batch, PROTOCOLS, chunked=True)
             assert one.shape == (len(PROTOCOLS) * len(batch), lm.model.config.vocab_size)
             torch.testing.assert_close(rows, one, rtol=1e-4, atol=1e-4, msg=f"L={L}")
     assert len(seen) == lm.num_layers  # the chunked path ran, one row per call
+
+
+def test_the_pooled_rows_run_in_chunks_on_a_cpu_and_as_one_batch_on_a_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unless told, the pooled rows chunk where padding costs (a CPU), not where each call does (a GPU)."""
+    assert curve.chunks_by_default(torch.device("cpu"))
+    assert not curve.chunks_by_default(torch.device("cuda", 0))
+    lm = tiny("tiny-llama")
+    batch = tiny_batch(lm)
+    seen: list[int] = []
+    real = curve.length_chunks
+    monkeypatch.setattr(curve, "length_chunks", lambda lengths: seen.append(len(lengths)) or real(lengths))
+    with torch.no_grad():
+        with capture_inputs(lm.model, [1]) as stream:
+            last_token_logits(lm.model, batch.attention_mask, input_ids=batch.input_ids)
+        pooled_logits(lm.model, 1, stream[1], batch, PROTOCOLS)  # on this CPU: chunked
+        assert len(seen) == 1
+        monkeypatch.setattr(curve, "chunks_by_default", lambda device: False)  # as on a GPU
+        pooled_logits(lm.model, 1, stream[1], batch, PROTOCOLS)
+        assert len(seen) == 1
 
 
 def test_blocks_below_the_start_layer_are_not_run() -> None:
