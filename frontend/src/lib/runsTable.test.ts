@@ -97,6 +97,22 @@ describe('rowsOfTable / patchTable (GET /experiments/{id}/runs-table)', () => {
     summary: { loss: [0.5, null, null], acc: [null, 0.75, null] },
   };
 
+  it("knows its columns from the table's, as a pass over each run's keys finds them, and keeps them under ETAs", () => {
+    const t = {
+      ...table,
+      status: [...table.status],
+      params: { ...table.params, unset: [null, null, null], 'model.width': [null, 64, null] },
+      summary: { ...table.summary, 'system/cpu_percent': [1, 2, 3], never: [null, null, null] },
+    };
+    const rows = rowsOfTable(t);
+    const known = columnsOf(rows);
+    expect(known).toEqual(columnsOf([...rows])); // a new array: counted from the runs' keys
+    expect(known).toEqual({ params: ['model.width', 'seed', 'train.lr'], metrics: ['acc', 'loss'] });
+    const withEta = withEtas(rows, new Map([[12, '2026-01-01T01:00:00Z']]));
+    expect(withEta).not.toBe(rows);
+    expect(columnsOf(withEta)).toBe(known);
+  });
+
   it('counts the attempts as the run page does: a released attempt is shown apart, never counted', () => {
     const rows = rowsOfTable({ ...table, status: [...table.status] });
     // run 12 is at attempt 2 after one release: its first counted attempt

@@ -155,13 +155,21 @@ export function statusCounts(runs: readonly { status: RunStatus }[]): Partial<Re
  * run): a null parameter or metric is left out of the run's params or summary, as a run without it.
  */
 export function rowsOfTable(t: RunsTableColumns): RunRow[] {
-  const params = Object.entries(t.params);
-  const summary = Object.entries(t.summary);
-  return t.id.map((id, i) => {
+  const paramNames = Object.keys(t.params);
+  const paramColumns = paramNames.map((n) => t.params[n]!);
+  const summaryKeys = Object.keys(t.summary);
+  const summaryColumns = summaryKeys.map((k) => t.summary[k]!);
+  const rows = t.id.map((id, i): RunRow => {
     const p: Record<string, unknown> = {};
-    for (const [name, column] of params) if (column[i] !== null && column[i] !== undefined) p[name] = column[i];
+    for (let c = 0; c < paramColumns.length; c++) {
+      const v = paramColumns[c]![i];
+      if (v !== null && v !== undefined) p[paramNames[c]!] = v;
+    }
     const s: RunRow['summary'] = {};
-    for (const [key, column] of summary) if (column[i] !== null && column[i] !== undefined) s[key] = column[i]!;
+    for (let c = 0; c < summaryColumns.length; c++) {
+      const v = summaryColumns[c]![i];
+      if (v !== null && v !== undefined) s[summaryKeys[c]!] = v;
+    }
     return {
       id,
       index: t.index[i]!,
@@ -178,6 +186,14 @@ export function rowsOfTable(t: RunsTableColumns): RunRow[] {
       summary: s,
     };
   });
+  // the columns (columnsOf) read off the table's own, not from each run's keys: a name with a value in
+  // some run
+  const held = (column: readonly unknown[]) => column.some((v) => v !== null && v !== undefined);
+  columnsCache.set(rows, {
+    params: paramNames.filter((_, c) => held(paramColumns[c]!)).sort(),
+    metrics: summaryKeys.filter((k, c) => !isSystemMetric(k) && held(summaryColumns[c]!)).sort(),
+  });
+  return rows;
 }
 
 /**
@@ -220,8 +236,11 @@ export function patchTable(
  */
 export function withEtas(rows: readonly RunRow[], etas: ReadonlyMap<number, string | null> | undefined): RunRow[] {
   if (!etas?.size) return rows as RunRow[];
-  return rows.map((r) => {
+  const out = rows.map((r) => {
     const eta_at = r.status === 'running' ? (etas.get(r.id) ?? null) : null;
     return (r.eta_at ?? null) === eta_at ? r : { ...r, eta_at };
   });
+  const columns = columnsCache.get(rows);
+  if (columns) columnsCache.set(out, columns); // an ETA changes no param or metric
+  return out;
 }
