@@ -1,7 +1,7 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { replaceEqualDeep, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import type { ExperimentCreate, ResultKind } from '../api/types';
-import { rowsOfTable } from '../lib/runsTable';
+import { carryColumns, rowsOfTable, type RunRow } from '../lib/runsTable';
 import { isFinished } from '../lib/runStatus';
 
 /** How often a page with unfinished runs polls for their status: every 1.5 s, slower for big sweeps
@@ -26,6 +26,15 @@ export function useExperiment(id: number) {
   return useQuery(experimentQuery(id));
 }
 
+/** The query's structural sharing of the runs table and its rows: a poll's rows are merged into the previous
+ *  ones (unchanged runs keep their objects, so their rows do not render again), which makes a new array;
+ *  it keeps the columns rowsOfTable read off the table. */
+export function shareRows(prev: unknown, next: unknown): unknown {
+  const out = replaceEqualDeep(prev, next);
+  if (Array.isArray(next) && Array.isArray(out)) carryColumns(next as RunRow[], out as RunRow[]);
+  return out;
+}
+
 /**
  * An experiment's runs as table rows, from the columnar runs table (no specs: 10,000 runs are ~1 MB, not
  * ~7 MB, in one request); polls while any run is queued or running, so statuses move live.
@@ -34,6 +43,7 @@ export function useRunsTable(id: number) {
   return useQuery({
     ...runsTableQuery(id),
     select: rowsOfTable,
+    structuralSharing: shareRows,
     refetchInterval: (q) => (q.state.data?.status.some((s) => !isFinished(s)) ? livePollMs(q.state.data.id.length) : false),
   });
 }

@@ -1,6 +1,6 @@
 import { useDebouncedCallback } from '@mantine/hooks';
 import { keepPreviousData, useQueries, useQuery } from '@tanstack/react-query';
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { CHART_MAX_POINTS } from '../early';
 import type { Run } from '../api/types';
@@ -159,18 +159,21 @@ export function useZoomableMetric(
   const full = useMemo(() => (fullMin !== null && fullMax !== null ? { min: fullMin, max: fullMax } : null), [fullMin, fullMax]);
   // a live run grows under a zoom: the window stays on the steps (or times) chosen. A zoom is in percent of
   // the x extent: the run's step range over a step axis, the drawn times over time (extent); a change of
-  // axis starts over
+  // axis starts over (the chart is remounted then: MetricPanels keys it by its axis)
   const overTime = useMemo(() => (toRange && extentOf && series ? extentOf(series.buckets) : null), [toRange, extentOf, series]);
   const over = toRange ? overTime : full && { axis: 'step', ...full };
   const overAxis = over?.axis ?? null;
   const overMin = over?.min ?? null;
   const overMax = over?.max ?? null;
+  // before the paint: the new points are never drawn under the zoom of before. An extent missing for a
+  // moment keeps the one before
   const zoomedOver = useRef<XExtent | null>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
+    if (overAxis === null || overMin === null || overMax === null) return;
     const prev = zoomedOver.current;
-    const next = overAxis !== null && overMin !== null && overMax !== null ? { axis: overAxis, min: overMin, max: overMax } : null;
+    const next = { axis: overAxis, min: overMin, max: overMax };
     zoomedOver.current = next;
-    if (prev && next && prev.axis === next.axis && (prev.min !== next.min || prev.max !== next.max)) setZoom((z) => rezoom(z, prev, next));
+    if (prev && prev.axis === next.axis && (prev.min !== next.min || prev.max !== next.max)) setZoom((z) => rezoom(z, prev, next));
   }, [overAxis, overMin, overMax]);
   const zoomed = range ? fine.data?.series[metricKey]?.buckets : undefined;
   const buckets = useMemo(() => {

@@ -4,7 +4,7 @@
 // Pure: tested without a browser (metricFrame.test.ts).
 import { zoomWindow, type Bucket, type StepRange } from './buckets';
 import { formatCount } from './plainFormat';
-import { shapeColumns, type ChartOptions, type ShapedColumns } from './metricPanels';
+import { drawnExtent, shapeColumns, type ChartOptions, type ShapedColumns } from './metricPanels';
 
 export { zoomOfWindow, zoomWindow } from './buckets';
 
@@ -16,18 +16,20 @@ export interface MetricFrame extends ShapedColumns {
 }
 
 /** The chart's columns (shapeColumns) with the band only where some bucket aggregates several values, and
- *  the x window of the zoom. */
+ *  the x window of the zoom. The zoom is in percent of the x extent: the run's step range on a step axis,
+ *  else the drawn extent of the `overview` (the buckets without a zoom's finer ones, as the zoom's hook
+ *  and its step ranges read it: hooks/metrics.ts). */
 export function metricFrame(
   buckets: readonly Bucket[],
   full: StepRange | null,
   zoom: { start: number; end: number },
   options: ChartOptions,
   originMs: number | null = null,
+  overview: readonly Bucket[] = buckets,
 ): MetricFrame {
   const c = shapeColumns(buckets, options, originMs);
   const none = c.hasBand ? null : c.xs.map(() => undefined);
-  const extent: [number, number] | null =
-    options.xAxis === 'step' && full ? [full.min, full.max] : c.xs.length > 0 ? [c.xs[0]!, c.xs[c.xs.length - 1]!] : null;
+  const extent = options.xAxis === 'step' && full ? ([full.min, full.max] as [number, number]) : drawnExtent(overview, options.xAxis, originMs);
   return { ...c, lower: none ?? c.lower, upper: none ?? c.upper, extent, window: zoomWindow(extent, zoom) };
 }
 

@@ -4,7 +4,7 @@ import { metricFrame } from './metricFrame';
 import { bucketsTable } from './chartTable';
 import type { Bucket } from './buckets';
 import {
-  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, nonfiniteLabel, pointAt, relativeOrigin, sectionOf, shapeSeries, timeExtent,
+  DEFAULT_CHART_OPTIONS, emaSmooth, formatSeconds, groupMetricKeys, matchesSearch, nonfiniteLabel, pointAt, relativeOrigin, sectionOf, shapeSeries, drawnExtent,
   withBreaks, xAxisChoices, xAxisName, zoomToStepRangeByX,
 } from './metricPanels';
 
@@ -177,12 +177,17 @@ describe('relative time and zoom over time', () => {
   it("takes the extent over time from the first and last bucket with a time, as the chart's columns", () => {
     const buckets = [b(0, 1), b(1, -1, { time: '2026-01-01T00:00:05Z' }), b(2, 1, { time: '2026-01-01T00:00:09Z' }), b(3, 1)];
     const origin = Date.parse('2026-01-01T00:00:00Z');
-    expect(timeExtent(buckets, 'relative', origin)).toEqual([5, 9]);
-    expect(timeExtent(buckets, 'time', null)).toEqual([origin + 5_000, origin + 9_000]);
+    expect(drawnExtent(buckets, 'relative', origin)).toEqual([5, 9]);
+    expect(drawnExtent(buckets, 'time', null)).toEqual([origin + 5_000, origin + 9_000]);
     // a log scale leaves the negative bucket's line out, not its x: the frame's extent is the same
     const c = metricFrame(buckets, null, { start: 0, end: 100 }, { logScale: true, smoothing: 0, xAxis: 'relative' }, origin);
-    expect(c.extent).toEqual(timeExtent(buckets, 'relative', origin));
-    expect(timeExtent(buckets.slice(0, 2), 'relative', origin)).toBeNull(); // one timed bucket: no extent
+    expect(c.extent).toEqual(drawnExtent(buckets, 'relative', origin));
+    expect(drawnExtent(buckets.slice(0, 2), 'relative', origin)).toBeNull(); // one timed bucket: no extent
+    // zoomed, the frame's extent is the overview's (as the zoom's hook reads it), not its finer buckets'
+    const fine = [b(2, 1, { time: '2026-01-01T00:00:07Z' }), b(3, 1, { time: '2026-01-01T00:00:12Z' })];
+    const zoomed = metricFrame(fine, null, { start: 0, end: 50 }, { logScale: false, smoothing: 0, xAxis: 'time' }, null, buckets);
+    expect(zoomed.extent).toEqual([origin + 5_000, origin + 9_000]);
+    expect(zoomed.window).toEqual([origin + 5_000, origin + 7_000]);
   });
 
   it('maps a zoom window over x to the steps of the buckets inside it', () => {

@@ -132,9 +132,9 @@ export function bucketX(b: Bucket, mode: XAxisMode, originMs: number | null): nu
   return (t - (originMs ?? t)) / 1000;
 }
 
-/** The x extent of a chart over time (mode 'time' or 'relative'): its first and last bucket's x among those
- *  with a time, as shapeColumns keeps them; null with fewer than two. */
-export function timeExtent(buckets: readonly Bucket[], mode: XAxisMode, originMs: number | null): [number, number] | null {
+/** The x extent of a chart of `buckets` under `mode`: its first and last bucket's x among those with one
+ *  (over time, those with a time, as shapeColumns keeps them); null unless it spans something. */
+export function drawnExtent(buckets: readonly Bucket[], mode: XAxisMode, originMs: number | null): [number, number] | null {
   let first: number | null = null;
   let last: number | null = null;
   for (const b of buckets) {

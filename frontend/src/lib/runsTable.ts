@@ -240,7 +240,13 @@ export function withEtas(rows: readonly RunRow[], etas: ReadonlyMap<number, stri
     const eta_at = r.status === 'running' ? (etas.get(r.id) ?? null) : null;
     return (r.eta_at ?? null) === eta_at ? r : { ...r, eta_at };
   });
-  const columns = columnsCache.get(rows);
-  if (columns) columnsCache.set(out, columns); // an ETA changes no param or metric
+  carryColumns(rows, out); // an ETA changes no param or metric
   return out;
+}
+
+/** `to`, a copy of the rows `from` with the same params and summaries (ETAs added, or the query's structural
+ *  sharing of an unchanged poll), knows `from`'s columns too. */
+export function carryColumns(from: readonly RunRow[], to: readonly RunRow[]): void {
+  const columns = columnsCache.get(from);
+  if (columns && to !== from) columnsCache.set(to, columns);
 }

@@ -27,7 +27,8 @@ interface Props {
 
 function MetricChartImpl({ metricKey, view, onZoom, height = 280, options = DEFAULT_CHART_OPTIONS, originMs = null }: Props) {
   const { series, buckets, full, zoom, range } = view;
-  const frame = useMemo(() => metricFrame(buckets, full, zoom, options, originMs), [buckets, full, zoom, options, originMs]);
+  const overview = series.buckets;
+  const frame = useMemo(() => metricFrame(buckets, full, zoom, options, originMs, overview), [buckets, full, zoom, options, originMs, overview]);
   const data = useMemo(() => plotData(frame), [frame]);
   // the chart's hooks read the frame drawn now and report to the caller of now
   const live = useRef({ frame, onZoom });

@@ -5,7 +5,7 @@ import { memo, useCallback, useMemo, useRef } from 'react';
 import { errorMessage } from '../../api/errors';
 import { useZoomableMetric, type XExtent, type Zoom } from '../../hooks/metrics';
 import { ZOOM_REFETCH_FRACTION, type Bucket } from '../../lib/buckets';
-import { bucketX, DEFAULT_CHART_OPTIONS, relativeOrigin, timeExtent, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
+import { bucketX, DEFAULT_CHART_OPTIONS, drawnExtent, relativeOrigin, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
 import { MetricChart } from '../charts/MetricChart';
 
 interface Props {
@@ -31,13 +31,15 @@ function RunMetricChartImpl({ runId, metricKey, latestStep = -1, options = DEFAU
     },
     [mode],
   );
-  // the drawn times' extent: a live run's zoom over time stays on the times chosen
+  // the drawn times' extent, in wall-clock time whatever the axis shows: a live run's zoom over time stays on
+  // the times chosen, also where relative time's origin moves (a run without a start counts from its first
+  // bucket's time, which moves as the buckets widen)
   const extentOf = useCallback(
     (buckets: readonly Bucket[]): XExtent | null => {
-      const e = timeExtent(buckets, mode, relativeOrigin(startedAt, buckets));
+      const e = drawnExtent(buckets, 'time', null);
       return e && { axis: mode, min: e[0], max: e[1] };
     },
-    [mode, startedAt],
+    [mode],
   );
   const { isPending, error, view, onZoom } = useZoomableMetric(runId, metricKey, latestStep, {
     withTime: mode !== 'step',
