@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU figures of docs/benchmarks.md in one go (about 5 minutes on an H100): the MoE layer (bf16, against
+# The GPU figures of docs/benchmarks.md in one go (about 5 minutes on an H100, 6 on an H200): the MoE layer (bf16, against
 # HF's eager and grouped_mm Mixtral block), the ReasonFormer step, the CARMA step overhead and the CAP curve
 # on CUDA, then the test files that name CUDA. Each output goes to $OUT/<name>.txt (default ./gpu-out).
 #
