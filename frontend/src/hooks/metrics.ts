@@ -5,6 +5,7 @@ import { api, unwrap } from '../api/client';
 import { CHART_MAX_POINTS } from '../early';
 import type { Run } from '../api/types';
 import { mergeZoomed, rezoom, zoomToStepRange, type Bucket, type Series, type StepRange } from '../lib/buckets';
+import { drawnExtent } from '../lib/metricPanels';
 import { DEFAULT_OVERLAY_OPTIONS, overlaySeries, type OverlayOptions, type OverlaySeries } from '../lib/overlay';
 import { isFinished } from '../lib/runStatus';
 
@@ -106,8 +107,8 @@ export interface MetricView {
   refining: boolean;
 }
 
-/** An x axis' extent, in its units, named by the axis ('step', 'time', 'relative'). */
-export interface XExtent {
+/** An x axis' extent, in its units, named by the axis ('step' or wall-clock 'time'). */
+interface XExtent {
   axis: string;
   min: number;
   max: number;
@@ -125,15 +126,12 @@ export function useZoomableMetric(
   {
     withTime = false,
     toRange,
-    extentOf,
   }: {
     /** fetch each bucket's time (a chart over time) */
     withTime?: boolean;
-    /** the step range a zoom selects when the x axis is not the step (default: linear in steps) */
-    toRange?: (zoom: Zoom) => StepRange | null;
-    /** with toRange: the x extent the chart draws of these buckets (its first and last time), named by its
-     *  axis; a live run's zoom stays on the times chosen as it grows */
-    extentOf?: (buckets: readonly Bucket[]) => XExtent | null;
+    /** the step range a zoom selects of the overview's buckets when the x axis is not the step (default:
+     *  linear in steps) */
+    toRange?: (zoom: Zoom, overview: readonly Bucket[]) => StepRange | null;
   } = {},
 ) {
   const [zoom, setZoom] = useState<Zoom>({ start: 0, end: 100 });
@@ -158,9 +156,14 @@ export function useZoomableMetric(
   const fullMax = series?.step_max ?? null;
   const full = useMemo(() => (fullMin !== null && fullMax !== null ? { min: fullMin, max: fullMax } : null), [fullMin, fullMax]);
   // a live run grows under a zoom: the window stays on the steps (or times) chosen. A zoom is in percent of
-  // the x extent: the run's step range over a step axis, the drawn times over time (extent); a change of
-  // axis starts over (the chart is remounted then: MetricPanels keys it by its axis)
-  const overTime = useMemo(() => (toRange && extentOf && series ? extentOf(series.buckets) : null), [toRange, extentOf, series]);
+  // the x extent: the run's step range over a step axis, over time (toRange) the overview's first and last
+  // bucket time, in wall-clock time whatever the axis shows (relative time only shifts it, and its origin
+  // moves for a run without a start); a change of axis starts over (the chart is remounted then: MetricPanels
+  // keys it by its axis)
+  const overTime = useMemo(() => {
+    const e = toRange && series ? drawnExtent(series.buckets, 'time', null) : null;
+    return e && { axis: 'time', min: e[0], max: e[1] };
+  }, [toRange, series]);
   const over = toRange ? overTime : full && { axis: 'step', ...full };
   const overAxis = over?.axis ?? null;
   const overMin = over?.min ?? null;
@@ -182,7 +185,7 @@ export function useZoomableMetric(
   }, [series, zoomed, range]);
 
   const requestRange = useDebouncedCallback(
-    (z: Zoom) => setRange(toRangeRef.current ? toRangeRef.current(z) : full ? zoomToStepRange(full, z.start, z.end) : null),
+    (z: Zoom) => setRange(toRangeRef.current ? toRangeRef.current(z, series?.buckets ?? []) : full ? zoomToStepRange(full, z.start, z.end) : null),
     ZOOM_DEBOUNCE_MS,
   );
   const onZoom = useMemo(

@@ -1,7 +1,7 @@
 // The run page's metric panels: keys grouped into sections by their first path segment (`moe/load/e0`
 // -> `moe`), filtered by a search box, and the per-chart options (log scale, smoothing, x axis) applied
 // to a downsampled series. Pure functions, unit-tested (metricPanels.test.ts).
-import type { Bucket } from './buckets';
+import { zoomWindow, type Bucket } from './buckets';
 import { naturalCompare } from './plainFormat';
 
 /** Keys without a `/` go to this section, first. */
@@ -283,14 +283,10 @@ export function zoomToStepRangeByX(
   minFraction = 0.9,
 ): { min: number; max: number } | null {
   const drawn = xs.filter(finite);
-  if (drawn.length < 2) return null;
-  const x0 = Math.min(...drawn);
-  const x1 = Math.max(...drawn);
-  const lo = Math.max(0, Math.min(100, startPct)) / 100;
-  const hi = Math.max(0, Math.min(100, endPct)) / 100;
-  if (hi - lo >= minFraction || x1 <= x0) return null;
-  const a = x0 + lo * (x1 - x0);
-  const b = x0 + hi * (x1 - x0);
+  const extent: [number, number] | null = drawn.length < 2 ? null : [Math.min(...drawn), Math.max(...drawn)];
+  const w = zoomWindow(extent, { start: startPct, end: endPct });
+  if (!extent || !w || (w[1] - w[0]) / (extent[1] - extent[0]) >= minFraction) return null;
+  const [a, b] = w;
   let min: number | null = null;
   let max: number | null = null;
   buckets.forEach((bucket, i) => {

@@ -1,11 +1,11 @@
 // A run's metric chart: the zoomable, live-refreshed series (hooks/metrics.ts) drawn by the pure
 // MetricChart under the chart's options (log scale, smoothing, x axis: lib/metricPanels.ts).
 import { Loader, Text } from '@mantine/core';
-import { memo, useCallback, useMemo, useRef } from 'react';
+import { memo, useMemo } from 'react';
 import { errorMessage } from '../../api/errors';
-import { useZoomableMetric, type XExtent, type Zoom } from '../../hooks/metrics';
+import { useZoomableMetric, type Zoom } from '../../hooks/metrics';
 import { ZOOM_REFETCH_FRACTION, type Bucket } from '../../lib/buckets';
-import { bucketX, DEFAULT_CHART_OPTIONS, drawnExtent, relativeOrigin, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
+import { bucketX, DEFAULT_CHART_OPTIONS, relativeOrigin, zoomToStepRangeByX, type ChartOptions } from '../../lib/metricPanels';
 import { MetricChart } from '../charts/MetricChart';
 
 interface Props {
@@ -18,38 +18,21 @@ interface Props {
   startedAt?: string | null;
 }
 
+// over time the zoom window is a time window: its steps are read off the overview's buckets, in wall-clock
+// time whatever the axis shows (a zoom's percentages are the same of relative time, which only shifts it)
+function timeToRange(z: Zoom, overview: readonly Bucket[]) {
+  const xs = overview.map((b) => bucketX(b, 'time', null));
+  return zoomToStepRangeByX(overview, xs, z.start, z.end, ZOOM_REFETCH_FRACTION);
+}
+
 function RunMetricChartImpl({ runId, metricKey, latestStep = -1, options = DEFAULT_CHART_OPTIONS, startedAt = null }: Props) {
-  const overviewRef = useRef<readonly Bucket[]>([]);
-  const originRef = useRef<number | null>(null);
   const mode = options.xAxis;
-  // over time the zoom window is a time window: its steps are read off the drawn buckets
-  const toRange = useCallback(
-    (z: Zoom) => {
-      const buckets = overviewRef.current;
-      const xs = buckets.map((b) => bucketX(b, mode, originRef.current));
-      return zoomToStepRangeByX(buckets, xs, z.start, z.end, ZOOM_REFETCH_FRACTION);
-    },
-    [mode],
-  );
-  // the drawn times' extent, in wall-clock time whatever the axis shows: a live run's zoom over time stays on
-  // the times chosen, also where relative time's origin moves (a run without a start counts from its first
-  // bucket's time, which moves as the buckets widen)
-  const extentOf = useCallback(
-    (buckets: readonly Bucket[]): XExtent | null => {
-      const e = drawnExtent(buckets, 'time', null);
-      return e && { axis: mode, min: e[0], max: e[1] };
-    },
-    [mode],
-  );
   const { isPending, error, view, onZoom } = useZoomableMetric(runId, metricKey, latestStep, {
     withTime: mode !== 'step',
-    toRange: mode === 'step' ? undefined : toRange,
-    extentOf,
+    toRange: mode === 'step' ? undefined : timeToRange,
   });
   const overview = view?.series.buckets;
   const originMs = useMemo(() => relativeOrigin(startedAt, overview ?? []), [startedAt, overview]);
-  overviewRef.current = overview ?? [];
-  originRef.current = originMs;
   if (isPending) return <Loader size="sm" />;
   if (error) return <Text c="red">{errorMessage(error)}</Text>;
   if (!view) return <Text c="dimmed">No points for {metricKey} yet.</Text>;
