@@ -5,10 +5,11 @@ import { authStore } from './api/auth';
 import { metricsQuery } from './hooks/metrics';
 import { prefetchLayout, prefetchRun, samePageKeepsLoaders } from './router';
 
-// prefetchRun also starts loading the chart code (`void import(...)`), which nothing awaits: left real, that
-// import could still be loading ECharts when the file's environment is torn down (seen under load in
-// `make test`: an unhandled EnvironmentTeardownError failed vitest), so it resolves to a stand-in here.
-vi.mock('./components/charts/echarts', () => ({ echarts: { init: vi.fn(), use: vi.fn() } }));
+// prefetchRun also starts loading the run page's chart code (`void import('./components/charts/uplot')`),
+// which nothing awaits: left real, that import could still be loading uPlot when the file's environment is
+// torn down (seen under load: an unhandled EnvironmentTeardownError failed vitest though every test
+// passed), so it resolves to a stand-in here.
+vi.mock('./components/charts/uplot', () => ({ uPlot: vi.fn() }));
 
 // What a page's route asks for before the page renders: everything the page shows, so that it
 // renders once with it instead of again when a component's own request is answered.

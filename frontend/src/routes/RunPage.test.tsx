@@ -13,7 +13,7 @@ import { authStore } from '../api/auth';
 import { api } from '../api/client';
 import { makeQueryClient } from '../api/queryClient';
 import { installDomShims } from '../test/dom';
-import { mountRouter, until } from '../test/mount';
+import { mountRouter, settled, until } from '../test/mount';
 import { RunPage } from './RunPage';
 
 vi.mock('../components/charts/EChart', () => ({ EChart: () => null }));
@@ -98,8 +98,8 @@ async function open(kind: string) {
   await until(() => container.querySelector('[role="tablist"]'));
   // who is signed in is known, so the buttons a member sees (Retry) have had their chance to show
   await until(() => qc.getQueryData(['me', 'jwt']));
-  // the tabs that wait on an answer (Results, Examples) have had it
-  await until(() => qc.isFetching() === 0);
+  // the tabs and buttons that wait on an answer (Results, Examples, Retry) have had it, and are drawn
+  await settled(qc);
 }
 
 const tabNames = () => [...container.querySelectorAll('[role="tab"]')].map((t) => t.textContent?.trim());

@@ -43,3 +43,20 @@ export async function until<T>(ready: () => T, ms = UNTIL_MS): Promise<NonNullab
     await act(() => new Promise((r) => setTimeout(r, 10)));
   }
 }
+
+/**
+ * Waits until the query client has nothing in flight and React has drawn what the last answers hold. An
+ * answer lands in the cache before its observers hear of it (the query client tells them on a later
+ * task), so a wait on the cache alone can end before the page shows the data: each round here lets that
+ * task run inside act(), and the wait ends on a round that found nothing fetching before and after it.
+ */
+export async function settled(qc: QueryClient, ms = UNTIL_MS): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const idle = qc.isFetching() === 0;
+    await act(() => new Promise((r) => setTimeout(r, 0)));
+    if (idle && qc.isFetching() === 0) return;
+    if (Date.now() > deadline) throw new Error(`queries still in flight after ${ms} ms`);
+    if (!idle) await act(() => new Promise((r) => setTimeout(r, 10)));
+  }
+}
