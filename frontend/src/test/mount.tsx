@@ -47,16 +47,14 @@ export async function until<T>(ready: () => T, ms = UNTIL_MS): Promise<NonNullab
 /**
  * Waits until the query client has nothing in flight and React has drawn what the last answers hold. An
  * answer lands in the cache before its observers hear of it (the query client tells them on a later
- * task), so a wait on the cache alone can end before the page shows the data: each round here lets that
- * task run inside act(), and the wait ends on a round that found nothing fetching before and after it.
+ * task), so a wait on the cache alone (`until`) can end before the page shows the data: after it, one
+ * more task runs inside act() (the client's notification, then React's render), and the wait goes on if
+ * that render started another query.
  */
 export async function settled(qc: QueryClient, ms = UNTIL_MS): Promise<void> {
   const deadline = Date.now() + ms;
-  for (;;) {
-    const idle = qc.isFetching() === 0;
+  do {
+    await until(() => qc.isFetching() === 0, Math.max(0, deadline - Date.now()));
     await act(() => new Promise((r) => setTimeout(r, 0)));
-    if (idle && qc.isFetching() === 0) return;
-    if (Date.now() > deadline) throw new Error(`queries still in flight after ${ms} ms`);
-    if (!idle) await act(() => new Promise((r) => setTimeout(r, 10)));
-  }
+  } while (qc.isFetching() !== 0);
 }
