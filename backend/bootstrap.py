@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from backend.auth import repository as auth_repo
 from backend.auth import service as auth_service
+from backend.auth.security import use_settings_cost
 from backend.db import get_engine, session_factory, session_scope
 from backend.projects import service as projects
 from backend.settings import Settings
@@ -53,6 +54,7 @@ def ensure_admin(settings: Settings, username: str = "admin") -> AdminCredential
 
     Returns the credentials once (to print); None when users already exist.
     """
+    use_settings_cost(settings)
     factory = session_factory(get_engine(settings.database_url))
     with session_scope(factory) as session:
         projects.get_or_create_project(session, projects.DEFAULT_PROJECT, "The default project")

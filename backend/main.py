@@ -23,6 +23,7 @@ from backend import auth, experiments, health, metrics, projects, results, revie
 from backend.artifacts.routes import router as artifacts_router
 from backend.auth.dependencies import credential_check, credential_name
 from backend.auth.routes import router as auth_router
+from backend.auth.security import use_settings_cost
 from backend.auth.throttle import LoginThrottle
 from backend.claims.routes import router as claims_router
 from backend.datasets.routes import router as datasets_router
@@ -150,6 +151,7 @@ def api_routes() -> list[BaseRoute]:
 def create_app(settings: Settings | None = None, *, background: bool | None = None) -> FastAPI:
     settings = settings or get_settings()
     settings.require_api_secrets()
+    use_settings_cost(settings)
     engine = get_engine(settings.database_url)
     factory = session_factory(engine)
     run_loops = settings.run_background_loops if background is None else background

@@ -48,6 +48,15 @@ class Settings(SharedSettings):
     )
     login_window_seconds: float = Field(300.0, gt=0, description="the login throttle's sliding window")
     login_hash_slots: int = Field(2, ge=1, description="password verifications at once (argon2 CPU)")
+    # argon2id's cost for new password hashes; the defaults are argon2-cffi's (RFC 9106's second,
+    # low-memory choice). A login verifies against the cost stored in its hash, and a successful login
+    # under another cost rehashes the password at this one, so raising or lowering it takes effect user by
+    # user without a reset
+    password_hash_time_cost: int = Field(3, ge=1, le=64, description="argon2id passes over memory")
+    password_hash_memory_kib: int = Field(
+        65536, ge=64, le=4 * 1024 * 1024, description="argon2id memory per hash, KiB (64 MiB by default)"
+    )
+    password_hash_parallelism: int = Field(4, ge=1, le=64, description="argon2id lanes (threads) per hash")
     statement_timeout_ms: int = Field(
         5000,
         ge=0,
@@ -169,6 +178,12 @@ class Settings(SharedSettings):
             self.artifact_url = (Path(self.artifact_root).expanduser().resolve() / "store").as_uri()
         if self.mode == "embedded" and self.secret_key in PLACEHOLDER_SECRETS:
             self.secret_key = _embedded_secret(self.home)
+        if self.password_hash_memory_kib < 8 * self.password_hash_parallelism:
+            raise ValueError(
+                "password_hash_memory_kib: argon2 needs at least 8 KiB per lane "
+                f"({8 * self.password_hash_parallelism} for password_hash_parallelism "
+                f"{self.password_hash_parallelism})"
+            )
         return self
 
     def require_api_secrets(self) -> None:

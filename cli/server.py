@@ -520,12 +520,14 @@ def user() -> None:
 @click.option("--role", type=click.Choice(["viewer", "member", "admin"]), default="member", show_default=True)
 def user_create(username: str, password: str, admin: bool, project: str, role: str) -> None:
     """Create USERNAME with a role in a project (the API's username and password policy applies)."""
+    from backend.auth.security import use_settings_cost
     from backend.bootstrap import migrate, session_for
     from backend.errors import ApiError
     from backend.projects import service
 
     settings = _settings()
     migrate(settings)
+    use_settings_cost(settings)
     with session_for(settings) as session:
         try:
             service.create_member(session, username, password, is_admin=admin, project=project, role=role)

@@ -33,6 +33,11 @@ def _reachable(host: str, port: int) -> bool:
 # is the order each process takes its work in), the fault tier before the other slow tests, so the longest
 # waits overlap with everything else instead of ending the run.
 _SHARED_SCOPES = ("package", "module", "class")
+PASSWORD_HASH_COST = {
+    "REASONLAB_PASSWORD_HASH_TIME_COST": "1",
+    "REASONLAB_PASSWORD_HASH_MEMORY_KIB": "64",
+    "REASONLAB_PASSWORD_HASH_PARALLELISM": "1",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,6 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # The SDK's tracked runs sample no system metrics unless a test asks (init's system_metrics_interval, or
     # the variable set by the test): a sample landing in a slow test's run would be one more point in it.
     os.environ.setdefault("REASONLAB_SYSTEM_METRICS_INTERVAL", "0")
+    # argon2id at its cheapest for the passwords the tests hash and verify, here and in the platforms they
+    # start: at the deployment's default cost each costs ~0.17 CPU-s, ~300 of them a run. The cost
+    # itself, and the rehash when it changes, are tested at real costs (tests/backend/test_password_cost.py)
+    for name, value in PASSWORD_HASH_COST.items():
+        os.environ.setdefault(name, value)
 
 
 def _runs_alone(item: pytest.Item) -> bool:

@@ -13,8 +13,31 @@ import jwt
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from backend.settings import Settings
+
+# The process's argon2id cost for new hashes (the settings' password_hash_*; argon2-cffi's defaults until
+# use_hash_cost is called). A verification reads the cost from the hash it checks.
 _hasher = PasswordHasher()
 TOKEN_PREFIX = "rl_"
+
+
+def use_hash_cost(time_cost: int, memory_kib: int, parallelism: int) -> None:
+    """Hash new passwords at this cost from now on (``use_settings_cost``)."""
+    global _hasher
+    if (_hasher.time_cost, _hasher.memory_cost, _hasher.parallelism) == (time_cost, memory_kib, parallelism):
+        return
+    _hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
+    dummy_hash.cache_clear()
+
+
+def use_settings_cost(settings: Settings) -> None:
+    """The settings' password_hash_* for this process: create_app, the bootstrap and the CLI's user
+    commands call it before they hash or verify."""
+    use_hash_cost(
+        settings.password_hash_time_cost,
+        settings.password_hash_memory_kib,
+        settings.password_hash_parallelism,
+    )
 
 
 def hash_password(password: str) -> str:
@@ -26,6 +49,14 @@ def verify_password(password_hash: str, password: str) -> bool:
         return _hasher.verify(password_hash, password)
     except (VerificationError, InvalidHashError):
         return False
+
+
+def needs_rehash(password_hash: str) -> bool:
+    """Whether a verified hash was made at another cost than the current one."""
+    try:
+        return _hasher.check_needs_rehash(password_hash)
+    except InvalidHashError:
+        return True
 
 
 @functools.cache

@@ -6,7 +6,14 @@ from sqlalchemy.orm import Session
 
 from backend import db, errors
 from backend.auth import policy, repository
-from backend.auth.security import dummy_hash, hash_api_token, hash_password, new_api_token, verify_password
+from backend.auth.security import (
+    dummy_hash,
+    hash_api_token,
+    hash_password,
+    needs_rehash,
+    new_api_token,
+    verify_password,
+)
 from backend.db import utcnow
 from backend.errors import Conflict, Invalid, NotFound, Unauthorized
 from backend.models import ApiToken, Project, User
@@ -53,6 +60,8 @@ def authenticate(session: Session, username: str, password: str) -> User:
         raise Unauthorized("wrong username or password")
     if not verify_password(user.password_hash, password):
         raise Unauthorized("wrong username or password")
+    if needs_rehash(user.password_hash):  # the configured cost changed since this hash was made
+        user.password_hash = hash_password(password)
     return user
 
 

@@ -49,9 +49,16 @@ export async function startPlatform({ timeoutMs = 120_000, env = {}, workers = 1
   // starts on ~3 CPU-s instead of ~7 and each of the file's few runs imports its own kind
   const defaults = mlflowUi ? 'true' : 'false';
   const mirror = { REASONLAB_MLFLOW_MIRROR: defaults, REASONLAB_WORKER_PRELOAD: defaults };
+  // argon2id at its cheapest for the admin's password and the files' logins (~0.17 CPU-s each at the
+  // deployment's default cost); the cost itself is tested in tests/backend/test_password_cost.py
+  const cost = {
+    REASONLAB_PASSWORD_HASH_TIME_COST: '1',
+    REASONLAB_PASSWORD_HASH_MEMORY_KIB: '64',
+    REASONLAB_PASSWORD_HASH_PARALLELISM: '1',
+  };
   const proc = spawn(REASONLAB, args, {
     cwd: ROOT,
-    env: { ...process.env, ...mirror, ...env },
+    env: { ...process.env, ...mirror, ...cost, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: stop() ends the API and the worker together
   });
