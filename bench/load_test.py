@@ -10,7 +10,8 @@ Setup (started and removed by this script): a fresh Postgres database, our API u
 are claimed by the simulated workers), one experiment of ``--workers`` diagnostic runs (a seed sweep).
 Every simulated worker claims its run with the worker token as ``reasonlab worker`` does (the run's
 ``attempt``), then, until the end:
-  metrics    every ``--flush-interval`` s one ``POST /runs/{id}/metrics`` with ``attempt``: a uniform
+  metrics    every ``--flush-interval`` s one ``POST /runs/{id}/metrics`` with ``attempt`` (the compact body,
+             as the platform's workers send it; ``--metric-body json`` for JSON objects): a uniform
              random ``--points-min``..``--points-max`` points (``--keys`` keys x steps, step-major, with a
              time), scaled up by the time the previous post took when that was longer than the interval
              (the SDK's writer buffers while it posts), at most 10,000;
@@ -87,6 +88,13 @@ def main() -> int:
     ap.add_argument("--points-min", type=int, default=100)
     ap.add_argument("--points-max", type=int, default=1000)
     ap.add_argument("--flush-interval", type=float, default=1.0, help="seconds between a worker's batches")
+    ap.add_argument(
+        "--metric-body",
+        choices=("compact", "json"),
+        default="compact",
+        help="the metric posts' body: compact (reasonlab_sdk.points, what the platform's workers and the SDK "
+        "send) or json (a list of point objects, what other clients may send)",
+    )
     ap.add_argument("--heartbeat-interval", type=float, default=5.0)
     ap.add_argument("--poll-experiment", type=float, default=1.5, help="GET /experiments/{id} period")
     ap.add_argument("--api-processes", type=int, default=1, help="uvicorn --workers")

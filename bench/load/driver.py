@@ -230,6 +230,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         poll_results=5.0,
         poll_runs=5.0,
         chart_refresh=1.0,
+        metric_body=args.metric_body,
     )
     sampler = Sampler(setup.proc.pid, setup.db)
     posted: list[collections.deque[tuple[int, float]] | None] = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from bench.load.recorder import Recorder
+from reasonlab_sdk import points as compact_points
 
 KEYS = ("loss", "accuracy", "lr", "grad_norm", "tokens_per_s", "val_loss", "epoch", "mem_gb")
 MAX_BATCH = 10_000
@@ -35,6 +36,8 @@ class Plan:
     poll_results: float
     poll_runs: float
     chart_refresh: float
+    # the metric body: "compact" (the platform's workers and the SDK: reasonlab_sdk.points) or "json"
+    metric_body: str = "compact"
 
 
 def _iso(t: float) -> str:
@@ -76,13 +79,15 @@ async def worker_metrics(
             for s in range(step, step + steps)
             for k in plan.keys
         ]
-        resp = await rec.call(
-            client,
-            "POST /runs/{id}/metrics",
-            "POST",
-            f"/runs/{run_id}/metrics",
-            json={"points": points, "attempt": attempt},
+        body: dict[str, object] = (
+            {
+                "content": compact_points.encode(points, attempt),
+                "headers": {"Content-Type": compact_points.CONTENT_TYPE},
+            }
+            if plan.metric_body == "compact"
+            else {"json": {"points": points, "attempt": attempt}}
         )
+        resp = await rec.call(client, "POST /runs/{id}/metrics", "POST", f"/runs/{run_id}/metrics", **body)
         last_start = start
         if resp is not None:
             step += steps

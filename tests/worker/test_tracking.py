@@ -233,15 +233,21 @@ def test_api_sink_keeps_a_results_key_across_retries_and_names_its_attempt() -> 
 
 def test_api_sink_sends_nan_and_infinities_as_their_json_strings() -> None:
     """JSON has no NaN or inf: the worker's points carry "NaN", "Infinity", "-Infinity", which the metric
-    route stores as those values (a null would be a gap)."""
+    route stores as those values (a null would be a gap), in a JSON body as in the compact one the sink
+    asks for (encoded here as the client would)."""
+    from reasonlab_sdk import points as compact_points
     from worker.tracking import ApiSink
 
     class Client:
         def __init__(self) -> None:
             self.sent: list[dict] = []
 
-        def post_metrics(self, run_id: int, points: list[dict], *, attempt: int | None = None) -> int:
-            json.dumps(points, allow_nan=False)  # strict JSON, as the SDK's client sends it
+        def post_metrics(
+            self, run_id: int, points: list[dict], *, attempt: int | None = None, compact: bool = False
+        ) -> int:
+            assert compact  # the compact body: ~10x less of the API's time than JSON objects
+            json.dumps(points, allow_nan=False)  # strict JSON, the body an API without the compact one gets
+            compact_points.encode(points, attempt)
             self.sent.extend(points)
             return len(points)
 

@@ -13,7 +13,22 @@ from typing import Any
 
 import httpx
 
+from backend.metrics import columns
+from reasonlab_sdk import points as compact_points
 from reasonlab_sdk.client import ReasonLabClient
+
+
+def _body(request: httpx.Request) -> dict[str, Any]:
+    """The request's JSON body, or a compact metric body (what the worker sends) read by the API's own
+    decoder into the JSON body's shape."""
+    if request.headers.get("content-type") == compact_points.CONTENT_TYPE:
+        batch = columns.decode(request.content, 1_000_000)
+        points = [
+            {"key": batch.keys[k], "step": int(step), "value": None if gap else float(value)}
+            for k, step, value, gap in zip(batch.key, batch.step, batch.value, batch.gap, strict=True)
+        ]
+        return {"points": points, "attempt": batch.attempt}
+    return json.loads(request.content) if request.content else {}
 
 
 class FakeApi:
@@ -85,7 +100,7 @@ class FakeApi:
         path = request.url.path.removeprefix("/api/v1")
         if "/artifacts" in path:
             return self._artifacts(request, path)
-        body = json.loads(request.content) if request.content else {}
+        body = _body(request)
         is_claim = request.method == "POST" and path.endswith("/claim")
         self.check_token(request, worker=is_claim)
         with self.lock:

@@ -58,6 +58,16 @@ def _refused_indexes(exc: ApiError, field: str, count: int) -> set[int]:
     return named
 
 
+def _refused_points(exc: ApiError, points: list[dict[str, Any]]) -> set[int]:
+    """The points of a metric batch a 422 names: by the point (``loc: ["body", "points", i, ...]``), or by
+    the key (``["body", "keys", k, ...]``: the compact body's k-th key, keys numbered in the order the batch
+    first uses them, as ``reasonlab_sdk.points.encode`` numbers them), which names every point of it."""
+    named = _refused_indexes(exc, "points", len(points))
+    keys = list(dict.fromkeys(p["key"] for p in points))
+    refused_keys = {keys[k] for k in _refused_indexes(exc, "keys", len(keys))}
+    return named | {i for i, p in enumerate(points) if p["key"] in refused_keys}
+
+
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).isoformat().replace("+00:00", "Z")
 
@@ -186,9 +196,11 @@ class ApiSink(Sink):
             value = nonfinite.label(nonfinite.kind(p.value)) or p.value
             payload.append({"key": p.key, "step": p.step, "value": value, "time": _iso(p.time)})
         refused = self._post_all_but_refused(
-            lambda batch: self.client.post_metrics(self.run_id, batch, attempt=self.attempt),
+            # the compact body: columns of numbers, ~10x less of the API's time to read than JSON objects
+            lambda batch: self.client.post_metrics(self.run_id, batch, attempt=self.attempt, compact=True),
             payload,
             "points",
+            _refused_points,
         )
         dropped += [(point["key"], reason) for point, reason in refused]
         if dropped:
@@ -222,11 +234,16 @@ class ApiSink(Sink):
             self._warn(f"dropped {n} log line{'s' if n != 1 else ''} the API refused: {refused[0][1]}")
 
     def _post_all_but_refused(
-        self, post: Callable[[list[T]], object], items: list[T], field: str
+        self,
+        post: Callable[[list[T]], object],
+        items: list[T],
+        field: str,
+        refused: Callable[[ApiError, list[T]], set[int]] | None = None,
     ) -> list[tuple[T, str]]:
         """Post ``items``; when the API refuses the content (400, 413, 422: never retried as it is), post
-        what it did not name (a 422 names items by ``loc``; a 413 is split in halves) and return the
-        refused items with the reason. Other errors propagate (the writer retries what is transient)."""
+        what it did not name (a 422 names items by ``loc``, read by ``refused``, by default
+        ``body.<field>[i]``; a 413 is split in halves) and return the refused items with the reason.
+        Other errors propagate (the writer retries what is transient)."""
         if not items:
             return []
         try:
@@ -238,15 +255,15 @@ class ApiSink(Sink):
             reason = f"HTTP {exc.status} {exc.code or 'error'}: {exc.detail}"[:300]
             if exc.status == 413 and len(items) > 1:
                 half = len(items) // 2
-                return self._post_all_but_refused(post, items[:half], field) + self._post_all_but_refused(
-                    post, items[half:], field
-                )
-            named = _refused_indexes(exc, field, len(items))
+                return self._post_all_but_refused(
+                    post, items[:half], field, refused
+                ) + self._post_all_but_refused(post, items[half:], field, refused)
+            named = refused(exc, items) if refused else _refused_indexes(exc, field, len(items))
             if not named or len(named) == len(items):
                 return [(item, reason) for item in items]
             rest = [item for i, item in enumerate(items) if i not in named]
-            refused = [(items[i], reason) for i in sorted(named)]
-            return refused + self._post_all_but_refused(post, rest, field)
+            dropped = [(items[i], reason) for i in sorted(named)]
+            return dropped + self._post_all_but_refused(post, rest, field, refused)
 
     def _warn_dropped_points(self, dropped: list[tuple[str, str]]) -> None:
         """Log every drop; tell the run once per key (a kind that logs a bad key every step is not a
