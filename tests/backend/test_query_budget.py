@@ -8,7 +8,7 @@ import threading
 
 import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.exc import OperationalError
 
 from backend.db import get_engine, session_factory, session_scope
@@ -30,6 +30,38 @@ def test_each_statement_of_a_request_has_a_timeout_and_the_loops_none(database_u
     # SET LOCAL: the pooled connection comes back without it for the background loops' sessions
     with session_scope(session_factory(engine)) as session:
         assert session.execute(text("SHOW statement_timeout")).scalar() == "0"
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_every_connection_has_jit_off_and_a_chart_read_sets_nothing_itself(api: Api) -> None:
+    """JIT would compile a metric chart's bucket query (the planner guesses a row per point) for more than
+    the query costs: the engine's connections have it off from the start, so a read needs no SET."""
+    engine = get_engine(api.settings.database_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SHOW jit")).scalar() == "off"
+    run = api.submit({"train": {"lr": 0.5}}).json()["runs"][0]["id"]
+    claimed = api.client.post(
+        f"/api/v1/runs/{run}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker
+    )
+    assert claimed.status_code == 200, claimed.text
+    points = [{"key": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(50)]
+    assert (
+        api.client.post(
+            f"/api/v1/runs/{run}/metrics", json={"points": points}, headers=api.worker
+        ).status_code
+        == 200
+    )
+    statements: list[str] = []
+    listen = lambda *args: statements.append(args[2])  # noqa: E731 (before_cursor_execute's statement)
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        res = api.client.get(
+            f"/api/v1/runs/{run}/metrics", params={"keys": "loss", "max_points": 10}, headers=api.h()
+        )
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    assert res.status_code == 200 and res.json()["series"]["loss"]["total_points"] == 50
+    assert statements and not [s for s in statements if "jit" in s.lower()]
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
