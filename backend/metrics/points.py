@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from backend.db import as_utc, psycopg_connection
+from backend.metrics import pgarray
 from backend.metrics.columns import Columns
 from backend.metrics.reads import latest_steps
 from backend.metrics.rollups import (
@@ -129,14 +130,14 @@ def _append(session: Session, run_id: int, cols: Columns, *, latest: bool) -> bo
                 values = [
                     v if f else None for v, f in zip(cols.value.tolist(), cols.stored().tolist(), strict=True)
                 ]
-                keys = cols.keys
+                # the columns as array literals Postgres parses (backend.metrics.pgarray), not lists
                 points = [
                     run,
-                    [keys[k] for k in cols.key.tolist()],
-                    cols.step.tolist(),
-                    values,
-                    cols.nonfinite().tolist(),
-                    cols.time.tolist(),
+                    pgarray.texts_by_index(cols.keys, cols.key.tolist()),
+                    pgarray.plain_ints(cols.step.tolist()),
+                    pgarray.floats(values),
+                    pgarray.plain_ints(cols.nonfinite().tolist()),
+                    pgarray.plain_ints(cols.time.tolist()),
                 ]
                 with conn.pipeline():
                     if below:

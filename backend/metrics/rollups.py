@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from backend.db import psycopg_connection
+from backend.metrics import pgarray
 from backend.metrics.columns import Columns, rollup_blocks, rollup_rows
 from backend.models import TS
 from common.nonfinite import finite, kind
@@ -285,19 +286,26 @@ PG_STAGE_FROM_ARRAYS = (
 )
 
 
-def stage_arrays(cols: Columns) -> list[list[Any]]:
-    """The batch's blocks at every width as the arrays of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL; a ``klast``
-    0 is NULL by the statement)."""
+def stage_arrays(cols: Columns) -> list[str]:
+    """The batch's blocks at every width as the array literals of ``PG_STAGE_FROM_ARRAYS`` (NaN: NULL; a
+    ``klast`` 0 is NULL by the statement): text that Postgres parses, not lists psycopg would adapt
+    element by element (``backend.metrics.pgarray``)."""
     out: list[list[Any]] = [[] for _ in range(12)]
-    keys = cols.keys
     for b in rollup_blocks(cols, ROLLUP_WIDTHS):
-        out[0] += [keys[k] for k in b.key.tolist()]
+        out[0] += b.key.tolist()
         out[1] += [b.width] * len(b.key)
         for column, values in zip(
             out[2:], (b.block, b.s0, b.s1, b.vmin, b.vmax, b.n, b.vlast, b.tlast, b.nf, b.klast), strict=True
         ):
             column += [None if v != v else v for v in values.tolist()]
-    return out
+    floating = {5, 6, 8}  # lo, hi, vl (float8); the rest are integers
+    return [
+        pgarray.texts_by_index(cols.keys, out[0]),
+        *(
+            pgarray.floats(column) if i in floating else pgarray.ints(column)
+            for i, column in enumerate(out[1:], 1)
+        ),
+    ]
 
 
 def add_rollups(
