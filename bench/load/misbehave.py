@@ -58,10 +58,12 @@ ANSWER_TIMEOUT = 60.0
 _MEMBERS = """
 import json, secrets
 from backend.auth import service as auth_service
+from backend.auth.security import use_settings_cost
 from backend.db import get_engine, session_factory, session_scope
 from backend.projects import service as projects
 from backend.settings import Settings
 s = Settings()
+use_settings_cost(s)
 out = {"members": []}
 with session_scope(session_factory(get_engine(s.database_url))) as session:
     project = projects.get_or_create_project(session, "default")

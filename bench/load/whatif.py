@@ -46,7 +46,14 @@ def apply_what_ifs(spec: str) -> Any:
             url = "postgresql+psycopg://" + url.removeprefix("postgresql://").removeprefix(
                 "postgresql+psycopg://"
             )
-            return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0)
+            # JIT off as the API's own engine has it (backend/db.py, make_engine)
+            return create_engine(
+                url,
+                pool_pre_ping=True,
+                pool_size=size,
+                max_overflow=0,
+                connect_args={"options": "-c jit=off"},
+            )
 
         db.make_engine = make_engine
     if "keys-from-latest" in opts:

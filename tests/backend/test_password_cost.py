@@ -25,10 +25,9 @@ from tests.conftest import PASSWORD_HASH_COST
 
 
 @pytest.fixture(autouse=True)
-def restore_cost() -> Iterator[None]:
-    hasher = security._hasher
+def restore_cost(tmp_path: Path) -> Iterator[None]:
     yield
-    security.use_hash_cost(hasher.time_cost, hasher.memory_cost, hasher.parallelism)
+    security.use_settings_cost(Settings(home=tmp_path))  # the suite's cost, from the environment
 
 
 def _stored_hash(api: Api, username: str) -> str:

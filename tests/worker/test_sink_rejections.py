@@ -126,6 +126,19 @@ def test_keys_the_api_would_refuse_never_leave_the_worker() -> None:
     assert "\x00" not in api.lines[0] and "\\x00" in api.lines[0]
 
 
+def test_steps_the_api_would_refuse_never_leave_the_worker() -> None:
+    """A step below 0 or past the API's largest (2**62; past int64 the compact body cannot hold it at all)
+    is dropped before the post, however many there are: one post carries the rest."""
+    api = StrictApi()
+    writer = SinkWriter(ApiSink(api.client(), RUN, attempt=1), WriterOptions(flush_interval=0.01))
+    bad = [MetricPoint("loss", s, 1.0, 0.0) for s in [-1, 2**62 + 1, 2**63, 2**70] * 50]
+    writer.add_metrics([*bad, MetricPoint("loss", 5, 1.0, 0.0)])
+    assert writer.close(10)
+    assert writer.errors == []
+    assert api.stored == [("loss", 5)] and len(api.metric_posts) == 1
+    assert len(api.lines) == 1 and f"dropped {len(bad)} metric points" in api.lines[0]
+
+
 def test_a_refused_log_line_is_dropped_and_the_others_arrive() -> None:
     api = StrictApi()
     writer = SinkWriter(ApiSink(api.client(), RUN, attempt=1), FAST)
