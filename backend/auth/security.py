@@ -53,10 +53,7 @@ def verify_password(password_hash: str, password: str) -> bool:
 
 def needs_rehash(password_hash: str) -> bool:
     """Whether a verified hash was made at another cost than the current one."""
-    try:
-        return _hasher.check_needs_rehash(password_hash)
-    except InvalidHashError:
-        return True
+    return _hasher.check_needs_rehash(password_hash)
 
 
 @functools.cache

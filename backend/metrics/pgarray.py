@@ -42,11 +42,6 @@ def quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def texts(values: Iterable[str]) -> str:
-    """``{"a","b"}``: text elements (no NULL)."""
-    return "{" + ",".join(quoted(v) for v in values) + "}"
-
-
 def texts_by_index(names: Sequence[str], index: Iterable[int]) -> str:
     """A text array whose elements are ``names[i]`` for each ``i`` of ``index``: each name quoted once
     (a batch's points name a few keys many times)."""

@@ -34,6 +34,9 @@ from typing import Any
 
 CONTENT_TYPE = "application/x-reasonlab-points"
 MAGIC = b"RLP1"
+MAX_STEP = (
+    2**62
+)  # the API's largest step (docs/api.md, Metrics): a step past it is refused, past int64 unencodable
 FLAG_TIME = 1
 FLAG_GAPS = 2
 NO_TIME = -(2**63)

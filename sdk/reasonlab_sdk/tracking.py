@@ -47,6 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from reasonlab_sdk import points as compact_points
 from reasonlab_sdk.client import ApiError, ApiUnavailable, Conflict, FinishStatus, ReasonLabClient
 from reasonlab_sdk.spool import LOG_NAME, Spool
 from reasonlab_sdk.spool import read as read_log
@@ -197,8 +198,10 @@ class Run:
     def log(self, values: Mapping[str, Any], step: int | None = None) -> None:
         """Record ``values`` (nested dicts flattened with ``/``) at ``step`` (the next step when omitted).
         A bad key or value raises ValueError and records nothing of this call."""
-        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
-            raise ValueError(f"step must be a non-negative integer, not {step!r}")
+        if step is not None and (
+            isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= compact_points.MAX_STEP
+        ):
+            raise ValueError(f"step must be an integer from 0 to {compact_points.MAX_STEP}, not {step!r}")
         points = self._points(values)
         at = self._step if step is None else step
         self._step = max(self._step, at + 1)

@@ -35,7 +35,10 @@ def test_the_literals_read_back_as_their_values(database_url: str) -> None:
     floats = [0.1, -0.0, 1e-300, 1.7976931348623157e308, 5e-324, None, math.inf, -math.inf, 1 / 3]
     ints = [0, -1, 2**62, -(2**63), None]
     with get_engine(database_url).connect() as conn:
-        keys = conn.execute(text("SELECT CAST(:a AS varchar[])"), {"a": pgarray.texts(HOSTILE_KEYS)}).scalar()
+        keys = conn.execute(
+            text("SELECT CAST(:a AS varchar[])"),
+            {"a": pgarray.texts_by_index(HOSTILE_KEYS, range(len(HOSTILE_KEYS)))},
+        ).scalar()
         assert keys == HOSTILE_KEYS
         picked = conn.execute(
             text("SELECT CAST(:a AS varchar[])"), {"a": pgarray.texts_by_index(HOSTILE_KEYS, [3, 0, 3, 13])}
@@ -55,5 +58,5 @@ def test_the_literals_read_back_as_their_values(database_url: str) -> None:
 
 
 def test_a_key_cannot_split_or_end_its_array() -> None:
-    literal = pgarray.texts(['"},{"x'])
+    literal = pgarray.texts_by_index(['"},{"x'], [0])
     assert literal == '{"\\"},{\\"x"}'

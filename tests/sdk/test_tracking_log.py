@@ -50,6 +50,10 @@ def test_a_bad_call_records_nothing_and_loses_nothing_else(_runs_dir: Path) -> N
         run.log({"loss": 2.0, "acc": object()})
     with pytest.raises(ValueError, match="step"):
         run.log({"loss": 2.0}, step=-1)
+    # past the API's largest step (2**62) it would be refused at the server, past int64 not even encodable
+    for step in (2**62 + 1, 2**63):
+        with pytest.raises(ValueError, match="from 0 to 4611686018427387904"):
+            run.log({"loss": 2.0}, step=step)
     run.log({"loss": 0.5})
     run.finish()
     points = [r for r in spool.read(run.spool_path).records if r["t"] == "point"]

@@ -17,6 +17,7 @@ from common import nonfinite
 from common.mlflow_names import flatten_params
 from common.runs import FinalStatus
 from reasonlab_sdk.client import ApiError, ApiUnavailable, ReasonLabClient, is_storable, storable_text
+from reasonlab_sdk.points import MAX_STEP
 from worker.tracking.writer import ExampleRow, MetricPoint, Sink
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,6 @@ MAX_KEY_LENGTH = 250  # the API's metric key limit (docs/api.md, Metrics)
 # rest of the run's records must not wait behind it (401, 403, 404 and 409 stay errors of the run)
 CONTENT_REFUSALS = frozenset({400, 413, 422})
 WARNING_PREFIX = "WARNING reasonlab tracking:"
-MAX_STEP = 2**62  # the API's largest step (docs/api.md, Metrics)
 
 
 def metric_key_problem(key: str) -> str | None:
@@ -190,7 +190,7 @@ class ApiSink(Sink):
         payload: list[dict[str, Any]] = []
         for p in points:
             problem = metric_key_problem(p.key)
-            if problem is None and not 0 <= p.step <= MAX_STEP:
+            if problem is None and not 0 <= p.step <= MAX_STEP:  # the SDK's bound (reasonlab_sdk.points)
                 # the compact body names only the first bad step of a batch (one post per bad point), and a
                 # step past int64 cannot be encoded at all: refused for certain, never sent
                 problem = f"step {p.step} is outside 0 to {MAX_STEP}"
