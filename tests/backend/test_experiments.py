@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select
 
@@ -136,6 +140,31 @@ def test_kinds_list_schemas_and_defaults(api: Api) -> None:
     assert "diagnostic" in kinds
     assert kinds["diagnostic"]["defaults"]["train"]["steps"] == 200
     assert "properties" in kinds["diagnostic"]["spec_schema"]
+
+
+def test_the_kinds_document_is_made_once_and_follows_a_reloaded_registry(
+    api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.kinds import service
+    from tests.kind_plugin import write_plugin
+    from worker.specs import registry
+    from worker.specs.registry import PLUGINS_ENV
+
+    first = api.client.get("/api/v1/kinds", headers=api.h()).content
+    assert service.public_json() is service.public_json()  # written once, not per request
+    assert json.loads(first) == [k.model_dump(mode="json") for k in service.public()]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(PLUGINS_ENV, write_plugin(tmp_path))
+    try:
+        registry.reload()  # a kind added in this process: the document is written again
+        names = [k["name"] for k in api.client.get("/api/v1/kinds", headers=api.h()).json()]
+        assert "throwaway" in names
+    finally:
+        monkeypatch.delenv(PLUGINS_ENV)
+        for name in [m for m in sys.modules if m.startswith("throwaway_kind")]:
+            del sys.modules[name]
+        registry.reload()
+    assert api.client.get("/api/v1/kinds", headers=api.h()).content == first
 
 
 def test_kinds_name_their_result_kinds(api: Api) -> None:
