@@ -17,7 +17,7 @@ from backend.db import get_engine, session_factory, session_scope
 from backend.main import create_app
 from backend.projects import service as projects
 from backend.settings import Settings
-from tests.conftest import cloned_database
+from tests.conftest import cloned_database, per_test_database
 
 WORKER_TOKEN = "wk_test_worker_token_0123456789"
 # ``api.worker`` sends this: "the worker's side of a run", which the client's hook below turns into the
@@ -175,8 +175,9 @@ def postgres_api_template(
 
 @pytest.fixture
 def postgres_api_url(postgres_admin_url: str, postgres_api_template: Template) -> Iterator[str]:
-    """A clone of the migrated template with the admin in it, for one test; dropped afterwards."""
-    with cloned_database(postgres_admin_url, postgres_api_template.location) as url:
+    """A database for one test, as a fresh clone of the migrated template with the admin in it (reused:
+    tests/conftest.py, ``_DatabasePool``)."""
+    with per_test_database(postgres_admin_url, postgres_api_template.location) as url:
         yield url
 
 
