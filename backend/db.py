@@ -58,7 +58,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cur.close()
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, statement_timeout_ms: int = 0) -> Engine:
+    """An engine of ``url``; on Postgres with ``statement_timeout_ms``, each of its connections starts with
+    that statement_timeout (``session_factory``: the requests' engine)."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -71,7 +73,10 @@ def make_engine(url: str) -> Engine:
     # JIT off: the app's queries are short OLTP reads and writes (a page, a group, a claim); Postgres's JIT
     # compiles a plan it guesses costly (a grouped query over many runs), which costs more than it saves
     # here (about a third of a grouped request at 50,000 runs: docs/benchmarks.md, Query language at scale)
-    engine = create_engine(url, pool_size=10, max_overflow=20, connect_args={"options": "-c jit=off"})
+    options = "-c jit=off"
+    if statement_timeout_ms > 0:
+        options += f" -c statement_timeout={int(statement_timeout_ms)}"
+    engine = create_engine(url, pool_size=10, max_overflow=20, connect_args={"options": options})
     dialect = engine.dialect
 
     def ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -104,23 +109,18 @@ def _note_use(_dbapi_connection: Any, record: Any) -> None:
 
 
 @lru_cache(maxsize=8)
-def get_engine(url: str) -> Engine:
-    return make_engine(url)
+def get_engine(url: str, statement_timeout_ms: int = 0) -> Engine:
+    return make_engine(url, statement_timeout_ms)
 
 
 def session_factory(engine: Engine, statement_timeout_ms: int = 0) -> sessionmaker[Session]:
-    """Sessions of ``engine``; with ``statement_timeout_ms`` (Postgres), every statement of each of their
-    transactions is cancelled past that many milliseconds (``SET LOCAL``: the connection goes back to the
-    pool without it, so the background loops and index builds sharing the engine keep no limit)."""
-    factory = sessionmaker(engine, expire_on_commit=False)
+    """Sessions of ``engine``; with ``statement_timeout_ms`` (Postgres), every statement of theirs is cancelled
+    past that many milliseconds. They run on a sibling engine of the same database whose connections start
+    with that ``statement_timeout``, so no transaction pays a ``SET LOCAL`` round trip for it (one of a
+    metric write's ~6), and the background loops and index builds, on ``engine`` itself, keep no limit."""
     if statement_timeout_ms > 0 and engine.dialect.name == "postgresql":
-        setting = f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}"
-
-        def limit(_session: Session, _transaction: Any, connection: Any) -> None:
-            connection.exec_driver_sql(setting)
-
-        event.listen(factory, "after_begin", limit)
-    return factory
+        engine = get_engine(engine.url.render_as_string(hide_password=False), statement_timeout_ms)
+    return sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager

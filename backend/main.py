@@ -187,8 +187,10 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     )
     app.state.settings = settings
     # the requests' sessions: each statement bounded (a costly query cannot hold a connection and a slot
-    # for many seconds); the background loops above keep the unbounded factory
-    app.state.session_factory = session_factory(engine, settings.statement_timeout_ms)
+    # for many seconds), on a pool of their own; the background loops above keep the unbounded factory and
+    # its pool, where they hold a few connections at most
+    requests = session_factory(engine, settings.statement_timeout_ms)
+    app.state.session_factory = requests
     app.state.dispatcher = None
     app.state.login_throttle = LoginThrottle(
         free_failures=settings.login_failures_per_account,
@@ -223,7 +225,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.add_middleware(
         RequestLimits,
         settings=settings,
-        authenticate=credential_check(settings, factory),
+        authenticate=credential_check(settings, requests),
         identify=credential_name(settings),
     )
     # around the edge: every error answer under /api/v1/mlflow/ (the edge's refusals included) in MLflow's

@@ -20,14 +20,20 @@ from tests.backend.conftest import Api
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_each_statement_of_a_request_has_a_timeout_and_the_loops_none(database_url: str) -> None:
     engine = get_engine(database_url)
-    with session_scope(session_factory(engine, 200)) as session:
+    timed = session_factory(engine, 200)
+    statements: list[str] = []
+    listen = lambda *args: statements.append(args[2])  # noqa: E731 (before_cursor_execute's statement)
+    event.listen(timed.kw["bind"], "before_cursor_execute", listen)
+    with session_scope(timed) as session:
         assert session.execute(text("SHOW statement_timeout")).scalar() == "200ms"
         session.commit()  # a new transaction of the same session: limited again
         assert session.execute(text("SHOW statement_timeout")).scalar() == "200ms"
         with pytest.raises(OperationalError) as caught:
             session.execute(text("SELECT pg_sleep(5)"))
         assert isinstance(caught.value.orig, psycopg.errors.QueryCanceled)
-    # SET LOCAL: the pooled connection comes back without it for the background loops' sessions
+    # set when the connection is made: no transaction sends a SET for it (a round trip each, before)
+    assert statements == ["SHOW statement_timeout", "SHOW statement_timeout", "SELECT pg_sleep(5)"]
+    # the background loops' sessions, on the engine itself, have no limit
     with session_scope(session_factory(engine)) as session:
         assert session.execute(text("SHOW statement_timeout")).scalar() == "0"
 
@@ -36,9 +42,10 @@ def test_each_statement_of_a_request_has_a_timeout_and_the_loops_none(database_u
 def test_every_connection_has_jit_off_and_a_chart_read_sets_nothing_itself(api: Api) -> None:
     """JIT would compile a metric chart's bucket query (the planner guesses a row per point) for more than
     the query costs: the engine's connections have it off from the start, so a read needs no SET."""
-    engine = get_engine(api.settings.database_url)
-    with engine.connect() as conn:
-        assert conn.execute(text("SHOW jit")).scalar() == "off"
+    engine = api.client.app.state.session_factory.kw["bind"]  # the requests' engine (statement_timeout)
+    for each in (engine, get_engine(api.settings.database_url)):  # and the background loops'
+        with each.connect() as conn:
+            assert conn.execute(text("SHOW jit")).scalar() == "off"
     run = api.submit({"train": {"lr": 0.5}}).json()["runs"][0]["id"]
     claimed = api.client.post(
         f"/api/v1/runs/{run}/claim", json={"attempt": 1, "worker": "w"}, headers=api.worker
