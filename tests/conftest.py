@@ -53,6 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # The SDK's tracked runs sample no system metrics unless a test asks (init's system_metrics_interval, or
     # the variable set by the test): a sample landing in a slow test's run would be one more point in it.
     os.environ.setdefault("REASONLAB_SYSTEM_METRICS_INTERVAL", "0")
+    # MLflow's usage telemetry off, before anything imports mlflow: its client sets and deletes an
+    # environment variable (_MLFLOW_TELEMETRY_SESSION_ID) from a thread of its own, and a deletion while
+    # another thread iterates os.environ (requests reads the proxies from it on every call of MLflow's
+    # client) raised KeyError in a test (tests/backend/test_mlflow_compat.py); and no test should send it
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # argon2id at its cheapest for the passwords the tests hash and verify, here and in the platforms they
     # start: at the deployment's default cost each costs ~0.17 CPU-s, ~300 of them a run. The cost
     # itself, and the rehash when it changes, are tested at real costs (tests/backend/test_password_cost.py)
