@@ -44,28 +44,36 @@ def template(postgres_admin_url: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_a_used_database_comes_back_as_its_template(template: str) -> None:
-    pool = _DatabasePool()
-    try:
-        with pool.database(PG_ADMIN_URL, template) as url:
-            first = url
-            with _connect(url) as conn:
-                conn.execute("INSERT INTO item (parent, name) VALUES (1, 'child'), (1, 'other')")
-                conn.execute("DELETE FROM item WHERE name = 'other'")
-            leftover = _connect(url)  # a session the test left open, holding locks
-            leftover.execute("SELECT pg_advisory_lock(7)")
-            leftover.execute("BEGIN")
-            leftover.execute("SELECT * FROM item FOR UPDATE")
-        with pool.database(PG_ADMIN_URL, template) as url:
-            assert url == first  # the same database, handed out again
-            with _connect(url) as conn:
-                assert conn.execute("SELECT id, parent, name FROM item").fetchall() == [(1, None, "seeded")]
-                assert conn.execute("SELECT count(*) FROM audit").fetchone() == (0,)  # no trigger fired
-                assert conn.execute("INSERT INTO item (name) VALUES ('next') RETURNING id").fetchone() == (2,)
-                assert conn.execute("SELECT pg_try_advisory_lock(7)").fetchone() == (True,)
-        assert _gone(leftover)  # ended by the reset
-    finally:
-        pool.drop_all()
+@pytest.fixture
+def pool() -> Iterator[_DatabasePool]:
+    made = _DatabasePool()
+    yield made
+    made.drop_all()
+
+
+def _databases() -> set[str]:
+    with _connect(PG_ADMIN_URL) as admin:
+        return {r[0] for r in admin.execute("SELECT datname FROM pg_database")}
+
+
+def test_a_used_database_comes_back_as_its_template(template: str, pool: _DatabasePool) -> None:
+    with pool.database(PG_ADMIN_URL, template) as url:
+        first = url
+        with _connect(url) as conn:
+            conn.execute("INSERT INTO item (parent, name) VALUES (1, 'child'), (1, 'other')")
+            conn.execute("DELETE FROM item WHERE name = 'other'")
+        leftover = _connect(url)  # a session the test left open, holding locks
+        leftover.execute("SELECT pg_advisory_lock(7)")
+        leftover.execute("BEGIN")
+        leftover.execute("SELECT * FROM item FOR UPDATE")
+    with pool.database(PG_ADMIN_URL, template) as url:
+        assert url == first  # the same database, handed out again
+        with _connect(url) as conn:
+            assert conn.execute("SELECT id, parent, name FROM item").fetchall() == [(1, None, "seeded")]
+            assert conn.execute("SELECT count(*) FROM audit").fetchone() == (0,)  # no trigger fired
+            assert conn.execute("INSERT INTO item (name) VALUES ('next') RETURNING id").fetchone() == (2,)
+            assert conn.execute("SELECT pg_try_advisory_lock(7)").fetchone() == (True,)
+    assert _gone(leftover)  # ended by the reset
 
 
 def _gone(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
@@ -76,25 +84,19 @@ def _gone(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
     return False
 
 
-def test_a_database_whose_schema_changed_is_dropped_not_reused(template: str) -> None:
-    pool = _DatabasePool()
-    try:
-        with pool.database(PG_ADMIN_URL, template) as url:
-            changed = url
-            with _connect(url) as conn:
-                conn.execute("ALTER TABLE item ADD COLUMN extra int")
-        with pool.database(PG_ADMIN_URL, template) as url:
-            assert url != changed
-            with _connect(url) as conn:
-                conn.execute("DROP TRIGGER item_audit ON item")
-            dropped_trigger = url
-        with pool.database(PG_ADMIN_URL, template) as url:
-            assert url not in (changed, dropped_trigger)
-        with _connect(PG_ADMIN_URL) as admin:
-            names = {r[0] for r in admin.execute("SELECT datname FROM pg_database")}
-        assert changed.rsplit("/", 1)[1] not in names and dropped_trigger.rsplit("/", 1)[1] not in names
-    finally:
-        pool.drop_all()
-    with _connect(PG_ADMIN_URL) as admin:
-        names = {r[0] for r in admin.execute("SELECT datname FROM pg_database")}
-    assert url.rsplit("/", 1)[1] not in names  # drop_all: none left behind
+def test_a_database_whose_schema_changed_is_dropped_not_reused(template: str, pool: _DatabasePool) -> None:
+    with pool.database(PG_ADMIN_URL, template) as url:
+        changed = url
+        with _connect(url) as conn:
+            conn.execute("ALTER TABLE item ADD COLUMN extra int")
+    with pool.database(PG_ADMIN_URL, template) as url:
+        assert url != changed
+        with _connect(url) as conn:
+            conn.execute("DROP TRIGGER item_audit ON item")
+        dropped_trigger = url
+    with pool.database(PG_ADMIN_URL, template) as url:
+        assert url not in (changed, dropped_trigger)
+    names = _databases()
+    assert changed.rsplit("/", 1)[1] not in names and dropped_trigger.rsplit("/", 1)[1] not in names
+    pool.drop_all()
+    assert url.rsplit("/", 1)[1] not in _databases()  # drop_all: none left behind
