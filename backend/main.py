@@ -211,11 +211,13 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     # docs/benchmarks.md, "Metric query"); the 1 MB runs table of 10,000 runs likewise
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     # at most max_requests_in_flight requests at once (below the connection pool; backend/http/admission.py)
-    # and at most max_requests_in_flight_per_principal of them from one credential (its share)
+    # and at most max_requests_in_flight_per_principal of them from one credential (its share), of which
+    # GET requests at most max_reads_in_flight (writes first)
     app.add_middleware(
         AdmissionLimit,
         limit=settings.max_requests_in_flight,
         per_principal=settings.max_requests_in_flight_per_principal,
+        reads=settings.max_reads_in_flight,
     )
     # Outermost last: the security headers go on every answer (refusals and preflights included); CORS
     # (only where REASONLAB_CORS_ORIGINS is set) answers its origins' preflights; OPTIONS answers Allow;

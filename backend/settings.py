@@ -243,6 +243,15 @@ class Settings(SharedSettings):
         description="of the max_requests_in_flight admission slots, the most one credential (a user, an API "
         "token, a run) holds at once; its further requests wait for its own (the worker token aside)",
     )
+    max_reads_in_flight: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="of the max_requests_in_flight admission slots, the most GET requests hold at once, so "
+        "that the dashboards' polls cannot take every slot (and the interpreter's turns) from the runs' "
+        "metric posts and heartbeats; the further reads wait their turn. Set it to max_requests_in_flight "
+        "for no such bound",
+    )
     max_uploads_in_flight: int = Field(
         16,
         ge=1,

@@ -115,6 +115,13 @@ def main() -> int:
     ap.add_argument(
         "--misbehave", type=int, default=0, help="misbehaving members at once, 0-5 (bench/load/misbehave.py)"
     )
+    ap.add_argument(
+        "--api-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an API setting, REASONLAB_<NAME> (e.g. MAX_READS_IN_FLIGHT=20), for side-by-side runs; repeatable",
+    )
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--as-api", nargs=2, metavar=("PORT", "CONTROL_DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -128,6 +135,8 @@ def main() -> int:
         ap.error("--misbehave takes 0 to 5")
     if not 1 <= args.keys <= len(KEYS) or args.dashboards > args.workers:
         ap.error("--keys out of range, or more dashboards than runs")
+    if any("=" not in item or not item.split("=", 1)[0].isidentifier() for item in args.api_setting):
+        ap.error("--api-setting takes NAME=VALUE")
 
     print(f"machine: {machine()}")
     print(f"uptime at start: {uptime_line()}")
@@ -137,7 +146,8 @@ def main() -> int:
         f"{args.api_processes} API process(es){' under the profiler' if args.profile else ''}"
         f"{'; WHAT-IF (not our code): ' + args.what_if if args.what_if else ''}"
         f"{'; behind nginx (docker/nginx/reasonlab.conf)' if args.nginx else ''}"
-        f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}; "
+        f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}"
+        f"{'; settings ' + ' '.join(args.api_setting) if args.api_setting else ''}; "
         f"{args.duration:.0f} s measured after {args.warmup:.0f} s"
     )
     rec = Recorder()

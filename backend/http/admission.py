@@ -21,6 +21,14 @@ uploads (artifacts, datasets) are read by their routes: a route gives its slot b
 body (``released``, backend/http/transfers.py ``copy_body``) and takes one again for what follows, so an
 upload holds a slot only for its database work (22 slow dataset uploads held the 20 slots and another
 user's reads timed out); how many uploads are received at once is bounded at the edge instead.
+
+Reads yield to writes: GET requests hold at most ``reads`` of the slots at once, so a burst of dashboard
+polls cannot take every slot, nor every turn of the process's interpreter, from the metric posts and
+heartbeats of running jobs. On a saturated CPU, latency is the wait for the interpreter among the
+requests in flight (docs/benchmarks.md, "Load test": the two API processes at one core, write p99 2.6 s
+with every slot shared); a write waits behind at most ``reads`` reads, and the reads queue on the event
+loop, where waiting costs nothing, instead. A job blocked on its post is training that does not advance;
+a dashboard answered later shows the same points a poll later.
 """
 
 from __future__ import annotations
@@ -44,11 +52,15 @@ class _Share:
 
 
 class AdmissionLimit:
-    def __init__(self, app: ASGIApp, limit: int, per_principal: int | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: int, per_principal: int | None = None, reads: int | None = None
+    ) -> None:
         self.app = app
         self.limit = limit
         self.per_principal = per_principal if per_principal is not None else limit
+        self.reads = reads if reads is not None else limit
         self._slots: asyncio.Semaphore | None = None
+        self._reads: asyncio.Semaphore | None = None
         self._shares: dict[str, _Share] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,7 +69,9 @@ class AdmissionLimit:
             return
         if self._slots is None:  # made on the serving loop
             self._slots = asyncio.Semaphore(self.limit)
-        ticket = Ticket(self, self._slots, self._share(scope.get(PRINCIPAL)))
+            self._reads = asyncio.Semaphore(self.reads)
+        reads = self._reads if scope["method"] in _READS and self.reads < self.limit else None
+        ticket = Ticket(self, self._slots, self._share(scope.get(PRINCIPAL)), reads)
         try:
             await ticket.acquire()
             scope[TICKET] = ticket
@@ -81,22 +95,32 @@ class AdmissionLimit:
 
 
 class Ticket:
-    """A request's admission: its credential's share, then one of the process's slots."""
+    """A request's admission: its credential's share, then (a read) one of the reads' places, then one of
+    the process's slots."""
 
-    def __init__(self, owner: AdmissionLimit, slots: asyncio.Semaphore, share: tuple[str, _Share] | None):
-        self._owner, self._slots, self._share = owner, slots, share
+    def __init__(
+        self,
+        owner: AdmissionLimit,
+        slots: asyncio.Semaphore,
+        share: tuple[str, _Share] | None,
+        reads: asyncio.Semaphore | None = None,
+    ):
+        self._owner, self._share = owner, share
+        # taken in this order, given back in the reverse
+        self._gates = [g for g in (share[1].slots if share else None, reads, slots) if g is not None]
         self.held = False
 
     async def acquire(self) -> None:
         if self.held:
             return
-        if self._share is not None:
-            await self._share[1].slots.acquire()
+        taken: list[asyncio.Semaphore] = []
         try:
-            await self._slots.acquire()
-        except BaseException:  # cancelled while queued (the client left): the share is given back
-            if self._share is not None:
-                self._share[1].slots.release()
+            for gate in self._gates:
+                await gate.acquire()
+                taken.append(gate)
+        except BaseException:  # cancelled while queued (the client left): what it took is given back
+            for gate in reversed(taken):
+                gate.release()
             raise
         self.held = True
 
@@ -104,9 +128,8 @@ class Ticket:
         if not self.held:
             return
         self.held = False
-        self._slots.release()
-        if self._share is not None:
-            self._share[1].slots.release()
+        for gate in reversed(self._gates):
+            gate.release()
 
     def close(self) -> None:
         self.release()
@@ -128,6 +151,9 @@ async def released(scope: Scope) -> AsyncIterator[None]:
     ticket.release()
     yield
     await ticket.acquire()
+
+
+_READS = frozenset({"GET", "HEAD"})
 
 
 def _is_event_stream(scope: Scope) -> bool:

@@ -90,7 +90,8 @@ class Setup:
 
 def start(res: Resources, args: argparse.Namespace) -> Setup:
     db = res.database("db")
-    env = reasonlab_env(res, db)
+    settings = dict(item.split("=", 1) for item in args.api_setting)
+    env = reasonlab_env(res, db, **{f"REASONLAB_{name.upper()}": value for name, value in settings.items()})
     out = subprocess.run([PYTHON, "-c", _BOOTSTRAP], env=env, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"migrate/ensure_admin failed:\n{out.stderr[-3000:]}")

@@ -116,3 +116,55 @@ def test_a_route_gives_its_slot_back_while_it_waits_on_its_client() -> None:
 
     asyncio.run(main())
     assert events == ["upload in", "read", "upload copied", "upload holds a slot again"]
+
+
+def test_reads_hold_at_most_their_places_and_writes_pass_them() -> None:
+    """Eight GETs and two POSTs, 4 slots of which reads may hold 2: never more than 2 reads in flight,
+    and the writes are served while six reads still wait (they are not queued behind them). A read
+    cancelled while it waits gives back what it took."""
+    inside = {"GET": 0, "POST": 0}
+    peak = {"GET": 0, "POST": 0}
+    order: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        method = scope["method"]
+        inside[method] += 1
+        peak[method] = max(peak[method], inside[method])
+        order.append(method)
+        await asyncio.sleep(0.05)
+        inside[method] -= 1
+
+    limited = AdmissionLimit(app, limit=4, reads=2)
+
+    def scope(method: str, who: str) -> dict[str, Any]:
+        return {"type": "http", "method": method, "path": "/api/v1/runs/1/metrics", PRINCIPAL: who}
+
+    async def main() -> None:
+        reads = [limited(scope("GET", f"user:{i}"), None, None) for i in range(8)]
+        writes = [limited(scope("POST", f"run:{i}"), None, None) for i in range(2)]
+        await asyncio.gather(*reads, *writes)
+
+    asyncio.run(main())
+    assert peak == {"GET": 2, "POST": 2}
+    assert order.index("POST") < 4 and order[:4].count("POST") == 2  # not behind the six waiting reads
+
+    async def cancelled() -> None:
+        blocker = asyncio.Event()
+
+        async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await blocker.wait()
+
+        gate = AdmissionLimit(slow, limit=4, reads=1)
+        first = asyncio.create_task(gate(scope("GET", "user:1"), None, None))
+        await asyncio.sleep(0.01)
+        waiting = asyncio.create_task(gate(scope("GET", "user:2"), None, None))
+        await asyncio.sleep(0.01)
+        waiting.cancel()  # the client left while its read waited for a place
+        await asyncio.gather(waiting, return_exceptions=True)
+        blocker.set()
+        await first
+        assert gate._reads is not None and gate._slots is not None
+        assert not gate._reads.locked() and not gate._slots.locked()  # every place and slot back
+        assert not gate._shares
+
+    asyncio.run(cancelled())
