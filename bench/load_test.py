@@ -113,6 +113,11 @@ def main() -> int:
         help="docker/nginx/reasonlab.conf's nginx in front of the API (loopback)",
     )
     ap.add_argument(
+        "--ingest",
+        action="store_true",
+        help="with --nginx: one more API process for the runs' writes, as compose's `ingest` service",
+    )
+    ap.add_argument(
         "--misbehave", type=int, default=0, help="misbehaving members at once, 0-5 (bench/load/misbehave.py)"
     )
     ap.add_argument(
@@ -135,6 +140,8 @@ def main() -> int:
         ap.error("--misbehave takes 0 to 5")
     if not 1 <= args.keys <= len(KEYS) or args.dashboards > args.workers:
         ap.error("--keys out of range, or more dashboards than runs")
+    if args.ingest and not args.nginx:
+        ap.error("--ingest needs --nginx (the proxy sends it the runs' writes)")
     if any("=" not in item or not item.split("=", 1)[0].isidentifier() for item in args.api_setting):
         ap.error("--api-setting takes NAME=VALUE")
 
@@ -146,6 +153,7 @@ def main() -> int:
         f"{args.api_processes} API process(es){' under the profiler' if args.profile else ''}"
         f"{'; WHAT-IF (not our code): ' + args.what_if if args.what_if else ''}"
         f"{'; behind nginx (docker/nginx/reasonlab.conf)' if args.nginx else ''}"
+        f"{' + 1 ingest API process for the runs writes' if args.ingest else ''}"
         f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}"
         f"{'; settings ' + ' '.join(args.api_setting) if args.api_setting else ''}; "
         f"{args.duration:.0f} s measured after {args.warmup:.0f} s"
@@ -167,6 +175,8 @@ def main() -> int:
             print(f"--- api log tail ---\n{res.log_tail('api')}", file=sys.stderr)
             raise
         api_log_summary(res.logs / "api.log")
+        if args.ingest:
+            api_log_summary(res.logs / "ingest.log", "ingest API")
         nginx_log_summary(res.logs / "nginx.log")
     return 0
 

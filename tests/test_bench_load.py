@@ -31,7 +31,10 @@ def test_the_proxy_is_composes_configuration_on_loopback() -> None:
         ("listen 8000;", "listen 127.0.0.1:18080;"),
         ("resolver 127.0.0.11 valid=10s ipv6=off;", ""),
         ("set $api http://api:8000;", "set $api http://127.0.0.1:18081;"),
+        ("set $ingest http://ingest:8000;", "set $ingest http://127.0.0.1:18081;"),  # no ingest: the API
     ]
+    generated = site_conf(18080, 18081, 18082).splitlines()
+    assert "set $ingest http://127.0.0.1:18082;" in [line.strip() for line in generated]
     [server] = [d for d in parse_nginx("\n".join(generated)) if d.name == "server"]
     assert server.value("client_body_timeout") == "10s"  # the file's limits, untouched
 

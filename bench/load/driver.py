@@ -86,6 +86,7 @@ class Setup:
     api_url: str = ""
     members: list[Misbehaver] = field(default_factory=list)
     project_id: int = 0
+    ingest: subprocess.Popen[bytes] | None = None  # --ingest: the API process the runs' writes go to
 
 
 def start(res: Resources, args: argparse.Namespace) -> Setup:
@@ -137,7 +138,18 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         while len(session_pids(proc.pid)) < args.api_processes + 1 and time.monotonic() < deadline:
             time.sleep(0.5)
         time.sleep(3)
-    client_url = start_nginx(res, port)[0] if args.nginx else url
+    ingest = None
+    ingest_port = None
+    if (
+        args.ingest
+    ):  # compose's `ingest` service: one more API process, background loops off (as in every run)
+        ingest_port = free_port()
+        ingest_argv = [PYTHON, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", "127.0.0.1"]
+        ingest_argv += ["--port", str(ingest_port), "--log-level", "info", "--no-access-log"]
+        ingest_argv += ["--proxy-headers", "--forwarded-allow-ips", env["REASONLAB_TRUSTED_PROXIES"]]
+        ingest = res.process("ingest", ingest_argv, env)
+        wait_http(f"http://127.0.0.1:{ingest_port}/api/v1/health", ingest, what="ReasonLab ingest API")
+    client_url = start_nginx(res, port, ingest_port)[0] if args.nginx else url
     return Setup(
         client_url,
         creds["token"],
@@ -150,6 +162,7 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         api_url=url,
         members=members,
         project_id=project_id,
+        ingest=ingest,
     )
 
 
@@ -233,7 +246,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         chart_refresh=1.0,
         metric_body=args.metric_body,
     )
-    sampler = Sampler(setup.proc.pid, setup.db)
+    sampler = Sampler([p.pid for p in (setup.proc, setup.ingest) if p is not None], setup.db)
     posted: list[collections.deque[tuple[int, float]] | None] = [
         collections.deque() if i < args.dashboards else None for i in range(args.workers)
     ]

@@ -2,7 +2,8 @@
 
 The site configuration is docker/nginx/reasonlab.conf with only what ties it to compose replaced, as
 tests/deploy/test_reverse_proxy.py does: it listens on 127.0.0.1:<a free port> instead of :8000, and
-proxies to the API's loopback port instead of ``http://api:8000`` through Docker's DNS. Every other
+proxies to the API's loopback port instead of ``http://api:8000`` through Docker's DNS (and the runs' writes
+to the ingest process's, ``--ingest``, instead of ``http://ingest:8000``). Every other
 directive (timeouts, body limits per route, request buffering, per-address connection limits,
 X-Forwarded-For) is the file's. The main nginx.conf around it (the image's part) sets the temp paths, no
 access log, its error log at ``info`` (client timeouts and closed connections are info lines; the
@@ -31,13 +32,15 @@ def nginx_binary() -> str:
     return found
 
 
-def site_conf(listen_port: int, api_port: int) -> str:
-    """docker/nginx/reasonlab.conf on loopback: its listen address and its upstream, nothing else."""
+def site_conf(listen_port: int, api_port: int, ingest_port: int | None = None) -> str:
+    """docker/nginx/reasonlab.conf on loopback: its listen address and its upstreams, nothing else. The
+    runs' writes go to ``ingest_port`` (compose's `ingest` service, ``--ingest``), else to the API too."""
     conf = NGINX_CONF.read_text()
     for old, new in (
         ("listen 8000;", f"listen 127.0.0.1:{listen_port};"),
         ("resolver 127.0.0.11 valid=10s ipv6=off;", ""),
         ("set $api http://api:8000;", f"set $api http://127.0.0.1:{api_port};"),
+        ("set $ingest http://ingest:8000;", f"set $ingest http://127.0.0.1:{ingest_port or api_port};"),
     ):
         if conf.count(old) != 1:
             raise RuntimeError(f"{NGINX_CONF} no longer has exactly one {old!r}: update bench/load/proxy.py")
@@ -57,13 +60,14 @@ def main_conf(prefix: Path) -> str:
     )
 
 
-def start_nginx(res: Resources, api_port: int) -> tuple[str, int]:
-    """nginx in front of the API on 127.0.0.1 (one process, as this user); its URL and port."""
+def start_nginx(res: Resources, api_port: int, ingest_port: int | None = None) -> tuple[str, int]:
+    """nginx in front of the API (and the ingest process) on 127.0.0.1 (one process, as this user); its
+    URL and port."""
     binary = nginx_binary()
     port = free_port()
     prefix = res.tmp / "nginx"
     prefix.mkdir()
-    (prefix / "site.conf").write_text(site_conf(port, api_port))
+    (prefix / "site.conf").write_text(site_conf(port, api_port, ingest_port))
     (prefix / "nginx.conf").write_text(main_conf(prefix))
     argv = [binary, "-e", "stderr", "-p", str(prefix), "-c", str(prefix / "nginx.conf")]
     check = subprocess.run([*argv, "-t", "-q"], capture_output=True, text=True, timeout=60)

@@ -238,8 +238,9 @@ def profile_report(control: Path) -> None:
 _LOG_LINE = re.compile(r"^(ERROR|WARNING|CRITICAL|INFO):|^\S*(Error|Exception)\b[:(]")
 
 
-def api_log_summary(path: Path) -> None:
-    """What the API logged: error and warning lines and exception types, counted (digits masked)."""
+def api_log_summary(path: Path, label: str = "API") -> None:
+    """What the API (or the ingest process) logged: error and warning lines and exception types, counted
+    (digits masked)."""
     if not path.is_file():
         return
     counts: collections.Counter[str] = collections.Counter()
@@ -247,7 +248,7 @@ def api_log_summary(path: Path) -> None:
         if _LOG_LINE.match(line):
             counts[re.sub(r"\d+", "N", line)[:160]] += 1
     if counts:
-        print("\nAPI log (lines counted, digits masked as N):")
+        print(f"\n{label} log (lines counted, digits masked as N):")
         for line, n in counts.most_common(12):
             print(f"  {n:>6,}x  {line}")
 

@@ -90,8 +90,8 @@ class Sample:
 
 
 class Sampler:
-    def __init__(self, api_sid: int, db: str) -> None:
-        self.api_sid = api_sid
+    def __init__(self, api_sids: list[int], db: str) -> None:
+        self.api_sids = api_sids  # the sessions the API's processes were started in (api, ingest)
         self.db = db
         self.samples: list[Sample] = []
         self.loop_lag: list[tuple[float, float]] = []
@@ -100,7 +100,7 @@ class Sampler:
         self._pg_total = 0.0
 
     def take(self) -> Sample:
-        pids = session_pids(self.api_sid)
+        pids = [pid for sid in self.api_sids for pid in session_pids(sid)]
         for pid in postgres_pids(self.db):
             now = cpu_seconds(pid)
             self._pg_total += now - self._pg_seen.get(pid, 0.0)

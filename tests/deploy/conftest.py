@@ -32,7 +32,7 @@ SECRETS = {
     "REASONLAB_SECRET_KEY": "test-secret-key-0123456789abcdef",
     "REASONLAB_WORKER_TOKEN": "wk_test-worker-token-0123456789",
 }
-SERVICES = {"postgres", "redis", "mlflow", "api", "proxy", "worker", "worker-cpu"}
+SERVICES = {"postgres", "redis", "mlflow", "api", "ingest", "proxy", "worker", "worker-cpu"}
 WORKERS = ("worker", "worker-cpu")
 
 

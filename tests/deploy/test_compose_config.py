@@ -59,13 +59,15 @@ def test_healthchecks_and_start_order(config: dict[str, Any]) -> None:
     assert "redis-cli ping" in probe("redis")
     assert "127.0.0.1:5000/health" in probe("mlflow")
     assert "127.0.0.1:8000/api/v1/health" in probe("api")
+    assert "127.0.0.1:8000/api/v1/health" in probe("ingest")
     assert "127.0.0.1:8000/api/v1/health" in probe("proxy")  # through nginx to the api
     wants = {
         "mlflow": {"postgres"},
         "api": {"postgres", "redis"},
-        "proxy": {"api"},
-        "worker": {"api", "redis", "mlflow"},
-        "worker-cpu": {"api", "redis", "mlflow"},
+        "ingest": {"api"},  # once the api has migrated the database
+        "proxy": {"api", "ingest"},
+        "worker": {"ingest", "redis", "mlflow"},
+        "worker-cpu": {"ingest", "redis", "mlflow"},
     }
     for name, deps in wants.items():
         depends = services[name]["depends_on"]

@@ -8,6 +8,8 @@ for real in front of the API on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import ipaddress
 import json
 import os
@@ -15,6 +17,7 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -128,6 +131,7 @@ SAMPLE_PATHS = [
     "/api/v1/mlflow/default/api/2.0/mlflow-artifacts/artifacts/2/7/artifacts/plots/loss.png",
     "/api/v1/mlflow/default/api/2.0/mlflow/runs/log-batch",
     "/api/v1/runs/7/metrics",
+    "/api/v1/runs/7/heartbeat",
     "/api/v1/runs/7/metrics/",
     "/api/v1/runs/7/logs",
     "/api/v1/runs/7/results",
@@ -197,8 +201,17 @@ def test_the_proxy_bounds_slow_clients_and_buffers_bodies() -> None:
     assert forwarded["x-forwarded-for"] == "$remote_addr"
     assert all(not loc.all("proxy_set_header") for loc in server.locations)  # or they would drop these
     assert d.value("listen") == "8000"
-    assert all(loc.value("proxy_pass") == "$api" for loc in server.locations)
-    assert [s.args for s in d.all("set")] == [["$api", "http://api:8000"]]
+    # the runs' writes to the ingest service (POST of metrics and heartbeats), all else to the API
+    writes = re.compile(r"^/api/v1/runs/[^/]+/(?:metrics|heartbeat)/?$")
+    for path in SAMPLE_PATHS:
+        loc = server.location_for(path)
+        assert loc is not None
+        assert loc.value("proxy_pass") == ("$reasonlab_run_writes" if writes.match(path) else "$api"), path
+    assert [s.args for s in d.all("set")] == [["$api", "http://api:8000"], ["$ingest", "http://ingest:8000"]]
+    (by_method,) = [
+        m for m in top if m.name == "map" and m.args == ["$request_method", "$reasonlab_run_writes"]
+    ]
+    assert [(x.name, x.args) for x in by_method.block or []] == [("POST", ["$ingest"]), ("default", ["$api"])]
     # an event stream passes through as it comes
     assert server.setting("/api/v1/runs/7/events", "proxy_buffering") == "off"
 
@@ -217,13 +230,32 @@ def test_the_proxy_is_the_only_door_to_the_api(config: dict[str, Any]) -> None:
     conf = mounts["/etc/nginx/conf.d/default.conf"]
     assert Path(conf["source"]) == NGINX_CONF and conf["read_only"]
     assert [(p["target"], p["published"]) for p in _published(services["proxy"])] == [(8000, "8000")]
-    assert not _published(services["api"]), "the API is reached through the proxy only"
+    for name in ("api", "ingest"):
+        assert not _published(services[name]), f"the {name} service is reached through the proxy only"
     for name in ("postgres", "redis"):
         assert not _published(services[name]), name
-    # the proxy and the API share the edge network, no one else is on it
+    # the proxy and the two API services share the edge network, no one else is on it
     on_edge = {name for name, s in services.items() if "edge" in (s.get("networks") or {})}
-    assert on_edge == {"api", "proxy"}
+    assert on_edge == {"api", "ingest", "proxy"}
     assert set(services["proxy"]["networks"]) == {"edge"}
+
+
+def test_the_ingest_service_is_the_api_without_its_background_loops(config: dict[str, Any]) -> None:
+    """The runs' writes go to a second process of the same API (the proxy's map above): same image,
+    command, settings and artifact store, but for the loops only one process may run; the project's own
+    workers call it; the proxy waits for both."""
+    services = config["services"]
+    api, ingest = services["api"], services["ingest"]
+    assert ingest["image"] == api["image"] and ingest["command"] == api["command"]
+    assert service_env(config, "ingest") == {
+        **service_env(config, "api"),
+        "REASONLAB_RUN_BACKGROUND_LOOPS": "false",
+    }
+    assert "REASONLAB_RUN_BACKGROUND_LOOPS" not in service_env(config, "api")
+    assert [v["target"] for v in ingest["volumes"]] == [v["target"] for v in api["volumes"]]
+    assert set(services["proxy"]["depends_on"]) == {"api", "ingest"}
+    for worker in ("worker", "worker-cpu"):
+        assert service_env(config, worker)["REASONLAB_API_URL"] == "http://ingest:8000"
 
 
 def _edge(config: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -309,23 +341,55 @@ def _free_port() -> int:
 PROXY_TIMEOUT = 2  # the test's client_header_timeout and client_body_timeout (the file's: 10 s)
 
 
+class _IngestStub(http.server.BaseHTTPRequestHandler):
+    """Stands in for the ingest service: notes each request it gets and answers 202."""
+
+    seen: list[tuple[str, str]]
+
+    def _answer(self) -> None:
+        self.seen.append((self.command, self.path))
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _stopped(server: http.server.ThreadingHTTPServer) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
-def proxied(tmp_path: Path, home: Path) -> Iterator[tuple[int, Any]]:
+def proxied(tmp_path: Path, home: Path) -> Iterator[tuple[int, Any, list[tuple[str, str]]]]:
     """The API on a real uvicorn server started as ``reasonlab api`` starts it, trusting 127.0.0.1 (where
-    nginx connects from), and nginx with docker/nginx/reasonlab.conf in front of it, both on loopback."""
+    nginx connects from), and nginx with docker/nginx/reasonlab.conf in front of it, both on loopback; the
+    ingest service is a stub noting what reaches it (the third item)."""
     from cli.server import uvicorn_options
     from tests.backend.conftest import make_settings
     from tests.backend.test_edge_slow_clients import serve
 
     assert NGINX is not None
     settings = make_settings(f"sqlite:///{tmp_path / 'edge.db'}", home, trusted_proxies=["127.0.0.1"])
-    with serve(settings, **uvicorn_options(settings)) as live:
+    seen: list[tuple[str, str]] = []
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Stub", (_IngestStub,), {"seen": seen}))
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    with serve(settings, **uvicorn_options(settings)) as live, _stopped(stub):
         port = _free_port()
         conf = NGINX_CONF.read_text()
         for old, new in (
             ("listen 8000;", f"listen 127.0.0.1:{port};"),
             ("resolver 127.0.0.11 valid=10s ipv6=off;", ""),
             ("set $api http://api:8000;", f"set $api http://127.0.0.1:{live.port};"),
+            ("set $ingest http://ingest:8000;", f"set $ingest http://127.0.0.1:{stub.server_address[1]};"),
             ("client_header_timeout 10s;", f"client_header_timeout {PROXY_TIMEOUT}s;"),
             ("client_body_timeout 10s;", f"client_body_timeout {PROXY_TIMEOUT}s;"),
         ):
@@ -345,7 +409,7 @@ def proxied(tmp_path: Path, home: Path) -> Iterator[tuple[int, Any]]:
                 except OSError:
                     assert time.monotonic() < deadline, "nginx did not start"
                     time.sleep(0.05)
-            yield port, live
+            yield port, live, seen
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -377,8 +441,8 @@ def _login(username: str, password: str, headers: str = "") -> bytes:
 
 
 @needs_nginx
-def test_nginx_in_front_of_the_api(proxied: tuple[int, Any]) -> None:
-    port, live = proxied
+def test_nginx_in_front_of_the_api(proxied: tuple[int, Any, list[tuple[str, str]]]) -> None:
+    port, live, _ = proxied
     # through the proxy, the API sees the client's address (127.0.0.2 here), never a spoofed one
     with _send(
         port, _login("nobody", "not-the-password", "X-Forwarded-For: 198.51.100.9\r\n"), "127.0.0.2"
@@ -406,3 +470,24 @@ def test_nginx_in_front_of_the_api(proxied: tuple[int, Any]) -> None:
     finally:
         slow_head.close()
         slow_body.close()
+
+
+@needs_nginx
+def test_the_runs_writes_go_to_the_ingest_service(proxied: tuple[int, Any, list[tuple[str, str]]]) -> None:
+    """POSTs of metric batches and heartbeats reach the ingest service; a chart's GET of the same route,
+    and every other request, the API (which refuses them here: no credential)."""
+    port, _, seen = proxied
+
+    def send(method: str, path: str, body: bytes = b"") -> int | None:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        with _send(port, head.encode() + body) as s:
+            return _status(s)
+
+    assert send("POST", "/api/v1/runs/7/metrics", b'{"points": []}') == 202
+    assert send("POST", "/api/v1/runs/7/heartbeat/", b"{}") == 202
+    assert send("GET", "/api/v1/runs/7/metrics?keys=loss") == 401  # the API's answer
+    assert send("POST", "/api/v1/runs/7/results", b"{}") == 401
+    assert send("POST", "/api/v1/runs/7/claim", b"{}") == 401
+    assert seen == [("POST", "/api/v1/runs/7/metrics"), ("POST", "/api/v1/runs/7/heartbeat/")]
