@@ -212,7 +212,7 @@ def create_app(settings: Settings | None = None, *, background: bool | None = No
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     # at most max_requests_in_flight requests at once (below the connection pool; backend/http/admission.py)
     # and at most max_requests_in_flight_per_principal of them from one credential (its share), of which
-    # GET requests at most max_reads_in_flight (writes first)
+    # reads (GET, HEAD) at most max_reads_in_flight (by default, no such bound)
     app.add_middleware(
         AdmissionLimit,
         limit=settings.max_requests_in_flight,

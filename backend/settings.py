@@ -244,13 +244,13 @@ class Settings(SharedSettings):
         "token, a run) holds at once; its further requests wait for its own (the worker token aside)",
     )
     max_reads_in_flight: int = Field(
-        8,
+        20,
         ge=1,
         le=10_000,
-        description="of the max_requests_in_flight admission slots, the most GET requests hold at once, so "
-        "that the dashboards' polls cannot take every slot (and the interpreter's turns) from the runs' "
-        "metric posts and heartbeats; the further reads wait their turn. Set it to max_requests_in_flight "
-        "for no such bound",
+        description="of the max_requests_in_flight admission slots, the most GET and HEAD requests hold at "
+        "once (the health check aside); below max_requests_in_flight, the further reads wait their turn and "
+        "writes pass them: a process serving both dashboards and the runs' metric posts favours the posts, "
+        "at the dashboards' expense. At max_requests_in_flight or above (the default), no such bound",
     )
     max_uploads_in_flight: int = Field(
         16,

@@ -22,13 +22,15 @@ body (``released``, backend/http/transfers.py ``copy_body``) and takes one again
 upload holds a slot only for its database work (22 slow dataset uploads held the 20 slots and another
 user's reads timed out); how many uploads are received at once is bounded at the edge instead.
 
-Reads yield to writes: GET requests hold at most ``reads`` of the slots at once, so a burst of dashboard
-polls cannot take every slot, nor every turn of the process's interpreter, from the metric posts and
-heartbeats of running jobs. On a saturated CPU, latency is the wait for the interpreter among the
-requests in flight (docs/benchmarks.md, "Load test": the two API processes at one core, write p99 2.6 s
-with every slot shared); a write waits behind at most ``reads`` reads, and the reads queue on the event
-loop, where waiting costs nothing, instead. A job blocked on its post is training that does not advance;
-a dashboard answered later shows the same points a poll later.
+Reads may yield to writes (off by default): with ``reads`` below ``limit``, GET and HEAD requests hold at
+most ``reads`` of the slots at once (the health check aside), so that in a process serving both a burst of
+dashboard polls cannot take every slot, nor every turn of the interpreter, from the metric posts and
+heartbeats of running jobs; the further reads queue on the event loop, where waiting costs nothing. A
+read takes its credential's share first, so one credential's queued reads never hold read places. Compose
+separates the runs' writes into a process of their own instead (the `ingest` service,
+docs/operations.md); the bound is for a deployment that cannot, at the dashboards' expense
+(docs/benchmarks.md, "Load test": a bound of 2 took write p99 from 2.0 to 0.94 s and the reads' from 7.1
+to 7.6 s). Streamed downloads hold their read place while they send.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class AdmissionLimit:
         if self._slots is None:  # made on the serving loop
             self._slots = asyncio.Semaphore(self.limit)
             self._reads = asyncio.Semaphore(self.reads)
-        reads = self._reads if scope["method"] in _READS and self.reads < self.limit else None
+        reads = self._reads if self.reads < self.limit and _is_read(scope) else None
         ticket = Ticket(self, self._slots, self._share(scope.get(PRINCIPAL)), reads)
         try:
             await ticket.acquire()
@@ -154,6 +156,13 @@ async def released(scope: Scope) -> AsyncIterator[None]:
 
 
 _READS = frozenset({"GET", "HEAD"})
+_HEALTH = "/api/v1/health"
+
+
+def _is_read(scope: Scope) -> bool:
+    """A request the reads' bound counts: GET and HEAD, but the health check (a probe that waits behind
+    the dashboards would report a healthy process dead)."""
+    return scope["method"] in _READS and scope["path"].rstrip("/") != _HEALTH
 
 
 def _is_event_stream(scope: Scope) -> bool:

@@ -120,8 +120,8 @@ def test_a_route_gives_its_slot_back_while_it_waits_on_its_client() -> None:
 
 def test_reads_hold_at_most_their_places_and_writes_pass_them() -> None:
     """Eight GETs and two POSTs, 4 slots of which reads may hold 2: never more than 2 reads in flight,
-    and the writes are served while six reads still wait (they are not queued behind them). A read
-    cancelled while it waits gives back what it took."""
+    and the writes are served while six reads still wait (they are not queued behind them); the health
+    check is no read. A read cancelled while it waits gives back what it took."""
     inside = {"GET": 0, "POST": 0}
     peak = {"GET": 0, "POST": 0}
     order: list[str] = []
@@ -148,23 +148,37 @@ def test_reads_hold_at_most_their_places_and_writes_pass_them() -> None:
     assert peak == {"GET": 2, "POST": 2}
     assert order.index("POST") < 4 and order[:4].count("POST") == 2  # not behind the six waiting reads
 
+    async def probes() -> None:  # four health checks at once with reads=1: not held to the reads' bound
+        probe = {"type": "http", "method": "GET", "path": "/api/v1/health", PRINCIPAL: None}
+        await asyncio.gather(*(limited({**probe}, None, None) for _ in range(4)))
+
+    peak["GET"] = 0
+    limited = AdmissionLimit(app, limit=4, reads=1)
+    asyncio.run(probes())
+    assert peak["GET"] == 4
+
     async def cancelled() -> None:
+        """A read that holds its credential's share and its read place, queued for a slot behind two
+        writes, is cancelled (its client left): it gives both back, and every count is whole again."""
         blocker = asyncio.Event()
 
         async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
             await blocker.wait()
 
-        gate = AdmissionLimit(slow, limit=4, reads=1)
-        first = asyncio.create_task(gate(scope("GET", "user:1"), None, None))
+        gate = AdmissionLimit(slow, limit=2, per_principal=1, reads=1)
+        writes = [asyncio.create_task(gate(scope("POST", f"run:{i}"), None, None)) for i in range(2)]
         await asyncio.sleep(0.01)
-        waiting = asyncio.create_task(gate(scope("GET", "user:2"), None, None))
+        waiting = asyncio.create_task(gate(scope("GET", "user:1"), None, None))
         await asyncio.sleep(0.01)
-        waiting.cancel()  # the client left while its read waited for a place
-        await asyncio.gather(waiting, return_exceptions=True)
-        blocker.set()
-        await first
         assert gate._reads is not None and gate._slots is not None
-        assert not gate._reads.locked() and not gate._slots.locked()  # every place and slot back
-        assert not gate._shares
+        assert gate._reads._value == 0 and gate._shares["user:1"].slots._value == 0  # taken, queued on a slot
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        assert gate._reads._value == 1 and "user:1" not in gate._shares  # given back, forgotten
+        # the next read of the same credential is served once a write ends
+        again = asyncio.create_task(gate(scope("GET", "user:1"), None, None))
+        blocker.set()
+        await asyncio.gather(*writes, again)
+        assert gate._reads._value == 1 and gate._slots._value == 2 and not gate._shares
 
     asyncio.run(cancelled())

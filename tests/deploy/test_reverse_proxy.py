@@ -207,6 +207,7 @@ def test_the_proxy_bounds_slow_clients_and_buffers_bodies() -> None:
         loc = server.location_for(path)
         assert loc is not None
         assert loc.value("proxy_pass") == ("$reasonlab_run_writes" if writes.match(path) else "$api"), path
+    assert all(loc.value("proxy_pass") in {"$api", "$reasonlab_run_writes"} for loc in server.locations)
     assert [s.args for s in d.all("set")] == [["$api", "http://api:8000"], ["$ingest", "http://ingest:8000"]]
     (by_method,) = [
         m for m in top if m.name == "map" and m.args == ["$request_method", "$reasonlab_run_writes"]
@@ -250,6 +251,7 @@ def test_the_ingest_service_is_the_api_without_its_background_loops(config: dict
     assert service_env(config, "ingest") == {
         **service_env(config, "api"),
         "REASONLAB_RUN_BACKGROUND_LOOPS": "false",
+        "REASONLAB_MIGRATE_ON_START": "0",  # the migrations run in `api` alone
     }
     assert "REASONLAB_RUN_BACKGROUND_LOOPS" not in service_env(config, "api")
     assert [v["target"] for v in ingest["volumes"]] == [v["target"] for v in api["volumes"]]
