@@ -122,15 +122,7 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         ]
         argv += ["--what-if", args.what_if, "--api-processes", str(args.api_processes)]
     else:
-        argv = [PYTHON, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", "127.0.0.1"]
-        # info, no access log: with N processes the supervisor's "Child process [..] died" (a worker that did
-        # not answer its 5 s health check is killed, its connections dropped) is an INFO line
-        level = "info" if args.api_processes > 1 else "warning"
-        argv += ["--port", str(port), "--log-level", level, "--no-access-log"]
-        trusted = env.get("REASONLAB_TRUSTED_PROXIES", "")
-        argv += ["--proxy-headers", "--forwarded-allow-ips", trusted] if trusted else ["--no-proxy-headers"]
-        if args.api_processes > 1:
-            argv += ["--workers", str(args.api_processes)]
+        argv = _uvicorn_argv(port, env, args.api_processes)
     proc = res.process("api", argv, env)
     wait_http(f"{url}/api/v1/health", proc, what="ReasonLab API")
     if args.api_processes > 1:  # every worker process answers before the load starts
@@ -140,14 +132,10 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         time.sleep(3)
     ingest = None
     ingest_port = None
-    if (
-        args.ingest
-    ):  # compose's `ingest` service: one more API process, background loops off (as in every run)
+    # compose's `ingest` service: one more API process (background loops off, as in every run)
+    if args.ingest:
         ingest_port = free_port()
-        ingest_argv = [PYTHON, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", "127.0.0.1"]
-        ingest_argv += ["--port", str(ingest_port), "--log-level", "info", "--no-access-log"]
-        ingest_argv += ["--proxy-headers", "--forwarded-allow-ips", env["REASONLAB_TRUSTED_PROXIES"]]
-        ingest = res.process("ingest", ingest_argv, env)
+        ingest = res.process("ingest", _uvicorn_argv(ingest_port, env, 1), env)
         wait_http(f"http://127.0.0.1:{ingest_port}/api/v1/health", ingest, what="ReasonLab ingest API")
     client_url = start_nginx(res, port, ingest_port)[0] if args.nginx else url
     return Setup(
@@ -164,6 +152,21 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         project_id=project_id,
         ingest=ingest,
     )
+
+
+def _uvicorn_argv(port: int, env: dict[str, str], processes: int) -> list[str]:
+    """``uvicorn`` serving our app on a loopback port with ``processes`` workers, as the load test starts
+    the API (and, with --ingest, the ingest process)."""
+    argv = [PYTHON, "-m", "uvicorn", "backend.main:create_app", "--factory", "--host", "127.0.0.1"]
+    # info, no access log: with N processes the supervisor's "Child process [..] died" (a worker that did
+    # not answer its 5 s health check is killed, its connections dropped) is an INFO line
+    level = "info" if processes > 1 else "warning"
+    argv += ["--port", str(port), "--log-level", level, "--no-access-log"]
+    trusted = env.get("REASONLAB_TRUSTED_PROXIES", "")
+    argv += ["--proxy-headers", "--forwarded-allow-ips", trusted] if trusted else ["--no-proxy-headers"]
+    if processes > 1:
+        argv += ["--workers", str(processes)]
+    return argv
 
 
 def make_client(base: str, token: str, connections: int, source: str | None = None) -> httpx.AsyncClient:

@@ -343,7 +343,7 @@ def _free_port() -> int:
 PROXY_TIMEOUT = 2  # the test's client_header_timeout and client_body_timeout (the file's: 10 s)
 
 
-class _IngestStub(http.server.BaseHTTPRequestHandler):
+class _IngestRecorder(http.server.BaseHTTPRequestHandler):
     """Stands in for the ingest service: notes each request it gets and answers 202."""
 
     seen: list[tuple[str, str]]
@@ -374,7 +374,7 @@ def _stopped(server: http.server.ThreadingHTTPServer) -> Iterator[None]:
 def proxied(tmp_path: Path, home: Path) -> Iterator[tuple[int, Any, list[tuple[str, str]]]]:
     """The API on a real uvicorn server started as ``reasonlab api`` starts it, trusting 127.0.0.1 (where
     nginx connects from), and nginx with docker/nginx/reasonlab.conf in front of it, both on loopback; the
-    ingest service is a stub noting what reaches it (the third item)."""
+    ingest service is a recorder noting what reaches it (the third item)."""
     from cli.server import uvicorn_options
     from tests.backend.conftest import make_settings
     from tests.backend.test_edge_slow_clients import serve
@@ -382,16 +382,21 @@ def proxied(tmp_path: Path, home: Path) -> Iterator[tuple[int, Any, list[tuple[s
     assert NGINX is not None
     settings = make_settings(f"sqlite:///{tmp_path / 'edge.db'}", home, trusted_proxies=["127.0.0.1"])
     seen: list[tuple[str, str]] = []
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Stub", (_IngestStub,), {"seen": seen}))
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-    with serve(settings, **uvicorn_options(settings)) as live, _stopped(stub):
+    recorder = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("Recorder", (_IngestRecorder,), {"seen": seen})
+    )
+    threading.Thread(target=recorder.serve_forever, daemon=True).start()
+    with serve(settings, **uvicorn_options(settings)) as live, _stopped(recorder):
         port = _free_port()
         conf = NGINX_CONF.read_text()
         for old, new in (
             ("listen 8000;", f"listen 127.0.0.1:{port};"),
             ("resolver 127.0.0.11 valid=10s ipv6=off;", ""),
             ("set $api http://api:8000;", f"set $api http://127.0.0.1:{live.port};"),
-            ("set $ingest http://ingest:8000;", f"set $ingest http://127.0.0.1:{stub.server_address[1]};"),
+            (
+                "set $ingest http://ingest:8000;",
+                f"set $ingest http://127.0.0.1:{recorder.server_address[1]};",
+            ),
             ("client_header_timeout 10s;", f"client_header_timeout {PROXY_TIMEOUT}s;"),
             ("client_body_timeout 10s;", f"client_body_timeout {PROXY_TIMEOUT}s;"),
         ):
