@@ -2,7 +2,7 @@
 // Debian's chromium. Screenshots of every page land in test-output/e2e/.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { allowErrors, launchBrowser, loadExample, newExperimentForm, openExample, openPage, previewExperiment, screenshot, signIn, startPlatform, submitExperiment } from './harness.mjs';
+import { allowErrors, launchBrowser, loadExample, newExperimentForm, openExample, hoverUntil, openPage, previewExperiment, screenshot, signIn, startPlatform, submitExperiment } from './harness.mjs';
 
 const RUN_TIMEOUT = 120_000;
 let platform;
@@ -357,7 +357,10 @@ describe('dashboard', { timeout: 600_000 }, () => {
     await page.reload();
     await page.getByRole('tab', { name: 'SRAVEN grid' }).click();
     const panels = page.getByTestId('sraven-heatmap');
-    await panels.nth(1).waitFor();
+    // both panels drawn (a canvas each) before the screenshot and the hover: the panel's box is there
+    // before ECharts (a chunk of its own) has loaded and drawn into it
+    await panels.nth(0).locator('canvas').first().waitFor();
+    await panels.nth(1).locator('canvas').first().waitFor();
     assert.equal(await panels.count(), 2);
     await page.waitForTimeout(300);
     await screenshot(page, '12-experiment-sraven-heatmap');
@@ -367,11 +370,12 @@ describe('dashboard', { timeout: 600_000 }, () => {
     const plotH = box.height - 30 - 70;
     const x = box.x + 56 + plotW / 6;
     const y = box.y + 30 + plotH * (5 / 6);
-    await page.mouse.move(x, y);
-    await page.getByText(/run \d+ \(click to open\)/).first().waitFor();
+    await hoverUntil(page, [x, y], page.getByText(/run \d+ \(click to open\)/).first());
     await screenshot(page, '13-heatmap-hover');
     await page.getByText('ID accuracy', { exact: true }).click();
-    await page.waitForTimeout(300);
+    // the panels drawn again for the ID accuracy: the cell's tooltip names it
+    await page.mouse.move(x + 40, y + 40);
+    await hoverUntil(page, [x, y], page.getByText(/test_acc=/).first());
     await screenshot(page, '13b-heatmap-id-accuracy');
     await page.mouse.click(x, y);
     await page.waitForURL(/\/runs\/\d+$/);

@@ -283,6 +283,25 @@ export async function screenshot(page, name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
+/**
+ * Moves the mouse to (x, y) until `shown` (a locator: a chart's tooltip) appears. A chart draws its tooltip
+ * on a mouse move over a drawn item, so a move made before the chart drew is lost: this moves off and back
+ * again (at most `tries` times, `perTryMs` apart) before the last wait, which fails as waitFor does.
+ */
+export async function hoverUntil(page, [x, y], shown, { tries = 5, perTryMs = 2000 } = {}) {
+  for (let i = 0; i < tries; i++) {
+    await page.mouse.move(x, y);
+    try {
+      await shown.waitFor({ timeout: perTryMs });
+      return;
+    } catch {
+      await page.mouse.move(x + 40, y + 40);
+    }
+  }
+  await page.mouse.move(x, y);
+  await shown.waitFor();
+}
+
 /** A new page of the browser (its errors fail the test: launchBrowser); `viewport` ({width, height}) replaces the default. */
 export async function openPage(browser, { viewport } = {}) {
   const page = await browser.context.newPage();
