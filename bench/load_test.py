@@ -127,6 +127,14 @@ def main() -> int:
         metavar="NAME=VALUE",
         help="an API setting, REASONLAB_<NAME> (e.g. MAX_READS_IN_FLIGHT=20), for side-by-side runs; repeatable",
     )
+    ap.add_argument(
+        "--api-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --ingest: the people's API process at nice N (0-19), the ingest process at 0: a lower CPU "
+        "weight for the reads under contention, as compose's cpu_shares (docs/operations.md)",
+    )
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--as-api", nargs=2, metavar=("PORT", "CONTROL_DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -142,6 +150,10 @@ def main() -> int:
         ap.error("--keys out of range, or more dashboards than runs")
     if args.ingest and not args.nginx:
         ap.error("--ingest needs --nginx (the proxy sends it the runs' writes)")
+    if args.api_nice and not args.ingest:
+        ap.error("--api-nice needs --ingest (it weighs the API against the ingest process)")
+    if not 0 <= args.api_nice <= 19:
+        ap.error("--api-nice takes 0 to 19")
     if any("=" not in item or not item.split("=", 1)[0].isidentifier() for item in args.api_setting):
         ap.error("--api-setting takes NAME=VALUE")
 
@@ -154,6 +166,7 @@ def main() -> int:
         f"{'; WHAT-IF (not our code): ' + args.what_if if args.what_if else ''}"
         f"{'; behind nginx (docker/nginx/reasonlab.conf)' if args.nginx else ''}"
         f"{' + 1 ingest API process for the runs writes' if args.ingest else ''}"
+        f"{f' (the API at nice {args.api_nice})' if args.api_nice else ''}"
         f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}"
         f"{'; settings ' + ' '.join(args.api_setting) if args.api_setting else ''}; "
         f"{args.duration:.0f} s measured after {args.warmup:.0f} s"

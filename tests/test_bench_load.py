@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -48,6 +49,79 @@ def test_nginx_accepts_the_generated_configuration(tmp_path: Path) -> None:
     argv = [nginx, "-t", "-q", "-e", "stderr", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_proxys_timing_log_names_each_clients_requests(tmp_path: Path) -> None:
+    """nginx as the load test runs it logs each request's $request_time; the report reads the well-behaved
+    writers' run writes (127.0.1.x) and the browsers' reads (127.0.2.x) from it, nothing else."""
+    import http.client
+    import http.server
+    import signal
+    import threading
+    import time
+
+    from bench.load.proxy import TIMING_LOG
+    from bench.load.report import proxy_latencies
+
+    class Upstream(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status = 503 if self.path.endswith("/results") else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    (tmp_path / "site.conf").write_text(site_conf(port, upstream.server_address[1]))
+    (tmp_path / "nginx.conf").write_text(main_conf(tmp_path))
+    argv = [nginx, "-e", "stderr", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
+    proc = subprocess.Popen([*argv, "-g", "daemon off; master_process off;"], stderr=subprocess.DEVNULL)
+    since = time.monotonic()
+    try:
+        requests = [
+            ("127.0.1.3", "POST", "/api/v1/runs/7/metrics"),
+            ("127.0.1.3", "POST", "/api/v1/runs/7/heartbeat"),
+            ("127.0.1.4", "POST", "/api/v1/runs/7/claim"),  # not a run write
+            ("127.0.2.4", "GET", "/api/v1/experiments/1"),
+            ("127.0.2.4", "GET", "/api/v1/runs/7/results"),  # a 5xx, counted apart
+            ("127.0.2.4", "GET", "/api/v1/runs/7/events"),  # a stream, left out
+            ("127.0.3.9", "GET", "/api/v1/experiments/1"),  # a misbehaver, left out
+        ]
+        for source, method, path in requests:
+            for _ in range(100):  # nginx may not listen yet
+                try:
+                    conn = http.client.HTTPConnection(
+                        "127.0.0.1", port, timeout=10, source_address=(source, 0)
+                    )
+                    conn.request(method, path, body=b"{}" if method == "POST" else None)
+                    conn.getresponse().read()
+                    conn.close()
+                    break
+                except ConnectionRefusedError:
+                    time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGQUIT)  # a graceful stop writes the buffered log
+        proc.wait(timeout=30)
+        upstream.shutdown()
+    groups = proxy_latencies(tmp_path / TIMING_LOG, since, time.monotonic())
+    assert {k: (len(xs), n5) for k, (xs, n5) in groups.items()} == {
+        "writers: POST metrics": (1, 0),
+        "writers: POST heartbeat": (1, 0),
+        "readers: all reads (event streams aside)": (1, 1),
+    }
+    assert all(0 <= x < 10 for xs, _ in groups.values() for x in xs)
+    assert proxy_latencies(tmp_path / TIMING_LOG, since - 100, since - 50) == {}  # outside the window
 
 
 def test_the_costly_query_is_at_the_bound_and_the_other_one_past_it() -> None:

@@ -87,6 +87,7 @@ class Setup:
     members: list[Misbehaver] = field(default_factory=list)
     project_id: int = 0
     ingest: subprocess.Popen[bytes] | None = None  # --ingest: the API process the runs' writes go to
+    proxy_log: Path | None = None  # --nginx: its timing log (bench/load/proxy.py)
 
 
 def start(res: Resources, args: argparse.Namespace) -> Setup:
@@ -123,6 +124,8 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         argv += ["--what-if", args.what_if, "--api-processes", str(args.api_processes)]
     else:
         argv = _uvicorn_argv(port, env, args.api_processes)
+    if args.api_nice:  # compose's cpu_shares for the api service: it yields the CPU to ingest under contention
+        argv = ["nice", "-n", str(args.api_nice), *argv]
     proc = res.process("api", argv, env)
     wait_http(f"{url}/api/v1/health", proc, what="ReasonLab API")
     if args.api_processes > 1:  # every worker process answers before the load starts
@@ -137,7 +140,7 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         ingest_port = free_port()
         ingest = res.process("ingest", _uvicorn_argv(ingest_port, env, 1), env)
         wait_http(f"http://127.0.0.1:{ingest_port}/api/v1/health", ingest, what="ReasonLab ingest API")
-    client_url = start_nginx(res, port, ingest_port)[0] if args.nginx else url
+    client_url, proxy_log = start_nginx(res, port, ingest_port) if args.nginx else (url, None)
     return Setup(
         client_url,
         creds["token"],
@@ -151,6 +154,7 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         members=members,
         project_id=project_id,
         ingest=ingest,
+        proxy_log=proxy_log,
     )
 
 

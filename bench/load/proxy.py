@@ -5,10 +5,12 @@ tests/deploy/test_reverse_proxy.py does: it listens on 127.0.0.1:<a free port> i
 proxies to the API's loopback port instead of ``http://api:8000`` through Docker's DNS (and the runs' writes
 to the ingest process's, ``--ingest``, instead of ``http://ingest:8000``). Every other
 directive (timeouts, body limits per route, request buffering, per-address connection limits,
-X-Forwarded-For) is the file's. The main nginx.conf around it (the image's part) sets the temp paths, no
-access log, its error log at ``info`` (client timeouts and closed connections are info lines; the
-report counts them), and enough worker connections for the load's ~250 client connections and their upstream
-ones (nginx's default, 512, is about what the load holds at once)."""
+X-Forwarded-For) is the file's. The main nginx.conf around it (the image's part) sets the temp paths, its
+error log at ``info`` (client timeouts and closed connections are info lines; the report counts them),
+enough worker connections for the load's ~250 client connections and their upstream ones (nginx's default,
+512, is about what the load holds at once), and an access log of each request's timing (``TIMING_LOG``):
+the latency at the proxy, which leaves out the load generator's own delays (its one event loop runs every
+simulated client on the same cores as the API)."""
 
 from __future__ import annotations
 
@@ -48,21 +50,31 @@ def site_conf(listen_port: int, api_port: int, ingest_port: int | None = None) -
     return conf
 
 
+# the access log's fields: the client's address, the request, nginx's $request_time (from the request's
+# first byte read to the answer's last byte sent, in seconds) and the wall-clock time it was logged
+TIMING_LOG = "access.log"
+TIMING_FORMAT = "$remote_addr $request_method $uri $status $request_time $msec"
+
+
 def main_conf(prefix: Path) -> str:
     temp = "\n".join(
         f"    {kind}_temp_path {prefix / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
+    log = (
+        f"    log_format timing '{TIMING_FORMAT}';\n"
+        f"    access_log {prefix / TIMING_LOG} timing buffer=256k flush=2s;\n"
+    )
     return (
         f"pid {prefix / 'nginx.pid'};\nerror_log stderr info;\nworker_rlimit_nofile 16384;\n"
         f"events {{\n    worker_connections 8192;\n}}\n"
-        f"http {{\n    access_log off;\n{temp}\n    include {prefix / 'site.conf'};\n}}\n"
+        f"http {{\n{log}{temp}\n    include {prefix / 'site.conf'};\n}}\n"
     )
 
 
-def start_nginx(res: Resources, api_port: int, ingest_port: int | None = None) -> tuple[str, int]:
+def start_nginx(res: Resources, api_port: int, ingest_port: int | None = None) -> tuple[str, Path]:
     """nginx in front of the API (and the ingest process) on 127.0.0.1 (one process, as this user); its
-    URL and port."""
+    URL and its timing log (``TIMING_LOG``)."""
     binary = nginx_binary()
     port = free_port()
     prefix = res.tmp / "nginx"
@@ -86,4 +98,4 @@ def start_nginx(res: Resources, api_port: int, ingest_port: int | None = None) -
             if time.monotonic() > deadline:
                 raise RuntimeError("nginx did not start listening within 20 s") from None
             time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", port
+    return f"http://127.0.0.1:{port}", prefix / TIMING_LOG

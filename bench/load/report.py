@@ -271,6 +271,45 @@ def _group(rec: Recorder, names: list[str], t0: float, t1: float) -> tuple[list[
     return xs, five, five_measured, other
 
 
+_TIMING_LINE = re.compile(r"^(\S+) (\S+) (\S+) (\d{3}) ([\d.]+) ([\d.]+)$")
+_RUN_WRITE = re.compile(r"^/api/v1/runs/\d+/(metrics|heartbeat)$")
+
+
+def proxy_latencies(path: Path, since: float, until: float) -> dict[str, tuple[list[float], int]]:
+    """The well-behaved clients' requests in nginx's timing log (bench/load/proxy.py) that ended between the
+    monotonic times ``since`` and ``until``: per group, nginx's $request_time of each answer (seconds) and
+    the number of 5xx. The writers connect from 127.0.1.x, the browsers from 127.0.2.x (driver._source);
+    a browser's reads are its GETs, the event stream (held open) aside, as the client-side table counts."""
+    wall = time.time() - time.monotonic()  # the log's clock is the wall clock, the recorder's monotonic
+    groups: dict[str, tuple[list[float], int]] = {}
+    if not path.is_file():
+        return groups
+    for line in path.read_text(errors="replace").splitlines():
+        m = _TIMING_LINE.match(line)
+        if m is None or not since + wall <= float(m.group(6)) <= until + wall:
+            continue
+        addr, method, uri, status, secs = (
+            m.group(1),
+            m.group(2),
+            m.group(3),
+            int(m.group(4)),
+            float(m.group(5)),
+        )
+        write = _RUN_WRITE.match(uri)
+        if addr.startswith("127.0.1.") and method == "POST" and write:
+            group = f"writers: POST {write.group(1)}"
+        elif addr.startswith("127.0.2.") and method == "GET" and not uri.endswith("/events"):
+            group = "readers: all reads (event streams aside)"
+        else:
+            continue
+        xs, fives = groups.setdefault(group, ([], 0))
+        if status >= 500:
+            groups[group] = (xs, fives + 1)
+        else:
+            xs.append(secs)
+    return groups
+
+
 def budget_report(
     args: argparse.Namespace, rec: Recorder, sampler: Sampler, setup: Setup, points: dict[str, int]
 ) -> None:
@@ -312,6 +351,31 @@ def budget_report(
     print(
         table(["clients", "answered", "p50 ms", "p99 ms", "max ms", "5xx (in window)", "other errors"], rows)
     )
+    if setup.proxy_log is not None:
+        # the same requests timed by nginx: the load generator's own delays left out (its event loop's lag
+        # before it reads an answer, which every client-side figure above holds)
+        at_proxy = proxy_latencies(setup.proxy_log, t0, t1 + REQUEST_TIMEOUT * 2)
+        rows = [
+            [
+                label,
+                f"{len(xs):,}",
+                f"{pct(xs, 0.5):.0f}",
+                f"{pct(xs, 0.99):.0f}",
+                f"{max(xs, default=0) * 1e3:.0f}",
+                str(n5),
+            ]
+            for label, (xs, n5) in sorted(
+                at_proxy.items(), key=lambda kv: (kv[0].startswith("readers"), kv[0])
+            )
+        ]
+        print(
+            "\nthe same clients at the proxy (nginx's $request_time: first byte of the request read to last byte of the answer sent):"
+        )
+        print(table(["clients", "answered", "p50 ms", "p99 ms", "max ms", "5xx"], rows))
+        metrics = at_proxy.get("writers: POST metrics", ([], 0))[0]
+        verdict["write p99 < 1 s at the proxy (POST metrics)"] = (
+            bool(metrics) and quantile(metrics, 0.99) < 1.0
+        )
     verdict["0 5xx for the well-behaved"] = fives == 0
     print(
         f"lost points: {points['lost']:,} (acknowledged {points['acknowledged']:,}, of them found in the "
