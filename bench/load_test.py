@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -135,6 +136,14 @@ def main() -> int:
         help="with --ingest: the people's API process at nice N (0-19), the ingest process at 0: a lower CPU "
         "weight for the reads under contention, as compose's cpu_shares (docs/operations.md)",
     )
+    ap.add_argument(
+        "--generator-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the load generator's own nice value once the servers have started (-20..19; below 0 needs root): "
+        "a negative one stands for clients on other machines, whose own delays are no part of the API's latency",
+    )
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--as-api", nargs=2, metavar=("PORT", "CONTROL_DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -152,6 +161,8 @@ def main() -> int:
         ap.error("--ingest needs --nginx (the proxy sends it the runs' writes)")
     if args.api_nice and not args.ingest:
         ap.error("--api-nice needs --ingest (it weighs the API against the ingest process)")
+    if not -20 <= args.generator_nice <= 19:
+        ap.error("--generator-nice takes -20 to 19")
     if not 0 <= args.api_nice <= 19:
         ap.error("--api-nice takes 0 to 19")
     if any("=" not in item or not item.split("=", 1)[0].isidentifier() for item in args.api_setting):
@@ -167,6 +178,7 @@ def main() -> int:
         f"{'; behind nginx (docker/nginx/reasonlab.conf)' if args.nginx else ''}"
         f"{' + 1 ingest API process for the runs writes' if args.ingest else ''}"
         f"{f' (the API at nice {args.api_nice})' if args.api_nice else ''}"
+        f"{f'; the generator at nice {args.generator_nice}' if args.generator_nice else ''}"
         f"{f'; {args.misbehave} misbehaving member(s)' if args.misbehave else ''}"
         f"{'; settings ' + ' '.join(args.api_setting) if args.api_setting else ''}; "
         f"{args.duration:.0f} s measured after {args.warmup:.0f} s"
@@ -176,6 +188,8 @@ def main() -> int:
         res.keep_logs = args.keep_logs
         try:
             setup = start(res, args)
+            if args.generator_nice:  # the servers started above keep their own (inherited before this)
+                os.setpriority(os.PRIO_PROCESS, 0, args.generator_nice)
             sampler, info = asyncio.run(drive(args, setup, rec))
             print(f"uptime at end: {uptime_line()}")
             report(args, rec, sampler, setup, info)

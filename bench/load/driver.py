@@ -124,7 +124,9 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         argv += ["--what-if", args.what_if, "--api-processes", str(args.api_processes)]
     else:
         argv = _uvicorn_argv(port, env, args.api_processes)
-    if args.api_nice:  # compose's cpu_shares for the api service: it yields the CPU to ingest under contention
+    if (
+        args.api_nice
+    ):  # compose's cpu_shares for the api service: it yields the CPU to ingest under contention
         argv = ["nice", "-n", str(args.api_nice), *argv]
     proc = res.process("api", argv, env)
     wait_http(f"{url}/api/v1/health", proc, what="ReasonLab API")
