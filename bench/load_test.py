@@ -134,7 +134,7 @@ def main() -> int:
         default=0,
         metavar="N",
         help="with --ingest: the people's API process at nice N (0-19), the ingest process at 0: a lower CPU "
-        "weight for the reads under contention, as compose's cpu_shares (docs/operations.md)",
+        "weight for the reads under contention, as compose's cpu_shares would give it (not set there)",
     )
     ap.add_argument(
         "--generator-nice",

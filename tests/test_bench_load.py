@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -60,6 +59,7 @@ def test_the_proxys_timing_log_names_each_clients_requests(tmp_path: Path) -> No
     import threading
     import time
 
+    from bench._common import free_port
     from bench.load.proxy import TIMING_LOG
     from bench.load.report import proxy_latencies
 
@@ -80,9 +80,7 @@ def test_the_proxys_timing_log_names_each_clients_requests(tmp_path: Path) -> No
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     (tmp_path / "site.conf").write_text(site_conf(port, upstream.server_address[1]))
     (tmp_path / "nginx.conf").write_text(main_conf(tmp_path))
     argv = [nginx, "-e", "stderr", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]

@@ -124,9 +124,8 @@ def start(res: Resources, args: argparse.Namespace) -> Setup:
         argv += ["--what-if", args.what_if, "--api-processes", str(args.api_processes)]
     else:
         argv = _uvicorn_argv(port, env, args.api_processes)
-    if (
-        args.api_nice
-    ):  # compose's cpu_shares for the api service: it yields the CPU to ingest under contention
+    # --api-nice: the people's API yields the CPU to the ingest process under contention
+    if args.api_nice:
         argv = ["nice", "-n", str(args.api_nice), *argv]
     proc = res.process("api", argv, env)
     wait_http(f"{url}/api/v1/health", proc, what="ReasonLab API")
@@ -192,11 +191,16 @@ def make_client(base: str, token: str, connections: int, source: str | None = No
     )
 
 
-def _source(args: argparse.Namespace, group: int, i: int) -> str | None:
-    """127.0.1.x for the workers, 127.0.2.x for the browsers (127.0.3/4.x are the misbehavers')."""
+# the loopback networks the well-behaved clients connect from (127.0.3/4.x are the misbehavers'): the
+# report tells their requests apart by them in the proxy's log
+WRITERS_NET, BROWSERS_NET = "127.0.1.", "127.0.2."
+
+
+def _source(args: argparse.Namespace, net: str, i: int) -> str | None:
+    """The address of the i-th client of ``net`` (WRITERS_NET, BROWSERS_NET)."""
     if not (args.nginx or args.misbehave):
         return None
-    return f"127.0.{group}.{i % 250 + 1}"
+    return f"{net}{i % 250 + 1}"
 
 
 async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[Sampler, dict[str, Any]]:
@@ -216,7 +220,9 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
     if len(runs) != args.workers:
         raise RuntimeError(f"the experiment has {len(runs)} runs, expected {args.workers}")
     info["experiment"] = exp["id"]
-    workers = [make_client(setup.url, setup.worker_token, 2, _source(args, 1, i)) for i in range(len(runs))]
+    workers = [
+        make_client(setup.url, setup.worker_token, 2, _source(args, WRITERS_NET, i)) for i in range(len(runs))
+    ]
     attempts = []
     for i, (run, client) in enumerate(zip(runs, workers, strict=True)):
         r = await client.post(
@@ -233,7 +239,7 @@ async def drive(args: argparse.Namespace, setup: Setup, rec: Recorder) -> tuple[
         r = await admin.post("/auth/login", json={"username": setup.username, "password": setup.password})
         r.raise_for_status()
         dashboards.append(
-            make_client(setup.url, r.json()["access_token"], 6, _source(args, 2, len(dashboards)))
+            make_client(setup.url, r.json()["access_token"], 6, _source(args, BROWSERS_NET, len(dashboards)))
         )
     await admin.aclose()
     await misbehave.prepare(setup.members, setup.url, setup.worker_token)

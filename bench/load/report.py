@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import quantile, table
-from bench.load.driver import Setup
+from bench.load.driver import BROWSERS_NET, WRITERS_NET, Setup
 from bench.load.recorder import REQUEST_TIMEOUT, STREAM_OPENING, Recorder
 from bench.load.sampling import Sampler
 
@@ -278,36 +278,30 @@ _RUN_WRITE = re.compile(r"^/api/v1/runs/\d+/(metrics|heartbeat)$")
 def proxy_latencies(path: Path, since: float, until: float) -> dict[str, tuple[list[float], int]]:
     """The well-behaved clients' requests in nginx's timing log (bench/load/proxy.py) that ended between the
     monotonic times ``since`` and ``until``: per group, nginx's $request_time of each answer (seconds) and
-    the number of 5xx. The writers connect from 127.0.1.x, the browsers from 127.0.2.x (driver._source);
-    a browser's reads are its GETs, the event stream (held open) aside, as the client-side table counts."""
+    the number of 5xx. The writers and the browsers connect from networks of their own (driver.WRITERS_NET,
+    BROWSERS_NET); a browser's reads are its GETs, the event stream (held open) aside, as the client-side
+    table counts."""
     wall = time.time() - time.monotonic()  # the log's clock is the wall clock, the recorder's monotonic
-    groups: dict[str, tuple[list[float], int]] = {}
-    if not path.is_file():
-        return groups
-    for line in path.read_text(errors="replace").splitlines():
-        m = _TIMING_LINE.match(line)
-        if m is None or not since + wall <= float(m.group(6)) <= until + wall:
+    answered: dict[str, list[float]] = {}
+    fives: collections.Counter[str] = collections.Counter()
+    lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    for m in filter(None, map(_TIMING_LINE.match, lines)):
+        addr, method, uri, status, secs, logged = m.groups()
+        if not since + wall <= float(logged) <= until + wall:
             continue
-        addr, method, uri, status, secs = (
-            m.group(1),
-            m.group(2),
-            m.group(3),
-            int(m.group(4)),
-            float(m.group(5)),
-        )
         write = _RUN_WRITE.match(uri)
-        if addr.startswith("127.0.1.") and method == "POST" and write:
+        if addr.startswith(WRITERS_NET) and method == "POST" and write:
             group = f"writers: POST {write.group(1)}"
-        elif addr.startswith("127.0.2.") and method == "GET" and not uri.endswith("/events"):
+        elif addr.startswith(BROWSERS_NET) and method == "GET" and not uri.endswith("/events"):
             group = "readers: all reads (event streams aside)"
         else:
             continue
-        xs, fives = groups.setdefault(group, ([], 0))
-        if status >= 500:
-            groups[group] = (xs, fives + 1)
+        xs = answered.setdefault(group, [])
+        if int(status) >= 500:
+            fives[group] += 1
         else:
-            xs.append(secs)
-    return groups
+            xs.append(float(secs))
+    return {group: (xs, fives[group]) for group, xs in answered.items()}
 
 
 def budget_report(
