@@ -97,7 +97,7 @@ function earlyRequests(): Plugin {
     transformIndexHtml: {
       order: 'post',
       handler(html, ctx) {
-        const bundle = (ctx.bundle ?? {}) as unknown as Bundle;
+        const bundle: Bundle = ctx.bundle ?? {};
         const chunk = Object.values(bundle).find((c) => c.type === 'chunk' && c.isEntry && c.name === 'early');
         const early = { tag: 'script', attrs: { type: 'module', async: true, crossorigin: true, src: chunk ? `/${chunk.fileName}` : '/src/early.ts' }, injectTo: 'head-prepend' as const };
         if (!chunk) return [early]; // the dev server: index.html's own script loads the app
@@ -129,7 +129,7 @@ function compileHints(): Plugin {
       // after Vite's own rewrites of the chunks (its preload helper goes at the top of a chunk too)
       order: 'post',
       handler(_options, bundle) {
-        const eager = eagerChunks(bundle as unknown as Bundle);
+        const eager = eagerChunks(bundle);
         for (const c of Object.values(bundle)) if (c.type === 'chunk' && eager.has(c.fileName)) c.code = COMPILE_HINT + c.code;
       },
     },

@@ -3,7 +3,7 @@
 // and how a claim's numbers read on its card.
 import type { ClaimDefinition } from '../api/types';
 import type { ErrorItem } from './apiErrors';
-import { canonical, type Json } from './dotted';
+import { canonical } from './dotted';
 
 export interface ArmDraft {
   name: string;
@@ -103,7 +103,7 @@ export function claimPatch(
   const out: { name?: string; definition?: ClaimDefinition } = {};
   if (d.name !== claim.name) out.name = d.name;
   const definition = definitionOf(d, claim.definition);
-  if (canonical(definition as unknown as Json) !== canonical(claim.definition as unknown as Json)) out.definition = definition;
+  if (canonical(definition) !== canonical(claim.definition)) out.definition = definition;
   return out;
 }
 

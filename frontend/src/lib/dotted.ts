@@ -3,13 +3,16 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export type JsonObject = { [key: string]: Json };
 
 /** JSON with object keys sorted: equal values written in different key orders give the same text (a spec's
- *  seed-group key, whether a claim's definition changed). */
-export function canonical(value: Json): string {
+ *  seed-group key, whether a claim's definition changed). Any value a typed API object holds is taken as
+ *  JSON.stringify takes it: an object's undefined fields are left out, an undefined in an array is null. */
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k]!)}`).join(',')}}`;
+    const fields = Object.entries(value).filter(([, v]) => v !== undefined);
+    fields.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${fields.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
   }
-  return JSON.stringify(value);
+  return JSON.stringify(value) ?? 'null';
 }
 
 export function isPlainObject(value: unknown): value is JsonObject {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deepMerge, flatten, formatValue, getPath, isJson, jsonObjectOf, setPath } from './dotted';
+import { canonical, deepMerge, flatten, formatValue, getPath, isJson, jsonObjectOf, setPath } from './dotted';
 import { etaSeconds, formatDuration, formatEta, percent } from './eta';
 import { countOf, runLabel, varyingParams } from './labels';
 import { overlaySeries } from './overlay';
@@ -7,6 +7,17 @@ import { parallelData } from './parallel';
 import { parseRunIds } from './runIds';
 
 describe('dotted paths', () => {
+  it('writes JSON with sorted keys, as JSON.stringify writes a typed object', () => {
+    expect(canonical({ b: 1, a: [2, { d: null, c: 'x' }] })).toBe('{"a":[2,{"c":"x","d":null}],"b":1}');
+    expect(canonical({ a: 1, b: 2 })).toBe(canonical({ b: 2, a: 1 }));
+    // an optional field left undefined is not there, as in the JSON sent; in an array it is null
+    const typed: { name: string; family?: string | null } = { name: 'n', family: undefined };
+    expect(canonical(typed)).toBe('{"name":"n"}');
+    expect(canonical([1, undefined])).toBe(JSON.stringify([1, undefined]));
+    expect(canonical(undefined)).toBe('null');
+    expect(canonical('a"b')).toBe(JSON.stringify('a"b'));
+  });
+
   it('sets and gets nested values without mutating', () => {
     const a = { train: { lr: 1 } };
     const b = setPath(a, ['train', 'lr'], 2);
