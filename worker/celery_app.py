@@ -47,7 +47,7 @@ from common.broker import (
 )
 from common.settings import SharedSettings, get_settings
 from common.transport import FilesystemTransport
-from worker.pool import POOL
+from worker.jobs.pool import POOL
 
 __all__ = [
     "QUEUES",
@@ -110,7 +110,7 @@ def celery_config(settings: SharedSettings) -> dict[str, Any]:
         # the longest the worker's timer thread sleeps: a warm shutdown waits for it (1.0 s by default)
         "worker_timer_precision": 0.2,
         "worker_concurrency": 1,
-        "worker_pool": POOL,  # prefork, with a prompt respawn of the job process (worker/pool.py)
+        "worker_pool": POOL,  # prefork, with a prompt respawn of the job process (worker/jobs/pool.py)
         "worker_max_tasks_per_child": 1,
         # On a broker connection loss the running job goes on; its message is redelivered only after the
         # visibility timeout and then refused by the claim.

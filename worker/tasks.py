@@ -21,7 +21,7 @@ from common.settings import get_settings
 from reasonlab_sdk.client import ApiUnavailable, Forbidden, Unauthorized
 from worker import executor
 from worker.celery_app import TASK_EXECUTE, app
-from worker.pool import job_pids, keep_own_handler
+from worker.jobs.pool import job_pids, keep_own_handler
 from worker.runtime import zygote
 from worker.runtime.environment import make_undumpable
 
@@ -40,7 +40,7 @@ def _block_interrupt() -> None:
 def _start_job_server(sender: Any = None, **_: Any) -> None:
     """Start the job server (worker/runtime/zygote.py), before any pool process is forked: every run's code
     runs in a process forked from it, which never held the worker token; it imports every kind once
-    (``worker.jobserver.preload``), so a job process starts its kind within milliseconds. This process
+    (``worker.jobs.server.preload``), so a job process starts its kind within milliseconds. This process
     and its pool processes import no kind."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the run's logs
     # undumpable already when started by `reasonlab worker` (environment.unseal); started by Celery's own

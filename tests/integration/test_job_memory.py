@@ -203,7 +203,7 @@ def _job_server(worker: int) -> int:
         for task in Path(f"/proc/{worker}/task").iterdir()
         for p in (task / "children").read_text().split()
     }
-    (server,) = [p for p in children if b"worker.jobserver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    (server,) = [p for p in children if b"worker.jobs.server" in Path(f"/proc/{p}/cmdline").read_bytes()]
     return server
 
 

@@ -82,7 +82,7 @@ def _run_earlier_jobs(platform: Platform) -> None:
 
 def _is_job_server(pid: int) -> bool:
     try:
-        return b"worker.jobserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"worker.jobs.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
@@ -432,7 +432,7 @@ def test_job_pids_finds_children_of_every_thread() -> None:
     """A child forked by another thread (while that thread lives: billiard's supervisor) is not in
     /proc/<pid>/task/<pid>/children, the main thread's, which is all the interrupt used to read;
     ``job_pids`` finds it."""
-    from worker.pool import job_pids
+    from worker.jobs.pool import job_pids
 
     started: list[subprocess.Popen[bytes]] = []
     done = threading.Event()
@@ -461,7 +461,7 @@ PDEATHSIG_CHILD = """
 import ctypes, sys, time
 ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # what Celery does in a pool process: SIGKILL at the parent's death
 if sys.argv[1] == "outlive":
-    from worker.pool import outlive_the_forking_thread
+    from worker.jobs.pool import outlive_the_forking_thread
     outlive_the_forking_thread()
 print("ready", flush=True)
 time.sleep(30)
@@ -563,7 +563,7 @@ def test_a_pool_process_keeps_its_own_interrupt_handler_through_billiards_reset(
     """billiard's threaded pool resets a pool process's signals (SIGUSR2 included) to its exit handler
     right after the process's init: the handler the init installed is put back, and an interrupt that
     arrives in between is delivered to it."""
-    from worker import pool
+    from worker.jobs import pool
 
     sig = signal.SIGUSR2
     seen: list[str] = []

@@ -17,7 +17,7 @@ from common.broker import broker_options
 from common.settings import SharedSettings
 from worker import celery_app
 from worker.celery_app import TASK_EXECUTE, WorkerFilesystemTransport, create_celery_app, worker_argv
-from worker.pool import MAX_RECHECKS, PromptRespawnAsynPool
+from worker.jobs.pool import MAX_RECHECKS, PromptRespawnAsynPool
 
 
 def test_long_job_settings(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The worker's preload (worker/jobserver.py ``preload``): by default the job server imports every kind and
+"""The worker's preload (worker/jobs/server.py ``preload``): by default the job server imports every kind and
 torch's compiler stack before it forks any job process; ``REASONLAB_WORKER_PRELOAD=false`` skips the
 imports but torch's. The worker itself imports none, not even torch (its start, worker/tasks.py, blocks the interrupt signal until a
 pool process's handler is there, and starts the job server)."""
@@ -15,7 +15,8 @@ import pytest
 
 PROBE = """
 import json, signal, sys
-from worker import executor, jobserver, tasks
+from worker import executor, tasks
+from worker.jobs import server as jobserver
 MODULES = ("torch", "torch._dynamo", "worker.core.cap", "worker.core.models")
 before = {m for m in MODULES if m in sys.modules}
 tasks._block_interrupt()

@@ -1,5 +1,5 @@
 """The process a run executes in, below the modules an operator or Celery names (``celery_app``,
-``tasks``, ``pool``, ``executor``, ``jobserver``, ``local``), which use it; it never imports them.
+``tasks``, ``jobs``, ``executor``, ``local``), which use it; it never imports them.
 
     environment  the environment a worker hands its runs: an allow-list, credentials in memory only
     heartbeat    the heartbeat thread of one attempt: progress up, cancel and lease loss down

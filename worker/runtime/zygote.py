@@ -18,13 +18,13 @@ A pool process asks for a job process by passing one end of a fresh socket pair 
 the worker's control socket (SCM_RIGHTS, a socket no job process keeps). The server forks at once and the
 child keeps that end: the server never reads what travels on it (the claim and its run token), so no later
 job process inherits an earlier run's token. When the server cannot be reached (it died), the pool process
-starts the job process itself as a fresh interpreter (``python -m worker.jobserver --job-fd N``): slower
+starts the job process itself as a fresh interpreter (``python -m worker.jobs.server --job-fd N``): slower
 (it imports its kind), never less confined.
 
 Death follows the tree: the job server dies with the worker (``PR_SET_PDEATHSIG``, and the control
 socket's end), a job process with its job server (the same) and with its pool process (its socket's end),
 so a ``kill -9`` of the worker leaves no process running a run. This module is the mechanism; what a job
-process runs is ``worker.jobserver``'s.
+process runs is ``worker.jobs.server``'s.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from worker.runtime.environment import make_undumpable, split_environment
 
 logger = logging.getLogger(__name__)
 
-SERVER_MODULE = "worker.jobserver"  # run with ``python -m``: the job server, or one job with JOB_FD_ARG
+SERVER_MODULE = "worker.jobs.server"  # run with ``python -m``: the job server, or one job with JOB_FD_ARG
 JOB_FD_ARG = "--job-fd"
 CONTROL_FD_ENV = "REASONLAB_JOB_SERVER_FD"  # the job server's end of the control socket
 PARENT_ENV = "REASONLAB_JOB_SERVER_PARENT"  # the process it must die with

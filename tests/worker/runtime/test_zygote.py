@@ -74,7 +74,7 @@ def test_without_a_server_the_pool_process_starts_the_job_process_itself(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The server gone (its end of the control socket closed): the job process is a fresh interpreter of
-    ``worker.jobserver`` started by the pool process, confined as the server's would be."""
+    ``worker.jobs.server`` started by the pool process, confined as the server's would be."""
     control, gone = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     gone.close()
     monkeypatch.setattr(zygote, "_control", control)

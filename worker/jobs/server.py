@@ -1,7 +1,7 @@
 """The job server's program, and what each job process runs (the mechanism: ``worker.runtime.zygote``).
 
-    python -m worker.jobserver              the job server: the worker starts it (worker/tasks.py)
-    python -m worker.jobserver --job-fd N   one job process on socket N (a pool process's fallback when
+    python -m worker.jobs.server            the job server: the worker starts it (worker/tasks.py)
+    python -m worker.jobs.server --job-fd N   one job process on socket N (a pool process's fallback when
                                             the job server cannot be reached)
 
 A job process sends its pid, receives its run's claim (the run with its token, the attempt, the worker's
